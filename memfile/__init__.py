@@ -1,0 +1,45 @@
+"""memfile: long-term memory for LLM agents, kept as Markdown files in a git repository."""
+
+from .errors import (
+    EXIT_CODES,
+    AmbiguousRef,
+    Conflict,
+    FileParseError,
+    GitError,
+    InvalidInput,
+    LockTimeout,
+    MemfileError,
+    NotAVault,
+    NotFound,
+    Refused,
+)
+from .model import Category, Memory, ParseIssue, Priority, Source, StoreResult
+from .recall import RecallItem, RecallReport, estimate_tokens
+from .vault import Vault
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "EXIT_CODES",
+    "AmbiguousRef",
+    "Category",
+    "Conflict",
+    "FileParseError",
+    "GitError",
+    "InvalidInput",
+    "LockTimeout",
+    "Memory",
+    "MemfileError",
+    "NotAVault",
+    "NotFound",
+    "ParseIssue",
+    "Priority",
+    "RecallItem",
+    "RecallReport",
+    "Refused",
+    "Source",
+    "StoreResult",
+    "Vault",
+    "__version__",
+    "estimate_tokens",
+]

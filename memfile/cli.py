@@ -1,0 +1,302 @@
+"""The command line: a thin click face over `Vault`.
+
+Each command parses its options, calls one Vault method and prints the
+result: data on stdout, warnings and notices on stderr. Errors are turned
+into messages and exit codes in one place (`MemfileGroup.invoke`).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import traceback
+from dataclasses import dataclass, field
+from typing import Any
+
+import click
+
+from .errors import EXIT_UNEXPECTED, FileParseError, InvalidInput, MemfileError
+from .model import Memory, StoreResult, format_datetime
+from .vault import Vault
+
+EXAMPLE_VAULT = "sample_vault"
+
+
+@dataclass
+class State:
+    vault_path: str | None
+    mind: str | None
+    debug: bool
+    opened: list[Vault] = field(default_factory=list)
+
+    def vault(self) -> Vault:
+        if not self.opened:
+            self.opened.append(Vault.open(self.vault_path, self.mind))
+        return self.opened[0]
+
+
+class MemfileGroup(click.Group):
+    """Runs a command and translates MemfileError (and surprises) into exit codes."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except MemfileError as exc:
+            _report_debug(ctx, exc)
+            click.echo(f"memfile: error: {exc}", err=True)
+            ctx.exit(exc.exit_code)
+        except (click.exceptions.Exit, click.ClickException, click.Abort):
+            raise
+        except KeyboardInterrupt:
+            click.echo("memfile: interrupted", err=True)
+            ctx.exit(130)
+        except Exception as exc:  # noqa: BLE001 - the last line of defence: no traceback for users
+            _report_debug(ctx, exc)
+            click.echo(f"memfile: unexpected error: {exc!r}; rerun with --debug and report it", err=True)
+            ctx.exit(EXIT_UNEXPECTED)
+        finally:
+            _print_messages(ctx)
+
+
+def _report_debug(ctx: click.Context, exc: BaseException) -> None:
+    state = ctx.obj
+    if isinstance(state, State) and state.debug:
+        traceback.print_exception(exc, file=sys.stderr)
+
+
+def _print_messages(ctx: click.Context) -> None:
+    state = ctx.obj
+    if not isinstance(state, State):
+        return
+    for vault in state.opened:
+        for issue in vault.issues:
+            click.echo(f"memfile: warning: {issue}", err=True)
+        for notice in vault.notices:
+            click.echo(f"memfile: {notice}", err=True)
+
+
+def _json(data: Any) -> None:
+    click.echo(json.dumps(data, ensure_ascii=False, indent=2))
+
+
+json_option = click.option("--json", "as_json", is_flag=True, help="Print JSON for programs.")
+
+
+@click.group(cls=MemfileGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.option("--vault", "vault_path", metavar="PATH", help="Vault folder (default: $MEMFILE_VAULT, else the nearest parent with memfile.toml).")
+@click.option("--mind", metavar="NAME", help="Mind to use (default: $MEMFILE_MIND, else default_mind, else the only mind).")
+@click.option("--debug", is_flag=True, help="Show tracebacks on errors.")
+@click.version_option(package_name="memfile", prog_name="memfile")
+@click.pass_context
+def main(ctx: click.Context, vault_path: str | None, mind: str | None, debug: bool) -> None:
+    """Long-term memory for LLM agents, kept as Markdown files in git.
+
+    Example: memfile --vault sample_vault recall
+    """
+    ctx.obj = State(vault_path, mind, debug)
+
+
+@main.command()
+@click.argument("path", type=click.Path(file_okay=False))
+@click.option("--mind", "mind", default="default", show_default=True, help="Folder name of the first mind.")
+@click.option("--name", help="Display name of the mind, shown by recall.")
+@json_option
+def init(path: str, mind: str, name: str | None, as_json: bool) -> None:
+    """Create a vault: memfile.toml, a mind folder, .gitignore and a git repository.
+
+    Example: memfile init ~/memory --mind michael --name "Michael's Mind"
+    """
+    vault = Vault.init(path, mind, name)
+    if as_json:
+        _json({"vault": str(vault.root), "mind": vault.mind, "name": vault.name})
+    else:
+        click.echo(f"created vault {vault.root} with mind {vault.mind} ({vault.name})")
+
+
+def _read_content(content: str | None) -> str:
+    if content not in (None, "-"):
+        return content  # type: ignore[return-value]
+    stream = click.get_text_stream("stdin")
+    if stream.isatty():
+        raise InvalidInput("content", None, "text as the CONTENT argument, or piped on stdin")
+    return stream.read()
+
+
+@main.command()
+@click.argument("category")
+@click.argument("key")
+@click.argument("content", required=False)
+@click.option("--priority", help="low, normal (default), high or critical.")
+@click.option("--tag", "tags", multiple=True, help="A tag; repeat it, or separate tags with commas.")
+@click.option("--confidence", help="0.0 to 1.0 (default 1.0 for user, 0.7 for agent).")
+@click.option("--expires", help="When it leaves recall: 30m, 12h, 7d, 2w, an ISO-8601 date, or never.")
+@click.option("--source", help="user (default) or agent; MEMFILE_SOURCE=agent for agents.")
+@json_option
+@click.pass_obj
+def store(state: State, category: str, key: str, content: str | None, priority: str | None, tags: tuple[str, ...],
+          confidence: str | None, expires: str | None, source: str | None, as_json: bool) -> None:
+    """Store a memory, or update the one with the same CATEGORY and KEY.
+
+    CONTENT comes from the argument, or from stdin when omitted or "-".
+
+    Example: memfile store project synapse_status "v1.5.0 deployed" --priority high --tag synapse
+    """
+    options: dict[str, Any] = {"priority": priority, "confidence": confidence, "source": source}
+    if tags:
+        options["tags"] = list(tags)
+    if expires is not None:
+        options["expires"] = expires
+    result = state.vault().store(category, key, _read_content(content), **options)
+    _print_store(result, as_json, "stored" if result.created else "updated" if result.changed else "unchanged")
+
+
+def _print_store(result: StoreResult, as_json: bool, verb: str) -> None:
+    if as_json:
+        _json(result.memory.to_dict() | {"created": result.created, "changed": result.changed, "commit": result.commit})
+    else:
+        click.echo(f"{verb} {result.memory.id} {result.memory.path}")
+
+
+def _show_text(memory: Memory) -> str:
+    lines = [
+        f"id: {memory.id}",
+        f"category: {memory.category}",
+        f"key: {memory.key}",
+        f"priority: {memory.priority}",
+        f"tags: {', '.join(memory.tags)}",
+        f"source: {memory.source}",
+        f"verified: {str(memory.verified).lower()}",
+        f"confidence: {memory.confidence:g}",
+        f"expires_at: {format_datetime(memory.expires_at) if memory.expires_at else 'never'}",
+        f"created_at: {format_datetime(memory.created_at)}",
+        f"updated_at: {format_datetime(memory.updated_at)}",
+        f"path: {memory.path}",
+    ]
+    lines += [f"{name}: {value}" for name, value in memory.extra]
+    return "\n".join(lines) + "\n\n" + memory.content
+
+
+@main.command()
+@click.argument("ref")
+@json_option
+@click.pass_obj
+def show(state: State, ref: str, as_json: bool) -> None:
+    """Print one memory. REF is an id, category/key, or a key unique in the mind.
+
+    Example: memfile show project/synapse_status
+    """
+    memory = state.vault().show(ref)
+    _json(memory.to_dict()) if as_json else click.echo(_show_text(memory))
+
+
+def _list_line(memory: Memory) -> str:
+    state = "verified" if memory.verified else "unverified"
+    return f"{memory.ref:<42} {memory.priority:<8} {state:<10} {memory.path}"
+
+
+def _print_memories(memories: list[Memory], as_json: bool, empty: str) -> None:
+    if as_json:
+        _json([m.to_dict() for m in memories])
+    elif not memories:
+        click.echo(empty, err=True)
+    else:
+        for memory in memories:
+            click.echo(_list_line(memory))
+
+
+@main.command(name="list")
+@click.option("--category", help="Only this category.")
+@click.option("--tag", "tags", multiple=True, help="Only memories with this tag (repeat: all of them).")
+@click.option("--priority", help="Only this priority.")
+@click.option("--source", help="Only user or only agent memories.")
+@click.option("--unverified", is_flag=True, help="Only unverified memories.")
+@click.option("--include-expired", is_flag=True, help="Also expired memories.")
+@json_option
+@click.pass_obj
+def list_(state: State, category: str | None, tags: tuple[str, ...], priority: str | None, source: str | None,
+          unverified: bool, include_expired: bool, as_json: bool) -> None:
+    """List the mind's memories, filtered.
+
+    Example: memfile list --category project --tag synapse --unverified
+    """
+    memories = state.vault().list(category=category, tags=list(tags), priority=priority, source=source,
+                                  unverified=unverified, include_expired=include_expired)
+    _print_memories(memories, as_json, "no memories match")
+
+
+@main.command()
+@click.argument("ref")
+@json_option
+@click.pass_obj
+def forget(state: State, ref: str, as_json: bool) -> None:
+    """Remove a memory in one commit (git history keeps it).
+
+    Example: memfile forget context/conference_trip_march
+    """
+    memory = state.vault().forget(ref)
+    _json(memory.to_dict()) if as_json else click.echo(f"forgot {memory.id} {memory.path}")
+
+
+@main.command()
+@click.argument("ref")
+@json_option
+@click.pass_obj
+def verify(state: State, ref: str, as_json: bool) -> None:
+    """Mark a memory as checked by a person (agents cannot).
+
+    Example: memfile verify project/project_synapse_status
+    """
+    result = state.vault().verify(ref)
+    _print_store(result, as_json, "verified" if result.changed else "already verified")
+
+
+@main.command()
+@click.option("--within", default="7d", show_default=True, help="A duration: 30m, 12h, 7d, 2w.")
+@json_option
+@click.pass_obj
+def expiring(state: State, within: str, as_json: bool) -> None:
+    """List memories that expire soon, soonest first.
+
+    Example: memfile expiring --within 2w
+    """
+    memories = state.vault().expiring(within)
+    if as_json or not memories:
+        _print_memories(memories, as_json, f"no memory expires within {within}")
+        return
+    for memory in memories:
+        click.echo(f"{format_datetime(memory.expires_at)}  {_list_line(memory)}")  # type: ignore[arg-type]
+
+
+@main.command()
+@click.argument("ref")
+@json_option
+@click.pass_obj
+def edit(state: State, ref: str, as_json: bool) -> None:
+    """Open a memory in $EDITOR; afterwards validate and commit it.
+
+    Example: EDITOR=nano memfile edit preference/answer_style
+    """
+    vault = state.vault()
+    before, path = vault.begin_edit(ref)
+    click.edit(filename=str(path))
+    try:
+        result = vault.finish_edit(before)
+    except FileParseError as exc:
+        raise FileParseError(
+            exc.path, exc.line, f"{exc.reason}; your edit is kept as it is in {path}, not committed"
+        ) from None
+    _print_store(result, as_json, "edited" if result.changed else "unchanged")
+
+
+@main.command()
+@click.option("--budget", type=int, help="Most tokens the output may take (estimate: characters / 4).")
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@click.pass_obj
+def recall(state: State, budget: int | None, fmt: str) -> None:
+    """Print the prioritized summary an agent puts in its context window.
+
+    Example: memfile --vault sample_vault recall --budget 500
+    """
+    vault = state.vault()
+    report = vault.recall_report() if budget is None else vault.recall_report(budget)
+    _json(report.to_dict()) if fmt == "json" else click.echo(report.text, nl=False)

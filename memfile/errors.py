@@ -1,0 +1,130 @@
+"""The one exception tree of memfile.
+
+Every error a user can cause is a `MemfileError` subclass that knows its exit
+code (the public table in the README) and carries structured fields, so each
+face (CLI, MCP) translates errors in exactly one place. `str(e)` is a full
+sentence that ends with what to do next. Standard library only.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+EXIT_OK = 0
+EXIT_UNEXPECTED = 1
+EXIT_BAD_INPUT = 2
+EXIT_NOT_FOUND = 3
+EXIT_CONFLICT = 4
+EXIT_PROBLEMS = 5
+EXIT_GIT = 6
+EXIT_NOT_A_VAULT = 7
+
+#: The public exit-code table: code -> meaning. Pinned by a test and the README.
+EXIT_CODES: dict[int, str] = {
+    EXIT_OK: "success",
+    EXIT_UNEXPECTED: "unexpected error (a bug: please report it, rerun with --debug)",
+    EXIT_BAD_INPUT: "bad input: an invalid argument, option, REF or file content",
+    EXIT_NOT_FOUND: "not found: no memory or mind matches",
+    EXIT_CONFLICT: "conflict: the vault is locked by another writer or a file is in the way",
+    EXIT_PROBLEMS: "a check found problems",
+    EXIT_GIT: "git failed",
+    EXIT_NOT_A_VAULT: "not a vault: no memfile vault could be found",
+}
+
+
+class MemfileError(Exception):
+    """Root of all memfile errors."""
+
+    exit_code = EXIT_UNEXPECTED
+
+
+class InvalidInput(MemfileError):
+    """A value given by a user, an agent or a file is not allowed."""
+
+    exit_code = EXIT_BAD_INPUT
+
+    def __init__(
+        self,
+        field: str,
+        value: object,
+        allowed: str | Iterable[str],
+        *,
+        reason: str = "",
+    ) -> None:
+        self.field = field
+        self.value = value
+        self.allowed = allowed if isinstance(allowed, str) else ", ".join(allowed)
+        self.reason = reason
+        why = f" ({reason})" if reason else ""
+        super().__init__(
+            f"invalid {field} {value!r}{why}; allowed: {self.allowed}."
+        )
+
+
+class Refused(MemfileError):
+    """A request that is well-formed but not permitted (e.g. an agent verifying)."""
+
+    exit_code = EXIT_BAD_INPUT
+
+
+class AmbiguousRef(MemfileError):
+    """A REF matches more than one memory."""
+
+    exit_code = EXIT_BAD_INPUT
+
+    def __init__(self, ref: str, candidates: list[str]) -> None:
+        self.ref = ref
+        self.candidates = candidates
+        super().__init__(
+            f"REF {ref!r} matches {len(candidates)} memories: "
+            f"{', '.join(candidates)}; use one of these category/key forms or an id."
+        )
+
+
+class FileParseError(MemfileError):
+    """A memory file on disk cannot be read; it is reported and left untouched."""
+
+    exit_code = EXIT_BAD_INPUT
+
+    def __init__(self, path: str, line: int | None, reason: str) -> None:
+        self.path = path
+        self.line = line
+        self.reason = reason
+        where = f"{path}:{line}" if line else path
+        super().__init__(f"{where}: {reason}; fix the file by hand (memfile never changes it).")
+
+
+class NotFound(MemfileError):
+    """No memory, mind or file matches what was asked for."""
+
+    exit_code = EXIT_NOT_FOUND
+
+
+class Conflict(MemfileError):
+    """Something is in the way of a write (a file, an existing mind)."""
+
+    exit_code = EXIT_CONFLICT
+
+
+class LockTimeout(Conflict):
+    """Another process held the vault's writer lock for too long."""
+
+    def __init__(self, lock_path: str, timeout: float) -> None:
+        self.lock_path = lock_path
+        self.timeout = timeout
+        super().__init__(
+            f"the vault is busy: another memfile process held the writer lock "
+            f"{lock_path} for more than {timeout:g} s; try again in a moment."
+        )
+
+
+class GitError(MemfileError):
+    """A git command failed."""
+
+    exit_code = EXIT_GIT
+
+
+class NotAVault(MemfileError):
+    """No vault could be found or selected."""
+
+    exit_code = EXIT_NOT_A_VAULT

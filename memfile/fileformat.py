@@ -1,0 +1,309 @@
+"""Parse and serialize one memory file.
+
+Reading uses python-frontmatter (PyYAML's safe loader); rewriting uses
+ruamel.yaml round-trip, and only for the keys that change: their lines are
+spliced into the original front-matter, so every other byte (unknown keys,
+comments, quoting, indentation, CRLF, a BOM, the body) stays as it was.
+"""
+
+from __future__ import annotations
+
+import io
+import re
+from datetime import datetime
+from functools import cache
+from typing import Any
+
+import frontmatter
+import yaml
+from frontmatter.default_handlers import YAMLHandler
+
+from .errors import FileParseError, InvalidInput
+from .model import (
+    DEFAULT_CONFIDENCE,
+    KNOWN_FIELDS,
+    Category,
+    Memory,
+    Priority,
+    Source,
+    derive_key,
+    format_datetime,
+    parse_bool,
+    parse_category,
+    parse_confidence,
+    parse_datetime,
+    parse_optional_datetime,
+    parse_priority,
+    parse_source,
+    parse_tags,
+    validate_key,
+)
+
+MAX_FILE_BYTES = 10 * 1024 * 1024
+MAX_YAML_ALIASES = 100
+BOM = "\ufeff"
+
+_HANDLER = YAMLHandler()
+_FENCE = _HANDLER.FM_BOUNDARY  # the same fence python-frontmatter splits on
+_CONFLICT = re.compile(r"^(<{7}|>{7})( |$)|^={7}$", re.MULTILINE)
+_ALIAS = re.compile(r"(?<![\w*])\*[\w-]+")
+
+
+# --- reading ----------------------------------------------------------------
+
+def decode(data: bytes, path: str) -> str:
+    """File bytes -> text without BOM; binary, huge or non-UTF-8 files are refused."""
+    if len(data) > MAX_FILE_BYTES:
+        raise FileParseError(path, None, f"file is larger than {MAX_FILE_BYTES // 2**20} MB")
+    if b"\x00" in data:
+        raise FileParseError(path, None, "binary file (contains NUL bytes), not Markdown")
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        line = data[: exc.start].count(b"\n") + 1
+        raise FileParseError(path, line, "not valid UTF-8 text") from None
+
+
+def _locate(text: str) -> tuple[re.Match[str], re.Match[str]] | None:
+    """The opening and closing fence of the front-matter, as python-frontmatter finds them."""
+    start = len(text) - len(text.lstrip())
+    opening = _FENCE.match(text, start)
+    if opening is None:
+        return None
+    closing = _FENCE.search(text, opening.end())
+    if closing is None:
+        return None
+    return opening, closing
+
+
+def _key_line(text: str, fences: tuple[re.Match[str], re.Match[str]] | None, key: str) -> int | None:
+    if fences is None:
+        return None
+    fm_start = fences[0].end()
+    found = re.compile(rf"^{re.escape(key)}\s*:", re.MULTILINE).search(text, fm_start, fences[1].start())
+    return text.count("\n", 0, found.start()) + 1 if found else None
+
+
+def parse(data: bytes, relpath: str, mtime: datetime) -> Memory:
+    """One memory from a file's bytes.
+
+    Args:
+        data: the file's bytes.
+        relpath: its vault-relative POSIX path `<mind>/.../<name>.md`.
+        mtime: its modification time (used for hand-made files without dates).
+
+    Raises:
+        FileParseError: with the line and reason when the file cannot be read.
+    """
+    text = decode(data, relpath)
+    conflict = _CONFLICT.search(text)
+    if conflict:
+        raise FileParseError(relpath, text.count("\n", 0, conflict.start()) + 1, "contains git conflict markers")
+    fences = _locate(text)
+    if fences is not None:
+        fm_text = text[fences[0].end() : fences[1].start()]
+        if "&" in fm_text and len(_ALIAS.findall(fm_text)) > MAX_YAML_ALIASES:
+            raise FileParseError(relpath, None, f"front-matter uses more than {MAX_YAML_ALIASES} YAML aliases")
+    try:
+        meta, content = frontmatter.parse(text, handler=_HANDLER)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
+        offset = text.count("\n", 0, fences[0].end()) if fences else 0
+        line = offset + mark.line + 1 if mark is not None else None
+        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        raise FileParseError(relpath, line, f"front-matter is not valid YAML: {problem}") from None
+    except (TypeError, ValueError) as exc:
+        raise FileParseError(relpath, None, f"front-matter cannot be read: {exc}") from None
+    if fences is not None and not meta and not isinstance(_safe_load(fm_text), dict | None):
+        raise FileParseError(relpath, text.count("\n", 0, fences[0].end()) + 2, "front-matter is not a mapping of keys to values")
+    try:
+        return _memory(meta, content, relpath, mtime, has_front_matter=fences is not None)
+    except InvalidInput as exc:
+        raise FileParseError(relpath, _key_line(text, fences, exc.field), str(exc).rstrip(".")) from None
+
+
+def _safe_load(fm_text: str) -> Any:
+    return yaml.load(fm_text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+
+
+def _memory(meta: dict[str, Any], content: str, relpath: str, mtime: datetime, has_front_matter: bool) -> Memory:
+    parts = relpath.split("/")
+    mind, folder, stem = parts[0], parts[-2] if len(parts) > 2 else "", parts[-1][:-3]
+    extra = tuple((str(k), v) for k, v in meta.items() if k not in KNOWN_FIELDS)
+    if meta.get("category") is not None:
+        category = parse_category(meta["category"])
+    else:
+        category = Category(folder) if folder in Category.__members__.values() else Category.NOTE
+    key = validate_key(meta["key"]) if meta.get("key") is not None else derive_key(stem)
+    source = parse_source(meta["source"]) if meta.get("source") is not None else Source.USER
+    created = parse_optional_datetime(meta.get("created_at"), "created_at") or mtime
+    updated = parse_optional_datetime(meta.get("updated_at"), "updated_at") or max(created, mtime)
+    raw_id = meta.get("id")
+    return Memory(
+        id=str(raw_id) if raw_id not in (None, "") else derived_id(relpath),
+        id_derived=raw_id in (None, ""),
+        mind=mind,
+        category=category,
+        key=key,
+        content=content.replace("\r\n", "\n"),
+        path=relpath,
+        created_at=created,
+        updated_at=updated,
+        priority=parse_priority(meta["priority"]) if meta.get("priority") is not None else Priority.NORMAL,
+        tags=parse_tags(meta.get("tags")),
+        source=source,
+        verified=parse_bool(meta["verified"], "verified") if meta.get("verified") is not None else source is Source.USER,
+        confidence=parse_confidence(meta["confidence"]) if meta.get("confidence") is not None else DEFAULT_CONFIDENCE[source],
+        expires_at=parse_optional_datetime(meta.get("expires_at"), "expires_at"),
+        extra=extra,
+        has_front_matter=has_front_matter,
+    )
+
+
+def derived_id(relpath: str) -> str:
+    """A stable id for a file that has none: derived from its path, the file is not rewritten."""
+    import hashlib
+
+    return "mem_h" + hashlib.sha1(relpath.encode("utf-8")).hexdigest()[:15]
+
+
+# --- writing ----------------------------------------------------------------
+
+@cache
+def _yaml(sequence_offset: int | None = None) -> Any:
+    """A ruamel round-trip YAML (imported only when writing); `null` spelled out."""
+    from ruamel.yaml import YAML
+
+    rt = YAML()
+    rt.width = 4096
+    rt.preserve_quotes = True
+    rt.representer.add_representer(
+        type(None), lambda r, _: r.represent_scalar("tag:yaml.org,2002:null", "null")
+    )
+    if sequence_offset is not None:
+        rt.indent(mapping=2, sequence=sequence_offset + 2, offset=sequence_offset)
+    return rt
+
+
+def front_matter_fields(memory: Memory) -> dict[str, Any]:
+    """The front-matter of a memory as plain values, known keys first, then `extra`."""
+    fields: dict[str, Any] = {
+        "id": memory.id,
+        "category": str(memory.category),
+        "key": memory.key,
+        "priority": str(memory.priority),
+        "tags": list(memory.tags),
+        "source": str(memory.source),
+        "verified": memory.verified,
+        "confidence": memory.confidence,
+        "expires_at": memory.expires_at,
+        "created_at": memory.created_at,
+        "updated_at": memory.updated_at,
+    }
+    fields.update(memory.extra)
+    return fields
+
+
+def _yaml_value(value: Any, original: Any = None) -> Any:
+    from ruamel.yaml.comments import CommentedSeq
+
+    if isinstance(value, datetime):
+        # A loaded TimeStamp dumps back exactly as written: 2026-06-27T10:00:00Z.
+        return _yaml().load(f"v: {format_datetime(value)}")["v"]
+    if isinstance(value, list | tuple):
+        seq = CommentedSeq(value)
+        if not (isinstance(original, CommentedSeq) and not original.fa.flow_style()):
+            seq.fa.set_flow_style()
+        return seq
+    return value
+
+
+def _dump(entries: dict[str, Any], sequence_offset: int | None = None) -> str:
+    from ruamel.yaml.comments import CommentedMap
+
+    out = io.StringIO()
+    _yaml(sequence_offset).dump(CommentedMap((k, _yaml_value(v)) for k, v in entries.items()), out)
+    return out.getvalue()
+
+
+def _body(content: str, newline: str) -> str:
+    text = content.replace("\r\n", "\n").strip()
+    return (text + "\n").replace("\n", newline) if text else ""
+
+
+def serialize(memory: Memory) -> str:
+    """The full text of a new memory file."""
+    return "---\n" + _dump(front_matter_fields(memory)) + "---\n" + _body(memory.content, "\n")
+
+
+def _sequence_offset(lines: list[str]) -> int | None:
+    for line in lines:
+        dash = re.match(r"(\s*)- ", line)
+        if dash:
+            return len(dash.group(1))
+    return None
+
+
+def _splice(fm_text: str, changes: dict[str, Any], newline: str) -> str:
+    """Front-matter text with the lines of `changes` replaced (or appended), the rest untouched."""
+    from ruamel.yaml.comments import CommentedMap, CommentedSeq
+
+    data = _yaml().load(fm_text) or CommentedMap()
+    if data.fa.flow_style():
+        for name, value in changes.items():
+            data[name] = _yaml_value(value, data.get(name))
+        out = io.StringIO()
+        _yaml().dump(data, out)
+        return "\n" + out.getvalue().replace("\n", newline)
+    lines = fm_text.splitlines(keepends=True)
+    starts = sorted((data.lc.key(name)[0], name) for name in data)
+    bounds = {name: (line, starts[i + 1][0] if i + 1 < len(starts) else len(lines)) for i, (line, name) in enumerate(starts)}
+    for name in sorted((n for n in changes if n in bounds), key=lambda n: -bounds[n][0]):
+        start, end = bounds[name]
+        while end > start + 1 and (not lines[end - 1].strip() or lines[end - 1].lstrip().startswith("#")):
+            end -= 1
+        block = isinstance(data[name], CommentedSeq) and not data[name].fa.flow_style()
+        offset = _sequence_offset(lines[start + 1 : end]) if block else None
+        value = changes[name] if not block else CommentedSeq(changes[name])
+        lines[start:end] = [_dump({name: value}, offset).replace("\n", newline)]
+    if lines and not lines[-1].endswith("\n"):
+        lines[-1] += newline
+    added = {n: v for n, v in changes.items() if n not in bounds}
+    if added:
+        lines.append(_dump(added).replace("\n", newline))
+    return "".join(lines)
+
+
+def update(text: str, old: Memory, new: Memory) -> str:
+    """The text of `old`'s file rewritten to hold `new`, changing only what differs.
+
+    Args:
+        text: the file's current text (a leading BOM is kept).
+        old: the memory as parsed from `text`.
+        new: the memory to write.
+    """
+    bom = BOM if text.startswith(BOM) else ""
+    text = text.removeprefix(BOM)
+    newline = "\r\n" if "\r\n" in text else "\n"
+    fences = _locate(text)
+    new_fields = front_matter_fields(new)
+    if fences is None:
+        body = text if new.content == old.content else _body(new.content, newline)
+        return bom + ("---\n" + _dump(new_fields) + "---\n").replace("\n", newline) + body
+    old_fields = front_matter_fields(old)
+    changes = {k: v for k, v in new_fields.items() if old_fields.get(k, object()) != v}
+    if old.id_derived and not new.id_derived:
+        changes["id"] = new.id
+    opening, closing = fences
+    head = text[: opening.end()] + _splice(text[opening.end() : closing.start()], changes, newline)
+    if new.content == old.content:
+        return bom + head + text[closing.start() :]
+    line_end = text.find("\n", closing.start())
+    fence = text[closing.start() :] + newline if line_end < 0 else text[closing.start() : line_end + 1]
+    return bom + head + fence + _body(new.content, newline)
+
+
+def rewrite(data: bytes, relpath: str, old: Memory, new: Memory) -> bytes:
+    """`update` over a file's bytes: decoded and encoded here, a BOM kept."""
+    bom = BOM if data.startswith(BOM.encode("utf-8")) else ""
+    return update(bom + decode(data, relpath), old, new).encode("utf-8")

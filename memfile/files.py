@@ -1,0 +1,96 @@
+"""The file system: atomic writes, the walk over a mind's files, the writer lock."""
+
+from __future__ import annotations
+
+import errno
+import fcntl
+import os
+import secrets
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from .errors import LockTimeout
+from .paths import is_ignored_name, is_memory_name
+
+TEMP_PREFIX = ".memfile-tmp-"
+
+
+def atomic_write(path: Path, data: bytes) -> None:
+    """Replace `path` with `data` so that a reader sees the old or the new bytes, never a mix.
+
+    The temp file is unique, dot-prefixed (so no walk reads it as a memory),
+    in the same folder, fsynced, then renamed over the target; the folder is
+    fsynced so the rename survives a power cut.
+    """
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.parent / f"{TEMP_PREFIX}{path.name}.{secrets.token_hex(6)}"
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    fsync_dir(path.parent)
+
+
+def fsync_dir(folder: Path) -> None:
+    fd = os.open(folder, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def remove(path: Path) -> None:
+    path.unlink()
+    fsync_dir(path.parent)
+
+
+def walk_memory_files(mind_dir: Path) -> Iterator[Path]:
+    """Every `*.md` file under a mind folder, at any depth, in a stable order.
+
+    Dot-folders, editor temp files and symlinked folders are skipped (a
+    symlinked folder could lead outside the mind).
+    """
+    for folder, dirs, files in os.walk(mind_dir, followlinks=False):
+        dirs[:] = sorted(d for d in dirs if not is_ignored_name(d))
+        for name in sorted(files):
+            if is_memory_name(name):
+                yield Path(folder, name)
+
+
+@contextmanager
+def writer_lock(lock_path: Path, timeout: float) -> Iterator[None]:
+    """Hold the vault's writer lock (an flock, so a killed holder releases it at once).
+
+    Raises:
+        LockTimeout: when another process holds it for longer than `timeout` seconds.
+    """
+    lock_path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        deadline = time.monotonic() + timeout
+        delay = 0.005
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except OSError as exc:
+                if exc.errno not in (errno.EAGAIN, errno.EACCES):
+                    raise
+                if time.monotonic() >= deadline:
+                    raise LockTimeout(str(lock_path), timeout) from None
+                time.sleep(delay)
+                delay = min(delay * 2, 0.1)
+        try:
+            yield
+        finally:
+            fcntl.flock(fd, fcntl.LOCK_UN)
+    finally:
+        os.close(fd)

@@ -1,0 +1,314 @@
+"""Values of memfile: the `Memory` dataclass, its enums, and validation.
+
+Untrusted input (CLI arguments, API arguments, YAML read from disk) goes
+through exactly one validation function per kind, here; each raises
+`InvalidInput` naming the field, the bad value and the allowed values.
+"""
+
+from __future__ import annotations
+
+import re
+import secrets
+import time
+from dataclasses import dataclass, field
+from datetime import date, datetime, timedelta, timezone
+from enum import StrEnum
+from typing import Any
+
+from .errors import InvalidInput
+
+
+class Category(StrEnum):
+    IDENTITY = "identity"
+    PREFERENCE = "preference"
+    FACT = "fact"
+    PROJECT = "project"
+    SKILL = "skill"
+    MISTAKE = "mistake"
+    CONTEXT = "context"
+    NOTE = "note"
+
+
+class Priority(StrEnum):
+    LOW = "low"
+    NORMAL = "normal"
+    HIGH = "high"
+    CRITICAL = "critical"
+
+    @property
+    def rank(self) -> int:
+        """0 for critical up to 3 for low: sorts critical first."""
+        return _PRIORITY_RANK[self]
+
+
+_PRIORITY_RANK = {Priority.CRITICAL: 0, Priority.HIGH: 1, Priority.NORMAL: 2, Priority.LOW: 3}
+
+
+class Source(StrEnum):
+    USER = "user"
+    AGENT = "agent"
+
+
+#: Front-matter keys memfile owns, in the order new files are written.
+KNOWN_FIELDS = (
+    "id", "category", "key", "priority", "tags", "source", "verified",
+    "confidence", "expires_at", "created_at", "updated_at",
+)
+
+KEY_PATTERN = re.compile(r"[a-z0-9][a-z0-9_]{0,99}")
+KEY_RULE = "snake_case: lowercase letters, digits and _, starting with a letter or digit, at most 100 characters"
+MAX_TAG_LENGTH = 100
+DEFAULT_CONFIDENCE = {Source.USER: 1.0, Source.AGENT: 0.7}
+
+
+@dataclass(frozen=True)
+class Memory:
+    """One memory: a Markdown file with front-matter, as memfile understands it.
+
+    `path` is relative to the vault root (POSIX separators). `extra` holds the
+    unknown front-matter keys in file order; `id_derived` is true when the
+    file carries no id and `id` was derived from its path.
+    """
+
+    id: str
+    mind: str
+    category: Category
+    key: str
+    content: str
+    path: str
+    created_at: datetime
+    updated_at: datetime
+    priority: Priority = Priority.NORMAL
+    tags: tuple[str, ...] = ()
+    source: Source = Source.USER
+    verified: bool = True
+    confidence: float = 1.0
+    expires_at: datetime | None = None
+    extra: tuple[tuple[str, Any], ...] = ()
+    has_front_matter: bool = True
+    id_derived: bool = False
+
+    @property
+    def ref(self) -> str:
+        """The `category/key` form of this memory's REF."""
+        return f"{self.category}/{self.key}"
+
+    def is_expired(self, now: datetime) -> bool:
+        return self.expires_at is not None and self.expires_at <= now
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict (dates as ISO-8601 UTC strings)."""
+        return {
+            "id": self.id,
+            "mind": self.mind,
+            "category": str(self.category),
+            "key": self.key,
+            "priority": str(self.priority),
+            "tags": list(self.tags),
+            "source": str(self.source),
+            "verified": self.verified,
+            "confidence": self.confidence,
+            "expires_at": format_datetime(self.expires_at) if self.expires_at else None,
+            "created_at": format_datetime(self.created_at),
+            "updated_at": format_datetime(self.updated_at),
+            "path": self.path,
+            "content": self.content,
+            "extra": {k: _jsonable(v) for k, v in self.extra},
+        }
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, datetime | date):
+        return value.isoformat()
+    if isinstance(value, dict):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_jsonable(v) for v in value]
+    if value is None or isinstance(value, bool | int | float | str):
+        return value
+    return str(value)
+
+
+# --- validation: one function per kind -------------------------------------
+
+def _choice(enum: type[StrEnum], value: object, field_name: str) -> Any:
+    if isinstance(value, enum):
+        return value
+    text = str(value).strip().lower() if isinstance(value, str) else value
+    try:
+        return enum(text)
+    except ValueError:
+        raise InvalidInput(field_name, value, [m.value for m in enum]) from None
+
+
+def parse_category(value: object, field_name: str = "category") -> Category:
+    return _choice(Category, value, field_name)
+
+
+def parse_priority(value: object, field_name: str = "priority") -> Priority:
+    return _choice(Priority, value, field_name)
+
+
+def parse_source(value: object, field_name: str = "source") -> Source:
+    return _choice(Source, value, field_name)
+
+
+def validate_key(value: object, field_name: str = "key") -> str:
+    if not isinstance(value, str) or not KEY_PATTERN.fullmatch(value):
+        raise InvalidInput(field_name, value, KEY_RULE)
+    return value
+
+
+def derive_key(stem: str) -> str:
+    """A valid key made from a file name: `Reading-List` -> `reading_list`."""
+    key = re.sub(r"[^a-z0-9]+", "_", stem.lower()).strip("_")[:100].rstrip("_")
+    return key or "untitled"
+
+
+def parse_confidence(value: object, field_name: str = "confidence") -> float:
+    allowed = "a number from 0.0 to 1.0"
+    if isinstance(value, bool):
+        raise InvalidInput(field_name, value, allowed)
+    try:
+        number = float(value)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        raise InvalidInput(field_name, value, allowed) from None
+    if not 0.0 <= number <= 1.0:
+        raise InvalidInput(field_name, value, allowed)
+    return number
+
+
+def parse_bool(value: object, field_name: str) -> bool:
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, str) and value.strip().lower() in ("true", "yes", "false", "no"):
+        return value.strip().lower() in ("true", "yes")
+    raise InvalidInput(field_name, value, "true, false")
+
+
+def parse_tags(value: object, field_name: str = "tags") -> tuple[str, ...]:
+    """Tags from a list or a comma-separated string: lowercased, deduplicated, in order."""
+    if value is None:
+        return ()
+    items: list[object] = [value] if isinstance(value, str) else value if isinstance(value, list | tuple) else None  # type: ignore[assignment]
+    if items is None:
+        raise InvalidInput(field_name, value, "a list of strings or a comma-separated string")
+    tags: list[str] = []
+    for item in items:
+        if not isinstance(item, str | int | float) or isinstance(item, bool):
+            raise InvalidInput(field_name, item, "strings")
+        for part in str(item).split(","):
+            tag = " ".join(part.split()).lower()
+            if not tag:
+                continue
+            if len(tag) > MAX_TAG_LENGTH or tag.startswith("-"):
+                raise InvalidInput(
+                    "tag", tag, f"text of 1 to {MAX_TAG_LENGTH} characters, not starting with '-'"
+                )
+            if tag not in tags:
+                tags.append(tag)
+    return tuple(tags)
+
+
+DATETIME_RULE = "an ISO-8601 date or time such as 2026-06-27 or 2026-06-27T10:00:00Z"
+
+
+def parse_datetime(value: object, field_name: str) -> datetime:
+    """An aware UTC datetime from a datetime, a date or an ISO-8601 string."""
+    if isinstance(value, datetime):
+        moment = value
+    elif isinstance(value, date):
+        moment = datetime(value.year, value.month, value.day)
+    elif isinstance(value, str):
+        try:
+            moment = datetime.fromisoformat(value.strip())
+        except ValueError:
+            raise InvalidInput(field_name, value, DATETIME_RULE) from None
+    else:
+        raise InvalidInput(field_name, value, DATETIME_RULE)
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=timezone.utc)
+    return moment.astimezone(timezone.utc)
+
+
+def parse_optional_datetime(value: object, field_name: str) -> datetime | None:
+    if value is None or (isinstance(value, str) and value.strip().lower() in ("", "null", "none", "~")):
+        return None
+    return parse_datetime(value, field_name)
+
+
+_DURATION = re.compile(r"(\d+)\s*([mhdw])")
+_DURATION_UNITS = {"m": "minutes", "h": "hours", "d": "days", "w": "weeks"}
+DURATION_RULE = "a duration such as 30m, 12h, 7d or 2w"
+
+
+def parse_duration(value: object, field_name: str = "duration") -> timedelta:
+    match = _DURATION.fullmatch(str(value).strip().lower()) if isinstance(value, str) else None
+    if match is None:
+        if isinstance(value, timedelta):
+            return value
+        raise InvalidInput(field_name, value, DURATION_RULE)
+    return timedelta(**{_DURATION_UNITS[match.group(2)]: int(match.group(1))})
+
+
+def parse_expires(value: object, now: datetime, field_name: str = "expires") -> datetime | None:
+    """`--expires`: a duration from now, an ISO-8601 moment, or never/none."""
+    if value is None or isinstance(value, datetime):
+        return parse_optional_datetime(value, field_name)
+    text = str(value).strip().lower()
+    if text in ("never", "none", "null"):
+        return None
+    if _DURATION.fullmatch(text):
+        return now + parse_duration(text, field_name)
+    try:
+        return parse_datetime(value, field_name)
+    except InvalidInput:
+        raise InvalidInput(field_name, value, f"{DURATION_RULE}, {DATETIME_RULE}, or never") from None
+
+
+def format_datetime(moment: datetime) -> str:
+    """ISO-8601 UTC with a `Z`, seconds precision unless the time has more."""
+    moment = moment.astimezone(timezone.utc)
+    spec = "%Y-%m-%dT%H:%M:%S.%fZ" if moment.microsecond else "%Y-%m-%dT%H:%M:%SZ"
+    return moment.strftime(spec)
+
+
+def utc_now() -> datetime:
+    return datetime.now(timezone.utc).replace(microsecond=0)
+
+
+_CROCKFORD = "0123456789abcdefghjkmnpqrstvwxyz"
+
+
+def new_id() -> str:
+    """`mem_` + 10 time characters (sortable) + 6 random characters."""
+    millis = int(time.time() * 1000)
+    stamp = "".join(_CROCKFORD[(millis >> shift) & 31] for shift in range(45, -1, -5))
+    return "mem_" + stamp + "".join(secrets.choice(_CROCKFORD) for _ in range(6))
+
+
+ID_PATTERN = re.compile(r"mem_[0-9a-z]{4,40}")
+
+
+@dataclass(frozen=True)
+class ParseIssue:
+    """A file that was skipped: where and why."""
+
+    path: str
+    line: int | None
+    reason: str
+
+    def __str__(self) -> str:
+        where = f"{self.path}:{self.line}" if self.line else self.path
+        return f"{where}: {self.reason} (skipped; memfile leaves the file as it is)"
+
+
+@dataclass(frozen=True)
+class StoreResult:
+    """What `Vault.store` did: the memory as now on disk and what changed."""
+
+    memory: Memory
+    created: bool
+    changed: bool
+    commit: str | None = None
+    notices: tuple[str, ...] = field(default=())

@@ -1,0 +1,91 @@
+"""Where memories live: (mind, category, key) <-> paths, and what is ignored.
+
+Every path built from user or agent input is built here, and refused when it
+would leave its mind folder (`..`, absolute paths, symlinks pointing outside).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path, PurePosixPath
+
+from .errors import InvalidInput
+from .model import Category, validate_key
+
+MIND_PATTERN = re.compile(r"[a-z0-9][a-z0-9_-]{0,63}")
+MIND_RULE = "lowercase letters, digits, _ and -, starting with a letter or digit, at most 64 characters"
+
+#: Folders at the vault root that are never minds.
+RESERVED_DIRS = frozenset({".git", ".memfile"})
+
+_EDITOR_TEMP = re.compile(
+    r"(^\.)|(~$)|(^#.*#$)|(\.sw[a-p]$)|(___jb_(tmp|old)___$)|(^4913$)|(\.tmp$)|(\.bak$)|(\.orig$)"
+)
+
+
+def validate_mind(name: object) -> str:
+    if not isinstance(name, str) or not MIND_PATTERN.fullmatch(name):
+        raise InvalidInput("mind", name, MIND_RULE)
+    return name
+
+
+def is_ignored_name(name: str) -> bool:
+    """Dot-files, dot-folders and editor temp/backup files are never memories."""
+    return bool(_EDITOR_TEMP.search(name))
+
+
+def is_memory_name(name: str) -> bool:
+    return name.endswith(".md") and not is_ignored_name(name)
+
+
+def memory_relpath(mind: str, category: Category, key: str) -> PurePosixPath:
+    """The canonical vault-relative path of a memory: `<mind>/<category>/<key>.md`."""
+    return PurePosixPath(validate_mind(mind), str(category), validate_key(key) + ".md")
+
+
+def is_inside(path: Path, folder: Path) -> bool:
+    """True when `path`, with symlinks resolved, lies inside `folder` (resolved)."""
+    try:
+        path.resolve().relative_to(folder.resolve())
+    except ValueError:
+        return False
+    return True
+
+
+def safe_path(root: Path, relpath: PurePosixPath | str, mind: str) -> Path:
+    """An absolute path for `relpath` that is guaranteed to stay in the mind folder.
+
+    Raises InvalidInput when the relative path is absolute, climbs with `..`,
+    or resolves (through a symlink) outside `root/mind`.
+    """
+    rel = PurePosixPath(str(relpath).replace("\\", "/"))
+    if rel.is_absolute() or ".." in rel.parts or not rel.parts or rel.parts[0] != mind:
+        raise InvalidInput("path", str(relpath), f"a path inside the mind folder {mind}/")
+    full = root / Path(*rel.parts)
+    if not is_inside(full, root / mind):
+        raise InvalidInput(
+            "path", str(relpath), f"a path inside the mind folder {mind}/ (a symlink leads outside)"
+        )
+    return full
+
+
+def relpath_of(root: Path, path: Path) -> str:
+    """The vault-relative POSIX path of a file under `root`."""
+    return PurePosixPath(*path.relative_to(root).parts).as_posix()
+
+
+def mind_of(relpath: str) -> str:
+    return PurePosixPath(relpath).parts[0]
+
+
+def mind_dirs(root: Path) -> list[str]:
+    """The mind folders of a vault: top-level, non-hidden folders."""
+    try:
+        entries = sorted(os.scandir(root), key=lambda e: e.name)
+    except FileNotFoundError:
+        return []
+    return [
+        e.name for e in entries
+        if e.is_dir(follow_symlinks=False) and not e.name.startswith(".") and e.name not in RESERVED_DIRS
+    ]

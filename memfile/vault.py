@@ -1,0 +1,504 @@
+"""The Vault: the one facade over files, git, config and recall.
+
+Every face (CLI, watcher, MCP server) calls these methods and nothing below
+them. Reads go to the files every time (the files are the truth); writes
+take the writer lock, write atomically and become one git commit each.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import replace
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+from typing import Any
+from urllib.parse import unquote
+
+from . import fileformat
+from .config import (
+    CONFIG_NAME,
+    STATE_DIR,
+    Config,
+    caller_source,
+    find_vault,
+    load_config,
+    mind_section,
+    render_config,
+    select_mind,
+)
+from .errors import AmbiguousRef, Conflict, FileParseError, InvalidInput, NotFound, Refused
+from .files import atomic_write, remove, walk_memory_files, writer_lock
+from .gitstore import GitStore
+from .model import (
+    DEFAULT_CONFIDENCE,
+    ID_PATTERN,
+    Category,
+    Memory,
+    ParseIssue,
+    Priority,
+    Source,
+    StoreResult,
+    new_id,
+    parse_category,
+    parse_confidence,
+    parse_duration,
+    parse_expires,
+    parse_priority,
+    parse_source,
+    parse_tags,
+    utc_now,
+    validate_key,
+)
+from .paths import is_inside, memory_relpath, relpath_of, safe_path, validate_mind
+from .recall import RecallReport, recall
+
+REF_RULE = "an id (mem_...), category/key, or a key that is unique in the mind"
+_UNSET: Any = object()
+
+
+class Vault:
+    """A vault folder bound to one mind.
+
+    Attributes:
+        root: the vault folder.
+        mind: the mind folder name this Vault reads and writes.
+        actor: who is calling (`user` or `agent`); agents cannot verify.
+        issues: files skipped by the last read, with file, line and reason.
+        notices: things a write did that the caller should be told.
+    """
+
+    def __init__(self, root: Path, mind: str, config: Config, actor: Source) -> None:
+        self.root = root
+        self.mind = mind
+        self.config = config
+        self.actor = actor
+        self.issues: list[ParseIssue] = []
+        self.notices: list[str] = []
+        self._git = GitStore(root, config.author_name, config.author_email)
+
+    # --- opening ---------------------------------------------------------
+
+    @classmethod
+    def open(
+        cls, path: str | os.PathLike[str] | None = None, mind: str | None = None, *, source: str | Source | None = None
+    ) -> Vault:
+        """Open a vault and choose its mind.
+
+        Args:
+            path: the vault folder; default `MEMFILE_VAULT`, else the nearest parent holding memfile.toml.
+            mind: the mind; default `MEMFILE_MIND`, else `default_mind`, else the only mind folder.
+            source: who is calling, `user` or `agent`; default `MEMFILE_SOURCE`, else `user`.
+
+        Raises:
+            NotAVault, NotFound, InvalidInput: the vault or mind cannot be chosen (the message says how to fix it).
+        """
+        root = find_vault(path)
+        config = load_config(root)
+        return cls(root, select_mind(root, config, mind), config, caller_source(source))
+
+    @classmethod
+    def init(cls, path: str | os.PathLike[str], mind: str = "default", name: str | None = None) -> Vault:
+        """Create a vault (or add a mind to one): memfile.toml, the mind folder, .gitignore, a git repository.
+
+        Args:
+            path: the vault folder (created if missing).
+            mind: the first mind's folder name.
+            name: the mind's display name, shown by recall.
+
+        Returns:
+            The new vault, bound to `mind`.
+
+        Raises:
+            Conflict: the mind already exists in that vault.
+        """
+        validate_mind(mind)
+        root = Path(path).expanduser().resolve()
+        root.mkdir(parents=True, exist_ok=True)
+        config_path = root / CONFIG_NAME
+        if (root / mind).exists():
+            raise Conflict(f"mind {mind!r} already exists in {root}; open it with: memfile --vault {root} --mind {mind} recall")
+        if config_path.exists():
+            if name:
+                with open(config_path, "a", encoding="utf-8") as handle:
+                    handle.write(mind_section(mind, name))
+        else:
+            atomic_write(config_path, render_config(mind, name).encode("utf-8"))
+        vault = cls(root, mind, load_config(root), caller_source(Source.USER))
+        if not vault._git.exists():
+            vault._git.init()
+        with vault._writing():
+            keep = root / mind / ".gitkeep"
+            keep.parent.mkdir(parents=True, exist_ok=True)
+            keep.touch()
+            vault._git.commit([CONFIG_NAME, ".gitignore", f"{mind}/.gitkeep"], f"init mind {mind}")
+        return vault
+
+    @property
+    def name(self) -> str:
+        """The mind's display name (memfile.toml `[minds.NAME] name`), else its folder name."""
+        return self.config.display_name(self.mind)
+
+    @property
+    def mind_dir(self) -> Path:
+        return self.root / self.mind
+
+    # --- reading ---------------------------------------------------------
+
+    def memories(self) -> list[Memory]:
+        """Every memory of the mind, read from disk now; unreadable files go to `issues`."""
+        self.issues = []
+        found = []
+        for path in walk_memory_files(self.mind_dir):
+            relpath = relpath_of(self.root, path)
+            try:
+                found.append(self._read(path, relpath))
+            except FileParseError as exc:
+                self.issues.append(ParseIssue(exc.path, exc.line, exc.reason))
+        return found
+
+    def _read(self, path: Path, relpath: str) -> Memory:
+        if path.is_symlink() and not is_inside(path, self.mind_dir):
+            raise FileParseError(relpath, None, "symlink leads outside the mind folder")
+        try:
+            stat = path.stat()
+            if stat.st_size > fileformat.MAX_FILE_BYTES:
+                raise FileParseError(relpath, None, f"file is larger than {fileformat.MAX_FILE_BYTES // 2**20} MB")
+            data = path.read_bytes()
+        except OSError as exc:
+            raise FileParseError(relpath, None, f"cannot be read: {exc.strerror}") from None
+        return fileformat.parse(data, relpath, datetime.fromtimestamp(int(stat.st_mtime), timezone.utc))
+
+    def get(self, ref: str) -> Memory:
+        """One memory by REF.
+
+        Args:
+            ref: an id (`mem_...`), `category/key`, or a key unique in the mind.
+
+        Returns:
+            The memory as on disk now.
+
+        Raises:
+            InvalidInput: the REF is malformed or tries to leave the mind.
+            NotFound: no memory matches.
+            AmbiguousRef: the key is used in several categories.
+        """
+        return self._resolve(ref, self.memories())
+
+    show = get
+
+    def _resolve(self, ref: str, memories: list[Memory]) -> Memory:
+        if not isinstance(ref, str) or not ref.strip():
+            raise InvalidInput("REF", ref, REF_RULE)
+        for text in {ref, unquote(ref)}:
+            if "\x00" in text or "\\" in text or text.startswith("/") or ".." in text or text.count("/") > 1:
+                raise InvalidInput("REF", ref, REF_RULE, reason="it must not point outside the mind")
+        if ID_PATTERN.fullmatch(ref):
+            matches = [m for m in memories if m.id == ref]
+        elif "/" in ref:
+            category_text, key = ref.split("/", 1)
+            category = parse_category(category_text, "REF category")
+            validate_key(key, "REF key")
+            matches = [m for m in memories if m.category is category and m.key == key]
+        else:
+            validate_key(ref, "REF")
+            matches = [m for m in memories if m.key == ref]
+        if not matches:
+            raise NotFound(f"no memory {ref!r} in mind {self.mind}; list them with: memfile list")
+        if len(matches) > 1:
+            raise AmbiguousRef(ref, sorted(f"{m.ref} ({m.path})" for m in matches))
+        return matches[0]
+
+    def list(
+        self,
+        category: str | Category | None = None,
+        tags: str | list[str] | tuple[str, ...] | None = None,
+        priority: str | Priority | None = None,
+        source: str | Source | None = None,
+        unverified: bool = False,
+        include_expired: bool = False,
+    ) -> list[Memory]:
+        """The mind's memories that pass every filter given, by category then key.
+
+        Args:
+            category, priority, source: keep only this value.
+            tags: keep memories carrying all of these tags (case-insensitive).
+            unverified: keep only unverified memories.
+            include_expired: also keep memories whose `expires_at` has passed.
+
+        Raises:
+            InvalidInput: a filter value is not allowed.
+        """
+        want_category = parse_category(category) if category else None
+        want_priority = parse_priority(priority) if priority else None
+        want_source = parse_source(source) if source else None
+        want_tags = set(parse_tags(tags))
+        now = utc_now()
+        return sorted(
+            (
+                m for m in self.memories()
+                if (want_category is None or m.category is want_category)
+                and (want_priority is None or m.priority is want_priority)
+                and (want_source is None or m.source is want_source)
+                and want_tags <= set(m.tags)
+                and (not unverified or not m.verified)
+                and (include_expired or not m.is_expired(now))
+            ),
+            key=lambda m: (str(m.category), m.key, m.path),
+        )
+
+    def expiring(self, within: str | timedelta = "7d") -> list[Memory]:
+        """Memories that expire within the given time from now, soonest first.
+
+        Args:
+            within: a duration such as `30m`, `12h`, `7d`, `2w`.
+
+        Raises:
+            InvalidInput: `within` is not a duration.
+        """
+        now = utc_now()
+        horizon = now + parse_duration(within, "within")
+        soon = [m for m in self.memories() if m.expires_at is not None and now < m.expires_at <= horizon]
+        return sorted(soon, key=lambda m: (m.expires_at, m.ref))
+
+    def recall_report(self, budget: int | None = _UNSET) -> RecallReport:
+        """The recall of the mind (SPEC section 3) with what was chosen and cut.
+
+        Args:
+            budget: the most tokens the text may take; default `[recall] budget` of memfile.toml; None = no limit.
+
+        Raises:
+            InvalidInput: the budget is not a positive whole number.
+        """
+        if budget is _UNSET:
+            budget = self.config.recall_budget
+        if budget is not None and (isinstance(budget, bool) or not isinstance(budget, int) or budget < 1):
+            raise InvalidInput("budget", budget, "a whole number of tokens, 1 or more")
+        now = utc_now()
+        live = [m for m in self.memories() if not m.is_expired(now)]
+        return recall(live, self.mind, self.name, budget)
+
+    def recall(self, budget: int | None = _UNSET) -> str:
+        """The recall text an agent puts in its context window (SPEC section 3).
+
+        Args:
+            budget: the most tokens the text may take (estimate: characters / 4, rounded up).
+
+        Returns:
+            The plain-text recall.
+        """
+        return self.recall_report(budget).text
+
+    # --- writing ---------------------------------------------------------
+
+    @contextmanager
+    def _writing(self) -> Iterator[None]:
+        """Hold the writer lock; make sure the vault is its own git repository."""
+        with writer_lock(self.root / STATE_DIR / "lock", self.config.lock_timeout):
+            self._ensure_gitignore()
+            if not self._git.exists():
+                self._git.init()
+                self._git.commit(["."], "init: record the vault as found")
+                self.notices.append(
+                    f"initialized a git repository in {self.root}: the vault had none of its own"
+                )
+            yield
+
+    def _ensure_gitignore(self) -> None:
+        path = self.root / ".gitignore"
+        text = path.read_text(encoding="utf-8") if path.exists() else ""
+        if f"{STATE_DIR}/" not in text.splitlines():
+            atomic_write(path, (text + ("\n" if text and not text.endswith("\n") else "") + f"{STATE_DIR}/\n").encode("utf-8"))
+
+    def _record_hand_edit(self, memory: Memory) -> None:
+        """Commit the file as it is on disk when it differs from git, so that version stays in history."""
+        if self._git.is_changed(memory.path):
+            self._git.commit([memory.path], f"record hand edit of {memory.ref}\n\nmind: {self.mind}")
+
+    def _commit(self, relpath: str, verb: str, ref: str, source: Source) -> str | None:
+        return self._git.commit([relpath], f"{verb} {ref} ({source})\n\nmind: {self.mind}")
+
+    def store(
+        self,
+        category: str | Category,
+        key: str,
+        content: str,
+        *,
+        priority: str | Priority | None = None,
+        tags: str | list[str] | tuple[str, ...] | None = None,
+        confidence: float | str | None = None,
+        expires: str | datetime | None = _UNSET,
+        source: str | Source | None = None,
+    ) -> StoreResult:
+        """Store a memory: create it, or update the one with the same (category, key) in place.
+
+        An update keeps `id`, `created_at`, unknown front-matter keys and the
+        formatting of what did not change; storing identical content changes
+        nothing and makes no commit. Each change is one git commit.
+
+        Args:
+            category: one of identity, preference, fact, project, skill, mistake, context, note.
+            key: snake_case, unique in the category.
+            content: the memory's text (Markdown).
+            priority: low, normal (default for new memories), high or critical.
+            tags: a list, or a comma-separated string; stored lowercase.
+            confidence: 0.0 to 1.0; default 1.0 for user memories, 0.7 for agent ones.
+            expires: a duration (`7d`), an ISO-8601 moment, or `never`; omitted keeps the current value.
+            source: `user` or `agent`; default the caller. An agent cannot store as `user`.
+
+        Returns:
+            A StoreResult with the memory as written and whether anything changed.
+
+        Raises:
+            InvalidInput: a field is not allowed (the message names it and the allowed values).
+            Refused: an agent tried to store as a user.
+            Conflict: another file holds the memory's path, or the lock timed out.
+        """
+        now = utc_now()
+        category = parse_category(category)
+        validate_key(key)
+        if not isinstance(content, str) or not content.strip():
+            raise InvalidInput("content", content, "non-empty text")
+        content = content.replace("\r\n", "\n").strip()
+        new_priority = parse_priority(priority) if priority is not None else None
+        new_tags = parse_tags(tags) if tags is not None else None
+        new_confidence = parse_confidence(confidence) if confidence is not None else None
+        new_expires = parse_expires(expires, now, "expires") if expires is not _UNSET else _UNSET
+        effective = parse_source(source) if source is not None else self.actor
+        if self.actor is Source.AGENT and effective is Source.USER:
+            raise Refused("an agent cannot store a memory as source user; store it as source agent")
+        with self._writing():
+            memories = self.memories()
+            existing = [m for m in memories if m.category is category and m.key == key]
+            if len(existing) > 1:
+                raise AmbiguousRef(f"{category}/{key}", sorted(m.path for m in existing))
+            if existing:
+                return self._update(existing[0], content, new_priority, new_tags, new_confidence, new_expires, effective, now)
+            relpath = memory_relpath(self.mind, category, key).as_posix()
+            full = safe_path(self.root, relpath, self.mind)
+            if full.exists() or full.is_symlink():
+                raise Conflict(
+                    f"{relpath} already exists but does not hold {category}/{key} "
+                    "(it is unreadable or its front-matter names another memory); fix or move that file first"
+                )
+            memory = Memory(
+                id=new_id(), mind=self.mind, category=category, key=key, content=content, path=relpath,
+                created_at=now, updated_at=now, priority=new_priority or Priority.NORMAL, tags=new_tags or (),
+                source=effective, verified=effective is Source.USER,
+                confidence=new_confidence if new_confidence is not None else DEFAULT_CONFIDENCE[effective],
+                expires_at=None if new_expires is _UNSET else new_expires,
+            )
+            atomic_write(full, fileformat.serialize(memory).encode("utf-8"))
+            sha = self._commit(relpath, "store", memory.ref, effective)
+            return StoreResult(memory, created=True, changed=True, commit=sha, notices=tuple(self.notices))
+
+    def _update(
+        self, old: Memory, content: str, priority: Priority | None, tags: tuple[str, ...] | None,
+        confidence: float | None, expires: Any, effective: Source, now: datetime,
+    ) -> StoreResult:
+        by_user = effective is Source.USER
+        new = replace(
+            old,
+            content=content,
+            priority=priority or old.priority,
+            tags=old.tags if tags is None else tags,
+            expires_at=old.expires_at if expires is _UNSET else expires,
+            source=Source.USER if by_user else old.source,
+            verified=True if by_user else old.verified,
+            confidence=confidence if confidence is not None else (
+                DEFAULT_CONFIDENCE[Source.USER] if by_user and old.source is Source.AGENT else old.confidence
+            ),
+        )
+        if new == old:
+            return StoreResult(old, created=False, changed=False, notices=tuple(self.notices))
+        new = replace(new, updated_at=now, id_derived=False)
+        sha = self._rewrite(old, new, "store", effective)
+        return StoreResult(new, created=False, changed=True, commit=sha, notices=tuple(self.notices))
+
+    def _rewrite(self, old: Memory, new: Memory, verb: str, source: Source) -> str | None:
+        """Write `new` over `old`'s file (after committing any hand edit), then commit."""
+        path = safe_path(self.root, old.path, self.mind)
+        self._record_hand_edit(old)
+        data = path.read_bytes()
+        atomic_write(path, fileformat.rewrite(data, old.path, old, new))
+        return self._commit(old.path, verb, new.ref, source)
+
+    def forget(self, ref: str) -> Memory:
+        """Remove a memory's file in one commit; `git log` keeps every version of it.
+
+        Args:
+            ref: an id, `category/key`, or a key unique in the mind.
+
+        Returns:
+            The memory as it was before it was removed.
+
+        Raises:
+            NotFound, InvalidInput, AmbiguousRef: the REF does not name one memory.
+        """
+        with self._writing():
+            memory = self._resolve(ref, self.memories())
+            self._record_hand_edit(memory)
+            remove(safe_path(self.root, memory.path, self.mind))
+            self._commit(memory.path, "forget", memory.ref, self.actor)
+            return memory
+
+    def verify(self, ref: str) -> StoreResult:
+        """Mark a memory as checked by a person (`verified: true`).
+
+        Args:
+            ref: an id, `category/key`, or a key unique in the mind.
+
+        Returns:
+            A StoreResult; `changed` is false when it was already verified.
+
+        Raises:
+            Refused: the caller is an agent (only a person can verify).
+            NotFound, InvalidInput, AmbiguousRef: the REF does not name one memory.
+        """
+        if self.actor is Source.AGENT:
+            raise Refused(
+                "agents cannot verify memories: only a person can; ask the user to run: memfile verify " + str(ref)
+            )
+        with self._writing():
+            memory = self._resolve(ref, self.memories())
+            if memory.verified:
+                return StoreResult(memory, created=False, changed=False, notices=tuple(self.notices))
+            new = replace(memory, verified=True, id_derived=False)
+            sha = self._rewrite(memory, new, "verify", Source.USER)
+            return StoreResult(new, created=False, changed=True, commit=sha, notices=tuple(self.notices))
+
+    def begin_edit(self, ref: str) -> tuple[Memory, Path]:
+        """Prepare a memory for editing by hand: commit any pending hand edit, return its file.
+
+        Returns:
+            The memory before the edit and the absolute path to open in an editor.
+        """
+        with self._writing():
+            memory = self._resolve(ref, self.memories())
+            self._record_hand_edit(memory)
+            return memory, safe_path(self.root, memory.path, self.mind)
+
+    def finish_edit(self, before: Memory) -> StoreResult:
+        """Validate and commit a memory after it was edited by hand (see `begin_edit`).
+
+        When the content changed and the edit left `updated_at` alone, it is
+        moved to now. A file that no longer parses is left exactly as it is.
+
+        Raises:
+            FileParseError: the edited file cannot be read (file, line and reason); nothing is discarded.
+            NotFound: the file is gone.
+        """
+        with self._writing():
+            path = safe_path(self.root, before.path, self.mind)
+            if not path.exists():
+                raise NotFound(f"{before.path} no longer exists after the edit")
+            after = self._read(path, before.path)
+            if after == before:
+                return StoreResult(after, created=False, changed=False, notices=tuple(self.notices))
+            if after.updated_at == before.updated_at and after.has_front_matter:
+                stamped = replace(after, updated_at=utc_now())
+                atomic_write(path, fileformat.rewrite(path.read_bytes(), before.path, after, stamped))
+                after = stamped
+            sha = self._commit(before.path, "edit", after.ref, Source.USER)
+            return StoreResult(after, created=False, changed=True, commit=sha, notices=tuple(self.notices))

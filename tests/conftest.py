@@ -1,0 +1,51 @@
+"""Shared fixtures: real vaults in tmp_path, and no trace of the machine's git identity."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from memfile import Vault
+
+REPO = Path(__file__).resolve().parent.parent
+SAMPLE_VAULT = REPO / "sample_vault"
+
+
+@pytest.fixture(autouse=True)
+def _isolated_env(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Blank global git config and memfile variables: CI has no git identity, so neither do tests."""
+    home = tmp_path_factory.mktemp("home")
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(home / "no-gitconfig"))
+    monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
+    for name in ("MEMFILE_VAULT", "MEMFILE_MIND", "MEMFILE_SOURCE", "EDITOR", "VISUAL",
+                 "GIT_AUTHOR_NAME", "GIT_AUTHOR_EMAIL", "GIT_COMMITTER_NAME", "GIT_COMMITTER_EMAIL", "EMAIL"):
+        monkeypatch.delenv(name, raising=False)
+
+
+@pytest.fixture
+def sample_copy(tmp_path: Path) -> Path:
+    """A copy of sample_vault/ (no git repository yet), with a fixed mtime for the hand-made file."""
+    target = tmp_path / "sample"
+    shutil.copytree(SAMPLE_VAULT, target)
+    import os
+    os.utime(target / "michael" / "note" / "reading-list.md", (1_780_000_000, 1_780_000_000))  # 2026-05-28
+    return target
+
+
+@pytest.fixture
+def vault(tmp_path: Path) -> Vault:
+    """A fresh vault with one mind, `michael`, created by `Vault.init`."""
+    return Vault.init(tmp_path / "vault", "michael", "Michael's Mind")
+
+
+def git(root: Path, *args: str) -> str:
+    """Run git in a vault and return its stdout (for assertions on history)."""
+    return subprocess.run(["git", *args], cwd=root, check=True, capture_output=True, text=True).stdout
+
+
+def commit_count(root: Path) -> int:
+    return int(git(root, "rev-list", "--count", "HEAD").strip())

@@ -1,0 +1,106 @@
+"""Recall: the SPEC section 3 text, ordering, expiry and budgets."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+import pytest
+
+from memfile import InvalidInput, Memory, Vault, estimate_tokens
+from memfile.model import Category, Priority, Source
+from memfile.recall import recall
+
+GOLDEN = Path(__file__).parent / "golden"
+T0 = datetime(2026, 6, 1, tzinfo=timezone.utc)
+
+
+def make(key: str, priority: str = "normal", days: int = 0, content: str = "text", tags=(), verified=True) -> Memory:
+    return Memory(
+        id=f"mem_{key[:20]}", mind="m", category=Category.FACT, key=key, content=content,
+        path=f"m/fact/{key}.md", created_at=T0, updated_at=T0 + timedelta(days=days),
+        priority=Priority(priority), tags=tuple(tags), source=Source.USER, verified=verified,
+    )
+
+
+def test_sample_vault_recall_matches_golden(sample_copy: Path) -> None:
+    text = Vault.open(sample_copy).recall()
+    assert text == (GOLDEN / "sample_recall.txt").read_text(encoding="utf-8")
+
+
+def test_sample_vault_recall_with_budget_matches_golden(sample_copy: Path) -> None:
+    text = Vault.open(sample_copy).recall(budget=300)
+    assert text == (GOLDEN / "sample_recall_budget300.txt").read_text(encoding="utf-8")
+    assert estimate_tokens(text) <= 300
+
+
+def test_expired_memories_are_left_out(sample_copy: Path) -> None:
+    report = Vault.open(sample_copy).recall_report()
+    assert "conference_trip_march" not in report.text
+    assert all(item.memory.key != "conference_trip_march" for item in report.items)
+
+
+def test_order_is_priority_then_newest_first() -> None:
+    report = recall([make("old_high", "high", 1), make("crit", "critical", 0), make("new_high", "high", 5),
+                     make("low", "low", 9)], "m", "M")
+    assert [i.memory.key for i in report.items] == ["crit", "new_high", "old_high", "low"]
+
+
+def test_layout_of_one_entry() -> None:
+    text = recall([make("user_name", "critical", content="Michael\n\nSchäfer", tags=("person", "identity"))], "m", "Mind M").text
+    assert text == (
+        "Mind: Mind M\nMemories: 1 total (1 verified, 0 unverified)\n\n"
+        "[001] fact (CRITICAL) [verified]\n  user_name\n  Michael\n  Schäfer\n  Tags: person, identity\n"
+    )
+
+
+def test_tags_line_is_omitted_without_tags_and_unverified_is_shown() -> None:
+    text = recall([make("k", verified=False)], "m", "M").text
+    assert "Tags:" not in text
+    assert "[unverified]" in text and "(0 verified, 1 unverified)" in text
+
+
+@pytest.mark.parametrize("budget", [60, 80, 120, 200, 400, 1000])
+def test_budget_is_never_exceeded_and_critical_stays(budget: int) -> None:
+    memories = [make(f"m{i}", ["low", "normal", "high"][i % 3], i, "word " * 30) for i in range(30)]
+    memories.append(make("crit", "critical", 0, "must stay"))
+    report = recall(memories, "m", "M", budget)
+    assert estimate_tokens(report.text) <= budget
+    assert report.tokens == estimate_tokens(report.text)
+    assert any(i.memory.key == "crit" for i in report.items)
+    if report.left_out:
+        assert f"({report.left_out} left out" in report.text
+
+
+def test_low_memories_are_shortened_before_any_is_dropped() -> None:
+    memories = [make("n", "normal", 0, "keep me"), make("l", "low", 0, "first line\n" + "second line " * 30 + "\nthird line")]
+    full = recall(memories, "m", "M").tokens
+    report = recall(memories, "m", "M", full - 1)
+    assert report.left_out == 0 and report.shortened == 1
+    assert "first line …" in report.text and "second line" not in report.text
+    assert "(1 shortened to fit" in report.text
+
+
+def test_tiers_are_cut_in_order_low_normal_high() -> None:
+    memories = [make(f"{p}{i}", p, i, f"{p} words " * 25) for p in ("low", "normal", "high") for i in range(3)]
+    full = recall(memories, "m", "M").tokens
+    for budget in range(60, full + 1, 7):
+        report = recall(memories, "m", "M", budget)
+        kept = {i.memory.key: i.shortened for i in report.items}
+        for lower, higher in (("low", "normal"), ("normal", "high")):
+            higher_cut = any(kept.get(f"{higher}{i}", True) for i in range(3))
+            if higher_cut:
+                assert not any(f"{lower}{i}" in kept for i in range(3)), (budget, kept)
+
+
+def test_budget_too_small_for_critical_memories_is_refused() -> None:
+    with pytest.raises(InvalidInput) as caught:
+        recall([make("crit", "critical", 0, "x" * 400)], "m", "M", 5)
+    assert caught.value.field == "budget"
+
+
+def test_json_report_has_parts(sample_copy: Path) -> None:
+    data = Vault.open(sample_copy).recall_report(budget=300).to_dict()
+    assert data["total"] == 19 and data["budget"] == 300
+    assert data["left_out"] + len(data["memories"]) == 19
+    assert {"id", "key", "category", "priority", "shortened"} <= set(data["memories"][0])
