@@ -116,8 +116,8 @@ def init(path: str, mind: str, name: str | None, as_json: bool) -> None:
 def _read_content(content: str | None) -> str:
     if content not in (None, "-"):
         return content  # type: ignore[return-value]
-    stream = click.get_text_stream("stdin")
-    if stream.isatty():
+    stream = sys.stdin
+    if stream is None or stream.isatty():
         raise InvalidInput("content", None, "text as the CONTENT argument, or piped on stdin")
     return stream.read()
 

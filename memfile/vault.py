@@ -126,6 +126,7 @@ class Vault:
         else:
             atomic_write(config_path, render_config(mind, name).encode("utf-8"))
         vault = cls(root, mind, load_config(root), caller_source(Source.USER))
+        vault._ensure_gitignore()  # before the repository exists, so it lands in the one init commit
         if not vault._git.exists():
             vault._git.init()
         with vault._writing():
@@ -296,20 +297,25 @@ class Vault:
     def _writing(self) -> Iterator[None]:
         """Hold the writer lock; make sure the vault is its own git repository."""
         with writer_lock(self.root / STATE_DIR / "lock", self.config.lock_timeout):
-            self._ensure_gitignore()
+            ignore_added = self._ensure_gitignore()
             if not self._git.exists():
                 self._git.init()
                 self._git.commit(["."], "init: record the vault as found")
                 self.notices.append(
                     f"initialized a git repository in {self.root}: the vault had none of its own"
                 )
+            elif ignore_added:
+                self._git.commit([".gitignore"], f"ignore {STATE_DIR}/ (memfile's local state)")
             yield
 
-    def _ensure_gitignore(self) -> None:
+    def _ensure_gitignore(self) -> bool:
+        """Make sure .gitignore lists .memfile/; True when it had to be added."""
         path = self.root / ".gitignore"
         text = path.read_text(encoding="utf-8") if path.exists() else ""
-        if f"{STATE_DIR}/" not in text.splitlines():
-            atomic_write(path, (text + ("\n" if text and not text.endswith("\n") else "") + f"{STATE_DIR}/\n").encode("utf-8"))
+        if f"{STATE_DIR}/" in (line.strip() for line in text.splitlines()):
+            return False
+        atomic_write(path, (text + ("\n" if text and not text.endswith("\n") else "") + f"{STATE_DIR}/\n").encode("utf-8"))
+        return True
 
     def _record_hand_edit(self, memory: Memory) -> None:
         """Commit the file as it is on disk when it differs from git, so that version stays in history."""

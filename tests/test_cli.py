@@ -1,0 +1,817 @@
+"""The command line: click's CliRunner on `memfile.cli.main`, plus a few real `python -m memfile` processes."""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import shutil
+import subprocess
+import sys
+import textwrap
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner, Result
+from conftest import SAMPLE_VAULT, commit_count, git
+
+from memfile import Vault
+from memfile.cli import main
+
+CATEGORIES = ("identity", "preference", "fact", "project", "skill", "mistake", "context", "note")
+
+HAND_MADE = textwrap.dedent(
+    """\
+    ---
+    id: mem_handmade0001
+    category: fact
+    key: office_hours
+    priority: normal
+    tags: [office]
+    source: user
+    verified: true
+    confidence: 1.0
+    expires_at: null
+    created_at: 2020-01-01T08:00:00Z
+    updated_at: 2020-01-02T08:00:00Z
+    aliases: [hours, opening]   # an inline comment
+    # a comment kept by memfile
+    links:
+      - "https://example.com/hours"
+    ---
+    Office hours:
+
+    *   Monday  –  Friday, 9–17
+    *   closed on **holidays**
+    """
+)
+
+BROKEN = "---\nid: mem_broken0001\ncategory: fact\nkey: a: b\n---\nbody\n"
+
+
+def run(*args: str, input: str | None = None, env: dict[str, str | None] | None = None) -> Result:
+    return CliRunner().invoke(main, [str(a) for a in args], input=input, env=env)
+
+
+def ok(result: Result) -> Result:
+    assert result.exit_code == 0, (result.exit_code, result.stdout, result.stderr)
+    return result
+
+
+def fails(result: Result, code: int) -> Result:
+    assert result.exit_code == code, (result.exit_code, result.stdout, result.stderr)
+    assert "Traceback" not in result.stderr
+    return result
+
+
+def in_vault(root: Path, *args: str, **kwargs) -> Result:
+    return run("--vault", str(root), *args, **kwargs)
+
+
+def store_json(root: Path, *args: str, **kwargs) -> dict:
+    return json.loads(ok(in_vault(root, "store", *args, "--json", **kwargs)).stdout)
+
+
+def commit_by_hand(root: Path, *paths: str, message: str = "by hand") -> None:
+    git(root, "add", "--", *paths)
+    git(root, "-c", "user.name=Hand", "-c", "user.email=hand@example.com", "commit", "-q", "-m", message)
+
+
+def last_subject(root: Path) -> str:
+    return git(root, "log", "-1", "--format=%s").strip()
+
+
+def write(path: Path, text: str) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def plain_vault(root: Path, config: str = "", **minds: dict[str, str]) -> Path:
+    """A vault folder made by hand: memfile.toml plus minds holding `category/key -> content` files."""
+    write(root / "memfile.toml", config)
+    for mind, files in minds.items():
+        (root / mind).mkdir(parents=True, exist_ok=True)
+        for ref, content in files.items():
+            write(root / mind / f"{ref}.md", content + "\n")
+    return root
+
+
+def files_outside_git(root: Path) -> set[str]:
+    return {
+        p.relative_to(root).as_posix()
+        for p in root.rglob("*")
+        if p.is_file() and ".git" not in p.relative_to(root).parts and ".memfile" not in p.relative_to(root).parts
+    }
+
+
+def first_line(result: Result) -> str:
+    return result.stdout.splitlines()[0]
+
+
+@pytest.fixture
+def root(vault: Vault) -> Path:
+    return vault.root
+
+
+@pytest.fixture
+def two_minds(root: Path) -> Path:
+    Vault.init(root, "bot", "Helper Bot")
+    return root
+
+
+# --- init --------------------------------------------------------------------------------------
+
+
+def test_init_creates_config_mind_gitignore_and_repository(tmp_path: Path) -> None:
+    target = tmp_path / "new"
+    result = ok(run("init", target, "--mind", "michael", "--name", "Michael's Mind"))
+    assert "michael" in result.stdout
+    assert (target / "memfile.toml").is_file()
+    assert (target / "michael").is_dir()
+    assert ".memfile/" in (target / ".gitignore").read_text(encoding="utf-8").splitlines()
+    assert git(target, "log", "--format=%s").splitlines() == ["init mind michael"]
+    assert git(target, "ls-files").split() == [".gitignore", "memfile.toml", "michael/.gitkeep"]
+    assert git(target, "status", "--porcelain").strip() == ""
+    assert first_line(ok(in_vault(target, "recall"))) == "Mind: Michael's Mind"
+
+
+def test_init_twice_with_the_same_mind_exits_4(tmp_path: Path) -> None:
+    target = tmp_path / "new"
+    ok(run("init", target, "--mind", "michael"))
+    before = commit_count(target)
+    result = fails(run("init", target, "--mind", "michael"), 4)
+    assert "already exists" in result.stderr
+    assert commit_count(target) == before
+
+
+def test_init_second_mind_into_existing_vault(root: Path) -> None:
+    before = commit_count(root)
+    ok(run("init", root, "--mind", "bot", "--name", "Helper Bot"))
+    assert (root / "bot").is_dir()
+    assert commit_count(root) == before + 1
+    assert first_line(ok(in_vault(root, "--mind", "bot", "recall"))) == "Mind: Helper Bot"
+    assert first_line(ok(in_vault(root, "recall"))) == "Mind: Michael's Mind"
+
+
+# --- vault and mind selection -----------------------------------------------------------------
+
+
+def test_vault_option(root: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    assert first_line(ok(run("--vault", root, "recall"))) == "Mind: Michael's Mind"
+
+
+def test_memfile_vault_env(root: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    assert first_line(ok(run("recall", env={"MEMFILE_VAULT": str(root)}))) == "Mind: Michael's Mind"
+
+
+def test_vault_option_beats_env(root: Path, sample_copy: Path) -> None:
+    ok(in_vault(root, "store", "fact", "only_here", "x"))
+    result = ok(run("--vault", root, "show", "only_here", env={"MEMFILE_VAULT": str(sample_copy)}))
+    assert "key: only_here" in result.stdout
+
+
+def test_nearest_parent_holding_memfile_toml(root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    ok(in_vault(root, "store", "fact", "a", "found from a subfolder"))
+    monkeypatch.chdir(root / "michael" / "fact")
+    result = ok(run("show", "fact/a"))
+    assert result.stdout.rstrip().endswith("found from a subfolder")
+
+
+def test_mind_option(two_minds: Path) -> None:
+    assert first_line(ok(in_vault(two_minds, "--mind", "bot", "recall"))) == "Mind: Helper Bot"
+
+
+def test_memfile_mind_env(two_minds: Path) -> None:
+    assert first_line(ok(in_vault(two_minds, "recall", env={"MEMFILE_MIND": "bot"}))) == "Mind: Helper Bot"
+
+
+def test_mind_option_beats_env(two_minds: Path) -> None:
+    result = ok(in_vault(two_minds, "--mind", "michael", "recall", env={"MEMFILE_MIND": "bot"}))
+    assert first_line(result) == "Mind: Michael's Mind"
+
+
+def test_default_mind_from_memfile_toml(two_minds: Path) -> None:
+    assert first_line(ok(in_vault(two_minds, "recall"))) == "Mind: Michael's Mind"
+
+
+def test_the_only_mind_folder(tmp_path: Path) -> None:
+    root = plain_vault(tmp_path / "v", "", solo={"fact/x": "a fact"})
+    result = ok(in_vault(root, "recall"))
+    assert first_line(result) == "Mind: solo"
+    assert "a fact" in result.stdout
+
+
+def test_no_vault_exits_7_and_says_memfile_init(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    monkeypatch.chdir(empty)
+    result = fails(run("list"), 7)
+    assert "memfile init" in result.stderr
+    assert result.stdout == ""
+
+
+def test_missing_vault_folder_exits_7(tmp_path: Path) -> None:
+    result = fails(run("--vault", tmp_path / "nowhere", "list"), 7)
+    assert "memfile init" in result.stderr
+
+
+def test_unknown_mind_exits_3(root: Path) -> None:
+    result = fails(in_vault(root, "--mind", "ghost", "list"), 3)
+    assert "ghost" in result.stderr
+
+
+def test_unknown_mind_from_env_exits_3(root: Path) -> None:
+    fails(in_vault(root, "list", env={"MEMFILE_MIND": "ghost"}), 3)
+
+
+def test_several_minds_and_no_default_exits_2(tmp_path: Path) -> None:
+    root = plain_vault(tmp_path / "v", "", alpha={}, beta={})
+    result = fails(in_vault(root, "list"), 2)
+    assert "alpha" in result.stderr and "beta" in result.stderr
+    assert "--mind" in result.stderr
+
+
+# --- store ------------------------------------------------------------------------------------
+
+
+def test_store_creates_file_and_prints_id_and_path(root: Path) -> None:
+    result = ok(in_vault(root, "store", "fact", "office_city", "The office is in Berlin."))
+    match = re.fullmatch(r"\w+ (mem_[0-9a-z]+) (michael/fact/office_city\.md)", result.stdout.strip())
+    assert match, result.stdout
+    path = root / match.group(2)
+    assert path.is_file()
+    text = path.read_text(encoding="utf-8")
+    assert f"id: {match.group(1)}\n" in text
+    assert text.endswith("The office is in Berlin.\n")
+
+
+def test_store_json_gives_the_whole_memory(root: Path) -> None:
+    data = store_json(root, "project", "synapse_status", "v1.5.0 deployed", "--priority", "high", "--tag", "synapse")
+    assert data["id"].startswith("mem_")
+    assert data["category"] == "project"
+    assert data["key"] == "synapse_status"
+    assert data["content"] == "v1.5.0 deployed"
+    assert data["priority"] == "high"
+    assert data["tags"] == ["synapse"]
+    assert data["source"] == "user"
+    assert data["verified"] is True
+    assert data["confidence"] == 1.0
+    assert data["expires_at"] is None
+    assert data["path"] == "michael/project/synapse_status.md"
+    assert data["created_at"] == data["updated_at"]
+    assert data["created_at"].endswith("Z")
+
+
+def test_store_content_from_stdin_when_omitted(root: Path) -> None:
+    ok(in_vault(root, "store", "note", "piped", input="Piped in\non two lines\n"))
+    assert json.loads(ok(in_vault(root, "show", "note/piped", "--json")).stdout)["content"] == "Piped in\non two lines"
+
+
+def test_store_content_from_stdin_with_dash(root: Path) -> None:
+    ok(in_vault(root, "store", "note", "dashed", "-", input="From the dash\n"))
+    assert json.loads(ok(in_vault(root, "show", "note/dashed", "--json")).stdout)["content"] == "From the dash"
+
+
+def test_store_empty_content_exits_2(root: Path) -> None:
+    result = fails(in_vault(root, "store", "note", "empty", input=""), 2)
+    assert "content" in result.stderr
+    assert not (root / "michael" / "note" / "empty.md").exists()
+
+
+def test_store_tags_repeatable_comma_split_lowercased(root: Path) -> None:
+    data = store_json(root, "fact", "a", "text", "--tag", "Alpha,BETA", "--tag", "gamma", "--tag", "alpha")
+    assert data["tags"] == ["alpha", "beta", "gamma"]
+    assert "tags: [alpha, beta, gamma]" in (root / "michael" / "fact" / "a.md").read_text(encoding="utf-8")
+
+
+def test_store_priority_confidence_source(root: Path) -> None:
+    data = store_json(root, "project", "p", "text", "--priority", "critical", "--confidence", "0.42",
+                      "--source", "agent")
+    assert (data["priority"], data["confidence"], data["source"], data["verified"]) == ("critical", 0.42, "agent", False)
+
+
+@pytest.mark.parametrize(
+    ("text", "delta"),
+    [("30m", timedelta(minutes=30)), ("12h", timedelta(hours=12)), ("7d", timedelta(days=7)), ("2w", timedelta(weeks=2))],
+)
+def test_store_expires_duration(root: Path, text: str, delta: timedelta) -> None:
+    before = datetime.now(timezone.utc)
+    data = store_json(root, "context", "trip", "away", "--expires", text)
+    after = datetime.now(timezone.utc)
+    expires = datetime.fromisoformat(data["expires_at"].replace("Z", "+00:00"))
+    assert before + delta - timedelta(seconds=2) <= expires <= after + delta + timedelta(seconds=2)
+
+
+def test_store_expires_iso(root: Path) -> None:
+    assert store_json(root, "context", "trip", "away", "--expires", "2031-05-06T07:08:09Z")["expires_at"] == (
+        "2031-05-06T07:08:09Z"
+    )
+    assert store_json(root, "context", "day", "away", "--expires", "2031-05-06")["expires_at"] == "2031-05-06T00:00:00Z"
+
+
+def test_store_expires_never(root: Path) -> None:
+    store_json(root, "context", "trip", "away", "--expires", "7d")
+    assert store_json(root, "context", "trip", "away", "--expires", "never")["expires_at"] is None
+
+
+def test_store_updates_in_place_keeping_id_created_extras_and_comments(root: Path) -> None:
+    path = write(root / "michael" / "fact" / "office_hours.md", HAND_MADE)
+    commit_by_hand(root, "michael/fact/office_hours.md")
+    before = commit_count(root)
+    data = store_json(root, "fact", "office_hours", "Office hours: 10-18.", "--priority", "high")
+    assert data["id"] == "mem_handmade0001"
+    assert data["created_at"] == "2020-01-01T08:00:00Z"
+    assert data["updated_at"] > "2020-01-02T08:00:00Z"
+    assert data["extra"]["aliases"] == ["hours", "opening"]
+    assert commit_count(root) == before + 1
+    assert [p.name for p in path.parent.iterdir()] == ["office_hours.md"]
+    text = path.read_text(encoding="utf-8")
+    assert "id: mem_handmade0001\n" in text
+    assert "created_at: 2020-01-01T08:00:00Z\n" in text
+    assert "aliases: [hours, opening]   # an inline comment\n" in text
+    assert "# a comment kept by memfile\n" in text
+    assert 'links:\n  - "https://example.com/hours"\n' in text
+    assert text.endswith("---\nOffice hours: 10-18.\n")
+
+
+def test_store_update_keeps_body_formatting(root: Path) -> None:
+    path = write(root / "michael" / "fact" / "office_hours.md", HAND_MADE)
+    commit_by_hand(root, "michael/fact/office_hours.md")
+    content = json.loads(ok(in_vault(root, "show", "fact/office_hours", "--json")).stdout)["content"]
+    ok(in_vault(root, "store", "fact", "office_hours", content, "--tag", "office", "--tag", "work"))
+    body = HAND_MADE.split("---\n", 2)[2]
+    assert path.read_text(encoding="utf-8").endswith("---\n" + body)
+
+
+def test_store_one_commit_per_change_with_message(root: Path) -> None:
+    before = commit_count(root)
+    ok(in_vault(root, "store", "project", "synapse_status", "v1.5.0"))
+    assert commit_count(root) == before + 1
+    assert last_subject(root) == "store project/synapse_status (user)"
+    ok(in_vault(root, "store", "project", "synapse_status", "v1.6.0"))
+    assert commit_count(root) == before + 2
+    ok(in_vault(root, "store", "project", "synapse_status", "v1.7.0", "--source", "agent"))
+    assert commit_count(root) == before + 3
+    assert last_subject(root) == "store project/synapse_status (agent)"
+    assert git(root, "status", "--porcelain", "--", "michael").strip() == ""
+
+
+def test_store_identical_content_makes_no_commit(root: Path) -> None:
+    ok(in_vault(root, "store", "fact", "a", "same", "--tag", "x"))
+    data = (root / "michael" / "fact" / "a.md").read_bytes()
+    before = commit_count(root)
+    result = ok(in_vault(root, "store", "fact", "a", "same", "--tag", "x"))
+    assert result.stdout.startswith("unchanged ")
+    assert commit_count(root) == before
+    assert (root / "michael" / "fact" / "a.md").read_bytes() == data
+
+
+def test_agent_env_stores_agent_unverified_confidence_07(root: Path) -> None:
+    data = store_json(root, "project", "p", "observed", env={"MEMFILE_SOURCE": "agent"})
+    assert (data["source"], data["verified"], data["confidence"]) == ("agent", False, 0.7)
+    assert last_subject(root) == "store project/p (agent)"
+
+
+def test_agent_may_not_pass_source_user(root: Path) -> None:
+    before = commit_count(root)
+    result = fails(in_vault(root, "store", "fact", "a", "text", "--source", "user", env={"MEMFILE_SOURCE": "agent"}), 2)
+    assert "agent" in result.stderr
+    assert commit_count(root) == before
+    assert not (root / "michael" / "fact" / "a.md").exists()
+
+
+# --- hand edits -------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "command",
+    [("store", "fact", "a", "replaced by store"), ("forget", "fact/a"), ("verify", "fact/a")],
+    ids=["store", "forget", "verify"],
+)
+def test_hand_edit_is_committed_first(root: Path, command: tuple[str, ...]) -> None:
+    ok(in_vault(root, "store", "fact", "a", "original", "--source", "agent"))
+    path = root / "michael" / "fact" / "a.md"
+    path.write_text(path.read_text(encoding="utf-8") + "HAND EDITED LINE\n", encoding="utf-8")
+    before = commit_count(root)
+    ok(in_vault(root, *command))
+    assert commit_count(root) == before + 2
+    assert "+HAND EDITED LINE" in git(root, "log", "-p", "--all", "--", "michael/fact/a.md")
+    assert git(root, "status", "--porcelain").strip() == ""
+
+
+def test_untracked_hand_made_file_is_committed_before_overwrite(root: Path) -> None:
+    path = write(root / "michael" / "fact" / "handmade.md", "A hand-made fact, never committed.\n")
+    before = commit_count(root)
+    ok(in_vault(root, "store", "fact", "handmade", "Now stored by memfile."))
+    assert commit_count(root) == before + 2
+    assert "+A hand-made fact, never committed." in git(root, "log", "-p", "--", "michael/fact/handmade.md")
+    assert path.read_text(encoding="utf-8").endswith("Now stored by memfile.\n")
+
+
+# --- show -------------------------------------------------------------------------------------
+
+
+def test_show_by_id_category_key_and_unique_key(root: Path) -> None:
+    stored = store_json(root, "preference", "answer_style", "Concise answers.", "--tag", "style")
+    for ref in (stored["id"], "preference/answer_style", "answer_style"):
+        result = ok(in_vault(root, "show", ref))
+        assert f"id: {stored['id']}" in result.stdout
+        assert result.stdout.rstrip().endswith("Concise answers.")
+        assert json.loads(ok(in_vault(root, "show", ref, "--json")).stdout)["id"] == stored["id"]
+
+
+def test_show_ambiguous_key_exits_2_listing_both(root: Path) -> None:
+    ok(in_vault(root, "store", "fact", "berlin", "a city"))
+    ok(in_vault(root, "store", "note", "berlin", "a note"))
+    result = fails(in_vault(root, "show", "berlin"), 2)
+    assert "fact/berlin" in result.stderr and "note/berlin" in result.stderr
+    assert result.stdout == ""
+
+
+def test_show_not_found_exits_3(root: Path) -> None:
+    ok(in_vault(root, "store", "fact", "a", "text"))
+    for ref in ("nothing", "fact/nothing", "mem_0000000000zzzz"):
+        fails(in_vault(root, "show", ref), 3)
+
+
+# --- list -------------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def filled(root: Path) -> Path:
+    ok(in_vault(root, "store", "fact", "f1", "fact one", "--tag", "a,b", "--priority", "high"))
+    ok(in_vault(root, "store", "fact", "f2", "fact two", "--tag", "a", "--source", "agent"))
+    ok(in_vault(root, "store", "project", "p1", "project one", "--tag", "b", "--priority", "low"))
+    ok(in_vault(root, "store", "note", "old", "expired note", "--tag", "a", "--tag", "b",
+                "--expires", "2020-01-01T00:00:00Z"))
+    return root
+
+
+def listed(root: Path, *options: str) -> list[str]:
+    data = json.loads(ok(in_vault(root, "list", *options, "--json")).stdout)
+    return [f"{m['category']}/{m['key']}" for m in data]
+
+
+def test_list_text_hides_expired(filled: Path) -> None:
+    result = ok(in_vault(filled, "list"))
+    lines = result.stdout.splitlines()
+    assert [line.split()[0] for line in lines] == ["fact/f1", "fact/f2", "project/p1"]
+    assert "michael/fact/f1.md" in lines[0]
+    assert "note/old" not in result.stdout
+
+
+def test_list_json_hides_expired(filled: Path) -> None:
+    assert listed(filled) == ["fact/f1", "fact/f2", "project/p1"]
+
+
+def test_list_include_expired(filled: Path) -> None:
+    assert listed(filled, "--include-expired") == ["fact/f1", "fact/f2", "note/old", "project/p1"]
+
+
+def test_list_category(filled: Path) -> None:
+    assert listed(filled, "--category", "fact") == ["fact/f1", "fact/f2"]
+
+
+def test_list_tags_are_anded(filled: Path) -> None:
+    assert listed(filled, "--tag", "a") == ["fact/f1", "fact/f2"]
+    assert listed(filled, "--tag", "A", "--tag", "b") == ["fact/f1"]
+    assert listed(filled, "--tag", "a", "--tag", "b", "--include-expired") == ["fact/f1", "note/old"]
+
+
+def test_list_priority(filled: Path) -> None:
+    assert listed(filled, "--priority", "low") == ["project/p1"]
+
+
+def test_list_source(filled: Path) -> None:
+    assert listed(filled, "--source", "agent") == ["fact/f2"]
+    assert listed(filled, "--source", "user") == ["fact/f1", "project/p1"]
+
+
+def test_list_unverified(filled: Path) -> None:
+    assert listed(filled, "--unverified") == ["fact/f2"]
+
+
+def test_list_json_gives_whole_memories(filled: Path) -> None:
+    data = json.loads(ok(in_vault(filled, "list", "--category", "project", "--json")).stdout)
+    assert data[0]["content"] == "project one"
+    assert data[0]["priority"] == "low"
+    assert data[0]["path"] == "michael/project/p1.md"
+
+
+def test_list_nothing_matches_exits_0(filled: Path) -> None:
+    result = ok(in_vault(filled, "list", "--tag", "nope"))
+    assert result.stdout == ""
+
+
+# --- forget, verify ---------------------------------------------------------------------------
+
+
+def test_forget_removes_file_in_one_commit_and_history_keeps_it(root: Path) -> None:
+    ok(in_vault(root, "store", "fact", "a", "to be forgotten"))
+    before = commit_count(root)
+    result = ok(in_vault(root, "forget", "fact/a"))
+    assert "michael/fact/a.md" in result.stdout
+    assert not (root / "michael" / "fact" / "a.md").exists()
+    assert commit_count(root) == before + 1
+    assert last_subject(root) == "forget fact/a (user)"
+    log = git(root, "log", "--all", "--format=%s", "--", "michael/fact/a.md").splitlines()
+    assert log == ["forget fact/a (user)", "store fact/a (user)"]
+    assert "to be forgotten" in git(root, "log", "-p", "--all", "--", "michael/fact/a.md")
+    fails(in_vault(root, "show", "fact/a"), 3)
+
+
+def test_verify_sets_verified_in_one_commit(root: Path) -> None:
+    ok(in_vault(root, "store", "project", "p", "observed", env={"MEMFILE_SOURCE": "agent"}))
+    before = commit_count(root)
+    ok(in_vault(root, "verify", "project/p"))
+    assert commit_count(root) == before + 1
+    assert last_subject(root) == "verify project/p (user)"
+    assert json.loads(ok(in_vault(root, "show", "project/p", "--json")).stdout)["verified"] is True
+    assert "verified: true" in (root / "michael" / "project" / "p.md").read_text(encoding="utf-8")
+
+
+def test_agent_verify_is_refused(root: Path) -> None:
+    ok(in_vault(root, "store", "project", "p", "observed", env={"MEMFILE_SOURCE": "agent"}))
+    before = commit_count(root)
+    result = fails(in_vault(root, "verify", "project/p", env={"MEMFILE_SOURCE": "agent"}), 2)
+    assert "agent" in result.stderr
+    assert commit_count(root) == before
+    assert "verified: false" in (root / "michael" / "project" / "p.md").read_text(encoding="utf-8")
+
+
+def test_verify_already_verified_makes_no_commit(root: Path) -> None:
+    ok(in_vault(root, "store", "fact", "a", "text"))
+    before = commit_count(root)
+    ok(in_vault(root, "verify", "fact/a"))
+    assert commit_count(root) == before
+
+
+# --- expiring ---------------------------------------------------------------------------------
+
+
+def test_expiring_within_7d(root: Path) -> None:
+    ok(in_vault(root, "store", "context", "in_3d", "soon", "--expires", "3d"))
+    ok(in_vault(root, "store", "context", "in_1d", "sooner", "--expires", "1d"))
+    ok(in_vault(root, "store", "context", "in_10d", "later", "--expires", "10d"))
+    ok(in_vault(root, "store", "context", "forever", "no end"))
+    ok(in_vault(root, "store", "context", "past", "gone", "--expires", "2020-01-01"))
+    result = ok(in_vault(root, "expiring", "--within", "7d"))
+    assert "context/in_1d" in result.stdout and "context/in_3d" in result.stdout
+    assert result.stdout.index("context/in_1d") < result.stdout.index("context/in_3d")
+    for absent in ("in_10d", "forever", "past"):
+        assert absent not in result.stdout
+    data = json.loads(ok(in_vault(root, "expiring", "--within", "7d", "--json")).stdout)
+    assert [m["key"] for m in data] == ["in_1d", "in_3d"]
+
+
+# --- edit -------------------------------------------------------------------------------------
+
+
+def editor(tmp_path: Path, body: str) -> str:
+    script = tmp_path / "editor.py"
+    script.write_text("import pathlib, sys\npath = pathlib.Path(sys.argv[1])\n" + body, encoding="utf-8")
+    return f'"{sys.executable}" "{script}"'
+
+
+def test_edit_commits_the_change(root: Path, tmp_path: Path) -> None:
+    ok(in_vault(root, "store", "fact", "a", "original text"))
+    before = commit_count(root)
+    command = editor(tmp_path, "path.write_text(path.read_text(encoding='utf-8')"
+                               ".replace('original text', 'edited in the editor'), encoding='utf-8')\n")
+    ok(in_vault(root, "edit", "fact/a", env={"EDITOR": command}))
+    assert commit_count(root) == before + 1
+    assert last_subject(root) == "edit fact/a (user)"
+    assert git(root, "status", "--porcelain").strip() == ""
+    assert "edited in the editor" in git(root, "show", "HEAD:michael/fact/a.md")
+
+
+def test_edit_breaking_yaml_exits_2_and_keeps_the_file(root: Path, tmp_path: Path) -> None:
+    ok(in_vault(root, "store", "fact", "a", "original text"))
+    before = commit_count(root)
+    command = editor(tmp_path, f"path.write_bytes({BROKEN.encode('utf-8')!r})\n")
+    result = fails(in_vault(root, "edit", "fact/a", env={"EDITOR": command}), 2)
+    assert "michael/fact/a.md:4" in result.stderr
+    assert (root / "michael" / "fact" / "a.md").read_bytes() == BROKEN.encode("utf-8")
+    assert commit_count(root) == before
+    assert git(root, "status", "--porcelain").strip() == "M michael/fact/a.md"
+    assert "original text" in git(root, "show", "HEAD:michael/fact/a.md")
+
+
+# --- recall -----------------------------------------------------------------------------------
+
+
+def test_recall_sample_vault(sample_copy: Path) -> None:
+    result = ok(in_vault(sample_copy, "recall"))
+    assert result.stdout.startswith("Mind: Michael's Mind\nMemories: ")
+    assert "conference_trip_march" not in result.stdout
+    assert "] identity (CRITICAL) [verified]\n  user_name\n" in result.stdout
+    headers = re.findall(r"^\[\d+\] \w+ \((\w+)\)", result.stdout, re.MULTILINE)
+    assert headers[:2] == ["CRITICAL", "CRITICAL"]
+    assert headers == sorted(headers, key=["CRITICAL", "HIGH", "NORMAL", "LOW"].index)
+
+
+def test_recall_json_parses(sample_copy: Path) -> None:
+    data = json.loads(ok(in_vault(sample_copy, "recall", "--format", "json")).stdout)
+    keys = [m["key"] for m in data["memories"]]
+    assert "user_name" in keys
+    assert "conference_trip_march" not in keys
+
+
+@pytest.mark.parametrize("budget", [150, 300, 600])
+def test_recall_budget_is_respected(sample_copy: Path, budget: int) -> None:
+    text = ok(in_vault(sample_copy, "recall", "--budget", str(budget))).stdout
+    assert math.ceil(len(text) / 4) <= budget
+    total = int(re.search(r"Memories: (\d+) total", text).group(1))
+    shown = len(re.findall(r"^\[\d+\] ", text, re.MULTILINE))
+    assert shown < total
+    closing = text.rstrip().splitlines()[-1]
+    assert re.search(rf"\b{total - shown} (memories |memory )?left out", closing), closing
+    assert "  user_name\n" in text and "  never_delete_db_volume\n" in text
+
+
+def test_recall_budget_too_small_exits_2(sample_copy: Path) -> None:
+    result = fails(in_vault(sample_copy, "recall", "--budget", "5"), 2)
+    assert "budget" in result.stderr
+    assert result.stdout == ""
+
+
+# --- bad input --------------------------------------------------------------------------------
+
+
+BAD_STORE = [
+    (("store", "hobby", "k", "x"), "category", CATEGORIES),
+    (("store", "fact", "k", "x", "--priority", "urgent"), "priority", ("low", "normal", "high", "critical")),
+    (("store", "fact", "../x", "x"), "key", ("snake_case",)),
+    (("store", "fact", "a/b", "x"), "key", ("snake_case",)),
+    (("store", "fact", "/etc/passwd", "x"), "key", ("snake_case",)),
+    (("store", "fact", "Key With Space", "x"), "key", ("snake_case",)),
+    (("store", "fact", "k", "x", "--confidence", "1.5"), "confidence", ("0.0", "1.0")),
+    (("store", "fact", "k", "x", "--confidence", "sure"), "confidence", ("0.0", "1.0")),
+    (("store", "fact", "k", "x", "--expires", "2026-13-45"), "expires", ("ISO-8601", "7d")),
+    (("store", "fact", "k", "x", "--expires", "soonish"), "expires", ("ISO-8601", "7d")),
+    (("expiring", "--within", "a week"), "within", ("7d",)),
+    (("list", "--category", "hobby"), "category", CATEGORIES),
+    (("list", "--priority", "urgent"), "priority", ("low", "normal", "high", "critical")),
+    (("list", "--source", "robot"), "source", ("user", "agent")),
+    (("store", "fact", "k", "x", "--source", "robot"), "source", ("user", "agent")),
+]
+
+
+@pytest.mark.parametrize(("args", "field", "allowed"), BAD_STORE, ids=[" ".join(a[1:3]) for a, _, _ in BAD_STORE])
+def test_bad_input_exits_2_naming_field_and_allowed(root: Path, tmp_path: Path, args: tuple, field: str,
+                                                    allowed: tuple) -> None:
+    before_files = files_outside_git(tmp_path)
+    before = commit_count(root)
+    result = fails(in_vault(root, *args), 2)
+    assert field in result.stderr
+    for value in allowed:
+        assert value in result.stderr
+    assert files_outside_git(tmp_path) == before_files
+    assert commit_count(root) == before
+
+
+@pytest.mark.parametrize("ref", ["../../etc/passwd", "%2e%2e/x", "/abs", "a/b/c", "fact/../../x"])
+@pytest.mark.parametrize("verb", ["show", "forget", "verify", "edit"])
+def test_ref_leaving_the_mind_exits_2(root: Path, tmp_path: Path, ref: str, verb: str) -> None:
+    ok(in_vault(root, "store", "fact", "x", "text", "--source", "agent"))
+    before_files = files_outside_git(tmp_path)
+    before = commit_count(root)
+    result = fails(in_vault(root, verb, ref, env={"EDITOR": "false"}), 2)
+    assert "REF" in result.stderr
+    assert "category/key" in result.stderr
+    assert files_outside_git(tmp_path) == before_files
+    assert commit_count(root) == before
+
+
+def test_key_leaving_the_mind_writes_nothing_outside(root: Path, tmp_path: Path) -> None:
+    before = files_outside_git(tmp_path)
+    for key in ("../../escape", "../escape", "/tmp/escape"):
+        fails(in_vault(root, "store", "fact", key, "x"), 2)
+    assert files_outside_git(tmp_path) == before
+    assert not (tmp_path / "escape.md").exists()
+    assert not Path("/tmp/escape.md").exists()
+
+
+# --- malformed files --------------------------------------------------------------------------
+
+
+def test_malformed_file_is_named_skipped_and_left_unchanged(root: Path) -> None:
+    ok(in_vault(root, "store", "fact", "good", "fine"))
+    broken = write(root / "michael" / "fact" / "broken.md", BROKEN)
+    for args in (("list",), ("recall",), ("show", "good"), ("store", "fact", "another", "still works")):
+        result = ok(in_vault(root, *args))
+        assert "michael/fact/broken.md:4" in result.stderr, args
+        assert "Traceback" not in result.stderr
+    assert "fact/good" in ok(in_vault(root, "list")).stdout
+    assert broken.read_bytes() == BROKEN.encode("utf-8")
+    assert "broken.md" not in git(root, "log", "--all", "--name-only", "--format=")
+
+
+# --- git: nested repository, identity ---------------------------------------------------------
+
+
+def test_vault_inside_another_repo_gets_its_own(tmp_path: Path) -> None:
+    outer = tmp_path / "outer"
+    outer.mkdir()
+    git(outer, "init", "-q")
+    write(outer / "README.md", "outer project\n")
+    commit_by_hand(outer, "README.md")
+    outer_head = git(outer, "rev-parse", "HEAD")
+    vault = outer / "notes" / "vault"
+    shutil.copytree(SAMPLE_VAULT, vault)
+    result = ok(in_vault(vault, "store", "fact", "nested", "inside another repo"))
+    assert "initialized a git repository" in result.stderr
+    assert (vault / ".git").exists()
+    assert commit_count(outer) == 1
+    assert git(outer, "rev-parse", "HEAD") == outer_head
+    assert last_subject(vault) == "store fact/nested (user)"
+    assert "michael/fact/vps1_server.md" in git(vault, "ls-files")
+    again = ok(in_vault(vault, "store", "fact", "nested_2", "second"))
+    assert "initialized" not in again.stderr
+
+
+def test_commits_without_git_identity_use_memfile_author(root: Path) -> None:
+    ok(in_vault(root, "store", "fact", "a", "text"))
+    assert git(root, "log", "--format=%an <%ae>").splitlines() == ["memfile <memfile@localhost>"] * commit_count(root)
+
+
+def test_commits_use_author_from_memfile_toml(root: Path) -> None:
+    with open(root / "memfile.toml", "a", encoding="utf-8") as handle:
+        handle.write('\n[git]\nauthor_name = "Memory Keeper"\nauthor_email = "keeper@example.com"\n')
+    ok(in_vault(root, "store", "fact", "a", "text"))
+    assert git(root, "log", "-1", "--format=%an <%ae>").strip() == "Memory Keeper <keeper@example.com>"
+
+
+# --- real processes ---------------------------------------------------------------------------
+
+
+def test_python_m_memfile_recall(sample_copy: Path) -> None:
+    proc = subprocess.run([sys.executable, "-m", "memfile", "--vault", str(sample_copy), "recall"],
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.startswith("Mind: Michael's Mind\n")
+    assert "Traceback" not in proc.stderr
+
+
+def test_python_m_memfile_bad_input_exit_code(root: Path) -> None:
+    proc = subprocess.run([sys.executable, "-m", "memfile", "--vault", str(root), "store", "hobby", "k", "x"],
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2
+    assert "category" in proc.stderr
+    assert "Traceback" not in proc.stderr
+
+
+def test_python_m_memfile_content_from_stdin(root: Path) -> None:
+    proc = subprocess.run([sys.executable, "-m", "memfile", "--vault", str(root), "store", "note", "piped"],
+                          input="piped through a real pipe\n", capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert (root / "michael" / "note" / "piped.md").read_text(encoding="utf-8").endswith("piped through a real pipe\n")
+
+
+WRITER = """
+import os, subprocess, sys, time
+root, prefix, go = sys.argv[1], sys.argv[2], sys.argv[3]
+deadline = time.monotonic() + 30
+while not os.path.exists(go) and time.monotonic() < deadline:  # start both writers together
+    time.sleep(0.002)
+for i in range(3):
+    subprocess.run([sys.executable, "-m", "memfile", "--vault", root, "store", "fact", f"{prefix}_{i}",
+                    f"{prefix} number {i}"], check=True)
+"""
+
+
+def test_two_processes_storing_at_once_both_succeed(root: Path, tmp_path: Path) -> None:
+    go = tmp_path / "go"
+    before = commit_count(root)
+    procs = [
+        subprocess.Popen([sys.executable, "-c", WRITER, str(root), prefix, str(go)],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        for prefix in ("left", "right")
+    ]
+    go.touch()
+    for proc in procs:
+        _, err = proc.communicate(timeout=60)
+        assert proc.returncode == 0, err
+        assert "Traceback" not in err
+    keys = [m["key"] for m in json.loads(ok(in_vault(root, "list", "--json")).stdout)]
+    assert sorted(keys) == sorted(f"{p}_{i}" for p in ("left", "right") for i in range(3))
+    assert commit_count(root) == before + 6
+    assert git(root, "status", "--porcelain").strip() == ""
+
+
+# --- debug ------------------------------------------------------------------------------------
+
+
+def test_debug_shows_a_traceback(root: Path) -> None:
+    result = run("--debug", "--vault", root, "show", "nothing")
+    assert result.exit_code == 3
+    assert "Traceback" in result.stderr
+
+
+def test_no_traceback_without_debug(root: Path) -> None:
+    result = fails(in_vault(root, "show", "nothing"), 3)
+    assert "no memory" in result.stderr

@@ -1,0 +1,706 @@
+"""The Python API (`from memfile import Vault`) on real vaults with real git repositories."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+import textwrap
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+import pytest
+from conftest import SAMPLE_VAULT, commit_count, git
+
+from memfile import (
+    AmbiguousRef,
+    Category,
+    Conflict,
+    InvalidInput,
+    MemfileError,
+    NotAVault,
+    NotFound,
+    Priority,
+    Refused,
+    Source,
+    Vault,
+)
+
+HAND_MADE = textwrap.dedent(
+    """\
+    ---
+    id: mem_handmade0001
+    category: fact
+    key: office_hours
+    priority: normal
+    tags: [office]
+    source: user
+    verified: true
+    confidence: 1.0
+    expires_at: null
+    created_at: 2020-01-01T08:00:00Z
+    updated_at: 2020-01-02T08:00:00Z
+    aliases: [hours, opening]   # an inline comment
+    # a comment kept by memfile
+    links:
+      - "https://example.com/hours"
+    ---
+    Office hours:
+
+    *   Monday  –  Friday, 9–17
+    *   closed on **holidays**
+    """
+)
+
+
+def commit_by_hand(root: Path, *paths: str, message: str = "by hand") -> None:
+    """Commit as a person would, with an identity given on the command line."""
+    git(root, "add", "--", *paths)
+    git(root, "-c", "user.name=Hand", "-c", "user.email=hand@example.com", "commit", "-q", "-m", message)
+
+
+def last_subject(root: Path) -> str:
+    return git(root, "log", "-1", "--format=%s").strip()
+
+
+def write(path: Path, text: str) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def plain_vault(root: Path, config: str = "", **minds: dict[str, str]) -> Path:
+    """A vault folder made by hand: memfile.toml plus minds holding `category/key -> content` files."""
+    write(root / "memfile.toml", config)
+    for mind, files in minds.items():
+        (root / mind).mkdir(parents=True, exist_ok=True)
+        for ref, content in files.items():
+            write(root / mind / f"{ref}.md", content + "\n")
+    return root
+
+
+def files_outside_git(root: Path) -> set[str]:
+    return {
+        p.relative_to(root).as_posix()
+        for p in root.rglob("*")
+        if p.is_file() and ".git" not in p.relative_to(root).parts and ".memfile" not in p.relative_to(root).parts
+    }
+
+
+# --- init --------------------------------------------------------------------------------------
+
+
+def test_init_creates_config_mind_gitignore_and_repository(vault: Vault) -> None:
+    root = vault.root
+    assert (root / "memfile.toml").is_file()
+    assert (root / "michael").is_dir()
+    assert ".memfile/" in (root / ".gitignore").read_text(encoding="utf-8").splitlines()
+    assert (root / ".git").is_dir()
+    assert git(root, "log", "--format=%s").splitlines() == ["init mind michael"]
+    assert git(root, "ls-files").split() == [".gitignore", "memfile.toml", "michael/.gitkeep"]
+    assert git(root, "status", "--porcelain").strip() == ""
+    assert vault.mind == "michael"
+    assert vault.name == "Michael's Mind"
+
+
+def test_init_same_mind_twice_is_a_conflict(vault: Vault) -> None:
+    before = commit_count(vault.root)
+    with pytest.raises(Conflict) as info:
+        Vault.init(vault.root, "michael")
+    assert info.value.exit_code == 4
+    assert commit_count(vault.root) == before
+
+
+def test_init_second_mind_into_existing_vault(vault: Vault) -> None:
+    before = commit_count(vault.root)
+    bot = Vault.init(vault.root, "bot", "Helper Bot")
+    assert (vault.root / "bot").is_dir()
+    assert (vault.root / "michael").is_dir()
+    assert commit_count(vault.root) == before + 1
+    assert last_subject(vault.root) == "init mind bot"
+    assert Vault.open(vault.root, mind="bot").name == "Helper Bot"
+    assert Vault.open(vault.root).mind == "michael"  # default_mind is kept
+    assert bot.mind == "bot"
+
+
+# --- vault and mind selection -----------------------------------------------------------------
+
+
+def test_open_explicit_path(vault: Vault) -> None:
+    assert Vault.open(vault.root).root == vault.root
+
+
+def test_open_from_memfile_vault_env(vault: Vault, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("MEMFILE_VAULT", str(vault.root))
+    assert Vault.open().root == vault.root
+
+
+def test_open_finds_nearest_parent_with_memfile_toml(vault: Vault, monkeypatch: pytest.MonkeyPatch) -> None:
+    sub = vault.root / "michael" / "fact"
+    sub.mkdir(parents=True)
+    monkeypatch.chdir(sub)
+    assert Vault.open().root == vault.root
+
+
+def test_open_without_vault_says_memfile_init(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    monkeypatch.chdir(empty)
+    with pytest.raises(NotAVault) as info:
+        Vault.open()
+    assert info.value.exit_code == 7
+    assert "memfile init" in str(info.value)
+
+
+def test_open_explicit_mind(vault: Vault) -> None:
+    Vault.init(vault.root, "bot")
+    assert Vault.open(vault.root, mind="bot").mind == "bot"
+
+
+def test_open_mind_from_memfile_mind_env(vault: Vault, monkeypatch: pytest.MonkeyPatch) -> None:
+    Vault.init(vault.root, "bot")
+    monkeypatch.setenv("MEMFILE_MIND", "bot")
+    assert Vault.open(vault.root).mind == "bot"
+
+
+def test_open_explicit_mind_beats_env(vault: Vault, monkeypatch: pytest.MonkeyPatch) -> None:
+    Vault.init(vault.root, "bot")
+    monkeypatch.setenv("MEMFILE_MIND", "bot")
+    assert Vault.open(vault.root, mind="michael").mind == "michael"
+
+
+def test_open_uses_default_mind(tmp_path: Path) -> None:
+    root = plain_vault(tmp_path / "v", 'default_mind = "beta"\n', alpha={}, beta={})
+    assert Vault.open(root).mind == "beta"
+
+
+def test_open_uses_the_only_mind_folder(tmp_path: Path) -> None:
+    root = plain_vault(tmp_path / "v", "", solo={"fact/x": "a fact"})
+    vault = Vault.open(root)
+    assert vault.mind == "solo"
+    assert vault.name == "solo"
+
+
+def test_open_unknown_mind_is_not_found(vault: Vault) -> None:
+    with pytest.raises(NotFound) as info:
+        Vault.open(vault.root, mind="ghost")
+    assert info.value.exit_code == 3
+    assert "ghost" in str(info.value)
+
+
+def test_open_several_minds_without_default_is_ambiguous(tmp_path: Path) -> None:
+    root = plain_vault(tmp_path / "v", "", alpha={}, beta={})
+    with pytest.raises(MemfileError) as info:
+        Vault.open(root)
+    assert info.value.exit_code == 2
+    message = str(info.value)
+    assert "alpha" in message and "beta" in message and "--mind" in message
+
+
+# --- store ------------------------------------------------------------------------------------
+
+
+def test_store_creates_mind_category_key_file(vault: Vault) -> None:
+    result = vault.store("fact", "office_city", "The office is in Berlin.")
+    assert result.created and result.changed
+    assert result.memory.path == "michael/fact/office_city.md"
+    assert result.memory.id.startswith("mem_")
+    text = (vault.root / "michael" / "fact" / "office_city.md").read_text(encoding="utf-8")
+    assert text.startswith("---\n")
+    assert f"id: {result.memory.id}" in text
+    assert text.endswith("The office is in Berlin.\n")
+    assert vault.get("fact/office_city").content == "The office is in Berlin."
+
+
+def test_store_defaults_for_a_user(vault: Vault) -> None:
+    memory = vault.store("fact", "a", "text").memory
+    assert memory.priority is Priority.NORMAL
+    assert memory.source is Source.USER
+    assert memory.verified is True
+    assert memory.confidence == 1.0
+    assert memory.expires_at is None
+    assert memory.tags == ()
+
+
+def test_store_tags_are_comma_split_lowercased_and_deduplicated(vault: Vault) -> None:
+    memory = vault.store("fact", "a", "text", tags=["Alpha,BETA", "gamma", "alpha"]).memory
+    assert memory.tags == ("alpha", "beta", "gamma")
+    assert vault.get("fact/a").tags == ("alpha", "beta", "gamma")
+
+
+def test_store_tags_from_a_comma_string(vault: Vault) -> None:
+    assert vault.store("fact", "a", "text", tags="One, TWO").memory.tags == ("one", "two")
+
+
+def test_store_priority_confidence_and_source(vault: Vault) -> None:
+    memory = vault.store("project", "p", "text", priority="critical", confidence=0.42, source="agent").memory
+    on_disk = vault.get("project/p")
+    for m in (memory, on_disk):
+        assert m.priority is Priority.CRITICAL
+        assert m.confidence == pytest.approx(0.42)
+        assert m.source is Source.AGENT
+        assert m.verified is False
+
+
+@pytest.mark.parametrize(
+    ("text", "delta"),
+    [("30m", timedelta(minutes=30)), ("12h", timedelta(hours=12)), ("7d", timedelta(days=7)), ("2w", timedelta(weeks=2))],
+)
+def test_store_expires_duration(vault: Vault, text: str, delta: timedelta) -> None:
+    before = datetime.now(timezone.utc)
+    expires = vault.store("context", "trip", "away", expires=text).memory.expires_at
+    after = datetime.now(timezone.utc)
+    assert expires is not None
+    assert before + delta - timedelta(seconds=2) <= expires <= after + delta + timedelta(seconds=2)
+    assert vault.get("context/trip").expires_at == expires
+
+
+def test_store_expires_iso(vault: Vault) -> None:
+    memory = vault.store("context", "trip", "away", expires="2031-05-06T07:08:09Z").memory
+    assert memory.expires_at == datetime(2031, 5, 6, 7, 8, 9, tzinfo=timezone.utc)
+    assert "expires_at: 2031-05-06T07:08:09Z" in (vault.root / memory.path).read_text(encoding="utf-8")
+
+
+def test_store_expires_never_clears_it(vault: Vault) -> None:
+    vault.store("context", "trip", "away", expires="7d")
+    memory = vault.store("context", "trip", "away", expires="never").memory
+    assert memory.expires_at is None
+    assert vault.get("context/trip").expires_at is None
+
+
+def test_store_same_category_key_updates_in_place(vault: Vault) -> None:
+    path = vault.root / "michael" / "fact" / "office_hours.md"
+    write(path, HAND_MADE)
+    commit_by_hand(vault.root, "michael/fact/office_hours.md")
+    result = vault.store("fact", "office_hours", "Office hours: 10-18.", priority="high")
+    assert not result.created and result.changed
+    memory = vault.get("fact/office_hours")
+    assert memory.id == "mem_handmade0001"
+    assert memory.created_at == datetime(2020, 1, 1, 8, 0, tzinfo=timezone.utc)
+    assert memory.updated_at > datetime(2020, 1, 2, 8, 0, tzinfo=timezone.utc)
+    assert memory.content == "Office hours: 10-18."
+    assert memory.priority is Priority.HIGH
+    assert [p.name for p in path.parent.iterdir()] == ["office_hours.md"]
+    text = path.read_text(encoding="utf-8")
+    assert "created_at: 2020-01-01T08:00:00Z" in text
+    assert "aliases: [hours, opening]   # an inline comment\n" in text
+    assert "# a comment kept by memfile\n" in text
+    assert 'links:\n  - "https://example.com/hours"\n' in text
+    assert text.index("aliases:") < text.index("# a comment") < text.index("links:")
+    assert dict(memory.extra)["aliases"] == ["hours", "opening"]
+
+
+def test_store_update_keeps_body_bytes_when_content_is_unchanged(vault: Vault) -> None:
+    path = vault.root / "michael" / "fact" / "office_hours.md"
+    write(path, HAND_MADE)
+    commit_by_hand(vault.root, "michael/fact/office_hours.md")
+    content = vault.get("fact/office_hours").content
+    vault.store("fact", "office_hours", content, tags=["office", "work"])
+    text = path.read_text(encoding="utf-8")
+    body = HAND_MADE.split("---\n", 2)[2]
+    assert text.endswith("---\n" + body)
+    assert vault.get("fact/office_hours").tags == ("office", "work")
+    lines_before = HAND_MADE.splitlines()
+    lines_after = text.splitlines()
+    changed = [line for line in lines_after if line not in lines_before]
+    assert all(line.startswith(("tags", "updated_at", "  -")) for line in changed), changed
+
+
+def test_store_makes_exactly_one_commit_with_message(vault: Vault) -> None:
+    before = commit_count(vault.root)
+    vault.store("project", "synapse_status", "v1.5.0 deployed")
+    assert commit_count(vault.root) == before + 1
+    assert last_subject(vault.root) == "store project/synapse_status (user)"
+    vault.store("project", "synapse_status", "v1.6.0 deployed")
+    assert commit_count(vault.root) == before + 2
+    assert last_subject(vault.root) == "store project/synapse_status (user)"
+    assert git(vault.root, "status", "--porcelain", "--", "michael").strip() == ""
+
+
+def test_store_commit_message_names_agent(vault: Vault) -> None:
+    vault.store("project", "synapse_status", "v1.5.0 deployed", source="agent")
+    assert last_subject(vault.root) == "store project/synapse_status (agent)"
+
+
+def test_store_identical_content_makes_no_commit(vault: Vault) -> None:
+    first = vault.store("fact", "a", "same text", tags=["x"], priority="high")
+    data = (vault.root / first.memory.path).read_bytes()
+    before = commit_count(vault.root)
+    again = vault.store("fact", "a", "same text", tags=["x"], priority="high")
+    assert not again.changed and not again.created
+    assert again.commit is None
+    assert commit_count(vault.root) == before
+    assert (vault.root / first.memory.path).read_bytes() == data
+
+
+def test_agent_from_env_stores_unverified_with_confidence_07(vault: Vault, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("MEMFILE_SOURCE", "agent")
+    agent = Vault.open(vault.root)
+    assert agent.actor is Source.AGENT
+    memory = agent.store("project", "p", "observed").memory
+    assert memory.source is Source.AGENT
+    assert memory.verified is False
+    assert memory.confidence == pytest.approx(0.7)
+    assert last_subject(vault.root) == "store project/p (agent)"
+
+
+def test_agent_may_not_store_as_user(vault: Vault) -> None:
+    agent = Vault.open(vault.root, source="agent")
+    before = commit_count(vault.root)
+    with pytest.raises(Refused) as info:
+        agent.store("fact", "a", "text", source="user")
+    assert info.value.exit_code == 2
+    assert commit_count(vault.root) == before
+    assert not (vault.root / "michael" / "fact" / "a.md").exists()
+
+
+# --- hand edits -------------------------------------------------------------------------------
+
+
+def _hand_edit(vault: Vault, relpath: str, marker: str) -> None:
+    path = vault.root / relpath
+    path.write_text(path.read_text(encoding="utf-8") + marker + "\n", encoding="utf-8")
+
+
+def test_store_commits_hand_edit_first(vault: Vault) -> None:
+    path = vault.store("fact", "a", "original").memory.path
+    _hand_edit(vault, path, "HAND EDITED LINE")
+    before = commit_count(vault.root)
+    vault.store("fact", "a", "replaced by store")
+    assert commit_count(vault.root) == before + 2
+    history = git(vault.root, "log", "-p", "--", path)
+    assert "+HAND EDITED LINE" in history
+    assert git(vault.root, "status", "--porcelain").strip() == ""
+
+
+def test_forget_commits_hand_edit_first(vault: Vault) -> None:
+    path = vault.store("fact", "a", "original").memory.path
+    _hand_edit(vault, path, "HAND EDITED LINE")
+    before = commit_count(vault.root)
+    vault.forget("fact/a")
+    assert commit_count(vault.root) == before + 2
+    assert "+HAND EDITED LINE" in git(vault.root, "log", "-p", "--all", "--", path)
+
+
+def test_verify_commits_hand_edit_first(vault: Vault) -> None:
+    path = vault.store("fact", "a", "original", source="agent").memory.path
+    _hand_edit(vault, path, "HAND EDITED LINE")
+    before = commit_count(vault.root)
+    vault.verify("fact/a")
+    assert commit_count(vault.root) == before + 2
+    assert "+HAND EDITED LINE" in git(vault.root, "log", "-p", "--", path)
+    assert vault.get("fact/a").verified is True
+
+
+def test_untracked_hand_made_file_is_committed_before_overwrite(vault: Vault) -> None:
+    path = write(vault.root / "michael" / "fact" / "handmade.md", "A hand-made fact, never committed.\n")
+    before = commit_count(vault.root)
+    vault.store("fact", "handmade", "Now stored by memfile.")
+    assert commit_count(vault.root) == before + 2
+    history = git(vault.root, "log", "-p", "--", "michael/fact/handmade.md")
+    assert "+A hand-made fact, never committed." in history
+    assert path.read_text(encoding="utf-8").endswith("Now stored by memfile.\n")
+
+
+# --- show -------------------------------------------------------------------------------------
+
+
+def test_show_by_id_category_key_and_unique_key(vault: Vault) -> None:
+    stored = vault.store("preference", "answer_style", "concise").memory
+    for ref in (stored.id, "preference/answer_style", "answer_style"):
+        assert vault.show(ref).id == stored.id
+        assert vault.get(ref).content == "concise"
+
+
+def test_show_ambiguous_key_lists_both(vault: Vault) -> None:
+    vault.store("fact", "berlin", "a city")
+    vault.store("note", "berlin", "a note about the city")
+    with pytest.raises(AmbiguousRef) as info:
+        vault.show("berlin")
+    assert info.value.exit_code == 2
+    assert "fact/berlin" in str(info.value) and "note/berlin" in str(info.value)
+
+
+def test_show_not_found(vault: Vault) -> None:
+    vault.store("fact", "a", "text")
+    for ref in ("nothing", "fact/nothing", "mem_0000000000zzzz"):
+        with pytest.raises(NotFound) as info:
+            vault.show(ref)
+        assert info.value.exit_code == 3
+
+
+# --- list -------------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def filled(vault: Vault) -> Vault:
+    vault.store("fact", "f1", "fact one", tags=["a", "b"], priority="high")
+    vault.store("fact", "f2", "fact two", tags=["a"], source="agent")
+    vault.store("project", "p1", "project one", tags=["b"], priority="low")
+    vault.store("note", "old", "expired note", tags=["a", "b"], expires="2020-01-01T00:00:00Z")
+    return vault
+
+
+def refs(memories: list) -> list[str]:
+    return [m.ref for m in memories]
+
+
+def test_list_all_hides_expired(filled: Vault) -> None:
+    assert refs(filled.list()) == ["fact/f1", "fact/f2", "project/p1"]
+
+
+def test_list_include_expired(filled: Vault) -> None:
+    assert refs(filled.list(include_expired=True)) == ["fact/f1", "fact/f2", "note/old", "project/p1"]
+
+
+def test_list_by_category(filled: Vault) -> None:
+    assert refs(filled.list(category="fact")) == ["fact/f1", "fact/f2"]
+    assert refs(filled.list(category=Category.PROJECT)) == ["project/p1"]
+
+
+def test_list_by_tags_means_all_of_them(filled: Vault) -> None:
+    assert refs(filled.list(tags=["a"])) == ["fact/f1", "fact/f2"]
+    assert refs(filled.list(tags=["A", "b"])) == ["fact/f1"]
+    assert refs(filled.list(tags=["a", "b"], include_expired=True)) == ["fact/f1", "note/old"]
+
+
+def test_list_by_priority(filled: Vault) -> None:
+    assert refs(filled.list(priority="high")) == ["fact/f1"]
+    assert refs(filled.list(priority="normal")) == ["fact/f2"]
+
+
+def test_list_by_source(filled: Vault) -> None:
+    assert refs(filled.list(source="agent")) == ["fact/f2"]
+    assert refs(filled.list(source="user")) == ["fact/f1", "project/p1"]
+
+
+def test_list_unverified(filled: Vault) -> None:
+    assert refs(filled.list(unverified=True)) == ["fact/f2"]
+
+
+def test_list_bad_filter_is_invalid_input(filled: Vault) -> None:
+    with pytest.raises(InvalidInput):
+        filled.list(priority="urgent")
+
+
+# --- forget and verify ------------------------------------------------------------------------
+
+
+def test_forget_removes_file_in_one_commit_history_keeps_it(vault: Vault) -> None:
+    path = vault.store("fact", "a", "to be forgotten").memory.path
+    before = commit_count(vault.root)
+    forgotten = vault.forget("fact/a")
+    assert forgotten.content == "to be forgotten"
+    assert not (vault.root / path).exists()
+    assert commit_count(vault.root) == before + 1
+    assert last_subject(vault.root) == "forget fact/a (user)"
+    log = git(vault.root, "log", "--all", "--format=%s", "--", path).splitlines()
+    assert log == ["forget fact/a (user)", "store fact/a (user)"]
+    assert "to be forgotten" in git(vault.root, "show", f"HEAD~1:{path}")
+    with pytest.raises(NotFound):
+        vault.get("fact/a")
+
+
+def test_verify_sets_verified_in_one_commit(vault: Vault) -> None:
+    vault.store("project", "p", "observed", source="agent")
+    before = commit_count(vault.root)
+    result = vault.verify("project/p")
+    assert result.changed and result.memory.verified
+    assert vault.get("project/p").verified is True
+    assert "verified: true" in (vault.root / "michael" / "project" / "p.md").read_text(encoding="utf-8")
+    assert commit_count(vault.root) == before + 1
+    assert last_subject(vault.root) == "verify project/p (user)"
+
+
+def test_agent_cannot_verify(vault: Vault) -> None:
+    vault.store("project", "p", "observed", source="agent")
+    agent = Vault.open(vault.root, source="agent")
+    before = commit_count(vault.root)
+    with pytest.raises(Refused) as info:
+        agent.verify("project/p")
+    assert info.value.exit_code == 2
+    assert commit_count(vault.root) == before
+    assert vault.get("project/p").verified is False
+
+
+def test_verify_already_verified_makes_no_commit(vault: Vault) -> None:
+    vault.store("fact", "a", "text")
+    before = commit_count(vault.root)
+    result = vault.verify("fact/a")
+    assert not result.changed
+    assert commit_count(vault.root) == before
+
+
+# --- expiring ---------------------------------------------------------------------------------
+
+
+def test_expiring_within_window_only(vault: Vault) -> None:
+    vault.store("context", "in_3d", "soon", expires="3d")
+    vault.store("context", "in_1d", "sooner", expires="1d")
+    vault.store("context", "in_10d", "later", expires="10d")
+    vault.store("context", "never", "forever")
+    vault.store("context", "past", "gone", expires="2020-01-01T00:00:00Z")
+    assert refs(vault.expiring("7d")) == ["context/in_1d", "context/in_3d"]
+    assert refs(vault.expiring("2w")) == ["context/in_1d", "context/in_3d", "context/in_10d"]
+    assert refs(vault.expiring("12h")) == []
+
+
+def test_expiring_bad_duration(vault: Vault) -> None:
+    with pytest.raises(InvalidInput) as info:
+        vault.expiring("7 days please")
+    assert info.value.field == "within"
+
+
+# --- recall -----------------------------------------------------------------------------------
+
+
+def test_recall_on_sample_vault(sample_copy: Path) -> None:
+    text = Vault.open(sample_copy).recall(budget=None)
+    assert text.startswith("Mind: Michael's Mind\n")
+    assert "conference_trip_march" not in text
+    assert "user_name" in text
+
+
+def test_recall_budget_keeps_critical(sample_copy: Path) -> None:
+    report = Vault.open(sample_copy).recall_report(budget=300)
+    assert report.tokens <= 300
+    assert report.left_out > 0
+    keys = [item.memory.key for item in report.items]
+    assert "user_name" in keys and "never_delete_db_volume" in keys
+
+
+# --- bad input --------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "field"),
+    [
+        ({"category": "hobby"}, "category"),
+        ({"priority": "urgent"}, "priority"),
+        ({"key": "../x"}, "key"),
+        ({"key": "a/b"}, "key"),
+        ({"key": "/etc/passwd"}, "key"),
+        ({"key": "Key With Space"}, "key"),
+        ({"confidence": 1.5}, "confidence"),
+        ({"confidence": "high"}, "confidence"),
+        ({"expires": "next tuesday"}, "expires"),
+        ({"expires": "2026-13-45"}, "expires"),
+    ],
+)
+def test_store_bad_input_names_the_field(vault: Vault, tmp_path: Path, kwargs: dict, field: str) -> None:
+    args = {"category": "fact", "key": "good_key", "content": "text"} | kwargs
+    category, key, content = args.pop("category"), args.pop("key"), args.pop("content")
+    before = files_outside_git(tmp_path)
+    commits = commit_count(vault.root)
+    with pytest.raises(InvalidInput) as info:
+        vault.store(category, key, content, **args)
+    assert info.value.exit_code == 2
+    assert info.value.field == field
+    assert "allowed" in str(info.value)
+    assert files_outside_git(tmp_path) == before
+    assert commit_count(vault.root) == commits
+
+
+@pytest.mark.parametrize("ref", ["../../etc/passwd", "%2e%2e/x", "/abs", "a/b/c", "..", "fact/../x"])
+@pytest.mark.parametrize("verb", ["get", "forget", "verify"])
+def test_ref_leaving_the_mind_is_refused(vault: Vault, ref: str, verb: str) -> None:
+    vault.store("fact", "x", "text", source="agent")
+    before = commit_count(vault.root)
+    with pytest.raises(InvalidInput) as info:
+        getattr(vault, verb)(ref)
+    assert info.value.field.startswith("REF")
+    assert commit_count(vault.root) == before
+    assert (vault.root / "michael" / "fact" / "x.md").exists()
+
+
+def test_symlinked_category_folder_leading_outside_is_refused(vault: Vault, tmp_path: Path) -> None:
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (vault.root / "michael" / "fact").symlink_to(outside, target_is_directory=True)
+    with pytest.raises(InvalidInput):
+        vault.store("fact", "leak", "should not leave the mind")
+    assert list(outside.iterdir()) == []
+
+
+# --- malformed files --------------------------------------------------------------------------
+
+
+BROKEN = "---\nid: mem_broken0001\ncategory: fact\nkey: a: b\n---\nbody\n"
+
+
+def test_malformed_file_is_reported_and_skipped(vault: Vault) -> None:
+    vault.store("fact", "good", "fine")
+    broken = write(vault.root / "michael" / "fact" / "broken.md", BROKEN)
+    assert refs(vault.list()) == ["fact/good"]
+    assert [(i.path, i.line) for i in vault.issues] == [("michael/fact/broken.md", 4)]
+    vault.store("fact", "another", "still works")
+    vault.recall()
+    assert broken.read_bytes() == BROKEN.encode("utf-8")
+
+
+# --- git: nested repository, identity ---------------------------------------------------------
+
+
+def test_vault_inside_another_repo_gets_its_own_repository(tmp_path: Path) -> None:
+    outer = tmp_path / "outer"
+    outer.mkdir()
+    git(outer, "init", "-q")
+    write(outer / "README.md", "outer project\n")
+    commit_by_hand(outer, "README.md")
+    root = outer / "notes" / "vault"
+    shutil.copytree(SAMPLE_VAULT, root)
+    vault = Vault.open(root)
+    result = vault.store("fact", "nested", "inside another repo")
+    assert (root / ".git").exists()
+    assert any("initialized a git repository" in n for n in result.notices)
+    assert commit_count(outer) == 1
+    assert commit_count(root) == 2
+    assert last_subject(root) == "store fact/nested (user)"
+
+
+def test_commit_author_defaults_to_memfile(vault: Vault) -> None:
+    vault.store("fact", "a", "text")
+    assert git(vault.root, "log", "-1", "--format=%an <%ae>|%cn <%ce>").strip() == (
+        "memfile <memfile@localhost>|memfile <memfile@localhost>"
+    )
+
+
+def test_commit_author_from_memfile_toml(vault: Vault) -> None:
+    with open(vault.root / "memfile.toml", "a", encoding="utf-8") as handle:
+        handle.write('\n[git]\nauthor_name = "Memory Keeper"\nauthor_email = "keeper@example.com"\n')
+    Vault.open(vault.root).store("fact", "a", "text")
+    assert git(vault.root, "log", "-1", "--format=%an <%ae>").strip() == "Memory Keeper <keeper@example.com>"
+
+
+# --- concurrency ------------------------------------------------------------------------------
+
+
+WRITER = """
+import os, sys, time
+from memfile import Vault
+root, prefix, go = sys.argv[1], sys.argv[2], sys.argv[3]
+deadline = time.monotonic() + 30
+while not os.path.exists(go) and time.monotonic() < deadline:  # start both writers together
+    time.sleep(0.002)
+for i in range(5):
+    Vault.open(root).store("fact", f"{prefix}_{i}", f"{prefix} number {i}")
+"""
+
+
+def test_two_processes_storing_at_once_both_succeed(vault: Vault, tmp_path: Path) -> None:
+    go = tmp_path / "go"
+    before = commit_count(vault.root)
+    procs = [
+        subprocess.Popen([sys.executable, "-c", WRITER, str(vault.root), prefix, str(go)],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        for prefix in ("left", "right")
+    ]
+    go.touch()
+    for proc in procs:
+        _, err = proc.communicate(timeout=60)
+        assert proc.returncode == 0, err
+    keys = {m.key for m in vault.list()}
+    assert keys == {f"{p}_{i}" for p in ("left", "right") for i in range(5)}
+    assert commit_count(vault.root) == before + 10
+    assert git(vault.root, "status", "--porcelain").strip() == ""
