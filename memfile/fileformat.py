@@ -40,13 +40,14 @@ from .model import (
 )
 
 MAX_FILE_BYTES = 10 * 1024 * 1024
-MAX_YAML_ALIASES = 100
+MAX_YAML_NODES = 10_000
 BOM = "\ufeff"
 
 _HANDLER = YAMLHandler()
 _FENCE = _HANDLER.FM_BOUNDARY  # the same fence python-frontmatter splits on
-_CONFLICT = re.compile(r"^(<{7}|>{7})( |$)|^={7}$", re.MULTILINE)
-_ALIAS = re.compile(r"(?<![\w*])\*[\w-]+")
+_CONFLICT_START = re.compile(r"^<{7}( |$)", re.MULTILINE)
+_CONFLICT_END = re.compile(r"^>{7}( |$)", re.MULTILINE)
+_TOP_KEY = re.compile(r"^([^\s#'\"\-?:][^:#]*?)\s*:(\s|$)", re.MULTILINE)
 
 
 # --- reading ----------------------------------------------------------------
@@ -96,14 +97,18 @@ def parse(data: bytes, relpath: str, mtime: datetime) -> Memory:
         FileParseError: with the line and reason when the file cannot be read.
     """
     text = decode(data, relpath)
-    conflict = _CONFLICT.search(text)
-    if conflict:
+    conflict = _CONFLICT_START.search(text)
+    if conflict and _CONFLICT_END.search(text, conflict.end()):
         raise FileParseError(relpath, text.count("\n", 0, conflict.start()) + 1, "contains git conflict markers")
     fences = _locate(text)
     if fences is not None:
         fm_text = text[fences[0].end() : fences[1].start()]
-        if "&" in fm_text and len(_ALIAS.findall(fm_text)) > MAX_YAML_ALIASES:
-            raise FileParseError(relpath, None, f"front-matter uses more than {MAX_YAML_ALIASES} YAML aliases")
+        seen: set[str] = set()
+        for found in _TOP_KEY.finditer(fm_text):
+            if found.group(1) in seen:
+                line = text.count("\n", 0, fences[0].end() + found.start()) + 1
+                raise FileParseError(relpath, line, f"front-matter key {found.group(1)!r} appears twice")
+            seen.add(found.group(1))
     try:
         meta, content = frontmatter.parse(text, handler=_HANDLER)
     except yaml.YAMLError as exc:
@@ -114,12 +119,30 @@ def parse(data: bytes, relpath: str, mtime: datetime) -> Memory:
         raise FileParseError(relpath, line, f"front-matter is not valid YAML: {problem}") from None
     except (TypeError, ValueError) as exc:
         raise FileParseError(relpath, None, f"front-matter cannot be read: {exc}") from None
+    try:
+        too_big = _expanded_size(meta, {}) > MAX_YAML_NODES
+    except RecursionError:
+        too_big = True
+    if too_big:
+        raise FileParseError(relpath, None, f"front-matter expands to more than {MAX_YAML_NODES} values (YAML aliases)")
     if fences is not None and not meta and not isinstance(_safe_load(fm_text), dict | None):
         raise FileParseError(relpath, text.count("\n", 0, fences[0].end()) + 2, "front-matter is not a mapping of keys to values")
     try:
         return _memory(meta, content, relpath, mtime, has_front_matter=fences is not None)
     except InvalidInput as exc:
-        raise FileParseError(relpath, _key_line(text, fences, exc.field), str(exc).rstrip(".")) from None
+        field_name = "tags" if exc.field == "tag" else exc.field
+        raise FileParseError(relpath, _key_line(text, fences, field_name), str(exc).rstrip(".")) from None
+
+
+def _expanded_size(value: Any, memo: dict[int, int]) -> int:
+    """How many values the front-matter holds with every YAML alias expanded (counted, not built)."""
+    if not isinstance(value, dict | list):
+        return 1
+    if id(value) not in memo:
+        memo[id(value)] = 0  # a recursive alias counts once
+        children = value.values() if isinstance(value, dict) else value
+        memo[id(value)] = 1 + sum(_expanded_size(child, memo) for child in children)
+    return memo[id(value)]
 
 
 def _safe_load(fm_text: str) -> Any:
@@ -180,9 +203,23 @@ def _yaml(sequence_offset: int | None = None) -> Any:
     rt.representer.add_representer(
         type(None), lambda r, _: r.represent_scalar("tag:yaml.org,2002:null", "null")
     )
+    rt.representer.add_representer(str, _represent_str)
     if sequence_offset is not None:
         rt.indent(mapping=2, sequence=sequence_offset + 2, offset=sequence_offset)
     return rt
+
+
+def _represent_str(representer: Any, value: str) -> Any:
+    """Quote a string unless PyYAML (YAML 1.1, the reader) reads it back plain as the same string.
+
+    ruamel writes YAML 1.2, where `on`, `yes` and `16:9` are plain strings;
+    PyYAML would read them as a bool or a number.
+    """
+    try:
+        plain_ok = _safe_load(f"v: {value}\nw: [{value}]") == {"v": value, "w": [value]}
+    except yaml.YAMLError:
+        plain_ok = False
+    return representer.represent_scalar("tag:yaml.org,2002:str", value, style=None if plain_ok else "'")
 
 
 def front_matter_fields(memory: Memory) -> dict[str, Any]:
@@ -210,6 +247,8 @@ def _yaml_value(value: Any, original: Any = None) -> Any:
     if isinstance(value, datetime):
         # A loaded TimeStamp dumps back exactly as written: 2026-06-27T10:00:00Z.
         return _yaml().load(f"v: {format_datetime(value)}")["v"]
+    if isinstance(value, CommentedSeq):
+        return value
     if isinstance(value, list | tuple):
         seq = CommentedSeq(value)
         if not (isinstance(original, CommentedSeq) and not original.fa.flow_style()):
@@ -265,13 +304,26 @@ def _splice(fm_text: str, changes: dict[str, Any], newline: str) -> str:
         block = isinstance(data[name], CommentedSeq) and not data[name].fa.flow_style()
         offset = _sequence_offset(lines[start + 1 : end]) if block else None
         value = changes[name] if not block else CommentedSeq(changes[name])
-        lines[start:end] = [_dump({name: value}, offset).replace("\n", newline)]
+        dumped = _dump({name: value}, offset)
+        comment = _eol_comment(data, name, lines[start])
+        if comment and end == start + 1 and dumped.count("\n") == 1:
+            dumped = dumped[:-1] + comment + "\n"
+        lines[start:end] = [dumped.replace("\n", newline)]
     if lines and not lines[-1].endswith("\n"):
         lines[-1] += newline
     added = {n: v for n, v in changes.items() if n not in bounds}
     if added:
         lines.append(_dump(added).replace("\n", newline))
     return "".join(lines)
+
+
+def _eol_comment(data: Any, name: str, line: str) -> str:
+    """The `  # comment` at the end of a scalar key's line, with its spacing, as written."""
+    entry = data.ca.items.get(name)
+    token = entry[2] if entry and len(entry) > 2 else None
+    first = token.value.split("\n", 1)[0].strip() if token is not None else ""
+    found = re.search(r"\s+" + re.escape(first) + r"\s*$", line) if first.startswith("#") else None
+    return found.group().rstrip("\r\n") if found else ""
 
 
 def update(text: str, old: Memory, new: Memory) -> str:
@@ -282,6 +334,8 @@ def update(text: str, old: Memory, new: Memory) -> str:
         old: the memory as parsed from `text`.
         new: the memory to write.
     """
+    if new == old:
+        return text
     bom = BOM if text.startswith(BOM) else ""
     text = text.removeprefix(BOM)
     newline = "\r\n" if "\r\n" in text else "\n"
@@ -306,4 +360,9 @@ def update(text: str, old: Memory, new: Memory) -> str:
 def rewrite(data: bytes, relpath: str, old: Memory, new: Memory) -> bytes:
     """`update` over a file's bytes: decoded and encoded here, a BOM kept."""
     bom = BOM if data.startswith(BOM.encode("utf-8")) else ""
-    return update(bom + decode(data, relpath), old, new).encode("utf-8")
+    try:
+        return update(bom + decode(data, relpath), old, new).encode("utf-8")
+    except FileParseError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - ruamel refusing what PyYAML read: leave the file alone
+        raise FileParseError(relpath, None, f"front-matter cannot be rewritten safely ({exc})") from None

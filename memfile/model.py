@@ -269,8 +269,8 @@ def parse_expires(value: object, now: datetime, field_name: str = "expires") -> 
 def format_datetime(moment: datetime) -> str:
     """ISO-8601 UTC with a `Z`, seconds precision unless the time has more."""
     moment = moment.astimezone(timezone.utc)
-    spec = "%Y-%m-%dT%H:%M:%S.%fZ" if moment.microsecond else "%Y-%m-%dT%H:%M:%SZ"
-    return moment.strftime(spec)
+    fraction = f".{moment.microsecond:06d}" if moment.microsecond else ""
+    return f"{moment.year:04d}-{moment:%m-%dT%H:%M:%S}{fraction}Z"
 
 
 def utc_now() -> datetime:
