@@ -40,6 +40,7 @@ from .model import (
     Priority,
     Source,
     StoreResult,
+    derive_key,
     new_id,
     parse_category,
     parse_confidence,
@@ -149,27 +150,50 @@ class Vault:
 
     def memories(self) -> list[Memory]:
         """Every memory of the mind, read from disk now; unreadable files go to `issues`."""
+        return self._scan()
+
+    def _scan(self, needle: str | None = None) -> list[Memory]:
+        """Read the mind's files; with a needle (an id or key), only files that could hold it.
+
+        A file can hold a key or id only if the text contains it or its path
+        derives it, so the others are skipped without parsing their YAML.
+        """
         self.issues = []
         found = []
         for path in walk_memory_files(self.mind_dir):
             relpath = relpath_of(self.root, path)
             try:
-                found.append(self._read(path, relpath))
+                data = self._read_bytes(path, relpath)
+                if needle and needle.encode("utf-8") not in data and needle not in (
+                    derive_key(path.stem), fileformat.derived_id(relpath)
+                ):
+                    continue
+                found.append(self._parse(path, relpath, data))
             except FileParseError as exc:
                 self.issues.append(ParseIssue(exc.path, exc.line, exc.reason))
         return found
 
-    def _read(self, path: Path, relpath: str) -> Memory:
+    def _read_bytes(self, path: Path, relpath: str) -> bytes:
         if path.is_symlink() and not is_inside(path, self.mind_dir):
             raise FileParseError(relpath, None, "symlink leads outside the mind folder")
         try:
-            stat = path.stat()
-            if stat.st_size > fileformat.MAX_FILE_BYTES:
+            if path.stat().st_size > fileformat.MAX_FILE_BYTES:
                 raise FileParseError(relpath, None, f"file is larger than {fileformat.MAX_FILE_BYTES // 2**20} MB")
-            data = path.read_bytes()
+            return path.read_bytes()
         except OSError as exc:
             raise FileParseError(relpath, None, f"cannot be read: {exc.strerror}") from None
-        return fileformat.parse(data, relpath, datetime.fromtimestamp(int(stat.st_mtime), timezone.utc))
+
+    def _parse(self, path: Path, relpath: str, data: bytes) -> Memory:
+        mtime = datetime.fromtimestamp(int(path.stat().st_mtime), timezone.utc)
+        return fileformat.parse(data, relpath, mtime)
+
+    def _read(self, path: Path, relpath: str) -> Memory:
+        return self._parse(path, relpath, self._read_bytes(path, relpath))
+
+    def _find(self, ref: str) -> Memory:
+        """`_resolve` over only the files that could hold `ref`."""
+        needle = ref.rsplit("/", 1)[-1] if isinstance(ref, str) else None
+        return self._resolve(ref, self._scan(needle or None))
 
     def get(self, ref: str) -> Memory:
         """One memory by REF.
@@ -185,7 +209,7 @@ class Vault:
             NotFound: no memory matches.
             AmbiguousRef: the key is used in several categories.
         """
-        return self._resolve(ref, self.memories())
+        return self._find(ref)
 
     show = get
 
@@ -375,8 +399,7 @@ class Vault:
         if self.actor is Source.AGENT and effective is Source.USER:
             raise Refused("an agent cannot store a memory as source user; store it as source agent")
         with self._writing():
-            memories = self.memories()
-            existing = [m for m in memories if m.category is category and m.key == key]
+            existing = [m for m in self._scan(key) if m.category is category and m.key == key]
             if len(existing) > 1:
                 raise AmbiguousRef(f"{category}/{key}", sorted(m.path for m in existing))
             if existing:
@@ -443,7 +466,7 @@ class Vault:
             NotFound, InvalidInput, AmbiguousRef: the REF does not name one memory.
         """
         with self._writing():
-            memory = self._resolve(ref, self.memories())
+            memory = self._find(ref)
             self._record_hand_edit(memory)
             remove(safe_path(self.root, memory.path, self.mind))
             self._commit(memory.path, "forget", memory.ref, self.actor)
@@ -467,7 +490,7 @@ class Vault:
                 "agents cannot verify memories: only a person can; ask the user to run: memfile verify " + str(ref)
             )
         with self._writing():
-            memory = self._resolve(ref, self.memories())
+            memory = self._find(ref)
             if memory.verified:
                 return StoreResult(memory, created=False, changed=False, notices=tuple(self.notices))
             new = replace(memory, verified=True, id_derived=False)
@@ -481,7 +504,7 @@ class Vault:
             The memory before the edit and the absolute path to open in an editor.
         """
         with self._writing():
-            memory = self._resolve(ref, self.memories())
+            memory = self._find(ref)
             self._record_hand_edit(memory)
             return memory, safe_path(self.root, memory.path, self.mind)
 

@@ -702,10 +702,16 @@ def test_key_leaving_the_mind_writes_nothing_outside(root: Path, tmp_path: Path)
 def test_malformed_file_is_named_skipped_and_left_unchanged(root: Path) -> None:
     ok(in_vault(root, "store", "fact", "good", "fine"))
     broken = write(root / "michael" / "fact" / "broken.md", BROKEN)
-    for args in (("list",), ("recall",), ("show", "good"), ("store", "fact", "another", "still works")):
+    for args in (("list",), ("recall",), ("expiring",)):
         result = ok(in_vault(root, *args))
         assert "michael/fact/broken.md:4" in result.stderr, args
         assert "Traceback" not in result.stderr
+    # Commands that look for one REF read only the files that could hold it.
+    for args in (("show", "good"), ("store", "fact", "another", "still works")):
+        result = ok(in_vault(root, *args))
+        assert "Traceback" not in result.stderr
+    result = in_vault(root, "show", "broken")
+    assert result.exit_code == 3 and "michael/fact/broken.md:4" in result.stderr
     assert "fact/good" in ok(in_vault(root, "list")).stdout
     assert broken.read_bytes() == BROKEN.encode("utf-8")
     assert "broken.md" not in git(root, "log", "--all", "--name-only", "--format=")
