@@ -8,6 +8,7 @@ into messages and exit codes in one place (`MemfileGroup.invoke`).
 from __future__ import annotations
 
 import json
+import os
 import sys
 import traceback
 from dataclasses import dataclass, field
@@ -101,12 +102,14 @@ def main(ctx: click.Context, vault_path: str | None, mind: str | None, debug: bo
 @click.option("--mind", "mind", default="default", show_default=True, help="Folder name of the first mind.")
 @click.option("--name", help="Display name of the mind, shown by recall.")
 @json_option
-def init(path: str, mind: str, name: str | None, as_json: bool) -> None:
+@click.pass_obj
+def init(state: State, path: str, mind: str, name: str | None, as_json: bool) -> None:
     """Create a vault: memfile.toml, a mind folder, .gitignore and a git repository.
 
     Example: memfile init ~/memory --mind michael --name "Michael's Mind"
     """
     vault = Vault.init(path, mind, name)
+    state.opened.append(vault)
     if as_json:
         _json({"vault": str(vault.root), "mind": vault.mind, "name": vault.name})
     else:
@@ -278,7 +281,13 @@ def edit(state: State, ref: str, as_json: bool) -> None:
     """
     vault = state.vault()
     before, path = vault.begin_edit(ref)
-    click.edit(filename=str(path))
+    try:
+        click.edit(filename=str(path))
+    except click.ClickException as exc:
+        raise InvalidInput(
+            "EDITOR", os.environ.get("VISUAL") or os.environ.get("EDITOR"),
+            "a command that opens the file and exits with status 0", reason=exc.message,
+        ) from None
     try:
         result = vault.finish_edit(before)
     except FileParseError as exc:

@@ -105,10 +105,14 @@ def find_vault(explicit: str | os.PathLike[str] | None = None, start: Path | Non
     if given is not None:
         root = Path(given).expanduser()
         if not root.is_dir():
-            raise NotAVault(
-                f"vault folder {str(root)!r} does not exist; create it with: memfile init {root}"
-            )
-        return root.resolve()
+            what = "is not a folder" if root.exists() else "does not exist"
+            raise NotAVault(f"vault folder {str(root)!r} {what}; create a vault with: memfile init PATH")
+        root = root.resolve()
+        if not (root / CONFIG_NAME).is_file():
+            for parent in root.parents:
+                if (parent / CONFIG_NAME).is_file():
+                    raise NotAVault(f"{root} is a folder inside the vault {parent}; pass --vault {parent}")
+        return root
     here = (start or Path.cwd()).resolve()
     for folder in (here, *here.parents):
         if (folder / CONFIG_NAME).is_file():
@@ -131,6 +135,11 @@ def select_mind(root: Path, config: Config, explicit: str | None = None) -> str:
     existing = [m for m in mind_dirs(root) if MIND_PATTERN.fullmatch(m)]
     if chosen:
         validate_mind(chosen)
+        if (root / chosen).is_symlink():
+            raise InvalidInput(
+                "mind", chosen, "a real folder in the vault",
+                reason="it is a symlink, which could lead outside the vault; replace it with the folder itself",
+            )
         if chosen not in existing:
             known = ", ".join(existing) or "none"
             raise NotFound(

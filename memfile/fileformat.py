@@ -129,6 +129,8 @@ def parse(data: bytes, relpath: str, mtime: datetime) -> Memory:
         raise FileParseError(relpath, text.count("\n", 0, fences[0].end()) + 2, "front-matter is not a mapping of keys to values")
     try:
         return _memory(meta, content, relpath, mtime, has_front_matter=fences is not None)
+    except (OverflowError, ValueError) as exc:
+        raise FileParseError(relpath, None, f"front-matter holds a value memfile cannot use: {exc}") from None
     except InvalidInput as exc:
         field_name = "tags" if exc.field == "tag" else exc.field
         raise FileParseError(relpath, _key_line(text, fences, field_name), str(exc).rstrip(".")) from None
@@ -283,8 +285,12 @@ def _sequence_offset(lines: list[str]) -> int | None:
     return None
 
 
-def _splice(fm_text: str, changes: dict[str, Any], newline: str) -> str:
-    """Front-matter text with the lines of `changes` replaced (or appended), the rest untouched."""
+def _splice(fm_text: str, changes: dict[str, Any], newline: str, ensure: dict[str, Any]) -> str:
+    """Front-matter text with the lines of `changes` replaced (or appended), the rest untouched.
+
+    Keys in `ensure` are appended when the file lacks them (an id or a
+    creation time derived from the path or mtime must not drift).
+    """
     from ruamel.yaml.comments import CommentedMap, CommentedSeq
 
     data = _yaml().load(fm_text) or CommentedMap()
@@ -311,7 +317,7 @@ def _splice(fm_text: str, changes: dict[str, Any], newline: str) -> str:
         lines[start:end] = [dumped.replace("\n", newline)]
     if lines and not lines[-1].endswith("\n"):
         lines[-1] += newline
-    added = {n: v for n, v in changes.items() if n not in bounds}
+    added = {n: v for n, v in (ensure | changes).items() if n not in bounds}
     if added:
         lines.append(_dump(added).replace("\n", newline))
     return "".join(lines)
@@ -346,10 +352,9 @@ def update(text: str, old: Memory, new: Memory) -> str:
         return bom + ("---\n" + _dump(new_fields) + "---\n").replace("\n", newline) + body
     old_fields = front_matter_fields(old)
     changes = {k: v for k, v in new_fields.items() if old_fields.get(k, object()) != v}
-    if old.id_derived and not new.id_derived:
-        changes["id"] = new.id
+    ensure = {"id": new.id, "created_at": new.created_at}
     opening, closing = fences
-    head = text[: opening.end()] + _splice(text[opening.end() : closing.start()], changes, newline)
+    head = text[: opening.end()] + _splice(text[opening.end() : closing.start()], changes, newline, ensure)
     if new.content == old.content:
         return bom + head + text[closing.start() :]
     line_end = text.find("\n", closing.start())

@@ -58,6 +58,19 @@ class GitStore:
             raise GitError(f"git {args[0]} failed in {self.root}: {(err or out).strip()}")
         return status, out
 
+    def unfinished_operation(self) -> str | None:
+        """The git operation left half done in the repository (merge, rebase, ...), if any."""
+        git_dir = self.root / ".git"
+        for marker, name in (("MERGE_HEAD", "merge"), ("rebase-merge", "rebase"), ("rebase-apply", "rebase"),
+                             ("CHERRY_PICK_HEAD", "cherry-pick"), ("REVERT_HEAD", "revert")):
+            if (git_dir / marker).exists():
+                return name
+        return None
+
+    def unstage(self, relpath: str) -> None:
+        """Best effort: drop what `commit` staged for a path whose commit failed."""
+        self._run("reset", "--quiet", "--", relpath, check=False)
+
     def is_changed(self, relpath: str) -> bool:
         """True when the file differs from its last committed version (or was never committed)."""
         _, out = self._run("status", "--porcelain", "--untracked-files=all", "--", relpath)

@@ -228,7 +228,18 @@ def parse_datetime(value: object, field_name: str) -> datetime:
         raise InvalidInput(field_name, value, DATETIME_RULE)
     if moment.tzinfo is None:
         moment = moment.replace(tzinfo=timezone.utc)
-    return moment.astimezone(timezone.utc)
+    try:
+        return moment.astimezone(timezone.utc)
+    except OverflowError:
+        raise InvalidInput(field_name, value, DATETIME_RULE, reason="out of the supported range") from None
+
+
+def add_duration(moment: datetime, span: timedelta, field_name: str) -> datetime:
+    """`moment + span`, refused with InvalidInput past the year 9999."""
+    try:
+        return moment + span
+    except OverflowError:
+        raise InvalidInput(field_name, span, "a duration that ends before the year 10000") from None
 
 
 def parse_optional_datetime(value: object, field_name: str) -> datetime | None:
@@ -248,7 +259,10 @@ def parse_duration(value: object, field_name: str = "duration") -> timedelta:
         if isinstance(value, timedelta):
             return value
         raise InvalidInput(field_name, value, DURATION_RULE)
-    return timedelta(**{_DURATION_UNITS[match.group(2)]: int(match.group(1))})
+    try:
+        return timedelta(**{_DURATION_UNITS[match.group(2)]: int(match.group(1))})
+    except OverflowError:
+        raise InvalidInput(field_name, value, DURATION_RULE, reason="too long") from None
 
 
 def parse_expires(value: object, now: datetime, field_name: str = "expires") -> datetime | None:
@@ -259,7 +273,7 @@ def parse_expires(value: object, now: datetime, field_name: str = "expires") -> 
     if text in ("never", "none", "null"):
         return None
     if _DURATION.fullmatch(text):
-        return now + parse_duration(text, field_name)
+        return add_duration(now, parse_duration(text, field_name), field_name)
     try:
         return parse_datetime(value, field_name)
     except InvalidInput:

@@ -138,6 +138,8 @@ def recall(memories: list[Memory], mind: str, mind_name: str, budget: int | None
             modes[i] = mode
         if size() > limit:
             need = estimate_tokens("x" * size())
+            while len(header) + body + len(_closing(counts[_OUT], counts[_SHORT], need)) + 3 > need * CHARS_PER_TOKEN:
+                need += 1  # the closing line names the budget, so its length moves with it
             raise InvalidInput(
                 "budget", budget, f"{need} tokens or more for this mind (the header and its critical memories, shortened, need that)"
             )

@@ -28,7 +28,7 @@ from .config import (
     render_config,
     select_mind,
 )
-from .errors import AmbiguousRef, Conflict, FileParseError, InvalidInput, NotFound, Refused
+from .errors import AmbiguousRef, Conflict, FileParseError, GitError, InvalidInput, NotFound, Refused
 from .files import atomic_write, remove, walk_memory_files, writer_lock
 from .gitstore import GitStore
 from .model import (
@@ -40,6 +40,7 @@ from .model import (
     Priority,
     Source,
     StoreResult,
+    add_duration,
     derive_key,
     new_id,
     parse_category,
@@ -116,25 +117,29 @@ class Vault:
         """
         validate_mind(mind)
         root = Path(path).expanduser().resolve()
-        root.mkdir(parents=True, exist_ok=True)
-        config_path = root / CONFIG_NAME
-        if (root / mind).exists():
+        try:
+            root.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise InvalidInput("PATH", str(path), "a folder memfile can create", reason=exc.strerror) from None
+        if (root / mind).exists() or (root / mind).is_symlink():
             raise Conflict(f"mind {mind!r} already exists in {root}; open it with: memfile --vault {root} --mind {mind} recall")
-        if config_path.exists():
-            if name:
+        vault = cls(root, mind, load_config(root), caller_source(Source.USER))
+        if not any(root.iterdir()):
+            # A new, empty folder: the whole vault is born in one commit, "init mind NAME".
+            vault._ensure_gitignore()
+            vault._git.init()
+        with vault._writing():  # an existing folder without a repository is first committed as found
+            config_path = root / CONFIG_NAME
+            if not config_path.exists():
+                atomic_write(config_path, render_config(mind, name).encode("utf-8"))
+            elif name:
                 with open(config_path, "a", encoding="utf-8") as handle:
                     handle.write(mind_section(mind, name))
-        else:
-            atomic_write(config_path, render_config(mind, name).encode("utf-8"))
-        vault = cls(root, mind, load_config(root), caller_source(Source.USER))
-        vault._ensure_gitignore()  # before the repository exists, so it lands in the one init commit
-        if not vault._git.exists():
-            vault._git.init()
-        with vault._writing():
             keep = root / mind / ".gitkeep"
             keep.parent.mkdir(parents=True, exist_ok=True)
             keep.touch()
             vault._git.commit([CONFIG_NAME, ".gitignore", f"{mind}/.gitkeep"], f"init mind {mind}")
+        vault.config = load_config(root)
         return vault
 
     @property
@@ -232,7 +237,12 @@ class Vault:
         if not matches:
             raise NotFound(f"no memory {ref!r} in mind {self.mind}; list them with: memfile list")
         if len(matches) > 1:
-            raise AmbiguousRef(ref, sorted(f"{m.ref} ({m.path})" for m in matches))
+            copies = len({(m.category, m.key) for m in matches}) == 1
+            raise AmbiguousRef(
+                ref, sorted(f"{m.ref} ({m.path})" for m in matches),
+                "these files hold the same memory (a copy?): remove or rename all but one" if copies
+                else "use one of these category/key forms or an id",
+            )
         return matches[0]
 
     def list(
@@ -283,7 +293,7 @@ class Vault:
             InvalidInput: `within` is not a duration.
         """
         now = utc_now()
-        horizon = now + parse_duration(within, "within")
+        horizon = add_duration(now, parse_duration(within, "within"), "within")
         soon = [m for m in self.memories() if m.expires_at is not None and now < m.expires_at <= horizon]
         return sorted(soon, key=lambda m: (m.expires_at, m.ref))
 
@@ -291,15 +301,17 @@ class Vault:
         """The recall of the mind (SPEC section 3) with what was chosen and cut.
 
         Args:
-            budget: the most tokens the text may take; default `[recall] budget` of memfile.toml; None = no limit.
+            budget: the most tokens the text may take; default `[recall] budget` of memfile.toml; None or 0 = no limit.
 
         Raises:
             InvalidInput: the budget is not a positive whole number.
         """
         if budget is _UNSET:
             budget = self.config.recall_budget
+        if budget == 0 and not isinstance(budget, bool):
+            budget = None
         if budget is not None and (isinstance(budget, bool) or not isinstance(budget, int) or budget < 1):
-            raise InvalidInput("budget", budget, "a whole number of tokens, 1 or more")
+            raise InvalidInput("budget", budget, "a whole number of tokens (0 = no limit)")
         now = utc_now()
         live = [m for m in self.memories() if not m.is_expired(now)]
         return recall(live, self.mind, self.name, budget)
@@ -330,6 +342,12 @@ class Vault:
                 )
             elif ignore_added:
                 self._git.commit([".gitignore"], f"ignore {STATE_DIR}/ (memfile's local state)")
+            operation = self._git.unfinished_operation()
+            if operation:
+                raise GitError(
+                    f"the vault's git repository is in the middle of a {operation}; finish it "
+                    f"(git {operation} --continue) or abort it (git {operation} --abort), then try again"
+                )
             yield
 
     def _ensure_gitignore(self) -> bool:
@@ -348,6 +366,28 @@ class Vault:
 
     def _commit(self, relpath: str, verb: str, ref: str, source: Source) -> str | None:
         return self._git.commit([relpath], f"{verb} {ref} ({source})\n\nmind: {self.mind}")
+
+    def _apply(self, relpath: str, data: bytes | None, verb: str, ref: str, source: Source) -> str | None:
+        """Write (or, with None, remove) one memory file and commit it.
+
+        When the commit fails the file is put back as it was, so a change is
+        either on disk and in git, or in neither.
+        """
+        path = safe_path(self.root, relpath, self.mind)
+        before = path.read_bytes() if path.exists() else None
+        if data is None:
+            remove(path)
+        else:
+            atomic_write(path, data)
+        try:
+            return self._commit(relpath, verb, ref, source)
+        except GitError:
+            if before is None:
+                path.unlink(missing_ok=True)
+            else:
+                atomic_write(path, before)
+            self._git.unstage(relpath)
+            raise
 
     def store(
         self,
@@ -391,6 +431,8 @@ class Vault:
         if not isinstance(content, str) or not content.strip():
             raise InvalidInput("content", content, "non-empty text")
         content = content.replace("\r\n", "\n").strip()
+        if len(content.encode("utf-8")) > fileformat.MAX_FILE_BYTES - 64 * 1024:
+            raise InvalidInput("content", f"{len(content.encode('utf-8'))} bytes", "text of at most 10 MB")
         new_priority = parse_priority(priority) if priority is not None else None
         new_tags = parse_tags(tags) if tags is not None else None
         new_confidence = parse_confidence(confidence) if confidence is not None else None
@@ -401,7 +443,10 @@ class Vault:
         with self._writing():
             existing = [m for m in self._scan(key) if m.category is category and m.key == key]
             if len(existing) > 1:
-                raise AmbiguousRef(f"{category}/{key}", sorted(m.path for m in existing))
+                raise AmbiguousRef(
+                    f"{category}/{key}", sorted(m.path for m in existing),
+                    "these files hold the same memory (a copy?): remove or rename all but one",
+                )
             if existing:
                 return self._update(existing[0], content, new_priority, new_tags, new_confidence, new_expires, effective, now)
             relpath = memory_relpath(self.mind, category, key).as_posix()
@@ -418,8 +463,7 @@ class Vault:
                 confidence=new_confidence if new_confidence is not None else DEFAULT_CONFIDENCE[effective],
                 expires_at=None if new_expires is _UNSET else new_expires,
             )
-            atomic_write(full, fileformat.serialize(memory).encode("utf-8"))
-            sha = self._commit(relpath, "store", memory.ref, effective)
+            sha = self._apply(relpath, fileformat.serialize(memory).encode("utf-8"), "store", memory.ref, effective)
             return StoreResult(memory, created=True, changed=True, commit=sha, notices=tuple(self.notices))
 
     def _update(
@@ -440,7 +484,14 @@ class Vault:
             ),
         )
         if new == old:
-            return StoreResult(old, created=False, changed=False, notices=tuple(self.notices))
+            # A store that wrote this very file but died before its commit: commit it now.
+            sha = self._commit(old.path, "store", old.ref, effective) if self._git.is_changed(old.path) else None
+            return StoreResult(old, created=False, changed=sha is not None, commit=sha, notices=tuple(self.notices))
+        if self.actor is Source.AGENT and old.verified:
+            raise Refused(
+                f"{old.ref} was verified by a person, so an agent cannot change it; store the new "
+                "information under another key, or ask the user to update it"
+            )
         new = replace(new, updated_at=now, id_derived=False)
         sha = self._rewrite(old, new, "store", effective)
         return StoreResult(new, created=False, changed=True, commit=sha, notices=tuple(self.notices))
@@ -449,9 +500,7 @@ class Vault:
         """Write `new` over `old`'s file (after committing any hand edit), then commit."""
         path = safe_path(self.root, old.path, self.mind)
         self._record_hand_edit(old)
-        data = path.read_bytes()
-        atomic_write(path, fileformat.rewrite(data, old.path, old, new))
-        return self._commit(old.path, verb, new.ref, source)
+        return self._apply(old.path, fileformat.rewrite(path.read_bytes(), old.path, old, new), verb, new.ref, source)
 
     def forget(self, ref: str) -> Memory:
         """Remove a memory's file in one commit; `git log` keeps every version of it.
@@ -468,8 +517,7 @@ class Vault:
         with self._writing():
             memory = self._find(ref)
             self._record_hand_edit(memory)
-            remove(safe_path(self.root, memory.path, self.mind))
-            self._commit(memory.path, "forget", memory.ref, self.actor)
+            self._apply(memory.path, None, "forget", memory.ref, self.actor)
             return memory
 
     def verify(self, ref: str) -> StoreResult:
@@ -503,6 +551,8 @@ class Vault:
         Returns:
             The memory before the edit and the absolute path to open in an editor.
         """
+        if self.actor is Source.AGENT:
+            raise Refused("memfile edit is for people; an agent changes memories with memfile store")
         with self._writing():
             memory = self._find(ref)
             self._record_hand_edit(memory)
@@ -523,6 +573,16 @@ class Vault:
             if not path.exists():
                 raise NotFound(f"{before.path} no longer exists after the edit")
             after = self._read(path, before.path)
+            for name, old_value, new_value in (
+                ("category", before.category, after.category), ("key", before.key, after.key),
+                ("id", before.id, after.id if not before.id_derived else before.id),
+            ):
+                if old_value != new_value:
+                    raise Refused(
+                        f"the edit changed the {name} from {old_value} to {new_value}, but a memory's {name} "
+                        f"never changes; the edit is kept, uncommitted, in {path}: change it back there "
+                        f"(or store the content as a new memory and forget this one)"
+                    )
             if after == before:
                 return StoreResult(after, created=False, changed=False, notices=tuple(self.notices))
             if after.updated_at == before.updated_at and after.has_front_matter:

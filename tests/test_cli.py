@@ -821,3 +821,161 @@ def test_debug_shows_a_traceback(root: Path) -> None:
 def test_no_traceback_without_debug(root: Path) -> None:
     result = fails(in_vault(root, "show", "nothing"), 3)
     assert "no memory" in result.stderr
+
+
+# --- review findings: agents, failed commits, odd folders and values ------------------------------
+
+AGENT = {"MEMFILE_SOURCE": "agent"}
+
+
+def test_an_agent_cannot_change_a_verified_memory(root: Path) -> None:
+    ok(in_vault(root, "store", "identity", "user_name", "Michael"))
+    path = root / "michael" / "identity" / "user_name.md"
+    data, before = path.read_bytes(), commit_count(root)
+    result = fails(in_vault(root, "store", "identity", "user_name", "Bob", env=AGENT), 2)
+    assert "verified by a person" in result.stderr
+    assert path.read_bytes() == data and commit_count(root) == before
+    ok(in_vault(root, "store", "identity", "user_name", "Michael", env=AGENT))  # identical: allowed, no change
+    assert commit_count(root) == before
+
+
+def test_an_agent_may_update_an_unverified_memory(root: Path) -> None:
+    ok(in_vault(root, "store", "fact", "vps_os", "Ubuntu 22.04", env=AGENT))
+    memory = store_json(root, "fact", "vps_os", "Ubuntu 24.04", env=AGENT)
+    assert (memory["source"], memory["verified"], memory["content"]) == ("agent", False, "Ubuntu 24.04")
+
+
+def test_an_agent_cannot_open_the_editor(root: Path, tmp_path: Path) -> None:
+    ok(in_vault(root, "store", "fact", "af", "x", env=AGENT))
+    result = fails(in_vault(root, "edit", "af", env={**AGENT, "EDITOR": "true"}), 2)
+    assert "for people" in result.stderr
+
+
+def test_store_during_an_unfinished_merge_changes_nothing(root: Path) -> None:
+    ok(in_vault(root, "store", "fact", "base", "one"))
+    git(root, "checkout", "-q", "-b", "side")
+    ok(in_vault(root, "store", "fact", "base", "two"))
+    git(root, "checkout", "-q", "main")
+    ok(in_vault(root, "store", "fact", "base", "three"))
+    subprocess.run(["git", "-c", "user.name=Hand", "-c", "user.email=hand@example.com", "merge", "-q", "side"],
+                   cwd=root, capture_output=True)
+    assert (root / ".git" / "MERGE_HEAD").exists()
+    result = fails(in_vault(root, "store", "fact", "during_merge", "x"), 6)
+    assert "merge --abort" in result.stderr
+    assert not (root / "michael" / "fact" / "during_merge.md").exists()
+
+
+def test_a_failed_commit_puts_the_file_back_and_a_retry_commits(root: Path) -> None:
+    lock = root / ".git" / "index.lock"
+    lock.touch()
+    fails(in_vault(root, "store", "fact", "lk", "x"), 6)
+    assert not (root / "michael" / "fact" / "lk.md").exists()
+    lock.unlink()
+    ok(in_vault(root, "store", "fact", "lk", "x"))
+    assert last_subject(root) == "store fact/lk (user)"
+    assert git(root, "status", "--porcelain").strip() == ""
+
+
+def test_a_store_that_died_before_its_commit_is_committed_by_the_retry(root: Path) -> None:
+    ok(in_vault(root, "store", "fact", "k", "version one", env=AGENT))
+    path = root / "michael" / "fact" / "k.md"
+    path.write_text(path.read_text(encoding="utf-8").replace("version one", "version two"), encoding="utf-8")
+    ok(in_vault(root, "store", "fact", "k", "version two", env=AGENT))
+    assert last_subject(root) == "store fact/k (agent)"
+    assert git(root, "status", "--porcelain").strip() == ""
+
+
+def test_init_in_a_folder_with_files_commits_them_first(tmp_path: Path) -> None:
+    folder = tmp_path / "notes"
+    write(folder / "michael" / "identity" / "user_name.md", "Michael Schäfer\n")
+    result = ok(run("init", folder, "--mind", "bob"))
+    assert "initialized a git repository" in result.stderr
+    assert git(folder, "status", "--porcelain").strip() == ""
+    assert "Michael Schäfer" in git(folder, "log", "-p")
+    assert git(folder, "log", "--format=%s").splitlines() == ["init mind bob", "init: record the vault as found"]
+
+
+def test_a_file_with_an_out_of_range_date_is_skipped(root: Path) -> None:
+    write(root / "michael" / "note" / "b.md", "---\nexpires_at: 9999-12-31T23:59:59-05:00\n---\nb\n")
+    result = ok(in_vault(root, "recall"))
+    assert "michael/note/b.md" in result.stderr
+
+
+@pytest.mark.parametrize("args", [
+    ("store", "context", "x", "y", "--expires", "3000000d"),
+    ("store", "context", "x", "y", "--expires", "9999-12-31T23:59:59-05:00"),
+    ("expiring", "--within", "3000000d"),
+    ("expiring", "--within", "99999999999w"),
+])
+def test_values_out_of_range_are_bad_input(root: Path, args: tuple[str, ...]) -> None:
+    fails(in_vault(root, *args), 2)
+
+
+def test_init_on_a_path_below_a_file_is_bad_input(tmp_path: Path) -> None:
+    write(tmp_path / "f", "x")
+    assert "PATH" in fails(run("init", tmp_path / "f" / "sub"), 2).stderr
+
+
+def test_a_failing_editor_is_bad_input_and_keeps_the_file(root: Path) -> None:
+    ok(in_vault(root, "store", "fact", "x", "body"))
+    data = (root / "michael" / "fact" / "x.md").read_bytes()
+    assert "EDITOR" in fails(in_vault(root, "edit", "x", env={"EDITOR": "false"}), 2).stderr
+    assert (root / "michael" / "fact" / "x.md").read_bytes() == data
+
+
+def test_content_over_10_mb_is_refused(root: Path) -> None:
+    result = fails(in_vault(root, "store", "fact", "huge", "-", input="x" * (11 * 2**20)), 2)
+    assert "content" in result.stderr
+    assert not (root / "michael" / "fact" / "huge.md").exists()
+
+
+def test_created_at_of_a_hand_made_file_stays_put(root: Path) -> None:
+    path = write(root / "michael" / "note" / "partial.md", "---\nkey: partial\n---\nbody\n")
+    import os
+    os.utime(path, (1_735_689_600, 1_735_689_600))  # 2025-01-01
+    ok(in_vault(root, "store", "note", "partial", "v2"))
+    ok(in_vault(root, "store", "note", "partial", "v3"))
+    assert json.loads(ok(in_vault(root, "show", "partial", "--json")).stdout)["created_at"] == "2025-01-01T00:00:00Z"
+
+
+def test_an_edit_that_changes_the_key_is_refused_and_kept(root: Path, tmp_path: Path) -> None:
+    ok(in_vault(root, "store", "fact", "old_key", "body"))
+    script = write(tmp_path / "rename.py", "import sys, re\np = sys.argv[1]\n"
+                   "t = open(p).read()\nopen(p, 'w').write(re.sub('key: old_key', 'key: new_key', t))\n")
+    before = commit_count(root)
+    result = fails(in_vault(root, "edit", "old_key", env={"EDITOR": f"{sys.executable} {script}"}), 2)
+    assert "never changes" in result.stderr
+    assert "key: new_key" in (root / "michael" / "fact" / "old_key.md").read_text(encoding="utf-8")
+    assert commit_count(root) == before
+
+
+def test_a_symlinked_mind_is_refused_with_the_reason(root: Path, tmp_path: Path) -> None:
+    (root / "michael").rename(tmp_path / "real")
+    (root / "michael").symlink_to(tmp_path / "real")
+    assert "symlink" in fails(in_vault(root, "--mind", "michael", "recall"), 2).stderr
+
+
+def test_the_smallest_budget_named_by_the_error_works(sample_copy: Path) -> None:
+    message = fails(in_vault(sample_copy, "recall", "--budget", "1"), 2).stderr
+    need = int(re.search(r"allowed: (\d+) tokens", message).group(1))
+    text = ok(in_vault(sample_copy, "recall", "--budget", str(need))).stdout
+    assert math.ceil(len(text) / 4) <= need
+
+
+def test_budget_zero_means_no_limit(sample_copy: Path) -> None:
+    with open(sample_copy / "memfile.toml", "a", encoding="utf-8") as handle:
+        handle.write("\n[recall]\nbudget = 150\n")
+    limited = ok(in_vault(sample_copy, "recall", "--budget", "0")).stdout
+    assert "left out" not in limited and "[019]" in limited
+
+
+def test_a_vault_path_inside_another_vault_is_refused(root: Path) -> None:
+    result = fails(run("--vault", root / "michael", "recall"), 7)
+    assert f"--vault {root}" in result.stderr
+
+
+def test_a_copied_memory_file_is_named_as_a_copy(root: Path) -> None:
+    ok(in_vault(root, "store", "fact", "af", "x"))
+    shutil.copy(root / "michael" / "fact" / "af.md", root / "michael" / "fact" / "af_copy.md")
+    result = fails(in_vault(root, "show", "fact/af"), 2)
+    assert "a copy?" in result.stderr and "af_copy.md" in result.stderr

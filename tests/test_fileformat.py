@@ -21,7 +21,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from memfile import Category, FileParseError, Memory, Priority, Source, fileformat
-from memfile.model import ID_PATTERN, KEY_PATTERN, KNOWN_FIELDS
+from memfile.model import ID_PATTERN, KEY_PATTERN, KNOWN_FIELDS, format_datetime
 from memfile.paths import MIND_PATTERN
 
 GOLDEN = Path(__file__).parent / "golden"
@@ -532,32 +532,38 @@ def _update(text: str, **changes: object) -> str:
 
 
 def test_update_keeps_comment_lines_between_a_changed_key_and_the_next() -> None:
-    text = "---\nid: mem_abcd\ntags: [a]\nnotes: |\n  line one\n  line two\n\n# mine\nupdated_at: 2026-06-27T10:00:00Z\n---\nbody\n"
+    text = "---\nid: mem_abcd\ncreated_at: 2026-01-01T00:00:00Z\ntags: [a]\nnotes: |\n  line one\n  line two\n\n# mine\nupdated_at: 2026-06-27T10:00:00Z\n---\nbody\n"
     assert _update(text, tags=("a", "b"), updated_at=NOW) == text.replace("[a]", "[a, b]").replace(
         "2026-06-27T10:00:00Z", "2026-07-01T08:15:00Z"
     )
 
 
 def test_update_adds_a_missing_key_at_the_end_of_the_front_matter() -> None:
-    text = "---\nid: mem_abcd\nkey: x\n---\nbody\n"
-    assert _update(text, priority=Priority.CRITICAL) == "---\nid: mem_abcd\nkey: x\npriority: critical\n---\nbody\n"
+    text = "---\nid: mem_abcd\ncreated_at: 2026-01-01T00:00:00Z\nkey: x\n---\nbody\n"
+    assert _update(text, priority=Priority.CRITICAL) == "---\nid: mem_abcd\ncreated_at: 2026-01-01T00:00:00Z\nkey: x\npriority: critical\n---\nbody\n"
 
 
 def test_update_sets_and_clears_expires_at() -> None:
-    text = "---\nid: mem_abcd\nexpires_at: null\n---\nbody\n"
+    text = "---\nid: mem_abcd\ncreated_at: 2026-01-01T00:00:00Z\nexpires_at: null\n---\nbody\n"
     later = _update(text, expires_at=NOW)
-    assert later == "---\nid: mem_abcd\nexpires_at: 2026-07-01T08:15:00Z\n---\nbody\n"
+    assert later == "---\nid: mem_abcd\ncreated_at: 2026-01-01T00:00:00Z\nexpires_at: 2026-07-01T08:15:00Z\n---\nbody\n"
     old = fileformat.parse(later.encode(), FACT, MTIME)
     assert fileformat.update(later, old, dataclasses.replace(old, expires_at=None)) == text
 
 
 def test_update_writes_an_id_when_a_derived_one_becomes_real() -> None:
-    text = "---\nkey: x\n---\nbody\n"
-    assert _update(text, id="mem_new12345", id_derived=False) == "---\nkey: x\nid: mem_new12345\n---\nbody\n"
+    text = "---\nkey: x\ncreated_at: 2026-01-01T00:00:00Z\n---\nbody\n"
+    assert _update(text, id="mem_new12345", id_derived=False) == (
+        "---\nkey: x\ncreated_at: 2026-01-01T00:00:00Z\nid: mem_new12345\n---\nbody\n"
+    )
 
 
-def test_update_does_not_write_a_derived_id_that_stays_derived() -> None:
-    assert _update("---\nkey: x\n---\nbody\n", tags=("t",)) == "---\nkey: x\ntags: [t]\n---\nbody\n"
+def test_a_rewrite_persists_the_derived_id_and_creation_time_so_they_stay_stable() -> None:
+    old = fileformat.parse(b"---\nkey: x\n---\nbody\n", FACT, MTIME)
+    out = fileformat.update("---\nkey: x\n---\nbody\n", old, dataclasses.replace(old, tags=("t",)))
+    assert out == f"---\nkey: x\nid: {old.id}\ncreated_at: {format_datetime(MTIME)}\ntags: [t]\n---\nbody\n"
+    later = fileformat.parse(out.encode(), FACT, MTIME.replace(year=2027))
+    assert (later.id, later.created_at) == (old.id, old.created_at)
 
 
 def test_update_of_flow_style_front_matter_stays_valid() -> None:
@@ -566,11 +572,11 @@ def test_update_of_flow_style_front_matter_stays_valid() -> None:
 
 
 def test_update_of_content_without_a_final_newline_after_the_fence() -> None:
-    assert _update("---\nid: mem_abcd\n---", content="new body") == "---\nid: mem_abcd\n---\nnew body\n"
+    assert _update("---\nid: mem_abcd\ncreated_at: 2026-01-01T00:00:00Z\n---", content="new body") == "---\nid: mem_abcd\ncreated_at: 2026-01-01T00:00:00Z\n---\nnew body\n"
 
 
 def test_update_keeps_blank_lines_before_the_front_matter() -> None:
-    assert _update("\n\n---\nid: mem_abcd\n---\nbody\n", tags=("x",)) == "\n\n---\nid: mem_abcd\ntags: [x]\n---\nbody\n"
+    assert _update("\n\n---\nid: mem_abcd\ncreated_at: 2026-01-01T00:00:00Z\n---\nbody\n", tags=("x",)) == "\n\n---\nid: mem_abcd\ncreated_at: 2026-01-01T00:00:00Z\ntags: [x]\n---\nbody\n"
 
 
 # --- properties ---------------------------------------------------------------------
@@ -728,14 +734,14 @@ def test_tricky_tags_round_trip_in_flow_and_block_lists(tag: str) -> None:
 
 def test_changed_block_style_tags_stay_block_style_with_their_indent() -> None:
     for indent in ("", "    "):
-        raw = f"---\nid: mem_abcd\ntags:\n{indent}- docker\n{indent}- deploy\nkey: x\n---\nbody\n".encode()
+        raw = f"---\nid: mem_abcd\ncreated_at: 2026-01-01T00:00:00Z\ntags:\n{indent}- docker\n{indent}- deploy\nkey: x\n---\nbody\n".encode()
         old = fileformat.parse(raw, "michael/fact/x.md", MTIME)
         out = fileformat.rewrite(raw, old.path, old, dataclasses.replace(old, tags=("docker", "deploy", "v1.6.0")))
         assert out == raw.replace(b"deploy\n", f"deploy\n{indent}- v1.6.0\n".encode())
 
 
 def test_a_comment_at_the_end_of_a_changed_line_is_kept() -> None:
-    raw = b"---\nid: mem_abcd\nsource: agent\nverified: false  # agent wrote this\n# note\n---\nbody\n"
+    raw = b"---\nid: mem_abcd\ncreated_at: 2026-01-01T00:00:00Z\nsource: agent\nverified: false  # agent wrote this\n# note\n---\nbody\n"
     old = fileformat.parse(raw, "michael/fact/x.md", MTIME)
     out = fileformat.rewrite(raw, old.path, old, dataclasses.replace(old, verified=True))
     assert out == raw.replace(b"verified: false", b"verified: true")
