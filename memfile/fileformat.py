@@ -31,7 +31,6 @@ from .model import (
     parse_bool,
     parse_category,
     parse_confidence,
-    parse_datetime,
     parse_optional_datetime,
     parse_priority,
     parse_source,

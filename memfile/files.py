@@ -65,6 +65,33 @@ def walk_memory_files(mind_dir: Path) -> Iterator[Path]:
                 yield Path(folder, name)
 
 
+def stat_walk(mind_dir: Path, root: Path) -> dict[str, tuple[int, int, int]]:
+    """Vault-relative path -> (size, mtime_ns, inode) of every memory file under a mind folder.
+
+    The same files as `walk_memory_files`, from `os.scandir` (no second stat call per file).
+    """
+    found: dict[str, tuple[int, int, int]] = {}
+    prefix = len(str(root)) + 1
+    pending = [str(mind_dir)]
+    while pending:
+        try:
+            entries = list(os.scandir(pending.pop()))
+        except OSError:
+            continue
+        for entry in entries:
+            if is_ignored_name(entry.name):
+                continue
+            if entry.is_dir(follow_symlinks=False):
+                pending.append(entry.path)
+            elif entry.name.endswith(".md"):
+                try:
+                    stat = entry.stat()
+                except OSError:
+                    continue
+                found[entry.path[prefix:].replace(os.sep, "/")] = (stat.st_size, stat.st_mtime_ns, stat.st_ino)
+    return found
+
+
 @contextmanager
 def writer_lock(lock_path: Path, timeout: float) -> Iterator[None]:
     """Hold the vault's writer lock (an flock, so a killed holder releases it at once).

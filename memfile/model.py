@@ -15,7 +15,9 @@ from datetime import date, datetime, timedelta, timezone
 from enum import StrEnum
 from typing import Any
 
-from .errors import InvalidInput
+from urllib.parse import unquote
+
+from .errors import AmbiguousRef, InvalidInput, NotFound
 
 
 class Category(StrEnum):
@@ -114,6 +116,8 @@ class Memory:
             "path": self.path,
             "content": self.content,
             "extra": {k: _jsonable(v) for k, v in self.extra},
+            "has_front_matter": self.has_front_matter,
+            "id_derived": self.id_derived,
         }
 
 
@@ -304,6 +308,34 @@ def new_id() -> str:
 ID_PATTERN = re.compile(r"mem_[0-9a-z]{4,40}")
 
 
+def memory_from_dict(data: dict[str, Any]) -> Memory:
+    """The inverse of `Memory.to_dict` (for memories memfile itself stored in its index)."""
+    expires = data.get("expires_at")
+    return Memory(
+        id=data["id"], mind=data["mind"], category=Category(data["category"]), key=data["key"],
+        content=data["content"], path=data["path"],
+        created_at=datetime.fromisoformat(data["created_at"]), updated_at=datetime.fromisoformat(data["updated_at"]),
+        priority=Priority(data["priority"]), tags=tuple(data["tags"]), source=Source(data["source"]),
+        verified=data["verified"], confidence=data["confidence"],
+        expires_at=datetime.fromisoformat(expires) if expires else None,
+        extra=tuple(data.get("extra", {}).items()), has_front_matter=data.get("has_front_matter", True),
+        id_derived=data.get("id_derived", False),
+    )
+
+
+@dataclass(frozen=True)
+class SearchHit:
+    """One search result: the memory, its BM25F score, a snippet with **matches**, its rank (1 = best)."""
+
+    memory: Memory
+    score: float
+    snippet: str
+    rank: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return self.memory.to_dict() | {"score": round(self.score, 4), "snippet": self.snippet, "rank": self.rank}
+
+
 @dataclass(frozen=True)
 class ParseIssue:
     """A file that was skipped: where and why."""
@@ -326,3 +358,41 @@ class StoreResult:
     changed: bool
     commit: str | None = None
     notices: tuple[str, ...] = field(default=())
+
+
+REF_RULE = "an id (mem_...), category/key, or a key that is unique in the mind"
+
+
+def resolve_ref(ref: object, memories: list[Memory], mind: str) -> Memory:
+    """The one memory a REF names: an id, `category/key`, or a key unique in the mind.
+
+    Raises:
+        InvalidInput: the REF is malformed or tries to leave the mind (`..`, `/abs`, URL-encoded forms).
+        NotFound: no memory matches.
+        AmbiguousRef: several memories (or copies of one file) match.
+    """
+    if not isinstance(ref, str) or not ref.strip():
+        raise InvalidInput("REF", ref, REF_RULE)
+    for text in {ref, unquote(ref)}:
+        if "\x00" in text or "\\" in text or text.startswith("/") or ".." in text or text.count("/") > 1:
+            raise InvalidInput("REF", ref, REF_RULE, reason="it must not point outside the mind")
+    if ID_PATTERN.fullmatch(ref):
+        matches = [m for m in memories if m.id == ref]
+    elif "/" in ref:
+        category_text, key = ref.split("/", 1)
+        category = parse_category(category_text, "REF category")
+        validate_key(key, "REF key")
+        matches = [m for m in memories if m.category is category and m.key == key]
+    else:
+        validate_key(ref, "REF")
+        matches = [m for m in memories if m.key == ref]
+    if not matches:
+        raise NotFound(f"no memory {ref!r} in mind {mind}; list them with: memfile list")
+    if len(matches) > 1:
+        copies = len({(m.category, m.key) for m in matches}) == 1
+        raise AmbiguousRef(
+            ref, sorted(f"{m.ref} ({m.path})" for m in matches),
+            "these files hold the same memory (a copy?): remove or rename all but one" if copies
+            else "use one of these category/key forms or an id",
+        )
+    return matches[0]

@@ -8,59 +8,41 @@ take the writer lock, write atomically and become one git commit each.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
-from contextlib import contextmanager
-from dataclasses import replace
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
-from urllib.parse import unquote
 
 from . import fileformat
-from .config import (
-    CONFIG_NAME,
-    STATE_DIR,
-    Config,
-    caller_source,
-    find_vault,
-    load_config,
-    mind_section,
-    render_config,
-    select_mind,
-)
-from .errors import AmbiguousRef, Conflict, FileParseError, GitError, InvalidInput, NotFound, Refused
-from .files import atomic_write, remove, walk_memory_files, writer_lock
+from .config import STATE_DIR, Config, caller_source, find_vault, load_config, select_mind
+from .errors import FileParseError, InvalidInput
+from .files import stat_walk, walk_memory_files
 from .gitstore import GitStore
+from .index import Index, SearchOptions, Stat, SyncReport
 from .model import (
-    DEFAULT_CONFIDENCE,
-    ID_PATTERN,
     Category,
     Memory,
     ParseIssue,
     Priority,
+    SearchHit,
     Source,
-    StoreResult,
     add_duration,
-    derive_key,
-    new_id,
     parse_category,
-    parse_confidence,
     parse_duration,
-    parse_expires,
     parse_priority,
     parse_source,
     parse_tags,
+    resolve_ref,
     utc_now,
-    validate_key,
 )
-from .paths import is_inside, memory_relpath, relpath_of, safe_path, validate_mind
+from .paths import is_inside, relpath_of, safe_path
 from .recall import RecallReport, recall
-
-REF_RULE = "an id (mem_...), category/key, or a key that is unique in the mind"
-_UNSET: Any = object()
+from .writes import UNSET, Writes
 
 
-class Vault:
+class Vault(Writes):
     """A vault folder bound to one mind.
 
     Attributes:
@@ -79,6 +61,7 @@ class Vault:
         self.issues: list[ParseIssue] = []
         self.notices: list[str] = []
         self._git = GitStore(root, config.author_name, config.author_email)
+        self._index: Index | None = Index(root / STATE_DIR / "index", config.lock_timeout)
 
     # --- opening ---------------------------------------------------------
 
@@ -100,48 +83,6 @@ class Vault:
         config = load_config(root)
         return cls(root, select_mind(root, config, mind), config, caller_source(source))
 
-    @classmethod
-    def init(cls, path: str | os.PathLike[str], mind: str = "default", name: str | None = None) -> Vault:
-        """Create a vault (or add a mind to one): memfile.toml, the mind folder, .gitignore, a git repository.
-
-        Args:
-            path: the vault folder (created if missing).
-            mind: the first mind's folder name.
-            name: the mind's display name, shown by recall.
-
-        Returns:
-            The new vault, bound to `mind`.
-
-        Raises:
-            Conflict: the mind already exists in that vault.
-        """
-        validate_mind(mind)
-        root = Path(path).expanduser().resolve()
-        try:
-            root.mkdir(parents=True, exist_ok=True)
-        except OSError as exc:
-            raise InvalidInput("PATH", str(path), "a folder memfile can create", reason=exc.strerror) from None
-        if (root / mind).exists() or (root / mind).is_symlink():
-            raise Conflict(f"mind {mind!r} already exists in {root}; open it with: memfile --vault {root} --mind {mind} recall")
-        vault = cls(root, mind, load_config(root), caller_source(Source.USER))
-        if not any(root.iterdir()):
-            # A new, empty folder: the whole vault is born in one commit, "init mind NAME".
-            vault._ensure_gitignore()
-            vault._git.init()
-        with vault._writing():  # an existing folder without a repository is first committed as found
-            config_path = root / CONFIG_NAME
-            if not config_path.exists():
-                atomic_write(config_path, render_config(mind, name).encode("utf-8"))
-            elif name:
-                with open(config_path, "a", encoding="utf-8") as handle:
-                    handle.write(mind_section(mind, name))
-            keep = root / mind / ".gitkeep"
-            keep.parent.mkdir(parents=True, exist_ok=True)
-            keep.touch()
-            vault._git.commit([CONFIG_NAME, ".gitignore", f"{mind}/.gitkeep"], f"init mind {mind}")
-        vault.config = load_config(root)
-        return vault
-
     @property
     def name(self) -> str:
         """The mind's display name (memfile.toml `[minds.NAME] name`), else its folder name."""
@@ -154,26 +95,81 @@ class Vault:
     # --- reading ---------------------------------------------------------
 
     def memories(self) -> list[Memory]:
-        """Every memory of the mind, read from disk now; unreadable files go to `issues`."""
-        return self._scan()
+        """Every memory of the mind as it is on disk now; unreadable files go to `issues`.
 
-    def _scan(self, needle: str | None = None) -> list[Memory]:
-        """Read the mind's files; with a needle (an id or key), only files that could hold it.
-
-        A file can hold a key or id only if the text contains it or its path
-        derives it, so the others are skipped without parsing their YAML.
+        The index is brought in line with the files first (see `refresh`), then
+        read, so this does not parse every file.
         """
+        report = self.refresh()
+        if self._index is None:
+            return self._parse_all()
+        pending = report.pending
+        found = [m for m in self._index.memories(self.mind) if m.path not in pending]
+        found += [m for m in pending.values() if m is not None]
+        issues = {i.path: i for i in self._index.issues(self.mind) if i.path not in pending}
+        issues.update((i.path, i) for i in report.skipped)
+        self.issues = sorted(issues.values(), key=lambda i: i.path)
+        return found
+
+    def refresh(self, progress: Callable[[int, int], None] | None = None) -> SyncReport:
+        """Bring the index in line with the mind's files: a stat-only diff, then re-read only what changed.
+
+        Every read calls this first, so hand edits, `git pull`, checkouts and
+        copied-in files are seen by the very next call. If another process is
+        writing the index right now, nothing waits: what changed is read and
+        overlaid (the report's `pending`).
+
+        Args:
+            progress: called with (files read, files to read).
+
+        Returns:
+            A SyncReport: counts of added, updated and removed files, and the files skipped with reasons.
+        """
+        return self._sync(None, wait=False, progress=progress)
+
+    def reindex(self, progress: Callable[[int, int], None] | None = None) -> SyncReport:
+        """Throw the index away and rebuild it from the files.
+
+        Raises:
+            LockTimeout: another process kept the index's writer lock past the timeout.
+        """
+        if self._index is not None:
+            self._index.destroy()
+        return self._sync(None, wait=True, progress=progress)
+
+    def _sync(self, paths: list[str] | None, wait: bool, progress: Callable[[int, int], None] | None = None) -> SyncReport:
+        if self._index is None:
+            return SyncReport()
+        if paths is None:
+            disk = stat_walk(self.mind_dir, self.root)
+        else:
+            disk = {p: stat for p in paths if (stat := _stat(self.root / p)) is not None}
+        try:
+            return self._index.sync(self.mind, disk, self._load, paths, progress=progress, wait=wait)
+        except OSError as exc:
+            # A vault we may read but not write (or a full disk): answer from the files themselves.
+            self.notices.append(f"the index in {self._index.folder} cannot be used ({exc.strerror}); reading the files directly")
+            self._index = None
+            return SyncReport()
+
+    def _load(self, relpath: str) -> tuple[Stat, Memory]:
+        """One file's stat and memory, read so that the stat belongs to the bytes parsed."""
+        path = safe_path(self.root, relpath, self.mind)
+        for _ in range(3):
+            before = _stat(path)
+            data = self._read_bytes(path, relpath)
+            if before is not None and before == _stat(path):
+                break
+        mtime = datetime.fromtimestamp((before or (0, 0, 0))[1] // 1_000_000_000, timezone.utc)
+        return before or (0, 0, 0), fileformat.parse(data, relpath, mtime)
+
+    def _parse_all(self) -> list[Memory]:
+        """Every memory, parsed from the files (when the index cannot be used)."""
         self.issues = []
         found = []
         for path in walk_memory_files(self.mind_dir):
-            relpath = relpath_of(self.root, path)
             try:
-                data = self._read_bytes(path, relpath)
-                if needle and needle.encode("utf-8") not in data and needle not in (
-                    derive_key(path.stem), fileformat.derived_id(relpath)
-                ):
-                    continue
-                found.append(self._parse(path, relpath, data))
+                found.append(self._read(path, relpath_of(self.root, path)))
             except FileParseError as exc:
                 self.issues.append(ParseIssue(exc.path, exc.line, exc.reason))
         return found
@@ -188,17 +184,12 @@ class Vault:
         except OSError as exc:
             raise FileParseError(relpath, None, f"cannot be read: {exc.strerror}") from None
 
-    def _parse(self, path: Path, relpath: str, data: bytes) -> Memory:
-        mtime = datetime.fromtimestamp(int(path.stat().st_mtime), timezone.utc)
-        return fileformat.parse(data, relpath, mtime)
-
     def _read(self, path: Path, relpath: str) -> Memory:
-        return self._parse(path, relpath, self._read_bytes(path, relpath))
+        mtime = datetime.fromtimestamp(int(path.stat().st_mtime), timezone.utc)
+        return fileformat.parse(self._read_bytes(path, relpath), relpath, mtime)
 
     def _find(self, ref: str) -> Memory:
-        """`_resolve` over only the files that could hold `ref`."""
-        needle = ref.rsplit("/", 1)[-1] if isinstance(ref, str) else None
-        return self._resolve(ref, self._scan(needle or None))
+        return resolve_ref(ref, self.memories(), self.mind)
 
     def get(self, ref: str) -> Memory:
         """One memory by REF.
@@ -217,33 +208,6 @@ class Vault:
         return self._find(ref)
 
     show = get
-
-    def _resolve(self, ref: str, memories: list[Memory]) -> Memory:
-        if not isinstance(ref, str) or not ref.strip():
-            raise InvalidInput("REF", ref, REF_RULE)
-        for text in {ref, unquote(ref)}:
-            if "\x00" in text or "\\" in text or text.startswith("/") or ".." in text or text.count("/") > 1:
-                raise InvalidInput("REF", ref, REF_RULE, reason="it must not point outside the mind")
-        if ID_PATTERN.fullmatch(ref):
-            matches = [m for m in memories if m.id == ref]
-        elif "/" in ref:
-            category_text, key = ref.split("/", 1)
-            category = parse_category(category_text, "REF category")
-            validate_key(key, "REF key")
-            matches = [m for m in memories if m.category is category and m.key == key]
-        else:
-            validate_key(ref, "REF")
-            matches = [m for m in memories if m.key == ref]
-        if not matches:
-            raise NotFound(f"no memory {ref!r} in mind {self.mind}; list them with: memfile list")
-        if len(matches) > 1:
-            copies = len({(m.category, m.key) for m in matches}) == 1
-            raise AmbiguousRef(
-                ref, sorted(f"{m.ref} ({m.path})" for m in matches),
-                "these files hold the same memory (a copy?): remove or rename all but one" if copies
-                else "use one of these category/key forms or an id",
-            )
-        return matches[0]
 
     def list(
         self,
@@ -297,7 +261,7 @@ class Vault:
         soon = [m for m in self.memories() if m.expires_at is not None and now < m.expires_at <= horizon]
         return sorted(soon, key=lambda m: (m.expires_at, m.ref))
 
-    def recall_report(self, budget: int | None = _UNSET) -> RecallReport:
+    def recall_report(self, budget: int | None = UNSET) -> RecallReport:
         """The recall of the mind (SPEC section 3) with what was chosen and cut.
 
         Args:
@@ -306,7 +270,7 @@ class Vault:
         Raises:
             InvalidInput: the budget is not a positive whole number.
         """
-        if budget is _UNSET:
+        if budget is UNSET:
             budget = self.config.recall_budget
         if budget == 0 and not isinstance(budget, bool):
             budget = None
@@ -316,7 +280,7 @@ class Vault:
         live = [m for m in self.memories() if not m.is_expired(now)]
         return recall(live, self.mind, self.name, budget)
 
-    def recall(self, budget: int | None = _UNSET) -> str:
+    def recall(self, budget: int | None = UNSET) -> str:
         """The recall text an agent puts in its context window (SPEC section 3).
 
         Args:
@@ -327,267 +291,10 @@ class Vault:
         """
         return self.recall_report(budget).text
 
-    # --- writing ---------------------------------------------------------
 
-    @contextmanager
-    def _writing(self) -> Iterator[None]:
-        """Hold the writer lock; make sure the vault is its own git repository."""
-        with writer_lock(self.root / STATE_DIR / "lock", self.config.lock_timeout):
-            ignore_added = self._ensure_gitignore()
-            if not self._git.exists():
-                self._git.init()
-                self._git.commit(["."], "init: record the vault as found")
-                self.notices.append(
-                    f"initialized a git repository in {self.root}: the vault had none of its own"
-                )
-            elif ignore_added:
-                self._git.commit([".gitignore"], f"ignore {STATE_DIR}/ (memfile's local state)")
-            operation = self._git.unfinished_operation()
-            if operation:
-                raise GitError(
-                    f"the vault's git repository is in the middle of a {operation}; finish it "
-                    f"(git {operation} --continue) or abort it (git {operation} --abort), then try again"
-                )
-            yield
-
-    def _ensure_gitignore(self) -> bool:
-        """Make sure .gitignore lists .memfile/; True when it had to be added."""
-        path = self.root / ".gitignore"
-        text = path.read_text(encoding="utf-8") if path.exists() else ""
-        if f"{STATE_DIR}/" in (line.strip() for line in text.splitlines()):
-            return False
-        atomic_write(path, (text + ("\n" if text and not text.endswith("\n") else "") + f"{STATE_DIR}/\n").encode("utf-8"))
-        return True
-
-    def _record_hand_edit(self, memory: Memory) -> None:
-        """Commit the file as it is on disk when it differs from git, so that version stays in history."""
-        if self._git.is_changed(memory.path):
-            self._git.commit([memory.path], f"record hand edit of {memory.ref}\n\nmind: {self.mind}")
-
-    def _commit(self, relpath: str, verb: str, ref: str, source: Source) -> str | None:
-        return self._git.commit([relpath], f"{verb} {ref} ({source})\n\nmind: {self.mind}")
-
-    def _apply(self, relpath: str, data: bytes | None, verb: str, ref: str, source: Source) -> str | None:
-        """Write (or, with None, remove) one memory file and commit it.
-
-        When the commit fails the file is put back as it was, so a change is
-        either on disk and in git, or in neither.
-        """
-        path = safe_path(self.root, relpath, self.mind)
-        before = path.read_bytes() if path.exists() else None
-        if data is None:
-            remove(path)
-        else:
-            atomic_write(path, data)
-        try:
-            return self._commit(relpath, verb, ref, source)
-        except GitError:
-            if before is None:
-                path.unlink(missing_ok=True)
-            else:
-                atomic_write(path, before)
-            self._git.unstage(relpath)
-            raise
-
-    def store(
-        self,
-        category: str | Category,
-        key: str,
-        content: str,
-        *,
-        priority: str | Priority | None = None,
-        tags: str | list[str] | tuple[str, ...] | None = None,
-        confidence: float | str | None = None,
-        expires: str | datetime | None = _UNSET,
-        source: str | Source | None = None,
-    ) -> StoreResult:
-        """Store a memory: create it, or update the one with the same (category, key) in place.
-
-        An update keeps `id`, `created_at`, unknown front-matter keys and the
-        formatting of what did not change; storing identical content changes
-        nothing and makes no commit. Each change is one git commit.
-
-        Args:
-            category: one of identity, preference, fact, project, skill, mistake, context, note.
-            key: snake_case, unique in the category.
-            content: the memory's text (Markdown).
-            priority: low, normal (default for new memories), high or critical.
-            tags: a list, or a comma-separated string; stored lowercase.
-            confidence: 0.0 to 1.0; default 1.0 for user memories, 0.7 for agent ones.
-            expires: a duration (`7d`), an ISO-8601 moment, or `never`; omitted keeps the current value.
-            source: `user` or `agent`; default the caller. An agent cannot store as `user`.
-
-        Returns:
-            A StoreResult with the memory as written and whether anything changed.
-
-        Raises:
-            InvalidInput: a field is not allowed (the message names it and the allowed values).
-            Refused: an agent tried to store as a user.
-            Conflict: another file holds the memory's path, or the lock timed out.
-        """
-        now = utc_now()
-        category = parse_category(category)
-        validate_key(key)
-        if not isinstance(content, str) or not content.strip():
-            raise InvalidInput("content", content, "non-empty text")
-        content = content.replace("\r\n", "\n").strip()
-        if len(content.encode("utf-8")) > fileformat.MAX_FILE_BYTES - 64 * 1024:
-            raise InvalidInput("content", f"{len(content.encode('utf-8'))} bytes", "text of at most 10 MB")
-        new_priority = parse_priority(priority) if priority is not None else None
-        new_tags = parse_tags(tags) if tags is not None else None
-        new_confidence = parse_confidence(confidence) if confidence is not None else None
-        new_expires = parse_expires(expires, now, "expires") if expires is not _UNSET else _UNSET
-        effective = parse_source(source) if source is not None else self.actor
-        if self.actor is Source.AGENT and effective is Source.USER:
-            raise Refused("an agent cannot store a memory as source user; store it as source agent")
-        with self._writing():
-            existing = [m for m in self._scan(key) if m.category is category and m.key == key]
-            if len(existing) > 1:
-                raise AmbiguousRef(
-                    f"{category}/{key}", sorted(m.path for m in existing),
-                    "these files hold the same memory (a copy?): remove or rename all but one",
-                )
-            if existing:
-                return self._update(existing[0], content, new_priority, new_tags, new_confidence, new_expires, effective, now)
-            relpath = memory_relpath(self.mind, category, key).as_posix()
-            full = safe_path(self.root, relpath, self.mind)
-            if full.exists() or full.is_symlink():
-                raise Conflict(
-                    f"{relpath} already exists but does not hold {category}/{key} "
-                    "(it is unreadable or its front-matter names another memory); fix or move that file first"
-                )
-            memory = Memory(
-                id=new_id(), mind=self.mind, category=category, key=key, content=content, path=relpath,
-                created_at=now, updated_at=now, priority=new_priority or Priority.NORMAL, tags=new_tags or (),
-                source=effective, verified=effective is Source.USER,
-                confidence=new_confidence if new_confidence is not None else DEFAULT_CONFIDENCE[effective],
-                expires_at=None if new_expires is _UNSET else new_expires,
-            )
-            sha = self._apply(relpath, fileformat.serialize(memory).encode("utf-8"), "store", memory.ref, effective)
-            return StoreResult(memory, created=True, changed=True, commit=sha, notices=tuple(self.notices))
-
-    def _update(
-        self, old: Memory, content: str, priority: Priority | None, tags: tuple[str, ...] | None,
-        confidence: float | None, expires: Any, effective: Source, now: datetime,
-    ) -> StoreResult:
-        by_user = effective is Source.USER
-        new = replace(
-            old,
-            content=content,
-            priority=priority or old.priority,
-            tags=old.tags if tags is None else tags,
-            expires_at=old.expires_at if expires is _UNSET else expires,
-            source=Source.USER if by_user else old.source,
-            verified=True if by_user else old.verified,
-            confidence=confidence if confidence is not None else (
-                DEFAULT_CONFIDENCE[Source.USER] if by_user and old.source is Source.AGENT else old.confidence
-            ),
-        )
-        if new == old:
-            # A store that wrote this very file but died before its commit: commit it now.
-            sha = self._commit(old.path, "store", old.ref, effective) if self._git.is_changed(old.path) else None
-            return StoreResult(old, created=False, changed=sha is not None, commit=sha, notices=tuple(self.notices))
-        if self.actor is Source.AGENT and old.verified:
-            raise Refused(
-                f"{old.ref} was verified by a person, so an agent cannot change it; store the new "
-                "information under another key, or ask the user to update it"
-            )
-        new = replace(new, updated_at=now, id_derived=False)
-        sha = self._rewrite(old, new, "store", effective)
-        return StoreResult(new, created=False, changed=True, commit=sha, notices=tuple(self.notices))
-
-    def _rewrite(self, old: Memory, new: Memory, verb: str, source: Source) -> str | None:
-        """Write `new` over `old`'s file (after committing any hand edit), then commit."""
-        path = safe_path(self.root, old.path, self.mind)
-        self._record_hand_edit(old)
-        return self._apply(old.path, fileformat.rewrite(path.read_bytes(), old.path, old, new), verb, new.ref, source)
-
-    def forget(self, ref: str) -> Memory:
-        """Remove a memory's file in one commit; `git log` keeps every version of it.
-
-        Args:
-            ref: an id, `category/key`, or a key unique in the mind.
-
-        Returns:
-            The memory as it was before it was removed.
-
-        Raises:
-            NotFound, InvalidInput, AmbiguousRef: the REF does not name one memory.
-        """
-        with self._writing():
-            memory = self._find(ref)
-            self._record_hand_edit(memory)
-            self._apply(memory.path, None, "forget", memory.ref, self.actor)
-            return memory
-
-    def verify(self, ref: str) -> StoreResult:
-        """Mark a memory as checked by a person (`verified: true`).
-
-        Args:
-            ref: an id, `category/key`, or a key unique in the mind.
-
-        Returns:
-            A StoreResult; `changed` is false when it was already verified.
-
-        Raises:
-            Refused: the caller is an agent (only a person can verify).
-            NotFound, InvalidInput, AmbiguousRef: the REF does not name one memory.
-        """
-        if self.actor is Source.AGENT:
-            raise Refused(
-                "agents cannot verify memories: only a person can; ask the user to run: memfile verify " + str(ref)
-            )
-        with self._writing():
-            memory = self._find(ref)
-            if memory.verified:
-                return StoreResult(memory, created=False, changed=False, notices=tuple(self.notices))
-            new = replace(memory, verified=True, id_derived=False)
-            sha = self._rewrite(memory, new, "verify", Source.USER)
-            return StoreResult(new, created=False, changed=True, commit=sha, notices=tuple(self.notices))
-
-    def begin_edit(self, ref: str) -> tuple[Memory, Path]:
-        """Prepare a memory for editing by hand: commit any pending hand edit, return its file.
-
-        Returns:
-            The memory before the edit and the absolute path to open in an editor.
-        """
-        if self.actor is Source.AGENT:
-            raise Refused("memfile edit is for people; an agent changes memories with memfile store")
-        with self._writing():
-            memory = self._find(ref)
-            self._record_hand_edit(memory)
-            return memory, safe_path(self.root, memory.path, self.mind)
-
-    def finish_edit(self, before: Memory) -> StoreResult:
-        """Validate and commit a memory after it was edited by hand (see `begin_edit`).
-
-        When the content changed and the edit left `updated_at` alone, it is
-        moved to now. A file that no longer parses is left exactly as it is.
-
-        Raises:
-            FileParseError: the edited file cannot be read (file, line and reason); nothing is discarded.
-            NotFound: the file is gone.
-        """
-        with self._writing():
-            path = safe_path(self.root, before.path, self.mind)
-            if not path.exists():
-                raise NotFound(f"{before.path} no longer exists after the edit")
-            after = self._read(path, before.path)
-            for name, old_value, new_value in (
-                ("category", before.category, after.category), ("key", before.key, after.key),
-                ("id", before.id, after.id if not before.id_derived else before.id),
-            ):
-                if old_value != new_value:
-                    raise Refused(
-                        f"the edit changed the {name} from {old_value} to {new_value}, but a memory's {name} "
-                        f"never changes; the edit is kept, uncommitted, in {path}: change it back there "
-                        f"(or store the content as a new memory and forget this one)"
-                    )
-            if after == before:
-                return StoreResult(after, created=False, changed=False, notices=tuple(self.notices))
-            if after.updated_at == before.updated_at and after.has_front_matter:
-                stamped = replace(after, updated_at=utc_now())
-                atomic_write(path, fileformat.rewrite(path.read_bytes(), before.path, after, stamped))
-                after = stamped
-            sha = self._commit(before.path, "edit", after.ref, Source.USER)
-            return StoreResult(after, created=False, changed=True, commit=sha, notices=tuple(self.notices))
+def _stat(path: Path) -> Stat | None:
+    try:
+        stat = path.stat()
+    except OSError:
+        return None
+    return stat.st_size, stat.st_mtime_ns, stat.st_ino

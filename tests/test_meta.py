@@ -39,18 +39,23 @@ def test_readme_documents_every_exit_code() -> None:
 
 
 # Which memfile modules each module may import: faces -> watch -> vault -> parts -> core.
-CORE = {"errors", "model", "paths", "fileformat"}
+CORE = {"errors", "model", "paths", "fileformat", "text"}
 PARTS = {"files", "index", "gitstore", "recall", "config"}
 LAYERS = {
     "errors": set(), "model": {"errors"}, "paths": {"errors", "model"}, "fileformat": {"errors", "model", "paths"},
+    "text": set(),
     **{part: CORE for part in PARTS},
-    "vault": CORE | PARTS, "watch": CORE | PARTS | {"vault"},
+    # The Whoosh classes pickled into the index, used by index.py alone.
+    "analysis": {"text"}, "index": CORE | {"analysis"},
+    # Vault is split in two modules: writes.py holds its write methods (a mixin).
+    "writes": CORE | PARTS, "vault": CORE | PARTS | {"writes"}, "watch": CORE | PARTS | {"vault"},
     "cli": CORE | PARTS | {"vault", "watch"}, "mcp_server": CORE | PARTS | {"vault", "watch"},
     "__init__": CORE | PARTS | {"vault", "watch"}, "__main__": {"cli"},
 }
 # Each third-party library lives in exactly one module.
-THIRD_PARTY_HOME = {"click": "cli", "whoosh": "index", "git": "gitstore", "frontmatter": "fileformat",
-                    "yaml": "fileformat", "ruamel": "fileformat", "watchdog": "watch", "mcp": "mcp_server"}
+THIRD_PARTY_HOME = {"click": {"cli"}, "whoosh": {"index", "analysis"}, "git": {"gitstore"},
+                    "frontmatter": {"fileformat"}, "yaml": {"fileformat"}, "ruamel": {"fileformat"},
+                    "watchdog": {"watch"}, "mcp": {"mcp_server"}}
 
 
 def _imports(path: Path) -> tuple[set[str], set[str]]:
@@ -72,7 +77,7 @@ def test_imports_point_down_and_libraries_stay_home(path: Path) -> None:
     assert internal <= LAYERS[path.stem], f"{path.stem} imports upward: {internal - LAYERS[path.stem]}"
     for library, home in THIRD_PARTY_HOME.items():
         if library in external:
-            assert path.stem == home, f"{library} is imported in {path.stem}, it belongs in {home}"
+            assert path.stem in home, f"{library} is imported in {path.stem}, it belongs in {home}"
 
 
 def test_modules_stay_small_and_documented() -> None:

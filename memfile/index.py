@@ -1,0 +1,404 @@
+"""The index: a cache of the files, for fast search and fast bulk reads.
+
+Two stores under `.memfile/index/`, both versioned by `SCHEMA_VERSION` in
+their names and both rebuilt from the files whenever missing, corrupt or
+older:
+
+- a Whoosh full-text index (BM25F over content, key and tags; the analyzer
+  is in analysis.py) holding each memory as stored fields for search hits;
+- a catalog (SQLite, standard library): for every file, the stat it had when
+  it was read (size, mtime_ns, inode), the parsed memory, or the reason it
+  could not be parsed. Bringing the index in line with the files is a
+  stat-only diff against the catalog; `list`, `show` and `recall` read the
+  catalog instead of parsing every file, and never load Whoosh.
+
+Whoosh's writer lock (an flock, so a killed holder releases it) serializes
+index writers; searches never take it.
+"""
+
+from __future__ import annotations
+
+import json
+import pickle
+import shutil
+import sqlite3
+import struct
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from .errors import FileParseError, InvalidInput, LockTimeout
+from .model import Memory, ParseIssue, SearchHit, memory_from_dict
+from .text import normalize
+
+SCHEMA_VERSION = 1
+INDEX_NAME = f"memories_v{SCHEMA_VERSION}"
+CATALOG_NAME = f"catalog_v{SCHEMA_VERSION}.sqlite"
+NEVER = 253402300799.0  # 9999-12-31T23:59:59Z: the expiry of memories that never expire
+
+Stat = tuple[int, int, int]  # size, mtime_ns, inode
+
+#: What a damaged index raises while being opened or read.
+CORRUPTION = (OSError, EOFError, ValueError, KeyError, IndexError, TypeError, AttributeError,
+              sqlite3.DatabaseError, struct.error, pickle.UnpicklingError)
+
+
+def schema() -> Any:
+    from .analysis import schema as whoosh_schema
+
+    return whoosh_schema()
+
+
+def stem_word(word: str) -> str:
+    from .analysis import stem_word as whoosh_stem
+
+    return whoosh_stem(word)
+
+
+def Marks() -> Any:  # noqa: N802 - a class from analysis, built lazily
+    from .analysis import Marks as WhooshMarks
+
+    return WhooshMarks()
+
+
+def _document(memory: Memory) -> dict[str, Any]:
+    data = memory.to_dict()
+    content = normalize(data.pop("content"))
+    return {
+        "path": memory.path, "mind": memory.mind, "category": str(memory.category), "priority": str(memory.priority),
+        "source": str(memory.source), "verified": str(memory.verified).lower(), "key": memory.key,
+        "tagtext": " ".join(memory.tags), "tags": ",".join(t.replace(",", " ") for t in memory.tags),
+        "content": content, "expires": memory.expires_at.timestamp() if memory.expires_at else NEVER,
+        "updated": memory.updated_at.timestamp(), "doc": json.dumps(data, ensure_ascii=False),
+    }
+
+
+@dataclass
+class SyncReport:
+    """What bringing the index in line with the files did."""
+
+    added: int = 0
+    updated: int = 0
+    removed: int = 0
+    skipped: list[ParseIssue] = field(default_factory=list)
+    pending: dict[str, Memory | None] = field(default_factory=dict)  # read but not written: the lock was busy
+
+    @property
+    def changed(self) -> int:
+        return self.added + self.updated + self.removed
+
+
+@dataclass(frozen=True)
+class SearchOptions:
+    """Filters of a search; all must hold."""
+
+    mind: str
+    tags: tuple[str, ...] = ()
+    category: str | None = None
+    priority: str | None = None
+    source: str | None = None
+    unverified: bool = False
+    include_expired: bool = False
+    limit: int = 10
+
+
+class Index:
+    """The Whoosh index and the catalog of one vault, in `folder`."""
+
+    def __init__(self, folder: Path, lock_timeout: float) -> None:
+        self.folder = folder
+        self.lock_timeout = lock_timeout
+        self._ix: Any = None
+        self._db: sqlite3.Connection | None = None
+
+    # --- opening, rebuilding ----------------------------------------------
+
+    def _open(self) -> Any:
+        if self._ix is None:
+            from whoosh import index
+
+            self.folder.mkdir(parents=True, exist_ok=True)
+            try:
+                if index.exists_in(self.folder, INDEX_NAME):
+                    self._ix = index.open_dir(self.folder, indexname=INDEX_NAME)
+                    self._ix.doc_count_all()  # reads the segment list: fails fast when it is damaged
+            except (*CORRUPTION, index.IndexError):
+                self._ix = None
+                self.destroy()
+                self.folder.mkdir(parents=True, exist_ok=True)
+            if self._ix is None:
+                self._ix = index.create_in(self.folder, schema(), indexname=INDEX_NAME)
+                self._catalog().execute("DELETE FROM files")  # a new full-text index knows no file yet
+                self._catalog().commit()
+        return self._ix
+
+    def _catalog(self) -> sqlite3.Connection:
+        if self._db is None:
+            self.folder.mkdir(parents=True, exist_ok=True)
+            path = self.folder / CATALOG_NAME
+            try:
+                self._db = _connect(path)
+            except sqlite3.DatabaseError:
+                path.unlink(missing_ok=True)
+                self._db = _connect(path)
+        return self._db
+
+    def destroy(self) -> None:
+        """Delete the index and catalog (they are only a cache); the next use rebuilds them."""
+        self.close()
+        shutil.rmtree(self.folder, ignore_errors=True)
+
+    def close(self) -> None:
+        if self._db is not None:
+            self._db.close()
+        self._ix = self._db = None
+
+    # --- the catalog --------------------------------------------------------
+
+    def recorded(self, mind: str) -> dict[str, Stat]:
+        """The stat of every file of the mind as it was when last indexed."""
+        rows = self._catalog().execute("SELECT path, size, mtime_ns, ino FROM files WHERE mind = ?", (mind,))
+        return {path: (size, mtime, ino) for path, size, mtime, ino in rows}
+
+    def memories(self, mind: str) -> list[Memory]:
+        rows = self._catalog().execute("SELECT memory FROM files WHERE mind = ? AND memory IS NOT NULL", (mind,))
+        return [memory_from_dict(json.loads(row[0])) for row in rows]
+
+    def issues(self, mind: str) -> list[ParseIssue]:
+        rows = self._catalog().execute(
+            "SELECT path, issue_line, issue_reason FROM files WHERE mind = ? AND issue_reason IS NOT NULL ORDER BY path",
+            (mind,),
+        )
+        return [ParseIssue(path, line, reason) for path, line, reason in rows]
+
+    def last_update(self) -> float | None:
+        row = self._catalog().execute("SELECT value FROM meta WHERE name = 'last_update'").fetchone()
+        return float(row[0]) if row else None
+
+    # --- bringing the index in line -----------------------------------------
+
+    def sync(
+        self,
+        mind: str,
+        disk: dict[str, Stat],
+        load: Callable[[str], tuple[Stat, Memory]],
+        paths: Iterable[str] | None = None,
+        progress: Callable[[int, int], None] | None = None,
+        wait: bool = True,
+    ) -> SyncReport:
+        """Re-read what changed on disk since it was indexed, drop what is gone.
+
+        Args:
+            mind: the mind whose files `disk` lists.
+            disk: path -> stat of the mind's files now (for `paths` only, when given).
+            load: reads one file: its stat at reading time and the memory (raises FileParseError).
+            paths: limit the diff to these paths (after a write); default all of the mind.
+            progress: called with (done, total) while files are read.
+            wait: wait for the writer lock (up to the timeout); if False and another
+                process holds it, nothing is written and the report's `pending` holds
+                what was read, for the caller to overlay.
+
+        Raises:
+            LockTimeout: `wait` is true and another writer held the lock past the timeout.
+        """
+        report = SyncReport()
+        if not self._stale(mind, disk, paths):
+            return report
+        from whoosh.index import LockError
+
+        try:
+            writer = self._open().writer(timeout=self.lock_timeout if wait else 0.0)
+        except LockError:
+            if wait:
+                raise LockTimeout(str(self.folder / f"{INDEX_NAME}_WRITELOCK"), self.lock_timeout) from None
+            return self._read_pending(mind, disk, load, paths, report)
+        try:
+            changed, removed = self._diff(mind, disk, paths)  # again, under the lock
+            rows: list[tuple[Any, ...]] = []
+            for done, path in enumerate(changed, 1):
+                try:
+                    stat, memory = load(path)
+                    writer.update_document(**_document(memory))
+                    rows.append((path, mind, *stat, None, None, json.dumps(memory.to_dict(), ensure_ascii=False)))
+                except FileParseError as exc:
+                    writer.delete_by_term("path", path)
+                    report.skipped.append(ParseIssue(path, exc.line, exc.reason))
+                    rows.append((path, mind, *disk[path], exc.line, exc.reason, None))
+                if progress:
+                    progress(done, len(changed))
+            for path in removed:
+                writer.delete_by_term("path", path)
+            writer.commit()
+        except BaseException:
+            writer.cancel()
+            raise
+        known = self.recorded(mind)
+        report.added = sum(1 for row in rows if row[0] not in known)
+        report.updated = len(rows) - report.added
+        report.removed = len(removed)
+        db = self._catalog()
+        with db:
+            db.executemany("DELETE FROM files WHERE path = ?", [(p,) for p in removed])
+            db.executemany("INSERT OR REPLACE INTO files VALUES (?, ?, ?, ?, ?, ?, ?, ?)", rows)
+            db.execute("INSERT OR REPLACE INTO meta VALUES ('last_update', ?)", (str(time.time()),))
+        return report
+
+    def _diff(self, mind: str, disk: dict[str, Stat], paths: Iterable[str] | None) -> tuple[list[str], list[str]]:
+        recorded = self.recorded(mind)
+        scope = set(paths) if paths is not None else set(disk) | set(recorded)
+        changed = sorted(p for p in scope if p in disk and recorded.get(p) != disk[p])
+        removed = sorted(p for p in scope if p in recorded and p not in disk)
+        return changed, removed
+
+    def _stale(self, mind: str, disk: dict[str, Stat], paths: Iterable[str] | None) -> bool:
+        if self._ix is None and not any(self.folder.glob(f"_{INDEX_NAME}_*.toc")):
+            return True  # no full-text index yet (a cheap look, so recall never loads Whoosh)
+        changed, removed = self._diff(mind, disk, paths)
+        return bool(changed or removed)
+
+    def _read_pending(self, mind: str, disk: dict[str, Stat], load: Callable[[str], tuple[Stat, Memory]],
+                      paths: Iterable[str] | None, report: SyncReport) -> SyncReport:
+        changed, removed = self._diff(mind, disk, paths)
+        for path in changed:
+            try:
+                report.pending[path] = load(path)[1]
+            except FileParseError as exc:
+                report.pending[path] = None
+                report.skipped.append(ParseIssue(path, exc.line, exc.reason))
+        report.pending.update(dict.fromkeys(removed))
+        return report
+
+    # --- search ---------------------------------------------------------------
+
+    def search(self, text: str, options: SearchOptions, now: datetime,
+               pending: dict[str, Memory | None] | None = None) -> list[SearchHit]:
+        """BM25F search of one mind; `pending` files (read, not yet indexed) are searched beside it.
+
+        Raises:
+            InvalidInput: the query cannot be parsed.
+        """
+        from whoosh import query
+
+        ix = self._open()
+        parsed = parse_query(text, ix.schema)
+        allow = _filter(options, now)
+        pending = pending or {}
+        hits: list[SearchHit] = []
+        with ix.searcher() as searcher:
+            stale = query.Or([query.Term("path", p) for p in pending]) if pending else None
+            results = searcher.search(parsed, filter=allow, mask=stale, limit=options.limit, terms=True)
+            hits += _hits(results)
+        fresh = [m for m in pending.values() if m is not None]
+        if fresh:
+            hits += _search_memories(fresh, parsed, allow, options.limit)
+        hits.sort(key=lambda h: -h.score)
+        return [SearchHit(h.memory, h.score, h.snippet, rank) for rank, h in enumerate(hits[: options.limit], 1)]
+
+
+def _connect(path: Path) -> sqlite3.Connection:
+    db = sqlite3.connect(path, timeout=30)
+    db.execute("PRAGMA journal_mode=WAL")
+    db.execute("PRAGMA synchronous=NORMAL")
+    db.execute(
+        "CREATE TABLE IF NOT EXISTS files (path TEXT PRIMARY KEY, mind TEXT NOT NULL, size INTEGER, mtime_ns INTEGER,"
+        " ino INTEGER, issue_line INTEGER, issue_reason TEXT, memory TEXT)"
+    )
+    db.execute("CREATE INDEX IF NOT EXISTS files_mind ON files (mind)")
+    db.execute("CREATE TABLE IF NOT EXISTS meta (name TEXT PRIMARY KEY, value TEXT)")
+    db.commit()
+    return db
+
+
+_FIELD_BOOSTS = {"content": 1.0, "key": 2.0, "tagtext": 1.5}
+
+
+def parse_query(text: str, schema: Any) -> Any:
+    """The Whoosh query for what a person typed.
+
+    Words are OR-grouped (more matching words rank higher) and stop words
+    dropped; `"phrases"`, AND/OR/NOT, `prefix*`, `tag:x` and `category:x`
+    work; `?` is punctuation, never a wildcard.
+
+    Raises:
+        InvalidInput: the query is empty or cannot be parsed.
+    """
+    from whoosh import qparser, query
+
+    cleaned = text.replace("?", " ").strip()
+    if not cleaned:
+        raise InvalidInput("query", text, "words to search for")
+    parser = qparser.MultifieldParser(list(_FIELD_BOOSTS), schema, fieldboosts=_FIELD_BOOSTS,
+                                      group=qparser.OrGroup.factory(0.9))
+    parser.add_plugin(qparser.FieldAliasPlugin({"tags": ["tag"]}))
+    syntax = 'words, "phrases", AND/OR/NOT, prefix*, tag:NAME, category:NAME'
+    try:
+        parsed = parser.parse(cleaned).accept(_prefix_or_stem)
+    except Exception as exc:  # noqa: BLE001 - the parser's own failure is the user's bad query
+        raise InvalidInput("query", text, syntax, reason=str(exc)) from None
+    errors = [q for q in parsed.leaves() if type(q).__name__ == "ErrorQuery"]
+    if errors:
+        raise InvalidInput("query", text, syntax, reason=str(getattr(errors[0], "message", "cannot be parsed")))
+    if parsed is query.NullQuery or not list(parsed.leaves()):
+        raise InvalidInput("query", text, "words that are not all stop words (the, a, is, ...)")
+    return parsed
+
+
+def _prefix_or_stem(node: Any) -> Any:
+    """`deploy*` also as `deploi*`: the index holds stems, a prefix must reach them too."""
+    from whoosh import query
+
+    if isinstance(node, query.Prefix) and stem_word(node.text) != node.text:
+        return query.Or([node, query.Prefix(node.fieldname, stem_word(node.text), boost=node.boost)])
+    return node
+
+
+def _filter(options: SearchOptions, now: datetime) -> Any:
+    from whoosh import query
+
+    terms: list[Any] = [query.Term("mind", options.mind)]
+    terms += [query.Term("tags", t) for t in options.tags]
+    for name, value in (("category", options.category), ("priority", options.priority), ("source", options.source)):
+        if value is not None:
+            terms.append(query.Term(name, value))
+    if options.unverified:
+        terms.append(query.Term("verified", "false"))
+    if not options.include_expired:
+        terms.append(query.NumericRange("expires", now.timestamp(), None, startexcl=True))
+    return query.And(terms)
+
+
+def _hits(results: Any) -> list[SearchHit]:
+    from whoosh import highlight
+
+    results.fragmenter = highlight.ContextFragmenter(maxchars=160, surround=40)
+    results.formatter = Marks()
+    hits = []
+    for hit in results:
+        data = json.loads(hit["doc"])
+        data["content"] = hit["content"]
+        memory = memory_from_dict(data)
+        snippet = hit.highlights("content", top=2) or _lead(memory.content)
+        hits.append(SearchHit(memory, float(hit.score or 0.0), " ".join(snippet.split()), 0))
+    return hits
+
+
+def _lead(content: str) -> str:
+    flat = " ".join(content.split())
+    return flat if len(flat) <= 160 else flat[:159].rstrip() + "…"
+
+
+def _search_memories(memories: list[Memory], parsed: Any, allow: Any, limit: int) -> list[SearchHit]:
+    """Search files that changed on disk but could not be indexed yet (the writer lock was busy)."""
+    from whoosh.filedb.filestore import RamStorage
+
+    ix = RamStorage().create_index(schema())
+    writer = ix.writer()
+    for memory in memories:
+        writer.add_document(**_document(memory))
+    writer.commit()
+    with ix.searcher() as searcher:
+        return _hits(searcher.search(parsed, filter=allow, limit=limit, terms=True))
+

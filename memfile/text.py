@@ -1,0 +1,63 @@
+"""Text normalisation for search: NFC, accent folding, and words vs. bigrams.
+
+Pure and standard-library only, so the Whoosh analyzer in index.py stays a
+thin wrapper. Latin, Greek and Cyrillic words are lowercased and folded
+(`Nhà Hàng` and `nha hang` give the same tokens, whatever the input's NFC or
+NFD form); scripts written without spaces (Thai, Lao, Khmer, Myanmar,
+Chinese, Japanese kana) become overlapping character bigrams, so any
+substring of two or more characters can be found.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections.abc import Iterator
+
+# Word characters plus the combining marks of the scripts below (Python's \w misses Thai vowel signs).
+_WORD = re.compile(
+    r"(?:[^\W_]|[\u0300-\u036f\u0900-\u0dff\u0e00-\u0eff\u1000-\u109f\u1780-\u17ff\u3099-\u309c])+"
+)
+_NO_SPACE = re.compile(
+    r"[\u0e00-\u0eff\u1000-\u109f\u1780-\u17ff\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
+    r"\U00020000-\U0002fa1f]+"
+)
+_SPECIAL_FOLDS = str.maketrans({
+    "đ": "d", "ø": "o", "ł": "l", "æ": "ae", "œ": "oe", "ß": "ss", "þ": "th", "ð": "d", "ı": "i", "ħ": "h",
+})
+
+
+def normalize(text: str) -> str:
+    """NFC, the form tokens' character offsets refer to."""
+    return unicodedata.normalize("NFC", text)
+
+
+def fold(word: str) -> str:
+    """Lowercase and strip accents: `Phở` -> `pho`, `Đà` -> `da`, `Straße` -> `strasse`."""
+    decomposed = unicodedata.normalize("NFD", word.lower().translate(_SPECIAL_FOLDS))
+    return "".join(ch for ch in decomposed if not unicodedata.combining(ch))
+
+
+def tokens(text: str) -> Iterator[tuple[str, int, int]]:
+    """(token, start, end) over NFC `text`: folded words, and bigrams of no-space scripts."""
+    for word in _WORD.finditer(text):
+        start, value = word.start(), word.group()
+        position = 0
+        for run in _NO_SPACE.finditer(value):
+            if run.start() > position:
+                yield from _latin(value[position : run.start()], start + position)
+            chars = run.group()
+            offset = start + run.start()
+            if len(chars) == 1:
+                yield chars, offset, offset + 1
+            for i in range(len(chars) - 1):
+                yield chars[i : i + 2], offset + i, offset + i + 2
+            position = run.end()
+        if position < len(value):
+            yield from _latin(value[position:], start + position)
+
+
+def _latin(word: str, start: int) -> Iterator[tuple[str, int, int]]:
+    folded = fold(word)
+    if folded:
+        yield folded, start, start + len(word)
