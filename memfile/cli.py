@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sys
 import traceback
 from dataclasses import dataclass, field
@@ -309,3 +310,119 @@ def recall(state: State, budget: int | None, fmt: str) -> None:
     vault = state.vault()
     report = vault.recall_report() if budget is None else vault.recall_report(budget)
     _json(report.to_dict()) if fmt == "json" else click.echo(report.text, nl=False)
+
+
+@main.command()
+@click.argument("query", nargs=-1, required=True)
+@click.option("--tag", "tags", multiple=True, help="Only memories with this tag (repeat: all of them).")
+@click.option("--category", help="Only this category.")
+@click.option("--priority", help="Only this priority.")
+@click.option("--source", help="Only user or only agent memories.")
+@click.option("--unverified", is_flag=True, help="Only unverified memories.")
+@click.option("--include-expired", is_flag=True, help="Also expired memories.")
+@click.option("--limit", type=int, default=10, show_default=True, help="Most hits to show.")
+@json_option
+@click.pass_obj
+def search(state: State, query: tuple[str, ...], tags: tuple[str, ...], category: str | None, priority: str | None,
+           source: str | None, unverified: bool, include_expired: bool, limit: int, as_json: bool) -> None:
+    """Search the mind's memories, best match first.
+
+    Words are matched loosely (any of them; accents, case and word endings
+    ignored); "exact phrase", AND/OR/NOT, prefix*, tag:NAME and category:NAME
+    work too.
+
+    Example: memfile search what did we deploy on vps1?
+    """
+    hits = state.vault().search(" ".join(query), tags=list(tags), category=category, priority=priority, source=source,
+                                unverified=unverified, include_expired=include_expired, limit=limit)
+    if as_json:
+        _json([hit.to_dict() for hit in hits])
+        return
+    if not hits:
+        click.echo("no memory matches", err=True)
+    bold = sys.stdout.isatty()
+    for hit in hits:
+        snippet = re.sub(r"\*\*(.+?)\*\*", lambda m: click.style(m.group(1), bold=True), hit.snippet) if bold else hit.snippet
+        click.echo(f"{hit.rank:>2}. {hit.memory.ref}  ({hit.memory.priority}, score {hit.score:.2f})")
+        click.echo(f"    {snippet}")
+        click.echo(f"    {hit.memory.path}")
+
+
+@main.command(name="by-tag")
+@click.argument("tag")
+@click.option("--include-expired", is_flag=True, help="Also expired memories.")
+@json_option
+@click.pass_obj
+def by_tag(state: State, tag: str, include_expired: bool, as_json: bool) -> None:
+    """List the memories carrying TAG (any case), newest first.
+
+    Example: memfile by-tag docker
+    """
+    memories = state.vault().by_tag(tag, include_expired=include_expired)
+    if as_json or not memories:
+        _print_memories(memories, as_json, f"no memory has the tag {tag!r}")
+        return
+    for memory in memories:
+        click.echo(f"{format_datetime(memory.updated_at)}  {_list_line(memory)}")
+
+
+@main.command()
+@json_option
+@click.pass_obj
+def tags(state: State, as_json: bool) -> None:
+    """List the mind's tags with how many memories carry each.
+
+    Example: memfile tags
+    """
+    counted = state.vault().tags()
+    if as_json:
+        _json([{"tag": tag, "count": count} for tag, count in counted])
+    for tag, count in [] if as_json else counted:
+        click.echo(f"{count:>6}  {tag}")
+
+
+@main.command()
+@json_option
+@click.pass_obj
+def stats(state: State, as_json: bool) -> None:
+    """Show counts of the mind's memories and facts about its index.
+
+    Example: memfile stats --json
+    """
+    data = state.vault().stats()
+    if as_json:
+        _json(data)
+        return
+    click.echo(f"Mind: {data['name']} ({data['mind']})")
+    click.echo(f"Memories: {data['total']} ({data['verified']} verified, {data['unverified']} unverified, "
+               f"{data['expired']} expired, {data['unreadable_files']} unreadable files)")
+    for group in ("by_category", "by_priority", "by_source"):
+        click.echo(f"{group.replace('_', ' ').capitalize()}: " + ", ".join(f"{k} {v}" for k, v in data[group].items()))
+    click.echo(f"Index: {data['index_bytes'] / 1024:.0f} KiB, last updated {data['last_index_update'] or 'never'}")
+
+
+@main.command()
+@json_option
+@click.pass_obj
+def reindex(state: State, as_json: bool) -> None:
+    """Rebuild the search index of the mind from its files.
+
+    Example: memfile reindex
+    """
+    vault = state.vault()
+    with click.progressbar(length=0, label="indexing", file=sys.stderr) as bar:
+        def progress(done: int, total: int) -> None:
+            bar.length = total
+            bar.update(done - bar.pos)
+
+        report = vault.reindex(progress=progress)
+    data = {"added": report.added, "updated": report.updated, "removed": report.removed,
+            "skipped": [{"path": i.path, "line": i.line, "reason": i.reason} for i in report.skipped]}
+    if as_json:
+        _json(data)
+    else:
+        click.echo(f"indexed: {report.added} added, {report.updated} updated, {report.removed} removed, "
+                   f"{len(report.skipped)} skipped")
+    vault.issues = []  # the skipped files were just reported
+    for issue in report.skipped:
+        click.echo(f"  skipped {issue}", err=True)

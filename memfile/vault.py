@@ -10,7 +10,6 @@ from __future__ import annotations
 import os
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
@@ -290,6 +289,108 @@ class Vault(Writes):
             The plain-text recall.
         """
         return self.recall_report(budget).text
+
+    # --- search -------------------------------------------------------------
+
+    def search(
+        self,
+        query: str,
+        *,
+        tags: str | list[str] | tuple[str, ...] | None = None,
+        category: str | Category | None = None,
+        priority: str | Priority | None = None,
+        source: str | Source | None = None,
+        unverified: bool = False,
+        include_expired: bool = False,
+        limit: int = 10,
+    ) -> list[SearchHit]:
+        """Full-text search of the mind, best first (BM25F over content, key and tags).
+
+        Use it to find what is known about a topic before answering or storing.
+        Plain words are OR-grouped (more shared words rank higher; stop words and
+        `?` are ignored); `"exact phrase"`, AND/OR/NOT, `prefix*`, `tag:docker`
+        and `category:project` work too. Accents are ignored (`nha hang` finds
+        `nhà hàng`), English words are stemmed, and Thai, Chinese and Japanese
+        text is found by any substring of two or more characters.
+
+        Args:
+            query: what to look for.
+            tags: only memories with all of these tags.
+            category, priority, source: only this value.
+            unverified: only unverified memories.
+            include_expired: also memories whose `expires_at` has passed.
+            limit: the most hits to return (1 to 1000).
+
+        Returns:
+            SearchHit values (memory, score, snippet with **matches**, rank).
+
+        Raises:
+            InvalidInput: the query cannot be parsed or a filter is not allowed.
+        """
+        if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= 1000:
+            raise InvalidInput("limit", limit, "a whole number from 1 to 1000")
+        options = SearchOptions(
+            mind=self.mind, tags=parse_tags(tags),
+            category=str(parse_category(category)) if category else None,
+            priority=str(parse_priority(priority)) if priority else None,
+            source=str(parse_source(source)) if source else None,
+            unverified=unverified, include_expired=include_expired, limit=limit,
+        )
+        report = self.refresh()
+        if self._index is None:
+            raise InvalidInput("search", query, "a vault whose .memfile/ folder memfile can write (search needs its index)")
+        self.issues = self._index.issues(self.mind)
+        return self._index.search(query, options, utc_now(), report.pending)
+
+    def by_tag(self, tag: str, include_expired: bool = False) -> list[Memory]:
+        """The memories carrying a tag (case-insensitive), newest first.
+
+        Raises:
+            InvalidInput: the tag is empty or not allowed.
+        """
+        wanted = parse_tags([tag])
+        if len(wanted) != 1:
+            raise InvalidInput("tag", tag, "one tag")
+        memories = self.list(tags=wanted, include_expired=include_expired)
+        return sorted(memories, key=lambda m: (m.updated_at, m.ref), reverse=True)
+
+    def tags(self) -> list[tuple[str, int]]:
+        """Every tag of the mind's unexpired memories with how many carry it, most used first."""
+        counts = Counter(tag for memory in self.list() for tag in memory.tags)
+        return sorted(counts.items(), key=lambda item: (-item[1], item[0]))
+
+    def stats(self) -> dict[str, Any]:
+        """Counts of the mind's memories (per category, priority, source; verified; expired) and index facts."""
+        memories = self.memories()
+        now = utc_now()
+        folder = self.root / STATE_DIR / "index"
+        size = sum(f.stat().st_size for f in folder.iterdir() if f.is_file()) if folder.is_dir() else 0
+        last = self._index.last_update() if self._index is not None else None
+        return {
+            "mind": self.mind,
+            "name": self.name,
+            "total": len(memories),
+            "by_category": {str(c): sum(1 for m in memories if m.category is c) for c in Category},
+            "by_priority": {str(p): sum(1 for m in memories if m.priority is p) for p in Priority},
+            "by_source": {str(s): sum(1 for m in memories if m.source is s) for s in Source},
+            "verified": sum(1 for m in memories if m.verified),
+            "unverified": sum(1 for m in memories if not m.verified),
+            "expired": sum(1 for m in memories if m.is_expired(now)),
+            "unreadable_files": len(self.issues),
+            "index_bytes": size,
+            "last_index_update": datetime.fromtimestamp(last, timezone.utc).isoformat() if last else None,
+        }
+
+    def close(self) -> None:
+        """Release the index's files (the Vault may not be used afterwards)."""
+        if self._index is not None:
+            self._index.close()
+
+    def __enter__(self) -> Vault:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
 
 def _stat(path: Path) -> Stat | None:
