@@ -49,6 +49,10 @@ class MemfileGroup(click.Group):
             ctx.exit(exc.exit_code)
         except (click.exceptions.Exit, click.ClickException, click.Abort):
             raise
+        except BrokenPipeError:
+            # The reader (say `| head`) went away: stop quietly, as other command-line tools do.
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            ctx.exit(0)
         except KeyboardInterrupt:
             click.echo("memfile: interrupted", err=True)
             ctx.exit(130)

@@ -124,7 +124,10 @@ class Index:
             try:
                 if index.exists_in(self.folder, INDEX_NAME):
                     self._ix = index.open_dir(self.folder, indexname=INDEX_NAME)
-                    self._ix.doc_count_all()  # reads the segment list: fails fast when it is damaged
+                    indexed = self._ix.doc_count()
+                    recorded = self._catalog().execute("SELECT COUNT(*) FROM files WHERE memory IS NOT NULL")
+                    if indexed != recorded.fetchone()[0]:
+                        raise ValueError("the full-text index and the catalog disagree")
             except (*CORRUPTION, index.IndexError):
                 self._ix = None
                 self.destroy()
@@ -134,6 +137,14 @@ class Index:
                 self._catalog().execute("DELETE FROM files")  # a new full-text index knows no file yet
                 self._catalog().commit()
         return self._ix
+
+    def check(self) -> bool:
+        """Open the full-text index, rebuilding it when damaged; True when it had to be made anew."""
+        if self._ix is not None:
+            return False
+        existed = any(self.folder.glob(f"_{INDEX_NAME}_*.toc"))
+        self._open()
+        return existed and self._ix.doc_count_all() == 0
 
     def _catalog(self) -> sqlite3.Connection:
         if self._db is None:

@@ -7,6 +7,7 @@ take the writer lock, write atomically and become one git commit each.
 
 from __future__ import annotations
 
+import errno
 import os
 from collections import Counter
 from collections.abc import Callable
@@ -19,7 +20,7 @@ from .config import STATE_DIR, Config, caller_source, find_vault, load_config, s
 from .errors import FileParseError, InvalidInput
 from .files import stat_walk, walk_memory_files
 from .gitstore import GitStore
-from .index import Index, SearchOptions, Stat, SyncReport
+from .index import CORRUPTION, Index, SearchOptions, Stat, SyncReport
 from .model import (
     Category,
     Memory,
@@ -36,7 +37,7 @@ from .model import (
     resolve_ref,
     utc_now,
 )
-from .paths import is_inside, relpath_of, safe_path
+from .paths import is_inside, relpath_of
 from .recall import RecallReport, recall
 from .writes import UNSET, Writes
 
@@ -143,17 +144,22 @@ class Vault(Writes):
             disk = stat_walk(self.mind_dir, self.root)
         else:
             disk = {p: stat for p in paths if (stat := _stat(self.root / p)) is not None}
-        try:
-            return self._index.sync(self.mind, disk, self._load, paths, progress=progress, wait=wait)
-        except OSError as exc:
-            # A vault we may read but not write (or a full disk): answer from the files themselves.
-            self.notices.append(f"the index in {self._index.folder} cannot be used ({exc.strerror}); reading the files directly")
-            self._index = None
-            return SyncReport()
+        for attempt in (1, 2):
+            try:
+                return self._index.sync(self.mind, disk, self._load, paths, progress=progress, wait=wait)
+            except CORRUPTION as exc:
+                if attempt == 2 or isinstance(exc, OSError) and exc.errno in _CANNOT_WRITE:
+                    # A vault we may read but not write (or a full disk): answer from the files themselves.
+                    self.notices.append(f"the index in {self._index.folder} cannot be used ({exc}); reading the files")
+                    self._index = None
+                    return SyncReport()
+                self.notices.append(f"the index was damaged ({type(exc).__name__}) and is rebuilt from the files")
+                self._index.destroy()
+        raise AssertionError("unreachable")
 
     def _load(self, relpath: str) -> tuple[Stat, Memory]:
         """One file's stat and memory, read so that the stat belongs to the bytes parsed."""
-        path = safe_path(self.root, relpath, self.mind)
+        path = self.root / relpath  # from our own walk; _read_bytes refuses symlinks leading out
         for _ in range(3):
             before = _stat(path)
             data = self._read_bytes(path, relpath)
@@ -336,11 +342,17 @@ class Vault(Writes):
             source=str(parse_source(source)) if source else None,
             unverified=unverified, include_expired=include_expired, limit=limit,
         )
+        if self._index is not None and self._index.check():
+            self.notices.append("the index was damaged and is rebuilt from the files")
         report = self.refresh()
         if self._index is None:
             raise InvalidInput("search", query, "a vault whose .memfile/ folder memfile can write (search needs its index)")
         self.issues = self._index.issues(self.mind)
-        return self._index.search(query, options, utc_now(), report.pending)
+        try:
+            return self._index.search(query, options, utc_now(), report.pending)
+        except CORRUPTION as exc:
+            self.notices.append(f"the index was damaged ({type(exc).__name__}) and is rebuilt from the files")
+            return self._index.search(query, options, utc_now(), self.reindex().pending)
 
     def by_tag(self, tag: str, include_expired: bool = False) -> list[Memory]:
         """The memories carrying a tag (case-insensitive), newest first.
@@ -391,6 +403,9 @@ class Vault(Writes):
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+_CANNOT_WRITE = (errno.EACCES, errno.EPERM, errno.EROFS, errno.ENOSPC)
 
 
 def _stat(path: Path) -> Stat | None:
