@@ -133,10 +133,24 @@ class Index:
                 self.destroy()
                 self.folder.mkdir(parents=True, exist_ok=True)
             if self._ix is None:
+                self._remove_other_versions()
                 self._ix = index.create_in(self.folder, schema(), indexname=INDEX_NAME)
                 self._catalog().execute("DELETE FROM files")  # a new full-text index knows no file yet
                 self._catalog().commit()
         return self._ix
+
+    def wait_for_writer(self) -> None:
+        """Wait (up to the timeout) until no other process writes the index; do not keep the lock.
+
+        Raises:
+            LockTimeout: another process held the index's writer lock past the timeout.
+        """
+        from whoosh.index import LockError
+
+        try:
+            self._open().writer(timeout=self.lock_timeout).cancel()
+        except LockError:
+            raise LockTimeout(str(self.folder / f"{INDEX_NAME}_WRITELOCK"), self.lock_timeout) from None
 
     def check(self) -> bool:
         """Open the full-text index, rebuilding it when damaged; True when it had to be made anew."""
@@ -156,6 +170,13 @@ class Index:
                 path.unlink(missing_ok=True)
                 self._db = _connect(path)
         return self._db
+
+    def _remove_other_versions(self) -> None:
+        """Delete the files of indexes with another schema version (they are rebuilt under the new name)."""
+        current = (f"_{INDEX_NAME}_", f"{INDEX_NAME}_", CATALOG_NAME)
+        for path in self.folder.iterdir():
+            if path.name.startswith(("_memories_v", "memories_v", "catalog_v")) and not path.name.startswith(current):
+                path.unlink(missing_ok=True)
 
     def destroy(self) -> None:
         """Delete the index and catalog (they are only a cache); the next use rebuilds them."""
@@ -247,8 +268,9 @@ class Index:
             writer.cancel()
             raise
         known = self.recorded(mind)
-        report.added = sum(1 for row in rows if row[0] not in known)
-        report.updated = len(rows) - report.added
+        read = [row[0] for row in rows if row[-1] is not None]
+        report.added = sum(1 for path in read if path not in known)
+        report.updated = len(read) - report.added
         report.removed = len(removed)
         db = self._catalog()
         with db:
@@ -346,15 +368,37 @@ def parse_query(text: str, schema: Any) -> Any:
     parser.add_plugin(qparser.FieldAliasPlugin({"tags": ["tag"]}))
     syntax = 'words, "phrases", AND/OR/NOT, prefix*, tag:NAME, category:NAME'
     try:
-        parsed = parser.parse(cleaned).accept(_prefix_or_stem)
+        parsed = parser.parse(cleaned).accept(_prefix_or_stem).accept(_require_filters_and_nots)
     except Exception as exc:  # noqa: BLE001 - the parser's own failure is the user's bad query
         raise InvalidInput("query", text, syntax, reason=str(exc)) from None
     errors = [q for q in parsed.leaves() if type(q).__name__ == "ErrorQuery"]
     if errors:
         raise InvalidInput("query", text, syntax, reason=str(getattr(errors[0], "message", "cannot be parsed")))
     if parsed is query.NullQuery or not list(parsed.leaves()):
-        raise InvalidInput("query", text, "words that are not all stop words (the, a, is, ...)")
+        raise InvalidInput("query", text, "words to search for (stop words such as the, a, is and what are ignored)")
     return parsed
+
+
+#: Fields a person uses as filters: `apollo category:fact` means apollo, in the fact category.
+_FILTER_FIELDS = {"category", "tags", "priority", "source", "verified"}
+
+
+def _require_filters_and_nots(node: Any) -> Any:
+    """In an OR group, make `field:value` filters required and `NOT x` exclude: `a b NOT c` = (a OR b) AND NOT c."""
+    from whoosh import query
+
+    if not isinstance(node, query.Or):
+        return node
+    nots = [child.query for child in node.subqueries if isinstance(child, query.Not)]
+    filters = [child for child in node.subqueries if isinstance(child, query.Term) and child.fieldname in _FILTER_FIELDS]
+    words = [child for child in node.subqueries if not isinstance(child, query.Not) and child not in filters]
+    if not nots and not filters:
+        return node
+    if not words and not filters:
+        return node  # only negations: nothing positive to keep, let Whoosh say what NOT alone means
+    required = [query.Or(words, boost=node.boost, scale=getattr(node, "scale", None))] if words else []
+    positive = query.And(required + filters) if len(required + filters) > 1 else (required + filters)[0]
+    return query.AndNot(positive, query.Or(nots)) if nots else positive
 
 
 def _prefix_or_stem(node: Any) -> Any:

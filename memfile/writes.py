@@ -18,7 +18,7 @@ from typing import Any
 
 from . import fileformat
 from .config import CONFIG_NAME, STATE_DIR, Config, caller_source, load_config, mind_section, render_config
-from .errors import AmbiguousRef, Conflict, GitError, InvalidInput, NotFound, Refused
+from .errors import AmbiguousRef, Conflict, GitError, InvalidInput, LockTimeout, NotFound, Refused
 from .files import atomic_write, remove, writer_lock
 from .gitstore import GitStore
 from .index import Index, SyncReport
@@ -118,6 +118,8 @@ class Writes:
                 )
             elif ignore_added:
                 self._git.commit([".gitignore"], f"ignore {STATE_DIR}/ (memfile's local state)")
+            if self._index is not None:
+                self._index.wait_for_writer()  # fail (exit 4) before writing anything, not after
             operation = self._git.unfinished_operation()
             if operation:
                 raise GitError(
@@ -164,7 +166,11 @@ class Writes:
                 atomic_write(path, before)
             self._git.unstage(relpath)
             raise
-        self._sync([relpath], wait=True)
+        try:
+            self._sync([relpath], wait=True)
+        except LockTimeout:
+            # The change is on disk and in git; the index catches up at the next command.
+            self.notices.append("the index was busy; it will include this change at the next command")
         return sha
 
     def store(

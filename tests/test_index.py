@@ -1,0 +1,703 @@
+"""The index is a cache that always agrees with the files.
+
+Hand edits, deletes, renames, copies and git checkouts are seen by the very
+next command without any watcher; a missing, corrupt or older index is
+rebuilt; a writer lock held by another process never makes readers wait, and
+a lock left by a killed process is recovered. Real vaults, a real Whoosh
+index, real subprocesses.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner, Result
+from conftest import commit_count, git
+
+from memfile import NotFound, Vault
+from memfile.cli import main
+
+INDEX_NAME = "memories_v1"
+BROKEN = "---\nid: mem_broken0001\ncategory: fact\nkey: a: b\n---\nbody\n"
+
+# --- helpers -----------------------------------------------------------------------------------
+
+
+def run(*args: str) -> Result:
+    return CliRunner().invoke(main, [str(a) for a in args])
+
+
+def ok(result: Result) -> Result:
+    assert result.exit_code == 0, (result.exit_code, result.stdout, result.stderr)
+    return result
+
+
+def fails(result: Result, code: int) -> Result:
+    assert result.exit_code == code, (result.exit_code, result.stdout, result.stderr)
+    assert "Traceback" not in result.stderr
+    return result
+
+
+def in_vault(root: Path, *args: str) -> Result:
+    return run("--vault", str(root), *args)
+
+
+def search_keys(root: Path, *query: str) -> list[str]:
+    return [hit["key"] for hit in json.loads(ok(in_vault(root, "search", "--json", *query)).stdout)]
+
+
+def list_keys(root: Path) -> list[str]:
+    return [m["key"] for m in json.loads(ok(in_vault(root, "list", "--json")).stdout)]
+
+
+def found(vault: Vault, query: str) -> list[str]:
+    return [hit.memory.key for hit in vault.search(query)]
+
+
+def index_dir(root: Path) -> Path:
+    return root / ".memfile" / "index"
+
+
+def memfile(root: Path, *args: str, timeout: float = 30) -> subprocess.CompletedProcess[str]:
+    """`python -m memfile --vault ROOT ARGS` as a real process."""
+    return subprocess.run([sys.executable, "-m", "memfile", "--vault", str(root), *args],
+                          capture_output=True, text=True, timeout=timeout)
+
+
+def succeeded(result: subprocess.CompletedProcess[str]) -> subprocess.CompletedProcess[str]:
+    assert result.returncode == 0, (result.returncode, result.stdout, result.stderr)
+    assert "Traceback" not in result.stderr
+    return result
+
+
+def process_search_keys(root: Path, *query: str) -> list[str]:
+    return [hit["key"] for hit in json.loads(succeeded(memfile(root, "search", "--json", *query)).stdout)]
+
+
+def set_lock_timeout(root: Path, seconds: float) -> None:
+    config = root / "memfile.toml"
+    config.write_text(f"lock_timeout = {seconds}\n" + config.read_text(encoding="utf-8"), encoding="utf-8")
+
+
+@pytest.fixture
+def notes(vault: Vault) -> Vault:
+    """A vault with three stored memories (and so a built index)."""
+    vault.store("fact", "vps1_server", "Synapse is deployed on vps1 with docker compose.", tags=["docker"])
+    vault.store("skill", "postgres_backup", "Back up postgres nightly with pg_dump.", tags=["postgres"])
+    vault.store("preference", "favorite_food", "Michael likes pho.", tags=["food"])
+    return vault
+
+
+def memory_path(vault: Vault, ref: str) -> Path:
+    return vault.root / vault.get(ref).path
+
+
+# --- hand changes seen by the next command --------------------------------------------------------
+
+
+def test_hand_edit_is_seen_by_next_search(notes: Vault) -> None:
+    path = memory_path(notes, "favorite_food")
+    path.write_text(path.read_text(encoding="utf-8").replace("pho", "ramen and gyoza"), encoding="utf-8")
+    assert found(notes, "ramen") == ["favorite_food"]
+    assert found(notes, "pho") == []
+
+
+def test_hand_edit_of_same_size_is_seen(notes: Vault) -> None:
+    path = memory_path(notes, "favorite_food")
+    before = path.stat().st_size
+    path.write_text(path.read_text(encoding="utf-8").replace("pho.", "udon"), encoding="utf-8")
+    assert path.stat().st_size == before
+    assert found(notes, "udon") == ["favorite_food"]
+
+
+def test_hand_edit_is_seen_by_next_show_and_list(notes: Vault) -> None:
+    path = memory_path(notes, "favorite_food")
+    path.write_text(path.read_text(encoding="utf-8").replace("priority: normal", "priority: critical")
+                    .replace("pho", "bun cha"), encoding="utf-8")
+    assert notes.get("favorite_food").content == "Michael likes bun cha."
+    assert [m.key for m in notes.list(priority="critical")] == ["favorite_food"]
+
+
+def test_hand_edit_is_seen_by_next_cli_commands(notes: Vault) -> None:
+    root = notes.root
+    path = memory_path(notes, "favorite_food")
+    path.write_text(path.read_text(encoding="utf-8").replace("pho", "banh mi"), encoding="utf-8")
+    assert search_keys(root, "banh") == ["favorite_food"]
+    assert "banh mi" in ok(in_vault(root, "show", "favorite_food")).stdout
+    shown = json.loads(ok(in_vault(root, "list", "--json")).stdout)
+    assert [m["content"] for m in shown if m["key"] == "favorite_food"] == ["Michael likes banh mi."]
+
+
+def test_hand_edit_of_tags_is_seen_by_tag_commands(notes: Vault) -> None:
+    path = memory_path(notes, "favorite_food")
+    path.write_text(path.read_text(encoding="utf-8").replace("tags: [food]", "tags: [food, vietnam]"), encoding="utf-8")
+    assert [m.key for m in notes.by_tag("vietnam")] == ["favorite_food"]
+    assert ("vietnam", 1) in notes.tags()
+    assert found(notes, "tag:vietnam") == ["favorite_food"]
+
+
+def test_file_deleted_by_hand_disappears(notes: Vault) -> None:
+    memory_path(notes, "postgres_backup").unlink()
+    assert found(notes, "postgres") == []
+    assert "postgres_backup" not in [m.key for m in notes.list()]
+    with pytest.raises(NotFound):
+        notes.get("postgres_backup")
+
+
+def test_file_deleted_by_hand_disappears_from_cli(notes: Vault) -> None:
+    memory_path(notes, "postgres_backup").unlink()
+    assert search_keys(notes.root, "postgres") == []
+    assert "postgres_backup" not in list_keys(notes.root)
+    fails(in_vault(notes.root, "show", "postgres_backup"), 3)
+
+
+def test_file_moved_to_another_category_folder_is_found_under_new_path(notes: Vault) -> None:
+    old = memory_path(notes, "postgres_backup")
+    new = notes.root / "michael" / "note" / "postgres_backup.md"
+    new.parent.mkdir(parents=True, exist_ok=True)
+    os.rename(old, new)  # same inode, same mtime: only the path tells
+    hits = notes.search("postgres")
+    assert [h.memory.path for h in hits] == ["michael/note/postgres_backup.md"]
+    assert [m.path for m in notes.list() if m.key == "postgres_backup"] == ["michael/note/postgres_backup.md"]
+
+
+def test_plain_file_moved_to_another_folder_takes_that_category(vault: Vault) -> None:
+    old = vault.root / "michael" / "note" / "wifi.md"
+    old.parent.mkdir(parents=True)
+    old.write_text("The office wifi password is on the fridge.\n", encoding="utf-8")
+    assert [(h.memory.category, h.memory.path) for h in vault.search("wifi")] == [("note", "michael/note/wifi.md")]
+    new = vault.root / "michael" / "fact" / "wifi.md"
+    new.parent.mkdir()
+    os.rename(old, new)
+    assert [(h.memory.category, h.memory.path) for h in vault.search("wifi")] == [("fact", "michael/fact/wifi.md")]
+    assert search_keys(vault.root, "category:note") == []
+    assert search_keys(vault.root, "category:fact") == ["wifi"]
+
+
+def test_file_renamed_in_its_folder_is_found_under_new_path(notes: Vault) -> None:
+    old = memory_path(notes, "favorite_food")
+    os.rename(old, old.with_name("food_i_like.md"))
+    assert [h.memory.path for h in notes.search("pho")] == ["michael/preference/food_i_like.md"]
+
+
+def test_file_copied_in_from_outside_is_found(notes: Vault, tmp_path: Path) -> None:
+    outside = tmp_path / "outside.md"
+    outside.write_text("---\ncategory: fact\nkey: wifi_password\n---\nThe wifi password is hunter2.\n",
+                       encoding="utf-8")
+    os.utime(outside, (1_600_000_000, 1_600_000_000))
+    shutil.copy2(outside, notes.root / "michael" / "fact" / "wifi_password.md")  # keeps the old mtime
+    assert found(notes, "hunter2") == ["wifi_password"]
+    assert "wifi_password" in list_keys(notes.root)
+
+
+def test_folder_copied_in_is_found(notes: Vault, tmp_path: Path) -> None:
+    source = tmp_path / "imported"
+    source.mkdir()
+    for n in range(3):
+        (source / f"zebra_{n}.md").write_text(f"zebra fact number {n}\n", encoding="utf-8")
+    shutil.copytree(source, notes.root / "michael" / "note" / "imported")
+    assert sorted(found(notes, "zebra")) == ["zebra_0", "zebra_1", "zebra_2"]
+
+
+def test_git_checkout_of_older_version_is_seen(notes: Vault) -> None:
+    notes.store("fact", "release", "alpha build on staging")
+    notes.store("fact", "release", "the beta build is on production now")
+    assert found(notes, "beta") == ["release"]
+    git(notes.root, "checkout", "HEAD~1", "--", "michael/fact/release.md")
+    assert found(notes, "alpha") == ["release"]
+    assert found(notes, "beta") == []
+    assert notes.get("release").content == "alpha build on staging"
+
+
+def test_git_checkout_of_branch_is_seen_by_cli(notes: Vault) -> None:
+    root = notes.root
+    git(root, "branch", "before")
+    notes.store("fact", "release", "gamma release notes")
+    notes.forget("favorite_food")
+    assert search_keys(root, "gamma") == ["release"]
+    git(root, "checkout", "-q", "before")
+    assert search_keys(root, "gamma") == []
+    assert search_keys(root, "pho") == ["favorite_food"]
+    assert "release" not in list_keys(root)
+    git(root, "checkout", "-q", "-")
+    assert search_keys(root, "gamma") == ["release"]
+    assert search_keys(root, "pho") == []
+
+
+# --- writes update the index in the same call ---------------------------------------------------
+
+
+def test_store_updates_the_index_in_the_same_call(notes: Vault) -> None:
+    notes.store("fact", "wifi", "the password is hunter2")
+    assert notes.refresh().changed == 0
+    assert found(notes, "hunter2") == ["wifi"]
+
+
+def test_store_over_existing_memory_replaces_its_indexed_content(notes: Vault) -> None:
+    notes.store("preference", "favorite_food", "Michael likes laksa.")
+    assert notes.refresh().changed == 0
+    assert found(notes, "laksa") == ["favorite_food"]
+    assert found(notes, "pho") == []
+
+
+def test_forget_updates_the_index_in_the_same_call(notes: Vault) -> None:
+    notes.forget("postgres_backup")
+    assert notes.refresh().changed == 0
+    assert found(notes, "postgres") == []
+
+
+def test_verify_updates_the_index_in_the_same_call(notes: Vault) -> None:
+    notes.store("fact", "rumor", "the office moves to Leipzig", source="agent")
+    assert [h.memory.key for h in notes.search("leipzig", unverified=True)] == ["rumor"]
+    notes.verify("rumor")
+    assert notes.refresh().changed == 0
+    assert notes.search("leipzig", unverified=True) == []
+    assert notes.search("leipzig")[0].memory.verified is True
+
+
+def test_cli_store_then_search_and_forget_then_search(notes: Vault) -> None:
+    root = notes.root
+    ok(in_vault(root, "store", "fact", "wifi", "the password is hunter2"))
+    assert search_keys(root, "hunter2") == ["wifi"]
+    ok(in_vault(root, "forget", "wifi"))
+    assert search_keys(root, "hunter2") == []
+
+
+# --- rebuilding --------------------------------------------------------------------------------
+
+
+def answers(root: Path) -> dict[str, object]:
+    """What a few read commands say, without scores (a rebuilt index may score a little differently)."""
+    hits = json.loads(ok(in_vault(root, "search", "--json", "docker postgres pho deployed")).stdout)
+    stats = json.loads(ok(in_vault(root, "stats", "--json")).stdout)
+    return {
+        "search": sorted((h["key"], h["snippet"]) for h in hits),
+        "list": list_keys(root),
+        "tags": json.loads(ok(in_vault(root, "tags", "--json")).stdout),
+        "by_tag": [m["key"] for m in json.loads(ok(in_vault(root, "by-tag", "docker", "--json")).stdout)],
+        "total": stats["total"],
+    }
+
+
+def test_deleted_state_folder_is_rebuilt_with_the_same_answers(notes: Vault) -> None:
+    before = answers(notes.root)
+    shutil.rmtree(notes.root / ".memfile")
+    assert answers(notes.root) == before
+    assert any(index_dir(notes.root).glob(f"_{INDEX_NAME}_*.toc"))
+
+
+@pytest.mark.parametrize("command", [["search", "docker"], ["list"], ["show", "vps1_server"], ["recall"],
+                                     ["by-tag", "docker"], ["tags"], ["stats"], ["expiring"]])
+def test_any_command_works_after_the_state_folder_is_deleted(notes: Vault, command: list[str]) -> None:
+    shutil.rmtree(notes.root / ".memfile")
+    result = ok(in_vault(notes.root, *command))
+    assert "Traceback" not in result.stderr
+
+
+def test_store_works_after_the_state_folder_is_deleted(notes: Vault) -> None:
+    shutil.rmtree(notes.root / ".memfile")
+    ok(in_vault(notes.root, "store", "fact", "wifi", "the password is hunter2"))
+    assert search_keys(notes.root, "hunter2") == ["wifi"]
+    assert search_keys(notes.root, "pho") == ["favorite_food"]
+
+
+def test_deleted_state_folder_then_vault_search_in_same_process(notes: Vault) -> None:
+    notes.close()
+    shutil.rmtree(notes.root / ".memfile")
+    fresh = Vault.open(notes.root)
+    assert found(fresh, "docker") == ["vps1_server"]
+
+
+def test_reindex_prints_counts(notes: Vault) -> None:
+    result = ok(in_vault(notes.root, "reindex"))
+    assert "indexed: 3 added, 0 updated, 0 removed, 0 skipped" in result.stdout
+
+
+def test_reindex_json(notes: Vault) -> None:
+    data = json.loads(ok(in_vault(notes.root, "reindex", "--json")).stdout)
+    assert data == {"added": 3, "updated": 0, "removed": 0, "skipped": []}
+
+
+def test_reindex_keeps_answers(notes: Vault) -> None:
+    before = answers(notes.root)
+    ok(in_vault(notes.root, "reindex"))
+    assert answers(notes.root) == before
+
+
+def test_reindex_through_vault_reports_counts(notes: Vault) -> None:
+    report = notes.reindex()
+    assert (report.added, report.updated, report.removed, report.skipped) == (3, 0, 0, [])
+    assert found(notes, "docker") == ["vps1_server"]
+
+
+def test_reindex_progress_callback_reaches_the_total(notes: Vault) -> None:
+    calls: list[tuple[int, int]] = []
+    notes.reindex(progress=lambda done, total: calls.append((done, total)))
+    assert calls[-1] == (3, 3)
+
+
+def test_refresh_counts_added_updated_removed(notes: Vault) -> None:
+    edited, deleted = memory_path(notes, "favorite_food"), memory_path(notes, "postgres_backup")
+    (notes.root / "michael" / "note").mkdir()
+    (notes.root / "michael" / "note" / "new.md").write_text("a new note\n", encoding="utf-8")
+    edited.write_text(edited.read_text(encoding="utf-8").replace("pho", "pho and bun bo hue"), encoding="utf-8")
+    deleted.unlink()
+    report = notes.refresh()
+    assert (report.added, report.updated, report.removed) == (1, 1, 1)
+    assert notes.refresh().changed == 0
+
+
+def test_malformed_file_is_in_reindex_skipped_list_with_reason(notes: Vault) -> None:
+    (notes.root / "michael" / "fact" / "broken.md").write_text(BROKEN, encoding="utf-8")
+    data = json.loads(ok(in_vault(notes.root, "reindex", "--json")).stdout)
+    assert [(s["path"], s["line"]) for s in data["skipped"]] == [("michael/fact/broken.md", 4)]
+    assert "YAML" in data["skipped"][0]["reason"]
+
+
+def test_malformed_file_is_named_by_reindex_text_on_stderr(notes: Vault) -> None:
+    (notes.root / "michael" / "fact" / "broken.md").write_text(BROKEN, encoding="utf-8")
+    result = ok(in_vault(notes.root, "reindex"))
+    assert "1 skipped" in result.stdout
+    assert "skipped michael/fact/broken.md:4" in result.stderr
+
+
+@pytest.mark.parametrize("command", [["search", "docker"], ["list"], ["by-tag", "docker"], ["stats"]])
+def test_malformed_file_is_warned_about_on_stderr_of_commands(notes: Vault, command: list[str]) -> None:
+    (notes.root / "michael" / "fact" / "broken.md").write_text(BROKEN, encoding="utf-8")
+    for _ in range(2):  # on the command that indexes it, and on later ones that read the catalog
+        result = ok(in_vault(notes.root, *command))
+        assert "warning: michael/fact/broken.md:4" in result.stderr
+        assert "michael/fact/broken.md" not in result.stdout
+
+
+def test_malformed_file_does_not_hide_the_others(notes: Vault) -> None:
+    (notes.root / "michael" / "fact" / "broken.md").write_text(BROKEN, encoding="utf-8")
+    assert found(notes, "docker") == ["vps1_server"]
+    assert [i.path for i in notes.issues] == ["michael/fact/broken.md"]
+
+
+def test_fixed_malformed_file_is_indexed(notes: Vault) -> None:
+    broken = notes.root / "michael" / "fact" / "broken.md"
+    broken.write_text(BROKEN, encoding="utf-8")
+    assert found(notes, "body") == []
+    broken.write_text(BROKEN.replace("key: a: b", "key: mended").replace("body", "mended body text"), encoding="utf-8")
+    assert found(notes, "mended") == ["mended"]
+    assert notes.issues == []
+
+
+def test_garbage_catalog_is_rebuilt(notes: Vault) -> None:
+    before = answers(notes.root)
+    catalog = index_dir(notes.root) / "catalog_v1.sqlite"
+    for extra in ("-wal", "-shm"):
+        Path(f"{catalog}{extra}").unlink(missing_ok=True)
+    catalog.write_bytes(b"this is not a sqlite database at all" * 100)
+    assert process_search_keys(notes.root, "docker") == ["vps1_server"]
+    assert answers(notes.root) == before
+
+
+def largest_segment(root: Path) -> Path:
+    return max(index_dir(root).glob(f"*{INDEX_NAME}_*.seg"), key=lambda p: p.stat().st_size)
+
+
+def test_truncated_segment_is_rebuilt_by_next_search(notes: Vault) -> None:
+    segment = largest_segment(notes.root)
+    segment.write_bytes(segment.read_bytes()[: segment.stat().st_size // 2])
+    assert process_search_keys(notes.root, "docker") == ["vps1_server"]
+    assert process_search_keys(notes.root, "pho") == ["favorite_food"]
+
+
+def test_emptied_segment_files_are_rebuilt_by_next_search(notes: Vault) -> None:
+    for segment in index_dir(notes.root).glob("*.seg"):
+        segment.write_bytes(b"")
+    assert process_search_keys(notes.root, "postgres") == ["postgres_backup"]
+
+
+def test_garbage_toc_is_rebuilt_by_next_search(notes: Vault) -> None:
+    for toc in index_dir(notes.root).glob(f"_{INDEX_NAME}_*.toc"):
+        toc.write_bytes(b"garbage" * 50)
+    assert process_search_keys(notes.root, "docker") == ["vps1_server"]
+
+
+def test_garbage_toc_and_catalog_are_rebuilt_by_next_search(notes: Vault) -> None:
+    before = answers(notes.root)
+    for toc in index_dir(notes.root).glob(f"_{INDEX_NAME}_*.toc"):
+        toc.write_bytes(b"garbage" * 50)
+    segment = largest_segment(notes.root)
+    segment.write_bytes(segment.read_bytes()[:100])
+    (index_dir(notes.root) / "catalog_v1.sqlite").write_bytes(b"garbage" * 500)
+    assert process_search_keys(notes.root, "docker") == ["vps1_server"]
+    assert answers(notes.root) == before
+
+
+def test_damaged_index_is_rebuilt_for_vault_search_in_process(notes: Vault) -> None:
+    notes.close()
+    segment = largest_segment(notes.root)
+    segment.write_bytes(segment.read_bytes()[: segment.stat().st_size // 3])
+    assert found(Vault.open(notes.root), "docker") == ["vps1_server"]
+
+
+@pytest.mark.parametrize("command", [["list", "--json"], ["tags", "--json"], ["store", "fact", "wifi", "hunter2"]])
+def test_damaged_index_does_not_break_other_commands(notes: Vault, command: list[str]) -> None:
+    segment = largest_segment(notes.root)
+    segment.write_bytes(segment.read_bytes()[: segment.stat().st_size // 2])
+    for toc in index_dir(notes.root).glob(f"_{INDEX_NAME}_*.toc"):
+        toc.write_bytes(b"garbage" * 50)
+    succeeded(memfile(notes.root, *command))
+    assert process_search_keys(notes.root, "docker") == ["vps1_server"]
+    assert process_search_keys(notes.root, "pho") == ["favorite_food"]
+
+
+def test_older_schema_index_is_replaced_by_current_one(notes: Vault) -> None:
+    folder = index_dir(notes.root)
+    for path in folder.iterdir():
+        if INDEX_NAME in path.name:
+            path.rename(folder / path.name.replace("_v1", "_v0"))
+    assert not any(folder.glob(f"_{INDEX_NAME}_*.toc"))
+    assert found(Vault.open(notes.root), "docker") == ["vps1_server"]
+    assert any(folder.glob(f"_{INDEX_NAME}_*.toc"))
+    assert search_keys(notes.root, "pho") == ["favorite_food"]
+
+
+def test_dummy_older_schema_toc_does_not_count_as_an_index(notes: Vault) -> None:
+    shutil.rmtree(notes.root / ".memfile")
+    index_dir(notes.root).mkdir(parents=True)
+    (index_dir(notes.root) / "_memories_v0_1.toc").write_bytes(b"old schema")
+    assert process_search_keys(notes.root, "docker") == ["vps1_server"]
+    assert any(index_dir(notes.root).glob(f"_{INDEX_NAME}_*.toc"))
+
+
+# --- the writer lock held by another process -------------------------------------------------------
+
+HOLD_WHOOSH_LOCK = textwrap.dedent(
+    """\
+    import sys, time
+    from whoosh import index
+    ix = index.open_dir(sys.argv[1], indexname=sys.argv[2])
+    w = ix.writer()
+    print('locked', flush=True)
+    time.sleep(30)
+    """
+)
+
+HOLD_VAULT_LOCK = textwrap.dedent(
+    """\
+    import fcntl, sys, time
+    handle = open(sys.argv[1], 'a')
+    fcntl.flock(handle, fcntl.LOCK_EX)
+    print('locked', flush=True)
+    time.sleep(30)
+    """
+)
+
+
+def start_holder(script: str, *args: str) -> subprocess.Popen[str]:
+    proc = subprocess.Popen([sys.executable, "-c", script, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)
+    line = proc.stdout.readline().strip()  # type: ignore[union-attr]
+    if line != "locked":
+        proc.kill()
+        raise AssertionError(f"lock holder did not start: {line!r} {proc.communicate()[1]}")
+    return proc
+
+
+def stop(proc: subprocess.Popen[str], sig: int = signal.SIGTERM) -> None:
+    if proc.poll() is None:
+        proc.send_signal(sig)
+    proc.wait(timeout=10)
+    proc.stdout.close()  # type: ignore[union-attr]
+    proc.stderr.close()  # type: ignore[union-attr]
+
+
+@pytest.fixture
+def whoosh_holder(notes: Vault) -> Iterator[subprocess.Popen[str]]:
+    """Another process holding the Whoosh index's writer lock of `notes`."""
+    notes.refresh()
+    notes.close()
+    proc = start_holder(HOLD_WHOOSH_LOCK, str(index_dir(notes.root)), INDEX_NAME)
+    try:
+        yield proc
+    finally:
+        stop(proc)
+
+
+def test_search_after_hand_edit_does_not_wait_for_a_held_lock(notes: Vault, whoosh_holder) -> None:
+    set_lock_timeout(notes.root, 30)
+    path = memory_path(notes, "favorite_food")
+    path.write_text(path.read_text(encoding="utf-8").replace("pho", "okonomiyaki"), encoding="utf-8")
+    started = time.monotonic()
+    result = memfile(notes.root, "search", "--json", "okonomiyaki")
+    assert time.monotonic() - started < 8  # far below lock_timeout: it did not wait
+    assert result.returncode == 0, result.stderr
+    assert [h["key"] for h in json.loads(result.stdout)] == ["favorite_food"]
+    assert "**okonomiyaki**" in json.loads(result.stdout)[0]["snippet"]
+
+
+def test_search_overlay_hides_the_old_content_of_a_hand_edited_file(notes: Vault, whoosh_holder) -> None:
+    path = memory_path(notes, "favorite_food")
+    path.write_text(path.read_text(encoding="utf-8").replace("pho", "okonomiyaki"), encoding="utf-8")
+    result = memfile(notes.root, "search", "--json", "pho")
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout) == []
+
+
+def test_search_overlay_hides_a_file_deleted_by_hand(notes: Vault, whoosh_holder) -> None:
+    memory_path(notes, "postgres_backup").unlink()
+    result = memfile(notes.root, "search", "--json", "postgres")
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout) == []
+
+
+def test_list_and_show_after_hand_edit_do_not_wait_for_a_held_lock(notes: Vault, whoosh_holder) -> None:
+    set_lock_timeout(notes.root, 30)
+    path = memory_path(notes, "favorite_food")
+    path.write_text(path.read_text(encoding="utf-8").replace("pho", "okonomiyaki"), encoding="utf-8")
+    (notes.root / "michael" / "note").mkdir()
+    (notes.root / "michael" / "note" / "added.md").write_text("added while locked\n", encoding="utf-8")
+    started = time.monotonic()
+    listed = memfile(notes.root, "list", "--json")
+    shown = memfile(notes.root, "show", "favorite_food")
+    assert time.monotonic() - started < 10  # two processes, far below lock_timeout
+    assert listed.returncode == 0, listed.stderr
+    assert sorted(m["key"] for m in json.loads(listed.stdout)) == [
+        "added", "favorite_food", "postgres_backup", "vps1_server"]
+    assert shown.returncode == 0, shown.stderr
+    assert "okonomiyaki" in shown.stdout
+
+
+def test_vault_search_in_process_uses_overlay_while_locked(notes: Vault, whoosh_holder) -> None:
+    path = memory_path(notes, "favorite_food")
+    path.write_text(path.read_text(encoding="utf-8").replace("pho", "okonomiyaki"), encoding="utf-8")
+    reader = Vault.open(notes.root)
+    report = reader.refresh()
+    assert report.changed == 0 and list(report.pending) == ["michael/preference/favorite_food.md"]
+    assert found(reader, "okonomiyaki") == ["favorite_food"]
+    assert found(reader, "pho") == []
+    assert found(reader, "docker") == ["vps1_server"]
+
+
+def test_store_exits_4_when_another_process_holds_the_index_lock(notes: Vault, whoosh_holder) -> None:
+    set_lock_timeout(notes.root, 1)
+    started = time.monotonic()
+    result = memfile(notes.root, "store", "fact", "wifi", "the password is hunter2")
+    elapsed = time.monotonic() - started
+    assert result.returncode == 4, (result.stdout, result.stderr)
+    assert 1 <= elapsed < 5
+    assert "busy" in result.stderr and "lock" in result.stderr
+    assert "Traceback" not in result.stderr
+    assert not (notes.root / "michael" / "fact" / "wifi.md").exists()  # nothing written, nothing committed
+    assert "wifi" not in git(notes.root, "log", "--format=%s")
+
+
+def test_everything_works_again_once_the_holder_is_gone(notes: Vault) -> None:
+    set_lock_timeout(notes.root, 1)
+    notes.refresh()
+    holder = start_holder(HOLD_WHOOSH_LOCK, str(index_dir(notes.root)), INDEX_NAME)
+    try:
+        path = memory_path(notes, "favorite_food")
+        path.write_text(path.read_text(encoding="utf-8").replace("pho", "okonomiyaki"), encoding="utf-8")
+        assert memfile(notes.root, "store", "fact", "wifi", "the password is hunter2").returncode == 4
+    finally:
+        stop(holder)
+    stored = memfile(notes.root, "store", "fact", "router", "the router sits in the hallway")
+    assert stored.returncode == 0, stored.stderr
+    assert search_keys(notes.root, "hallway") == ["router"]
+    assert search_keys(notes.root, "okonomiyaki") == ["favorite_food"]
+    assert notes.refresh().changed == 0  # the hand edit was written to the index too
+
+
+def test_store_works_at_once_after_the_lock_holder_is_killed(notes: Vault) -> None:
+    set_lock_timeout(notes.root, 30)
+    notes.refresh()
+    holder = start_holder(HOLD_WHOOSH_LOCK, str(index_dir(notes.root)), INDEX_NAME)
+    stop(holder, signal.SIGKILL)
+    assert (index_dir(notes.root) / f"{INDEX_NAME}_WRITELOCK").exists()  # the lock file stays behind
+    started = time.monotonic()
+    result = memfile(notes.root, "store", "fact", "wifi", "the password is hunter2")
+    assert time.monotonic() - started < 8  # far below lock_timeout: the lock was free at once
+    assert result.returncode == 0, result.stderr
+    assert search_keys(notes.root, "hunter2") == ["wifi"]
+
+
+def test_store_exits_4_without_writing_when_the_vault_lock_is_held(notes: Vault) -> None:
+    set_lock_timeout(notes.root, 1)
+    commits = commit_count(notes.root)
+    holder = start_holder(HOLD_VAULT_LOCK, str(notes.root / ".memfile" / "lock"))
+    try:
+        started = time.monotonic()
+        result = memfile(notes.root, "store", "fact", "wifi", "the password is hunter2")
+        assert time.monotonic() - started < 5
+    finally:
+        stop(holder)
+    assert result.returncode == 4, (result.stdout, result.stderr)
+    assert "busy" in result.stderr
+    assert not (notes.root / "michael" / "fact" / "wifi.md").exists()
+    assert commit_count(notes.root) == commits
+
+
+def test_store_works_at_once_after_the_vault_lock_holder_is_killed(notes: Vault) -> None:
+    set_lock_timeout(notes.root, 30)
+    holder = start_holder(HOLD_VAULT_LOCK, str(notes.root / ".memfile" / "lock"))
+    stop(holder, signal.SIGKILL)
+    started = time.monotonic()
+    result = memfile(notes.root, "store", "fact", "wifi", "the password is hunter2")
+    assert time.monotonic() - started < 8  # far below lock_timeout: the lock was free at once
+    assert result.returncode == 0, result.stderr
+
+
+# --- lazy imports ------------------------------------------------------------------------------------
+
+SHOW_MODULES = textwrap.dedent(
+    """\
+    import json, sys
+    from memfile.cli import main
+    try:
+        main(sys.argv[1:])
+    except SystemExit:
+        pass
+    loaded = sorted({name.split('.')[0] for name in sys.modules} & {'git', 'watchdog', 'whoosh', 'mcp'})
+    print('MODULES ' + json.dumps(loaded))
+    """
+)
+
+
+def loaded_modules(*args: str) -> set[str]:
+    result = subprocess.run([sys.executable, "-c", SHOW_MODULES, *args], capture_output=True, text=True, timeout=30)
+    last = result.stdout.strip().splitlines()[-1]
+    assert last.startswith("MODULES "), (result.stdout, result.stderr)
+    return set(json.loads(last.removeprefix("MODULES ")))
+
+
+@pytest.mark.parametrize("command", [["search", "docker"], ["list"], ["recall"], ["show", "vps1_server"],
+                                     ["by-tag", "docker"], ["tags"], ["stats"], ["expiring"]])
+def test_read_commands_never_import_git_or_watchdog(notes: Vault, command: list[str]) -> None:
+    assert loaded_modules("--vault", str(notes.root), *command) & {"git", "watchdog", "mcp"} == set()
+
+
+def test_search_after_hand_edit_does_not_import_git(notes: Vault) -> None:
+    path = memory_path(notes, "favorite_food")
+    path.write_text(path.read_text(encoding="utf-8").replace("pho", "ramen"), encoding="utf-8")
+    assert loaded_modules("--vault", str(notes.root), "search", "ramen") & {"git", "watchdog", "mcp"} == set()
+
+
+@pytest.mark.parametrize("command", [["--help"], ["search", "--help"], ["list"], ["recall"]])
+def test_help_list_and_recall_never_import_whoosh(notes: Vault, command: list[str]) -> None:
+    notes.refresh()
+    assert "whoosh" not in loaded_modules("--vault", str(notes.root), *command)
+
+
+def test_reindex_does_not_count_skipped_files_as_added(vault: Vault) -> None:
+    vault.store("fact", "one", "first")
+    vault.store("fact", "two", "second")
+    (vault.root / "michael" / "fact" / "broken.md").write_text("---\nkey: [\n---\nx\n", encoding="utf-8")
+    report = vault.reindex()
+    assert (report.added, report.updated, len(report.skipped)) == (2, 0, 1)
