@@ -19,6 +19,7 @@ index writers; searches never take it.
 from __future__ import annotations
 
 import json
+import marshal
 import pickle
 import shutil
 import sqlite3
@@ -34,7 +35,7 @@ from .errors import FileParseError, InvalidInput, LockTimeout
 from .model import Memory, ParseIssue, SearchHit, memory_from_dict
 from .text import normalize
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 INDEX_NAME = f"memories_v{SCHEMA_VERSION}"
 CATALOG_NAME = f"catalog_v{SCHEMA_VERSION}.sqlite"
 NEVER = 253402300799.0  # 9999-12-31T23:59:59Z: the expiry of memories that never expire
@@ -95,7 +96,6 @@ class SyncReport:
 class SearchOptions:
     """Filters of a search; all must hold."""
 
-    mind: str
     tags: tuple[str, ...] = ()
     category: str | None = None
     priority: str | None = None
@@ -106,13 +106,14 @@ class SearchOptions:
 
 
 class Index:
-    """The Whoosh index and the catalog of one vault, in `folder`."""
+    """The Whoosh index and the catalog of one mind, in `folder` (`.memfile/index/<mind>/`)."""
 
     def __init__(self, folder: Path, lock_timeout: float) -> None:
         self.folder = folder
         self.lock_timeout = lock_timeout
         self._ix: Any = None
         self._db: sqlite3.Connection | None = None
+        self._searcher: Any = None
 
     # --- opening, rebuilding ----------------------------------------------
 
@@ -123,11 +124,8 @@ class Index:
             self.folder.mkdir(parents=True, exist_ok=True)
             try:
                 if index.exists_in(self.folder, INDEX_NAME):
+                    self._check_segments()
                     self._ix = index.open_dir(self.folder, indexname=INDEX_NAME)
-                    indexed = self._ix.doc_count()
-                    recorded = self._catalog().execute("SELECT COUNT(*) FROM files WHERE memory IS NOT NULL")
-                    if indexed != recorded.fetchone()[0]:
-                        raise ValueError("the full-text index and the catalog disagree")
             except (*CORRUPTION, index.IndexError):
                 self._ix = None
                 self.destroy()
@@ -135,9 +133,25 @@ class Index:
             if self._ix is None:
                 self._remove_other_versions()
                 self._ix = index.create_in(self.folder, schema(), indexname=INDEX_NAME)
-                self._catalog().execute("DELETE FROM files")  # a new full-text index knows no file yet
-                self._catalog().commit()
+                with self._catalog() as db:  # a new full-text index knows no file yet
+                    db.execute("DELETE FROM files")
+                    db.execute("DELETE FROM meta WHERE name IN ('state', 'segments')")
         return self._ix
+
+    def _check_segments(self) -> None:
+        """Raise ValueError when a segment file differs in size from when it was written.
+
+        Segment files never change once written, so a different size means a
+        damaged index (Whoosh itself may read a truncated segment as empty).
+        """
+        recorded = self._meta("segments")
+        sizes = json.loads(recorded) if recorded else {}
+        for path in self.folder.glob(f"{INDEX_NAME}_*.seg"):
+            if path.name in sizes and path.stat().st_size != sizes[path.name]:
+                raise ValueError(f"segment {path.name} was {sizes[path.name]} bytes and is now {path.stat().st_size}")
+
+    def _record_segments(self) -> dict[str, int]:
+        return {path.name: path.stat().st_size for path in self.folder.glob(f"{INDEX_NAME}_*.seg")}
 
     def wait_for_writer(self) -> None:
         """Wait (up to the timeout) until no other process writes the index; do not keep the lock.
@@ -158,7 +172,7 @@ class Index:
             return False
         existed = any(self.folder.glob(f"_{INDEX_NAME}_*.toc"))
         self._open()
-        return existed and self._ix.doc_count_all() == 0
+        return existed and not self.recorded()
 
     def _catalog(self) -> sqlite3.Connection:
         if self._db is None:
@@ -170,6 +184,10 @@ class Index:
                 path.unlink(missing_ok=True)
                 self._db = _connect(path)
         return self._db
+
+    def _meta(self, name: str) -> Any:
+        row = self._catalog().execute("SELECT value FROM meta WHERE name = ?", (name,)).fetchone()
+        return row[0] if row else None
 
     def _remove_other_versions(self) -> None:
         """Delete the files of indexes with another schema version (they are rebuilt under the new name)."""
@@ -184,37 +202,37 @@ class Index:
         shutil.rmtree(self.folder, ignore_errors=True)
 
     def close(self) -> None:
+        if self._searcher is not None:
+            self._searcher.close()
         if self._db is not None:
             self._db.close()
-        self._ix = self._db = None
+        self._ix = self._db = self._searcher = None
 
     # --- the catalog --------------------------------------------------------
 
-    def recorded(self, mind: str) -> dict[str, Stat]:
-        """The stat of every file of the mind as it was when last indexed."""
-        rows = self._catalog().execute("SELECT path, size, mtime_ns, ino FROM files WHERE mind = ?", (mind,))
-        return {path: (size, mtime, ino) for path, size, mtime, ino in rows}
+    def recorded(self) -> dict[str, Stat]:
+        """The stat of every file of the mind as it was when last indexed (one compact blob)."""
+        blob = self._meta("state")
+        return marshal.loads(blob) if blob else {}
 
-    def memories(self, mind: str) -> list[Memory]:
-        rows = self._catalog().execute("SELECT memory FROM files WHERE mind = ? AND memory IS NOT NULL", (mind,))
+    def memories(self) -> list[Memory]:
+        rows = self._catalog().execute("SELECT memory FROM files WHERE memory IS NOT NULL")
         return [memory_from_dict(json.loads(row[0])) for row in rows]
 
-    def issues(self, mind: str) -> list[ParseIssue]:
+    def issues(self) -> list[ParseIssue]:
         rows = self._catalog().execute(
-            "SELECT path, issue_line, issue_reason FROM files WHERE mind = ? AND issue_reason IS NOT NULL ORDER BY path",
-            (mind,),
+            "SELECT path, issue_line, issue_reason FROM files WHERE issue_reason IS NOT NULL ORDER BY path"
         )
         return [ParseIssue(path, line, reason) for path, line, reason in rows]
 
     def last_update(self) -> float | None:
-        row = self._catalog().execute("SELECT value FROM meta WHERE name = 'last_update'").fetchone()
-        return float(row[0]) if row else None
+        value = self._meta("last_update")
+        return float(value) if value else None
 
     # --- bringing the index in line -----------------------------------------
 
     def sync(
         self,
-        mind: str,
         disk: dict[str, Stat],
         load: Callable[[str], tuple[Stat, Memory]],
         paths: Iterable[str] | None = None,
@@ -224,7 +242,6 @@ class Index:
         """Re-read what changed on disk since it was indexed, drop what is gone.
 
         Args:
-            mind: the mind whose files `disk` lists.
             disk: path -> stat of the mind's files now (for `paths` only, when given).
             load: reads one file: its stat at reading time and the memory (raises FileParseError).
             paths: limit the diff to these paths (after a write); default all of the mind.
@@ -237,64 +254,68 @@ class Index:
             LockTimeout: `wait` is true and another writer held the lock past the timeout.
         """
         report = SyncReport()
-        if not self._stale(mind, disk, paths):
+        if not self._stale(disk, paths):
             return report
         from whoosh.index import LockError
 
         try:
-            writer = self._open().writer(timeout=self.lock_timeout if wait else 0.0)
+            ix = self._open()
+            writer = ix.writer(timeout=self.lock_timeout if wait else 0.0, **_bulk_options(len(disk) if paths is None else 1))
         except LockError:
             if wait:
                 raise LockTimeout(str(self.folder / f"{INDEX_NAME}_WRITELOCK"), self.lock_timeout) from None
-            return self._read_pending(mind, disk, load, paths, report)
+            return self._read_pending(disk, load, paths, report)
         try:
-            changed, removed = self._diff(mind, disk, paths)  # again, under the lock
+            recorded = self.recorded()  # again, under the lock
+            changed, removed = _diff(recorded, disk, paths)
             rows: list[tuple[Any, ...]] = []
             for done, path in enumerate(changed, 1):
                 try:
                     stat, memory = load(path)
                     writer.update_document(**_document(memory))
-                    rows.append((path, mind, *stat, None, None, json.dumps(memory.to_dict(), ensure_ascii=False)))
+                    recorded[path] = stat
+                    rows.append((path, None, None, json.dumps(memory.to_dict(), ensure_ascii=False)))
                 except FileParseError as exc:
                     writer.delete_by_term("path", path)
+                    recorded[path] = disk[path]
                     report.skipped.append(ParseIssue(path, exc.line, exc.reason))
-                    rows.append((path, mind, *disk[path], exc.line, exc.reason, None))
+                    rows.append((path, exc.line, exc.reason, None))
                 if progress:
                     progress(done, len(changed))
             for path in removed:
                 writer.delete_by_term("path", path)
+                recorded.pop(path, None)
             writer.commit()
+            if self._searcher is not None:  # it reads the generation before this commit
+                self._searcher.close()
+                self._searcher = None
         except BaseException:
             writer.cancel()
             raise
-        known = self.recorded(mind)
+        before = self.recorded()
         read = [row[0] for row in rows if row[-1] is not None]
-        report.added = sum(1 for path in read if path not in known)
+        report.added = sum(1 for path in read if path not in before)
         report.updated = len(read) - report.added
         report.removed = len(removed)
-        db = self._catalog()
-        with db:
+        segments = self._record_segments()
+        with self._catalog() as db:
             db.executemany("DELETE FROM files WHERE path = ?", [(p,) for p in removed])
-            db.executemany("INSERT OR REPLACE INTO files VALUES (?, ?, ?, ?, ?, ?, ?, ?)", rows)
-            db.execute("INSERT OR REPLACE INTO meta VALUES ('last_update', ?)", (str(time.time()),))
+            db.executemany("INSERT OR REPLACE INTO files VALUES (?, ?, ?, ?)", rows)
+            db.executemany("INSERT OR REPLACE INTO meta VALUES (?, ?)", [
+                ("state", marshal.dumps(recorded)), ("segments", json.dumps(segments)),
+                ("last_update", str(time.time())),
+            ])
         return report
 
-    def _diff(self, mind: str, disk: dict[str, Stat], paths: Iterable[str] | None) -> tuple[list[str], list[str]]:
-        recorded = self.recorded(mind)
-        scope = set(paths) if paths is not None else set(disk) | set(recorded)
-        changed = sorted(p for p in scope if p in disk and recorded.get(p) != disk[p])
-        removed = sorted(p for p in scope if p in recorded and p not in disk)
-        return changed, removed
-
-    def _stale(self, mind: str, disk: dict[str, Stat], paths: Iterable[str] | None) -> bool:
+    def _stale(self, disk: dict[str, Stat], paths: Iterable[str] | None) -> bool:
         if self._ix is None and not any(self.folder.glob(f"_{INDEX_NAME}_*.toc")):
             return True  # no full-text index yet (a cheap look, so recall never loads Whoosh)
-        changed, removed = self._diff(mind, disk, paths)
+        changed, removed = _diff(self.recorded(), disk, paths)
         return bool(changed or removed)
 
-    def _read_pending(self, mind: str, disk: dict[str, Stat], load: Callable[[str], tuple[Stat, Memory]],
+    def _read_pending(self, disk: dict[str, Stat], load: Callable[[str], tuple[Stat, Memory]],
                       paths: Iterable[str] | None, report: SyncReport) -> SyncReport:
-        changed, removed = self._diff(mind, disk, paths)
+        changed, removed = _diff(self.recorded(), disk, paths)
         for path in changed:
             try:
                 report.pending[path] = load(path)[1]
@@ -308,7 +329,7 @@ class Index:
 
     def search(self, text: str, options: SearchOptions, now: datetime,
                pending: dict[str, Memory | None] | None = None) -> list[SearchHit]:
-        """BM25F search of one mind; `pending` files (read, not yet indexed) are searched beside it.
+        """BM25F search; `pending` files (read, not yet indexed) are searched beside the index.
 
         Raises:
             InvalidInput: the query cannot be parsed.
@@ -317,30 +338,47 @@ class Index:
 
         ix = self._open()
         parsed = parse_query(text, ix.schema)
-        allow = _filter(options, now)
+        allow = _filter(options)
         pending = pending or {}
-        hits: list[SearchHit] = []
-        with ix.searcher() as searcher:
-            stale = query.Or([query.Term("path", p) for p in pending]) if pending else None
-            results = searcher.search(parsed, filter=allow, mask=stale, limit=options.limit, terms=True)
-            hits += _hits(results)
+        stale = query.Or([query.Term("path", p) for p in pending]) if pending else None
+        if self._searcher is not None and not self._searcher.up_to_date():
+            self._searcher.close()
+            self._searcher = None
+        if self._searcher is None:
+            self._searcher = ix.searcher()
+        hits = _live(self._searcher, parsed, allow, stale, options, now)
         fresh = [m for m in pending.values() if m is not None]
         if fresh:
-            hits += _search_memories(fresh, parsed, allow, options.limit)
+            hits += _search_memories(fresh, parsed, allow, options, now)
         hits.sort(key=lambda h: -h.score)
         return [SearchHit(h.memory, h.score, h.snippet, rank) for rank, h in enumerate(hits[: options.limit], 1)]
+
+
+def _diff(recorded: dict[str, Stat], disk: dict[str, Stat], paths: Iterable[str] | None) -> tuple[list[str], list[str]]:
+    """(changed or new, removed) paths: `disk` against `recorded`, within `paths` when given."""
+    if paths is None:
+        if disk == recorded:
+            return [], []
+        scope: Iterable[str] = disk.keys() | recorded.keys()
+    else:
+        scope = set(paths)
+    changed = sorted(p for p in scope if p in disk and recorded.get(p) != disk[p])
+    removed = sorted(p for p in scope if p in recorded and p not in disk)
+    return changed, removed
+
+
+def _bulk_options(count: int) -> dict[str, Any]:
+    """Writer options: a big batch uses both cores and more memory."""
+    return {"procs": 2, "multisegment": True, "limitmb": 128} if count >= 2000 else {}
 
 
 def _connect(path: Path) -> sqlite3.Connection:
     db = sqlite3.connect(path, timeout=30)
     db.execute("PRAGMA journal_mode=WAL")
     db.execute("PRAGMA synchronous=NORMAL")
-    db.execute(
-        "CREATE TABLE IF NOT EXISTS files (path TEXT PRIMARY KEY, mind TEXT NOT NULL, size INTEGER, mtime_ns INTEGER,"
-        " ino INTEGER, issue_line INTEGER, issue_reason TEXT, memory TEXT)"
-    )
-    db.execute("CREATE INDEX IF NOT EXISTS files_mind ON files (mind)")
-    db.execute("CREATE TABLE IF NOT EXISTS meta (name TEXT PRIMARY KEY, value TEXT)")
+    db.execute("CREATE TABLE IF NOT EXISTS files (path TEXT PRIMARY KEY, issue_line INTEGER, issue_reason TEXT, memory TEXT)")
+    db.execute("CREATE INDEX IF NOT EXISTS files_issues ON files (issue_reason) WHERE issue_reason IS NOT NULL")
+    db.execute("CREATE TABLE IF NOT EXISTS meta (name TEXT PRIMARY KEY, value BLOB)")
     db.commit()
     return db
 
@@ -410,19 +448,32 @@ def _prefix_or_stem(node: Any) -> Any:
     return node
 
 
-def _filter(options: SearchOptions, now: datetime) -> Any:
+def _filter(options: SearchOptions) -> Any:
+    """The filters asked for, or None: a filter costs a pass over the index, so none by default."""
     from whoosh import query
 
-    terms: list[Any] = [query.Term("mind", options.mind)]
-    terms += [query.Term("tags", t) for t in options.tags]
+    terms: list[Any] = [query.Term("tags", t) for t in options.tags]
     for name, value in (("category", options.category), ("priority", options.priority), ("source", options.source)):
         if value is not None:
             terms.append(query.Term(name, value))
     if options.unverified:
         terms.append(query.Term("verified", "false"))
-    if not options.include_expired:
-        terms.append(query.NumericRange("expires", now.timestamp(), None, startexcl=True))
-    return query.And(terms)
+    return query.And(terms) if terms else None
+
+
+def _live(searcher: Any, parsed: Any, allow: Any, mask: Any, options: SearchOptions, now: datetime) -> list[SearchHit]:
+    """The best hits that have not expired (unless asked): expired ones are few, so they are dropped after."""
+    from whoosh import query
+
+    if options.include_expired:
+        return _hits(searcher.search(parsed, filter=allow, mask=mask, limit=options.limit, terms=True))
+    results = searcher.search(parsed, filter=allow, mask=mask, limit=options.limit + 20, terms=True)
+    hits = [hit for hit in _hits(results) if hit.memory.expires_at is None or hit.memory.expires_at > now]
+    if len(hits) >= options.limit or results.scored_length() < options.limit + 20:
+        return hits
+    unexpired = query.NumericRange("expires", now.timestamp(), None, startexcl=True)
+    both = unexpired if allow is None else query.And([allow, unexpired])
+    return _hits(searcher.search(parsed, filter=both, mask=mask, limit=options.limit, terms=True))
 
 
 def _hits(results: Any) -> list[SearchHit]:
@@ -445,7 +496,8 @@ def _lead(content: str) -> str:
     return flat if len(flat) <= 160 else flat[:159].rstrip() + "…"
 
 
-def _search_memories(memories: list[Memory], parsed: Any, allow: Any, limit: int) -> list[SearchHit]:
+def _search_memories(memories: list[Memory], parsed: Any, allow: Any, options: SearchOptions,
+                     now: datetime) -> list[SearchHit]:
     """Search files that changed on disk but could not be indexed yet (the writer lock was busy)."""
     from whoosh.filedb.filestore import RamStorage
 
@@ -455,5 +507,5 @@ def _search_memories(memories: list[Memory], parsed: Any, allow: Any, limit: int
         writer.add_document(**_document(memory))
     writer.commit()
     with ix.searcher() as searcher:
-        return _hits(searcher.search(parsed, filter=allow, limit=limit, terms=True))
+        return _live(searcher, parsed, allow, None, options, now)
 

@@ -61,7 +61,7 @@ class Vault(Writes):
         self.issues: list[ParseIssue] = []
         self.notices: list[str] = []
         self._git = GitStore(root, config.author_name, config.author_email)
-        self._index: Index | None = Index(root / STATE_DIR / "index", config.lock_timeout)
+        self._index: Index | None = Index(root / STATE_DIR / "index" / mind, config.lock_timeout)
 
     # --- opening ---------------------------------------------------------
 
@@ -104,9 +104,9 @@ class Vault(Writes):
         if self._index is None:
             return self._parse_all()
         pending = report.pending
-        found = [m for m in self._index.memories(self.mind) if m.path not in pending]
+        found = [m for m in self._index.memories() if m.path not in pending]
         found += [m for m in pending.values() if m is not None]
-        issues = {i.path: i for i in self._index.issues(self.mind) if i.path not in pending}
+        issues = {i.path: i for i in self._index.issues() if i.path not in pending}
         issues.update((i.path, i) for i in report.skipped)
         self.issues = sorted(issues.values(), key=lambda i: i.path)
         return found
@@ -146,7 +146,7 @@ class Vault(Writes):
             disk = {p: stat for p in paths if (stat := _stat(self.root / p)) is not None}
         for attempt in (1, 2):
             try:
-                return self._index.sync(self.mind, disk, self._load, paths, progress=progress, wait=wait)
+                return self._index.sync(disk, self._load, paths, progress=progress, wait=wait)
             except CORRUPTION as exc:
                 if attempt == 2 or isinstance(exc, OSError) and exc.errno in _CANNOT_WRITE:
                     # A vault we may read but not write (or a full disk): answer from the files themselves.
@@ -336,7 +336,7 @@ class Vault(Writes):
         if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= 1000:
             raise InvalidInput("limit", limit, "a whole number from 1 to 1000")
         options = SearchOptions(
-            mind=self.mind, tags=parse_tags(tags),
+            tags=parse_tags(tags),
             category=str(parse_category(category)) if category else None,
             priority=str(parse_priority(priority)) if priority else None,
             source=str(parse_source(source)) if source else None,
@@ -347,7 +347,7 @@ class Vault(Writes):
         report = self.refresh()
         if self._index is None:
             raise InvalidInput("search", query, "a vault whose .memfile/ folder memfile can write (search needs its index)")
-        self.issues = self._index.issues(self.mind)
+        self.issues = self._index.issues()
         try:
             return self._index.search(query, options, utc_now(), report.pending)
         except CORRUPTION as exc:
@@ -375,7 +375,7 @@ class Vault(Writes):
         """Counts of the mind's memories (per category, priority, source; verified; expired) and index facts."""
         memories = self.memories()
         now = utc_now()
-        folder = self.root / STATE_DIR / "index"
+        folder = self.root / STATE_DIR / "index" / self.mind
         size = sum(f.stat().st_size for f in folder.iterdir() if f.is_file()) if folder.is_dir() else 0
         last = self._index.last_update() if self._index is not None else None
         return {

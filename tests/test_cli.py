@@ -13,11 +13,11 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner, Result
+from click.testing import Result
+from helpers import commit_by_hand, fails, files_outside_git, in_vault, last_subject, ok, plain_vault, run, write
 from conftest import SAMPLE_VAULT, commit_count, git
 
 from memfile import Vault
-from memfile.cli import main
 
 CATEGORIES = ("identity", "preference", "fact", "project", "skill", "mistake", "context", "note")
 
@@ -50,60 +50,8 @@ HAND_MADE = textwrap.dedent(
 BROKEN = "---\nid: mem_broken0001\ncategory: fact\nkey: a: b\n---\nbody\n"
 
 
-def run(*args: str, input: str | None = None, env: dict[str, str | None] | None = None) -> Result:
-    return CliRunner().invoke(main, [str(a) for a in args], input=input, env=env)
-
-
-def ok(result: Result) -> Result:
-    assert result.exit_code == 0, (result.exit_code, result.stdout, result.stderr)
-    return result
-
-
-def fails(result: Result, code: int) -> Result:
-    assert result.exit_code == code, (result.exit_code, result.stdout, result.stderr)
-    assert "Traceback" not in result.stderr
-    return result
-
-
-def in_vault(root: Path, *args: str, **kwargs) -> Result:
-    return run("--vault", str(root), *args, **kwargs)
-
-
 def store_json(root: Path, *args: str, **kwargs) -> dict:
     return json.loads(ok(in_vault(root, "store", *args, "--json", **kwargs)).stdout)
-
-
-def commit_by_hand(root: Path, *paths: str, message: str = "by hand") -> None:
-    git(root, "add", "--", *paths)
-    git(root, "-c", "user.name=Hand", "-c", "user.email=hand@example.com", "commit", "-q", "-m", message)
-
-
-def last_subject(root: Path) -> str:
-    return git(root, "log", "-1", "--format=%s").strip()
-
-
-def write(path: Path, text: str) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text, encoding="utf-8")
-    return path
-
-
-def plain_vault(root: Path, config: str = "", **minds: dict[str, str]) -> Path:
-    """A vault folder made by hand: memfile.toml plus minds holding `category/key -> content` files."""
-    write(root / "memfile.toml", config)
-    for mind, files in minds.items():
-        (root / mind).mkdir(parents=True, exist_ok=True)
-        for ref, content in files.items():
-            write(root / mind / f"{ref}.md", content + "\n")
-    return root
-
-
-def files_outside_git(root: Path) -> set[str]:
-    return {
-        p.relative_to(root).as_posix()
-        for p in root.rglob("*")
-        if p.is_file() and ".git" not in p.relative_to(root).parts and ".memfile" not in p.relative_to(root).parts
-    }
 
 
 def first_line(result: Result) -> str:

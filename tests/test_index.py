@@ -21,35 +21,15 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner, Result
+from helpers import fails, in_vault, ok
 from conftest import commit_count, git
 
 from memfile import NotFound, Vault
-from memfile.cli import main
+from memfile.index import CATALOG_NAME, INDEX_NAME, SCHEMA_VERSION
 
-INDEX_NAME = "memories_v1"
 BROKEN = "---\nid: mem_broken0001\ncategory: fact\nkey: a: b\n---\nbody\n"
 
 # --- helpers -----------------------------------------------------------------------------------
-
-
-def run(*args: str) -> Result:
-    return CliRunner().invoke(main, [str(a) for a in args])
-
-
-def ok(result: Result) -> Result:
-    assert result.exit_code == 0, (result.exit_code, result.stdout, result.stderr)
-    return result
-
-
-def fails(result: Result, code: int) -> Result:
-    assert result.exit_code == code, (result.exit_code, result.stdout, result.stderr)
-    assert "Traceback" not in result.stderr
-    return result
-
-
-def in_vault(root: Path, *args: str) -> Result:
-    return run("--vault", str(root), *args)
 
 
 def search_keys(root: Path, *query: str) -> list[str]:
@@ -64,8 +44,8 @@ def found(vault: Vault, query: str) -> list[str]:
     return [hit.memory.key for hit in vault.search(query)]
 
 
-def index_dir(root: Path) -> Path:
-    return root / ".memfile" / "index"
+def index_dir(root: Path, mind: str = "michael") -> Path:
+    return root / ".memfile" / "index" / mind
 
 
 def memfile(root: Path, *args: str, timeout: float = 30) -> subprocess.CompletedProcess[str]:
@@ -397,7 +377,7 @@ def test_fixed_malformed_file_is_indexed(notes: Vault) -> None:
 
 def test_garbage_catalog_is_rebuilt(notes: Vault) -> None:
     before = answers(notes.root)
-    catalog = index_dir(notes.root) / "catalog_v1.sqlite"
+    catalog = index_dir(notes.root) / CATALOG_NAME
     for extra in ("-wal", "-shm"):
         Path(f"{catalog}{extra}").unlink(missing_ok=True)
     catalog.write_bytes(b"this is not a sqlite database at all" * 100)
@@ -434,7 +414,7 @@ def test_garbage_toc_and_catalog_are_rebuilt_by_next_search(notes: Vault) -> Non
         toc.write_bytes(b"garbage" * 50)
     segment = largest_segment(notes.root)
     segment.write_bytes(segment.read_bytes()[:100])
-    (index_dir(notes.root) / "catalog_v1.sqlite").write_bytes(b"garbage" * 500)
+    (index_dir(notes.root) / CATALOG_NAME).write_bytes(b"garbage" * 500)
     assert process_search_keys(notes.root, "docker") == ["vps1_server"]
     assert answers(notes.root) == before
 
@@ -461,7 +441,7 @@ def test_older_schema_index_is_replaced_by_current_one(notes: Vault) -> None:
     folder = index_dir(notes.root)
     for path in folder.iterdir():
         if INDEX_NAME in path.name:
-            path.rename(folder / path.name.replace("_v1", "_v0"))
+            path.rename(folder / path.name.replace(f"_v{SCHEMA_VERSION}", "_v0"))
     assert not any(folder.glob(f"_{INDEX_NAME}_*.toc"))
     assert found(Vault.open(notes.root), "docker") == ["vps1_server"]
     assert any(folder.glob(f"_{INDEX_NAME}_*.toc"))

@@ -12,31 +12,11 @@ import unicodedata
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner, Result
+from helpers import fails, in_vault, ok, run
 
 from memfile import InvalidInput, Vault
-from memfile.cli import main
 
 # --- helpers -----------------------------------------------------------------------------------
-
-
-def run(*args: str) -> Result:
-    return CliRunner().invoke(main, [str(a) for a in args])
-
-
-def ok(result: Result) -> Result:
-    assert result.exit_code == 0, (result.exit_code, result.stdout, result.stderr)
-    return result
-
-
-def fails(result: Result, code: int) -> Result:
-    assert result.exit_code == code, (result.exit_code, result.stdout, result.stderr)
-    assert "Traceback" not in result.stderr
-    return result
-
-
-def in_vault(root: Path, *args: str) -> Result:
-    return run("--vault", str(root), *args)
 
 
 def search_json(root: Path, *args: str) -> list[dict]:

@@ -10,6 +10,7 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import pytest
+from helpers import commit_by_hand, files_outside_git, last_subject, plain_vault, write
 from conftest import SAMPLE_VAULT, commit_count, git
 
 from memfile import (
@@ -51,40 +52,6 @@ HAND_MADE = textwrap.dedent(
     *   closed on **holidays**
     """
 )
-
-
-def commit_by_hand(root: Path, *paths: str, message: str = "by hand") -> None:
-    """Commit as a person would, with an identity given on the command line."""
-    git(root, "add", "--", *paths)
-    git(root, "-c", "user.name=Hand", "-c", "user.email=hand@example.com", "commit", "-q", "-m", message)
-
-
-def last_subject(root: Path) -> str:
-    return git(root, "log", "-1", "--format=%s").strip()
-
-
-def write(path: Path, text: str) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text, encoding="utf-8")
-    return path
-
-
-def plain_vault(root: Path, config: str = "", **minds: dict[str, str]) -> Path:
-    """A vault folder made by hand: memfile.toml plus minds holding `category/key -> content` files."""
-    write(root / "memfile.toml", config)
-    for mind, files in minds.items():
-        (root / mind).mkdir(parents=True, exist_ok=True)
-        for ref, content in files.items():
-            write(root / mind / f"{ref}.md", content + "\n")
-    return root
-
-
-def files_outside_git(root: Path) -> set[str]:
-    return {
-        p.relative_to(root).as_posix()
-        for p in root.rglob("*")
-        if p.is_file() and ".git" not in p.relative_to(root).parts and ".memfile" not in p.relative_to(root).parts
-    }
 
 
 # --- init --------------------------------------------------------------------------------------

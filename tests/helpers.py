@@ -1,0 +1,64 @@
+"""Helpers shared by the test modules: drive the CLI, assert outcomes, make files and commits by hand."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from click.testing import CliRunner, Result
+from conftest import git
+
+from memfile.cli import main
+
+
+def run(*args: object, input: str | None = None, env: dict[str, str | None] | None = None) -> Result:
+    """`memfile ARGS` through click's CliRunner (stdout and stderr kept apart)."""
+    return CliRunner().invoke(main, [str(a) for a in args], input=input, env=env)
+
+
+def in_vault(root: Path, *args: object, **kwargs) -> Result:
+    return run("--vault", str(root), *args, **kwargs)
+
+
+def ok(result: Result) -> Result:
+    assert result.exit_code == 0, (result.exit_code, result.stdout, result.stderr)
+    return result
+
+
+def fails(result: Result, code: int) -> Result:
+    assert result.exit_code == code, (result.exit_code, result.stdout, result.stderr)
+    assert "Traceback" not in result.stderr
+    return result
+
+
+def write(path: Path, text: str) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def commit_by_hand(root: Path, *paths: str, message: str = "by hand") -> None:
+    """Commit as a person would, with an identity given on the command line."""
+    git(root, "add", "--", *paths)
+    git(root, "-c", "user.name=Hand", "-c", "user.email=hand@example.com", "commit", "-q", "-m", message)
+
+
+def last_subject(root: Path) -> str:
+    return git(root, "log", "-1", "--format=%s").strip()
+
+
+def plain_vault(root: Path, config: str = "", **minds: dict[str, str]) -> Path:
+    """A vault folder made by hand: memfile.toml plus minds holding `category/key -> content` files."""
+    write(root / "memfile.toml", config)
+    for mind, files in minds.items():
+        (root / mind).mkdir(parents=True, exist_ok=True)
+        for ref, content in files.items():
+            write(root / mind / f"{ref}.md", content + "\n")
+    return root
+
+
+def files_outside_git(root: Path) -> set[str]:
+    return {
+        p.relative_to(root).as_posix()
+        for p in root.rglob("*")
+        if p.is_file() and ".git" not in p.relative_to(root).parts and ".memfile" not in p.relative_to(root).parts
+    }
