@@ -14,10 +14,6 @@ from datetime import datetime
 from functools import cache
 from typing import Any
 
-import frontmatter
-import yaml
-from frontmatter.default_handlers import YAMLHandler
-
 from .errors import FileParseError, InvalidInput
 from .model import (
     DEFAULT_CONFIDENCE,
@@ -42,8 +38,9 @@ MAX_FILE_BYTES = 10 * 1024 * 1024
 MAX_YAML_NODES = 10_000
 BOM = "\ufeff"
 
-_HANDLER = YAMLHandler()
-_FENCE = _HANDLER.FM_BOUNDARY  # the same fence python-frontmatter splits on
+# python-frontmatter's YAML fence (YAMLHandler.FM_BOUNDARY, pinned by a test); frontmatter and
+# PyYAML are imported on first parse, so commands that only read the index never load them.
+_FENCE = re.compile(r"^-{3,}\s*$", re.MULTILINE)
 _CONFLICT_START = re.compile(r"^<{7}( |$)", re.MULTILINE)
 _CONFLICT_END = re.compile(r"^>{7}( |$)", re.MULTILINE)
 _TOP_KEY = re.compile(r"^([^\s#'\"\-?:][^:#]*?)\s*:(\s|$)", re.MULTILINE)
@@ -108,8 +105,12 @@ def parse(data: bytes, relpath: str, mtime: datetime) -> Memory:
                 line = text.count("\n", 0, fences[0].end() + found.start()) + 1
                 raise FileParseError(relpath, line, f"front-matter key {found.group(1)!r} appears twice")
             seen.add(found.group(1))
+    import frontmatter
+    import yaml
+    from frontmatter.default_handlers import YAMLHandler
+
     try:
-        meta, content = frontmatter.parse(text, handler=_HANDLER)
+        meta, content = frontmatter.parse(text, handler=YAMLHandler())
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
         offset = text.count("\n", 0, fences[0].end()) if fences else 0
@@ -147,6 +148,8 @@ def _expanded_size(value: Any, memo: dict[int, int]) -> int:
 
 
 def _safe_load(fm_text: str) -> Any:
+    import yaml
+
     return yaml.load(fm_text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
 
 
@@ -216,6 +219,8 @@ def _represent_str(representer: Any, value: str) -> Any:
     ruamel writes YAML 1.2, where `on`, `yes` and `16:9` are plain strings;
     PyYAML would read them as a bool or a number.
     """
+    import yaml
+
     try:
         plain_ok = _safe_load(f"v: {value}\nw: [{value}]") == {"v": value, "w": [value]}
     except yaml.YAMLError:

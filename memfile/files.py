@@ -79,11 +79,13 @@ def stat_walk(mind_dir: Path, root: Path) -> dict[str, tuple[int, int, int]]:
         except OSError:
             continue
         for entry in entries:
-            if is_ignored_name(entry.name):
+            name = entry.name
+            if name[0] == ".":
                 continue
             if entry.is_dir(follow_symlinks=False):
-                pending.append(entry.path)
-            elif entry.name.endswith(".md"):
+                if not is_ignored_name(name):
+                    pending.append(entry.path)
+            elif name.endswith(".md"):  # editor temp names end otherwise or start with a dot
                 try:
                     stat = entry.stat()
                 except OSError:

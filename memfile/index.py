@@ -32,10 +32,10 @@ from pathlib import Path
 from typing import Any
 
 from .errors import FileParseError, InvalidInput, LockTimeout
-from .model import Memory, ParseIssue, SearchHit, memory_from_dict
+from .model import Memory, ParseIssue, SearchHit, memory_from_row, memory_to_row
 from .text import normalize
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 INDEX_NAME = f"memories_v{SCHEMA_VERSION}"
 CATALOG_NAME = f"catalog_v{SCHEMA_VERSION}.sqlite"
 NEVER = 253402300799.0  # 9999-12-31T23:59:59Z: the expiry of memories that never expire
@@ -66,14 +66,13 @@ def Marks() -> Any:  # noqa: N802 - a class from analysis, built lazily
 
 
 def _document(memory: Memory) -> dict[str, Any]:
-    data = memory.to_dict()
-    content = normalize(data.pop("content"))
+    content = normalize(memory.content)
     return {
         "path": memory.path, "mind": memory.mind, "category": str(memory.category), "priority": str(memory.priority),
         "source": str(memory.source), "verified": str(memory.verified).lower(), "key": memory.key,
         "tagtext": " ".join(memory.tags), "tags": ",".join(t.replace(",", " ") for t in memory.tags),
         "content": content, "expires": memory.expires_at.timestamp() if memory.expires_at else NEVER,
-        "updated": memory.updated_at.timestamp(), "doc": json.dumps(data, ensure_ascii=False),
+        "updated": memory.updated_at.timestamp(), "doc": marshal.dumps(memory_to_row(memory)),
     }
 
 
@@ -217,7 +216,7 @@ class Index:
 
     def memories(self) -> list[Memory]:
         rows = self._catalog().execute("SELECT memory FROM files WHERE memory IS NOT NULL")
-        return [memory_from_dict(json.loads(row[0])) for row in rows]
+        return [memory_from_row(marshal.loads(row[0])) for row in rows]
 
     def issues(self) -> list[ParseIssue]:
         rows = self._catalog().execute(
@@ -274,7 +273,7 @@ class Index:
                     stat, memory = load(path)
                     writer.update_document(**_document(memory))
                     recorded[path] = stat
-                    rows.append((path, None, None, json.dumps(memory.to_dict(), ensure_ascii=False)))
+                    rows.append((path, None, None, marshal.dumps(memory_to_row(memory))))
                 except FileParseError as exc:
                     writer.delete_by_term("path", path)
                     recorded[path] = disk[path]
@@ -483,9 +482,7 @@ def _hits(results: Any) -> list[SearchHit]:
     results.formatter = Marks()
     hits = []
     for hit in results:
-        data = json.loads(hit["doc"])
-        data["content"] = hit["content"]
-        memory = memory_from_dict(data)
+        memory = memory_from_row(marshal.loads(hit["doc"]))
         snippet = hit.highlights("content", top=2) or _lead(memory.content)
         hits.append(SearchHit(memory, float(hit.score or 0.0), " ".join(snippet.split()), 0))
     return hits

@@ -7,6 +7,7 @@ through exactly one validation function per kind, here; each raises
 
 from __future__ import annotations
 
+import json
 import re
 import secrets
 import time
@@ -308,18 +309,31 @@ def new_id() -> str:
 ID_PATTERN = re.compile(r"mem_[0-9a-z]{4,40}")
 
 
-def memory_from_dict(data: dict[str, Any]) -> Memory:
-    """The inverse of `Memory.to_dict` (for memories memfile itself stored in its index)."""
-    expires = data.get("expires_at")
+def memory_to_row(memory: Memory) -> tuple[Any, ...]:
+    """A Memory as a tuple of plain values (for the index's catalog; `memory_from_row` reverses it)."""
+    return (
+        memory.id, memory.mind, memory.category.value, memory.key, memory.content, memory.path,
+        memory.created_at.isoformat(), memory.updated_at.isoformat(), memory.priority.value, memory.tags,
+        memory.source.value, memory.verified, memory.confidence,
+        memory.expires_at.isoformat() if memory.expires_at else None,
+        json.dumps([[k, _jsonable(v)] for k, v in memory.extra], ensure_ascii=False) if memory.extra else "",
+        memory.has_front_matter, memory.id_derived,
+    )
+
+
+_CATEGORIES, _PRIORITIES, _SOURCES = (e._value2member_map_ for e in (Category, Priority, Source))
+
+
+def memory_from_row(row: tuple[Any, ...]) -> Memory:
+    (id_, mind, category, key, content, path, created, updated, priority, tags, source, verified, confidence,
+     expires, extra, has_front_matter, id_derived) = row
     return Memory(
-        id=data["id"], mind=data["mind"], category=Category(data["category"]), key=data["key"],
-        content=data["content"], path=data["path"],
-        created_at=datetime.fromisoformat(data["created_at"]), updated_at=datetime.fromisoformat(data["updated_at"]),
-        priority=Priority(data["priority"]), tags=tuple(data["tags"]), source=Source(data["source"]),
-        verified=data["verified"], confidence=data["confidence"],
-        expires_at=datetime.fromisoformat(expires) if expires else None,
-        extra=tuple(data.get("extra", {}).items()), has_front_matter=data.get("has_front_matter", True),
-        id_derived=data.get("id_derived", False),
+        id=id_, mind=mind, category=_CATEGORIES[category], key=key, content=content, path=path,  # type: ignore[arg-type]
+        created_at=datetime.fromisoformat(created), updated_at=datetime.fromisoformat(updated),
+        priority=_PRIORITIES[priority], tags=tuple(tags), source=_SOURCES[source],  # type: ignore[arg-type]
+        verified=verified, confidence=confidence, expires_at=datetime.fromisoformat(expires) if expires else None,
+        extra=tuple((k, v) for k, v in json.loads(extra)) if extra else (),
+        has_front_matter=has_front_matter, id_derived=id_derived,
     )
 
 

@@ -76,9 +76,10 @@ def _short(content: str) -> str:
     return (first[: SHORT_CHARS - 1].rstrip() + "…") if len(first) > SHORT_CHARS else first + (" …" if cut else "")
 
 
-def _entry(number: str, memory: Memory, shortened: bool) -> str:
+def _entry(memory: Memory, shortened: bool) -> str:
+    """An entry without its `[NNN] ` number (numbers are added once the selection is final)."""
     state = "verified" if memory.verified else "unverified"
-    lines = [f"[{number}] {memory.category} ({memory.priority.upper()}) [{state}]", f"  {memory.key}"]
+    lines = [f"{memory.category} ({memory.priority.upper()}) [{state}]", f"  {memory.key}"]
     body = _short(memory.content) if shortened else memory.content
     lines += [f"  {line.rstrip()}" for line in body.splitlines() if line.strip()]
     if memory.tags:
@@ -109,9 +110,17 @@ def recall(memories: list[Memory], mind: str, mind_name: str, budget: int | None
     header = f"Mind: {mind_name}\nMemories: {len(chosen)} total ({verified} verified, {len(chosen) - verified} unverified)"
     width = max(3, len(str(len(chosen))))
     modes = [_FULL] * len(chosen)
-    sizes = {(i, mode): len(_entry("0" * width, m, mode == _SHORT)) + 2 for i, m in enumerate(chosen) for mode in (_FULL, _SHORT)}
+    texts = {(i, _FULL): _entry(m, False) for i, m in enumerate(chosen)}
 
-    body = sum(sizes[(i, _FULL)] for i in range(len(chosen)))
+    def cost(i: int, mode: str) -> int:
+        """Characters entry i takes in this mode: `[NNN] `, the entry, the blank line before it."""
+        if mode == _OUT:
+            return 0
+        if (i, mode) not in texts:
+            texts[(i, mode)] = _entry(chosen[i], True)
+        return width + 3 + len(texts[(i, mode)]) + 2
+
+    body = sum(cost(i, _FULL) for i in range(len(chosen)))
     counts = {_FULL: len(chosen), _SHORT: 0, _OUT: 0}
 
     def size() -> int:
@@ -129,10 +138,9 @@ def recall(memories: list[Memory], mind: str, mind_name: str, budget: int | None
         for i, mode in steps:
             if size() <= limit:
                 break
-            if mode == _SHORT and sizes[(i, _SHORT)] >= sizes[(i, _FULL)]:
+            if mode == _SHORT and cost(i, _SHORT) >= cost(i, _FULL):
                 continue
-            body -= sizes[(i, modes[i])] if modes[i] != _OUT else 0
-            body += sizes[(i, mode)] if mode != _OUT else 0
+            body += cost(i, mode) - cost(i, modes[i])
             counts[modes[i]] -= 1
             counts[mode] += 1
             modes[i] = mode
@@ -144,8 +152,9 @@ def recall(memories: list[Memory], mind: str, mind_name: str, budget: int | None
                 "budget", budget, f"{need} tokens or more for this mind (the header and its critical memories, shortened, need that)"
             )
 
-    items = tuple(RecallItem(m, mode == _SHORT) for m, mode in zip(chosen, modes) if mode != _OUT)
-    entries = [_entry(f"{n:0{width}d}", item.memory, item.shortened) for n, item in enumerate(items, 1)]
+    kept = [(i, mode) for i, mode in enumerate(modes) if mode != _OUT]
+    items = tuple(RecallItem(chosen[i], mode == _SHORT) for i, mode in kept)
+    entries = [f"[{n:0{width}d}] {texts[(i, mode)]}" for n, (i, mode) in enumerate(kept, 1)]
     closing = _closing(modes.count(_OUT), modes.count(_SHORT), budget)
     text = "\n\n".join([header, *entries, *([closing] if closing else [])]) + "\n"
     return RecallReport(

@@ -40,6 +40,13 @@ def fold(word: str) -> str:
 
 def tokens(text: str) -> Iterator[tuple[str, int, int]]:
     """(token, start, end) over NFC `text`: folded words, and bigrams of no-space scripts."""
+    if _NO_SPACE.search(text) is None:  # the common case: no Thai/CJK, one token per word
+        for word in _WORD.finditer(text):
+            value = word.group()
+            folded = value.lower() if value.isascii() else fold(value)
+            if folded:
+                yield folded, word.start(), word.end()
+        return
     for word in _WORD.finditer(text):
         start, value = word.start(), word.group()
         position = 0

@@ -783,3 +783,10 @@ def test_years_before_1000_are_written_with_four_digits() -> None:
     from memfile.model import format_datetime
 
     assert format_datetime(datetime(999, 1, 1, tzinfo=timezone.utc)) == "0999-01-01T00:00:00Z"
+
+
+def test_the_fence_is_the_one_python_frontmatter_splits_on() -> None:
+    from frontmatter.default_handlers import YAMLHandler
+
+    assert fileformat._FENCE.pattern == YAMLHandler.FM_BOUNDARY.pattern
+    assert fileformat._FENCE.flags == YAMLHandler.FM_BOUNDARY.flags
