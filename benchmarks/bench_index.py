@@ -344,7 +344,7 @@ def _index_only(v: Any) -> Any:
     index = getattr(v, "_index", None)
     if index is None:
         return None
-    options = SearchOptions(mind=v.mind)
+    options = SearchOptions()
     return lambda q: index.search(q, options, utc_now())
 
 

@@ -2,12 +2,44 @@
 
 from __future__ import annotations
 
+import textwrap
 from pathlib import Path
 
 from click.testing import CliRunner, Result
 from conftest import git
 
 from memfile.cli import main
+
+
+#: A hand-made memory file with unknown keys, comments and Markdown that must survive rewrites.
+HAND_MADE = textwrap.dedent(
+    """\
+    ---
+    id: mem_handmade0001
+    category: fact
+    key: office_hours
+    priority: normal
+    tags: [office]
+    source: user
+    verified: true
+    confidence: 1.0
+    expires_at: null
+    created_at: 2020-01-01T08:00:00Z
+    updated_at: 2020-01-02T08:00:00Z
+    aliases: [hours, opening]   # an inline comment
+    # a comment kept by memfile
+    links:
+      - "https://example.com/hours"
+    ---
+    Office hours:
+
+    *   Monday  –  Friday, 9–17
+    *   closed on **holidays**
+    """
+)
+
+#: A memory file whose YAML breaks on line 4.
+BROKEN = "---\nid: mem_broken0001\ncategory: fact\nkey: a: b\n---\nbody\n"
 
 
 def run(*args: object, input: str | None = None, env: dict[str, str | None] | None = None) -> Result:

@@ -8,46 +8,18 @@ import re
 import shutil
 import subprocess
 import sys
-import textwrap
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import pytest
 from click.testing import Result
-from helpers import commit_by_hand, fails, files_outside_git, in_vault, last_subject, ok, plain_vault, run, write
+from helpers import BROKEN, HAND_MADE, commit_by_hand, fails, files_outside_git, in_vault, last_subject, ok, plain_vault, run, write
 from conftest import SAMPLE_VAULT, commit_count, git
 
 from memfile import Vault
 
 CATEGORIES = ("identity", "preference", "fact", "project", "skill", "mistake", "context", "note")
 
-HAND_MADE = textwrap.dedent(
-    """\
-    ---
-    id: mem_handmade0001
-    category: fact
-    key: office_hours
-    priority: normal
-    tags: [office]
-    source: user
-    verified: true
-    confidence: 1.0
-    expires_at: null
-    created_at: 2020-01-01T08:00:00Z
-    updated_at: 2020-01-02T08:00:00Z
-    aliases: [hours, opening]   # an inline comment
-    # a comment kept by memfile
-    links:
-      - "https://example.com/hours"
-    ---
-    Office hours:
-
-    *   Monday  –  Friday, 9–17
-    *   closed on **holidays**
-    """
-)
-
-BROKEN = "---\nid: mem_broken0001\ncategory: fact\nkey: a: b\n---\nbody\n"
 
 
 def store_json(root: Path, *args: str, **kwargs) -> dict:

@@ -21,13 +21,12 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from helpers import fails, in_vault, ok
+from helpers import BROKEN, fails, in_vault, ok
 from conftest import commit_count, git
 
 from memfile import NotFound, Vault
 from memfile.index import CATALOG_NAME, INDEX_NAME, SCHEMA_VERSION
 
-BROKEN = "---\nid: mem_broken0001\ncategory: fact\nkey: a: b\n---\nbody\n"
 
 # --- helpers -----------------------------------------------------------------------------------
 

@@ -5,12 +5,11 @@ from __future__ import annotations
 import shutil
 import subprocess
 import sys
-import textwrap
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import pytest
-from helpers import commit_by_hand, files_outside_git, last_subject, plain_vault, write
+from helpers import BROKEN, HAND_MADE, commit_by_hand, files_outside_git, last_subject, plain_vault, write
 from conftest import SAMPLE_VAULT, commit_count, git
 
 from memfile import (
@@ -26,33 +25,6 @@ from memfile import (
     Source,
     Vault,
 )
-
-HAND_MADE = textwrap.dedent(
-    """\
-    ---
-    id: mem_handmade0001
-    category: fact
-    key: office_hours
-    priority: normal
-    tags: [office]
-    source: user
-    verified: true
-    confidence: 1.0
-    expires_at: null
-    created_at: 2020-01-01T08:00:00Z
-    updated_at: 2020-01-02T08:00:00Z
-    aliases: [hours, opening]   # an inline comment
-    # a comment kept by memfile
-    links:
-      - "https://example.com/hours"
-    ---
-    Office hours:
-
-    *   Monday  –  Friday, 9–17
-    *   closed on **holidays**
-    """
-)
-
 
 # --- init --------------------------------------------------------------------------------------
 
@@ -593,7 +565,6 @@ def test_symlinked_category_folder_leading_outside_is_refused(vault: Vault, tmp_
 # --- malformed files --------------------------------------------------------------------------
 
 
-BROKEN = "---\nid: mem_broken0001\ncategory: fact\nkey: a: b\n---\nbody\n"
 
 
 def test_malformed_file_is_reported_and_skipped(vault: Vault) -> None:
