@@ -72,6 +72,7 @@ def stat_walk(mind_dir: Path, root: Path) -> dict[str, tuple[int, int, int]]:
     """
     found: dict[str, tuple[int, int, int]] = {}
     prefix = len(str(root)) + 1
+    posix = os.sep == "/"
     pending = [str(mind_dir)]
     while pending:
         try:
@@ -90,7 +91,8 @@ def stat_walk(mind_dir: Path, root: Path) -> dict[str, tuple[int, int, int]]:
                     stat = entry.stat()
                 except OSError:
                     continue
-                found[entry.path[prefix:].replace(os.sep, "/")] = (stat.st_size, stat.st_mtime_ns, stat.st_ino)
+                path = entry.path[prefix:]
+                found[path if posix else path.replace(os.sep, "/")] = (stat.st_size, stat.st_mtime_ns, stat.st_ino)
     return found
 
 

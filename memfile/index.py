@@ -368,7 +368,7 @@ def _diff(recorded: dict[str, Stat], disk: dict[str, Stat], paths: Iterable[str]
 
 def _bulk_options(count: int) -> dict[str, Any]:
     """Writer options: a big batch uses both cores and more memory."""
-    return {"procs": 2, "multisegment": True, "limitmb": 128} if count >= 2000 else {}
+    return {"procs": 2, "multisegment": True, "limitmb": 256, "batchsize": 500} if count >= 2000 else {}
 
 
 def _connect(path: Path) -> sqlite3.Connection:
