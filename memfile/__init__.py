@@ -16,6 +16,7 @@ from .errors import (
 from .model import Category, Memory, ParseIssue, Priority, Source, StoreResult
 from .recall import RecallItem, RecallReport, estimate_tokens
 from .vault import Vault
+from .watch import Watcher
 
 __version__ = "0.1.0"
 
@@ -40,6 +41,7 @@ __all__ = [
     "Source",
     "StoreResult",
     "Vault",
+    "Watcher",
     "__version__",
     "estimate_tokens",
 ]

@@ -11,6 +11,7 @@ import json
 import os
 import re
 import sys
+import time
 import traceback
 from dataclasses import dataclass, field
 from typing import Any
@@ -430,3 +431,68 @@ def reindex(state: State, as_json: bool) -> None:
     vault.issues = []  # the skipped files were just reported
     for issue in report.skipped:
         click.echo(f"  skipped {issue}", err=True)
+
+
+@main.command()
+@click.option("--autocommit", is_flag=True, help="Commit hand edits, one commit per batch.")
+@click.option("--debounce", type=float, default=0.3, show_default=True, help="Seconds of quiet before a batch is applied.")
+@click.pass_obj
+def watch(state: State, autocommit: bool, debounce: float) -> None:
+    """Keep the index in line with the files while editors change them (Ctrl-C stops).
+
+    Example: memfile watch --autocommit
+    """
+    import signal
+    import threading
+
+    from .watch import Watcher
+
+    if not 0.0 < debounce <= 10.0:
+        raise InvalidInput("debounce", debounce, "seconds, more than 0 and at most 10")
+    vault = state.vault()
+    done = threading.Event()
+
+    def report(sync: Any, paths: list[str]) -> None:
+        if sync.changed or sync.skipped:
+            click.echo(f"{time.strftime('%H:%M:%S')} indexed {sync.added} added, {sync.updated} updated, "
+                       f"{sync.removed} removed ({len(paths)} paths)")
+        for issue in sync.skipped:
+            click.echo(f"memfile: warning: {issue}", err=True)
+
+    watcher = Watcher(vault, debounce=debounce, autocommit=autocommit, on_batch=report).start()
+    for number in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(number, lambda *_: done.set())
+    click.echo(f"watching {vault.root / vault.mind} (pid {os.getpid()}); Ctrl-C stops", err=True)
+    try:
+        while not done.wait(0.5):
+            pass
+    finally:
+        watcher.stop()
+        click.echo("stopped", err=True)
+
+
+@main.command()
+@json_option
+@click.pass_obj
+def status(state: State, as_json: bool) -> None:
+    """Show files on disk vs indexed, stale files, the watcher, hand edits and the git remote.
+
+    Example: memfile status --json
+    """
+    data = state.vault().status()
+    if as_json:
+        _json(data)
+        return
+    click.echo(f"Mind: {data['mind']}")
+    click.echo(f"Files: {data['on_disk']} on disk, {data['indexed']} indexed, {len(data['stale'])} stale "
+               f"(the next command brings them in); last index update {data['last_index_update'] or 'never'}")
+    watcher = data["watcher_pid"]
+    click.echo(f"Watcher: {'running, pid ' + str(watcher) if watcher else 'not running'}")
+    click.echo(f"Uncommitted hand edits: {len(data['uncommitted'])}" + "".join(f"\n  {p}" for p in data["uncommitted"][:20]))
+    git = data["git"]
+    if git is None:
+        click.echo("Git: no repository yet (the first write creates one)")
+    elif git["upstream"] is None:
+        click.echo(f"Git: no upstream branch (remotes: {', '.join(git['remotes']) or 'none'})")
+    else:
+        click.echo(f"Git: {git['upstream']}, {git['ahead']} ahead, {git['behind']} behind (as of the last fetch)")

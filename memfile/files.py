@@ -125,3 +125,21 @@ def writer_lock(lock_path: Path, timeout: float) -> Iterator[None]:
             fcntl.flock(fd, fcntl.LOCK_UN)
     finally:
         os.close(fd)
+
+
+def lock_holder(path: Path) -> int | None:
+    """The pid written in a lock file whose flock some process holds now, else None."""
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except OSError:
+        text = os.pread(fd, 32, 0).decode("ascii", "replace").strip()
+        return int(text) if text.isdigit() else -1
+    else:
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        return None
+    finally:
+        os.close(fd)

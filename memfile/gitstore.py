@@ -76,6 +76,31 @@ class GitStore:
         _, out = self._run("status", "--porcelain", "--untracked-files=all", "--", relpath)
         return bool(out.strip())
 
+    def changed_paths(self, folder: str) -> list[str]:
+        """Files under `folder` that differ from the last commit or were never committed."""
+        _, out = self._run("status", "--porcelain", "-z", "--untracked-files=all", "--", folder)
+        entries = out.split("\0")
+        paths, skip = [], False
+        for entry in entries:
+            if skip or len(entry) < 4:
+                skip = False
+                continue
+            paths.append(entry[3:])
+            skip = entry[0] in "RC"  # a rename's next entry is its old path
+        return paths
+
+    def remote_status(self) -> dict[str, object] | None:
+        """The upstream of the current branch and how far HEAD is ahead of / behind it (no fetch)."""
+        if not self.exists():
+            return None
+        status, upstream = self._run("rev-parse", "--abbrev-ref", "--symbolic-full-name", "@{u}", check=False)
+        if status != 0:
+            _, remotes = self._run("remote", check=False)
+            return {"upstream": None, "remotes": remotes.split(), "ahead": None, "behind": None}
+        _, counts = self._run("rev-list", "--left-right", "--count", "HEAD...@{u}")
+        ahead, behind = (int(n) for n in counts.split())
+        return {"upstream": upstream.strip(), "remotes": self._run("remote")[1].split(), "ahead": ahead, "behind": behind}
+
     def commit(self, relpaths: list[str], message: str) -> str | None:
         """Commit exactly these paths (adds, changes, removals) in one commit.
 

@@ -18,7 +18,7 @@ from typing import Any
 from . import fileformat
 from .config import STATE_DIR, Config, caller_source, find_vault, load_config, select_mind
 from .errors import FileParseError, InvalidInput
-from .files import stat_walk, walk_memory_files
+from .files import lock_holder, stat_walk, walk_memory_files
 from .gitstore import GitStore
 from .index import CORRUPTION, Index, SearchOptions, Stat, SyncReport
 from .model import (
@@ -61,13 +61,18 @@ class Vault(Writes):
         self.issues: list[ParseIssue] = []
         self.notices: list[str] = []
         self._git = GitStore(root, config.author_name, config.author_email)
+        self._watcher: Any = None
         self._index: Index | None = Index(root / STATE_DIR / "index" / mind, config.lock_timeout)
 
     # --- opening ---------------------------------------------------------
 
+    #: Set by memfile.watch (which sits above this module): starts a Watcher over a Vault.
+    watcher_factory: Callable[..., Any] | None = None
+
     @classmethod
     def open(
-        cls, path: str | os.PathLike[str] | None = None, mind: str | None = None, *, source: str | Source | None = None
+        cls, path: str | os.PathLike[str] | None = None, mind: str | None = None, *,
+        source: str | Source | None = None, watch: bool = False,
     ) -> Vault:
         """Open a vault and choose its mind.
 
@@ -75,13 +80,18 @@ class Vault(Writes):
             path: the vault folder; default `MEMFILE_VAULT`, else the nearest parent holding memfile.toml.
             mind: the mind; default `MEMFILE_MIND`, else `default_mind`, else the only mind folder.
             source: who is calling, `user` or `agent`; default `MEMFILE_SOURCE`, else `user`.
+            watch: keep the index in line with the files from a background thread
+                until `close()` (or the end of a `with` block).
 
         Raises:
             NotAVault, NotFound, InvalidInput: the vault or mind cannot be chosen (the message says how to fix it).
         """
         root = find_vault(path)
         config = load_config(root)
-        return cls(root, select_mind(root, config, mind), config, caller_source(source))
+        vault = cls(root, select_mind(root, config, mind), config, caller_source(source))
+        if watch and cls.watcher_factory is not None:
+            vault._watcher = cls.watcher_factory(vault)
+        return vault
 
     @property
     def name(self) -> str:
@@ -393,8 +403,34 @@ class Vault(Writes):
             "last_index_update": datetime.fromtimestamp(last, timezone.utc).isoformat() if last else None,
         }
 
+    def status(self) -> dict[str, Any]:
+        """How the mind's files, index, watcher and git repository stand, without changing anything.
+
+        Returns:
+            on_disk and indexed file counts, stale paths (changed on disk since indexed),
+            last index update, the watcher's pid (or None), uncommitted hand edits,
+            and the git upstream with ahead/behind counts (None without a repository).
+        """
+        disk = stat_walk(self.mind_dir, self.root)
+        recorded = self._index.recorded() if self._index is not None else {}
+        stale = sorted(p for p in disk.keys() | recorded.keys() if disk.get(p) != recorded.get(p))
+        last = self._index.last_update() if self._index is not None else None
+        return {
+            "mind": self.mind,
+            "on_disk": len(disk),
+            "indexed": len(recorded),
+            "stale": stale,
+            "last_index_update": datetime.fromtimestamp(last, timezone.utc).isoformat() if last else None,
+            "watcher_pid": lock_holder(self.root / STATE_DIR / f"watch-{self.mind}.lock"),
+            "uncommitted": [p for p in self._git.changed_paths(self.mind) if p.endswith(".md")] if self._git.exists() else [],
+            "git": self._git.remote_status(),
+        }
+
     def close(self) -> None:
-        """Release the index's files (the Vault may not be used afterwards)."""
+        """Stop the watcher, if any, and release the index's files (the Vault may not be used afterwards)."""
+        if self._watcher is not None:
+            self._watcher.stop()
+            self._watcher = None
         if self._index is not None:
             self._index.close()
 

@@ -173,6 +173,23 @@ class Writes:
             self.notices.append("the index was busy; it will include this change at the next command")
         return sha
 
+    def commit_hand_edits(self, relpaths: list[str] | None = None) -> str | None:
+        """Commit memory files changed by hand (all of the mind's, or these) in one commit.
+
+        Returns:
+            The commit's sha, or None when nothing differed from git.
+        """
+        with self._writing():
+            changed = self._git.changed_paths(self.mind)
+            if relpaths is not None:
+                wanted = set(relpaths)
+                changed = [p for p in changed if p in wanted or not (self.root / p).exists() and p in wanted]
+            changed = sorted(p for p in changed if p.endswith(".md"))
+            if not changed:
+                return None
+            refs = ", ".join(p.split("/", 1)[1][:-3] for p in changed[:20]) + (", ..." if len(changed) > 20 else "")
+            return self._git.commit(changed, f"record hand edits ({len(changed)}): {refs}\n\nmind: {self.mind}")
+
     def store(
         self,
         category: str | Category,

@@ -1,0 +1,228 @@
+"""The watcher: a mind's index follows its files as any editor changes them.
+
+The watchdog callback only records which paths changed and signals; one
+worker thread waits until the events stop for the debounce interval (capped
+so a continuous stream still lands every `max_wait` seconds), then applies
+the whole batch with one index writer (and, with autocommit, one git commit).
+Directory events, a queue overflow or a (re)start fall back to the full
+stat-only diff, so no change is ever missed. One watcher per vault and mind:
+an flock on `.memfile/watch-<mind>.lock` (freed if the process dies).
+watchdog is imported only when a watcher starts.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import logging
+import os
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from .config import STATE_DIR
+from .errors import Conflict, LockTimeout, MemfileError
+from .index import SyncReport
+from .vault import Vault
+
+DEFAULT_DEBOUNCE = 0.3
+MAX_WAIT = 1.0
+
+
+class Watcher:
+    """Keeps the index of `vault`'s mind in line with the files, in a background thread."""
+
+    def __init__(
+        self,
+        vault: Vault,
+        debounce: float = DEFAULT_DEBOUNCE,
+        max_wait: float = MAX_WAIT,
+        autocommit: bool = False,
+        on_batch: Callable[[SyncReport, list[str]], None] | None = None,
+    ) -> None:
+        self.root, self.mind = vault.root, vault.mind
+        self.debounce, self.max_wait, self.autocommit = debounce, max(max_wait, debounce), autocommit
+        self.on_batch = on_batch
+        self.batches = 0
+        self._paths: set[str] = set()
+        self._full = True  # the first pass is a full diff: whatever changed while nobody watched
+        self._guard = threading.Lock()
+        self._wake = threading.Event()
+        self._stopping = threading.Event()
+        self._idle = threading.Event()
+        self._observer: Any = None
+        self._worker: threading.Thread | None = None
+        self._lock_fd: int | None = None
+        self._overflow = _OverflowListener(self._need_full_diff)
+
+    # --- life cycle --------------------------------------------------------
+
+    def start(self) -> Watcher:
+        """Take the one-watcher lock, start watching the mind folder and the worker.
+
+        Raises:
+            Conflict: another watcher already watches this mind.
+        """
+        self._take_lock()
+        from watchdog import events
+        from watchdog.observers import Observer
+
+        kinds = [events.FileCreatedEvent, events.FileModifiedEvent, events.FileDeletedEvent, events.FileMovedEvent,
+                 events.FileClosedEvent, events.DirCreatedEvent, events.DirDeletedEvent, events.DirMovedEvent]
+        handler = events.FileSystemEventHandler()
+        handler.on_any_event = self._record  # type: ignore[method-assign]
+        self._observer = Observer()
+        # The mind folder only: .git/ and .memfile/ are never watched (they would exhaust inotify watches).
+        self._observer.schedule(handler, str(self.root / self.mind), recursive=True, event_filter=kinds)
+        self._observer.start()
+        logging.getLogger("watchdog").addHandler(self._overflow)
+        self._worker = threading.Thread(target=self._run, name=f"memfile-watch-{self.mind}", daemon=True)
+        self._worker.start()
+        self._wake.set()
+        return self
+
+    def stop(self, timeout: float = 2.0) -> None:
+        """Stop watching; a pending batch is applied first. Safe to call twice."""
+        if self._observer is not None:
+            self._observer.stop()
+            self._observer.join(timeout)
+            self._observer = None
+        logging.getLogger("watchdog").removeHandler(self._overflow)
+        self._stopping.set()
+        self._wake.set()
+        if self._worker is not None:
+            self._worker.join(timeout)
+            self._worker = None
+        if self._lock_fd is not None:
+            os.close(self._lock_fd)  # releases the flock
+            self._lock_fd = None
+
+    def wait_idle(self, timeout: float) -> bool:
+        """Block until no batch is pending (for tests and benchmarks); False on timeout."""
+        return self._idle.wait(timeout)
+
+    def _take_lock(self) -> None:
+        folder = self.root / STATE_DIR
+        folder.mkdir(parents=True, exist_ok=True)
+        path = folder / f"watch-{self.mind}.lock"
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            holder = os.pread(fd, 32, 0).decode("ascii", "replace").strip() or "?"
+            os.close(fd)
+            raise Conflict(
+                f"another memfile watcher (pid {holder}) already watches mind {self.mind} of {self.root}; "
+                "commands keep working beside it, no second watcher is needed"
+            ) from None
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"{os.getpid()}\n".encode("ascii"), 0)
+        self._lock_fd = fd
+
+    # --- events --------------------------------------------------------------
+
+    def _record(self, event: Any) -> None:
+        """watchdog's callback: note the paths and wake the worker, nothing more."""
+        with self._guard:
+            if event.is_directory:
+                self._full = True  # a folder moved in, out or away: diff everything
+            else:
+                for path in (event.src_path, getattr(event, "dest_path", "")):
+                    relpath = self._relpath(path)
+                    if relpath is not None:
+                        self._paths.add(relpath)
+            self._idle.clear()
+        self._wake.set()
+
+    def _relpath(self, path: str | bytes) -> str | None:
+        name = os.fsdecode(path)
+        base = os.path.basename(name)
+        if not base.endswith(".md") or base.startswith("."):
+            return None
+        try:
+            relative = Path(name).relative_to(self.root)
+        except ValueError:
+            return None
+        return relative.as_posix() if relative.parts[0] == self.mind else None
+
+    def _need_full_diff(self) -> None:
+        with self._guard:
+            self._full = True
+            self._idle.clear()
+        self._wake.set()
+
+    # --- the worker ------------------------------------------------------------
+
+    def _run(self) -> None:
+        vault = Vault.open(self.root, self.mind)  # its own: SQLite connections stay in one thread
+        try:
+            while True:
+                self._wake.wait()
+                if self._stopping.is_set() and not self._pending():
+                    return
+                self._settle()
+                self._apply(vault)
+        finally:
+            vault.close()
+
+    def _pending(self) -> bool:
+        with self._guard:
+            return bool(self._paths) or self._full
+
+    def _settle(self) -> None:
+        """Wait until events stop for `debounce` seconds, or `max_wait` passed since the first."""
+        first = time.monotonic()
+        while not self._stopping.is_set():
+            self._wake.clear()
+            left = self.max_wait - (time.monotonic() - first)
+            if left <= 0 or not self._wake.wait(min(self.debounce, left)):
+                return
+
+    def _apply(self, vault: Vault) -> None:
+        with self._guard:
+            paths, full = sorted(self._paths), self._full
+            self._paths, self._full = set(), False
+            self._wake.clear()
+        if not paths and not full:
+            self._idle.set()
+            return
+        try:
+            report = vault.refresh() if full else vault._sync(paths, wait=True)
+            if self.autocommit:
+                vault.commit_hand_edits(None if full else paths)
+        except LockTimeout:
+            with self._guard:  # another writer is busy: keep the batch for the next round
+                self._paths.update(paths)
+                self._full = self._full or full
+            self._wake.set()
+            return
+        except MemfileError as exc:
+            report = SyncReport()
+            vault.notices.append(f"watcher: {exc}")
+        self.batches += 1
+        if self.on_batch is not None:
+            self.on_batch(report, paths if not full else ["(all files)"])
+        with self._guard:
+            if not self._paths and not self._full:
+                self._idle.set()
+
+
+class _OverflowListener(logging.Handler):
+    """watchdog only logs a kernel queue overflow; hearing it means some events were lost."""
+
+    def __init__(self, callback: Callable[[], None]) -> None:
+        super().__init__(logging.WARNING)
+        self.callback = callback
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if "overflow" in record.getMessage().lower():
+            self.callback()
+
+
+def watch_vault(vault: Vault, **options: Any) -> Watcher:
+    """Start a watcher over an open Vault (what `Vault.open(..., watch=True)` does)."""
+    return Watcher(vault, **options).start()
+
+
+Vault.watcher_factory = watch_vault  # Vault sits below this module; it is handed the factory, not an import

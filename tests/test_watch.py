@@ -1,0 +1,146 @@
+"""The watcher: the index follows edits from any editor, in process and as `memfile watch`."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+from conftest import git
+from helpers import BROKEN, fails, in_vault, write
+
+from memfile import Conflict, Vault, Watcher
+
+
+def wait_until(predicate: Callable[[], bool], timeout: float = 5.0) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(0.02)
+    return predicate()
+
+
+def indexed(root: Path) -> set[str]:
+    """What the index has recorded, read without bringing it in line (status does not sync)."""
+    with Vault.open(root) as vault:
+        state = vault.status()
+        return set(vault._index.recorded()) if not state["stale"] else {"(stale)"}
+
+
+@pytest.fixture
+def watched(vault: Vault) -> Iterator[Vault]:
+    vault.close()
+    with Vault.open(vault.root, watch=True) as watching:
+        assert watching._watcher.wait_idle(5)
+        yield watching
+
+
+def test_a_new_file_is_indexed_within_a_second(watched: Vault) -> None:
+    path = write(watched.root / "michael" / "fact" / "wifi.md", "The wifi password is zebra42\n")
+    started = time.monotonic()
+    assert wait_until(lambda: "michael/fact/wifi.md" in indexed(watched.root), 3)
+    assert time.monotonic() - started < 1.5
+    assert path.exists()
+
+
+def test_atomic_replace_and_editor_temp_files(watched: Vault) -> None:
+    folder = watched.root / "michael" / "note"
+    write(folder / "todo.md", "first version\n")
+    assert wait_until(lambda: "michael/note/todo.md" in indexed(watched.root))
+    write(folder / ".todo.md.swp", "swap")
+    write(folder / "4913", "")
+    write(folder / "todo.md~", "backup")
+    write(folder / "todo.md___jb_tmp___", "second version with okapi\n")
+    os.replace(folder / "todo.md___jb_tmp___", folder / "todo.md")
+    assert wait_until(lambda: [h.memory.key for h in Vault.open(watched.root).search("okapi")] == ["todo"])
+    assert indexed(watched.root) == {"michael/note/todo.md"}
+
+
+def test_delete_and_move_between_category_folders(watched: Vault) -> None:
+    path = write(watched.root / "michael" / "note" / "wifi.md", "zebra42\n")
+    assert wait_until(lambda: "michael/note/wifi.md" in indexed(watched.root))
+    (watched.root / "michael" / "fact").mkdir()
+    os.rename(path, watched.root / "michael" / "fact" / "wifi.md")
+    assert wait_until(lambda: indexed(watched.root) == {"michael/fact/wifi.md"})
+    os.remove(watched.root / "michael" / "fact" / "wifi.md")
+    assert wait_until(lambda: indexed(watched.root) == set())
+
+
+def test_a_folder_moved_in_is_indexed(watched: Vault, tmp_path: Path) -> None:
+    outside = tmp_path / "outside" / "skill"
+    for i in range(5):
+        write(outside / f"s{i}.md", f"skill number {i}\n")
+    os.rename(outside, watched.root / "michael" / "skill")
+    assert wait_until(lambda: len(indexed(watched.root)) == 5)
+
+
+def test_a_burst_lands_in_a_few_batches(watched: Vault) -> None:
+    before = watched._watcher.batches
+    for i in range(300):
+        write(watched.root / "michael" / "fact" / f"burst_{i}.md", f"fact {i}\n")
+    assert wait_until(lambda: len(indexed(watched.root)) == 300, 10)
+    assert watched._watcher.batches - before <= 6
+
+
+def test_a_malformed_file_is_reported_and_the_watcher_goes_on(vault: Vault) -> None:
+    seen: list[str] = []
+    watcher = Watcher(vault, on_batch=lambda report, paths: seen.extend(str(i) for i in report.skipped)).start()
+    try:
+        assert watcher.wait_idle(5)
+        write(vault.root / "michael" / "fact" / "broken.md", BROKEN)
+        assert wait_until(lambda: any("broken.md:4" in s for s in seen))
+        write(vault.root / "michael" / "fact" / "fine.md", "still indexed\n")
+        assert wait_until(lambda: "michael/fact/fine.md" in indexed(vault.root))
+    finally:
+        watcher.stop()
+
+
+def test_one_watcher_per_mind(watched: Vault) -> None:
+    with pytest.raises(Conflict) as caught:
+        Watcher(Vault.open(watched.root)).start()
+    assert f"pid {os.getpid()}" in str(caught.value)
+    assert "already watches" in fails(in_vault(watched.root, "watch"), 4).stderr
+
+
+def test_status_names_the_running_watcher(watched: Vault) -> None:
+    assert Vault.open(watched.root).status()["watcher_pid"] == os.getpid()
+    watched.close()
+    assert Vault.open(watched.root).status()["watcher_pid"] is None
+
+
+def test_autocommit_records_hand_edits_in_one_commit(vault: Vault) -> None:
+    vault.store("fact", "wifi", "zebra42")
+    watcher = Watcher(vault, autocommit=True).start()
+    try:
+        assert watcher.wait_idle(5)
+        path = vault.root / "michael" / "fact" / "wifi.md"
+        path.write_text(path.read_text(encoding="utf-8").replace("zebra42", "lion77"), encoding="utf-8")
+        write(vault.root / "michael" / "note" / "new.md", "a note\n")
+        assert wait_until(lambda: git(vault.root, "log", "-1", "--format=%s").startswith("record hand edits (2)"))
+        assert git(vault.root, "status", "--porcelain").strip() == ""
+    finally:
+        watcher.stop()
+
+
+@pytest.mark.slow
+def test_memfile_watch_process_follows_edits_and_stops_on_sigterm(vault: Vault) -> None:
+    process = subprocess.Popen([sys.executable, "-m", "memfile", "--vault", str(vault.root), "watch"],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert wait_until(lambda: Vault.open(vault.root).status()["watcher_pid"] == process.pid, 10)
+        write(vault.root / "michael" / "fact" / "wifi.md", "zebra42\n")
+        assert wait_until(lambda: "michael/fact/wifi.md" in indexed(vault.root), 5)
+        started = time.monotonic()
+        process.send_signal(signal.SIGTERM)
+        assert process.wait(5) == 0
+        assert time.monotonic() - started < 2.5
+        assert "stopped" in process.stderr.read()
+    finally:
+        if process.poll() is None:
+            process.kill()
