@@ -127,7 +127,8 @@ class Vault(Writes):
         Every read calls this first, so hand edits, `git pull`, checkouts and
         copied-in files are seen by the very next call. If another process is
         writing the index right now, nothing waits: what changed is read and
-        overlaid (the report's `pending`).
+        overlaid (the report's `pending`). While a watcher runs and has nothing
+        pending, it vouches for the index and the diff is skipped.
 
         Args:
             progress: called with (files read, files to read).
@@ -135,7 +136,18 @@ class Vault(Writes):
         Returns:
             A SyncReport: counts of added, updated and removed files, and the files skipped with reasons.
         """
+        if progress is None and self._watcher_vouches():
+            return SyncReport()
         return self._sync(None, wait=False, progress=progress)
+
+    def _watcher_vouches(self) -> bool:
+        """True when a live watcher of this mind has applied every change it has seen.
+
+        Then the stat-only diff is skipped: the watcher removes its marker the
+        moment it hears of a change and writes it back once the batch is indexed.
+        """
+        state = self.root / STATE_DIR
+        return (state / f"watch-{self.mind}.clean").exists() and lock_holder(state / f"watch-{self.mind}.lock") is not None
 
     def reindex(self, progress: Callable[[int, int], None] | None = None) -> SyncReport:
         """Throw the index away and rebuild it from the files.

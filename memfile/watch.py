@@ -55,6 +55,8 @@ class Watcher:
         self._worker: threading.Thread | None = None
         self._lock_fd: int | None = None
         self._overflow = _OverflowListener(self._need_full_diff)
+        self._clean_marker = vault.root / STATE_DIR / f"watch-{vault.mind}.clean"
+        self._clean = False
 
     # --- life cycle --------------------------------------------------------
 
@@ -65,6 +67,7 @@ class Watcher:
             Conflict: another watcher already watches this mind.
         """
         self._take_lock()
+        self._clean_marker.unlink(missing_ok=True)
         from watchdog import events
         from watchdog.observers import Observer
 
@@ -94,6 +97,7 @@ class Watcher:
         if self._worker is not None:
             self._worker.join(timeout)
             self._worker = None
+        self._set_clean(False)
         if self._lock_fd is not None:
             os.close(self._lock_fd)  # releases the flock
             self._lock_fd = None
@@ -124,6 +128,7 @@ class Watcher:
 
     def _record(self, event: Any) -> None:
         """watchdog's callback: note the paths and wake the worker, nothing more."""
+        self._set_clean(False)
         with self._guard:
             if event.is_directory:
                 self._full = True  # a folder moved in, out or away: diff everything
@@ -147,6 +152,7 @@ class Watcher:
         return relative.as_posix() if relative.parts[0] == self.mind else None
 
     def _need_full_diff(self) -> None:
+        self._set_clean(False)
         with self._guard:
             self._full = True
             self._idle.clear()
@@ -185,10 +191,11 @@ class Watcher:
             self._paths, self._full = set(), False
             self._wake.clear()
         if not paths and not full:
+            self._set_clean(True)
             self._idle.set()
             return
         try:
-            report = vault.refresh() if full else vault._sync(paths, wait=True)
+            report = vault._sync(None if full else paths, wait=True)
             if self.autocommit:
                 vault.commit_hand_edits(None if full else paths)
         except LockTimeout:
@@ -204,8 +211,20 @@ class Watcher:
         if self.on_batch is not None:
             self.on_batch(report, paths if not full else ["(all files)"])
         with self._guard:
-            if not self._paths and not self._full:
-                self._idle.set()
+            idle = not self._paths and not self._full
+        if idle:
+            self._set_clean(True)
+            self._idle.set()
+
+    def _set_clean(self, clean: bool) -> None:
+        """The marker that lets commands skip their stat-only diff: present only while nothing is pending."""
+        if clean == self._clean:
+            return
+        self._clean = clean
+        if clean:
+            self._clean_marker.write_text(f"{os.getpid()}\n", encoding="ascii")
+        else:
+            self._clean_marker.unlink(missing_ok=True)
 
 
 class _OverflowListener(logging.Handler):

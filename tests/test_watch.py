@@ -144,3 +144,54 @@ def test_memfile_watch_process_follows_edits_and_stops_on_sigterm(vault: Vault) 
     finally:
         if process.poll() is None:
             process.kill()
+
+
+def test_an_idle_watcher_vouches_for_the_index_and_stops_when_a_change_is_pending(watched: Vault) -> None:
+    assert wait_until(lambda: Vault.open(watched.root)._watcher_vouches())
+    watched._watcher._set_clean(False)  # what the event callback does first
+    assert not Vault.open(watched.root)._watcher_vouches()
+    write(watched.root / "michael" / "fact" / "wifi.md", "zebra42\n")
+    assert wait_until(lambda: Vault.open(watched.root)._watcher_vouches())
+    assert [h.memory.key for h in Vault.open(watched.root).search("zebra42")] == ["wifi"]
+
+
+def test_a_marker_without_a_live_watcher_vouches_for_nothing(vault: Vault) -> None:
+    write(vault.root / ".memfile" / "watch-michael.clean", "12345\n")
+    write(vault.root / "michael" / "fact" / "wifi.md", "zebra42\n")
+    assert not vault._watcher_vouches()
+    assert [h.memory.key for h in vault.search("zebra42")] == ["wifi"]
+
+
+def test_a_queue_overflow_falls_back_to_the_full_diff(vault: Vault) -> None:
+    import logging
+
+    batches: list[list[str]] = []
+    watcher = Watcher(vault, on_batch=lambda report, paths: batches.append(paths)).start()
+    try:
+        assert watcher.wait_idle(5)
+        batches.clear()
+        logging.getLogger("watchdog.observers.inotify_c").warning("Inotify queue overflowed; filesystem events were lost")
+        assert wait_until(lambda: ["(all files)"] in batches)
+    finally:
+        watcher.stop()
+
+
+def test_commands_keep_working_beside_a_watcher(watched: Vault) -> None:
+    before = int(git(watched.root, "rev-list", "--count", "HEAD"))
+    watched.store("fact", "router", "the router sits in the hallway")
+    assert [h.memory.key for h in Vault.open(watched.root).search("hallway")] == ["router"]
+    assert int(git(watched.root, "rev-list", "--count", "HEAD")) == before + 1
+    assert watched._watcher.wait_idle(5)
+
+
+def test_status_counts_ahead_and_behind_the_upstream(vault: Vault, tmp_path: Path) -> None:
+    bare = tmp_path / "remote.git"
+    subprocess.run(["git", "init", "-q", "--bare", str(bare)], check=True)
+    git(vault.root, "remote", "add", "origin", str(bare))
+    git(vault.root, "push", "-q", "-u", "origin", "main")
+    vault.store("fact", "wifi", "zebra42")
+    remote = vault.status()["git"]
+    assert (remote["upstream"], remote["ahead"], remote["behind"]) == ("origin/main", 1, 0)
+    assert vault.status()["uncommitted"] == []
+    write(vault.root / "michael" / "note" / "hand.md", "by hand\n")
+    assert vault.status()["uncommitted"] == ["michael/note/hand.md"]
