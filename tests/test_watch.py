@@ -195,3 +195,29 @@ def test_status_counts_ahead_and_behind_the_upstream(vault: Vault, tmp_path: Pat
     assert vault.status()["uncommitted"] == []
     write(vault.root / "michael" / "note" / "hand.md", "by hand\n")
     assert vault.status()["uncommitted"] == ["michael/note/hand.md"]
+
+
+@pytest.mark.slow
+def test_a_checkout_of_a_thousand_files_lands_in_a_few_batches_and_no_commit(vault: Vault) -> None:
+    import threading
+
+    git(vault.root, "checkout", "-q", "-b", "many")
+    for i in range(1000):
+        write(vault.root / "michael" / "fact" / f"f{i}.md", f"fact number {i}\n")
+    git(vault.root, "add", "-A")
+    git(vault.root, "-c", "user.name=Hand", "-c", "user.email=hand@example.com", "commit", "-q", "-m", "many")
+    git(vault.root, "checkout", "-q", "main")
+    commits = git(vault.root, "rev-list", "--count", "--all")
+    threads = threading.active_count()
+    watcher = Watcher(vault, autocommit=True).start()
+    try:
+        assert watcher.wait_idle(10)
+        before = watcher.batches
+        git(vault.root, "checkout", "-q", "many")
+        assert wait_until(lambda: len(indexed(vault.root)) == 1000, 30)
+        assert watcher.wait_idle(10)
+        assert watcher.batches - before <= 5
+        assert git(vault.root, "rev-list", "--count", "--all") == commits  # checked-out files are not hand edits
+    finally:
+        watcher.stop()
+    assert wait_until(lambda: threading.active_count() <= threads, 3)  # no thread left behind
