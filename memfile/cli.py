@@ -464,8 +464,7 @@ def watch(state: State, autocommit: bool, debounce: float) -> None:
         signal.signal(number, lambda *_: done.set())
     click.echo(f"watching {vault.root / vault.mind} (pid {os.getpid()}); Ctrl-C stops", err=True)
     try:
-        while not done.wait(0.5):
-            pass
+        done.wait()  # signals interrupt the wait; no polling
     finally:
         watcher.stop()
         click.echo("stopped", err=True)

@@ -24,6 +24,7 @@ import pickle
 import shutil
 import sqlite3
 import struct
+import threading
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -253,13 +254,14 @@ class Index:
             LockTimeout: `wait` is true and another writer held the lock past the timeout.
         """
         report = SyncReport()
-        if not self._stale(disk, paths):
+        todo = self._stale(disk, paths)
+        if not todo:
             return report
         from whoosh.index import LockError
 
         try:
             ix = self._open()
-            writer = ix.writer(timeout=self.lock_timeout if wait else 0.0, **_bulk_options(len(disk) if paths is None else 1))
+            writer = ix.writer(timeout=self.lock_timeout if wait else 0.0, **_bulk_options(todo))
         except LockError:
             if wait:
                 raise LockTimeout(str(self.folder / f"{INDEX_NAME}_WRITELOCK"), self.lock_timeout) from None
@@ -306,11 +308,12 @@ class Index:
             ])
         return report
 
-    def _stale(self, disk: dict[str, Stat], paths: Iterable[str] | None) -> bool:
+    def _stale(self, disk: dict[str, Stat], paths: Iterable[str] | None) -> int:
+        """How many files to re-read or drop (all of them when there is no full-text index yet)."""
         if self._ix is None and not any(self.folder.glob(f"_{INDEX_NAME}_*.toc")):
-            return True  # no full-text index yet (a cheap look, so recall never loads Whoosh)
+            return max(len(disk), 1)  # a cheap look, so recall never loads Whoosh
         changed, removed = _diff(self.recorded(), disk, paths)
-        return bool(changed or removed)
+        return len(changed) + len(removed)
 
     def _read_pending(self, disk: dict[str, Stat], load: Callable[[str], tuple[Stat, Memory]],
                       paths: Iterable[str] | None, report: SyncReport) -> SyncReport:
@@ -367,8 +370,10 @@ def _diff(recorded: dict[str, Stat], disk: dict[str, Stat], paths: Iterable[str]
 
 
 def _bulk_options(count: int) -> dict[str, Any]:
-    """Writer options: a big batch uses both cores and more memory."""
-    return {"procs": 2, "multisegment": True, "limitmb": 256, "batchsize": 500} if count >= 2000 else {}
+    """Writer options: a big batch uses both cores, but never from a threaded process (forking it is unsafe)."""
+    if count < 2000 or threading.active_count() > 1:
+        return {}
+    return {"procs": 2, "multisegment": True, "limitmb": 256, "batchsize": 500}
 
 
 def _connect(path: Path) -> sqlite3.Connection:

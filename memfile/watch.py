@@ -97,7 +97,8 @@ class Watcher:
         if self._worker is not None:
             self._worker.join(timeout)
             self._worker = None
-        self._set_clean(False)
+        with self._guard:
+            self._set_clean(False)
         if self._lock_fd is not None:
             os.close(self._lock_fd)  # releases the flock
             self._lock_fd = None
@@ -128,8 +129,8 @@ class Watcher:
 
     def _record(self, event: Any) -> None:
         """watchdog's callback: note the paths and wake the worker, nothing more."""
-        self._set_clean(False)
         with self._guard:
+            self._set_clean(False)
             if event.is_directory:
                 self._full = True  # a folder moved in, out or away: diff everything
             else:
@@ -152,8 +153,8 @@ class Watcher:
         return relative.as_posix() if relative.parts[0] == self.mind else None
 
     def _need_full_diff(self) -> None:
-        self._set_clean(False)
         with self._guard:
+            self._set_clean(False)
             self._full = True
             self._idle.clear()
         self._wake.set()
@@ -165,10 +166,13 @@ class Watcher:
         try:
             while True:
                 self._wake.wait()
+                if self._pending():
+                    self._settle()
+                    self._apply(vault)
+                else:
+                    self._wake.clear()
                 if self._stopping.is_set() and not self._pending():
                     return
-                self._settle()
-                self._apply(vault)
         finally:
             vault.close()
 
@@ -191,8 +195,7 @@ class Watcher:
             self._paths, self._full = set(), False
             self._wake.clear()
         if not paths and not full:
-            self._set_clean(True)
-            self._idle.set()
+            self._finish_batch()
             return
         try:
             report = vault._sync(None if full else paths, wait=True)
@@ -210,14 +213,20 @@ class Watcher:
         self.batches += 1
         if self.on_batch is not None:
             self.on_batch(report, paths if not full else ["(all files)"])
+        self._finish_batch()
+
+    def _finish_batch(self) -> None:
         with self._guard:
-            idle = not self._paths and not self._full
-        if idle:
-            self._set_clean(True)
-            self._idle.set()
+            if not self._paths and not self._full:
+                self._set_clean(True)
+                self._idle.set()
 
     def _set_clean(self, clean: bool) -> None:
-        """The marker that lets commands skip their stat-only diff: present only while nothing is pending."""
+        """The marker that lets commands skip their stat-only diff: present only while nothing is pending.
+
+        Called with `_guard` held (or when no other thread runs), so that no event slips
+        between the check for pending paths and the marker.
+        """
         if clean == self._clean:
             return
         self._clean = clean

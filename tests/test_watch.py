@@ -221,3 +221,19 @@ def test_a_checkout_of_a_thousand_files_lands_in_a_few_batches_and_no_commit(vau
     finally:
         watcher.stop()
     assert wait_until(lambda: threading.active_count() <= threads, 3)  # no thread left behind
+
+
+def test_stop_with_a_pending_batch_applies_it_at_once_and_leaves_no_thread(vault: Vault) -> None:
+    import threading
+
+    threads = threading.active_count()
+    watcher = Watcher(vault, debounce=0.5).start()
+    assert watcher.wait_idle(5)
+    write(vault.root / "michael" / "fact" / "late.md", "written just before stop\n")
+    time.sleep(0.05)  # inside the debounce
+    started = time.monotonic()
+    watcher.stop()
+    assert time.monotonic() - started < 1.5
+    assert "michael/fact/late.md" in indexed(vault.root)
+    assert wait_until(lambda: threading.active_count() <= threads, 2)
+    assert not (vault.root / ".memfile" / "watch-michael.clean").exists()
