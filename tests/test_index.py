@@ -384,8 +384,13 @@ def test_garbage_catalog_is_rebuilt(notes: Vault) -> None:
     assert answers(notes.root) == before
 
 
+def segment_files(root: Path) -> list[Path]:
+    """The files of the full-text index's segments (postings, terms, columns), not its TOC or lock."""
+    return [p for p in index_dir(root).glob(f"{INDEX_NAME}_*") if not p.name.endswith("WRITELOCK")]
+
+
 def largest_segment(root: Path) -> Path:
-    return max(index_dir(root).glob(f"*{INDEX_NAME}_*.seg"), key=lambda p: p.stat().st_size)
+    return max(segment_files(root), key=lambda p: p.stat().st_size)
 
 
 def test_truncated_segment_is_rebuilt_by_next_search(notes: Vault) -> None:
@@ -396,7 +401,7 @@ def test_truncated_segment_is_rebuilt_by_next_search(notes: Vault) -> None:
 
 
 def test_emptied_segment_files_are_rebuilt_by_next_search(notes: Vault) -> None:
-    for segment in index_dir(notes.root).glob("*.seg"):
+    for segment in segment_files(notes.root):
         segment.write_bytes(b"")
     assert process_search_keys(notes.root, "postgres") == ["postgres_backup"]
 
