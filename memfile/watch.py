@@ -170,7 +170,9 @@ class Watcher:
                     self._settle()
                     self._apply(vault)
                 else:
-                    self._wake.clear()
+                    with self._guard:  # under the guard: an event recorded meanwhile keeps its wake-up
+                        if not self._paths and not self._full:
+                            self._wake.clear()
                 if self._stopping.is_set() and not self._pending():
                     return
         finally:
@@ -207,9 +209,11 @@ class Watcher:
                 self._full = self._full or full
             self._wake.set()
             return
-        except MemfileError as exc:
+        except Exception as exc:  # noqa: BLE001 - the watcher never dies on bad input; the next batch retries
             report = SyncReport()
-            vault.notices.append(f"watcher: {exc}")
+            message = str(exc) if isinstance(exc, MemfileError) else f"{type(exc).__name__}: {exc}"
+            vault.notices.append(f"watcher: {message}")
+            logging.getLogger("memfile.watch").warning("watcher: %s", message)
         self.batches += 1
         if self.on_batch is not None:
             self.on_batch(report, paths if not full else ["(all files)"])
