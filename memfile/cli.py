@@ -382,7 +382,8 @@ def tags(state: State, as_json: bool) -> None:
     counted = state.vault().tags()
     if as_json:
         _json([{"tag": tag, "count": count} for tag, count in counted])
-    for tag, count in [] if as_json else counted:
+        return
+    for tag, count in counted:
         click.echo(f"{count:>6}  {tag}")
 
 

@@ -52,23 +52,11 @@ def remove(path: Path) -> None:
     fsync_dir(path.parent)
 
 
-def walk_memory_files(mind_dir: Path) -> Iterator[Path]:
-    """Every `*.md` file under a mind folder, at any depth, in a stable order.
-
-    Dot-folders, editor temp files and symlinked folders are skipped (a
-    symlinked folder could lead outside the mind).
-    """
-    for folder, dirs, files in os.walk(mind_dir, followlinks=False):
-        dirs[:] = sorted(d for d in dirs if not is_ignored_name(d))
-        for name in sorted(files):
-            if is_memory_name(name):
-                yield Path(folder, name)
-
-
 def stat_walk(mind_dir: Path, root: Path) -> dict[str, tuple[int, int, int]]:
     """Vault-relative path -> (size, mtime_ns, inode) of every memory file under a mind folder.
 
-    The same files as `walk_memory_files`, from `os.scandir` (no second stat call per file).
+    Dot-folders, editor temp files and symlinked folders are skipped (a symlinked
+    folder could lead outside the mind); `os.scandir` gives the stat without a second call.
     """
     found: dict[str, tuple[int, int, int]] = {}
     prefix = len(str(root)) + 1
@@ -86,7 +74,7 @@ def stat_walk(mind_dir: Path, root: Path) -> dict[str, tuple[int, int, int]]:
             if entry.is_dir(follow_symlinks=False):
                 if not is_ignored_name(name):
                     pending.append(entry.path)
-            elif name.endswith(".md"):  # editor temp names end otherwise or start with a dot
+            elif is_memory_name(name):
                 try:
                     stat = entry.stat()
                 except OSError:

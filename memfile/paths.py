@@ -36,7 +36,8 @@ def is_ignored_name(name: str) -> bool:
 
 
 def is_memory_name(name: str) -> bool:
-    return name.endswith(".md") and not is_ignored_name(name)
+    """A memory file's name: `*.md`, not hidden (editor temp names end otherwise or start with a dot)."""
+    return name.endswith(".md") and not name.startswith(".")
 
 
 def memory_relpath(mind: str, category: Category, key: str) -> PurePosixPath:
@@ -68,15 +69,6 @@ def safe_path(root: Path, relpath: PurePosixPath | str, mind: str) -> Path:
             "path", str(relpath), f"a path inside the mind folder {mind}/ (a symlink leads outside)"
         )
     return full
-
-
-def relpath_of(root: Path, path: Path) -> str:
-    """The vault-relative POSIX path of a file under `root`."""
-    return PurePosixPath(*path.relative_to(root).parts).as_posix()
-
-
-def mind_of(relpath: str) -> str:
-    return PurePosixPath(relpath).parts[0]
 
 
 def mind_dirs(root: Path) -> list[str]:

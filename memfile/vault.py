@@ -18,7 +18,7 @@ from typing import Any
 from . import fileformat
 from .config import STATE_DIR, Config, caller_source, find_vault, load_config, select_mind
 from .errors import FileParseError, InvalidInput
-from .files import lock_holder, stat_walk, walk_memory_files
+from .files import lock_holder, stat_walk
 from .gitstore import GitStore
 from .index import CORRUPTION, Index, SearchOptions, Stat, SyncReport
 from .model import (
@@ -37,7 +37,7 @@ from .model import (
     resolve_ref,
     utc_now,
 )
-from .paths import is_inside, relpath_of
+from .paths import is_inside
 from .recall import RecallReport, recall
 from .writes import UNSET, Writes
 
@@ -194,9 +194,9 @@ class Vault(Writes):
         """Every memory, parsed from the files (when the index cannot be used)."""
         self.issues = []
         found = []
-        for path in walk_memory_files(self.mind_dir):
+        for relpath in sorted(stat_walk(self.mind_dir, self.root)):
             try:
-                found.append(self._read(path, relpath_of(self.root, path)))
+                found.append(self._load(relpath)[1])
             except FileParseError as exc:
                 self.issues.append(ParseIssue(exc.path, exc.line, exc.reason))
         return found
@@ -210,10 +210,6 @@ class Vault(Writes):
             return path.read_bytes()
         except OSError as exc:
             raise FileParseError(relpath, None, f"cannot be read: {exc.strerror}") from None
-
-    def _read(self, path: Path, relpath: str) -> Memory:
-        mtime = datetime.fromtimestamp(int(path.stat().st_mtime), timezone.utc)
-        return fileformat.parse(self._read_bytes(path, relpath), relpath, mtime)
 
     def _find(self, ref: str) -> Memory:
         return resolve_ref(ref, self.memories(), self.mind)
@@ -399,7 +395,6 @@ class Vault(Writes):
         now = utc_now()
         folder = self.root / STATE_DIR / "index" / self.mind
         size = sum(f.stat().st_size for f in folder.iterdir() if f.is_file()) if folder.is_dir() else 0
-        last = self._index.last_update() if self._index is not None else None
         return {
             "mind": self.mind,
             "name": self.name,
@@ -412,8 +407,12 @@ class Vault(Writes):
             "expired": sum(1 for m in memories if m.is_expired(now)),
             "unreadable_files": len(self.issues),
             "index_bytes": size,
-            "last_index_update": datetime.fromtimestamp(last, timezone.utc).isoformat() if last else None,
+            "last_index_update": self._last_index_update(),
         }
+
+    def _last_index_update(self) -> str | None:
+        last = self._index.last_update() if self._index is not None else None
+        return datetime.fromtimestamp(last, timezone.utc).isoformat() if last else None
 
     def status(self) -> dict[str, Any]:
         """How the mind's files, index, watcher and git repository stand, without changing anything.
@@ -426,13 +425,12 @@ class Vault(Writes):
         disk = stat_walk(self.mind_dir, self.root)
         recorded = self._index.recorded() if self._index is not None else {}
         stale = sorted(p for p in disk.keys() | recorded.keys() if disk.get(p) != recorded.get(p))
-        last = self._index.last_update() if self._index is not None else None
         return {
             "mind": self.mind,
             "on_disk": len(disk),
             "indexed": len(recorded),
             "stale": stale,
-            "last_index_update": datetime.fromtimestamp(last, timezone.utc).isoformat() if last else None,
+            "last_index_update": self._last_index_update(),
             "watcher_pid": lock_holder(self.root / STATE_DIR / f"watch-{self.mind}.lock"),
             "uncommitted": [p for p in self._git.changed_paths(self.mind) if p.endswith(".md")] if self._git.exists() else [],
             "git": self._git.remote_status(),

@@ -24,6 +24,7 @@ from typing import Any
 from .config import STATE_DIR
 from .errors import Conflict, LockTimeout, MemfileError
 from .index import SyncReport
+from .paths import is_memory_name
 from .vault import Vault
 
 DEFAULT_DEBOUNCE = 0.3
@@ -143,8 +144,7 @@ class Watcher:
 
     def _relpath(self, path: str | bytes) -> str | None:
         name = os.fsdecode(path)
-        base = os.path.basename(name)
-        if not base.endswith(".md") or base.startswith("."):
+        if not is_memory_name(os.path.basename(name)):
             return None
         try:
             relative = Path(name).relative_to(self.root)

@@ -57,7 +57,7 @@ class Writes:
 
     def memories(self) -> list[Memory]: ...  # provided by Vault
     def _find(self, ref: str) -> Memory: ...  # provided by Vault
-    def _read(self, path: Path, relpath: str) -> Memory: ...  # provided by Vault
+    def _load(self, relpath: str) -> tuple[Any, Memory]: ...  # provided by Vault
     def _sync(self, paths: list[str] | None, wait: bool) -> SyncReport: ...  # provided by Vault
 
     @classmethod
@@ -373,7 +373,7 @@ class Writes:
             path = safe_path(self.root, before.path, self.mind)
             if not path.exists():
                 raise NotFound(f"{before.path} no longer exists after the edit")
-            after = self._read(path, before.path)
+            after = self._load(before.path)[1]
             for name, old_value, new_value in (
                 ("category", before.category, after.category), ("key", before.key, after.key),
                 ("id", before.id, after.id if not before.id_derived else before.id),
