@@ -4,8 +4,9 @@ Two stores under `.memfile/index/`, both versioned by `SCHEMA_VERSION` in
 their names and both rebuilt from the files whenever missing, corrupt or
 older:
 
-- a Whoosh full-text index (BM25F over content, key and tags; the analyzer
-  is in analysis.py) holding each memory as stored fields for search hits;
+- a Whoosh full-text index (BM25F over content, key and tags, weighted by
+  repetition in one field; the analyzer is in analysis.py) holding each
+  memory as one stored blob for search hits;
 - a catalog (SQLite, standard library): for every file, the stat it had when
   it was read (size, mtime_ns, inode), the parsed memory, or the reason it
   could not be parsed. Bringing the index in line with the files is a
@@ -18,6 +19,7 @@ index writers; searches never take it.
 
 from __future__ import annotations
 
+import gc
 import json
 import marshal
 import pickle
@@ -26,7 +28,8 @@ import sqlite3
 import struct
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -36,9 +39,11 @@ from .errors import FileParseError, InvalidInput, LockTimeout
 from .model import Memory, ParseIssue, SearchHit, memory_from_row, memory_to_row
 from .text import normalize
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 INDEX_NAME = f"memories_v{SCHEMA_VERSION}"
 CATALOG_NAME = f"catalog_v{SCHEMA_VERSION}.sqlite"
+#: From this many files to (re)read, a sync is a bulk load: both cores, no garbage collection pauses.
+BULK = 2000
 NEVER = 253402300799.0  # 9999-12-31T23:59:59Z: the expiry of memories that never expire
 
 Stat = tuple[int, int, int]  # size, mtime_ns, inode
@@ -66,14 +71,22 @@ def Marks() -> Any:  # noqa: N802 - a class from analysis, built lazily
     return WhooshMarks()
 
 
-def _document(memory: Memory) -> dict[str, Any]:
-    content = normalize(memory.content)
+#: How many times the key's and the tags' words are repeated after the content (their BM25F weights).
+KEY_WEIGHT = 2
+TAG_WEIGHT = 2
+
+
+def _document(memory: Memory, row: bytes) -> dict[str, Any]:
+    """The Whoosh document of a memory (`row`: its marshalled catalog row); `text` starts with the content."""
+    key = " ".join([memory.key.replace("_", " ")] * KEY_WEIGHT)
+    tags = " ".join([" ".join(memory.tags)] * TAG_WEIGHT)
     return {
-        "path": memory.path, "mind": memory.mind, "category": str(memory.category), "priority": str(memory.priority),
-        "source": str(memory.source), "verified": str(memory.verified).lower(), "key": memory.key,
-        "tagtext": " ".join(memory.tags), "tags": ",".join(t.replace(",", " ") for t in memory.tags),
-        "content": content, "expires": memory.expires_at.timestamp() if memory.expires_at else NEVER,
-        "updated": memory.updated_at.timestamp(), "doc": marshal.dumps(memory_to_row(memory)),
+        "path": memory.path, "category": str(memory.category), "priority": str(memory.priority),
+        "source": str(memory.source), "verified": str(memory.verified).lower(),
+        "tags": ",".join(t.replace(",", " ") for t in memory.tags),
+        "text": f"{normalize(memory.content)}\n{key}\n{tags}",
+        "expires": memory.expires_at.timestamp() if memory.expires_at else NEVER,
+        "doc": row,
     }
 
 
@@ -220,10 +233,11 @@ class Index:
         return [memory_from_row(marshal.loads(row[0])) for row in rows]
 
     def issues(self) -> list[ParseIssue]:
+        # Through the partial index of issues: ORDER BY path in SQL would walk every row (and its memory).
         rows = self._catalog().execute(
-            "SELECT path, issue_line, issue_reason FROM files WHERE issue_reason IS NOT NULL ORDER BY path"
+            "SELECT path, issue_line, issue_reason FROM files INDEXED BY files_issues WHERE issue_reason IS NOT NULL"
         )
-        return [ParseIssue(path, line, reason) for path, line, reason in rows]
+        return sorted((ParseIssue(path, line, reason) for path, line, reason in rows), key=lambda i: i.path)
 
     def last_update(self) -> float | None:
         value = self._meta("last_update")
@@ -266,33 +280,36 @@ class Index:
             if wait:
                 raise LockTimeout(str(self.folder / f"{INDEX_NAME}_WRITELOCK"), self.lock_timeout) from None
             return self._read_pending(disk, load, paths, report)
-        try:
-            recorded = self.recorded()  # again, under the lock
-            changed, removed = _diff(recorded, disk, paths)
-            rows: list[tuple[Any, ...]] = []
-            for done, path in enumerate(changed, 1):
-                try:
-                    stat, memory = load(path)
-                    writer.update_document(**_document(memory))
-                    recorded[path] = stat
-                    rows.append((path, None, None, marshal.dumps(memory_to_row(memory))))
-                except FileParseError as exc:
+        with _collector_paused(todo >= BULK):
+            try:
+                recorded = self.recorded()  # again, under the lock
+                changed, removed = _diff(recorded, disk, paths)
+                rows: list[tuple[Any, ...]] = []
+                add = writer.add_document if ix.is_empty() else writer.update_document  # nothing to replace
+                for done, path in enumerate(changed, 1):
+                    try:
+                        stat, memory = load(path)
+                        row = marshal.dumps(memory_to_row(memory))
+                        add(**_document(memory, row))
+                        recorded[path] = stat
+                        rows.append((path, None, None, row))
+                    except FileParseError as exc:
+                        writer.delete_by_term("path", path)
+                        recorded[path] = disk[path]
+                        report.skipped.append(ParseIssue(path, exc.line, exc.reason))
+                        rows.append((path, exc.line, exc.reason, None))
+                    if progress:
+                        progress(done, len(changed))
+                for path in removed:
                     writer.delete_by_term("path", path)
-                    recorded[path] = disk[path]
-                    report.skipped.append(ParseIssue(path, exc.line, exc.reason))
-                    rows.append((path, exc.line, exc.reason, None))
-                if progress:
-                    progress(done, len(changed))
-            for path in removed:
-                writer.delete_by_term("path", path)
-                recorded.pop(path, None)
-            writer.commit()
-            if self._searcher is not None:  # it reads the generation before this commit
-                self._searcher.close()
-                self._searcher = None
-        except BaseException:
-            writer.cancel()
-            raise
+                    recorded.pop(path, None)
+                writer.commit()
+                if self._searcher is not None:  # it reads the generation before this commit
+                    self._searcher.close()
+                    self._searcher = None
+            except BaseException:
+                writer.cancel()
+                raise
         before = self.recorded()
         read = [row[0] for row in rows if row[-1] is not None]
         report.added = sum(1 for path in read if path not in before)
@@ -369,12 +386,26 @@ def _diff(recorded: dict[str, Stat], disk: dict[str, Stat], paths: Iterable[str]
     return changed, removed
 
 
+@contextmanager
+def _collector_paused(paused: bool) -> Iterator[None]:
+    """No cyclic garbage collection while a big batch is indexed: its many live objects make every
+    collection walk them all again (about a tenth of a cold reindex). Collected right after."""
+    if not paused or not gc.isenabled():
+        yield
+        return
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.enable()
+
+
 def _bulk_options(count: int) -> dict[str, Any]:
     """Writer options. Segments stay separate files, not one compound file: opening a compound
     segment copies it out of its mmap (whoosh3's BufferFile), ~0.4 s per search at 100,000
     memories. A big batch uses both cores, but never from a threaded process (forking it is unsafe).
     """
-    if count < 2000 or threading.active_count() > 1:
+    if count < BULK or threading.active_count() > 1:
         return {"compound": False}
     return {"compound": False, "procs": 2, "multisegment": True, "limitmb": 256, "batchsize": 500}
 
@@ -395,9 +426,6 @@ def _connect(path: Path) -> sqlite3.Connection:
     return db
 
 
-_FIELD_BOOSTS = {"content": 1.0, "key": 2.0, "tagtext": 1.5}
-
-
 def parse_query(text: str, schema: Any) -> Any:
     """The Whoosh query for what a person typed.
 
@@ -413,8 +441,7 @@ def parse_query(text: str, schema: Any) -> Any:
     cleaned = text.replace("?", " ").strip()
     if not cleaned:
         raise InvalidInput("query", text, "words to search for")
-    parser = qparser.MultifieldParser(list(_FIELD_BOOSTS), schema, fieldboosts=_FIELD_BOOSTS,
-                                      group=qparser.OrGroup.factory(0.9))
+    parser = qparser.QueryParser("text", schema, group=qparser.OrGroup.factory(0.9))
     parser.add_plugin(qparser.FieldAliasPlugin({"tags": ["tag"]}))
     syntax = 'words, "phrases", AND/OR/NOT, prefix*, tag:NAME, category:NAME'
     try:
@@ -474,21 +501,25 @@ def _filter(options: SearchOptions) -> Any:
 
 
 def _live(searcher: Any, parsed: Any, allow: Any, mask: Any, options: SearchOptions, now: datetime) -> list[SearchHit]:
-    """The best hits that have not expired (unless asked): expired ones are few, so they are dropped after."""
+    """The best hits that have not expired (unless asked): expired ones are few, so they are dropped after.
+
+    Only the hits returned are highlighted (a snippet reads the stored content and tokenizes it again).
+    """
     from whoosh import query
 
     if options.include_expired:
-        return _hits(searcher.search(parsed, filter=allow, mask=mask, limit=options.limit, terms=True))
-    results = searcher.search(parsed, filter=allow, mask=mask, limit=options.limit + 20, terms=True)
-    hits = [hit for hit in _hits(results) if hit.memory.expires_at is None or hit.memory.expires_at > now]
+        return _hits(searcher.search(parsed, filter=allow, mask=mask, limit=options.limit), options.limit, None)
+    results = searcher.search(parsed, filter=allow, mask=mask, limit=options.limit + 20)
+    hits = _hits(results, options.limit, now)
     if len(hits) >= options.limit or results.scored_length() < options.limit + 20:
         return hits
     unexpired = query.NumericRange("expires", now.timestamp(), None, startexcl=True)
     both = unexpired if allow is None else query.And([allow, unexpired])
-    return _hits(searcher.search(parsed, filter=both, mask=mask, limit=options.limit, terms=True))
+    return _hits(searcher.search(parsed, filter=both, mask=mask, limit=options.limit), options.limit, None)
 
 
-def _hits(results: Any) -> list[SearchHit]:
+def _hits(results: Any, limit: int, now: datetime | None) -> list[SearchHit]:
+    """Up to `limit` hits with snippets, leaving out those expired before `now` (when given)."""
     from whoosh import highlight
 
     results.fragmenter = highlight.ContextFragmenter(maxchars=160, surround=40)
@@ -496,8 +527,12 @@ def _hits(results: Any) -> list[SearchHit]:
     hits = []
     for hit in results:
         memory = memory_from_row(marshal.loads(hit["doc"]))
-        snippet = hit.highlights("content", top=2) or _lead(memory.content)
+        if now is not None and memory.expires_at is not None and memory.expires_at <= now:
+            continue
+        snippet = hit.highlights("text", text=normalize(memory.content), top=2) or _lead(memory.content)
         hits.append(SearchHit(memory, float(hit.score or 0.0), " ".join(snippet.split()), 0))
+        if len(hits) == limit:
+            break
     return hits
 
 
@@ -514,7 +549,7 @@ def _search_memories(memories: list[Memory], parsed: Any, allow: Any, options: S
     ix = RamStorage().create_index(schema())
     writer = ix.writer()
     for memory in memories:
-        writer.add_document(**_document(memory))
+        writer.add_document(**_document(memory, marshal.dumps(memory_to_row(memory))))
     writer.commit()
     with ix.searcher() as searcher:
         return _live(searcher, parsed, allow, None, options, now)
