@@ -42,6 +42,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from common import compile_memfile
+
 ROOT = Path(__file__).resolve().parent.parent
 MAKE_VAULT = ROOT.parent / "shared" / "bench" / "make_vault.py"
 MIND = "bench"
@@ -387,6 +389,7 @@ def main() -> int:
     args = parser.parse_args()
     if importlib.util.find_spec("memfile") is None:
         raise SystemExit(f"memfile is not importable by {sys.executable}; run with the project's venv")
+    compile_memfile()
     rg = find_rg()
     rg_version = subprocess.run([rg, "--version"], capture_output=True, text=True).stdout.split("\n")[0]
     env = dict(os.environ, GIT_CONFIG_GLOBAL=os.devnull, GIT_CONFIG_NOSYSTEM="1")

@@ -13,7 +13,7 @@ from .errors import (
     NotFound,
     Refused,
 )
-from .model import Category, Memory, ParseIssue, Priority, Source, StoreResult
+from .model import Category, Memory, ParseIssue, Priority, Source, Status, StoreResult
 from .recall import RecallItem, RecallReport, estimate_tokens
 from .vault import Vault
 from .watch import Watcher
@@ -39,6 +39,7 @@ __all__ = [
     "RecallReport",
     "Refused",
     "Source",
+    "Status",
     "StoreResult",
     "Vault",
     "Watcher",

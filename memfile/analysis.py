@@ -86,7 +86,7 @@ def schema() -> Schema:
     analyzer = MemfileAnalyzer()
     return Schema(
         path=ID(stored=True, unique=True),
-        category=ID, priority=ID, source=ID, verified=ID,
+        category=ID, priority=ID, source=ID, verified=ID, status=ID,
         tags=KEYWORD(commas=True, lowercase=True, scorable=True),
         text=TEXT(analyzer=analyzer, phrase=True, multitoken_query="phrase"),
         expires=NUMERIC(float),

@@ -140,17 +140,22 @@ def _read_content(content: str | None) -> str:
 @click.option("--confidence", help="0.0 to 1.0 (default 1.0 for user, 0.7 for agent).")
 @click.option("--expires", help="When it leaves recall: 30m, 12h, 7d, 2w, an ISO-8601 date, or never.")
 @click.option("--source", help="user (default) or agent; MEMFILE_SOURCE=agent for agents.")
+@click.option("--supersedes", metavar="REF", help="An older memory this one replaces: marked superseded in the same commit.")
 @json_option
 @click.pass_obj
 def store(state: State, category: str, key: str, content: str | None, priority: str | None, tags: tuple[str, ...],
-          confidence: str | None, expires: str | None, source: str | None, as_json: bool) -> None:
+          confidence: str | None, expires: str | None, source: str | None, supersedes: str | None, as_json: bool) -> None:
     """Store a memory, or update the one with the same CATEGORY and KEY.
 
     CONTENT comes from the argument, or from stdin when omitted or "-".
+    With --supersedes the old memory stays on disk, marked `status: superseded`,
+    and leaves recall and search (bring it back with `memfile reactivate`).
 
     Example: memfile store project synapse_status "v1.5.0 deployed" --priority high --tag synapse
+
+    Example: memfile store identity user_city "Lives in Hamburg" --supersedes identity/user_location
     """
-    options: dict[str, Any] = {"priority": priority, "confidence": confidence, "source": source}
+    options: dict[str, Any] = {"priority": priority, "confidence": confidence, "source": source, "supersedes": supersedes}
     if tags:
         options["tags"] = list(tags)
     if expires is not None:
@@ -161,9 +166,14 @@ def store(state: State, category: str, key: str, content: str | None, priority: 
 
 def _print_store(result: StoreResult, as_json: bool, verb: str) -> None:
     if as_json:
-        _json(result.memory.to_dict() | {"created": result.created, "changed": result.changed, "commit": result.commit})
-    else:
-        click.echo(f"{verb} {result.memory.id} {result.memory.path}")
+        _json(result.memory.to_dict() | {
+            "created": result.created, "changed": result.changed, "commit": result.commit,
+            "superseded": result.superseded.to_dict() if result.superseded else None,
+        })
+        return
+    click.echo(f"{verb} {result.memory.id} {result.memory.path}")
+    if result.superseded is not None:
+        click.echo(f"superseded {result.superseded.id} {result.superseded.path}")
 
 
 def _show_text(memory: Memory) -> str:
@@ -179,6 +189,7 @@ def _show_text(memory: Memory) -> str:
         f"expires_at: {format_datetime(memory.expires_at) if memory.expires_at else 'never'}",
         f"created_at: {format_datetime(memory.created_at)}",
         f"updated_at: {format_datetime(memory.updated_at)}",
+        *([f"status: {memory.status}", f"superseded_by: {memory.superseded_by or ''}"] if memory.status else []),
         f"path: {memory.path}",
     ]
     lines += [f"{name}: {value}" for name, value in memory.extra]
@@ -220,16 +231,19 @@ def _print_memories(memories: list[Memory], as_json: bool, empty: str) -> None:
 @click.option("--source", help="Only user or only agent memories.")
 @click.option("--unverified", is_flag=True, help="Only unverified memories.")
 @click.option("--include-expired", is_flag=True, help="Also expired memories.")
+@click.option("--status", default="active", show_default=True, help="active, superseded or all.")
 @json_option
 @click.pass_obj
 def list_(state: State, category: str | None, tags: tuple[str, ...], priority: str | None, source: str | None,
-          unverified: bool, include_expired: bool, as_json: bool) -> None:
+          unverified: bool, include_expired: bool, status: str, as_json: bool) -> None:
     """List the mind's memories, filtered.
 
     Example: memfile list --category project --tag synapse --unverified
+
+    Example: memfile list --status superseded
     """
     memories = state.vault().list(category=category, tags=list(tags), priority=priority, source=source,
-                                  unverified=unverified, include_expired=include_expired)
+                                  unverified=unverified, include_expired=include_expired, status=status)
     _print_memories(memories, as_json, "no memories match")
 
 
@@ -257,6 +271,19 @@ def verify(state: State, ref: str, as_json: bool) -> None:
     """
     result = state.vault().verify(ref)
     _print_store(result, as_json, "verified" if result.changed else "already verified")
+
+
+@main.command()
+@click.argument("ref")
+@json_option
+@click.pass_obj
+def reactivate(state: State, ref: str, as_json: bool) -> None:
+    """Bring a superseded memory back into recall and search (status: active).
+
+    Example: memfile reactivate identity/user_location
+    """
+    result = state.vault().reactivate(ref)
+    _print_store(result, as_json, "reactivated" if result.changed else "not superseded, unchanged")
 
 
 @main.command()
@@ -304,16 +331,28 @@ def edit(state: State, ref: str, as_json: bool) -> None:
 
 
 @main.command()
-@click.option("--budget", type=int, help="Most tokens the output may take (estimate: characters / 4).")
+@click.option("--query", "-q", help="What the agent is working on: pinned memories, then the best matches.")
+@click.option("--budget", type=int, help="Most tokens the output may take (estimate: characters / 4); 0 = no limit.")
+@click.option("--limit", type=int, default=10, show_default=True, help="With --query: most matches besides the pinned.")
+@click.option("--include-superseded", is_flag=True, help="Also memories marked superseded.")
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
 @click.pass_obj
-def recall(state: State, budget: int | None, fmt: str) -> None:
+def recall(state: State, query: str | None, budget: int | None, limit: int, include_superseded: bool, fmt: str) -> None:
     """Print the prioritized summary an agent puts in its context window.
 
+    Without --query: every memory, critical first, then newest first. With
+    --query: critical memories and high identity/preference ones (pinned),
+    then the best matches ranked by relevance, priority, recency (half-life
+    decay), confidence and verified; --format json shows each score's parts.
+
     Example: memfile --vault sample_vault recall --budget 500
+
+    Example: memfile recall --query "deploy synapse to vps1" --budget 800
     """
-    vault = state.vault()
-    report = vault.recall_report() if budget is None else vault.recall_report(budget)
+    options: dict[str, Any] = {"query": query, "limit": limit, "include_superseded": include_superseded}
+    if budget is not None:
+        options["budget"] = budget
+    report = state.vault().recall_report(**options)
     _json(report.to_dict()) if fmt == "json" else click.echo(report.text, nl=False)
 
 
@@ -325,11 +364,13 @@ def recall(state: State, budget: int | None, fmt: str) -> None:
 @click.option("--source", help="Only user or only agent memories.")
 @click.option("--unverified", is_flag=True, help="Only unverified memories.")
 @click.option("--include-expired", is_flag=True, help="Also expired memories.")
+@click.option("--include-superseded", is_flag=True, help="Also memories marked superseded.")
 @click.option("--limit", type=int, default=10, show_default=True, help="Most hits to show.")
 @json_option
 @click.pass_obj
 def search(state: State, query: tuple[str, ...], tags: tuple[str, ...], category: str | None, priority: str | None,
-           source: str | None, unverified: bool, include_expired: bool, limit: int, as_json: bool) -> None:
+           source: str | None, unverified: bool, include_expired: bool, include_superseded: bool, limit: int,
+           as_json: bool) -> None:
     """Search the mind's memories, best match first.
 
     Words are matched loosely (any of them; accents, case and word endings
@@ -339,7 +380,8 @@ def search(state: State, query: tuple[str, ...], tags: tuple[str, ...], category
     Example: memfile search what did we deploy on vps1?
     """
     hits = state.vault().search(" ".join(query), tags=list(tags), category=category, priority=priority, source=source,
-                                unverified=unverified, include_expired=include_expired, limit=limit)
+                                unverified=unverified, include_expired=include_expired,
+                                include_superseded=include_superseded, limit=limit)
     if as_json:
         _json([hit.to_dict() for hit in hits])
         return
@@ -401,7 +443,7 @@ def stats(state: State, as_json: bool) -> None:
         return
     click.echo(f"Mind: {data['name']} ({data['mind']})")
     click.echo(f"Memories: {data['total']} ({data['verified']} verified, {data['unverified']} unverified, "
-               f"{data['expired']} expired, {data['unreadable_files']} unreadable files)")
+               f"{data['expired']} expired, {data['superseded']} superseded, {data['unreadable_files']} unreadable files)")
     for group in ("by_category", "by_priority", "by_source"):
         click.echo(f"{group.replace('_', ' ').capitalize()}: " + ", ".join(f"{k} {v}" for k, v in data[group].items()))
     click.echo(f"Index: {data['index_bytes'] / 1024:.0f} KiB, last updated {data['last_index_update'] or 'never'}")

@@ -27,9 +27,11 @@ from .model import (
     parse_bool,
     parse_category,
     parse_confidence,
+    parse_memory_id,
     parse_optional_datetime,
     parse_priority,
     parse_source,
+    parse_status,
     parse_tags,
     validate_key,
 )
@@ -182,6 +184,8 @@ def _memory(meta: dict[str, Any], content: str, relpath: str, mtime: datetime, h
         verified=parse_bool(meta["verified"], "verified") if meta.get("verified") is not None else source is Source.USER,
         confidence=parse_confidence(meta["confidence"]) if meta.get("confidence") is not None else DEFAULT_CONFIDENCE[source],
         expires_at=parse_optional_datetime(meta.get("expires_at"), "expires_at"),
+        status=parse_status(meta["status"]) if meta.get("status") is not None else None,
+        superseded_by=parse_memory_id(meta["superseded_by"], "superseded_by") if meta.get("superseded_by") else None,
         extra=extra,
         has_front_matter=has_front_matter,
     )
@@ -243,6 +247,8 @@ def front_matter_fields(memory: Memory) -> dict[str, Any]:
         "created_at": memory.created_at,
         "updated_at": memory.updated_at,
     }
+    if memory.status is not None:  # written once a memory has been superseded (and kept when restored)
+        fields |= {"status": str(memory.status), "superseded_by": memory.superseded_by}
     fields.update(memory.extra)
     return fields
 

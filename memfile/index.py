@@ -39,7 +39,7 @@ from .errors import FileParseError, InvalidInput, LockTimeout
 from .model import Memory, ParseIssue, SearchHit, memory_from_row, memory_to_row
 from .text import normalize
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 INDEX_NAME = f"memories_v{SCHEMA_VERSION}"
 CATALOG_NAME = f"catalog_v{SCHEMA_VERSION}.sqlite"
 #: From this many files to (re)read, a sync is a bulk load: both cores, no garbage collection pauses.
@@ -83,6 +83,7 @@ def _document(memory: Memory, row: bytes) -> dict[str, Any]:
     return {
         "path": memory.path, "category": str(memory.category), "priority": str(memory.priority),
         "source": str(memory.source), "verified": str(memory.verified).lower(),
+        "status": "superseded" if memory.superseded else "active",
         "tags": ",".join(t.replace(",", " ") for t in memory.tags),
         "text": f"{normalize(memory.content)}\n{key}\n{tags}",
         "expires": memory.expires_at.timestamp() if memory.expires_at else NEVER,
@@ -115,6 +116,7 @@ class SearchOptions:
     source: str | None = None
     unverified: bool = False
     include_expired: bool = False
+    include_superseded: bool = False
     limit: int = 10
 
 
@@ -353,24 +355,38 @@ class Index:
         Raises:
             InvalidInput: the query cannot be parsed.
         """
+        return self._search(text, options, now, pending, count=False)[0]
+
+    def search_counted(self, text: str, options: SearchOptions, now: datetime,
+                       pending: dict[str, Memory | None] | None = None) -> tuple[list[SearchHit], int]:
+        """`search`, and how many memories match in all (not only the `limit` best)."""
+        return self._search(text, options, now, pending, count=True)
+
+    def _search(self, text: str, options: SearchOptions, now: datetime,
+                pending: dict[str, Memory | None] | None, count: bool) -> tuple[list[SearchHit], int]:
         from whoosh import query
 
         ix = self._open()
         parsed = parse_query(text, ix.schema)
         allow = _filter(options)
         pending = pending or {}
-        stale = query.Or([query.Term("path", p) for p in pending]) if pending else None
+        hidden = [query.Term("path", p) for p in pending]
+        if not options.include_superseded:
+            hidden.append(query.Term("status", "superseded"))
+        mask = query.Or(hidden) if hidden else None
         if self._searcher is not None and not self._searcher.up_to_date():
             self._searcher.close()
             self._searcher = None
         if self._searcher is None:
-            self._searcher = ix.searcher()
-        hits = _live(self._searcher, parsed, allow, stale, options, now)
-        fresh = [m for m in pending.values() if m is not None]
+            self._searcher = ix.searcher(weighting=_weighting())
+        hits, matched = _live(self._searcher, parsed, allow, mask, options, now, count)
+        fresh = [m for m in pending.values() if m is not None and (options.include_superseded or not m.superseded)]
         if fresh:
-            hits += _search_memories(fresh, parsed, allow, options, now)
+            more, more_matched = _search_memories(fresh, parsed, allow, options, now, count)
+            hits += more
+            matched += more_matched
         hits.sort(key=lambda h: -h.score)
-        return [SearchHit(h.memory, h.score, h.snippet, rank) for rank, h in enumerate(hits[: options.limit], 1)]
+        return [SearchHit(h.memory, h.score, h.snippet, rank) for rank, h in enumerate(hits[: options.limit], 1)], matched
 
 
 def _diff(recorded: dict[str, Stat], disk: dict[str, Stat], paths: Iterable[str] | None) -> tuple[list[str], list[str]]:
@@ -487,6 +503,18 @@ def _prefix_or_stem(node: Any) -> Any:
     return node
 
 
+#: BM25 parameters. Memories are short notes, so a long one is rarely long for nothing: less length
+#: normalisation than the textbook b = 0.75 (tuned on LoCoMo conversations 0-4 only: b 0.75 -> 0.3
+#: moved recall@10 from 0.633 to 0.645 and MRR from 0.486 to 0.504; k1 0.8-1.6 changed little).
+BM25_B, BM25_K1 = 0.3, 1.2
+
+
+def _weighting() -> Any:
+    from whoosh import scoring
+
+    return scoring.BM25F(B=BM25_B, K1=BM25_K1)
+
+
 def _filter(options: SearchOptions) -> Any:
     """The filters asked for, or None: a filter costs a pass over the index, so none by default."""
     from whoosh import query
@@ -500,22 +528,27 @@ def _filter(options: SearchOptions) -> Any:
     return query.And(terms) if terms else None
 
 
-def _live(searcher: Any, parsed: Any, allow: Any, mask: Any, options: SearchOptions, now: datetime) -> list[SearchHit]:
-    """The best hits that have not expired (unless asked): expired ones are few, so they are dropped after.
+def _live(searcher: Any, parsed: Any, allow: Any, mask: Any, options: SearchOptions, now: datetime,
+          count: bool = False) -> tuple[list[SearchHit], int]:
+    """The best hits that have not expired (unless asked), and with `count` how many match in all.
 
-    Only the hits returned are highlighted (a snippet reads the stored content and tokenizes it again).
+    Expired memories are few, so without `count` they are dropped after the
+    search instead of filtered (a filter costs a pass over the index). Only the
+    hits returned are highlighted (a snippet tokenizes the content again).
     """
     from whoosh import query
 
-    if options.include_expired:
-        return _hits(searcher.search(parsed, filter=allow, mask=mask, limit=options.limit), options.limit, None)
+    unexpired = query.NumericRange("expires", now.timestamp(), None, startexcl=True)
+    both = unexpired if allow is None else query.And([allow, unexpired])
+    if options.include_expired or count:
+        results = searcher.search(parsed, filter=allow if options.include_expired else both, mask=mask,
+                                  limit=options.limit)
+        return _hits(results, options.limit, None), len(results) if count else 0
     results = searcher.search(parsed, filter=allow, mask=mask, limit=options.limit + 20)
     hits = _hits(results, options.limit, now)
     if len(hits) >= options.limit or results.scored_length() < options.limit + 20:
-        return hits
-    unexpired = query.NumericRange("expires", now.timestamp(), None, startexcl=True)
-    both = unexpired if allow is None else query.And([allow, unexpired])
-    return _hits(searcher.search(parsed, filter=both, mask=mask, limit=options.limit), options.limit, None)
+        return hits, 0
+    return _hits(searcher.search(parsed, filter=both, mask=mask, limit=options.limit), options.limit, None), 0
 
 
 def _hits(results: Any, limit: int, now: datetime | None) -> list[SearchHit]:
@@ -542,7 +575,7 @@ def _lead(content: str) -> str:
 
 
 def _search_memories(memories: list[Memory], parsed: Any, allow: Any, options: SearchOptions,
-                     now: datetime) -> list[SearchHit]:
+                     now: datetime, count: bool) -> tuple[list[SearchHit], int]:
     """Search files that changed on disk but could not be indexed yet (the writer lock was busy)."""
     from whoosh.filedb.filestore import RamStorage
 
@@ -551,6 +584,5 @@ def _search_memories(memories: list[Memory], parsed: Any, allow: Any, options: S
     for memory in memories:
         writer.add_document(**_document(memory, marshal.dumps(memory_to_row(memory))))
     writer.commit()
-    with ix.searcher() as searcher:
-        return _live(searcher, parsed, allow, None, options, now)
-
+    with ix.searcher(weighting=_weighting()) as searcher:
+        return _live(searcher, parsed, allow, None, options, now, count)

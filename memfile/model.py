@@ -52,10 +52,17 @@ class Source(StrEnum):
     AGENT = "agent"
 
 
+class Status(StrEnum):
+    """`superseded`: replaced by a newer memory (`superseded_by`), kept on disk but out of recall and search."""
+
+    ACTIVE = "active"
+    SUPERSEDED = "superseded"
+
+
 #: Front-matter keys memfile owns, in the order new files are written.
 KNOWN_FIELDS = (
     "id", "category", "key", "priority", "tags", "source", "verified",
-    "confidence", "expires_at", "created_at", "updated_at",
+    "confidence", "expires_at", "created_at", "updated_at", "status", "superseded_by",
 )
 
 KEY_PATTERN = re.compile(r"[a-z0-9][a-z0-9_]{0,99}")
@@ -87,6 +94,8 @@ class Memory:
     verified: bool = True
     confidence: float = 1.0
     expires_at: datetime | None = None
+    status: Status | None = None  # None: the file has no `status` key (= active)
+    superseded_by: str | None = None
     extra: tuple[tuple[str, Any], ...] = ()
     has_front_matter: bool = True
     id_derived: bool = False
@@ -98,6 +107,10 @@ class Memory:
 
     def is_expired(self, now: datetime) -> bool:
         return self.expires_at is not None and self.expires_at <= now
+
+    @property
+    def superseded(self) -> bool:
+        return self.status is Status.SUPERSEDED
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict (dates as ISO-8601 UTC strings)."""
@@ -114,6 +127,8 @@ class Memory:
             "expires_at": format_datetime(self.expires_at) if self.expires_at else None,
             "created_at": format_datetime(self.created_at),
             "updated_at": format_datetime(self.updated_at),
+            "status": str(self.status or Status.ACTIVE),
+            "superseded_by": self.superseded_by,
             "path": self.path,
             "content": self.content,
             "extra": {k: _jsonable(v) for k, v in self.extra},
@@ -156,6 +171,17 @@ def parse_priority(value: object, field_name: str = "priority") -> Priority:
 
 def parse_source(value: object, field_name: str = "source") -> Source:
     return _choice(Source, value, field_name)
+
+
+def parse_status(value: object, field_name: str = "status") -> Status:
+    return _choice(Status, value, field_name)
+
+
+def parse_memory_id(value: object, field_name: str) -> str:
+    """A memory id as written by memfile (`mem_` + 4 to 40 lowercase letters or digits)."""
+    if not isinstance(value, str) or not ID_PATTERN.fullmatch(value):
+        raise InvalidInput(field_name, value, "a memory id such as mem_01jf3k8q2w7x")
+    return value
 
 
 def validate_key(value: object, field_name: str = "key") -> str:
@@ -317,16 +343,16 @@ def memory_to_row(memory: Memory) -> tuple[Any, ...]:
         memory.source.value, memory.verified, memory.confidence,
         memory.expires_at.isoformat() if memory.expires_at else None,
         json.dumps([[k, _jsonable(v)] for k, v in memory.extra], ensure_ascii=False) if memory.extra else "",
-        memory.has_front_matter, memory.id_derived,
+        memory.has_front_matter, memory.id_derived, memory.status.value if memory.status else None, memory.superseded_by,
     )
 
 
-_CATEGORIES, _PRIORITIES, _SOURCES = (e._value2member_map_ for e in (Category, Priority, Source))
+_CATEGORIES, _PRIORITIES, _SOURCES, _STATUSES = (e._value2member_map_ for e in (Category, Priority, Source, Status))
 
 
 def memory_from_row(row: tuple[Any, ...]) -> Memory:
     (id_, mind, category, key, content, path, created, updated, priority, tags, source, verified, confidence,
-     expires, extra, has_front_matter, id_derived) = row
+     expires, extra, has_front_matter, id_derived, status, superseded_by) = row
     return Memory(
         id=id_, mind=mind, category=_CATEGORIES[category], key=key, content=content, path=path,  # type: ignore[arg-type]
         created_at=datetime.fromisoformat(created), updated_at=datetime.fromisoformat(updated),
@@ -334,6 +360,7 @@ def memory_from_row(row: tuple[Any, ...]) -> Memory:
         verified=verified, confidence=confidence, expires_at=datetime.fromisoformat(expires) if expires else None,
         extra=tuple((k, v) for k, v in json.loads(extra)) if extra else (),
         has_front_matter=has_front_matter, id_derived=id_derived,
+        status=_STATUSES[status] if status else None, superseded_by=superseded_by,  # type: ignore[arg-type]
     )
 
 
@@ -372,6 +399,7 @@ class StoreResult:
     changed: bool
     commit: str | None = None
     notices: tuple[str, ...] = field(default=())
+    superseded: Memory | None = None  # the memory this store marked superseded, as now on disk
 
 
 REF_RULE = "an id (mem_...), category/key, or a key that is unique in the mind"

@@ -1,25 +1,51 @@
 """Recall: choose and render memories for an agent's context window. Pure.
 
-Order: priority (critical first), then recency (newest `updated_at` first).
+Without a query: priority (critical first), then recency (newest `updated_at`
+first). Under a budget the output is cut in this order until it fits: low
+memories are shortened (oldest first), then left out (oldest first); then the
+same for normal, then high; critical memories are shortened as a last resort
+but never left out.
+
+With a query (`recall_query`): the pinned memories first (every critical
+memory and every high one of the identity and preference categories), in the
+order above; then the memories matching the query, best score first (see
+`score`), together with the neighbours of the best matches (`with_neighbours`:
+what was stored just before and after them, like the turns around a line of a
+conversation). Under a budget the lowest-scored match is shortened, then left out,
+then the next lowest, ...; then pinned high memories as above; critical ones
+are never left out.
+
 Tokens are estimated as one token per 4 characters of the rendered text,
-rounded up (`estimate_tokens`). Under a budget the output is cut in this
-order until it fits: low memories are shortened (oldest first), then left
-out (oldest first); then the same for normal, then high; critical memories
-are shortened as a last resort but never left out. A closing line says what
-was cut.
+rounded up (`estimate_tokens`), and the whole text never exceeds the budget.
+A closing line says what was cut.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import bisect
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from datetime import datetime, timedelta
 from typing import Any
 
 from .errors import InvalidInput
-from .model import Memory, Priority
+from .model import Category, Memory, Priority
 
 CHARS_PER_TOKEN = 4
 SHORT_CHARS = 80
 _FULL, _SHORT, _OUT = "full", "short", "out"
+
+#: The blend that ranks a query's matches: each part is in 0..1, the score is their weighted sum.
+WEIGHTS = {"relevance": 0.70, "priority": 0.10, "recency": 0.10, "confidence": 0.05, "verified": 0.05}
+PRIORITY_VALUE = {Priority.LOW: 0.0, Priority.NORMAL: 1 / 3, Priority.HIGH: 2 / 3, Priority.CRITICAL: 1.0}
+#: Categories whose high memories are pinned like critical ones (the always-in-context profile).
+PROFILE = (Category.IDENTITY, Category.PREFERENCE)
+#: Neighbours: for each of the NEIGHBOUR_OF best matches, the NEIGHBOURS memories stored just before
+#: and just after it (within NEIGHBOUR_WINDOW) count as matches with NEIGHBOUR_WEIGHT x its text score.
+#: Tuned on LoCoMo conversations 0-4 only (3/2/0.7: recall@10 0.645 -> 0.710).
+NEIGHBOUR_OF, NEIGHBOURS, NEIGHBOUR_WEIGHT = 3, 2, 0.7
+NEIGHBOUR_WINDOW = timedelta(minutes=10)
 
 
 def estimate_tokens(text: str) -> int:
@@ -29,8 +55,21 @@ def estimate_tokens(text: str) -> int:
 
 @dataclass(frozen=True)
 class RecallItem:
+    """One chosen memory; with a query also whether it is pinned and its score with the parts."""
+
     memory: Memory
     shortened: bool = False
+    pinned: bool = False
+    score: float | None = None
+    parts: tuple[tuple[str, float], ...] = ()
+    neighbour_of: str | None = None  # the REF of the match this memory was stored next to
+
+    def to_dict(self) -> dict[str, Any]:
+        data = self.memory.to_dict() | {"shortened": self.shortened}
+        if self.score is not None or self.pinned:
+            data |= {"pinned": self.pinned, "score": self.score, "score_parts": dict(self.parts),
+                     "neighbour_of": self.neighbour_of}
+        return data
 
 
 @dataclass(frozen=True)
@@ -47,9 +86,11 @@ class RecallReport:
     shortened: int
     budget: int | None
     tokens: int
+    query: str | None = None
+    matched: int | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        data = {
             "mind": self.mind,
             "name": self.mind_name,
             "total": self.total,
@@ -59,8 +100,87 @@ class RecallReport:
             "tokens": self.tokens,
             "left_out": self.left_out,
             "shortened": self.shortened,
-            "memories": [item.memory.to_dict() | {"shortened": item.shortened} for item in self.items],
         }
+        if self.query is not None:
+            data |= {"query": self.query, "matched": self.matched, "weights": WEIGHTS}
+        return data | {"memories": [item.to_dict() for item in self.items]}
+
+
+@dataclass(frozen=True)
+class Scored:
+    """A memory that matched the query, with its score and the parts it is made of."""
+
+    memory: Memory
+    score: float
+    parts: tuple[tuple[str, float], ...] = field(default=())
+    neighbour_of: str | None = None
+
+
+@dataclass(frozen=True)
+class Match:
+    """A memory's text score for a query; `via` is the match it is a neighbour of, if that is why."""
+
+    memory: Memory
+    text_score: float
+    via: Memory | None = None
+
+
+def with_neighbours(matches: list[Match], memories: list[Memory]) -> list[Match]:
+    """`matches` (best first) plus the neighbours of the best ones (see NEIGHBOURS).
+
+    Memories stored one after another belong together more often than not
+    (the turns of one conversation, the notes of one session), so what was
+    stored right around a strong match is worth recalling with it. A memory
+    keeps the better of its own text score and its score as a neighbour.
+    """
+    timeline = sorted(memories, key=lambda m: (m.created_at, m.path))
+    position = {m.path: i for i, m in enumerate(timeline)}
+    best = {m.memory.path: m for m in matches}
+    for match in matches[:NEIGHBOUR_OF]:
+        i = position.get(match.memory.path)
+        if i is None:
+            continue
+        lo = bisect.bisect_left(range(len(timeline)), True, key=lambda j: j >= i - NEIGHBOURS)
+        for j in range(lo, min(len(timeline), i + NEIGHBOURS + 1)):
+            near = timeline[j]
+            if j == i or abs(near.created_at - match.memory.created_at) > NEIGHBOUR_WINDOW:
+                continue
+            value = NEIGHBOUR_WEIGHT * match.text_score
+            if near.path not in best or best[near.path].text_score < value:
+                best[near.path] = Match(near, value, match.memory)
+    return sorted(best.values(), key=lambda m: -m.text_score)
+
+
+def is_pinned(memory: Memory) -> bool:
+    """Critical memories, and high ones of the profile categories, are always recalled."""
+    return memory.priority is Priority.CRITICAL or (memory.priority is Priority.HIGH and memory.category in PROFILE)
+
+
+def score(matches: list[Match], now: datetime, half_life_days: float) -> list[Scored]:
+    """Rank a query's matches, best first, by the documented blend (`WEIGHTS`).
+
+    Parts, each 0..1: relevance = the text score / the best text score (a
+    neighbour's text score is NEIGHBOUR_WEIGHT x its match's);
+    priority = low 0, normal 1/3, high 2/3, critical 1; recency =
+    0.5 ** (days since `updated_at` / half-life) (decay ranks, never deletes);
+    confidence; verified = 1 or 0.
+    """
+    best = max((m.text_score for m in matches), default=0.0) or 1.0
+    ranked = []
+    for match in matches:
+        memory, text_score = match.memory, match.text_score
+        age_days = max(0.0, (now - memory.updated_at).total_seconds() / 86400)
+        parts = {
+            "relevance": text_score / best,
+            "priority": PRIORITY_VALUE[memory.priority],
+            "recency": math.pow(0.5, age_days / half_life_days),
+            "confidence": memory.confidence,
+            "verified": 1.0 if memory.verified else 0.0,
+        }
+        total = sum(WEIGHTS[name] * value for name, value in parts.items())
+        ranked.append(Scored(memory, round(total, 6), tuple((k, round(v, 6)) for k, v in parts.items()),
+                             match.via.ref if match.via else None))
+    return sorted(ranked, key=lambda s: (-s.score, s.memory.ref, s.memory.path))
 
 
 def order(memories: list[Memory]) -> list[Memory]:
@@ -97,6 +217,17 @@ def _closing(left_out: int, shortened: int, budget: int | None) -> str:
     return f"({cut} to fit {budget} tokens; {hint})"
 
 
+def _tier_steps(chosen: list[Memory], indexes: list[int]) -> list[tuple[int, str]]:
+    """Cuts by priority tier, low first: shorten the tier oldest first, then leave it out; critical only shortened."""
+    steps = []
+    for tier in (Priority.LOW, Priority.NORMAL, Priority.HIGH, Priority.CRITICAL):
+        oldest_first = [i for i in reversed(indexes) if chosen[i].priority is tier]
+        steps += [(i, _SHORT) for i in oldest_first]
+        if tier is not Priority.CRITICAL:
+            steps += [(i, _OUT) for i in oldest_first]
+    return steps
+
+
 def recall(memories: list[Memory], mind: str, mind_name: str, budget: int | None = None) -> RecallReport:
     """Choose and render the recall of `memories` (already filtered: no expired ones).
 
@@ -108,33 +239,70 @@ def recall(memories: list[Memory], mind: str, mind_name: str, budget: int | None
     chosen = order(memories)
     verified = sum(1 for m in chosen if m.verified)
     header = f"Mind: {mind_name}\nMemories: {len(chosen)} total ({verified} verified, {len(chosen) - verified} unverified)"
-    width = max(3, len(str(len(chosen))))
-    modes = [_FULL] * len(chosen)
-    texts = {(i, _FULL): _entry(m, False) for i, m in enumerate(chosen)}
+    items = [RecallItem(m) for m in chosen]
+    return _render(items, _tier_steps(chosen, list(range(len(chosen)))), lambda _out: header, budget,
+                   RecallReport(mind, mind_name, "", (), len(chosen), verified, 0, 0, budget, 0))
+
+
+def recall_query(memories: list[Memory], ranked: list[Scored], query: str, mind: str, mind_name: str,
+                 budget: int | None = None, limit: int | None = 10, matched: int | None = None) -> RecallReport:
+    """The recall for a query: the pinned memories of `memories`, then the best of `ranked`.
+
+    Args:
+        memories: every recallable memory of the mind (no expired or superseded ones).
+        ranked: the memories matching the query, best first (`score`).
+        query: what the agent is about to do or was asked, for the header.
+        budget: the most tokens the text may take; None = no limit.
+        limit: the most matches to show besides the pinned ones; None = all.
+        matched: how many memories match the query in all (default: len(ranked)).
+    """
+    matched = len(ranked) if matched is None else matched
+    pinned = order([m for m in memories if is_pinned(m)])
+    pinned_ids = {m.path for m in pinned}
+    matches = [s for s in ranked if s.memory.path not in pinned_ids]
+    shown = matches if limit is None else matches[:limit]
+    items = [RecallItem(m, pinned=True) for m in pinned]
+    items += [RecallItem(s.memory, score=s.score, parts=s.parts, neighbour_of=s.neighbour_of) for s in shown]
+    chosen = [item.memory for item in items]
+    verified = sum(1 for m in memories if m.verified)
+    first_line = f"Mind: {mind_name}\nMemories: {len(memories)} total ({verified} verified, {len(memories) - verified} unverified)"
+    scored = range(len(pinned), len(items))
+    steps = [step for i in reversed(scored) for step in ((i, _SHORT), (i, _OUT))]
+    steps += _tier_steps(chosen, list(range(len(pinned))))
+
+    def header(left_out: int) -> str:
+        cut = f", {left_out} left out by the budget" if left_out else ""
+        best = max(0, len(shown) - left_out)  # matches are left out before any pinned memory
+        return f"{first_line}\nQuery: {' '.join(query.split())} ({matched} matched; {len(pinned)} pinned, {best} best shown{cut})"
+
+    return _render(items, steps, header, budget, RecallReport(
+        mind, mind_name, "", (), len(memories), verified, 0, 0, budget, 0, query=query, matched=matched))
+
+
+def _render(items: list[RecallItem], steps: list[tuple[int, str]], header: Callable[[int], str], budget: int | None,
+            report: RecallReport) -> RecallReport:
+    """Apply `steps` (entry, cut) in order until the text fits the budget, then render it."""
+    width = max(3, len(str(len(items))))
+    modes = [_FULL] * len(items)
+    texts = {(i, _FULL): _entry(item.memory, False) for i, item in enumerate(items)}
 
     def cost(i: int, mode: str) -> int:
         """Characters entry i takes in this mode: `[NNN] `, the entry, the blank line before it."""
         if mode == _OUT:
             return 0
         if (i, mode) not in texts:
-            texts[(i, mode)] = _entry(chosen[i], True)
+            texts[(i, mode)] = _entry(items[i].memory, True)
         return width + 3 + len(texts[(i, mode)]) + 2
 
-    body = sum(cost(i, _FULL) for i in range(len(chosen)))
-    counts = {_FULL: len(chosen), _SHORT: 0, _OUT: 0}
+    body = sum(cost(i, _FULL) for i in range(len(items)))
+    counts = {_FULL: len(items), _SHORT: 0, _OUT: 0}
 
-    def size() -> int:
-        closing = _closing(counts[_OUT], counts[_SHORT], budget)
-        return len(header) + body + (len(closing) + 2 if closing else 0) + 1
+    def size(limit_for_closing: int | None = budget) -> int:
+        closing = _closing(counts[_OUT], counts[_SHORT], limit_for_closing)
+        return len(header(counts[_OUT])) + body + (len(closing) + 2 if closing else 0) + 1
 
     if budget is not None:
         limit = budget * CHARS_PER_TOKEN
-        steps = []
-        for tier in (Priority.LOW, Priority.NORMAL, Priority.HIGH, Priority.CRITICAL):
-            oldest_first = [i for i in reversed(range(len(chosen))) if chosen[i].priority is tier]
-            steps += [(i, _SHORT) for i in oldest_first]
-            if tier is not Priority.CRITICAL:
-                steps += [(i, _OUT) for i in oldest_first]
         for i, mode in steps:
             if size() <= limit:
                 break
@@ -146,18 +314,19 @@ def recall(memories: list[Memory], mind: str, mind_name: str, budget: int | None
             modes[i] = mode
         if size() > limit:
             need = estimate_tokens("x" * size())
-            while len(header) + body + len(_closing(counts[_OUT], counts[_SHORT], need)) + 3 > need * CHARS_PER_TOKEN:
+            while size(need) > need * CHARS_PER_TOKEN:
                 need += 1  # the closing line names the budget, so its length moves with it
             raise InvalidInput(
                 "budget", budget, f"{need} tokens or more for this mind (the header and its critical memories, shortened, need that)"
             )
 
     kept = [(i, mode) for i, mode in enumerate(modes) if mode != _OUT]
-    items = tuple(RecallItem(chosen[i], mode == _SHORT) for i, mode in kept)
+    chosen = tuple(replace(items[i], shortened=mode == _SHORT) for i, mode in kept)
     entries = [f"[{n:0{width}d}] {texts[(i, mode)]}" for n, (i, mode) in enumerate(kept, 1)]
-    closing = _closing(modes.count(_OUT), modes.count(_SHORT), budget)
-    text = "\n\n".join([header, *entries, *([closing] if closing else [])]) + "\n"
+    closing = _closing(counts[_OUT], counts[_SHORT], budget)
+    text = "\n\n".join([header(counts[_OUT]), *entries, *([closing] if closing else [])]) + "\n"
     return RecallReport(
-        mind=mind, mind_name=mind_name, text=text, items=items, total=len(chosen), verified=verified,
-        left_out=modes.count(_OUT), shortened=modes.count(_SHORT), budget=budget, tokens=estimate_tokens(text),
+        mind=report.mind, mind_name=report.mind_name, text=text, items=chosen, total=report.total,
+        verified=report.verified, left_out=counts[_OUT], shortened=counts[_SHORT], budget=budget,
+        tokens=estimate_tokens(text), query=report.query, matched=report.matched,
     )

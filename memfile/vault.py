@@ -38,8 +38,14 @@ from .model import (
     utc_now,
 )
 from .paths import is_inside
-from .recall import RecallReport, recall
+from .recall import Match, RecallItem, RecallReport, recall, recall_query, score, with_neighbours
 from .writes import UNSET, Writes
+
+
+#: How many of a query's best text matches recall ranks by its blend.
+CANDIDATES = 100
+#: What `list --status` accepts.
+STATUS_FILTERS = ("active", "superseded", "all")
 
 
 class Vault(Writes):
@@ -110,7 +116,9 @@ class Vault(Writes):
         The index is brought in line with the files first (see `refresh`), then
         read, so this does not parse every file.
         """
-        report = self.refresh()
+        return self._memories(self.refresh())
+
+    def _memories(self, report: SyncReport) -> list[Memory]:
         if self._index is None:
             return self._parse_all()
         pending = report.pending
@@ -240,6 +248,7 @@ class Vault(Writes):
         source: str | Source | None = None,
         unverified: bool = False,
         include_expired: bool = False,
+        status: str = "active",
     ) -> list[Memory]:
         """The mind's memories that pass every filter given, by category then key.
 
@@ -248,10 +257,14 @@ class Vault(Writes):
             tags: keep memories carrying all of these tags (case-insensitive).
             unverified: keep only unverified memories.
             include_expired: also keep memories whose `expires_at` has passed.
+            status: `active` (default), `superseded`, or `all`.
 
         Raises:
             InvalidInput: a filter value is not allowed.
         """
+        if status not in STATUS_FILTERS:
+            raise InvalidInput("status", status, list(STATUS_FILTERS))
+        want_superseded = {"active": False, "superseded": True}.get(status)
         want_category = parse_category(category) if category else None
         want_priority = parse_priority(priority) if priority else None
         want_source = parse_source(source) if source else None
@@ -266,6 +279,7 @@ class Vault(Writes):
                 and want_tags <= set(m.tags)
                 and (not unverified or not m.verified)
                 and (include_expired or not m.is_expired(now))
+                and (want_superseded is None or m.superseded is want_superseded)
             ),
             key=lambda m: (str(m.category), m.key, m.path),
         )
@@ -284,14 +298,24 @@ class Vault(Writes):
         soon = [m for m in self.memories() if m.expires_at is not None and now < m.expires_at <= horizon]
         return sorted(soon, key=lambda m: (m.expires_at, m.ref))
 
-    def recall_report(self, budget: int | None = UNSET) -> RecallReport:
+    def recall_report(self, budget: int | None = UNSET, *, query: str | None = None, limit: int | None = 10,
+                      include_superseded: bool = False) -> RecallReport:
         """The recall of the mind (SPEC section 3) with what was chosen and cut.
+
+        Without a query: every memory, by priority then recency. With one: the
+        pinned memories (critical ones; high ones of identity and preference),
+        then the best matches by the blend in `memfile.recall.score` (text
+        relevance, priority, recency with a half-life of `[recall]
+        half_life_days`, confidence, verified).
 
         Args:
             budget: the most tokens the text may take; default `[recall] budget` of memfile.toml; None or 0 = no limit.
+            query: what the agent is working on; None = the whole mind.
+            limit: with a query, the most matches shown besides the pinned memories (1 to 1000; None = all).
+            include_superseded: also memories marked superseded.
 
         Raises:
-            InvalidInput: the budget is not a positive whole number.
+            InvalidInput: the budget or limit is not allowed, or the query cannot be parsed.
         """
         if budget is UNSET:
             budget = self.config.recall_budget
@@ -299,20 +323,40 @@ class Vault(Writes):
             budget = None
         if budget is not None and (isinstance(budget, bool) or not isinstance(budget, int) or budget < 1):
             raise InvalidInput("budget", budget, "a whole number of tokens (0 = no limit)")
+        if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= 1000):
+            raise InvalidInput("limit", limit, "a whole number from 1 to 1000")
         now = utc_now()
-        live = [m for m in self.memories() if not m.is_expired(now)]
-        return recall(live, self.mind, self.name, budget)
+        report = self.refresh()
+        live = [m for m in self._memories(report) if not m.is_expired(now) and (include_superseded or not m.superseded)]
+        if query is None:
+            return recall(live, self.mind, self.name, budget)
+        if self._index is None:
+            raise InvalidInput("query", query, "a vault whose .memfile/ folder memfile can write (a query needs the index)")
+        options = SearchOptions(include_superseded=include_superseded, limit=max(CANDIDATES, limit or 0))
+        hits, matched = self._index.search_counted(query, options, now, report.pending)
+        matches = with_neighbours([Match(hit.memory, hit.score) for hit in hits], live)
+        ranked = score(matches, now, self.config.half_life_days)
+        return recall_query(live, ranked, query, self.mind, self.name, budget, limit, matched)
 
-    def recall(self, budget: int | None = UNSET) -> str:
+    def recall(self, budget: int | None = UNSET, *, query: str | None = None, limit: int | None = 10,
+               include_superseded: bool = False) -> str:
         """The recall text an agent puts in its context window (SPEC section 3).
 
         Args:
             budget: the most tokens the text may take (estimate: characters / 4, rounded up).
+            query: what the agent is working on: pinned memories, then the best matches.
+            limit: with a query, the most matches besides the pinned memories.
+            include_superseded: also memories marked superseded.
 
         Returns:
             The plain-text recall.
         """
-        return self.recall_report(budget).text
+        return self.recall_report(budget, query=query, limit=limit, include_superseded=include_superseded).text
+
+    def recall_items(self, budget: int | None = UNSET, *, query: str | None = None, limit: int | None = 10,
+                     include_superseded: bool = False) -> list[RecallItem]:
+        """The memories recall chooses, in order, each with `pinned`, `score` and its parts (with a query)."""
+        return list(self.recall_report(budget, query=query, limit=limit, include_superseded=include_superseded).items)
 
     # --- search -------------------------------------------------------------
 
@@ -326,6 +370,7 @@ class Vault(Writes):
         source: str | Source | None = None,
         unverified: bool = False,
         include_expired: bool = False,
+        include_superseded: bool = False,
         limit: int = 10,
     ) -> list[SearchHit]:
         """Full-text search of the mind, best first (BM25F over content, key and tags).
@@ -343,6 +388,7 @@ class Vault(Writes):
             category, priority, source: only this value.
             unverified: only unverified memories.
             include_expired: also memories whose `expires_at` has passed.
+            include_superseded: also memories marked superseded by a newer one.
             limit: the most hits to return (1 to 1000).
 
         Returns:
@@ -358,7 +404,7 @@ class Vault(Writes):
             category=str(parse_category(category)) if category else None,
             priority=str(parse_priority(priority)) if priority else None,
             source=str(parse_source(source)) if source else None,
-            unverified=unverified, include_expired=include_expired, limit=limit,
+            unverified=unverified, include_expired=include_expired, include_superseded=include_superseded, limit=limit,
         )
         if self._index is not None and self._index.check():
             self.notices.append("the index was damaged and is rebuilt from the files")
@@ -390,7 +436,7 @@ class Vault(Writes):
         return sorted(counts.items(), key=lambda item: (-item[1], item[0]))
 
     def stats(self) -> dict[str, Any]:
-        """Counts of the mind's memories (per category, priority, source; verified; expired) and index facts."""
+        """Counts of the mind's memories (per category, priority, source; verified; expired; superseded) and index facts."""
         memories = self.memories()
         now = utc_now()
         folder = self.root / STATE_DIR / "index" / self.mind
@@ -405,6 +451,7 @@ class Vault(Writes):
             "verified": sum(1 for m in memories if m.verified),
             "unverified": sum(1 for m in memories if not m.verified),
             "expired": sum(1 for m in memories if m.is_expired(now)),
+            "superseded": sum(1 for m in memories if m.superseded),
             "unreadable_files": len(self.issues),
             "index_bytes": size,
             "last_index_update": self._last_index_update(),

@@ -28,6 +28,7 @@ from .model import (
     Memory,
     Priority,
     Source,
+    Status,
     StoreResult,
     new_id,
     parse_category,
@@ -36,6 +37,7 @@ from .model import (
     parse_priority,
     parse_source,
     parse_tags,
+    resolve_ref,
     utc_now,
     validate_key,
 )
@@ -146,28 +148,35 @@ class Writes:
         return self._git.commit([relpath], f"{verb} {ref} ({source})\n\nmind: {self.mind}")
 
     def _apply(self, relpath: str, data: bytes | None, verb: str, ref: str, source: Source) -> str | None:
-        """Write (or, with None, remove) one memory file and commit it.
+        """Write (or, with None, remove) one memory file and commit it (see `_apply_all`)."""
+        return self._apply_all([(relpath, data)], f"{verb} {ref} ({source})")
 
-        When the commit fails the file is put back as it was, so a change is
+    def _apply_all(self, changes: list[tuple[str, bytes | None]], subject: str) -> str | None:
+        """Write (or, with None, remove) memory files and commit them together.
+
+        When the commit fails every file is put back as it was, so a change is
         either on disk and in git, or in neither.
         """
-        path = safe_path(self.root, relpath, self.mind)
-        before = path.read_bytes() if path.exists() else None
-        if data is None:
-            remove(path)
-        else:
-            atomic_write(path, data)
-        try:
-            sha = self._commit(relpath, verb, ref, source)
-        except GitError:
-            if before is None:
-                path.unlink(missing_ok=True)
+        paths = [(relpath, safe_path(self.root, relpath, self.mind)) for relpath, _ in changes]
+        before = [path.read_bytes() if path.exists() else None for _, path in paths]
+        for (_, path), (_, data) in zip(paths, changes, strict=True):
+            if data is None:
+                remove(path)
             else:
-                atomic_write(path, before)
-            self._git.unstage(relpath)
+                atomic_write(path, data)
+        relpaths = [relpath for relpath, _ in paths]
+        try:
+            sha = self._git.commit(relpaths, f"{subject}\n\nmind: {self.mind}")
+        except GitError:
+            for (relpath, path), old in zip(paths, before, strict=True):
+                if old is None:
+                    path.unlink(missing_ok=True)
+                else:
+                    atomic_write(path, old)
+                self._git.unstage(relpath)
             raise
         try:
-            self._sync([relpath], wait=True)
+            self._sync(relpaths, wait=True)
         except LockTimeout:
             # The change is on disk and in git; the index catches up at the next command.
             self.notices.append("the index was busy; it will include this change at the next command")
@@ -201,6 +210,7 @@ class Writes:
         confidence: float | str | None = None,
         expires: str | datetime | None = UNSET,
         source: str | Source | None = None,
+        supersedes: str | None = None,
     ) -> StoreResult:
         """Store a memory: create it, or update the one with the same (category, key) in place.
 
@@ -217,13 +227,16 @@ class Writes:
             confidence: 0.0 to 1.0; default 1.0 for user memories, 0.7 for agent ones.
             expires: a duration (`7d`), an ISO-8601 moment, or `never`; omitted keeps the current value.
             source: `user` or `agent`; default the caller. An agent cannot store as `user`.
+            supersedes: REF of an older memory this one replaces: in the same commit it is
+                marked `status: superseded` with `superseded_by: <this id>`, which keeps it on
+                disk but out of recall and search (`reactivate` brings it back).
 
         Returns:
-            A StoreResult with the memory as written and whether anything changed.
+            A StoreResult with the memory as written, whether anything changed, and the superseded memory.
 
         Raises:
             InvalidInput: a field is not allowed (the message names it and the allowed values).
-            Refused: an agent tried to store as a user.
+            Refused: an agent tried to store as a user, or to supersede a memory a person verified.
             Conflict: another file holds the memory's path, or the lock timed out.
         """
         now = utc_now()
@@ -242,35 +255,68 @@ class Writes:
         if self.actor is Source.AGENT and effective is Source.USER:
             raise Refused("an agent cannot store a memory as source user; store it as source agent")
         with self._writing():
-            existing = [m for m in self.memories() if m.category is category and m.key == key]
+            memories = self.memories()
+            existing = [m for m in memories if m.category is category and m.key == key]
             if len(existing) > 1:
                 raise AmbiguousRef(
                     f"{category}/{key}", sorted(m.path for m in existing),
                     "these files hold the same memory (a copy?): remove or rename all but one",
                 )
-            if existing:
-                return self._update(existing[0], content, new_priority, new_tags, new_confidence, new_expires, effective, now)
-            relpath = memory_relpath(self.mind, category, key).as_posix()
-            full = safe_path(self.root, relpath, self.mind)
-            if full.exists() or full.is_symlink():
-                raise Conflict(
-                    f"{relpath} already exists but does not hold {category}/{key} "
-                    "(it is unreadable or its front-matter names another memory); fix or move that file first"
+            old = resolve_ref(supersedes, memories, self.mind) if supersedes is not None else None
+            if old is not None and old.category is category and old.key == key:
+                raise InvalidInput("supersedes", supersedes, f"another memory than {category}/{key}, the one being stored")
+            if old is not None and self.actor is Source.AGENT and old.verified:
+                raise Refused(
+                    f"{old.ref} was verified by a person, so an agent cannot mark it superseded; "
+                    "store the new memory without --supersedes and ask the user to supersede the old one"
                 )
-            memory = Memory(
-                id=new_id(), mind=self.mind, category=category, key=key, content=content, path=relpath,
-                created_at=now, updated_at=now, priority=new_priority or Priority.NORMAL, tags=new_tags or (),
-                source=effective, verified=effective is Source.USER,
-                confidence=new_confidence if new_confidence is not None else DEFAULT_CONFIDENCE[effective],
-                expires_at=None if new_expires is UNSET else new_expires,
-            )
-            sha = self._apply(relpath, fileformat.serialize(memory).encode("utf-8"), "store", memory.ref, effective)
-            return StoreResult(memory, created=True, changed=True, commit=sha, notices=tuple(self.notices))
+            if existing:
+                memory = self._updated(existing[0], content, new_priority, new_tags, new_confidence, new_expires,
+                                       effective, now)
+                created = False
+                changes = [] if memory == existing[0] else [(memory.path, self._rewritten(existing[0], memory))]
+            else:
+                relpath = memory_relpath(self.mind, category, key).as_posix()
+                full = safe_path(self.root, relpath, self.mind)
+                if full.exists() or full.is_symlink():
+                    raise Conflict(
+                        f"{relpath} already exists but does not hold {category}/{key} "
+                        "(it is unreadable or its front-matter names another memory); fix or move that file first"
+                    )
+                memory = Memory(
+                    id=new_id(), mind=self.mind, category=category, key=key, content=content, path=relpath,
+                    created_at=now, updated_at=now, priority=new_priority or Priority.NORMAL, tags=new_tags or (),
+                    source=effective, verified=effective is Source.USER,
+                    confidence=new_confidence if new_confidence is not None else DEFAULT_CONFIDENCE[effective],
+                    expires_at=None if new_expires is UNSET else new_expires,
+                )
+                created = True
+                changes = [(relpath, fileformat.serialize(memory).encode("utf-8"))]
+            subject = f"store {memory.ref} ({effective})"
+            superseded = None
+            if old is not None:
+                superseded = replace(old, status=Status.SUPERSEDED, superseded_by=memory.id, id_derived=False)
+                if superseded != old:
+                    changes.append((old.path, self._rewritten(old, superseded)))
+                    subject += f", superseding {old.ref}"
+            if not changes:
+                # A store that wrote this very file but died before its commit: commit it now.
+                sha = self._commit(memory.path, "store", memory.ref, effective) if self._git.is_changed(memory.path) else None
+                return StoreResult(memory, created=False, changed=sha is not None, commit=sha,
+                                   notices=tuple(self.notices), superseded=superseded)
+            sha = self._apply_all(changes, subject)
+            return StoreResult(memory, created=created, changed=True, commit=sha, notices=tuple(self.notices),
+                               superseded=superseded)
 
-    def _update(
+    def _updated(
         self, old: Memory, content: str, priority: Priority | None, tags: tuple[str, ...] | None,
         confidence: float | None, expires: Any, effective: Source, now: datetime,
-    ) -> StoreResult:
+    ) -> Memory:
+        """`old` with a store's changes (the same object when nothing changes).
+
+        Raises:
+            Refused: an agent tried to change a memory a person verified.
+        """
         by_user = effective is Source.USER
         new = replace(
             old,
@@ -285,23 +331,45 @@ class Writes:
             ),
         )
         if new == old:
-            # A store that wrote this very file but died before its commit: commit it now.
-            sha = self._commit(old.path, "store", old.ref, effective) if self._git.is_changed(old.path) else None
-            return StoreResult(old, created=False, changed=sha is not None, commit=sha, notices=tuple(self.notices))
+            return old
         if self.actor is Source.AGENT and old.verified:
             raise Refused(
                 f"{old.ref} was verified by a person, so an agent cannot change it; store the new "
                 "information under another key, or ask the user to update it"
             )
-        new = replace(new, updated_at=now, id_derived=False)
-        sha = self._rewrite(old, new, "store", effective)
-        return StoreResult(new, created=False, changed=True, commit=sha, notices=tuple(self.notices))
+        return replace(new, updated_at=now, id_derived=False)
+
+    def _rewritten(self, old: Memory, new: Memory) -> bytes:
+        """The bytes of `old`'s file holding `new` (any hand edit of it committed first)."""
+        self._record_hand_edit(old)
+        return fileformat.rewrite(safe_path(self.root, old.path, self.mind).read_bytes(), old.path, old, new)
+
+    def reactivate(self, ref: str) -> StoreResult:
+        """Bring a superseded memory back into recall and search (`status: active`).
+
+        Args:
+            ref: an id, `category/key`, or a key unique in the mind.
+
+        Returns:
+            A StoreResult; `changed` is false when it was not superseded.
+
+        Raises:
+            Refused: an agent tried to change a memory a person verified.
+            NotFound, InvalidInput, AmbiguousRef: the REF does not name one memory.
+        """
+        with self._writing():
+            memory = self._find(ref)
+            if not memory.superseded:
+                return StoreResult(memory, created=False, changed=False, notices=tuple(self.notices))
+            if self.actor is Source.AGENT and memory.verified:
+                raise Refused(f"{memory.ref} was verified by a person, so an agent cannot change it; ask the user")
+            new = replace(memory, status=Status.ACTIVE, superseded_by=None, id_derived=False)
+            sha = self._rewrite(memory, new, "reactivate", self.actor)
+            return StoreResult(new, created=False, changed=True, commit=sha, notices=tuple(self.notices))
 
     def _rewrite(self, old: Memory, new: Memory, verb: str, source: Source) -> str | None:
         """Write `new` over `old`'s file (after committing any hand edit), then commit."""
-        path = safe_path(self.root, old.path, self.mind)
-        self._record_hand_edit(old)
-        return self._apply(old.path, fileformat.rewrite(path.read_bytes(), old.path, old, new), verb, new.ref, source)
+        return self._apply(old.path, self._rewritten(old, new), verb, new.ref, source)
 
     def forget(self, ref: str) -> Memory:
         """Remove a memory's file in one commit; `git log` keeps every version of it.

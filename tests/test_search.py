@@ -611,7 +611,7 @@ def test_stats_json_keys(counted: Vault) -> None:
 def test_stats_cli_text(counted: Vault) -> None:
     out = ok(in_vault(counted.root, "stats")).stdout
     assert "Mind: Michael's Mind (michael)" in out
-    assert "Memories: 4 (2 verified, 2 unverified, 1 expired, 0 unreadable files)" in out
+    assert "Memories: 4 (2 verified, 2 unverified, 1 expired, 0 superseded, 0 unreadable files)" in out
     assert "fact 2" in out
     assert "critical 1" in out
     assert "agent 2" in out
