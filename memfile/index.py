@@ -118,6 +118,7 @@ class SearchOptions:
     include_expired: bool = False
     include_superseded: bool = False
     limit: int = 10
+    snippets: bool = True  # recall ranks many hits and shows none of their snippets
 
 
 class Index:
@@ -543,16 +544,16 @@ def _live(searcher: Any, parsed: Any, allow: Any, mask: Any, options: SearchOpti
     if options.include_expired or count:
         results = searcher.search(parsed, filter=allow if options.include_expired else both, mask=mask,
                                   limit=options.limit)
-        return _hits(results, options.limit, None), len(results) if count else 0
+        return _hits(results, options, None), len(results) if count else 0
     results = searcher.search(parsed, filter=allow, mask=mask, limit=options.limit + 20)
-    hits = _hits(results, options.limit, now)
+    hits = _hits(results, options, now)
     if len(hits) >= options.limit or results.scored_length() < options.limit + 20:
         return hits, 0
-    return _hits(searcher.search(parsed, filter=both, mask=mask, limit=options.limit), options.limit, None), 0
+    return _hits(searcher.search(parsed, filter=both, mask=mask, limit=options.limit), options, None), 0
 
 
-def _hits(results: Any, limit: int, now: datetime | None) -> list[SearchHit]:
-    """Up to `limit` hits with snippets, leaving out those expired before `now` (when given)."""
+def _hits(results: Any, options: SearchOptions, now: datetime | None) -> list[SearchHit]:
+    """Up to `options.limit` hits (with snippets if asked), leaving out those expired before `now` (when given)."""
     from whoosh import highlight
 
     results.fragmenter = highlight.ContextFragmenter(maxchars=160, surround=40)
@@ -562,9 +563,10 @@ def _hits(results: Any, limit: int, now: datetime | None) -> list[SearchHit]:
         memory = memory_from_row(marshal.loads(hit["doc"]))
         if now is not None and memory.expires_at is not None and memory.expires_at <= now:
             continue
-        snippet = hit.highlights("text", text=normalize(memory.content), top=2) or _lead(memory.content)
+        snippet = hit.highlights("text", text=normalize(memory.content), top=2) if options.snippets else ""
+        snippet = snippet or _lead(memory.content)
         hits.append(SearchHit(memory, float(hit.score or 0.0), " ".join(snippet.split()), 0))
-        if len(hits) == limit:
+        if len(hits) == options.limit:
             break
     return hits
 

@@ -240,7 +240,7 @@ def recall(memories: list[Memory], mind: str, mind_name: str, budget: int | None
     verified = sum(1 for m in chosen if m.verified)
     header = f"Mind: {mind_name}\nMemories: {len(chosen)} total ({verified} verified, {len(chosen) - verified} unverified)"
     items = [RecallItem(m) for m in chosen]
-    return _render(items, _tier_steps(chosen, list(range(len(chosen)))), lambda _out: header, budget,
+    return _render(items, lambda: _tier_steps(chosen, list(range(len(chosen)))), lambda _out: header, budget,
                    RecallReport(mind, mind_name, "", (), len(chosen), verified, 0, 0, budget, 0))
 
 
@@ -266,9 +266,10 @@ def recall_query(memories: list[Memory], ranked: list[Scored], query: str, mind:
     chosen = [item.memory for item in items]
     verified = sum(1 for m in memories if m.verified)
     first_line = f"Mind: {mind_name}\nMemories: {len(memories)} total ({verified} verified, {len(memories) - verified} unverified)"
-    scored = range(len(pinned), len(items))
-    steps = [step for i in reversed(scored) for step in ((i, _SHORT), (i, _OUT))]
-    steps += _tier_steps(chosen, list(range(len(pinned))))
+
+    def steps() -> list[tuple[int, str]]:
+        lowest_first = reversed(range(len(pinned), len(items)))
+        return [step for i in lowest_first for step in ((i, _SHORT), (i, _OUT))] + _tier_steps(chosen, list(range(len(pinned))))
 
     def header(left_out: int) -> str:
         cut = f", {left_out} left out by the budget" if left_out else ""
@@ -279,9 +280,9 @@ def recall_query(memories: list[Memory], ranked: list[Scored], query: str, mind:
         mind, mind_name, "", (), len(memories), verified, 0, 0, budget, 0, query=query, matched=matched))
 
 
-def _render(items: list[RecallItem], steps: list[tuple[int, str]], header: Callable[[int], str], budget: int | None,
-            report: RecallReport) -> RecallReport:
-    """Apply `steps` (entry, cut) in order until the text fits the budget, then render it."""
+def _render(items: list[RecallItem], steps: Callable[[], list[tuple[int, str]]], header: Callable[[int], str],
+            budget: int | None, report: RecallReport) -> RecallReport:
+    """Apply the cuts `steps()` gives (entry, mode), in order, until the text fits the budget; render it."""
     width = max(3, len(str(len(items))))
     modes = [_FULL] * len(items)
     texts = {(i, _FULL): _entry(item.memory, False) for i, item in enumerate(items)}
@@ -303,7 +304,7 @@ def _render(items: list[RecallItem], steps: list[tuple[int, str]], header: Calla
 
     if budget is not None:
         limit = budget * CHARS_PER_TOKEN
-        for i, mode in steps:
+        for i, mode in steps():
             if size() <= limit:
                 break
             if mode == _SHORT and cost(i, _SHORT) >= cost(i, _FULL):
@@ -321,7 +322,7 @@ def _render(items: list[RecallItem], steps: list[tuple[int, str]], header: Calla
             )
 
     kept = [(i, mode) for i, mode in enumerate(modes) if mode != _OUT]
-    chosen = tuple(replace(items[i], shortened=mode == _SHORT) for i, mode in kept)
+    chosen = tuple(items[i] if mode == _FULL else replace(items[i], shortened=True) for i, mode in kept)
     entries = [f"[{n:0{width}d}] {texts[(i, mode)]}" for n, (i, mode) in enumerate(kept, 1)]
     closing = _closing(counts[_OUT], counts[_SHORT], budget)
     text = "\n\n".join([header(counts[_OUT]), *entries, *([closing] if closing else [])]) + "\n"

@@ -327,12 +327,16 @@ class Vault(Writes):
             raise InvalidInput("limit", limit, "a whole number from 1 to 1000")
         now = utc_now()
         report = self.refresh()
-        live = [m for m in self._memories(report) if not m.is_expired(now) and (include_superseded or not m.superseded)]
+        memories = self._memories(report)
+        live = [m for m in memories if not m.is_expired(now) and (include_superseded or not m.superseded)]
         if query is None:
             return recall(live, self.mind, self.name, budget)
         if self._index is None:
             raise InvalidInput("query", query, "a vault whose .memfile/ folder memfile can write (a query needs the index)")
-        options = SearchOptions(include_superseded=include_superseded, limit=max(CANDIDATES, limit or 0))
+        options = SearchOptions(
+            include_superseded=include_superseded, limit=max(CANDIDATES, limit or 0), snippets=False,
+            include_expired=not any(m.is_expired(now) for m in memories),  # no expiry filter needed then
+        )
         hits, matched = self._index.search_counted(query, options, now, report.pending)
         matches = with_neighbours([Match(hit.memory, hit.score) for hit in hits], live)
         ranked = score(matches, now, self.config.half_life_days)
