@@ -198,14 +198,18 @@ def _show_text(memory: Memory) -> str:
 
 @main.command()
 @click.argument("ref")
+@click.option("--at", metavar="REV|DATE", help="The version at a commit (sha, HEAD~2), a date (2026-05-01) or 7d ago.")
 @json_option
 @click.pass_obj
-def show(state: State, ref: str, as_json: bool) -> None:
+def show(state: State, ref: str, at: str | None, as_json: bool) -> None:
     """Print one memory. REF is an id, category/key, or a key unique in the mind.
 
     Example: memfile show project/synapse_status
+
+    Example: memfile show project/synapse_status --at 7d
     """
-    memory = state.vault().show(ref)
+    vault = state.vault()
+    memory = vault.show(ref) if at is None else vault.show_at(ref, at)
     _json(memory.to_dict()) if as_json else click.echo(_show_text(memory))
 
 
@@ -538,3 +542,8 @@ def status(state: State, as_json: bool) -> None:
         click.echo(f"Git: no upstream branch (remotes: {', '.join(git['remotes']) or 'none'})")
     else:
         click.echo(f"Git: {git['upstream']}, {git['ahead']} ahead, {git['behind']} behind (as of the last fetch)")
+
+
+from . import cli_history  # noqa: E402 - last: it registers history, restore, undo and log on `main`
+
+COMMAND_MODULES = (cli_history,)

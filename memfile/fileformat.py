@@ -185,7 +185,7 @@ def _memory(meta: dict[str, Any], content: str, relpath: str, mtime: datetime, h
         confidence=parse_confidence(meta["confidence"]) if meta.get("confidence") is not None else DEFAULT_CONFIDENCE[source],
         expires_at=parse_optional_datetime(meta.get("expires_at"), "expires_at"),
         status=parse_status(meta["status"]) if meta.get("status") is not None else None,
-        superseded_by=parse_memory_id(meta["superseded_by"], "superseded_by") if meta.get("superseded_by") else None,
+        superseded_by=parse_memory_id(meta["superseded_by"], "superseded_by") if meta.get("superseded_by") is not None else None,
         extra=extra,
         has_front_matter=has_front_matter,
     )

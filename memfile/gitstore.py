@@ -7,12 +7,29 @@ work on machines with no git identity, and every `Repo` is closed.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 
 from .errors import GitError
 
 # Signing prompts would hang a headless agent; quoted paths would not match ours.
 _OPTIONS = ("-c", "commit.gpgsign=false", "-c", "core.quotepath=false")
+
+
+@dataclass(frozen=True)
+class Commit:
+    """One commit as history shows it."""
+
+    sha: str
+    date: str  # ISO-8601 with the committer's offset, as git gives it
+    author: str
+    subject: str
+    body: str = ""
+    paths: tuple[str, ...] = ()
+
+
+_FIELD, _RECORD = "\x1f", "\x1e"
+_FORMAT = f"--format={_RECORD}%H{_FIELD}%aI{_FIELD}%an{_FIELD}%s{_FIELD}%b{_FIELD}"
 
 
 class GitStore:
@@ -115,6 +132,68 @@ class GitStore:
         if status == 0:
             return None
         self._run("commit", "--quiet", "-m", message, "--", *present)
+        return self._run("rev-parse", "HEAD")[1].strip()
+
+    # --- history --------------------------------------------------------------
+
+    def log(self, *paths: str, since: str | None = None, limit: int | None = None) -> list[Commit]:
+        """Commits touching `paths` (all commits when none), newest first, each with the paths it touched."""
+        if not self.exists() or self._run("rev-parse", "--verify", "--quiet", "HEAD", check=False)[0] != 0:
+            return []
+        args = ["log", _FORMAT, "--name-only", "--no-renames"]
+        if since:
+            args.append(f"--since={since}")
+        if limit:
+            args.append(f"-n{limit}")
+        _, out = self._run(*args, "--", *paths) if paths else self._run(*args)
+        commits = []
+        for record in out.split(_RECORD)[1:]:
+            sha, date, author, subject, body, names = record.split(_FIELD, 5)
+            commits.append(Commit(sha, date, author, subject, body.strip(), tuple(n for n in names.split("\n") if n)))
+        return commits
+
+    def read(self, rev: str, relpath: str) -> bytes | None:
+        """A file's bytes as of a commit, or None when it did not exist there."""
+        import git
+
+        try:
+            with git.Repo(self.root) as repo:
+                status, out, _ = repo.git.execute(
+                    [git.Git.GIT_PYTHON_GIT_EXECUTABLE, *_OPTIONS, "cat-file", "blob", f"{rev}:{relpath}"],
+                    with_extended_output=True, with_exceptions=False, env=self._env, stdout_as_string=False,
+                )
+        except (git.InvalidGitRepositoryError, git.NoSuchPathError, git.GitCommandNotFound, OSError) as exc:
+            raise GitError(f"git could not read {relpath} at {rev}: {_reason(exc)}") from None
+        return out if status == 0 else None
+
+    def paths_that_held(self, text: str, folder: str) -> list[str]:
+        """Files under `folder` whose history added or removed `text`, most recent first (git's pickaxe)."""
+        _, out = self._run("log", "--format=", "--name-only", "-S", text, "--", folder, check=False)
+        return list(dict.fromkeys(p for p in out.splitlines() if p))
+
+    def resolve(self, rev: str) -> str | None:
+        """The full sha of a revision (sha, branch, HEAD~2, ...), or None when it names no commit."""
+        if rev.startswith("-"):
+            return None
+        status, out = self._run("rev-parse", "--verify", "--quiet", f"{rev}^{{commit}}", check=False)
+        return out.strip() if status == 0 else None
+
+    def last_before(self, moment: str, relpath: str) -> str | None:
+        """The last commit touching `relpath` at or before `moment` (any date git understands)."""
+        _, out = self._run("rev-list", "-1", f"--before={moment}", "HEAD", "--", relpath, check=False)
+        return out.strip() or None
+
+    def revert(self, sha: str, message: str) -> str | None:
+        """Commit the inverse of `sha` with `message`; on a conflict nothing is left changed.
+
+        Raises:
+            GitError: the revert does not apply cleanly (it was aborted).
+        """
+        status, out = self._run("revert", "--no-commit", "--no-edit", sha, check=False)
+        if status != 0:
+            self._run("revert", "--abort", check=False)
+            raise GitError(f"git could not undo {sha[:8]} cleanly: {out.strip() or 'conflict'}; nothing was changed")
+        self._run("commit", "--quiet", "--allow-empty", "-m", message)
         return self._run("rev-parse", "HEAD")[1].strip()
 
     def _tracked(self, relpath: str) -> bool:

@@ -302,8 +302,16 @@ def _render(items: list[RecallItem], steps: Callable[[], list[tuple[int, str]]],
         closing = _closing(counts[_OUT], counts[_SHORT], limit_for_closing)
         return len(header(counts[_OUT])) + body + (len(closing) + 2 if closing else 0) + 1
 
+    def smallest_budget() -> int:
+        """The smallest budget this cut state fits (the closing line names the budget, so it moves with it)."""
+        need = -(-size(0) // CHARS_PER_TOKEN)
+        while size(need) > need * CHARS_PER_TOKEN:
+            need += 1
+        return need
+
     if budget is not None:
         limit = budget * CHARS_PER_TOKEN
+        fits = smallest_budget()  # a budget fits when some state along the cuts fits it
         for i, mode in steps():
             if size() <= limit:
                 break
@@ -313,12 +321,10 @@ def _render(items: list[RecallItem], steps: Callable[[], list[tuple[int, str]]],
             counts[modes[i]] -= 1
             counts[mode] += 1
             modes[i] = mode
+            fits = min(fits, smallest_budget())
         if size() > limit:
-            need = estimate_tokens("x" * size())
-            while size(need) > need * CHARS_PER_TOKEN:
-                need += 1  # the closing line names the budget, so its length moves with it
             raise InvalidInput(
-                "budget", budget, f"{need} tokens or more for this mind (the header and its critical memories, shortened, need that)"
+                "budget", budget, f"{fits} tokens or more for this mind (the header and its critical memories, shortened, need that)"
             )
 
     kept = [(i, mode) for i, mode in enumerate(modes) if mode != _OUT]

@@ -39,6 +39,7 @@ from .model import (
 )
 from .paths import is_inside
 from .recall import Match, RecallItem, RecallReport, recall, recall_query, score, with_neighbours
+from .history import History
 from .writes import UNSET, Writes
 
 
@@ -48,7 +49,7 @@ CANDIDATES = 100
 STATUS_FILTERS = ("active", "superseded", "all")
 
 
-class Vault(Writes):
+class Vault(Writes, History):
     """A vault folder bound to one mind.
 
     Attributes:
