@@ -535,6 +535,8 @@ def status(state: State, as_json: bool) -> None:
     watcher = data["watcher_pid"]
     click.echo(f"Watcher: {'running, pid ' + str(watcher) if watcher else 'not running'}")
     click.echo(f"Uncommitted hand edits: {len(data['uncommitted'])}" + "".join(f"\n  {p}" for p in data["uncommitted"][:20]))
+    if data["conflicts"]:
+        click.echo("Conflicts (memfile resolve REF --ours|--theirs|--edit):" + "".join(f"\n  {r}" for r in data["conflicts"]))
     git = data["git"]
     if git is None:
         click.echo("Git: no repository yet (the first write creates one)")
@@ -544,6 +546,6 @@ def status(state: State, as_json: bool) -> None:
         click.echo(f"Git: {git['upstream']}, {git['ahead']} ahead, {git['behind']} behind (as of the last fetch)")
 
 
-from . import cli_history  # noqa: E402 - last: it registers history, restore, undo and log on `main`
+from . import cli_git  # noqa: E402 - last: it registers the git commands (history, sync, ...) on `main`
 
-COMMAND_MODULES = (cli_history,)
+COMMAND_MODULES = (cli_git,)

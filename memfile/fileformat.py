@@ -295,8 +295,9 @@ def _sequence_offset(lines: list[str]) -> int | None:
     return None
 
 
-def _splice(fm_text: str, changes: dict[str, Any], newline: str, ensure: dict[str, Any]) -> str:
-    """Front-matter text with the lines of `changes` replaced (or appended), the rest untouched.
+def _splice(fm_text: str, changes: dict[str, Any], newline: str, ensure: dict[str, Any],
+            removed: tuple[str, ...] = ()) -> str:
+    """Front-matter text with the lines of `changes` replaced (or appended), of `removed` deleted, the rest untouched.
 
     Keys in `ensure` are appended when the file lacks them (an id or a
     creation time derived from the path or mtime must not drift).
@@ -307,16 +308,21 @@ def _splice(fm_text: str, changes: dict[str, Any], newline: str, ensure: dict[st
     if data.fa.flow_style():
         for name, value in changes.items():
             data[name] = _yaml_value(value, data.get(name))
+        for name in removed:
+            data.pop(name, None)
         out = io.StringIO()
         _yaml().dump(data, out)
         return "\n" + out.getvalue().replace("\n", newline)
     lines = fm_text.splitlines(keepends=True)
     starts = sorted((data.lc.key(name)[0], name) for name in data)
     bounds = {name: (line, starts[i + 1][0] if i + 1 < len(starts) else len(lines)) for i, (line, name) in enumerate(starts)}
-    for name in sorted((n for n in changes if n in bounds), key=lambda n: -bounds[n][0]):
+    for name in sorted((n for n in [*changes, *removed] if n in bounds), key=lambda n: -bounds[n][0]):
         start, end = bounds[name]
         while end > start + 1 and (not lines[end - 1].strip() or lines[end - 1].lstrip().startswith("#")):
             end -= 1
+        if name not in changes:
+            del lines[start:end]
+            continue
         block = isinstance(data[name], CommentedSeq) and not data[name].fa.flow_style()
         offset = _sequence_offset(lines[start + 1 : end]) if block else None
         value = changes[name] if not block else CommentedSeq(changes[name])
@@ -362,9 +368,10 @@ def update(text: str, old: Memory, new: Memory) -> str:
         return bom + ("---\n" + _dump(new_fields) + "---\n").replace("\n", newline) + body
     old_fields = front_matter_fields(old)
     changes = {k: v for k, v in new_fields.items() if old_fields.get(k, object()) != v}
+    removed = tuple(k for k in old_fields if k not in new_fields)
     ensure = {"id": new.id, "created_at": new.created_at}
     opening, closing = fences
-    head = text[: opening.end()] + _splice(text[opening.end() : closing.start()], changes, newline, ensure)
+    head = text[: opening.end()] + _splice(text[opening.end() : closing.start()], changes, newline, ensure, removed)
     if new.content == old.content:
         return bom + head + text[closing.start() :]
     line_end = text.find("\n", closing.start())

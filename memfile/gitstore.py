@@ -58,7 +58,8 @@ class GitStore:
         except (git.GitCommandError, git.GitCommandNotFound, OSError) as exc:
             raise GitError(f"could not create a git repository in {self.root}: {_reason(exc)}") from None
 
-    def _run(self, *args: str, check: bool = True) -> tuple[int, str]:
+    def _run(self, *args: str, check: bool = True, errors: bool = False) -> tuple[int, str]:
+        """Run git; (status, stdout), or stdout and stderr together with `errors`."""
         import git  # imported on first use: read-only commands (recall) never pay for it
 
         try:
@@ -73,7 +74,7 @@ class GitStore:
             raise GitError(f"git could not be run: {_reason(exc)}; install git and try again") from None
         if check and status != 0:
             raise GitError(f"git {args[0]} failed in {self.root}: {(err or out).strip()}")
-        return status, out
+        return status, (f"{out}\n{err}".strip() if errors else out)
 
     def unfinished_operation(self) -> str | None:
         """The git operation left half done in the repository (merge, rebase, ...), if any."""
@@ -195,6 +196,70 @@ class GitStore:
             raise GitError(f"git could not undo {sha[:8]} cleanly: {out.strip() or 'conflict'}; nothing was changed")
         self._run("commit", "--quiet", "--allow-empty", "-m", message)
         return self._run("rev-parse", "HEAD")[1].strip()
+
+    # --- sync ---------------------------------------------------------------------
+
+    def branch(self) -> str:
+        _, out = self._run("symbolic-ref", "--short", "-q", "HEAD", check=False)
+        if not out.strip():
+            raise GitError("HEAD is detached; check out a branch (git switch main) before syncing")
+        return out.strip()
+
+    def set_config(self, name: str, value: str) -> None:
+        self._run("config", "--local", name, value)
+
+    def get_config(self, name: str) -> str | None:
+        status, out = self._run("config", "--local", "--get", name, check=False)
+        return out.strip() if status == 0 else None
+
+    def add_remote(self, name: str, url: str) -> None:
+        self._run("remote", "add", name, url)
+
+    def fetch(self, remote: str) -> None:
+        status, out = self._run("fetch", "--quiet", remote, check=False, errors=True)
+        if status != 0:
+            raise GitError(f"could not fetch from {remote!r} ({out.strip() or 'no answer'}); nothing was changed here")
+
+    def has_ref(self, ref: str) -> bool:
+        return self._run("rev-parse", "--verify", "--quiet", ref, check=False)[0] == 0
+
+    def count(self, revisions: str) -> int:
+        return int(self._run("rev-list", "--count", revisions)[1].strip() or 0)
+
+    def changed_between(self, old: str, new: str) -> list[str]:
+        return [p for p in self._run("diff", "--name-only", "--no-renames", old, new)[1].splitlines() if p]
+
+    def merge(self, ref: str, message: str) -> list[str]:
+        """Merge `ref` into HEAD (never a fast-forward past local work is lost); the paths left unmerged."""
+        status, out = self._run("merge", "--no-edit", "--no-ff", "-m", message, ref, check=False, errors=True)
+        if status == 0:
+            return []
+        _, out = self._run("diff", "--name-only", "--diff-filter=U", check=False)
+        unmerged = [p for p in out.splitlines() if p]
+        if not unmerged:
+            self._run("merge", "--abort", check=False)
+            raise GitError(f"git could not merge {ref} ({out.strip()}); nothing was changed")
+        return unmerged
+
+    def take_ours(self, relpaths: list[str]) -> None:
+        self._run("checkout", "--ours", "--", *relpaths)
+        self._run("add", "--", *relpaths)
+
+    def finish_merge(self, message: str) -> str:
+        self._run("commit", "--quiet", "--no-edit", "-m", message)
+        return self._run("rev-parse", "HEAD")[1].strip()
+
+    def abort_merge(self) -> None:
+        self._run("merge", "--abort", check=False)
+
+    def push(self, remote: str, branch: str) -> bool:
+        """Push HEAD to the remote branch (never forced); False when the remote moved on meanwhile."""
+        status, out = self._run("push", "--quiet", remote, f"HEAD:refs/heads/{branch}", check=False, errors=True)
+        if status == 0:
+            return True
+        if "rejected" in out or "fetch first" in out or "non-fast-forward" in out:
+            return False
+        raise GitError(f"could not push to {remote!r}: {out.strip()}; your commits are kept here")
 
     def _tracked(self, relpath: str) -> bool:
         _, out = self._run("ls-files", "--", relpath)

@@ -65,6 +65,8 @@ KNOWN_FIELDS = (
     "confidence", "expires_at", "created_at", "updated_at", "status", "superseded_by",
 )
 
+#: The front-matter key a sync writes when both sides changed a body: the other side's body, kept until resolved.
+CONFLICT_KEY = "conflict_theirs"
 KEY_PATTERN = re.compile(r"[a-z0-9][a-z0-9_]{0,99}")
 KEY_RULE = "snake_case: lowercase letters, digits and _, starting with a letter or digit, at most 100 characters"
 MAX_TAG_LENGTH = 100
@@ -111,6 +113,11 @@ class Memory:
     @property
     def superseded(self) -> bool:
         return self.status is Status.SUPERSEDED
+
+    @property
+    def conflict(self) -> str | None:
+        """The other side's body when a sync found both sides had changed it (`conflict_theirs`), else None."""
+        return next((str(v) for k, v in self.extra if k == CONFLICT_KEY), None)
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict (dates as ISO-8601 UTC strings)."""

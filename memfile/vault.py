@@ -40,6 +40,7 @@ from .model import (
 from .paths import is_inside
 from .recall import Match, RecallItem, RecallReport, recall, recall_query, score, with_neighbours
 from .history import History
+from .sync import Sync
 from .writes import UNSET, Writes
 
 
@@ -49,7 +50,7 @@ CANDIDATES = 100
 STATUS_FILTERS = ("active", "superseded", "all")
 
 
-class Vault(Writes, History):
+class Vault(Writes, History, Sync):
     """A vault folder bound to one mind.
 
     Attributes:
@@ -472,6 +473,7 @@ class Vault(Writes, History):
         Returns:
             on_disk and indexed file counts, stale paths (changed on disk since indexed),
             last index update, the watcher's pid (or None), uncommitted hand edits,
+            conflicted memories (as last indexed: a sync found their body changed on both sides),
             and the git upstream with ahead/behind counts (None without a repository).
         """
         disk = stat_walk(self.mind_dir, self.root)
@@ -485,6 +487,7 @@ class Vault(Writes, History):
             "last_index_update": self._last_index_update(),
             "watcher_pid": lock_holder(self.root / STATE_DIR / f"watch-{self.mind}.lock"),
             "uncommitted": [p for p in self._git.changed_paths(self.mind) if p.endswith(".md")] if self._git.exists() else [],
+            "conflicts": sorted(m.ref for m in self._index.memories() if m.conflict is not None) if self._index else [],
             "git": self._git.remote_status(),
         }
 

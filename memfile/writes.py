@@ -42,6 +42,8 @@ from .model import (
     validate_key,
 )
 from .paths import memory_relpath, safe_path, validate_mind
+from .merge import ATTRIBUTES
+from .sync import configure_merge_driver, write_attributes
 
 UNSET: Any = object()
 
@@ -100,7 +102,9 @@ class Writes:
             keep = root / mind / ".gitkeep"
             keep.parent.mkdir(parents=True, exist_ok=True)
             keep.touch()
-            vault._git.commit([CONFIG_NAME, ".gitignore", f"{mind}/.gitkeep"], f"init mind {mind}")
+            write_attributes(root)  # memory files merge field by field when vaults sync
+            configure_merge_driver(vault._git)
+            vault._git.commit([CONFIG_NAME, ".gitignore", ATTRIBUTES, f"{mind}/.gitkeep"], f"init mind {mind}")
         vault.config = load_config(root)
         return vault
 
@@ -189,15 +193,19 @@ class Writes:
             The commit's sha, or None when nothing differed from git.
         """
         with self._writing():
-            changed = self._git.changed_paths(self.mind)
-            if relpaths is not None:
-                wanted = set(relpaths)
-                changed = [p for p in changed if p in wanted or not (self.root / p).exists() and p in wanted]
-            changed = sorted(p for p in changed if p.endswith(".md"))
-            if not changed:
-                return None
-            refs = ", ".join(p.split("/", 1)[1][:-3] for p in changed[:20]) + (", ..." if len(changed) > 20 else "")
-            return self._git.commit(changed, f"record hand edits ({len(changed)}): {refs}\n\nmind: {self.mind}")
+            return self._commit_changed(relpaths)
+
+    def _commit_changed(self, relpaths: list[str] | None) -> str | None:
+        """`commit_hand_edits` for a caller holding the writer lock."""
+        changed = self._git.changed_paths(self.mind)
+        if relpaths is not None:
+            wanted = set(relpaths)
+            changed = [p for p in changed if p in wanted or not (self.root / p).exists() and p in wanted]
+        changed = sorted(p for p in changed if p.endswith(".md"))
+        if not changed:
+            return None
+        refs = ", ".join(p.split("/", 1)[1][:-3] for p in changed[:20]) + (", ..." if len(changed) > 20 else "")
+        return self._git.commit(changed, f"record hand edits ({len(changed)}): {refs}\n\nmind: {self.mind}")
 
     def store(
         self,
@@ -367,9 +375,9 @@ class Writes:
             sha = self._rewrite(memory, new, "reactivate", self.actor)
             return StoreResult(new, created=False, changed=True, commit=sha, notices=tuple(self.notices))
 
-    def _rewrite(self, old: Memory, new: Memory, verb: str, source: Source) -> str | None:
-        """Write `new` over `old`'s file (after committing any hand edit), then commit."""
-        return self._apply(old.path, self._rewritten(old, new), verb, new.ref, source)
+    def _rewrite(self, old: Memory, new: Memory, verb: str, source: Source, what: str | None = None) -> str | None:
+        """Write `new` over `old`'s file (after committing any hand edit), then commit `verb what (source)`."""
+        return self._apply(old.path, self._rewritten(old, new), verb, what or new.ref, source)
 
     def forget(self, ref: str) -> Memory:
         """Remove a memory's file in one commit; `git log` keeps every version of it.

@@ -52,7 +52,7 @@ def test_init_creates_config_mind_gitignore_and_repository(tmp_path: Path) -> No
     assert (target / "michael").is_dir()
     assert ".memfile/" in (target / ".gitignore").read_text(encoding="utf-8").splitlines()
     assert git(target, "log", "--format=%s").splitlines() == ["init mind michael"]
-    assert git(target, "ls-files").split() == [".gitignore", "memfile.toml", "michael/.gitkeep"]
+    assert git(target, "ls-files").split() == [".gitattributes", ".gitignore", "memfile.toml", "michael/.gitkeep"]
     assert git(target, "status", "--porcelain").strip() == ""
     assert first_line(ok(in_vault(target, "recall"))) == "Mind: Michael's Mind"
 
@@ -777,7 +777,8 @@ def test_store_during_an_unfinished_merge_changes_nothing(root: Path) -> None:
     ok(in_vault(root, "store", "fact", "base", "two"))
     git(root, "checkout", "-q", "main")
     ok(in_vault(root, "store", "fact", "base", "three"))
-    subprocess.run(["git", "-c", "user.name=Hand", "-c", "user.email=hand@example.com", "merge", "-q", "side"],
+    subprocess.run(["git", "-c", "user.name=Hand", "-c", "user.email=hand@example.com",
+                    "-c", "merge.memfile.driver=false", "merge", "-q", "side"],  # a merge git cannot finish
                    cwd=root, capture_output=True)
     assert (root / ".git" / "MERGE_HEAD").exists()
     result = fails(in_vault(root, "store", "fact", "during_merge", "x"), 6)

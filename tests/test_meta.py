@@ -48,12 +48,14 @@ LAYERS = {
     # The Whoosh classes pickled into the index, used by index.py alone.
     "analysis": {"text"}, "index": CORE | {"analysis"},
     # Vault is split in two modules: writes.py holds its write methods (a mixin).
-    "writes": CORE | PARTS, "history": CORE | PARTS, "vault": CORE | PARTS | {"writes", "history"}, "watch": CORE | PARTS | {"vault"},
-    "cli": CORE | PARTS | {"vault", "watch", "cli_history"}, "cli_history": {"cli"}, "mcp_server": CORE | PARTS | {"vault", "watch"},
+    "merge": CORE, "sync": CORE | PARTS | {"merge"},
+    "writes": CORE | PARTS | {"merge", "sync"}, "history": CORE | PARTS,
+    "vault": CORE | PARTS | {"writes", "history", "sync"}, "watch": CORE | PARTS | {"vault"},
+    "cli": CORE | PARTS | {"vault", "watch", "cli_git"}, "cli_git": {"cli", "sync"}, "mcp_server": CORE | PARTS | {"vault", "watch"},
     "__init__": CORE | PARTS | {"vault", "watch"}, "__main__": {"cli"},
 }
 # Each third-party library lives in exactly one module.
-THIRD_PARTY_HOME = {"click": {"cli", "cli_history"}, "whoosh": {"index", "analysis"}, "git": {"gitstore"},
+THIRD_PARTY_HOME = {"click": {"cli", "cli_git"}, "whoosh": {"index", "analysis"}, "git": {"gitstore"},
                     "frontmatter": {"fileformat"}, "yaml": {"fileformat"}, "ruamel": {"fileformat"},
                     "watchdog": {"watch"}, "mcp": {"mcp_server"}}
 

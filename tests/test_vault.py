@@ -36,7 +36,7 @@ def test_init_creates_config_mind_gitignore_and_repository(vault: Vault) -> None
     assert ".memfile/" in (root / ".gitignore").read_text(encoding="utf-8").splitlines()
     assert (root / ".git").is_dir()
     assert git(root, "log", "--format=%s").splitlines() == ["init mind michael"]
-    assert git(root, "ls-files").split() == [".gitignore", "memfile.toml", "michael/.gitkeep"]
+    assert git(root, "ls-files").split() == [".gitattributes", ".gitignore", "memfile.toml", "michael/.gitkeep"]
     assert git(root, "status", "--porcelain").strip() == ""
     assert vault.mind == "michael"
     assert vault.name == "Michael's Mind"

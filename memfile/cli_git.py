@@ -1,0 +1,170 @@
+"""The command line's git commands (history, restore, undo, log, sync, remote, resolve): thin faces over `Vault`."""
+
+from __future__ import annotations
+
+import click
+
+from .cli import State, _json, _print_store, json_option, main
+from .sync import run_merge_driver
+
+
+@main.command()
+@click.argument("ref")
+@json_option
+@click.pass_obj
+def history(state: State, ref: str, as_json: bool) -> None:
+    """List every version of one memory, newest first (also of a forgotten one).
+
+    Each version shows its date, author, source, commit message, the fields it
+    changed and a short diff of the body.
+
+    Example: memfile history project/synapse_status
+    """
+    versions = state.vault().history(ref)
+    if as_json:
+        _json([v.to_dict() for v in versions])
+        return
+    for version in versions:
+        what = "removed" if version.removed else ("unreadable: " + version.problem) if version.problem else (
+            "changed " + ", ".join(version.changed) if version.changed else "created" if version is versions[-1] else "")
+        click.echo(f"{version.sha[:8]}  {version.date}  {version.author}  {version.message}")
+        if what:
+            click.echo(f"    {what}")
+        for line in version.diff.splitlines():
+            click.echo(f"    {line}")
+
+
+@main.command()
+@click.argument("ref")
+@click.option("--at", metavar="REV|DATE", help="Restore the version at this commit or date (default: the last one).")
+@json_option
+@click.pass_obj
+def restore(state: State, ref: str, at: str | None, as_json: bool) -> None:
+    """Bring back a forgotten memory, or an old version of one, as a new commit.
+
+    Example: memfile restore context/conference_trip_march
+
+    Example: memfile restore project/synapse_status --at HEAD~3
+    """
+    result = state.vault().restore(ref, at)
+    _print_store(result, as_json, "restored" if result.changed else "unchanged (already that version)")
+
+
+@main.command()
+@json_option
+@click.pass_obj
+def undo(state: State, as_json: bool) -> None:
+    """Revert the last change memfile made, as a new commit.
+
+    Refused (exit 2) when a later commit or an uncommitted edit touched the
+    same memory: undoing would discard that work.
+
+    Example: memfile undo
+    """
+    entry = state.vault().undo()
+    _json(entry.to_dict()) if as_json else click.echo(f"{entry.message} ({entry.sha[:8]})")
+
+
+@main.command()
+@click.option("--since", help="Only changes newer than this: a duration (7d, 12h) or a date (2026-05-01).")
+@click.option("--limit", type=click.IntRange(min=1), help="At most this many changes.")
+@json_option
+@click.pass_obj
+def log(state: State, since: str | None, limit: int | None, as_json: bool) -> None:
+    """The vault's changelog, newest first.
+
+    Example: memfile log --since 7d
+    """
+    entries = state.vault().log(since, limit)
+    if as_json:
+        _json([e.to_dict() for e in entries])
+        return
+    for entry in entries:
+        click.echo(f"{entry.date}  {entry.sha[:8]}  {entry.message}  [{entry.author}]")
+
+
+@main.command()
+@click.option("--remote", default="origin", show_default=True, help="The git remote to sync with.")
+@click.option("--branch", help="The remote branch (default: the current branch's name).")
+@json_option
+@click.pass_obj
+def sync(state: State, remote: str, branch: str | None, as_json: bool) -> None:
+    """Commit hand edits, fetch, merge the remote's changes, push, update the index.
+
+    Memory files merge field by field; a body changed on both sides keeps
+    both (see memfile resolve). Never force-pushes; an unreachable remote
+    changes nothing (exit 6).
+
+    Example: memfile sync --remote origin
+    """
+    report = state.vault().sync(remote, branch)
+    if as_json:
+        _json(report.to_dict())
+        return
+    click.echo(f"synced with {report.remote}/{report.branch}: {report.came_in} commits in "
+               f"({len(report.files_in)} memory files changed), {report.went_out} commits out")
+    if report.hand_edits:
+        click.echo(f"committed hand edits first ({report.hand_edits[:8]})")
+    for ref in report.conflicts:
+        click.echo(f"conflict: {ref} changed on both sides; finish it with: memfile resolve {ref} --ours|--theirs|--edit")
+    for path in report.kept_ours:
+        click.echo(f"kept ours: {path} could not be merged (theirs is in the merged commit; see: memfile history)")
+
+
+@main.group()
+def remote() -> None:
+    """Manage the git remotes a vault syncs with.
+
+    Example: memfile remote add git@example.com:me/mind.git
+    """
+
+
+@remote.command(name="add")
+@click.argument("url")
+@click.option("--name", default="origin", show_default=True)
+@click.pass_obj
+def remote_add(state: State, url: str, name: str) -> None:
+    """Add a remote (plain `git remote add` works too).
+
+    Example: memfile remote add /srv/git/mind.git --name origin
+    """
+    state.vault().add_remote(url, name)
+    click.echo(f"added remote {name} {url}; sync with: memfile sync --remote {name}")
+
+
+@main.command()
+@click.argument("ref")
+@click.option("--ours", "take", flag_value="ours", help="Keep this machine's body.")
+@click.option("--theirs", "take", flag_value="theirs", help="Take the other side's body.")
+@click.option("--edit", "take", flag_value="edit", help="Edit both into one in $EDITOR.")
+@json_option
+@click.pass_obj
+def resolve(state: State, ref: str, take: str | None, as_json: bool) -> None:
+    """Finish a memory whose body changed on both sides of a sync, in one commit.
+
+    Example: memfile resolve project/roadmap --theirs
+    """
+    vault = state.vault()
+    if take == "edit":
+        memory = vault.get(ref)
+        edited = click.edit(f"{memory.content}\n\n# ---- theirs (delete what you do not keep) ----\n\n{memory.conflict or ''}\n",
+                            extension=".md")
+        if edited is None:
+            raise click.UsageError("the editor was closed without saving; nothing changed")
+        result = vault.resolve(ref, content=edited)
+    else:
+        result = vault.resolve(ref, take)
+    _print_store(result, as_json, "resolved")
+
+
+@main.command(name="merge-file", hidden=True)
+@click.argument("base", type=click.Path(dir_okay=False))
+@click.argument("ours", type=click.Path(dir_okay=False))
+@click.argument("theirs", type=click.Path(dir_okay=False))
+@click.argument("path")
+def merge_file(base: str, ours: str, theirs: str, path: str) -> None:
+    """git's merge driver for memory files (set up by init and sync); not for people.
+
+    Example: memfile merge-file BASE OURS THEIRS mind/fact/x.md
+    """
+    raise SystemExit(run_merge_driver(base, ours, theirs, path))

@@ -1,0 +1,117 @@
+"""Merging memories, not lines: the three-way merge git's merge driver runs for memory files. Pure.
+
+Front-matter is merged field by field: a field changed on one side takes
+that side's value; changed on both, `tags` merge as sets (additions of both
+sides, removals of both sides), `created_at` keeps the earlier and
+`updated_at` the later, `verified` follows the side a person wrote
+(`source: user`), any other field the side changed last (`updated_at`). A
+body changed on one side merges cleanly. A body changed on both sides keeps
+ours and puts theirs in `conflict_theirs` (the memory is conflicted until
+`memfile resolve`), so recall and search never see conflict markers and
+neither version is lost. The same key created on both sides (no base) is
+merged into one memory keeping the older id.
+"""
+
+from __future__ import annotations
+
+import shlex
+import sys
+from dataclasses import dataclass, replace
+from datetime import datetime, timezone
+from typing import Any
+
+from . import fileformat
+from .model import CONFLICT_KEY, Memory, Source
+
+#: The attribute line that sends memory files to the driver, and the file it lives in (committed).
+ATTRIBUTES = ".gitattributes"
+MERGE_RULE = "*.md merge=memfile"
+
+_SAME: Any = object()
+_EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
+
+
+def merge_driver_command() -> str:
+    """The command git runs to merge a memory file (`%O %A %B %P`: base, ours, theirs, path)."""
+    return f"{shlex.quote(sys.executable)} -m memfile merge-file %O %A %B %P"
+
+
+@dataclass(frozen=True)
+class MergeResult:
+    data: bytes
+    conflicted: bool  # both sides changed the body: theirs is kept in `conflict_theirs`
+
+
+def merge_memory(base: bytes | None, ours: bytes, theirs: bytes, relpath: str) -> MergeResult:
+    """The merged file of two versions of a memory and their common ancestor (None: both created it).
+
+    Raises:
+        FileParseError: one of the versions cannot be read (the caller keeps ours; theirs stays in git).
+    """
+    mine = fileformat.parse(ours, relpath, _EPOCH)
+    other = fileformat.parse(theirs, relpath, _EPOCH)
+    old = fileformat.parse(base, relpath, _EPOCH) if base else None
+    if mine == other:
+        return MergeResult(ours, False)
+    later = other if other.updated_at > mine.updated_at else mine
+
+    def pick(name: str) -> Any:
+        a, b = getattr(mine, name), getattr(other, name)
+        o = getattr(old, name) if old is not None else _SAME
+        if a == b or b == o:
+            return a
+        if a == o:
+            return b
+        return getattr(later, name)
+
+    merged = replace(
+        mine,
+        id=pick("id") if old is not None else min((mine.created_at, mine.id), (other.created_at, other.id))[1],
+        priority=pick("priority"), source=pick("source"), confidence=pick("confidence"),
+        expires_at=pick("expires_at"), status=pick("status"), superseded_by=pick("superseded_by"),
+        created_at=min(mine.created_at, other.created_at) if old is None else pick("created_at"),
+        updated_at=max(mine.updated_at, other.updated_at),
+        tags=_merge_tags(old.tags if old else (), mine.tags, other.tags),
+        verified=_merge_verified(old, mine, other),
+        id_derived=False,
+    )
+    extra, conflicted = _merge_extra(old, mine, other, later), False
+    base_body = old.content if old is not None else None
+    if mine.content != other.content and other.content != base_body:
+        if mine.content == base_body:
+            merged = replace(merged, content=other.content)
+        else:
+            conflicted = True
+            extra[CONFLICT_KEY] = other.content
+    merged = replace(merged, extra=tuple(extra.items()))
+    text = fileformat.update(fileformat.decode(ours, relpath), mine, merged)
+    return MergeResult(text.encode("utf-8"), conflicted)
+
+
+def _merge_tags(base: tuple[str, ...], ours: tuple[str, ...], theirs: tuple[str, ...]) -> tuple[str, ...]:
+    removed = (set(base) - set(ours)) | (set(base) - set(theirs))
+    return tuple(dict.fromkeys(t for t in (*ours, *theirs) if t not in removed))
+
+
+def _merge_verified(base: Memory | None, ours: Memory, theirs: Memory) -> bool:
+    """The side that changed `verified`; when both did, the side a person wrote (ours on a tie)."""
+    if ours.verified == theirs.verified:
+        return ours.verified
+    if base is not None and ours.verified == base.verified:
+        return theirs.verified
+    if base is not None and theirs.verified == base.verified:
+        return ours.verified
+    if theirs.source is Source.USER and ours.source is not Source.USER:
+        return theirs.verified
+    return ours.verified
+
+
+def _merge_extra(base: Memory | None, ours: Memory, theirs: Memory, later: Memory) -> dict[str, Any]:
+    mine, other, old = dict(ours.extra), dict(theirs.extra), dict(base.extra) if base else {}
+    merged: dict[str, Any] = {}
+    for name in dict.fromkeys([*mine, *other]):
+        a, b, o = mine.get(name, _SAME), other.get(name, _SAME), old.get(name, _SAME)
+        value = a if a == b or b == o else b if a == o else dict(later.extra).get(name, _SAME)
+        if value is not _SAME:
+            merged[name] = value
+    return merged

@@ -1,0 +1,177 @@
+"""Syncing a vault through a git remote, and finishing the conflicts a sync can leave (a `Vault` mixin).
+
+`sync` commits pending hand edits, fetches, merges the remote's work with a
+merge commit (git's merge driver for memory files merges them field by
+field: memfile.merge), pushes (never forced), and brings the index in line.
+A body changed on both sides is kept on both: ours in the body, theirs in
+`conflict_theirs`, until `resolve`. Nothing is ever lost: every commit of
+either side stays in history.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from .errors import FileParseError, GitError, InvalidInput, Refused
+from .files import atomic_write
+from .gitstore import GitStore
+from .merge import ATTRIBUTES, MERGE_RULE, merge_driver_command, merge_memory
+from .model import CONFLICT_KEY, Memory, Source, StoreResult, resolve_ref, utc_now
+
+PUSH_ATTEMPTS = 3
+
+
+@dataclass
+class SyncReport:
+    """What `sync` did: commits and files that came in and went out, conflicts left to resolve."""
+
+    remote: str
+    branch: str
+    came_in: int = 0  # commits
+    went_out: int = 0  # commits
+    files_in: list[str] = field(default_factory=list)
+    hand_edits: str | None = None  # the commit of pending hand edits made first
+    conflicts: list[str] = field(default_factory=list)  # REFs whose body changed on both sides
+    kept_ours: list[str] = field(default_factory=list)  # files git could not merge: ours kept, theirs in history
+
+    def to_dict(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+def run_merge_driver(base: str, ours: str, theirs: str, relpath: str) -> int:
+    """The merge driver: write the merge of three versions into `ours`; 0 when merged, 1 when git must decide."""
+    base_data = Path(base).read_bytes()
+    try:
+        result = merge_memory(base_data or None, Path(ours).read_bytes(), Path(theirs).read_bytes(), relpath)
+    except (FileParseError, OSError):
+        return 1  # not a memory memfile can read: ours stays, the sync keeps it and names it
+    atomic_write(Path(ours), result.data)
+    return 0
+
+
+def configure_merge_driver(git: GitStore) -> bool:
+    """Point the repository's config at memfile's merge driver; True when it had to."""
+    if git.get_config("merge.memfile.driver") == merge_driver_command():
+        return False
+    git.set_config("merge.memfile.name", "memfile: merge memories field by field")
+    git.set_config("merge.memfile.driver", merge_driver_command())
+    return True
+
+
+def write_attributes(root: Path) -> bool:
+    """Make .gitattributes send memory files to the merge driver; True when it had to be changed."""
+    path = root / ATTRIBUTES
+    text = path.read_text(encoding="utf-8") if path.exists() else ""
+    if MERGE_RULE in text.splitlines():
+        return False
+    atomic_write(path, (text + ("\n" if text and not text.endswith("\n") else "") + MERGE_RULE + "\n").encode())
+    return True
+
+
+class Sync:
+    """Vault methods for remotes (mixed into `Vault`)."""
+
+    root: Path
+    mind: str
+    actor: Source
+    notices: list[str]
+    _git: GitStore
+
+    def memories(self) -> list[Memory]: ...  # noqa: D102 - provided by Vault
+    def _writing(self) -> Any: ...  # noqa: D102 - provided by Writes
+    def _commit_changed(self, relpaths: list[str] | None) -> str | None: ...  # noqa: D102 - provided by Writes
+    def _rewrite(self, old: Memory, new: Memory, verb: str, source: Source) -> str | None: ...  # noqa: D102
+
+    def ensure_merge_driver(self) -> bool:
+        """Set up the merge driver for memory files (.gitattributes, committed, and the repository's config).
+
+        Returns:
+            True when anything had to be set up.
+        """
+        changed = configure_merge_driver(self._git)
+        if write_attributes(self.root):
+            self._git.commit([ATTRIBUTES], "merge memory files field by field (memfile merge driver)")
+            changed = True
+        return changed
+
+    def add_remote(self, url: str, name: str = "origin") -> None:
+        """Add a git remote to sync with (plain `git remote add` works too).
+
+        Raises:
+            InvalidInput: the name or URL is not usable.
+            GitError: git refused (a remote of that name exists, say).
+        """
+        if not url or url.startswith("-") or not name or name.startswith("-") or any(c.isspace() for c in name):
+            raise InvalidInput("remote", f"{name} {url}", "a remote name (origin) and a URL or path")
+        self._git.add_remote(name, url)
+
+    def sync(self, remote: str = "origin", branch: str | None = None) -> SyncReport:
+        """Commit hand edits, fetch, merge the remote's changes, push, and bring the index in line.
+
+        Raises:
+            GitError: the remote cannot be reached or refuses the push (nothing is lost:
+                local commits stay, and the message says what to do).
+        """
+        with self._writing():
+            self.ensure_merge_driver()
+            branch = branch or self._git.branch()
+            report = SyncReport(remote, branch, hand_edits=self._commit_changed(None))
+            before = self._git.resolve("HEAD")
+            for _ in range(PUSH_ATTEMPTS):
+                self._git.fetch(remote)
+                upstream = f"refs/remotes/{remote}/{branch}"
+                if self._git.has_ref(upstream) and self._git.count(f"HEAD..{upstream}"):
+                    self._merge(upstream, report)
+                ahead = self._git.count(f"{upstream}..HEAD") if self._git.has_ref(upstream) else self._git.count("HEAD")
+                if not ahead or self._git.push(remote, branch):
+                    report.went_out = ahead
+                    break
+            else:
+                raise GitError(f"{remote} kept moving while syncing; your commits are kept here; run memfile sync again")
+            after = self._git.resolve("HEAD")
+            if before and after and before != after:
+                report.files_in = [p for p in self._git.changed_between(before, after) if p.startswith(f"{self.mind}/")]
+            self._sync(None, wait=True)
+            report.conflicts = sorted(m.ref for m in self.memories() if m.conflict is not None)
+            return report
+
+    def _merge(self, upstream: str, report: SyncReport) -> None:
+        report.came_in += self._git.count(f"HEAD..{upstream}")
+        unmerged = self._git.merge(upstream, f"sync: merge {upstream.removeprefix('refs/remotes/')}\n\nmind: {self.mind}")
+        if not unmerged:
+            return
+        memory_files = [p for p in unmerged if p.endswith(".md")]
+        if len(memory_files) != len(unmerged):
+            self._git.abort_merge()
+            raise GitError(f"the merge of {upstream} conflicts outside memory files ({', '.join(unmerged)}); "
+                           "nothing was changed: merge it with git, then run memfile sync again")
+        self._git.take_ours(memory_files)
+        report.kept_ours += memory_files
+        self._git.finish_merge(f"sync: merge {upstream.removeprefix('refs/remotes/')}, keeping ours for "
+                               f"{', '.join(memory_files)} (theirs is in the merged commit)\n\nmind: {self.mind}")
+
+    def resolve(self, ref: str, take: str | None = None, content: str | None = None) -> StoreResult:
+        """Finish a conflicted memory in one commit: keep `ours`, take `theirs`, or give the new `content`.
+
+        Raises:
+            InvalidInput: `take` is not ours/theirs, or neither take nor content was given.
+            Refused: the memory is not conflicted.
+        """
+        if (take is None) == (content is None) or take not in (None, "ours", "theirs"):
+            raise InvalidInput("resolve", take, ["ours", "theirs", "an edited body"])
+        if content is not None and not content.strip():
+            raise InvalidInput("content", content, "non-empty text")
+        with self._writing():
+            memory = resolve_ref(ref, self.memories(), self.mind)
+            if memory.conflict is None:
+                raise Refused(f"{memory.ref} has no conflict to resolve")
+            body = memory.content if take == "ours" else memory.conflict if take == "theirs" else content
+            extra = tuple((k, v) for k, v in memory.extra if k != CONFLICT_KEY)
+            new = replace(memory, content=str(body).strip(), extra=extra, updated_at=utc_now(), id_derived=False)
+            sha = self._rewrite(memory, new, "resolve", self.actor, f"{new.ref} with {take or 'an edit'}")
+            return StoreResult(new, created=False, changed=True, commit=sha, notices=tuple(self.notices))
+
+    def _sync(self, paths: list[str] | None, wait: bool) -> Any: ...  # noqa: D102 - provided by Vault
+
