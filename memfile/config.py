@@ -40,6 +40,9 @@ class Config:
     recall_budget: int | None = None
     half_life_days: float = 30.0
     lock_timeout: float = DEFAULT_LOCK_TIMEOUT
+    autosync: bool = False  # writes push, `watch` pulls, at most every sync_interval seconds
+    sync_remote: str = "origin"
+    sync_interval: float = 300.0
 
     def display_name(self, mind: str) -> str:
         return self.mind_names.get(mind, mind)
@@ -83,6 +86,12 @@ def load_config(root: Path) -> Config:
     budget = _require(recall, "budget", int, "a whole number of tokens (0 = no limit)", "recall.")
     half_life = _require(recall, "half_life_days", (int, float), "a number of days", "recall.")
     timeout = _require(data, "lock_timeout", (int, float), "a number of seconds", "")
+    sync = data.get("sync", {}) if isinstance(data.get("sync"), dict) else {}
+    autosync = _require(sync, "autosync", bool, "true or false", "sync.")
+    remote = _require(sync, "remote", str, "a git remote name", "sync.")
+    interval = _require(sync, "interval", (int, float), "a number of seconds (at least 10)", "sync.")
+    if interval is not None and interval < 10:  # type: ignore[operator]
+        raise InvalidInput(f"sync.interval in {CONFIG_NAME}", interval, "a number of seconds (at least 10)")
     return Config(
         default_mind=default_mind,  # type: ignore[arg-type]
         mind_names=names,
@@ -91,6 +100,9 @@ def load_config(root: Path) -> Config:
         recall_budget=int(budget) if budget else None,  # type: ignore[arg-type]
         half_life_days=float(half_life) if half_life else 30.0,  # type: ignore[arg-type]
         lock_timeout=float(timeout) if timeout else DEFAULT_LOCK_TIMEOUT,  # type: ignore[arg-type]
+        autosync=bool(autosync),
+        sync_remote=str(remote or "origin"),
+        sync_interval=float(interval) if interval else 300.0,  # type: ignore[arg-type]
     )
 
 
@@ -181,6 +193,12 @@ def render_config(mind: str, name: str | None) -> str:
         "",
         "# [recall]",
         "# budget = 0            # default token budget of recall; 0 = no limit",
+        "# half_life_days = 30   # recency half-life of recall --query",
+        "",
+        "# [sync]",
+        "# autosync = false      # writes push and `memfile watch` pulls, at most every interval",
+        '# remote = "origin"',
+        "# interval = 300        # seconds",
         "",
     ]
     return "\n".join(lines)

@@ -10,10 +10,12 @@ either side stays in history.
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from .config import STATE_DIR, Config
 from .errors import FileParseError, GitError, InvalidInput, Refused
 from .files import atomic_write
 from .gitstore import GitStore
@@ -76,6 +78,7 @@ class Sync:
     root: Path
     mind: str
     actor: Source
+    config: Config
     notices: list[str]
     _git: GitStore
 
@@ -107,35 +110,60 @@ class Sync:
             raise InvalidInput("remote", f"{name} {url}", "a remote name (origin) and a URL or path")
         self._git.add_remote(name, url)
 
-    def sync(self, remote: str = "origin", branch: str | None = None) -> SyncReport:
+    def sync(self, remote: str | None = None, branch: str | None = None) -> SyncReport:
         """Commit hand edits, fetch, merge the remote's changes, push, and bring the index in line.
+
+        Args:
+            remote: the git remote; default `[sync] remote` of memfile.toml (`origin`).
+            branch: the remote branch; default the current branch's name.
 
         Raises:
             GitError: the remote cannot be reached or refuses the push (nothing is lost:
                 local commits stay, and the message says what to do).
         """
         with self._writing():
-            self.ensure_merge_driver()
-            branch = branch or self._git.branch()
-            report = SyncReport(remote, branch, hand_edits=self._commit_changed(None))
-            before = self._git.resolve("HEAD")
-            for _ in range(PUSH_ATTEMPTS):
-                self._git.fetch(remote)
-                upstream = f"refs/remotes/{remote}/{branch}"
-                if self._git.has_ref(upstream) and self._git.count(f"HEAD..{upstream}"):
-                    self._merge(upstream, report)
-                ahead = self._git.count(f"{upstream}..HEAD") if self._git.has_ref(upstream) else self._git.count("HEAD")
-                if not ahead or self._git.push(remote, branch):
-                    report.went_out = ahead
-                    break
-            else:
-                raise GitError(f"{remote} kept moving while syncing; your commits are kept here; run memfile sync again")
-            after = self._git.resolve("HEAD")
-            if before and after and before != after:
-                report.files_in = [p for p in self._git.changed_between(before, after) if p.startswith(f"{self.mind}/")]
-            self._sync(None, wait=True)
-            report.conflicts = sorted(m.ref for m in self.memories() if m.conflict is not None)
-            return report
+            return self._sync_locked(remote or self.config.sync_remote, branch)
+
+    def _sync_locked(self, remote: str, branch: str | None) -> SyncReport:
+        self.ensure_merge_driver()
+        branch = branch or self._git.branch()
+        report = SyncReport(remote, branch, hand_edits=self._commit_changed(None))
+        before = self._git.resolve("HEAD")
+        for _ in range(PUSH_ATTEMPTS):
+            self._git.fetch(remote)
+            upstream = f"refs/remotes/{remote}/{branch}"
+            if self._git.has_ref(upstream) and self._git.count(f"HEAD..{upstream}"):
+                self._merge(upstream, report)
+            ahead = self._git.count(f"{upstream}..HEAD") if self._git.has_ref(upstream) else self._git.count("HEAD")
+            if not ahead or self._git.push(remote, branch):
+                report.went_out = ahead
+                break
+        else:
+            raise GitError(f"{remote} kept moving while syncing; your commits are kept here; run memfile sync again")
+        after = self._git.resolve("HEAD")
+        if before and after and before != after:
+            report.files_in = [p for p in self._git.changed_between(before, after) if p.startswith(f"{self.mind}/")]
+        self._sync(None, wait=True)
+        report.conflicts = sorted(m.ref for m in self.memories() if m.conflict is not None)
+        (self.root / STATE_DIR / f"synced-{self.mind}").touch()
+        return report
+
+    def _autosync(self) -> None:
+        """After a write: with `[sync] autosync`, sync when the last sync is `interval` seconds old.
+
+        A failed autosync never fails the write: the change is committed here
+        and goes out with the next sync; a notice says so.
+        """
+        if not self.config.autosync:
+            return
+        marker = self.root / STATE_DIR / f"synced-{self.mind}"
+        if marker.exists() and time.time() - marker.stat().st_mtime < self.config.sync_interval:
+            return
+        try:
+            self._sync_locked(self.config.sync_remote, None)
+        except GitError as exc:
+            marker.touch()  # rate-limited like a success: an offline laptop must not retry on every write
+            self.notices.append(f"autosync: {exc} (the change is committed here; it goes out with the next sync)")
 
     def _merge(self, upstream: str, report: SyncReport) -> None:
         report.came_in += self._git.count(f"HEAD..{upstream}")

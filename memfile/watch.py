@@ -163,9 +163,12 @@ class Watcher:
 
     def _run(self) -> None:
         vault = Vault.open(self.root, self.mind)  # its own: SQLite connections stay in one thread
+        pull_every = vault.config.sync_interval if vault.config.autosync else None
         try:
             while True:
-                self._wake.wait()
+                if not self._wake.wait(pull_every):
+                    self._pull(vault)  # [sync] autosync: the remote's changes come in while idle
+                    continue
                 if self._pending():
                     self._settle()
                     self._apply(vault)
@@ -177,6 +180,15 @@ class Watcher:
                     return
         finally:
             vault.close()
+
+    def _pull(self, vault: Vault) -> None:
+        try:
+            report = vault.sync()
+        except MemfileError as exc:
+            logging.getLogger("memfile.watch").warning("autosync: %s", exc)
+            return
+        if report.came_in or report.went_out:
+            logging.getLogger("memfile.watch").info("autosync: %d commits in, %d out", report.came_in, report.went_out)
 
     def _pending(self) -> bool:
         with self._guard:

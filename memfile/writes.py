@@ -9,7 +9,7 @@ inherits these methods; faces call them through `Vault`.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import replace
 from datetime import datetime
@@ -63,6 +63,7 @@ class Writes:
     def _find(self, ref: str) -> Memory: ...  # provided by Vault
     def _load(self, relpath: str) -> tuple[Any, Memory]: ...  # provided by Vault
     def _sync(self, paths: list[str] | None, wait: bool) -> SyncReport: ...  # provided by Vault
+    _autosync: Callable[[], None]  # provided by Sync
 
     @classmethod
     def init(cls, path: str | os.PathLike[str], mind: str = "default", name: str | None = None) -> Any:
@@ -184,6 +185,7 @@ class Writes:
         except LockTimeout:
             # The change is on disk and in git; the index catches up at the next command.
             self.notices.append("the index was busy; it will include this change at the next command")
+        self._autosync()
         return sha
 
     def commit_hand_edits(self, relpaths: list[str] | None = None) -> str | None:

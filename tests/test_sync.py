@@ -166,3 +166,67 @@ def test_status_shows_conflicts(two: tuple[Vault, Vault]) -> None:
     server.sync()
     assert server.status()["conflicts"] == ["fact/office"]
     assert "fact/office" in ok(in_vault(server.root, "status")).stdout
+
+
+def autosync_on(vault: Vault, interval: int = 10) -> Vault:
+    config = vault.root / "memfile.toml"
+    config.write_text(config.read_text(encoding="utf-8") + f"\n[sync]\nautosync = true\ninterval = {interval}\n",
+                      encoding="utf-8")
+    return Vault.open(vault.root, vault.mind)
+
+
+def test_autosync_pushes_writes_rate_limited(two: tuple[Vault, Vault]) -> None:
+    laptop, server = two
+    laptop = autosync_on(laptop, interval=3600)
+    (laptop.root / ".memfile" / "synced-michael").unlink(missing_ok=True)
+    laptop.store("fact", "editor", "Uses neovim")  # due: pushed at once
+    server.sync()
+    assert server.get("fact/editor").content == "Uses neovim"
+    laptop.store("fact", "shell", "Uses fish")  # within the interval: committed, not pushed
+    server.sync()
+    assert all(m.key != "shell" for m in server.list())
+
+
+def test_autosync_failure_never_fails_the_write(two: tuple[Vault, Vault], tmp_path: Path) -> None:
+    laptop, _ = two
+    git(laptop.root, "remote", "set-url", "origin", str(tmp_path / "gone.git"))
+    laptop = autosync_on(laptop)
+    (laptop.root / ".memfile" / "synced-michael").unlink(missing_ok=True)
+    result = laptop.store("fact", "editor", "Uses neovim")
+    assert result.changed and any("autosync" in n for n in result.notices)
+    assert laptop.get("fact/editor").content == "Uses neovim"
+
+
+def test_bad_sync_settings_name_the_field(two: tuple[Vault, Vault]) -> None:
+    laptop, _ = two
+    config = laptop.root / "memfile.toml"
+    config.write_text(config.read_text(encoding="utf-8") + "\n[sync]\ninterval = 1\n", encoding="utf-8")
+    assert "sync.interval" in fails(in_vault(laptop.root, "list"), 2).stderr
+
+
+def test_resolve_by_editing_both_bodies(two: tuple[Vault, Vault], tmp_path: Path) -> None:
+    laptop, server = two
+    laptop.store("fact", "office", "Hamburg")
+    server.store("fact", "office", "Munich")
+    laptop.sync()
+    server.sync()
+    editor = tmp_path / "editor.sh"
+    editor.write_text('#!/bin/sh\nprintf "Hamburg and Munich\\n" > "$1"\n', encoding="utf-8")
+    editor.chmod(0o755)
+    ok(in_vault(server.root, "resolve", "fact/office", "--edit", env={"EDITOR": str(editor)}))
+    assert server.get("fact/office").content == "Hamburg and Munich" and server.get("fact/office").conflict is None
+
+
+@pytest.mark.slow
+def test_watcher_with_autosync_pulls_while_idle(two: tuple[Vault, Vault]) -> None:
+    import time
+
+    laptop, server = two
+    server = autosync_on(server, interval=10)
+    laptop.store("fact", "editor", "Uses neovim")
+    laptop.sync()
+    with Vault.open(server.root, server.mind, watch=True) as watched:
+        deadline = time.monotonic() + 25
+        while time.monotonic() < deadline and all(m.key != "editor" for m in watched.list()):
+            time.sleep(0.5)
+        assert watched.get("fact/editor").content == "Uses neovim"
