@@ -546,6 +546,47 @@ def status(state: State, as_json: bool) -> None:
         click.echo(f"Git: {git['upstream']}, {git['ahead']} ahead, {git['behind']} behind (as of the last fetch)")
 
 
+@main.command(name="last-recall")
+@json_option
+@click.pass_obj
+def last_recall(state: State, as_json: bool) -> None:
+    """What the last recall served (CLI or MCP): query, budget, tokens, each memory and why.
+
+    Example: memfile last-recall
+    """
+    record = state.vault().last_recall()
+    if as_json:
+        _json(record)
+        return
+    click.echo(f"{record['served_at']}  {record['source']}  mind {record['mind']}"
+               + (f"  query: {record['query']}" if record.get("query") else ""))
+    click.echo(f"budget {record['budget'] or 'none'}, {record['tokens']} tokens, {len(record['memories'])} memories "
+               f"({record['left_out']} left out, {record['shortened']} shortened)")
+    for item in record["memories"]:
+        why = "pinned" if item["pinned"] else f"score {item['score']}" if item["score"] is not None else ""
+        near = f", next to {item['neighbour_of']}" if item.get("neighbour_of") else ""
+        short = ", shortened" if item["shortened"] else ""
+        click.echo(f"  {item['ref']}  {why}{near}{short}".rstrip())
+
+
+@main.command()
+@click.option("--no-watch", is_flag=True, help="Do not keep the index warm with a watcher.")
+@click.pass_obj
+def mcp(state: State, no_watch: bool) -> None:
+    """Serve one mind to an agent over the Model Context Protocol (stdio).
+
+    Needs the optional extra: pip install 'memfile[mcp]'. Everything the
+    agent stores is source agent, unverified; it cannot reach other minds.
+
+    Example: memfile --vault ~/mind --mind michael mcp
+    """
+    try:
+        from .mcp_server import serve
+    except ImportError as exc:
+        raise InvalidInput("mcp", str(exc), "the MCP SDK: pip install 'memfile[mcp]'") from None
+    serve(state.vault_path, state.mind, watch=not no_watch)
+
+
 from . import cli_git  # noqa: E402 - last: it registers the git commands (history, sync, ...) on `main`
 
 COMMAND_MODULES = (cli_git,)

@@ -8,6 +8,7 @@ take the writer lock, write atomically and become one git commit each.
 from __future__ import annotations
 
 import errno
+import json
 import os
 from collections import Counter
 from collections.abc import Callable
@@ -17,8 +18,8 @@ from typing import Any
 
 from . import fileformat
 from .config import STATE_DIR, Config, caller_source, find_vault, load_config, select_mind
-from .errors import FileParseError, InvalidInput
-from .files import lock_holder, stat_walk
+from .errors import FileParseError, InvalidInput, NotFound
+from .files import atomic_write, lock_holder, stat_walk
 from .gitstore import GitStore
 from .index import CORRUPTION, Index, SearchOptions, Stat, SyncReport
 from .model import (
@@ -29,6 +30,7 @@ from .model import (
     SearchHit,
     Source,
     add_duration,
+    format_datetime,
     parse_category,
     parse_duration,
     parse_priority,
@@ -37,13 +39,15 @@ from .model import (
     resolve_ref,
     utc_now,
 )
+from .history import History
 from .paths import is_inside
 from .recall import Match, RecallItem, RecallReport, recall, recall_query, score, with_neighbours
-from .history import History
 from .sync import Sync
 from .writes import UNSET, Writes
 
 
+#: Where the last recall served is recorded (in `.memfile/`).
+LAST_RECALL = "last_recall.json"
 #: How many of a query's best text matches recall ranks by its blend.
 CANDIDATES = 100
 #: What `list --status` accepts.
@@ -332,7 +336,7 @@ class Vault(Writes, History, Sync):
         memories = self._memories(report)
         live = [m for m in memories if not m.is_expired(now) and (include_superseded or not m.superseded)]
         if query is None:
-            return recall(live, self.mind, self.name, budget)
+            return self._served(recall(live, self.mind, self.name, budget))
         if self._index is None:
             raise InvalidInput("query", query, "a vault whose .memfile/ folder memfile can write (a query needs the index)")
         options = SearchOptions(
@@ -342,7 +346,37 @@ class Vault(Writes, History, Sync):
         hits, matched = self._index.search_counted(query, options, now, report.pending)
         matches = with_neighbours([Match(hit.memory, hit.score) for hit in hits], live)
         ranked = score(matches, now, self.config.half_life_days)
-        return recall_query(live, ranked, query, self.mind, self.name, budget, limit, matched)
+        return self._served(recall_query(live, ranked, query, self.mind, self.name, budget, limit, matched))
+
+    def _served(self, report: RecallReport) -> RecallReport:
+        """Record what recall gave (`.memfile/last_recall.json`): what did the agent see on its last turn?"""
+        record = {
+            "served_at": format_datetime(utc_now()), "source": str(self.actor), "mind": self.mind,
+            "query": report.query, "matched": report.matched, "budget": report.budget, "tokens": report.tokens,
+            "total": report.total, "left_out": report.left_out, "shortened": report.shortened,
+            "memories": [[item.memory.ref, item.memory.id, item.pinned, item.shortened, item.score, item.neighbour_of]
+                         for item in report.items],
+        }
+        try:
+            atomic_write(self.root / STATE_DIR / LAST_RECALL, json.dumps(record, ensure_ascii=False).encode("utf-8"))
+        except OSError as exc:  # a read-only vault still recalls
+            self.notices.append(f"could not record the recall in {STATE_DIR}/{LAST_RECALL}: {exc.strerror}")
+        return report
+
+    def last_recall(self) -> dict[str, Any]:
+        """What the last recall served (any caller, CLI or MCP): query, budget, tokens, and each memory
+        chosen with whether it was pinned or shortened, its score and what it was a neighbour of.
+
+        Raises:
+            NotFound: no recall was served in this vault yet.
+        """
+        path = self.root / STATE_DIR / LAST_RECALL
+        try:
+            record = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            raise NotFound(f"no recall was recorded in {self.root} yet; run: memfile recall") from None
+        keys = ("ref", "id", "pinned", "shortened", "score", "neighbour_of")
+        return record | {"memories": [dict(zip(keys, entry, strict=False)) for entry in record.get("memories", [])]}
 
     def recall(self, budget: int | None = UNSET, *, query: str | None = None, limit: int | None = 10,
                include_superseded: bool = False) -> str:

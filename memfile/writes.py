@@ -391,10 +391,17 @@ class Writes:
             The memory as it was before it was removed.
 
         Raises:
+            Refused: an agent tried to forget a critical memory or one a person verified.
             NotFound, InvalidInput, AmbiguousRef: the REF does not name one memory.
         """
         with self._writing():
             memory = self._find(ref)
+            if self.actor is Source.AGENT and (memory.verified or memory.priority is Priority.CRITICAL):
+                why = "critical" if memory.priority is Priority.CRITICAL else "verified by a person"
+                raise Refused(
+                    f"{memory.ref} is {why}, so an agent cannot forget it; ask the user to forget it "
+                    f"(memfile forget {memory.ref}), or store the correction with supersedes={memory.ref!r}"
+                )
             self._record_hand_edit(memory)
             self._apply(memory.path, None, "forget", memory.ref, self.actor)
             return memory
