@@ -107,8 +107,8 @@ def sync(state: State, remote: str, branch: str | None, as_json: bool) -> None:
         click.echo(f"committed hand edits first ({report.hand_edits[:8]})")
     for ref in report.conflicts:
         click.echo(f"conflict: {ref} changed on both sides; finish it with: memfile resolve {ref} --ours|--theirs|--edit")
-    for path in report.kept_ours:
-        click.echo(f"kept ours: {path} could not be merged (theirs is in the merged commit; see: memfile history)")
+    for entry in report.kept_ours:
+        click.echo(f"kept {entry}: git could not merge it; the other version is in the merge (see: memfile history)")
 
 
 @main.group()

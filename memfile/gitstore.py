@@ -7,6 +7,7 @@ work on machines with no git identity, and every `Repo` is closed.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -141,7 +142,7 @@ class GitStore:
         """Commits touching `paths` (all commits when none), newest first, each with the paths it touched."""
         if not self.exists() or self._run("rev-parse", "--verify", "--quiet", "HEAD", check=False)[0] != 0:
             return []
-        args = ["log", _FORMAT, "--name-only", "--no-renames"]
+        args = ["log", _FORMAT, "--name-only", "--no-renames"] + (["--full-history"] if paths else [])
         if since:
             args.append(f"--since={since}")
         if limit:
@@ -167,6 +168,33 @@ class GitStore:
             raise GitError(f"git could not read {relpath} at {rev}: {_reason(exc)}") from None
         return out if status == 0 else None
 
+    def read_all(self, wanted: list[tuple[str, str]]) -> list[bytes | None]:
+        """Many `read`s in one git process (`cat-file --batch`): the bytes of each (rev, path), None when absent."""
+        import subprocess
+
+        import git
+
+        if not wanted:
+            return []
+        request = "".join(f"{rev}:{path}\n" for rev, path in wanted).encode("utf-8")
+        try:
+            done = subprocess.run([git.Git.GIT_PYTHON_GIT_EXECUTABLE, *_OPTIONS, "cat-file", "--batch"], input=request,
+                                  capture_output=True, cwd=self.root, env={**os.environ, **self._env}, check=True)
+        except (OSError, subprocess.CalledProcessError) as exc:
+            raise GitError(f"git could not read the history of {wanted[0][1]}: {_reason(exc)}") from None
+        out, found, at = done.stdout, [], 0
+        for _ in wanted:
+            end = out.index(b"\n", at)
+            header = out[at:end].split()
+            at = end + 1
+            if header[-1] == b"missing" or len(header) < 3:
+                found.append(None)
+                continue
+            size = int(header[2])
+            found.append(out[at : at + size] if header[1] == b"blob" else None)
+            at += size + 1
+        return found
+
     def paths_that_held(self, text: str, folder: str) -> list[str]:
         """Files under `folder` whose history added or removed `text`, most recent first (git's pickaxe)."""
         _, out = self._run("log", "--format=", "--name-only", "-S", text, "--", folder, check=False)
@@ -181,7 +209,7 @@ class GitStore:
 
     def last_before(self, moment: str, relpath: str) -> str | None:
         """The last commit touching `relpath` at or before `moment` (any date git understands)."""
-        _, out = self._run("rev-list", "-1", f"--before={moment}", "HEAD", "--", relpath, check=False)
+        _, out = self._run("rev-list", "-1", "--full-history", f"--before={moment}", "HEAD", "--", relpath, check=False)
         return out.strip() or None
 
     def revert(self, sha: str, message: str) -> str | None:
@@ -230,20 +258,30 @@ class GitStore:
         return [p for p in self._run("diff", "--name-only", "--no-renames", old, new)[1].splitlines() if p]
 
     def merge(self, ref: str, message: str) -> list[str]:
-        """Merge `ref` into HEAD (never a fast-forward past local work is lost); the paths left unmerged."""
-        status, out = self._run("merge", "--no-edit", "--no-ff", "-m", message, ref, check=False, errors=True)
+        """Merge `ref` into HEAD (a fast-forward when HEAD has nothing of its own); the paths left unmerged."""
+        status, merged = self._run("merge", "--no-edit", "-m", message, ref, check=False, errors=True)
         if status == 0:
             return []
         _, out = self._run("diff", "--name-only", "--diff-filter=U", check=False)
         unmerged = [p for p in out.splitlines() if p]
         if not unmerged:
             self._run("merge", "--abort", check=False)
-            raise GitError(f"git could not merge {ref} ({out.strip()}); nothing was changed")
+            raise GitError(f"git could not merge {ref} ({merged.strip() or 'no reason given'}); nothing was changed")
         return unmerged
 
-    def take_ours(self, relpaths: list[str]) -> None:
-        self._run("checkout", "--ours", "--", *relpaths)
-        self._run("add", "--", *relpaths)
+    def unmerged_sides(self, relpath: str) -> set[int]:
+        """Which versions an unmerged path has: 1 base, 2 ours, 3 theirs (absent: that side deleted it)."""
+        _, out = self._run("ls-files", "-u", "--", relpath)
+        return {int(line.split()[2]) for line in out.splitlines() if line.strip()}
+
+    def take_side(self, relpath: str, side: str) -> None:
+        """Resolve an unmerged path with one side's version (`ours` or `theirs`), or as deleted when it has none."""
+        if (2 if side == "ours" else 3) in self.unmerged_sides(relpath):
+            self._run("checkout", f"--{side}", "--", relpath)
+            self._run("add", "--", relpath)
+        else:
+            self._run("rm", "--quiet", "--cached", "--ignore-unmatch", "--", relpath)
+            (self.root / relpath).unlink(missing_ok=True)
 
     def finish_merge(self, message: str) -> str:
         self._run("commit", "--quiet", "--no-edit", "-m", message)
@@ -257,13 +295,24 @@ class GitStore:
         status, out = self._run("push", "--quiet", remote, f"HEAD:refs/heads/{branch}", check=False, errors=True)
         if status == 0:
             return True
-        if "rejected" in out or "fetch first" in out or "non-fast-forward" in out:
+        if ("fetch first" in out or "non-fast-forward" in out) and "remote rejected" not in out:
             return False
         raise GitError(f"could not push to {remote!r}: {out.strip()}; your commits are kept here")
 
     def _tracked(self, relpath: str) -> bool:
         _, out = self._run("ls-files", "--", relpath)
         return bool(out.strip())
+
+
+def merge_text(ours: str, base: str, theirs: str) -> bytes | None:
+    """`git merge-file` of three files, line by line: the merged bytes, or None when lines conflict."""
+    import git
+
+    status, out, _ = git.Git().execute(
+        [git.Git.GIT_PYTHON_GIT_EXECUTABLE, "merge-file", "-p", "--", ours, base, theirs],
+        with_extended_output=True, with_exceptions=False, stdout_as_string=False,
+    )
+    return out if status == 0 else None
 
 
 def _reason(exc: BaseException) -> str:

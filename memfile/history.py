@@ -22,7 +22,7 @@ from .paths import memory_relpath, safe_path
 
 #: The subjects of memfile's own commits (`store fact/x (agent)`, `record hand edit of fact/x`, ...).
 MEMFILE_SUBJECT = re.compile(
-    r"^(store|forget|verify|edit|reactivate|restore|undo|record hand edits?|init|ignore)\b"
+    r"^(store|forget|verify|edit|reactivate|restore|resolve|undo|record hand edits?|init|ignore)\b"
 )
 _SOURCE = re.compile(r"\((user|agent)\)")
 _REVERTS = re.compile(r"^reverts ([0-9a-f]{40})$", re.MULTILINE)
@@ -87,16 +87,19 @@ class History:
 
     def _history_path(self, ref: str) -> str:
         """The file of a REF, for a memory on disk or one that only git remembers (forgotten)."""
+        direct = None
+        if isinstance(ref, str) and ref.count("/") == 1 and ".." not in ref and "\\" not in ref:
+            category, key = ref.split("/", 1)
+            direct = memory_relpath(self.mind, parse_category(category, "REF category"), validate_key(key, "REF key"))
+            if (self.root / direct).is_file():  # the usual place: no need to read every memory
+                return direct.as_posix()
         try:
             return resolve_ref(ref, self.memories(), self.mind).path
         except NotFound:
             pass
-        if "/" in ref:
-            category, key = ref.split("/", 1)
-            relpath = memory_relpath(self.mind, parse_category(category, "REF category"), validate_key(key, "REF key"))
-            if self._git.log(relpath.as_posix(), limit=1):
-                return relpath.as_posix()
-        elif ID_PATTERN.fullmatch(ref):
+        if direct is not None and self._git.log(direct.as_posix(), limit=1):
+            return direct.as_posix()
+        if ID_PATTERN.fullmatch(ref):
             found = self._git.paths_that_held(f"id: {ref}", self.mind)
             if found:
                 return found[0]
@@ -109,10 +112,10 @@ class History:
             NotFound: neither the files nor git history know the REF.
         """
         relpath = self._history_path(ref)
-        commits = self._git.log(relpath)
+        commits = list(reversed(self._git.log(relpath)))  # oldest first, to diff each against the one before
+        contents = self._git.read_all([(commit.sha, relpath) for commit in commits])
         versions: list[Version] = []
-        for commit in reversed(commits):  # oldest first, to diff each against the one before
-            data = self._git.read(commit.sha, relpath)
+        for commit, data in zip(commits, contents, strict=True):
             previous = versions[-1].memory if versions else None
             memory, problem = None, None
             if data is not None:
@@ -127,7 +130,7 @@ class History:
         return list(reversed(versions))
 
     def show_at(self, ref: str, at: str) -> Memory:
-        """A memory as it was at a revision (sha, `HEAD~3`, a branch) or a date (`2026-05-01`, `3 days ago`, `7d`).
+        """A memory as it was at a revision (sha, `HEAD~3`, a branch), a date (`2026-05-01`) or a duration back (`7d`).
 
         Raises:
             InvalidInput: `at` names no commit and no date.
@@ -150,7 +153,7 @@ class History:
             moment = (utc_now() - parse_duration(at, "at")).isoformat()
         except InvalidInput:
             moment = at
-        if not re.fullmatch(r"[\w:.+\- ]+", moment):
+        if not re.fullmatch(r"\d{4}-\d{2}-\d{2}([T ][\d:.]+)?(Z|[+-]\d{2}:?\d{2})?", moment.strip()):
             raise InvalidInput("at", at, "a commit (sha, HEAD~2, a branch), a date (2026-05-01), or a duration back (7d)")
         found = self._git.last_before(moment, relpath)
         if found is None:
@@ -203,6 +206,8 @@ class History:
             last = next((c for c in commits if c.sha not in settled and MEMFILE_SUBJECT.match(c.subject)), None)
             if last is None or last.subject.startswith(("init", "ignore")) or last is commits[-1]:
                 raise Refused("there is no memfile change left to undo (only the vault's creation)")
+            if self.actor is Source.AGENT and "(agent)" not in last.subject:
+                raise Refused(f"{last.subject!r} was a person's change; an agent can only undo its own changes")
             later = [c for c in commits[: commits.index(last)] if c.sha not in settled]
             clash = sorted({p for c in later for p in c.paths} & set(last.paths))
             if clash:

@@ -21,14 +21,16 @@ from datetime import datetime, timezone
 from typing import Any
 
 from . import fileformat
+from .errors import FileParseError
 from .model import CONFLICT_KEY, Memory, Source
 
 #: The attribute line that sends memory files to the driver, and the file it lives in (committed).
 ATTRIBUTES = ".gitattributes"
-MERGE_RULE = "*.md merge=memfile"
+MERGE_RULE = "*/**/*.md merge=memfile"  # files in mind folders, not a README.md at the vault's top
 
 _SAME: Any = object()
-_EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
+#: Between two conflicting bodies kept in `conflict_theirs` (a second conflict never drops the first).
+CONFLICT_SEPARATOR = "\n\n---- another version ----\n\n"
 
 
 def merge_driver_command() -> str:
@@ -42,15 +44,23 @@ class MergeResult:
     conflicted: bool  # both sides changed the body: theirs is kept in `conflict_theirs`
 
 
-def merge_memory(base: bytes | None, ours: bytes, theirs: bytes, relpath: str) -> MergeResult:
+def merge_memory(base: bytes | None, ours: bytes, theirs: bytes, relpath: str,
+                 now: datetime | None = None) -> MergeResult:
     """The merged file of two versions of a memory and their common ancestor (None: both created it).
 
+    Args:
+        now: stands in for a missing date (as a file's mtime does when memfile reads it).
+
     Raises:
-        FileParseError: one of the versions cannot be read (the caller keeps ours; theirs stays in git).
+        FileParseError: one of the versions cannot be read, or one has no front-matter (the
+            caller merges it as text or keeps ours; the other version stays in git).
     """
-    mine = fileformat.parse(ours, relpath, _EPOCH)
-    other = fileformat.parse(theirs, relpath, _EPOCH)
-    old = fileformat.parse(base, relpath, _EPOCH) if base else None
+    moment = now or datetime.now(timezone.utc).replace(microsecond=0)
+    mine = fileformat.parse(ours, relpath, moment)
+    other = fileformat.parse(theirs, relpath, moment)
+    old = fileformat.parse(base, relpath, moment) if base else None
+    if not (mine.has_front_matter and other.has_front_matter and (old is None or old.has_front_matter)):
+        raise FileParseError(relpath, None, "a version has no front-matter: merge it as text")
     if mine == other:
         return MergeResult(ours, False)
     later = other if other.updated_at > mine.updated_at else mine
@@ -82,7 +92,9 @@ def merge_memory(base: bytes | None, ours: bytes, theirs: bytes, relpath: str) -
             merged = replace(merged, content=other.content)
         else:
             conflicted = True
-            extra[CONFLICT_KEY] = other.content
+            earlier = [str(v) for v in (mine.conflict, other.conflict) if v is not None]
+            versions = dict.fromkeys([*earlier, other.content])  # a second conflict keeps the first one's text
+            extra[CONFLICT_KEY] = CONFLICT_SEPARATOR.join(v for v in versions if v != mine.content)
     merged = replace(merged, extra=tuple(extra.items()))
     text = fileformat.update(fileformat.decode(ours, relpath), mine, merged)
     return MergeResult(text.encode("utf-8"), conflicted)
@@ -94,13 +106,18 @@ def _merge_tags(base: tuple[str, ...], ours: tuple[str, ...], theirs: tuple[str,
 
 
 def _merge_verified(base: Memory | None, ours: Memory, theirs: Memory) -> bool:
-    """The side that changed `verified`; when both did, the side a person wrote (ours on a tie)."""
+    """The side that changed `verified`; when both did, the side a person wrote (ours on a tie).
+
+    A person's verification vouches for the text they saw: when the other side
+    changed the body meanwhile, the merged memory is not verified.
+    """
     if ours.verified == theirs.verified:
         return ours.verified
-    if base is not None and ours.verified == base.verified:
-        return theirs.verified
-    if base is not None and theirs.verified == base.verified:
-        return ours.verified
+    if base is not None:
+        setter, other = (theirs, ours) if ours.verified == base.verified else (ours, theirs)
+        if setter.verified and other.content != base.content:
+            return False
+        return setter.verified
     if theirs.source is Source.USER and ours.source is not Source.USER:
         return theirs.verified
     return ours.verified

@@ -16,9 +16,9 @@ from pathlib import Path
 from typing import Any
 
 from .config import STATE_DIR, Config
-from .errors import FileParseError, GitError, InvalidInput, Refused
+from .errors import FileParseError, GitError, InvalidInput, MemfileError, Refused
 from .files import atomic_write
-from .gitstore import GitStore
+from .gitstore import GitStore, merge_text
 from .merge import ATTRIBUTES, MERGE_RULE, merge_driver_command, merge_memory
 from .model import CONFLICT_KEY, Memory, Source, StoreResult, resolve_ref, utc_now
 
@@ -43,12 +43,23 @@ class SyncReport:
 
 
 def run_merge_driver(base: str, ours: str, theirs: str, relpath: str) -> int:
-    """The merge driver: write the merge of three versions into `ours`; 0 when merged, 1 when git must decide."""
+    """The merge driver: write the merge of three versions into `ours`; 0 when merged, 1 when git must decide.
+
+    A memory merges field by field; a file without front-matter merges line by
+    line (`git merge-file`). When neither works, `ours` is left as it was and
+    git reports the path unmerged: sync keeps ours, and theirs stays in the merge.
+    """
     base_data = Path(base).read_bytes()
     try:
         result = merge_memory(base_data or None, Path(ours).read_bytes(), Path(theirs).read_bytes(), relpath)
-    except (FileParseError, OSError):
-        return 1  # not a memory memfile can read: ours stays, the sync keeps it and names it
+    except FileParseError:
+        merged = merge_text(ours, base, theirs)
+        if merged is None:
+            return 1
+        atomic_write(Path(ours), merged)
+        return 0
+    except OSError:
+        return 1
     atomic_write(Path(ours), result.data)
     return 0
 
@@ -161,24 +172,34 @@ class Sync:
             return
         try:
             self._sync_locked(self.config.sync_remote, None)
-        except GitError as exc:
+        except MemfileError as exc:
             marker.touch()  # rate-limited like a success: an offline laptop must not retry on every write
             self.notices.append(f"autosync: {exc} (the change is committed here; it goes out with the next sync)")
 
     def _merge(self, upstream: str, report: SyncReport) -> None:
         report.came_in += self._git.count(f"HEAD..{upstream}")
-        unmerged = self._git.merge(upstream, f"sync: merge {upstream.removeprefix('refs/remotes/')}\n\nmind: {self.mind}")
+        name = upstream.removeprefix("refs/remotes/")
+        unmerged = self._git.merge(upstream, f"sync: merge {name}\n\nmind: {self.mind}")
         if not unmerged:
             return
-        memory_files = [p for p in unmerged if p.endswith(".md")]
-        if len(memory_files) != len(unmerged):
+        try:
+            if any(not p.endswith(".md") for p in unmerged):
+                raise GitError(f"the merge of {name} conflicts outside memory files ({', '.join(unmerged)}); "
+                               "nothing was changed: merge it with git, then run memfile sync again")
+            kept = []
+            for path in unmerged:
+                # A side that deleted the file loses to the side that changed it; otherwise ours stays
+                # (the driver could not read one side). Either way the other version is in the merged commit.
+                sides = self._git.unmerged_sides(path)
+                side = "theirs" if 2 not in sides else "ours"
+                self._git.take_side(path, side)
+                kept.append(f"{path} ({side})")
+            report.kept_ours += kept
+            self._git.finish_merge(f"sync: merge {name}, keeping {', '.join(kept)}; the other version is in the "
+                                   f"merged commit (memfile history shows it)\n\nmind: {self.mind}")
+        except BaseException:
             self._git.abort_merge()
-            raise GitError(f"the merge of {upstream} conflicts outside memory files ({', '.join(unmerged)}); "
-                           "nothing was changed: merge it with git, then run memfile sync again")
-        self._git.take_ours(memory_files)
-        report.kept_ours += memory_files
-        self._git.finish_merge(f"sync: merge {upstream.removeprefix('refs/remotes/')}, keeping ours for "
-                               f"{', '.join(memory_files)} (theirs is in the merged commit)\n\nmind: {self.mind}")
+            raise
 
     def resolve(self, ref: str, take: str | None = None, content: str | None = None) -> StoreResult:
         """Finish a conflicted memory in one commit: keep `ours`, take `theirs`, or give the new `content`.
@@ -195,6 +216,8 @@ class Sync:
             memory = resolve_ref(ref, self.memories(), self.mind)
             if memory.conflict is None:
                 raise Refused(f"{memory.ref} has no conflict to resolve")
+            if self.actor is Source.AGENT and memory.verified:
+                raise Refused(f"{memory.ref} was verified by a person, so an agent cannot resolve it; ask the user")
             body = memory.content if take == "ours" else memory.conflict if take == "theirs" else content
             extra = tuple((k, v) for k, v in memory.extra if k != CONFLICT_KEY)
             new = replace(memory, content=str(body).strip(), extra=extra, updated_at=utc_now(), id_derived=False)

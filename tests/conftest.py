@@ -42,6 +42,20 @@ def vault(tmp_path: Path) -> Vault:
     return Vault.init(tmp_path / "vault", "michael", "Michael's Mind")
 
 
+@pytest.fixture
+def two(tmp_path: Path) -> tuple[Vault, Vault]:
+    """Laptop and server: two clones of one vault, synced through a bare remote."""
+    bare = tmp_path / "remote.git"
+    subprocess.run(["git", "init", "-q", "--bare", "-b", "main", str(bare)], check=True)
+    laptop = Vault.init(tmp_path / "laptop", "michael", "Michael's Mind")
+    laptop.store("fact", "office", "The office is in Berlin", tags=["work"])
+    laptop.add_remote(str(bare))
+    laptop.sync()
+    subprocess.run(["git", "clone", "-q", str(bare), str(tmp_path / "server")], check=True, capture_output=True)
+    server = Vault.open(tmp_path / "server", "michael")
+    return laptop, server
+
+
 def git(root: Path, *args: str) -> str:
     """Run git in a vault and return its stdout (for assertions on history)."""
     return subprocess.run(["git", *args], cwd=root, check=True, capture_output=True, text=True).stdout

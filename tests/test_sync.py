@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -12,20 +11,6 @@ from helpers import fails, in_vault, ok
 from memfile import GitError, Refused, Vault
 from memfile.merge import merge_memory
 
-
-@pytest.fixture
-def two(tmp_path: Path) -> tuple[Vault, Vault]:
-    """Laptop and server: two clones of one vault, synced through a bare remote."""
-    bare = tmp_path / "remote.git"
-    subprocess.run(["git", "init", "-q", "--bare", "-b", "main", str(bare)], check=True)
-    laptop = Vault.init(tmp_path / "laptop", "michael", "Michael's Mind")
-    laptop.store("fact", "office", "The office is in Berlin", tags=["work"])
-    laptop.add_remote(str(bare))
-    laptop.sync()
-    subprocess.run(["git", "clone", "-q", str(bare), str(tmp_path / "server")], check=True,
-                   env={"GIT_CONFIG_GLOBAL": "/dev/null", "GIT_CONFIG_NOSYSTEM": "1", "PATH": "/usr/bin:/bin"})
-    server = Vault.open(tmp_path / "server", "michael")
-    return laptop, server
 
 
 def test_disjoint_changes_meet_on_both_sides(two: tuple[Vault, Vault]) -> None:

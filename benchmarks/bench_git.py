@@ -1,0 +1,422 @@
+"""Git speed: `memfile sync` of one change on a 10,000-memory vault, and `memfile history` of 100 versions.
+
+Run from the project root (one command):
+
+    python benchmarks/bench_git.py                  # 10,000 memories, 100 versions, 5 runs
+    python benchmarks/bench_git.py --runs 3 --keep --json-out git.json
+
+Setup (untimed, in a temp folder deleted at the end; `--keep` keeps it): a vault of
+`--size` memories from ../shared/bench/make_vault.py, made a git repository on `main`
+(`git init -b main`, one commit); a bare repository as its remote (`memfile remote add`,
+then one `memfile sync`: the first push, the index and the merge driver); a second
+machine, a `git clone` of the bare repository synced once with `memfile sync`. Beside
+them a plain-git pair (two clones of a copy of the bare repository) for the baseline.
+
+Sync (each figure the median of `--runs` runs, wall time of a fresh
+`python -m memfile --vault V sync`, what an agent or a person pays per call):
+
+* came in: the clone stores one memory and syncs it (untimed); the timed sync on the
+  first vault fetches it, merges it (a fast-forward when memfile allows one: the first
+  vault has nothing of its own; otherwise a merge commit, which it pushes) and updates
+  the index;
+* came in + went out: the same, after the first vault stored one memory of its own, so
+  the sync makes a real merge commit and pushes it;
+* same memory on both sides: both changed different fields of one memory, so git runs
+  memfile's merge driver (a `python -m memfile merge-file` process) for that file.
+
+The table's notes give the commits in and out that `memfile sync` printed and whether
+HEAD ended as a merge commit or a fast-forward; after every timed sync the benchmark
+checks that the remote's main is HEAD (and a merge commit where there was local work).
+
+The baseline is the same kind of change in the plain-git pair, timed the same way:
+`git fetch`, `git merge --no-edit` and `git push` as three processes (plain git
+has no baseline for the merge-driver row: its line merge stops on `updated_at`).
+
+History: one memory gets `--versions` versions (that many `Vault.store` calls in
+process, each changing the content; their times are reported too), then
+`memfile history REF` is timed as a process next to `git log --format=%H -- FILE`, and
+`Vault.history(ref)` in process (p50 and p95), with the part of it that only resolves
+the REF (`Vault.memories()`, which `history` calls first).
+
+Targets (issue 3, "Speed"), checked at 10,000 memories and 100 versions: sync of one
+change <= 2 s, history <= 300 ms. Every process runs with GIT_CONFIG_GLOBAL=/dev/null and
+GIT_CONFIG_NOSYSTEM=1; the vault's commits need no git identity (memfile supplies one),
+plain git commands get one with `-c user.name=... -c user.email=...`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import math
+import os
+import platform
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from common import compile_memfile
+
+ROOT = Path(__file__).resolve().parent.parent
+MAKE_VAULT = ROOT.parent / "shared" / "bench" / "make_vault.py"
+MIND = "bench"
+TARGET_SIZE = 10_000
+TARGET_VERSIONS = 100
+SYNC_TARGET_S = 2.0
+HISTORY_TARGET_S = 0.300
+HISTORY_REF = "project/history_target"
+IDENTITY = ["-c", "user.name=bench", "-c", "user.email=bench@localhost"]
+SYNCED = re.compile(r"(\d+) commits in \((\d+) memory files changed\), (\d+) commits out")
+
+
+# --- measuring ----------------------------------------------------------------
+
+def p50(xs: list[float]) -> float:
+    return statistics.median(xs)
+
+
+def p95(xs: list[float]) -> float:
+    s = sorted(xs)
+    return s[max(0, math.ceil(0.95 * len(s)) - 1)]
+
+
+def run(argv: list[str], env: dict[str, str], cwd: Path | None = None) -> tuple[float, str]:
+    """Run a process to the end; (wall seconds, stdout). Any failure stops the benchmark."""
+    start = time.perf_counter()
+    proc = subprocess.run(argv, env=env, cwd=cwd, capture_output=True, text=True)
+    took = time.perf_counter() - start
+    if proc.returncode != 0:
+        raise SystemExit(f"failed ({proc.returncode}): {' '.join(argv)}\n{proc.stdout[-2000:]}{proc.stderr[-2000:]}")
+    return took, proc.stdout
+
+
+def timed(argv: list[str], env: dict[str, str], runs: int) -> list[float]:
+    run(argv, env)  # warm-up
+    return [run(argv, env)[0] for _ in range(runs)]
+
+
+# --- the table --------------------------------------------------------------------
+
+ROWS: list[dict[str, Any]] = []
+
+
+def row(figure: str, size: int | None, times: list[float], *, p95_too: bool = True,
+        baseline: str | None = None, base: list[float] | None = None,
+        limit_s: float | None = None, target: str = "", note: str = "") -> dict[str, Any]:
+    r: dict[str, Any] = {"figure": figure, "size": size, "n": len(times), "p50_ms": p50(times) * 1000,
+                         "p95_ms": p95(times) * 1000 if p95_too else None,
+                         "baseline": baseline, "baseline_p50_ms": p50(base) * 1000 if base else None,
+                         "baseline_p95_ms": p95(base) * 1000 if base else None,
+                         "target": target or None, "limit_ms": limit_s * 1000 if limit_s is not None else None,
+                         "note": note or None}
+    if r["baseline_p50_ms"]:
+        r["ratio"] = r["p50_ms"] / r["baseline_p50_ms"]
+    if limit_s is None:
+        r["result"] = "info"
+    else:
+        r["result"] = "PASS" if r["p50_ms"] <= limit_s * 1000 else "MISS"
+        r["over_ms"] = max(0.0, r["p50_ms"] - limit_s * 1000)
+    ROWS.append(r)
+    print(f"  {figure} (N={size or '-'}): p50 {r['p50_ms']:,.1f} ms"
+          + (f", p95 {r['p95_ms']:,.1f} ms" if p95_too else "")
+          + (f"; {baseline} {r['baseline_p50_ms']:,.1f} ms" if base else "")
+          + (f"; target {target}: {r['result']}" if limit_s is not None else ""), flush=True)
+    return r
+
+
+def fmt_ms(v: float | None) -> str:
+    if v is None:
+        return "-"
+    return f"{v:,.0f}" if v >= 100 else f"{v:,.1f}"
+
+
+def print_table() -> None:
+    head = ("figure", "N", "runs", "p50 ms", "p95 ms", "baseline", "base ms", "x base", "target", "result")
+    lines = []
+    for r in ROWS:
+        lines.append((r["figure"], f"{r['size']:,}" if r["size"] else "-", str(r["n"]), fmt_ms(r["p50_ms"]),
+                      fmt_ms(r["p95_ms"]), r["baseline"] or "-", fmt_ms(r["baseline_p50_ms"]),
+                      f"{r['ratio']:.2f}" if r.get("ratio") else "-", r["target"] or "-",
+                      r["result"] + (f" (+{fmt_ms(r['over_ms'])} ms)" if r.get("over_ms") else "")))
+    widths = [max(len(head[i]), *(len(line[i]) for line in lines)) for i in range(len(head))]
+    right = {1, 2, 3, 4, 6, 7}
+
+    def fmt(cols: tuple[str, ...]) -> str:
+        return "  ".join(c.rjust(w) if i in right else c.ljust(w) for i, (c, w) in enumerate(zip(cols, widths)))
+
+    print()
+    print(fmt(head))
+    print("  ".join("-" * w for w in widths))
+    for line in lines:
+        print(fmt(line))
+    notes = [f"  {r['figure']} (N={r['size'] or '-'}): {r['note']}" for r in ROWS if r.get("note")]
+    if notes:
+        print("\nnotes:")
+        print("\n".join(notes))
+
+
+# --- the vaults ---------------------------------------------------------------------
+
+class Setup:
+    """The vault, its bare remote, the second machine, and the plain-git pair."""
+
+    def __init__(self, work: Path, env: dict[str, str], size: int, seed: int) -> None:
+        self.env = env
+        self.memfile = [sys.executable, "-m", "memfile"]
+        self.vault = work / "vault"  # the first machine: every timed sync runs here
+        self.clone = work / "clone"  # the second machine: its changes come in
+        self.bare = work / "remote.git"
+        self.plain_bare = work / "plain.git"
+        self.plain_a = work / "plain-a"  # the baseline's first machine (timed)
+        self.plain_b = work / "plain-b"
+        start = time.perf_counter()
+        run([sys.executable, str(MAKE_VAULT), "--n", str(size), "--seed", str(seed), "--out", str(self.vault),
+             "--mind", MIND], env)
+        print(f"  generated {size:,} memories in {time.perf_counter() - start:.1f} s", flush=True)
+        start = time.perf_counter()
+        if not (self.vault / ".git").exists():  # make_vault leaves git to us (its --git picks no branch name)
+            self.git(self.vault, "init", "-q", "-b", "main")
+            self.git(self.vault, "add", "-A")
+            self.git(self.vault, "commit", "-q", "-m", f"synthetic vault: {size} memories, seed {seed}")
+        self.git(None, "init", "-q", "--bare", "-b", "main", str(self.bare))
+        self.mf(self.vault, "remote", "add", str(self.bare))
+        self.mf(self.vault, "sync")  # the first push; also the index and the merge driver
+        self.git(None, "clone", "-q", str(self.bare), str(self.clone))
+        self.mf(self.clone, "sync")  # its index and merge driver
+        self.git(None, "clone", "-q", "--bare", str(self.bare), str(self.plain_bare))
+        self.git(None, "clone", "-q", str(self.plain_bare), str(self.plain_a))
+        self.git(None, "clone", "-q", str(self.plain_bare), str(self.plain_b))
+        print(f"  git repositories, remotes, clones and first syncs in {time.perf_counter() - start:.1f} s", flush=True)
+
+    def git(self, repo: Path | None, *args: str) -> str:
+        return run(["git", *IDENTITY, *(["-C", str(repo)] if repo else []), *args], self.env)[1]
+
+    def mf(self, vault: Path, *args: str) -> tuple[float, str]:
+        return run([*self.memfile, "--vault", str(vault), "--mind", MIND, *args], self.env)
+
+    # memfile: one change on the clone, synced; optionally one local change; then the timed sync
+
+    def memfile_sync(self, tag: str, local: bool) -> tuple[float, tuple[int, int, int], str]:
+        self.mf(self.clone, "store", "note", f"incoming_{tag}", f"Stored on the second machine ({tag}).")
+        self.mf(self.clone, "sync")
+        if local:
+            self.mf(self.vault, "store", "note", f"outgoing_{tag}", f"Stored on the first machine ({tag}).")
+        took, out = self.mf(self.vault, "sync")
+        kind = self.check_synced(self.vault, f"sync ({tag})", merge=local)
+        return took, parse_sync(out), kind
+
+    def memfile_sync_same_memory(self, tag: str) -> tuple[float, tuple[int, int, int], str]:
+        key, body = f"both_{tag}", f"One memory both machines change ({tag})."
+        self.mf(self.clone, "store", "note", key, body, "--tag", "shared")
+        self.mf(self.clone, "sync")
+        self.mf(self.vault, "sync")  # brings the memory in (untimed)
+        self.mf(self.clone, "store", "note", key, body, "--tag", "shared", "--priority", "high")
+        self.mf(self.clone, "sync")
+        self.mf(self.vault, "store", "note", key, body, "--tag", "shared,local_tag")
+        took, out = self.mf(self.vault, "sync")
+        self.check_synced(self.vault, f"sync same memory ({tag})", merge=True)
+        merged = (self.vault / MIND / "note" / f"{key}.md").read_text(encoding="utf-8")
+        problems = []
+        if not re.search(r"^priority: *high", merged, re.MULTILINE):
+            problems.append("the clone's priority: high was lost")
+        if "local_tag" not in merged:
+            problems.append("this machine's tag was lost")
+        if "conflict" in out or "kept ours" in out or "conflict_theirs" in merged:
+            problems.append("reported a conflict: " + out.strip().replace("\n", " | "))
+        return took, parse_sync(out), "; ".join(problems)
+
+    # plain git: the same kind of change in the plain pair, timed as fetch + merge + push
+
+    def plain_sync(self, tag: str, local: bool) -> float:
+        self.plain_commit(self.plain_b, f"incoming_{tag}", "Stored on the second machine")
+        self.git(self.plain_b, "pull", "-q", "--no-rebase", "--no-edit", "origin", "main")
+        self.git(self.plain_b, "push", "-q", "origin", "HEAD:refs/heads/main")
+        if local:
+            self.plain_commit(self.plain_a, f"outgoing_{tag}", "Stored on the first machine")
+        took = 0.0
+        for args in (["fetch", "-q", "origin"], ["merge", "-q", "--no-edit", "origin/main"],
+                     ["push", "-q", "origin", "HEAD:refs/heads/main"]):
+            took += run(["git", *IDENTITY, "-C", str(self.plain_a), *args], self.env)[0]
+        self.check_synced(self.plain_a, f"plain sync ({tag})", merge=local)
+        return took
+
+    def plain_commit(self, repo: Path, key: str, text: str) -> None:
+        path = repo / MIND / "note" / f"{key}.md"
+        path.write_text(f"---\ncategory: note\nkey: {key}\ntags: [bench]\n---\n\n{text} ({key}).\n", encoding="utf-8")
+        self.git(repo, "add", "--", str(path.relative_to(repo)))
+        self.git(repo, "commit", "-q", "-m", f"store note/{key}")
+
+    def check_synced(self, repo: Path, what: str, merge: bool) -> str:
+        """After a sync the remote's main is HEAD, a merge commit when `merge`; "merge" or "fast-forward"."""
+        parents = self.git(repo, "rev-list", "--parents", "-n", "1", "HEAD").split()
+        head, remote = self.git(repo, "rev-parse", "HEAD", "origin/main").split()
+        if head != remote or merge and len(parents) != 3:
+            raise SystemExit(f"{what}: expected {'a merge commit' if merge else 'HEAD'} pushed to origin/main, "
+                             f"got HEAD {head[:8]} with {len(parents) - 1} parents, origin/main {remote[:8]}")
+        return "merge" if len(parents) == 3 else "fast-forward"
+
+
+def parse_sync(out: str) -> tuple[int, int, int]:
+    """(commits in, memory files changed, commits out) from `memfile sync`'s summary line."""
+    found = SYNCED.search(out)
+    if not found:
+        raise SystemExit(f"unexpected `memfile sync` output: {out!r}")
+    came_in, files, went_out = (int(g) for g in found.groups())
+    return came_in, files, went_out
+
+
+def counts_note(counts: list[tuple[int, int, int]]) -> str:
+    def span(xs: list[int]) -> str:
+        return f"{min(xs)}" if min(xs) == max(xs) else f"{min(xs)}-{max(xs)}"
+
+    return (f"commits in {span([c[0] for c in counts])} ({span([c[1] for c in counts])} memory files), "
+            f"commits out {span([c[2] for c in counts])}")
+
+
+# --- the benchmark ------------------------------------------------------------------
+
+def bench_sync(s: Setup, args: argparse.Namespace) -> None:
+    size = args.size
+    print(f"\n== sync, {size:,} memories ==", flush=True)
+    on_target = size == TARGET_SIZE
+    target = f"<= {SYNC_TARGET_S:g} s" if on_target else ""
+    limit = SYNC_TARGET_S if on_target else None
+    # a warm-up round, which also brings both pairs to their steady state (the clone's merges come in too)
+    s.memfile_sync("warmup", local=False)
+    s.plain_sync("warmup", local=False)
+    results: dict[bool, tuple[list[float], list[tuple[int, int, int]], list[str], list[float]]] = {}
+    for local in (False, True):
+        mf_times, counts, kinds, git_times = [], [], [], []
+        for i in range(args.runs):
+            tag = f"{'out' if local else 'in'}{i}"
+            took, count, kind = s.memfile_sync(tag, local)
+            mf_times.append(took)
+            counts.append(count)
+            kinds.append(kind)
+            git_times.append(s.plain_sync(tag, local))
+        results[local] = (mf_times, counts, kinds, git_times)
+    for local, figure in ((False, "memfile sync: came in (process)"),
+                          (True, "memfile sync: came in + went out (process)")):
+        mf_times, counts, kinds, git_times = results[local]
+        row(figure, size, mf_times, baseline="git fetch+merge+push", base=git_times, limit_s=limit, target=target,
+            note=counts_note(counts) + "; HEAD after: " + ", ".join(f"{kinds.count(k)} {k}" for k in sorted(set(kinds)))
+            + "; baseline: the same change in a plain-git pair, three git processes")
+    same_times, same_counts, problems = [], [], []
+    for i in range(args.runs):
+        took, count, problem = s.memfile_sync_same_memory(str(i))
+        same_times.append(took)
+        same_counts.append(count)
+        if problem:
+            problems.append(f"run {i}: {problem}")
+    row("memfile sync: same memory both sides (process)", size, same_times, limit_s=limit, target=target,
+        note=counts_note(same_counts) + "; different fields of one memory changed on both sides, so git runs "
+        "memfile's merge driver; plain git would stop on a conflict (updated_at)"
+        + ("; PROBLEMS: " + "; ".join(problems) if problems else "; merged field by field, no conflict"))
+
+
+def bench_history(s: Setup, args: argparse.Namespace) -> None:
+    from memfile import Vault
+
+    size, versions = args.size, args.versions
+    print(f"\n== history, {versions} versions, {size:,} memories ==", flush=True)
+    vault = Vault.open(s.vault, MIND)
+    store_times = []
+    for k in range(versions):
+        start = time.perf_counter()
+        result = vault.store("project", HISTORY_REF.split("/", 1)[1],
+                             f"Roadmap, version {k + 1}: step {k + 1} is done, step {k + 2} is next.", tags=["bench"])
+        store_times.append(time.perf_counter() - start)
+        if not result.changed:
+            raise SystemExit(f"store {k + 1} of {HISTORY_REF} changed nothing")
+    row("Vault.store in process (making the versions)", size, store_times,
+        note=f"{versions} stores of one memory, each a commit; the setup of the history figures")
+    relpath = str(result.memory.path)
+    found = vault.history(HISTORY_REF)
+    if len(found) != versions:
+        raise SystemExit(f"Vault.history({HISTORY_REF!r}) gave {len(found)} versions, expected {versions}")
+
+    on_target = size == TARGET_SIZE and versions == TARGET_VERSIONS
+    base = timed(["git", "-C", str(s.vault), "log", "--format=%H", "--", relpath], s.env, args.runs)
+    row(f"memfile history REF, {versions} versions (process)", size,
+        timed([*s.memfile, "--vault", str(s.vault), "--mind", MIND, "history", HISTORY_REF], s.env, args.runs),
+        baseline="git log --format=%H -- FILE", base=base,
+        limit_s=HISTORY_TARGET_S if on_target else None,
+        target=f"<= {HISTORY_TARGET_S * 1000:g} ms" if on_target else "")
+    row("  git log -p -- FILE (process, every version's diff)", size,
+        timed(["git", "-C", str(s.vault), "log", "-p", "--format=%H", "--", relpath], s.env, args.runs),
+        baseline="git log --format=%H -- FILE", base=base,
+        note="what one git process costs to produce every version's change")
+
+    in_process, resolving = [], []
+    for _ in range(max(args.runs, 5)):
+        start = time.perf_counter()
+        vault.history(HISTORY_REF)
+        in_process.append(time.perf_counter() - start)
+        start = time.perf_counter()
+        vault.memories()
+        resolving.append(time.perf_counter() - start)
+    vault.close()
+    row(f"Vault.history(ref), {versions} versions (in process)", size, in_process)
+    row("  of which Vault.memories() (REF resolution)", size, resolving,
+        note="history resolves the REF through every memory of the mind first")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--size", type=int, default=TARGET_SIZE, help="memories in the vault (default 10,000)")
+    parser.add_argument("--versions", type=int, default=TARGET_VERSIONS,
+                        help="versions of the memory whose history is read (default 100)")
+    parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--keep", action="store_true", help="keep the vaults and repositories (their folder is printed)")
+    parser.add_argument("--json-out", type=Path, help="also write the JSON blob to this file")
+    args = parser.parse_args()
+    if importlib.util.find_spec("memfile") is None:
+        raise SystemExit(f"memfile is not importable by {sys.executable}; run with the project's venv")
+    compile_memfile()
+    # for every process and for the in-process Vault calls alike
+    os.environ.update(GIT_CONFIG_GLOBAL=os.devnull, GIT_CONFIG_NOSYSTEM="1")
+    for name in ("MEMFILE_VAULT", "MEMFILE_MIND", "MEMFILE_SOURCE"):
+        os.environ.pop(name, None)
+    env = dict(os.environ)
+    git_version = subprocess.run(["git", "--version"], capture_output=True, text=True, env=env).stdout.strip()
+    repo = ["git", "-C", str(ROOT)]
+    commit = subprocess.run([*repo, "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
+    if subprocess.run([*repo, "status", "--porcelain", "--", "memfile"], capture_output=True, text=True).stdout.strip():
+        commit += "+changes"
+    print(f"memfile {commit or '?'}, python {platform.python_version()}, {os.cpu_count()} CPUs, {git_version}, "
+          f"runs {args.runs}", flush=True)
+
+    work = Path(tempfile.mkdtemp(prefix="memfile-bench-git-"))
+    try:
+        print("\n== setup ==", flush=True)
+        setup = Setup(work, env, args.size, args.seed)
+        bench_sync(setup, args)
+        bench_history(setup, args)
+    finally:
+        if args.keep:
+            print(f"\nvaults kept in {work}")
+        else:
+            shutil.rmtree(work, ignore_errors=True)
+
+    print_table()
+    misses = [r for r in ROWS if r["result"] == "MISS"]
+    print(f"\n{sum(r['result'] == 'PASS' for r in ROWS)} PASS, {len(misses)} MISS")
+    blob = json.dumps({"commit": commit, "python": platform.python_version(), "cpus": os.cpu_count(),
+                       "git": git_version, "runs": args.runs, "size": args.size, "versions": args.versions,
+                       "seed": args.seed, "rows": ROWS}, indent=2)
+    print(blob)
+    if args.json_out:
+        args.json_out.write_text(blob + "\n", encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

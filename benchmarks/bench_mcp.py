@@ -1,0 +1,338 @@
+"""MCP speed: `search` and `recall` through a real MCP client, on a 10,000-memory vault.
+
+Run from the project root (one command):
+
+    python benchmarks/bench_mcp.py                     # 10,000 memories, 200 calls of each tool
+    python benchmarks/bench_mcp.py --n 2000 --calls 50 --keep --json-out mcp.json
+
+What an agent pays per call: the benchmark starts `python -m memfile --vault V --mind bench mcp`
+(the stdio server, with its watcher keeping the index warm) through the official SDK client
+(`mcp.client.stdio.stdio_client` + `ClientSession`), exactly as an agent host does, and times
+each `call_tool` round trip on the client side (JSON-RPC over pipes, argument validation, the
+Vault call on the server's worker thread, the structured result and its validation).
+
+Setup (untimed, in a temp folder deleted at the end; `--keep` keeps it): a vault of `--n`
+memories from ../shared/bench/make_vault.py (no git: nothing here writes memories), with 20
+needle probes whose questions serve as recall queries. The generator marks ~5 % of memories
+critical; recall pins every critical memory and refuses a budget below what they need, so all
+but `--critical` (default 5) of them are made high first (budget 800 fits then). Reported once, without a verdict: the
+server's start (spawn to `initialize` answered), its first `search` (which builds the index),
+and how long until its watcher vouches for the index (`.memfile/watch-bench.clean`).
+
+Timed, `--calls` calls each, after `--warmup` untimed calls of each, interleaved so that drift
+hits all rows alike (p50, p95 and mean):
+
+* `search` with two words that occur together in one memory (as bench_index.py's word pairs),
+  a different pair per call (`--calls` pairs, cycled);
+* `recall` with a natural-language question (the probes' questions and a few of our own),
+  budget 800 tokens;
+* baselines: an MCP `ping` on the same session (the bare protocol round trip) and `tags` on a
+  second server over an empty vault (a tool call that does no work: the cost of the tool
+  machinery); `expiring` on the big vault is reported too (it reads every memory's metadata).
+
+Then, with the server's watcher still vouching for the index, the same queries are timed in
+this process (`Vault.search`, `Vault.recall`): the server-side part of each call. What is left
+of the MCP figure is the protocol.
+
+Target (issue: "search and recall answer in <= 20 ms p95 at 10,000 memories, measured through
+a real MCP client"): p95 <= 20 ms for `search` and for `recall`, checked at 10,000 memories.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.metadata
+import importlib.util
+import json
+import math
+import os
+import platform
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from bench_index import QUESTIONS, probe_questions, word_pairs
+from common import compile_memfile
+
+ROOT = Path(__file__).resolve().parent.parent
+MAKE_VAULT = ROOT.parent / "shared" / "bench" / "make_vault.py"
+MIND = "bench"
+TARGET_P95_S = {10_000: 0.020}  # size -> p95 limit for search and recall through MCP
+BUDGET = 800
+
+
+# --- measuring ----------------------------------------------------------------
+
+def p50(xs: list[float]) -> float:
+    return statistics.median(xs)
+
+
+def p95(xs: list[float]) -> float:
+    s = sorted(xs)
+    return s[max(0, math.ceil(0.95 * len(s)) - 1)]
+
+
+ROWS: list[dict[str, Any]] = []
+
+
+def row(figure: str, size: int | None, times: list[float], *, limit_s: float | None = None,
+        note: str = "") -> dict[str, Any]:
+    r: dict[str, Any] = {
+        "figure": figure, "size": size, "n": len(times), "p50_ms": p50(times) * 1000,
+        "p95_ms": p95(times) * 1000 if len(times) > 1 else None,
+        "mean_ms": statistics.fmean(times) * 1000 if len(times) > 1 else None,
+        "max_ms": max(times) * 1000,
+        "target": f"p95 <= {limit_s * 1000:g} ms" if limit_s is not None else None,
+        "limit_ms": limit_s * 1000 if limit_s is not None else None, "note": note or None,
+    }
+    if limit_s is None:
+        r["result"] = "info"
+    else:
+        r["result"] = "PASS" if r["p95_ms"] <= limit_s * 1000 else "MISS"
+        r["over_ms"] = max(0.0, r["p95_ms"] - limit_s * 1000)
+    ROWS.append(r)
+    print(f"  {figure}: p50 {r['p50_ms']:,.2f} ms"
+          + (f", p95 {r['p95_ms']:,.2f} ms, mean {r['mean_ms']:,.2f} ms" if r["p95_ms"] is not None else "")
+          + (f"; target {r['target']}: {r['result']}" if limit_s is not None else ""), flush=True)
+    return r
+
+
+def fmt_ms(v: float | None) -> str:
+    if v is None:
+        return "-"
+    return f"{v:,.0f}" if v >= 100 else f"{v:,.2f}" if v < 10 else f"{v:,.1f}"
+
+
+def print_table() -> None:
+    head = ("figure", "N", "calls", "p50 ms", "p95 ms", "mean ms", "max ms", "target", "result")
+    lines = [(r["figure"], f"{r['size']:,}" if r["size"] else "-", str(r["n"]), fmt_ms(r["p50_ms"]),
+              fmt_ms(r["p95_ms"]), fmt_ms(r["mean_ms"]), fmt_ms(r["max_ms"]), r["target"] or "-",
+              r["result"] + (f" (+{fmt_ms(r['over_ms'])} ms)" if r.get("over_ms") else "")) for r in ROWS]
+    widths = [max(len(head[i]), *(len(line[i]) for line in lines)) for i in range(len(head))]
+    right = {1, 2, 3, 4, 5, 6}
+
+    def fmt(cols: tuple[str, ...]) -> str:
+        return "  ".join(c.rjust(w) if i in right else c.ljust(w) for i, (c, w) in enumerate(zip(cols, widths)))
+
+    print()
+    print(fmt(head))
+    print("  ".join("-" * w for w in widths))
+    for line in lines:
+        print(fmt(line))
+    notes = [f"  {r['figure']}: {r['note']}" for r in ROWS if r.get("note")]
+    if notes:
+        print("\nnotes:")
+        print("\n".join(notes))
+
+
+# --- the benchmark ------------------------------------------------------------------
+
+def demote_critical(mind_dir: Path, keep: int) -> int:
+    """Make all but `keep` critical memories high; returns how many were changed.
+
+    make_vault.py marks ~5 % of memories critical (about 500 at 10,000). Recall pins every
+    critical memory and never leaves one out, so it refuses a budget smaller than what they
+    need shortened (about 2,000 tokens already at 1,000 memories): budget 800 needs a vault
+    with a person's handful of critical memories.
+    """
+    changed = 0
+    for path in sorted(mind_dir.rglob("*.md")):
+        text = path.read_text(encoding="utf-8")
+        head, sep, body = text.partition("\n---\n")
+        if "\npriority: critical" not in head:
+            continue
+        if keep > 0:
+            keep -= 1
+            continue
+        path.write_text(head.replace("\npriority: critical", "\npriority: high", 1) + sep + body, encoding="utf-8")
+        changed += 1
+    return changed
+
+
+def server_params(vault: Path, env: dict[str, str]) -> Any:
+    from mcp.client.stdio import StdioServerParameters
+
+    return StdioServerParameters(command=sys.executable, args=["-m", "memfile", "--vault", str(vault), "--mind", MIND,
+                                                               "mcp"], env=env)
+
+
+async def wait_for_watcher(vault: Path, timeout: float) -> float:
+    """Seconds until the server's watcher vouches for the index (its lock held and its clean marker written)."""
+    import anyio
+
+    from memfile.files import lock_holder
+
+    state = vault / ".memfile"
+    start = time.perf_counter()
+    while time.perf_counter() - start < timeout:
+        if (state / f"watch-{MIND}.clean").exists() and lock_holder(state / f"watch-{MIND}.lock") is not None:
+            return time.perf_counter() - start
+        await anyio.sleep(0.05)
+    raise SystemExit(f"the server's watcher did not vouch for the index within {timeout:g} s")
+
+
+async def timed_call(session: Any, name: str, args: dict[str, Any]) -> float:
+    start = time.perf_counter()
+    result = await session.call_tool(name, args)
+    took = time.perf_counter() - start
+    if result.is_error:
+        raise SystemExit(f"{name}({args}) failed: {result.content[0].text if result.content else result}")
+    return took
+
+
+async def run_mcp(args: argparse.Namespace, vault: Path, empty: Path, env: dict[str, str],
+                  queries: list[str], questions: list[str]) -> None:
+    from mcp.client.session import ClientSession
+    from mcp.client.stdio import stdio_client
+
+    size = args.n
+    limit = TARGET_P95_S.get(size)
+    errlog = open(vault.parent / "server.err", "w", encoding="utf-8")  # noqa: SIM115 - closed below
+    try:
+        start = time.perf_counter()
+        async with stdio_client(server_params(vault, env), errlog=errlog) as (read, write), \
+                ClientSession(read, write, read_timeout_seconds=900) as session:
+            await session.initialize()
+            started = time.perf_counter() - start
+            row("server start + initialize", size, [started], note="spawn of python -m memfile ... mcp to initialize")
+            first = await timed_call(session, "search", {"query": " ".join(queries[0].split()[:2])})
+            row("first search (builds the index)", size, [first])
+            row("watcher vouching (after the first search)", size, [await wait_for_watcher(vault, 600)])
+
+            async with stdio_client(server_params(empty, env), errlog=errlog) as (read2, write2), \
+                    ClientSession(read2, write2, read_timeout_seconds=60) as trivial:
+                await trivial.initialize()
+                for i in range(args.warmup):  # untimed: the same calls as below
+                    await session.send_ping()
+                    await timed_call(trivial, "tags", {})
+                    await timed_call(session, "search", {"query": queries[i % len(queries)]})
+                    await timed_call(session, "recall", {"query": questions[i % len(questions)], "budget": BUDGET})
+                    await timed_call(session, "expiring", {"within": "7d"})
+                ping, tags, search, recall, expiring = [], [], [], [], []
+                for i in range(args.calls):
+                    start = time.perf_counter()
+                    await session.send_ping()
+                    ping.append(time.perf_counter() - start)
+                    tags.append(await timed_call(trivial, "tags", {}))
+                    search.append(await timed_call(session, "search", {"query": queries[i % len(queries)]}))
+                    recall.append(await timed_call(session, "recall", {"query": questions[i % len(questions)],
+                                                                       "budget": BUDGET}))
+                    expiring.append(await timed_call(session, "expiring", {"within": "7d"}))
+            row("MCP ping (protocol round trip)", size, ping, note="baseline: JSON-RPC over stdio, no tool")
+            row("MCP tags on an empty vault (tool baseline)", 0, tags,
+                note="baseline: a tool call that does no work (second server, empty vault)")
+            row("MCP search, two words", size, search, limit_s=limit,
+                note=f"{len(queries)} pairs cycled, e.g. {queries[0]!r}, {queries[-1]!r}")
+            row(f"MCP recall, question, budget {BUDGET}", size, recall, limit_s=limit,
+                note=f"{len(questions)} questions cycled, e.g. {questions[0]!r}")
+            row("MCP expiring 7d", size, expiring, note="reads every memory's metadata from the index")
+            await in_process(args, vault, queries, questions)
+    finally:
+        errlog.close()
+    stderr = (vault.parent / "server.err").read_text(encoding="utf-8")
+    if "Traceback" in stderr:
+        raise SystemExit(f"the server logged a traceback:\n{stderr[-3000:]}")
+
+
+async def in_process(args: argparse.Namespace, vault: Path, queries: list[str], questions: list[str]) -> None:
+    """The server-side part: the same Vault calls in this process, while the server's watcher vouches."""
+    from memfile import Vault
+
+    v = Vault.open(vault, MIND, source="agent")
+    try:
+        assert v._watcher_vouches(), "the server's watcher should vouch for the index"
+        for i in range(args.warmup):
+            v.search(queries[i % len(queries)])
+            v.recall(BUDGET, query=questions[i % len(questions)])
+        search, recall, expiring = [], [], []
+        for i in range(args.calls):
+            start = time.perf_counter()
+            [hit.to_dict() for hit in v.search(queries[i % len(queries)])]
+            search.append(time.perf_counter() - start)
+            start = time.perf_counter()
+            v.recall(BUDGET, query=questions[i % len(questions)])
+            recall.append(time.perf_counter() - start)
+            start = time.perf_counter()
+            [m.to_dict() for m in v.expiring("7d")]
+            expiring.append(time.perf_counter() - start)
+    finally:
+        v.close()
+    row("  in process: Vault.search (+ to_dict)", args.n, search, note="the server-side part of MCP search")
+    row(f"  in process: Vault.recall, budget {BUDGET}", args.n, recall, note="the server-side part of MCP recall")
+    row("  in process: Vault.expiring (+ to_dict)", args.n, expiring)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--n", type=int, default=10_000, help="memories in the generated vault (default 10,000)")
+    parser.add_argument("--calls", type=int, default=200, help="timed calls of each tool (default 200)")
+    parser.add_argument("--warmup", type=int, default=20, help="untimed calls of each tool first (default 20)")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--critical", type=int, default=5,
+                        help="critical memories kept (the rest become high; default 5): recall pins all of them")
+    parser.add_argument("--keep", action="store_true", help="keep the generated vaults (their folder is printed)")
+    parser.add_argument("--json-out", type=Path, help="also write the JSON result to this file")
+    args = parser.parse_args()
+    if importlib.util.find_spec("memfile") is None:
+        raise SystemExit(f"memfile is not importable by {sys.executable}; run with the project's venv")
+    if importlib.util.find_spec("mcp") is None:
+        raise SystemExit(f"the MCP SDK is not installed for {sys.executable}: pip install '.[mcp]'")
+    import anyio
+
+    from memfile import Vault
+
+    compile_memfile()
+    env = dict(os.environ, GIT_CONFIG_GLOBAL=os.devnull, GIT_CONFIG_NOSYSTEM="1")
+    for name in ("MEMFILE_VAULT", "MEMFILE_MIND", "MEMFILE_SOURCE"):
+        env.pop(name, None)
+    os.environ.update(GIT_CONFIG_GLOBAL=os.devnull, GIT_CONFIG_NOSYSTEM="1")  # the in-process Vault too
+    git = ["git", "-C", str(ROOT)]
+    commit = subprocess.run([*git, "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
+    if subprocess.run([*git, "status", "--porcelain", "--", "memfile"], capture_output=True, text=True).stdout.strip():
+        commit += "+changes"
+    mcp_version = importlib.metadata.version("mcp")
+    print(f"memfile {commit or '?'}, python {platform.python_version()}, mcp {mcp_version}, {os.cpu_count()} CPUs, "
+          f"{args.n:,} memories, {args.calls} calls", flush=True)
+
+    work = Path(tempfile.mkdtemp(prefix="memfile-bench-mcp-"))
+    try:
+        vault = work / "vault"
+        probes = work / "vault.probes.jsonl"
+        start = time.perf_counter()
+        subprocess.run([sys.executable, str(MAKE_VAULT), "--n", str(args.n), "--seed", str(args.seed), "--out",
+                        str(vault), "--mind", MIND, "--probes", "20", "--probes-out", str(probes)],
+                       check=True, capture_output=True, env=env)
+        print(f"  generated in {time.perf_counter() - start:.1f} s", flush=True)
+        demoted = demote_critical(vault / MIND, args.critical)
+        print(f"  {demoted:,} critical memories made high, {args.critical} kept critical", flush=True)
+        Vault.init(work / "empty", MIND).close()
+        queries = [" ".join(pair) for pair in word_pairs(vault / MIND, args.calls, args.seed)]
+        questions = probe_questions(probes, 20) + QUESTIONS
+        anyio.run(run_mcp, args, vault, work / "empty", env, queries, questions)
+    finally:
+        if args.keep:
+            print(f"\nvaults kept in {work}")
+        else:
+            shutil.rmtree(work, ignore_errors=True)
+
+    print_table()
+    misses = [r for r in ROWS if r["result"] == "MISS"]
+    print(f"\n{sum(r['result'] == 'PASS' for r in ROWS)} PASS, {len(misses)} MISS")
+    blob = {"commit": commit, "python": platform.python_version(), "mcp": mcp_version, "cpus": os.cpu_count(),
+            "n": args.n, "calls": args.calls, "warmup": args.warmup, "seed": args.seed, "budget": BUDGET,
+            "critical_kept": args.critical,
+            "rows": ROWS}
+    text = json.dumps(blob, indent=2)
+    print(text)
+    if args.json_out:
+        args.json_out.write_text(text + "\n", encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

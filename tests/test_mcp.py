@@ -1,0 +1,707 @@
+"""The MCP server (`memfile mcp`), driven as an agent drives it: the real stdio server, the official SDK client.
+
+Every test starts `python -m memfile --vault V [--mind M] mcp` as a subprocess
+(with the test's isolated HOME and git config) and talks to it through
+`mcp.client.stdio.stdio_client` + `ClientSession`, one server per test. The
+server's stderr goes to a file and must never hold a Traceback.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytest.importorskip("mcp.client.stdio", reason="the MCP SDK is the optional extra memfile[mcp]")
+
+import anyio  # noqa: E402 - after the importorskip: anyio comes with the SDK
+from conftest import commit_count, git  # noqa: E402
+from mcp.client.session import ClientSession  # noqa: E402
+from mcp.client.stdio import StdioServerParameters, stdio_client  # noqa: E402
+
+from memfile import Vault  # noqa: E402
+from memfile.files import lock_holder  # noqa: E402
+
+TOOLS = {"recall", "search", "store", "show", "list", "forget", "expiring", "tags"}
+READ_ONLY = {"recall", "search", "show", "list", "expiring", "tags"}
+#: Tools whose result is not an object: the SDK wraps it as structured content {"result": ...}.
+WRAPPED = {"recall", "search", "list", "expiring", "tags"}
+#: The longest any single call may take before the test fails instead of hanging.
+CALL_TIMEOUT = 30.0
+
+ALICE_SECRET = "aardvarkalicepin"
+BOB_SECRET = "quokkabobpin"
+BOB_SECRET_2 = "wombatbobwifi"
+OUTSIDE_SECRET = "narwhaloutside"
+
+
+# --- driving the real server --------------------------------------------------
+
+class Agent:
+    """One MCP session: `call` returns the raw CallToolResult; `ok`/`error` assert the outcome."""
+
+    def __init__(self, session: ClientSession) -> None:
+        self.session = session
+        self.texts: list[str] = []  # every text the server sent back, for leak checks
+        self.unexpected: list[str] = []  # tool errors from memfile's catch-all: an exception that is not a MemfileError
+
+    async def call(self, name: str, **args: Any) -> Any:
+        result = await self.session.call_tool(name, args)
+        self.texts.extend(getattr(block, "text", "") for block in result.content)
+        if result.is_error and any("failed unexpectedly" in getattr(b, "text", "") for b in result.content):
+            self.unexpected.append(f"{name}({args!r}): {result.content[0].text[:500]}")  # a bug, not a bad call
+        if result.structured_content is not None:
+            self.texts.append(json.dumps(result.structured_content, ensure_ascii=False))
+        return result
+
+    async def ok(self, name: str, **args: Any) -> Any:
+        """The tool's structured result (unwrapped for list and text results); fails on a tool error."""
+        result = await self.call(name, **args)
+        assert not result.is_error, (name, args, [getattr(b, "text", b) for b in result.content])
+        data = result.structured_content
+        assert data is not None, (name, result)
+        return data["result"] if name in WRAPPED else data
+
+    async def error(self, name: str, **args: Any) -> str:
+        """The message of a tool error; fails when the call succeeds."""
+        result = await self.call(name, **args)
+        text = " ".join(getattr(block, "text", "") for block in result.content)
+        assert result.is_error, (name, args, text[:500])
+        return text
+
+
+def server_params(root: Path, mind: str | None = None, watch: bool = True) -> StdioServerParameters:
+    args = ["-m", "memfile", "--vault", str(root)]
+    if mind:
+        args += ["--mind", mind]
+    args.append("mcp")
+    if not watch:
+        args.append("--no-watch")
+    # The whole environment: the server must see the test's blank HOME and git config.
+    return StdioServerParameters(command=sys.executable, args=args, env=dict(os.environ), cwd=str(root.parent))
+
+
+def serve(root: Path, script: Callable[[Agent], Awaitable[Any]], mind: str | None = None,
+          watch: bool = True) -> Any:
+    """Start the server on `root`, run `script` with one initialized session, stop the server; returns its result."""
+    errlog_path = root.parent / f"mcp-server-{time.monotonic_ns()}.err"
+
+    async def main() -> Any:
+        with open(errlog_path, "w", encoding="utf-8") as errlog:
+            async with stdio_client(server_params(root, mind, watch), errlog=errlog) as (read, write):
+                async with ClientSession(read, write, read_timeout_seconds=CALL_TIMEOUT) as session:
+                    with anyio.fail_after(CALL_TIMEOUT):
+                        await session.initialize()
+                    agent = Agent(session)
+                    result = await script(agent)
+                    assert agent.unexpected == [], agent.unexpected
+                    return result
+
+    result = anyio.run(main)
+    stderr = errlog_path.read_text(encoding="utf-8")
+    assert "Traceback" not in stderr, stderr[-3000:]
+    return result
+
+
+def ref(memory: dict[str, Any]) -> str:
+    """The `category/key` REF of a memory as the tools return it."""
+    return f"{memory['category']}/{memory['key']}"
+
+
+def snapshot(*folders: Path) -> dict[str, bytes]:
+    """Every file and symlink under the folders (not .git/ nor .memfile/): path -> bytes or link target."""
+    found: dict[str, bytes] = {}
+    for folder in folders:
+        for dirpath, dirnames, filenames in os.walk(folder):
+            dirnames[:] = [d for d in dirnames if d not in (".git", ".memfile")]
+            for name in filenames + [d for d in dirnames if os.path.islink(os.path.join(dirpath, d))]:
+                path = os.path.join(dirpath, name)
+                found[path] = (b"-> " + os.readlink(path).encode()) if os.path.islink(path) else Path(path).read_bytes()
+    return found
+
+
+# --- vaults ------------------------------------------------------------------------
+
+@pytest.fixture
+def two_minds(tmp_path: Path) -> Path:
+    """A vault with minds alice and bob, each holding a secret; bob also has an alice-like key."""
+    root = tmp_path / "shared"
+    Vault.init(root, "alice", "Alice").close()
+    Vault.init(root, "bob", "Bob").close()
+    with Vault.open(root, "alice") as alice:
+        alice.store("fact", "wifi_password", f"Alice's wifi password is {ALICE_SECRET}", tags=["alicetag"])
+        alice.store("preference", "coffee", "Alice drinks flat white, no sugar", tags=["drinks"])
+    with Vault.open(root, "bob") as bob:
+        bob.store("fact", "secret", f"Bob's bank pin is {BOB_SECRET}", tags=["bobtag"], priority="critical")
+        bob.store("fact", "wifi_password", f"Bob's wifi password is {BOB_SECRET_2}", tags=["bobtag"])
+    return root
+
+
+# --- the tools ---------------------------------------------------------------------
+
+def test_tools_are_listed_with_descriptions_and_annotations(sample_copy: Path) -> None:
+    async def script(agent: Agent) -> Any:
+        return await agent.session.list_tools(), agent.session.initialize_result
+
+    listing, init = serve(sample_copy, script)
+    tools = {tool.name: tool for tool in listing.tools}
+    assert set(tools) == TOOLS
+    assert init is not None and "recall" in (init.instructions or "") and "unverified" in init.instructions
+    for name, tool in tools.items():
+        assert tool.description and len(tool.description) > 80, name  # when to use it, then the method's docstring
+        assert tool.annotations is not None, name
+        assert tool.annotations.read_only_hint is (name in READ_ONLY), name
+        assert tool.annotations.open_world_hint is False, name
+        assert tool.input_schema["type"] == "object"
+    assert tools["forget"].annotations.destructive_hint is True
+    assert tools["store"].annotations.destructive_hint is False
+    assert all(tools[name].annotations.destructive_hint is False for name in READ_ONLY)
+    assert set(tools["store"].input_schema["required"]) == {"category", "key", "content"}
+    assert "supersedes" in tools["store"].input_schema["properties"]
+    assert tools["show"].input_schema["required"] == ["ref"] == tools["forget"].input_schema["required"]
+    assert tools["search"].input_schema["required"] == ["query"]
+    assert "source" not in tools["store"].input_schema["properties"]  # an agent cannot claim to be the user
+    assert "Args:" in tools["search"].description and "supersedes" in tools["store"].description
+
+
+def test_read_tools_on_the_sample_vault(sample_copy: Path) -> None:
+    async def script(agent: Agent) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        out["recall"] = await agent.ok("recall")
+        out["recall_query"] = await agent.ok("recall", query="how do I back up the postgres database?", budget=800)
+        out["recall_small"] = await agent.ok("recall", query="deploy", budget=200, limit=1)
+        out["search"] = await agent.ok("search", query="postgres backup")
+        out["search_filtered"] = await agent.ok("search", query="synapse", category="project", limit=2)
+        out["search_tags"] = await agent.ok("search", query="synapse", tags=["deployment"])
+        out["search_none"] = await agent.ok("search", query="xylophonezzz")
+        out["show_key"] = await agent.ok("show", ref="user_name")
+        out["show_ref"] = await agent.ok("show", ref="identity/user_name")
+        out["show_id"] = await agent.ok("show", ref=out["show_key"]["id"])
+        out["list"] = await agent.ok("list")
+        out["list_identity"] = await agent.ok("list", category="identity")
+        out["list_unverified"] = await agent.ok("list", unverified=True)
+        out["list_critical"] = await agent.ok("list", priority="critical")
+        out["tags"] = await agent.ok("tags")
+        out["expiring"] = await agent.ok("expiring", within="3650d")
+        out["expiring_none"] = await agent.ok("expiring", within="1m")
+        return out
+
+    out = serve(sample_copy, script)
+    assert out["recall"].startswith("Mind: Michael's Mind")
+    assert "never_delete_db_volume" in out["recall"]  # critical memories are pinned
+    assert "Query: how do I back up the postgres database?" in out["recall_query"]
+    assert "postgres_backup" in out["recall_query"]
+    assert len(out["recall_small"]) <= 200 * 4 + 400  # roughly within the budget (characters / 4)
+    assert ref(out["search"][0]) == "skill/postgres_backup"
+    assert {"score", "snippet", "rank"} <= set(out["search"][0])
+    assert out["search_filtered"] and len(out["search_filtered"]) <= 2
+    assert all(hit["category"] == "project" for hit in out["search_filtered"])
+    assert all("deployment" in hit["tags"] for hit in out["search_tags"])
+    assert out["search_none"] == []
+    assert out["show_key"] == out["show_ref"] == out["show_id"]
+    assert out["show_key"]["content"] == "Michael Schäfer" or "Michael" in out["show_key"]["content"]
+    assert out["show_key"]["mind"] == "michael" and out["show_key"]["verified"] is True
+    assert len(out["list"]) >= 15 and all(m["mind"] == "michael" for m in out["list"])
+    assert {m["key"] for m in out["list_identity"]} == {"user_name", "user_role", "user_location"}
+    assert out["list_unverified"] and all(m["verified"] is False for m in out["list_unverified"])
+    assert {m["key"] for m in out["list_critical"]} == {"user_name", "never_delete_db_volume"}
+    assert out["tags"][0] == {"tag": "synapse", "count": 6}
+    assert [t["count"] for t in out["tags"]] == sorted((t["count"] for t in out["tags"]), reverse=True)
+    assert out["expiring_none"] == []
+    assert all(m["expires_at"] for m in out["expiring"])
+    assert not (sample_copy / ".git").exists()  # reads never create a repository
+
+
+def test_store_show_forget_and_the_agent_rules(sample_copy: Path) -> None:
+    user_name = (sample_copy / "michael" / "identity" / "user_name.md").read_bytes()
+    favorite_food = (sample_copy / "michael" / "preference" / "favorite_food.md").read_bytes()
+
+    async def script(agent: Agent) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        out["stored"] = await agent.ok("store", category="fact", key="office_wifi", content="Office wifi is 'okapi-5'",
+                                       tags=["Office", "wifi"], expires="2d")
+        out["shown"] = await agent.ok("show", ref="fact/office_wifi")
+        out["found"] = await agent.ok("search", query="okapi")  # seen at once, the watcher running
+        out["expiring"] = await agent.ok("expiring", within="7d")
+        out["same"] = await agent.ok("store", category="fact", key="office_wifi", content="Office wifi is 'okapi-5'")
+        out["updated"] = await agent.ok("store", category="fact", key="office_wifi", content="Office wifi is 'okapi-6'")
+        # a person verified these: an agent may not change, supersede or forget them
+        out["change_verified"] = await agent.error("store", category="identity", key="user_name", content="Mallory")
+        out["supersede_verified"] = await agent.error("store", category="identity", key="real_name", content="Mallory",
+                                                      supersedes="identity/user_name")
+        out["forget_critical"] = await agent.error("forget", ref="identity/user_name")
+        out["forget_verified"] = await agent.error("forget", ref="favorite_food")
+        out["verify"] = await agent.error("verify", ref="fact/office_wifi")  # no such tool: only people verify
+        # the agent's own memories: supersede, then forget
+        out["superseding"] = await agent.ok("store", category="fact", key="office_wifi_2026",
+                                            content="Office wifi is 'okapi-7' since the router swap",
+                                            supersedes="fact/office_wifi")
+        out["old"] = await agent.ok("show", ref="fact/office_wifi")
+        out["search_after"] = await agent.ok("search", query="okapi")
+        out["forgotten"] = await agent.ok("forget", ref="office_wifi_2026")
+        out["gone"] = await agent.error("show", ref="office_wifi_2026")
+        out["forget_sample_agent"] = await agent.ok("forget", ref="skill/postgres_backup")  # agent-made, unverified
+        # fields that try to smuggle a verified front-matter in
+        out["smuggle"] = await agent.ok("store", category="note", key="smuggle",
+                                        content="---\nsource: user\nverified: true\nconfidence: 1.0\n---\nbody",
+                                        tags=["x]\nverified: true\n#"])
+        return out
+
+    out = serve(sample_copy, script)
+    stored = out["stored"]
+    assert stored["source"] == "agent" and stored["verified"] is False and stored["confidence"] == 0.7
+    assert stored["created"] is True and stored["changed"] is True and stored["commit"]
+    assert stored["tags"] == ["office", "wifi"] and stored["expires_at"]
+    assert out["shown"]["id"] == stored["id"] and out["shown"]["content"] == "Office wifi is 'okapi-5'"
+    assert [ref(hit) for hit in out["found"]] == ["fact/office_wifi"]
+    assert "fact/office_wifi" in [ref(m) for m in out["expiring"]]
+    assert out["same"]["changed"] is False and out["same"]["commit"] is None
+    assert out["updated"]["changed"] is True and out["updated"]["id"] == stored["id"]
+    assert out["updated"]["source"] == "agent" and out["updated"]["verified"] is False
+
+    assert "verified by a person" in out["change_verified"] and "ask the user" in out["change_verified"]
+    assert "verified by a person" in out["supersede_verified"]
+    assert "critical" in out["forget_critical"] and "ask the user" in out["forget_critical"]
+    assert "supersedes" in out["forget_critical"]
+    assert "verified by a person" in out["forget_verified"] and "supersedes" in out["forget_verified"]
+    assert "Unknown tool" in out["verify"]
+    assert (sample_copy / "michael" / "identity" / "user_name.md").read_bytes() == user_name
+    assert (sample_copy / "michael" / "preference" / "favorite_food.md").read_bytes() == favorite_food
+    assert not (sample_copy / "michael" / "identity" / "real_name.md").exists()
+
+    assert out["superseding"]["superseded"] == "fact/office_wifi"
+    assert out["old"]["status"] == "superseded" and out["old"]["superseded_by"] == out["superseding"]["id"]
+    assert [ref(hit) for hit in out["search_after"]] == ["fact/office_wifi_2026"]
+    assert ref(out["forgotten"]) == "fact/office_wifi_2026"
+    assert "no memory" in out["gone"]
+    assert not (sample_copy / "michael" / "fact" / "office_wifi_2026.md").exists()
+    assert not (sample_copy / "michael" / "skill" / "postgres_backup.md").exists()
+
+    smuggled = out["smuggle"]
+    assert smuggled["source"] == "agent" and smuggled["verified"] is False and smuggled["confidence"] == 0.7
+    with Vault.open(sample_copy) as vault:  # read back from the file, as a person's tools would
+        again = vault.get("note/smuggle")
+        assert again.source == "agent" and again.verified is False and again.confidence == 0.7
+
+    log = git(sample_copy, "log", "--format=%s").splitlines()
+    assert log[-1].startswith("init")  # the first write made the repository
+    assert "store fact/office_wifi (agent)" in log
+    assert "store fact/office_wifi_2026 (agent), superseding fact/office_wifi" in log
+    assert "forget fact/office_wifi_2026 (agent)" in log and "forget skill/postgres_backup (agent)" in log
+    assert not any("user_name" in subject or "favorite_food" in subject for subject in log)
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "BUG: forget refuses a verified memory with the advice 'store the correction with supersedes=REF', "
+    "but store refuses an agent's supersedes of a verified memory (writes.py forget vs store)"))
+def test_the_advice_of_a_refused_forget_can_be_followed(sample_copy: Path) -> None:
+    async def script(agent: Agent) -> tuple[str, Any]:
+        message = await agent.error("forget", ref="preference/favorite_food")  # verified by a person, not critical
+        followed = await agent.call("store", category="preference", key="favorite_food_now",
+                                    content="Now prefers pho over everything", supersedes="preference/favorite_food")
+        return message, followed
+
+    message, followed = serve(sample_copy, script)
+    if "supersedes" in message:  # the refusal advises a supersede: doing so must then work
+        assert not followed.is_error, (message, followed.content[0].text)
+
+
+def test_concurrent_calls_are_served_one_at_a_time(vault: Vault) -> None:
+    root = vault.root
+    vault.close()
+    before = commit_count(root)
+
+    async def script(agent: Agent) -> list[Any]:
+        results: list[Any] = [None] * 20
+
+        async def one(i: int) -> None:
+            if i % 2:
+                results[i] = await agent.ok("store", category="note", key=f"parallel_{i}", content=f"parallel note {i}")
+            else:
+                results[i] = await agent.ok("search", query="parallel note")
+        async with anyio.create_task_group() as group:
+            for i in range(20):
+                group.start_soon(one, i)
+        results.append(await agent.ok("list", category="note"))
+        return results
+
+    results = serve(root, script)
+    assert all(results[i]["created"] for i in range(1, 20, 2))
+    assert len(results[-1]) == 10
+    assert commit_count(root) == before + 10
+
+
+def test_the_index_follows_hand_edits_while_the_server_runs(vault: Vault) -> None:
+    root = vault.root
+    vault.close()
+
+    async def script(agent: Agent) -> list[str]:
+        await agent.ok("search", query="anything")  # the index is built, the watcher is up
+        (root / "michael" / "fact").mkdir(parents=True, exist_ok=True)
+        (root / "michael" / "fact" / "hand_made.md").write_text("The heating code is pelican42\n", encoding="utf-8")
+        with Vault.open(root, "michael") as person:  # a person's store, from another Vault, while the server runs
+            person.store("fact", "gate_code", "The gate code is heron77")
+        found: list[str] = []
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline and len(found) < 2:
+            found = [ref(hit) for hit in await agent.ok("search", query="pelican42 heron77")]
+            await anyio.sleep(0.1)
+        return found
+
+    assert sorted(serve(root, script)) == ["fact/gate_code", "fact/hand_made"]
+
+
+def test_two_agents_on_one_mind_see_each_others_stores(vault: Vault) -> None:
+    """A second server on the same mind runs without a watcher (one per mind) and shares the index."""
+    root = vault.root
+    vault.close()
+
+    async def main() -> list[list[str]]:
+        seen: list[list[str]] = []
+        with open(root.parent / "a.err", "w") as err_a, open(root.parent / "b.err", "w") as err_b:
+            async with stdio_client(server_params(root), errlog=err_a) as (ra, wa), \
+                    ClientSession(ra, wa, read_timeout_seconds=CALL_TIMEOUT) as session_a:
+                await session_a.initialize()
+                a = Agent(session_a)
+                await a.ok("search", query="warm")  # a's watcher is up
+                async with stdio_client(server_params(root), errlog=err_b) as (rb, wb), \
+                        ClientSession(rb, wb, read_timeout_seconds=CALL_TIMEOUT) as session_b:
+                    await session_b.initialize()
+                    b = Agent(session_b)
+                    for i in range(3):
+                        await a.ok("store", category="note", key=f"from_a_{i}", content=f"capybara note {i} from a")
+                        seen.append([ref(h) for h in await b.ok("search", query="capybara", limit=20)])
+                        await b.ok("store", category="note", key=f"from_b_{i}", content=f"capybara note {i} from b")
+                        seen.append([ref(h) for h in await a.ok("search", query="capybara", limit=20)])
+                    assert a.unexpected == b.unexpected == []
+        return seen
+
+    seen = anyio.run(main)
+    for i in range(3):
+        assert f"note/from_a_{i}" in seen[2 * i]
+        assert f"note/from_b_{i}" in seen[2 * i + 1] and len(seen[2 * i + 1]) == 2 * i + 2
+    for name in ("a.err", "b.err"):
+        assert "Traceback" not in (root.parent / name).read_text()
+
+
+def test_a_recall_through_mcp_is_recorded_as_the_agents(sample_copy: Path) -> None:
+    async def script(agent: Agent) -> str:
+        return await agent.ok("recall", query="postgres backup", budget=800)
+
+    text = serve(sample_copy, script)
+    with Vault.open(sample_copy) as vault:
+        record = vault.last_recall()
+    assert record["source"] == "agent" and record["mind"] == "michael"
+    assert record["query"] == "postgres backup" and record["budget"] == 800
+    assert record["memories"] and all(item["ref"].split("/")[1] in text for item in record["memories"])
+    assert "skill/postgres_backup" in [item["ref"] for item in record["memories"]]
+
+
+# --- isolation -------------------------------------------------------------------------
+
+def test_a_server_bound_to_alice_never_shows_bob(two_minds: Path) -> None:
+    async def script(agent: Agent) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        out["search"] = await agent.ok("search", query=f"{BOB_SECRET} {BOB_SECRET_2} bank pin wifi password")
+        out["search_field"] = await agent.ok("search", query="bobtag tag:bobtag mind:bob")
+        out["recall"] = await agent.ok("recall", query=f"what is Bob's bank pin {BOB_SECRET}?", budget=0, limit=50)
+        out["recall_plain"] = await agent.ok("recall")
+        out["list"] = await agent.ok("list")
+        out["list_bobtag"] = await agent.ok("list", tags=["bobtag"])
+        out["tags"] = await agent.ok("tags")
+        out["expiring"] = await agent.ok("expiring", within="520w")
+        out["show_wifi"] = await agent.ok("show", ref="wifi_password")
+        out["stored"] = await agent.ok("store", category="fact", key="secret", content="Alice's own secret: none")
+        return out
+
+    with Vault.open(two_minds, "bob") as bob:
+        bob_ids = [m.id for m in bob.memories()]
+        bob_files = snapshot(two_minds / "bob")
+    out = serve(two_minds, script, mind="alice")
+    assert [ref(hit) for hit in out["search"]] == ["fact/wifi_password"]
+    assert out["search"][0]["mind"] == "alice"
+    assert out["search_field"] == [] and out["list_bobtag"] == []
+    assert {ref(m) for m in out["list"]} == {"fact/wifi_password", "preference/coffee"}
+    assert {t["tag"] for t in out["tags"]} == {"alicetag", "drinks"}
+    assert out["show_wifi"]["mind"] == "alice" and ALICE_SECRET in out["show_wifi"]["content"]
+    assert out["stored"]["path"] == "alice/fact/secret.md"  # the same key as bob's: alice's own file
+    out["recall"] = out["recall"].replace(f"Query: what is Bob's bank pin {BOB_SECRET}?", "")  # the query, echoed
+    for name in ("search", "recall", "recall_plain", "list", "tags", "expiring", "show_wifi", "stored"):
+        text = json.dumps(out[name])
+        assert BOB_SECRET not in text and BOB_SECRET_2 not in text and "bob" not in text.lower(), name
+        assert not any(bob_id in text for bob_id in bob_ids), name
+    assert snapshot(two_minds / "bob") == bob_files
+
+
+def hostile_refs(bob_id: str) -> list[str]:
+    """REFs that try to leave alice's mind, reach bob's memories or break the parser."""
+    return [
+        "../bob/fact/secret", "../bob/fact/secret.md", "bob/fact/secret", "bob/secret", "bob\\fact\\secret",
+        "../../etc/passwd", "/etc/passwd", "/", "//etc/passwd", "fact/../../bob/fact/secret", "fact/../secret",
+        "fact\\..\\..\\bob\\fact\\secret", "..\\bob", "%2e%2e/bob/fact/secret", "..%2fbob%2ffact%2fsecret",
+        "%2e%2e%2fbob%2ffact%2fsecret", "%252e%252e%252fbob", "fact%2f..%2f..%2fbob", "%2Fetc%2Fpasswd",
+        "fact/secret\x00", "fact/x\x00/../../bob", "%00", "~/x", "~bob/fact/secret", "fact/x/y", "fact//secret",
+        ".", "..", "./fact/secret", "fact/.", "fact/..", "secret", "fact/secret", "bank_pin", bob_id,
+        bob_id.upper(), f"../bob/{bob_id}", "ｆact/secret", "fact／secret", "．．/bob/fact/secret",
+        "fact/secrеt", "\u202efact/terces", "fact/secret.md", "secret.md", "file:///etc/passwd",
+        "http://x/../bob/fact/secret", "x" * 5000, "a/" * 2000, "", " ", "\n", "\t",
+        "fact/leak", "leak", "fact/outside", "outside", "bobdir/fact/secret", "stolen/secret",
+    ]
+
+
+def hostile_stores() -> list[dict[str, Any]]:
+    """store arguments whose category, key or supersedes try to leave alice's mind."""
+    keys = ["../bob/fact/secret", "../../etc/evil", "secret/../x", "x/y", "x.md", "..", ".", "", " ", "X", "a" * 101,
+            "x\x00", "x\\y", "%2e%2e", "%2e%2e%2fbob", "ｘ", "~x", "-x", "_x", "x-y", "leak", "outside"]
+    categories = ["../fact", "bob", "bob/fact", "fact/..", "/etc", "fact/", "", "notacategory", "note", "context",
+                  "../bob/fact"]
+    supersedes = ["../bob/fact/secret", "bob/fact/secret", "fact/leak", "/etc/passwd", "%2e%2e/bob", "secret"]
+    calls: list[dict[str, Any]] = [{"category": "fact", "key": key, "content": "evil"} for key in keys]
+    calls += [{"category": category, "key": "evil", "content": "evil"} for category in categories]
+    calls += [{"category": "fact", "key": "evil", "content": "evil", "supersedes": ref} for ref in supersedes]
+    return calls
+
+
+def test_hostile_refs_paths_and_symlinks_stay_inside_alices_mind(two_minds: Path, tmp_path: Path) -> None:
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "secret.md").write_text(f"---\ncategory: fact\nkey: outside\n---\nOutside: {OUTSIDE_SECRET}\n")
+    alice = two_minds / "alice"
+    os.symlink(two_minds / "bob" / "fact" / "secret.md", alice / "fact" / "leak.md")  # a file into bob
+    os.symlink(outside / "secret.md", alice / "fact" / "outside.md")  # a file outside the vault
+    os.symlink("../bob", alice / "bobdir")  # a folder into bob (relative)
+    os.symlink(two_minds / "bob" / "fact", alice / "stolen")
+    os.symlink(two_minds / "bob" / "fact", alice / "note")  # a category folder that is bob's
+    os.symlink(outside, alice / "context")  # a category folder outside the vault
+    with Vault.open(two_minds, "bob") as bob:
+        bob_id = bob.get("fact/secret").id
+    before = snapshot(two_minds, outside)
+    commits = commit_count(two_minds)
+    refs = hostile_refs(bob_id)
+    stores = hostile_stores()
+    assert len(refs) >= 20 and len(stores) >= 20
+
+    new_files = {  # written while the server watches: reachable only through alice's symlinks
+        str(two_minds / "bob" / "fact" / "new_secret.md"): f"Bob's new pin is {BOB_SECRET} again\n".encode(),
+        str(outside / "new.md"): f"Outside again: {OUTSIDE_SECRET}\n".encode(),
+    }
+
+    async def script(agent: Agent) -> dict[str, Any]:
+        failures: list[str] = []
+        await agent.ok("search", query="pin")  # the index is built and the watcher is up
+        for path, data in new_files.items():
+            Path(path).write_bytes(data)
+        (two_minds / "bob" / "fact" / "secret.md").write_text(f"Bob's bank pin is {BOB_SECRET}, changed\n")
+        new_files[str(two_minds / "bob" / "fact" / "secret.md")] = (two_minds / "bob" / "fact" / "secret.md").read_bytes()
+        started = time.monotonic()
+        for ref in refs:
+            for tool in ("show", "forget"):
+                result = await agent.call(tool, ref=ref)
+                if not result.is_error:
+                    failures.append(f"{tool}({ref!r}) succeeded")
+        for args in stores:
+            result = await agent.call("store", **args)
+            if not result.is_error:
+                failures.append(f"store({args!r}) succeeded")
+        for category in ("../bob", "bob", "../bob/fact", "/etc"):
+            for tool, args in (("list", {"category": category}), ("search", {"query": "pin", "category": category})):
+                if not (await agent.call(tool, **args)).is_error:
+                    failures.append(f"{tool}({args!r}) succeeded")
+        # and the server still answers, with alice's data only (once the watcher had time for those events)
+        await anyio.sleep(max(0.0, 1.5 - (time.monotonic() - started)))
+        after = {
+            "search": await agent.ok("search", query=f"{ALICE_SECRET} {BOB_SECRET} {OUTSIDE_SECRET} pin outside"),
+            "list": await agent.ok("list"),
+            "recall": await agent.ok("recall", query="bank pin outside secret", budget=0, limit=50),
+        }
+        return {"failures": failures, "after": after, "texts": agent.texts}
+
+    out = serve(two_minds, script, mind="alice")
+    assert out["failures"] == []
+    assert [ref(hit) for hit in out["after"]["search"]] == ["fact/wifi_password"]
+    assert {ref(m) for m in out["after"]["list"]} == {"fact/wifi_password", "preference/coffee"}
+    for text in out["texts"]:
+        assert BOB_SECRET not in text and BOB_SECRET_2 not in text and OUTSIDE_SECRET not in text, text[:300]
+        assert "root:x:0:0" not in text
+    assert snapshot(two_minds, outside) == before | new_files  # nothing written, removed or replaced anywhere
+    assert commit_count(two_minds) == commits
+
+
+# --- robustness ------------------------------------------------------------------------
+
+def test_malformed_arguments_are_tool_errors_and_the_server_survives(sample_copy: Path) -> None:
+    bad_calls: list[tuple[str, dict[str, Any]]] = [
+        ("search", {"query": "postgres", "limit": "ten"}),
+        ("search", {"query": "postgres", "limit": 0}),
+        ("search", {"query": "postgres", "limit": 10**6}),
+        ("search", {"query": "postgres", "tags": 5}),
+        ("search", {"query": 42}),
+        ("search", {"query": ["a", "b"]}),
+        ("search", {}),
+        ("search", {"query": ""}),
+        ("search", {"query": "postgres", "category": "nope"}),
+        ("search", {"query": "postgres", "priority": "urgent"}),
+        ("recall", {"budget": "lots"}),
+        ("recall", {"budget": -5}),
+        ("recall", {"limit": 0}),
+        ("recall", {"query": {"nested": True}}),
+        ("store", {"category": "fact", "key": "k"}),
+        ("store", {"category": "fact", "content": "c"}),
+        ("store", {"key": "k", "content": "c"}),
+        ("store", {"category": "fact", "key": "k", "content": ""}),
+        ("store", {"category": "fact", "key": "k", "content": "   \n"}),
+        ("store", {"category": "fact", "key": "k", "content": "c", "tags": 7}),
+        ("store", {"category": "fact", "key": "k", "content": "c", "confidence": "sure"}),
+        ("store", {"category": "fact", "key": "k", "content": "c", "confidence": 1.5}),
+        ("store", {"category": "fact", "key": "k", "content": "c", "priority": "urgent"}),
+        ("store", {"category": "fact", "key": "k", "content": "c", "expires": "someday"}),
+        ("store", {"category": "fact", "key": 5, "content": "c"}),
+        ("store", {"category": None, "key": "k", "content": "c"}),
+        ("show", {}),
+        ("show", {"ref": None}),
+        ("show", {"ref": 5}),
+        ("show", {"ref": ["user_name"]}),
+        ("forget", {}),
+        ("forget", {"ref": 3.5}),
+        ("list", {"category": "nope"}),
+        ("list", {"tags": 5}),
+        ("list", {"priority": 1}),
+        ("expiring", {"within": "soon"}),
+        ("expiring", {"within": "-5d"}),
+        ("expiring", {"within": "99999999999d"}),
+        ("expiring", {"within": 7}),
+        ("no_such_tool", {}),
+        ("verify", {"ref": "user_name"}),
+        ("edit", {"ref": "user_name"}),
+        ("", {}),
+    ]
+
+    async def script(agent: Agent) -> dict[str, Any]:
+        wrong = []
+        for name, args in bad_calls:
+            result = await agent.call(name, **args)
+            if not result.is_error:
+                wrong.append((name, args))
+            elif not result.content or not getattr(result.content[0], "text", ""):
+                wrong.append((name, args, "an error without a message"))
+        # odd but valid queries: answered, not crashed
+        odd = [await agent.call("search", query=q) for q in ('"unclosed', "AND OR NOT (((", "*", "tag:", "x" * 20000,
+                                                               "🦜 emoji ∑ ünïcödé", "\x00nul")]
+        return {"wrong": wrong, "odd": odd, "after": await agent.ok("show", ref="user_name"),
+                "tags": await agent.ok("tags")}
+
+    out = serve(sample_copy, script)
+    assert out["wrong"] == []
+    assert all(result.content is not None for result in out["odd"])
+    assert out["after"]["key"] == "user_name" and out["tags"]
+    assert not (sample_copy / "michael" / "fact" / "k.md").exists()
+
+
+def _server_pids(marker: str) -> list[int]:
+    """Live processes whose command line holds `marker` (Linux /proc)."""
+    pids = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                cmdline = Path(f"/proc/{entry}/cmdline").read_bytes().replace(b"\x00", b" ").decode(errors="replace")
+            except OSError:
+                continue
+            if marker in cmdline and "memfile" in cmdline and int(entry) != os.getpid():
+                pids.append(int(entry))
+    return pids
+
+
+@pytest.mark.skipif(not Path("/proc/self/cmdline").exists(), reason="finds the server's pid through /proc")
+def test_the_server_exits_by_itself_when_the_client_disconnects(vault: Vault) -> None:
+    root = vault.root
+    vault.close()
+    found: dict[str, Any] = {}
+
+    async def script(agent: Agent) -> None:
+        await agent.ok("store", category="fact", key="bye", content="stored just before the client leaves")
+        await agent.ok("search", query="client leaves")
+        found["pids"] = _server_pids(str(root))
+        found["watcher"] = lock_holder(root / ".memfile" / "watch-michael.lock")
+        found["left_at"] = time.monotonic()
+
+    serve(root, script)
+    took = time.monotonic() - found["left_at"]
+    assert len(found["pids"]) == 1 and found["watcher"] == found["pids"][0]
+    # the SDK closes stdin, waits 2 s, then kills: a server that exits by itself is back well before that
+    assert took < 1.8, f"the server took {took:.1f} s to stop (killed by the client?)"
+    with pytest.raises(ProcessLookupError):
+        os.kill(found["pids"][0], 0)
+    assert _server_pids(str(root)) == []
+    assert lock_holder(root / ".memfile" / "watch-michael.lock") is None  # the watcher let go
+    assert not (root / ".memfile" / "watch-michael.clean").exists()
+
+
+def _rpc(proc: subprocess.Popen[bytes], message: dict[str, Any]) -> None:
+    assert proc.stdin is not None
+    proc.stdin.write((json.dumps(message) + "\n").encode())
+    proc.stdin.flush()
+
+
+def test_the_server_exit_code_on_eof_and_on_sigterm(vault: Vault) -> None:
+    """A raw JSON-RPC client: EOF on stdin ends the server with exit code 0; SIGTERM ends it too."""
+    root = vault.root
+    vault.close()
+    import mcp_types
+
+    argv = [sys.executable, "-m", "memfile", "--vault", str(root), "mcp"]
+    for how in ("eof", "sigterm"):
+        proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                env=dict(os.environ))
+        try:
+            _rpc(proc, {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+                "protocolVersion": mcp_types.LATEST_PROTOCOL_VERSION if hasattr(mcp_types, "LATEST_PROTOCOL_VERSION")
+                else "2025-06-18",
+                "capabilities": {}, "clientInfo": {"name": "test", "version": "0"}}})
+            assert proc.stdout is not None
+            reply = json.loads(proc.stdout.readline())
+            assert reply["id"] == 1 and "result" in reply, reply
+            _rpc(proc, {"jsonrpc": "2.0", "method": "notifications/initialized"})
+            _rpc(proc, {"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+                        "params": {"name": "search", "arguments": {"query": "anything"}}})
+            reply = json.loads(proc.stdout.readline())
+            assert reply["id"] == 2 and reply["result"].get("isError") in (None, False), reply
+            if how == "eof":
+                proc.stdin.close()  # type: ignore[union-attr]
+            else:
+                proc.send_signal(signal.SIGTERM)
+            code = proc.wait(timeout=5)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+        stderr = proc.stderr.read().decode(errors="replace")  # type: ignore[union-attr]
+        if how == "eof":
+            assert code == 0, stderr
+            assert "Traceback" not in stderr, stderr
+        else:
+            assert code in (0, -signal.SIGTERM, 128 + signal.SIGTERM), (code, stderr)
+        assert lock_holder(root / ".memfile" / "watch-michael.lock") is None, how
+
+
+def test_the_server_refuses_to_start_without_one_clear_mind(two_minds: Path) -> None:
+    """No default mind, an unknown mind, a mind name that climbs, a mind that is a symlink to another: exit, say why."""
+    config = two_minds / "memfile.toml"
+    config.write_text(config.read_text().replace('default_mind = "alice"', ""))
+    os.symlink(two_minds / "bob", two_minds / "evil")
+    cases = {None: ["--mind", "alice", "bob"], "carol": ["carol", "does not exist"], "../bob": ["mind"],
+             "evil": ["symlink"], "ALICE": ["mind"]}
+    for mind, expected in cases.items():
+        argv = [sys.executable, "-m", "memfile", "--vault", str(two_minds)] + (["--mind", mind] if mind else []) + ["mcp"]
+        proc = subprocess.run(argv, input=b"", capture_output=True, env=dict(os.environ), timeout=30)
+        stderr = proc.stderr.decode(errors="replace")
+        assert proc.returncode not in (0, None) and "Traceback" not in stderr, (mind, proc.returncode, stderr)
+        assert all(word in stderr for word in expected), (mind, stderr)
+        assert proc.stdout == b"", mind  # nothing on stdout, the protocol channel
