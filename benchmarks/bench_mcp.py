@@ -15,9 +15,12 @@ Setup (untimed, in a temp folder deleted at the end; `--keep` keeps it): a vault
 memories from ../shared/bench/make_vault.py (no git: nothing here writes memories), with 20
 needle probes whose questions serve as recall queries. The generator marks ~5 % of memories
 critical; recall pins every critical memory and refuses a budget below what they need, so all
-but `--critical` (default 5) of them are made high first (budget 800 fits then). Reported once, without a verdict: the
-server's start (spawn to `initialize` answered), its first `search` (which builds the index),
-and how long until its watcher vouches for the index (`.memfile/watch-bench.clean`).
+but `--critical` (default 5) of them are made normal first (budget 800 fits then).
+
+Reported once, without a verdict: the server's start (spawn to `initialize` answered), its
+first `search` on the unindexed vault (while the server's watcher builds the index, the call
+reads the files itself), and how long after that until the watcher vouches for the index
+(`.memfile/watch-bench.clean` written).
 
 Timed, `--calls` calls each, after `--warmup` untimed calls of each, interleaved so that drift
 hits all rows alike (p50, p95 and mean):
@@ -133,7 +136,7 @@ def print_table() -> None:
 # --- the benchmark ------------------------------------------------------------------
 
 def demote_critical(mind_dir: Path, keep: int) -> int:
-    """Make all but `keep` critical memories high; returns how many were changed.
+    """Make all but `keep` critical memories normal; returns how many were changed.
 
     make_vault.py marks ~5 % of memories critical (about 500 at 10,000). Recall pins every
     critical memory and never leaves one out, so it refuses a budget smaller than what they
@@ -149,7 +152,7 @@ def demote_critical(mind_dir: Path, keep: int) -> int:
         if keep > 0:
             keep -= 1
             continue
-        path.write_text(head.replace("\npriority: critical", "\npriority: high", 1) + sep + body, encoding="utf-8")
+        path.write_text(head.replace("\npriority: critical", "\npriority: normal", 1) + sep + body, encoding="utf-8")
         changed += 1
     return changed
 
@@ -274,7 +277,7 @@ def main() -> int:
     parser.add_argument("--warmup", type=int, default=20, help="untimed calls of each tool first (default 20)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--critical", type=int, default=5,
-                        help="critical memories kept (the rest become high; default 5): recall pins all of them")
+                        help="critical memories kept (the rest become normal; default 5): recall pins all of them")
     parser.add_argument("--keep", action="store_true", help="keep the generated vaults (their folder is printed)")
     parser.add_argument("--json-out", type=Path, help="also write the JSON result to this file")
     args = parser.parse_args()
@@ -309,7 +312,7 @@ def main() -> int:
                        check=True, capture_output=True, env=env)
         print(f"  generated in {time.perf_counter() - start:.1f} s", flush=True)
         demoted = demote_critical(vault / MIND, args.critical)
-        print(f"  {demoted:,} critical memories made high, {args.critical} kept critical", flush=True)
+        print(f"  {demoted:,} critical memories made normal, {args.critical} kept critical", flush=True)
         Vault.init(work / "empty", MIND).close()
         queries = [" ".join(pair) for pair in word_pairs(vault / MIND, args.calls, args.seed)]
         questions = probe_questions(probes, 20) + QUESTIONS

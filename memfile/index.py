@@ -265,7 +265,9 @@ class Index:
             progress: called with (done, total) while files are read.
             wait: wait for the writer lock (up to the timeout); if False and another
                 process holds it, nothing is written and the report's `pending` holds
-                what was read, for the caller to overlay.
+                what was read, for the caller to overlay (with BULK files or more to
+                read, it first waits up to the timeout: the other process is likely
+                building the index and done sooner than a second reading of it all).
 
         Raises:
             LockTimeout: `wait` is true and another writer held the lock past the timeout.
@@ -278,7 +280,9 @@ class Index:
 
         try:
             ix = self._open()
-            writer = ix.writer(timeout=self.lock_timeout if wait else 0.0, **_bulk_options(todo))
+            # Another process building the whole index is done sooner than this one reading every file again.
+            patient = wait or todo >= BULK
+            writer = ix.writer(timeout=self.lock_timeout if patient else 0.0, **_bulk_options(todo))
         except LockError:
             if wait:
                 raise LockTimeout(str(self.folder / f"{INDEX_NAME}_WRITELOCK"), self.lock_timeout) from None
@@ -542,8 +546,9 @@ def _live(searcher: Any, parsed: Any, allow: Any, mask: Any, options: SearchOpti
     unexpired = query.NumericRange("expires", now.timestamp(), None, startexcl=True)
     both = unexpired if allow is None else query.And([allow, unexpired])
     if options.include_expired or count:
+        # optimize=False: no block skipping, so the one pass that scores also counts every match
         results = searcher.search(parsed, filter=allow if options.include_expired else both, mask=mask,
-                                  limit=options.limit)
+                                  limit=options.limit, optimize=not count)
         return _hits(results, options, None), len(results) if count else 0
     results = searcher.search(parsed, filter=allow, mask=mask, limit=options.limit + 20)
     hits = _hits(results, options, now)

@@ -98,7 +98,7 @@ def build_server(vault: Vault, worker: ThreadPoolExecutor) -> MCPServer:
         return [m.to_dict() for m in memories]
 
     @server.tool(description=_doc(Vault.forget, "Remove a memory that is wrong or no longer wanted (git keeps it). "
-                                  "Prefer `store` with `supersedes` when correcting."),
+                                  "Prefer `store` with `supersedes` when correcting; a memory a person verified: ask the user."),
                  annotations=DELETE)
     async def forget(ref: str) -> dict[str, Any]:
         return (await call(vault.forget, ref)).to_dict()

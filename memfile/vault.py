@@ -74,6 +74,7 @@ class Vault(Writes, History, Sync):
         self.notices: list[str] = []
         self._git = GitStore(root, config.author_name, config.author_email)
         self._watcher: Any = None
+        self._cached: tuple[float | None, list[Memory]] | None = None  # (index version, catalog memories)
         self._index: Index | None = Index(root / STATE_DIR / "index" / mind, config.lock_timeout)
 
     # --- opening ---------------------------------------------------------
@@ -128,12 +129,21 @@ class Vault(Writes, History, Sync):
         if self._index is None:
             return self._parse_all()
         pending = report.pending
-        found = [m for m in self._index.memories() if m.path not in pending]
+        found = [m for m in self._catalog_memories() if m.path not in pending]
         found += [m for m in pending.values() if m is not None]
         issues = {i.path: i for i in self._index.issues() if i.path not in pending}
         issues.update((i.path, i) for i in report.skipped)
         self.issues = sorted(issues.values(), key=lambda i: i.path)
         return found
+
+    def _catalog_memories(self) -> list[Memory]:
+        """The catalog's memories, read again only when the index changed since this Vault last read them
+        (a long-lived Vault, such as the MCP server's, then skips reading 10,000 rows per call)."""
+        assert self._index is not None
+        version = self._index.last_update()
+        if self._cached is None or self._cached[0] != version or version is None:
+            self._cached = (version, self._index.memories())
+        return list(self._cached[1])
 
     def refresh(self, progress: Callable[[int, int], None] | None = None) -> SyncReport:
         """Bring the index in line with the mind's files: a stat-only diff, then re-read only what changed.

@@ -278,7 +278,7 @@ class Writes:
             if old is not None and self.actor is Source.AGENT and old.verified:
                 raise Refused(
                     f"{old.ref} was verified by a person, so an agent cannot mark it superseded; "
-                    "store the new memory without --supersedes and ask the user to supersede the old one"
+                    "store the new memory without supersedes and ask the user to supersede the old one"
                 )
             if existing:
                 memory = self._updated(existing[0], content, new_priority, new_tags, new_confidence, new_expires,
@@ -397,10 +397,12 @@ class Writes:
         with self._writing():
             memory = self._find(ref)
             if self.actor is Source.AGENT and (memory.verified or memory.priority is Priority.CRITICAL):
-                why = "critical" if memory.priority is Priority.CRITICAL else "verified by a person"
+                why = " and ".join(w for w, on in (("critical", memory.priority is Priority.CRITICAL),
+                                                    ("verified by a person", memory.verified)) if on)
+                instead = "" if memory.verified else f", or store the correction with supersedes={memory.ref!r}"
                 raise Refused(
                     f"{memory.ref} is {why}, so an agent cannot forget it; ask the user to forget it "
-                    f"(memfile forget {memory.ref}), or store the correction with supersedes={memory.ref!r}"
+                    f"(memfile forget {memory.ref}){instead}"
                 )
             self._record_hand_edit(memory)
             self._apply(memory.path, None, "forget", memory.ref, self.actor)

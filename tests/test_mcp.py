@@ -270,8 +270,8 @@ def test_store_show_forget_and_the_agent_rules(sample_copy: Path) -> None:
     assert "verified by a person" in out["change_verified"] and "ask the user" in out["change_verified"]
     assert "verified by a person" in out["supersede_verified"]
     assert "critical" in out["forget_critical"] and "ask the user" in out["forget_critical"]
-    assert "supersedes" in out["forget_critical"]
-    assert "verified by a person" in out["forget_verified"] and "supersedes" in out["forget_verified"]
+    assert "supersedes" not in out["forget_critical"]  # verified too: an agent could not supersede it either
+    assert "verified by a person" in out["forget_verified"] and "supersedes" not in out["forget_verified"]
     assert "Unknown tool" in out["verify"]
     assert (sample_copy / "michael" / "identity" / "user_name.md").read_bytes() == user_name
     assert (sample_copy / "michael" / "preference" / "favorite_food.md").read_bytes() == favorite_food
@@ -299,9 +299,6 @@ def test_store_show_forget_and_the_agent_rules(sample_copy: Path) -> None:
     assert not any("user_name" in subject or "favorite_food" in subject for subject in log)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "BUG: forget refuses a verified memory with the advice 'store the correction with supersedes=REF', "
-    "but store refuses an agent's supersedes of a verified memory (writes.py forget vs store)"))
 def test_the_advice_of_a_refused_forget_can_be_followed(sample_copy: Path) -> None:
     async def script(agent: Agent) -> tuple[str, Any]:
         message = await agent.error("forget", ref="preference/favorite_food")  # verified by a person, not critical
