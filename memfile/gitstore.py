@@ -60,7 +60,7 @@ class GitStore:
             raise GitError(f"could not create a git repository in {self.root}: {_reason(exc)}") from None
 
     def _run(self, *args: str, check: bool = True, errors: bool = False) -> tuple[int, str]:
-        """Run git; (status, stdout), or stdout and stderr together with `errors`."""
+        """Run git; (status, stdout), or on failure stdout and stderr together with `errors`."""
         import git  # imported on first use: read-only commands (recall) never pay for it
 
         try:
@@ -75,7 +75,7 @@ class GitStore:
             raise GitError(f"git could not be run: {_reason(exc)}; install git and try again") from None
         if check and status != 0:
             raise GitError(f"git {args[0]} failed in {self.root}: {(err or out).strip()}")
-        return status, (f"{out}\n{err}".strip() if errors else out)
+        return status, (f"{out}\n{err}".strip() if errors and status != 0 else out)
 
     def unfinished_operation(self) -> str | None:
         """The git operation left half done in the repository (merge, rebase, ...), if any."""
@@ -140,14 +140,18 @@ class GitStore:
 
     def log(self, *paths: str, since: str | None = None, limit: int | None = None) -> list[Commit]:
         """Commits touching `paths` (all commits when none), newest first, each with the paths it touched."""
-        if not self.exists() or self._run("rev-parse", "--verify", "--quiet", "HEAD", check=False)[0] != 0:
+        if not self.exists():
             return []
         args = ["log", _FORMAT, "--name-only", "--no-renames"] + (["--full-history"] if paths else [])
         if since:
             args.append(f"--since={since}")
         if limit:
             args.append(f"-n{limit}")
-        _, out = self._run(*args, "--", *paths) if paths else self._run(*args)
+        status, out = self._run(*args, "--", *paths, check=False, errors=True)
+        if status != 0:
+            if self._run("rev-parse", "--verify", "--quiet", "HEAD", check=False)[0] != 0:
+                return []  # a repository without commits yet
+            raise GitError(f"git log failed in {self.root}: {out.strip()}")
         commits = []
         for record in out.split(_RECORD)[1:]:
             sha, date, author, subject, body, names = record.split(_FIELD, 5)
