@@ -1,10 +1,11 @@
-"""The command line's git commands (history, restore, undo, log, sync, remote, resolve): thin faces over `Vault`."""
+"""The command line's git and upkeep commands (history, restore, undo, log, sync, remote, resolve, doctor)."""
 
 from __future__ import annotations
 
 import click
 
 from .cli import State, _json, _print_store, json_option, main
+from .errors import EXIT_PROBLEMS
 from .sync import run_merge_driver
 
 
@@ -168,3 +169,25 @@ def merge_file(base: str, ours: str, theirs: str, path: str) -> None:
     Example: memfile merge-file BASE OURS THEIRS mind/fact/x.md
     """
     raise SystemExit(run_merge_driver(base, ours, theirs, path))
+
+
+@main.command()
+@click.option("--fix", is_flag=True, help="Apply the safe repairs (index, hand edits, temp files, stale git lock, misplaced files).")
+@json_option
+@click.pass_obj
+def doctor(state: State, fix: bool, as_json: bool) -> None:
+    """Check the mind: unreadable or duplicate files, misplaced files, conflicts, index, git; exit 5 on problems.
+
+    Example: memfile doctor --fix
+    """
+    report = state.vault().doctor(fix=fix)
+    if as_json:
+        _json(report.to_dict())
+    else:
+        for line in report.fixed:
+            click.echo(f"fixed: {line}")
+        for finding in report.findings:
+            click.echo(f"{'problem' if finding.problem else 'info'}: {finding.kind}: {finding.message}")
+        click.echo(f"{len(report.problems)} problems" if report.problems else "no problems")
+    if report.problems:
+        raise SystemExit(EXIT_PROBLEMS)

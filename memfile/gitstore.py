@@ -303,6 +303,12 @@ class GitStore:
             return False
         raise GitError(f"could not push to {remote!r}: {out.strip()}; your commits are kept here")
 
+    def move(self, old: str, new: str, message: str) -> str | None:
+        """`git mv` one file and commit the move."""
+        self._run("mv", "--", old, new)
+        self._run("commit", "--quiet", "-m", message, "--", old, new)
+        return self._run("rev-parse", "HEAD")[1].strip()
+
     def _tracked(self, relpath: str) -> bool:
         _, out = self._run("ls-files", "--", relpath)
         return bool(out.strip())

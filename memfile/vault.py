@@ -39,6 +39,7 @@ from .model import (
     resolve_ref,
     utc_now,
 )
+from .doctor import Doctor
 from .history import History
 from .paths import is_inside
 from .recall import Match, RecallItem, RecallReport, recall, recall_query, score, with_neighbours
@@ -54,7 +55,7 @@ CANDIDATES = 100
 STATUS_FILTERS = ("active", "superseded", "all")
 
 
-class Vault(Writes, History, Sync):
+class Vault(Writes, History, Sync, Doctor):
     """A vault folder bound to one mind.
 
     Attributes:

@@ -50,8 +50,8 @@ LAYERS = {
     # Vault is split in two modules: writes.py holds its write methods (a mixin).
     "merge": CORE, "sync": CORE | PARTS | {"merge"},
     "writes": CORE | PARTS | {"merge", "sync"}, "history": CORE | PARTS,
-    "vault": CORE | PARTS | {"writes", "history", "sync"}, "watch": CORE | PARTS | {"vault"},
-    "cli": CORE | PARTS | {"vault", "watch", "cli_git", "mcp_server"}, "cli_git": {"cli", "sync"}, "mcp_server": CORE | PARTS | {"vault", "watch"},
+    "doctor": CORE | PARTS, "vault": CORE | PARTS | {"writes", "history", "sync", "doctor"}, "watch": CORE | PARTS | {"vault"},
+    "cli": CORE | PARTS | {"vault", "watch", "cli_git", "mcp_server"}, "cli_git": {"cli", "sync", "errors"}, "mcp_server": CORE | PARTS | {"vault", "watch"},
     "__init__": CORE | PARTS | {"vault", "watch"}, "__main__": {"cli"},
 }
 # Each third-party library lives in exactly one module.

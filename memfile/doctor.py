@@ -1,0 +1,172 @@
+"""`doctor`: one read-only look at everything that can be wrong in a vault, and the safe repairs (a Vault mixin).
+
+Problems make `memfile doctor` exit 5; `--fix` applies only repairs that
+cannot lose anything (rebuild the index, commit hand edits, remove memfile's
+own leftover temp files, clear a git lock no process holds, move a file to
+the path its front-matter names with `git mv`) and reports each one.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+from .errors import GitError, MemfileError
+from .files import TEMP_PREFIX
+from .gitstore import GitStore
+from .model import Memory, ParseIssue, Source, utc_now
+from .paths import is_inside, memory_relpath
+
+#: Unverified agent memories older than this are worth a person's look.
+REVIEW_AFTER = timedelta(days=30)
+#: A git lock or temp file older than this belongs to no running process.
+STALE_AFTER_S = 600
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One thing doctor found: `kind` (stable, for programs), the file if any, and what it means."""
+
+    kind: str
+    message: str
+    path: str | None = None
+    problem: bool = True  # False: worth knowing, not wrong (expired, superseded counts)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"kind": self.kind, "path": self.path, "message": self.message, "problem": self.problem}
+
+
+@dataclass
+class DoctorReport:
+    mind: str
+    findings: list[Finding] = field(default_factory=list)
+    fixed: list[str] = field(default_factory=list)
+
+    @property
+    def problems(self) -> list[Finding]:
+        return [f for f in self.findings if f.problem]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"mind": self.mind, "problems": len(self.problems), "findings": [f.to_dict() for f in self.findings],
+                "fixed": self.fixed}
+
+
+class Doctor:
+    """`Vault.doctor` (mixed into `Vault`)."""
+
+    root: Path
+    mind: str
+    issues: list[ParseIssue]
+    _git: GitStore
+
+    def memories(self) -> list[Memory]: ...  # noqa: D102 - provided by Vault
+    def status(self) -> dict[str, Any]: ...  # noqa: D102 - provided by Vault
+    def reindex(self, progress: Any = None) -> Any: ...  # noqa: D102 - provided by Vault
+    def commit_hand_edits(self, relpaths: list[str] | None = None) -> str | None: ...  # noqa: D102
+    def _writing(self) -> Any: ...  # noqa: D102 - provided by Writes
+
+    @property
+    def mind_dir(self) -> Path: ...  # noqa: D102 - provided by Vault
+
+    def doctor(self, fix: bool = False) -> DoctorReport:
+        """Check the mind's files, index and git state; with `fix`, apply the safe repairs.
+
+        Returns:
+            A DoctorReport: findings (problems and counts), and what `fix` did.
+        """
+        report = DoctorReport(self.mind)
+        if fix:
+            self._fix(report)
+        status = self.status()  # before reading: what is stale now
+        memories = self.memories()
+        add = report.findings.append
+        for issue in self.issues:
+            kind = "conflict_markers" if "conflict markers" in issue.reason else "unreadable"
+            where = f"{issue.path}:{issue.line}" if issue.line else issue.path
+            add(Finding(kind, f"{where}: {issue.reason}", issue.path))
+        for (category, key), count in Counter((m.category, m.key) for m in memories).items():
+            if count > 1:
+                paths = sorted(m.path for m in memories if (m.category, m.key) == (category, key))
+                add(Finding("duplicate", f"{category}/{key} is held by {count} files: {', '.join(paths)}", paths[0]))
+        for memory in memories:
+            expected = memory_relpath(self.mind, memory.category, memory.key).as_posix()
+            if memory.path != expected and memory.has_front_matter:
+                add(Finding("misplaced", f"{memory.path} holds {memory.ref}, whose place is {expected}", memory.path))
+            if memory.conflict is not None:
+                add(Finding("conflicted", f"{memory.ref}: changed on both sides of a sync; "
+                                          f"run: memfile resolve {memory.ref} --ours|--theirs|--edit", memory.path))
+        for path in status["stale"]:
+            add(Finding("stale_index", f"{path} changed since it was indexed (the next command reads it)", path, False))
+        for path in status["uncommitted"]:
+            add(Finding("uncommitted", f"{path} has changes not committed to git", path))
+        self._check_files(report)
+        now = utc_now()
+        expired = sum(1 for m in memories if m.is_expired(now))
+        superseded = sum(1 for m in memories if m.superseded)
+        old = [m for m in memories if m.source is Source.AGENT and not m.verified and now - m.created_at > REVIEW_AFTER]
+        add(Finding("expired", f"{expired} expired memories (out of recall, kept on disk)", None, False))
+        add(Finding("superseded", f"{superseded} superseded memories (out of recall, kept on disk)", None, False))
+        for memory in old:
+            add(Finding("unreviewed", f"{memory.ref}: stored by an agent {(now - memory.created_at).days} days ago, "
+                                      f"never verified; run: memfile verify {memory.ref}", memory.path, False))
+        return report
+
+    def _check_files(self, report: DoctorReport) -> None:
+        """What no memory read shows: temp files, symlinks out, files outside minds, a git lock left over."""
+        add = report.findings.append
+        for folder, dirs, files in os.walk(self.mind_dir, followlinks=False):
+            for name in dirs + files:
+                path = Path(folder) / name
+                relpath = path.relative_to(self.root).as_posix()
+                if name.startswith(TEMP_PREFIX):
+                    add(Finding("temp_file", f"{relpath}: a temp file left by an interrupted write", relpath))
+                elif path.is_symlink() and not is_inside(path.resolve(), self.root):
+                    add(Finding("symlink_out", f"{relpath} is a symlink leading outside the vault (never read)", relpath))
+        for entry in sorted(os.scandir(self.root), key=lambda e: e.name):
+            if entry.is_file() and entry.name.endswith(".md") and entry.name.lower() != "readme.md":
+                add(Finding("outside_minds", f"{entry.name} is outside any mind folder (not a memory)", entry.name))
+        lock = self.root / ".git" / "index.lock"
+        if lock.exists() and time.time() - lock.stat().st_mtime > STALE_AFTER_S:
+            add(Finding("stale_lock", ".git/index.lock is left over from a git command that died", ".git/index.lock"))
+
+    def _fix(self, report: DoctorReport) -> None:
+        for folder, _, files in os.walk(self.mind_dir, followlinks=False):
+            for name in files:
+                path = Path(folder) / name
+                if name.startswith(TEMP_PREFIX) and time.time() - path.stat().st_mtime > 60:
+                    path.unlink(missing_ok=True)
+                    report.fixed.append(f"removed the leftover temp file {path.relative_to(self.root).as_posix()}")
+        lock = self.root / ".git" / "index.lock"
+        if lock.exists() and time.time() - lock.stat().st_mtime > STALE_AFTER_S:
+            lock.unlink(missing_ok=True)
+            report.fixed.append("removed .git/index.lock left over from a git command that died")
+        try:
+            sha = self.commit_hand_edits()
+        except MemfileError as exc:
+            report.fixed.append(f"could not commit hand edits: {exc}")
+        else:
+            if sha:
+                report.fixed.append(f"committed hand edits ({sha[:8]})")
+        memories = self.memories()
+        taken = {m.path for m in memories}
+        with self._writing():
+            for memory in memories:
+                expected = memory_relpath(self.mind, memory.category, memory.key).as_posix()
+                if memory.path == expected or not memory.has_front_matter or expected in taken:
+                    continue
+                try:
+                    (self.root / expected).parent.mkdir(parents=True, exist_ok=True)
+                    self._git.move(memory.path, expected, f"move {memory.ref} to its place ({memory.path} -> {expected})")
+                except GitError as exc:
+                    report.fixed.append(f"could not move {memory.path}: {exc}")
+                    continue
+                taken.add(expected)
+                report.fixed.append(f"moved {memory.path} to {expected}")
+        self.reindex()
+        report.fixed.append("rebuilt the index from the files")
+

@@ -1,0 +1,84 @@
+"""memfile doctor: read-only findings, exit 5 on problems, and only safe repairs with --fix."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from pathlib import Path
+
+from conftest import git
+from helpers import BROKEN, fails, in_vault, ok, write
+
+from memfile import Vault
+
+
+def kinds(vault: Vault) -> set[str]:
+    return {f.kind for f in vault.doctor().problems}
+
+
+def test_a_clean_vault_has_no_problems(vault: Vault) -> None:
+    vault.store("fact", "office", "Berlin")
+    assert kinds(vault) == set()
+    out = ok(in_vault(vault.root, "doctor")).stdout
+    assert "no problems" in out and "info: expired: 0 expired" in out
+
+
+def test_problems_are_named_and_exit_5_and_nothing_changes(vault: Vault) -> None:
+    vault.store("fact", "office", "Berlin")
+    root, mind = vault.root, vault.root / "michael"
+    write(mind / "fact" / "broken.md", BROKEN)
+    write(mind / "note" / "misplaced.md", "---\ncategory: fact\nkey: wrong_place\n---\nhello\n")
+    write(mind / "fact" / "copy.md", (mind / "fact" / "office.md").read_text(encoding="utf-8"))
+    write(mind / "fact" / ".memfile-tmp-office.md.abc123", "half a write")
+    write(root / "stray.md", "not in a mind")
+    (mind / "fact" / "escape.md").symlink_to("/etc/hostname")
+    before = {p: p.read_bytes() for p in root.rglob("*") if p.is_file() and ".git" not in p.parts and ".memfile" not in p.parts}
+    found = kinds(vault)
+    assert {"unreadable", "misplaced", "duplicate", "temp_file", "outside_minds", "symlink_out", "uncommitted"} <= found
+    result = fails(in_vault(root, "doctor"), 5)
+    assert "michael/fact/broken.md:4" in result.stdout
+    data = json.loads(fails(in_vault(root, "doctor", "--json"), 5).stdout)
+    assert data["problems"] >= 7 and data["fixed"] == []
+    after = {p: p.read_bytes() for p in before}
+    assert after == before  # read-only
+
+
+def test_fix_applies_only_safe_repairs(vault: Vault) -> None:
+    vault.store("fact", "office", "Berlin")
+    mind = vault.root / "michael"
+    write(mind / "note" / "misplaced.md", "---\ncategory: fact\nkey: wrong_place\n---\nhello\n")
+    temp = write(mind / "fact" / ".memfile-tmp-office.md.abc123", "half a write")
+    old = time.time() - 3600
+    os.utime(temp, (old, old))
+    lock = vault.root / ".git" / "index.lock"
+    lock.touch()
+    os.utime(lock, (old, old))
+    write(mind / "fact" / "broken.md", BROKEN)
+    result = fails(in_vault(vault.root, "doctor", "--fix"), 5)  # the unreadable file stays a problem
+    assert "moved michael/note/misplaced.md to michael/fact/wrong_place.md" in result.stdout
+    assert "removed the leftover temp file" in result.stdout and "index.lock" in result.stdout
+    assert not temp.exists() and not lock.exists()
+    assert (mind / "fact" / "wrong_place.md").read_text(encoding="utf-8").endswith("hello\n")
+    assert (mind / "fact" / "broken.md").read_text(encoding="utf-8") == BROKEN  # never touched
+    assert kinds(vault) == {"unreadable"}
+    assert git(vault.root, "status", "--porcelain").strip() == ""
+
+
+def test_conflicted_memory_is_a_problem(two: tuple[Vault, Vault]) -> None:
+    laptop, server = two
+    laptop.store("fact", "office", "Hamburg")
+    server.store("fact", "office", "Munich")
+    laptop.sync()
+    server.sync()
+    assert "conflicted" in kinds(server)
+
+
+def test_unreviewed_agent_memories_are_reported(tmp_path: Path) -> None:
+    vault = Vault.init(tmp_path / "v", "michael")
+    path = write(vault.root / "michael" / "fact" / "old_guess.md",
+                 "---\ncategory: fact\nkey: old_guess\nsource: agent\nverified: false\n"
+                 "created_at: 2020-01-01T00:00:00Z\n---\nA guess\n")
+    assert path.exists()
+    findings = vault.doctor().findings
+    assert any(f.kind == "unreviewed" and "fact/old_guess" in f.message and not f.problem for f in findings)
