@@ -20,7 +20,7 @@ from .errors import GitError, MemfileError
 from .files import TEMP_PREFIX
 from .gitstore import GitStore
 from .model import Memory, ParseIssue, Source, utc_now
-from .paths import is_inside, memory_relpath
+from .paths import is_inside, memory_relpath, shown_path
 
 #: Unverified agent memories older than this are worth a person's look.
 REVIEW_AFTER = timedelta(days=30)
@@ -100,9 +100,9 @@ class Doctor:
             if memory.conflict is not None:
                 add(Finding("conflicted", f"{memory.ref}: changed on both sides of a sync; "
                                           f"run: memfile resolve {memory.ref} --ours|--theirs|--edit", memory.path))
-        for path in status["stale"]:
+        for path in map(shown_path, status["stale"]):
             add(Finding("stale_index", f"{path} changed since it was indexed (the next command reads it)", path, False))
-        for path in status["uncommitted"]:
+        for path in map(shown_path, status["uncommitted"]):
             add(Finding("uncommitted", f"{path} has changes not committed to git", path))
         self._check_files(report)
         now = utc_now()
@@ -125,8 +125,17 @@ class Doctor:
                 relpath = path.relative_to(self.root).as_posix()
                 if name.startswith(TEMP_PREFIX):
                     add(Finding("temp_file", f"{relpath}: a temp file left by an interrupted write", relpath))
-                elif path.is_symlink() and not is_inside(path.resolve(), self.root):
-                    add(Finding("symlink_out", f"{relpath} is a symlink leading outside the vault (never read)", relpath))
+                elif not _printable(name):
+                    add(Finding("bad_name", f"{shown_path(relpath)}: the file name is not UTF-8 (never read); rename it",
+                                shown_path(relpath)))
+                elif path.is_symlink():
+                    try:
+                        outside = not is_inside(path.resolve(strict=True), self.root)
+                    except (OSError, RuntimeError):
+                        add(Finding("symlink_broken", f"{relpath} is a broken or looping symlink (never read)", relpath))
+                        continue
+                    if outside:
+                        add(Finding("symlink_out", f"{relpath} is a symlink leading outside the vault (never read)", relpath))
         for entry in sorted(os.scandir(self.root), key=lambda e: e.name):
             if entry.is_file() and entry.name.endswith(".md") and entry.name.lower() != "readme.md":
                 add(Finding("outside_minds", f"{entry.name} is outside any mind folder (not a memory)", entry.name))
@@ -169,4 +178,13 @@ class Doctor:
                 report.fixed.append(f"moved {memory.path} to {expected}")
         self.reindex()
         report.fixed.append("rebuilt the index from the files")
+
+
+def _printable(name: str) -> bool:
+    """False for a file name that is not UTF-8 (Python holds its bytes as surrogates)."""
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 

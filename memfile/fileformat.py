@@ -168,6 +168,8 @@ def _memory(meta: dict[str, Any], content: str, relpath: str, mtime: datetime, h
     created = parse_optional_datetime(meta.get("created_at"), "created_at") or mtime
     updated = parse_optional_datetime(meta.get("updated_at"), "updated_at") or max(created, mtime)
     raw_id = meta.get("id")
+    if raw_id is not None and not isinstance(raw_id, str | int):
+        raise InvalidInput("id", raw_id, "text such as mem_01jf3k8q2w7x")
     return Memory(
         id=str(raw_id) if raw_id not in (None, "") else derived_id(relpath),
         id_derived=raw_id in (None, ""),

@@ -81,3 +81,8 @@ def mind_dirs(root: Path) -> list[str]:
         e.name for e in entries
         if e.is_dir(follow_symlinks=False) and not e.name.startswith(".") and e.name not in RESERVED_DIRS
     ]
+
+
+def shown_path(text: str) -> str:
+    """A path as it can be printed: bytes of a file name that is not UTF-8 become U+FFFD."""
+    return text.encode("utf-8", "surrogateescape").decode("utf-8", "replace")

@@ -10,6 +10,7 @@ from __future__ import annotations
 import errno
 import json
 import os
+import stat
 from collections import Counter
 from collections.abc import Callable
 from datetime import datetime, timedelta, timezone
@@ -41,7 +42,7 @@ from .model import (
 )
 from .doctor import Doctor
 from .history import History
-from .paths import is_inside
+from .paths import is_inside, shown_path
 from .recall import Match, RecallItem, RecallReport, recall, recall_query, score, with_neighbours
 from .sync import Sync
 from .writes import UNSET, Writes
@@ -230,7 +231,10 @@ class Vault(Writes, History, Sync, Doctor):
         if path.is_symlink() and not is_inside(path, self.mind_dir):
             raise FileParseError(relpath, None, "symlink leads outside the mind folder")
         try:
-            if path.stat().st_size > fileformat.MAX_FILE_BYTES:
+            info = path.stat()
+            if not stat.S_ISREG(info.st_mode):  # a FIFO or device named *.md would block or never end
+                raise FileParseError(relpath, None, "not a regular file")
+            if info.st_size > fileformat.MAX_FILE_BYTES:
                 raise FileParseError(relpath, None, f"file is larger than {fileformat.MAX_FILE_BYTES // 2**20} MB")
             return path.read_bytes()
         except OSError as exc:
@@ -531,7 +535,8 @@ class Vault(Writes, History, Sync, Doctor):
             "stale": stale,
             "last_index_update": self._last_index_update(),
             "watcher_pid": lock_holder(self.root / STATE_DIR / f"watch-{self.mind}.lock"),
-            "uncommitted": [p for p in self._git.changed_paths(self.mind) if p.endswith(".md")] if self._git.exists() else [],
+            "uncommitted": [shown_path(p) for p in self._git.changed_paths(self.mind) if p.endswith(".md")]
+            if self._git.exists() else [],
             "conflicts": sorted(m.ref for m in self._index.memories() if m.conflict is not None) if self._index else [],
             "git": self._git.remote_status(),
         }

@@ -254,6 +254,8 @@ class Writes:
         validate_key(key)
         if not isinstance(content, str) or not content.strip():
             raise InvalidInput("content", content, "non-empty text")
+        if "\x00" in content:
+            raise InvalidInput("content", "text with a NUL character", "text without NUL characters")
         content = content.replace("\r\n", "\n").strip()
         if len(content.encode("utf-8")) > fileformat.MAX_FILE_BYTES - 64 * 1024:
             raise InvalidInput("content", f"{len(content.encode('utf-8'))} bytes", "text of at most 10 MB")
