@@ -231,7 +231,19 @@ def _represent_str(representer: Any, value: str) -> Any:
         plain_ok = _safe_load(f"v: {value}\nw: [{value}]") == {"v": value, "w": [value]}
     except yaml.YAMLError:
         plain_ok = False
+    if any(ch in value for ch in _LINE_BREAKS):  # raw in single quotes, a reader folds them into spaces
+        return representer.represent_scalar("tag:yaml.org,2002:str", value, style='"')
     return representer.represent_scalar("tag:yaml.org,2002:str", value, style=None if plain_ok else "'")
+
+
+#: Characters YAML (and str.splitlines) take as line breaks besides \n and \r.
+_LINE_BREAKS = "\x85\u2028\u2029"
+
+
+def _lines(text: str) -> list[str]:
+    """Lines split at \n only, ends kept: the line numbers ruamel reports (str.splitlines also splits at U+2028)."""
+    parts = text.split("\n")
+    return [part + "\n" for part in parts[:-1]] + ([parts[-1]] if parts[-1] else [])
 
 
 def front_matter_fields(memory: Memory) -> dict[str, Any]:
@@ -315,17 +327,18 @@ def _splice(fm_text: str, changes: dict[str, Any], newline: str, ensure: dict[st
         out = io.StringIO()
         _yaml().dump(data, out)
         return "\n" + out.getvalue().replace("\n", newline)
-    lines = fm_text.splitlines(keepends=True)
+    lines = _lines(fm_text)
     starts = sorted((data.lc.key(name)[0], name) for name in data)
     bounds = {name: (line, starts[i + 1][0] if i + 1 < len(starts) else len(lines)) for i, (line, name) in enumerate(starts)}
     for name in sorted((n for n in [*changes, *removed] if n in bounds), key=lambda n: -bounds[n][0]):
         start, end = bounds[name]
-        while end > start + 1 and (not lines[end - 1].strip() or lines[end - 1].lstrip().startswith("#")):
+        multiline = isinstance(data[name], str) and "\n" in data[name]  # its own lines may start with #
+        while not multiline and end > start + 1 and (not lines[end - 1].strip() or lines[end - 1].lstrip().startswith("#")):
             end -= 1
         if name not in changes:
             del lines[start:end]
             continue
-        block = isinstance(data[name], CommentedSeq) and not data[name].fa.flow_style()
+        block = isinstance(data[name], CommentedSeq) and len(data[name]) > 0 and not data[name].fa.flow_style()
         offset = _sequence_offset(lines[start + 1 : end]) if block else None
         value = changes[name] if not block else CommentedSeq(changes[name])
         dumped = _dump({name: value}, offset)
