@@ -49,12 +49,10 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import json
-import math
 import os
 import platform
 import re
 import shutil
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -62,7 +60,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from common import compile_memfile
+from common import compile_memfile, fmt_ms, p50, p95, print_columns
 
 ROOT = Path(__file__).resolve().parent.parent
 MAKE_VAULT = ROOT.parent / "shared" / "bench" / "make_vault.py"
@@ -77,15 +75,6 @@ SYNCED = re.compile(r"(\d+) commits in \((\d+) memory files changed\), (\d+) com
 
 
 # --- measuring ----------------------------------------------------------------
-
-def p50(xs: list[float]) -> float:
-    return statistics.median(xs)
-
-
-def p95(xs: list[float]) -> float:
-    s = sorted(xs)
-    return s[max(0, math.ceil(0.95 * len(s)) - 1)]
-
 
 def run(argv: list[str], env: dict[str, str], cwd: Path | None = None) -> tuple[float, str]:
     """Run a process to the end; (wall seconds, stdout). Any failure stops the benchmark."""
@@ -131,12 +120,6 @@ def row(figure: str, size: int | None, times: list[float], *, p95_too: bool = Tr
     return r
 
 
-def fmt_ms(v: float | None) -> str:
-    if v is None:
-        return "-"
-    return f"{v:,.0f}" if v >= 100 else f"{v:,.1f}"
-
-
 def print_table() -> None:
     head = ("figure", "N", "runs", "p50 ms", "p95 ms", "baseline", "base ms", "x base", "target", "result")
     lines = []
@@ -145,21 +128,7 @@ def print_table() -> None:
                       fmt_ms(r["p95_ms"]), r["baseline"] or "-", fmt_ms(r["baseline_p50_ms"]),
                       f"{r['ratio']:.2f}" if r.get("ratio") else "-", r["target"] or "-",
                       r["result"] + (f" (+{fmt_ms(r['over_ms'])} ms)" if r.get("over_ms") else "")))
-    widths = [max(len(head[i]), *(len(line[i]) for line in lines)) for i in range(len(head))]
-    right = {1, 2, 3, 4, 6, 7}
-
-    def fmt(cols: tuple[str, ...]) -> str:
-        return "  ".join(c.rjust(w) if i in right else c.ljust(w) for i, (c, w) in enumerate(zip(cols, widths)))
-
-    print()
-    print(fmt(head))
-    print("  ".join("-" * w for w in widths))
-    for line in lines:
-        print(fmt(line))
-    notes = [f"  {r['figure']} (N={r['size'] or '-'}): {r['note']}" for r in ROWS if r.get("note")]
-    if notes:
-        print("\nnotes:")
-        print("\n".join(notes))
+    print_columns(head, lines, {1, 2, 3, 4, 6, 7}, [f"  {r['figure']} (N={r['size'] or '-'}): {r['note']}" for r in ROWS if r.get("note")])
 
 
 # --- the vaults ---------------------------------------------------------------------

@@ -47,7 +47,6 @@ import argparse
 import importlib.metadata
 import importlib.util
 import json
-import math
 import os
 import platform
 import shutil
@@ -60,7 +59,7 @@ from pathlib import Path
 from typing import Any
 
 from bench_index import QUESTIONS, probe_questions, word_pairs
-from common import compile_memfile
+from common import compile_memfile, fmt_ms, p50, p95, print_columns
 
 ROOT = Path(__file__).resolve().parent.parent
 MAKE_VAULT = ROOT.parent / "shared" / "bench" / "make_vault.py"
@@ -70,15 +69,6 @@ BUDGET = 800
 
 
 # --- measuring ----------------------------------------------------------------
-
-def p50(xs: list[float]) -> float:
-    return statistics.median(xs)
-
-
-def p95(xs: list[float]) -> float:
-    s = sorted(xs)
-    return s[max(0, math.ceil(0.95 * len(s)) - 1)]
-
 
 ROWS: list[dict[str, Any]] = []
 
@@ -105,32 +95,12 @@ def row(figure: str, size: int | None, times: list[float], *, limit_s: float | N
     return r
 
 
-def fmt_ms(v: float | None) -> str:
-    if v is None:
-        return "-"
-    return f"{v:,.0f}" if v >= 100 else f"{v:,.2f}" if v < 10 else f"{v:,.1f}"
-
-
 def print_table() -> None:
     head = ("figure", "N", "calls", "p50 ms", "p95 ms", "mean ms", "max ms", "target", "result")
-    lines = [(r["figure"], f"{r['size']:,}" if r["size"] else "-", str(r["n"]), fmt_ms(r["p50_ms"]),
-              fmt_ms(r["p95_ms"]), fmt_ms(r["mean_ms"]), fmt_ms(r["max_ms"]), r["target"] or "-",
-              r["result"] + (f" (+{fmt_ms(r['over_ms'])} ms)" if r.get("over_ms") else "")) for r in ROWS]
-    widths = [max(len(head[i]), *(len(line[i]) for line in lines)) for i in range(len(head))]
-    right = {1, 2, 3, 4, 5, 6}
-
-    def fmt(cols: tuple[str, ...]) -> str:
-        return "  ".join(c.rjust(w) if i in right else c.ljust(w) for i, (c, w) in enumerate(zip(cols, widths)))
-
-    print()
-    print(fmt(head))
-    print("  ".join("-" * w for w in widths))
-    for line in lines:
-        print(fmt(line))
-    notes = [f"  {r['figure']}: {r['note']}" for r in ROWS if r.get("note")]
-    if notes:
-        print("\nnotes:")
-        print("\n".join(notes))
+    lines = [(r["figure"], f"{r['size']:,}" if r["size"] else "-", str(r["n"]), fmt_ms(r["p50_ms"], fine=True),
+              fmt_ms(r["p95_ms"], fine=True), fmt_ms(r["mean_ms"], fine=True), fmt_ms(r["max_ms"], fine=True), r["target"] or "-",
+              r["result"] + (f" (+{fmt_ms(r['over_ms'], fine=True)} ms)" if r.get("over_ms") else "")) for r in ROWS]
+    print_columns(head, lines, {1, 2, 3, 4, 5, 6}, [f"  {r['figure']}: {r['note']}" for r in ROWS if r.get("note")])
 
 
 # --- the benchmark ------------------------------------------------------------------

@@ -44,12 +44,10 @@ import cProfile
 import importlib.util
 import io
 import json
-import math
 import os
 import platform
 import pstats
 import shutil
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -57,7 +55,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from common import compile_memfile
+from common import compile_memfile, fmt_ms, p50, p95, print_columns
 
 ROOT = Path(__file__).resolve().parent.parent
 MAKE_VAULT = ROOT.parent / "shared" / "bench" / "make_vault.py"
@@ -71,15 +69,6 @@ CATEGORIES = ["fact", "note", "project", "context", "preference", "skill", "mist
 
 
 # --- measuring ----------------------------------------------------------------
-
-def p50(xs: list[float]) -> float:
-    return statistics.median(xs)
-
-
-def p95(xs: list[float]) -> float:
-    s = sorted(xs)
-    return s[max(0, math.ceil(0.95 * len(s)) - 1)]
-
 
 def run(argv: list[str], env: dict[str, str], cwd: Path | None = None) -> str:
     """Run a process to the end; its stdout. Any failure stops the benchmark."""
@@ -167,12 +156,6 @@ def row(figure: str, size: int | None, *, times: list[float] | None = None, stor
     return r
 
 
-def fmt_ms(v: float | None) -> str:
-    if v is None:
-        return "-"
-    return f"{v:,.0f}" if v >= 100 else f"{v:,.1f}"
-
-
 def print_table() -> None:
     head = ("figure", "N", "stores", "errors", "wall s", "stores/s", "p50 ms", "p95 ms", "target", "result")
     lines = []
@@ -183,21 +166,7 @@ def print_table() -> None:
                       "-" if r["wall_s"] is None else f"{r['wall_s']:.2f}",
                       "-" if r["stores_per_s"] is None else f"{r['stores_per_s']:.1f}",
                       fmt_ms(r["p50_ms"]), fmt_ms(r["p95_ms"]), r["target"] or "-", r["result"]))
-    widths = [max(len(head[i]), *(len(line[i]) for line in lines)) for i in range(len(head))]
-    right = {1, 2, 3, 4, 5, 6, 7}
-
-    def fmt(cols: tuple[str, ...]) -> str:
-        return "  ".join(c.rjust(w) if i in right else c.ljust(w) for i, (c, w) in enumerate(zip(cols, widths)))
-
-    print()
-    print(fmt(head))
-    print("  ".join("-" * w for w in widths))
-    for line in lines:
-        print(fmt(line))
-    notes = [f"  {r['figure']}: {r['note']}" for r in ROWS if r.get("note")]
-    if notes:
-        print("\nnotes:")
-        print("\n".join(notes))
+    print_columns(head, lines, {1, 2, 3, 4, 5, 6, 7}, [f"  {r['figure']}: {r['note']}" for r in ROWS if r.get("note")])
 
 
 # --- the benchmark ------------------------------------------------------------------

@@ -20,7 +20,7 @@ from .errors import GitError, MemfileError
 from .files import TEMP_PREFIX
 from .gitstore import GitStore
 from .model import Memory, ParseIssue, Source, utc_now
-from .paths import is_inside, memory_relpath, shown_path
+from .paths import is_inside, is_utf8_name, memory_relpath, shown_path
 
 #: Unverified agent memories older than this are worth a person's look.
 REVIEW_AFTER = timedelta(days=30)
@@ -125,7 +125,7 @@ class Doctor:
                 relpath = path.relative_to(self.root).as_posix()
                 if name.startswith(TEMP_PREFIX):
                     add(Finding("temp_file", f"{relpath}: a temp file left by an interrupted write", relpath))
-                elif not _printable(name):
+                elif not is_utf8_name(name):
                     add(Finding("bad_name", f"{shown_path(relpath)}: the file name is not UTF-8 (never read); rename it",
                                 shown_path(relpath)))
                 elif path.is_symlink():
@@ -179,12 +179,4 @@ class Doctor:
         self.reindex()
         report.fixed.append("rebuilt the index from the files")
 
-
-def _printable(name: str) -> bool:
-    """False for a file name that is not UTF-8 (Python holds its bytes as surrogates)."""
-    try:
-        name.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
 

@@ -12,7 +12,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from .errors import LockTimeout
-from .paths import is_ignored_name, is_memory_name
+from .paths import is_ignored_name, is_memory_name, is_utf8_name
 
 TEMP_PREFIX = ".memfile-tmp-"
 
@@ -74,7 +74,7 @@ def stat_walk(mind_dir: Path, root: Path) -> dict[str, tuple[int, int, int]]:
             if entry.is_dir(follow_symlinks=False):
                 if not is_ignored_name(name):
                     pending.append(entry.path)
-            elif is_memory_name(name) and _utf8(name):
+            elif is_memory_name(name) and is_utf8_name(name):
                 try:
                     stat = entry.stat()
                 except OSError:
@@ -132,11 +132,3 @@ def lock_holder(path: Path) -> int | None:
     finally:
         os.close(fd)
 
-
-def _utf8(name: str) -> bool:
-    """A file name that is not UTF-8 cannot be a memory's (keys are snake_case); doctor names it."""
-    try:
-        name.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True

@@ -86,3 +86,12 @@ def mind_dirs(root: Path) -> list[str]:
 def shown_path(text: str) -> str:
     """A path as it can be printed: bytes of a file name that is not UTF-8 become U+FFFD."""
     return text.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+
+
+def is_utf8_name(name: str) -> bool:
+    """False for a file name that is not UTF-8 (Python holds its bytes as surrogates): never a memory's."""
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True

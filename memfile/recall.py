@@ -22,7 +22,6 @@ A closing line says what was cut.
 
 from __future__ import annotations
 
-import bisect
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
@@ -140,8 +139,7 @@ def with_neighbours(matches: list[Match], memories: list[Memory]) -> list[Match]
         i = position.get(match.memory.path)
         if i is None:
             continue
-        lo = bisect.bisect_left(range(len(timeline)), True, key=lambda j: j >= i - NEIGHBOURS)
-        for j in range(lo, min(len(timeline), i + NEIGHBOURS + 1)):
+        for j in range(max(0, i - NEIGHBOURS), min(len(timeline), i + NEIGHBOURS + 1)):
             near = timeline[j]
             if j == i or abs(near.created_at - match.memory.created_at) > NEIGHBOUR_WINDOW:
                 continue
