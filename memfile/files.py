@@ -115,6 +115,27 @@ def writer_lock(lock_path: Path, timeout: float) -> Iterator[None]:
         os.close(fd)
 
 
+@contextmanager
+def try_writer_lock(lock_path: Path) -> Iterator[bool]:
+    """Take the vault's writer lock if it is free (True inside), without waiting for it (False)."""
+    lock_path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError as exc:
+            if exc.errno not in (errno.EAGAIN, errno.EACCES):
+                raise
+            yield False
+            return
+        try:
+            yield True
+        finally:
+            fcntl.flock(fd, fcntl.LOCK_UN)
+    finally:
+        os.close(fd)
+
+
 def lock_holder(path: Path) -> int | None:
     """The pid written in a lock file whose flock some process holds now, else None."""
     try:

@@ -129,11 +129,30 @@ class GitStore:
         present = [p for p in relpaths if (self.root / p).exists() or self._tracked(p)]
         if not present:
             return None
+        # What a person staged by hand stays staged (and out of this commit): then the commit names
+        # its paths, which costs git a second index. Usually nothing is staged and the plain commit does.
+        _, staged = self._run("diff", "--cached", "--name-only", "-z", "--no-renames")
+        others = set(staged.split("\0")) - {""} - set(present)
         self._run("add", "--all", "--", *present)
-        status, _ = self._run("diff", "--cached", "--quiet", "--", *present, check=False)
-        if status == 0:
-            return None
-        self._run("commit", "--quiet", "-m", message, "--", *present)
+        status, out = self._run("commit", "--quiet", "-m", message, *(["--", *present] if others else []),
+                                check=False, errors=True)
+        if status != 0:
+            if self._run("diff", "--cached", "--quiet", "--", *present, check=False)[0] == 0:
+                return None  # nothing to commit: the files already were as committed
+            raise GitError(f"git commit failed in {self.root}: {out.strip()}")
+        return self.head()
+
+    def head(self) -> str:
+        """The sha of HEAD, read from the repository's files when they are plain (no git process)."""
+        git_dir = self.root / ".git"
+        try:
+            head = (git_dir / "HEAD").read_text(encoding="utf-8").strip()
+            if head.startswith("ref: refs/"):
+                head = (git_dir / head[5:]).read_text(encoding="utf-8").strip()
+            if len(head) in (40, 64) and all(c in "0123456789abcdef" for c in head):
+                return head
+        except (OSError, UnicodeDecodeError):
+            pass  # a packed ref, a worktree's .git file: ask git
         return self._run("rev-parse", "HEAD")[1].strip()
 
     # --- history --------------------------------------------------------------

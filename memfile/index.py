@@ -35,11 +35,12 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from .errors import FileParseError, InvalidInput, LockTimeout
+from .errors import FileParseError, LockTimeout
 from .model import Memory, ParseIssue, SearchHit, memory_from_row, memory_to_row
+from .query import parse_query
 from .text import normalize
 
-SCHEMA_VERSION = 6
+SCHEMA_VERSION = 7
 INDEX_NAME = f"memories_v{SCHEMA_VERSION}"
 CATALOG_NAME = f"catalog_v{SCHEMA_VERSION}.sqlite"
 #: From this many files to (re)read, a sync is a bulk load: both cores, no garbage collection pauses.
@@ -130,6 +131,7 @@ class Index:
         self._ix: Any = None
         self._db: sqlite3.Connection | None = None
         self._searcher: Any = None
+        self._recorded: tuple[Any, dict[str, Stat]] | None = None
 
     # --- opening, rebuilding ----------------------------------------------
 
@@ -152,6 +154,7 @@ class Index:
                 with self._catalog() as db:  # a new full-text index knows no file yet
                     db.execute("DELETE FROM files")
                     db.execute("DELETE FROM meta WHERE name IN ('state', 'segments')")
+                    db.execute("INSERT OR REPLACE INTO meta VALUES ('last_update', ?)", (str(time.time()),))
         return self._ix
 
     def _check_segments(self) -> None:
@@ -222,17 +225,28 @@ class Index:
             self._searcher.close()
         if self._db is not None:
             self._db.close()
-        self._ix = self._db = self._searcher = None
+        self._ix = self._db = self._searcher = self._recorded = None
 
     # --- the catalog --------------------------------------------------------
 
     def recorded(self) -> dict[str, Stat]:
-        """The stat of every file of the mind as it was when last indexed (one compact blob)."""
-        blob = self._meta("state")
-        return marshal.loads(blob) if blob else {}
+        """The stat of every file of the mind as it was when last indexed (one compact blob; a fresh copy).
+
+        The blob is unmarshalled again only when the catalog changed since this object last read it.
+        """
+        version = self._meta("last_update")
+        if self._recorded is None or self._recorded[0] != version or version is None:
+            blob = self._meta("state")
+            self._recorded = (version, marshal.loads(blob) if blob else {})
+        return dict(self._recorded[1])
 
     def memories(self) -> list[Memory]:
         rows = self._catalog().execute("SELECT memory FROM files WHERE memory IS NOT NULL")
+        return [memory_from_row(marshal.loads(row[0])) for row in rows]
+
+    def memories_named(self, ref: str) -> list[Memory]:
+        """The memories the catalog holds for `category/key` (more than one only when files were copied)."""
+        rows = self._catalog().execute("SELECT memory FROM files INDEXED BY files_refs WHERE ref = ?", (ref,))
         return [memory_from_row(marshal.loads(row[0])) for row in rows]
 
     def issues(self) -> list[ParseIssue]:
@@ -291,6 +305,7 @@ class Index:
             try:
                 recorded = self.recorded()  # again, under the lock
                 changed, removed = _diff(recorded, disk, paths)
+                known = {path for path in changed if path in recorded}
                 rows: list[tuple[Any, ...]] = []
                 add = writer.add_document if ix.is_empty() else writer.update_document  # nothing to replace
                 for done, path in enumerate(changed, 1):
@@ -299,37 +314,37 @@ class Index:
                         row = marshal.dumps(memory_to_row(memory))
                         add(**_document(memory, row))
                         recorded[path] = stat
-                        rows.append((path, None, None, row))
+                        rows.append((path, None, None, row, memory.ref))
                     except FileParseError as exc:
                         writer.delete_by_term("path", path)
                         recorded[path] = disk[path]
                         report.skipped.append(ParseIssue(path, exc.line, exc.reason))
-                        rows.append((path, exc.line, exc.reason, None))
+                        rows.append((path, exc.line, exc.reason, None, None))
                     if progress:
                         progress(done, len(changed))
                 for path in removed:
                     writer.delete_by_term("path", path)
                     recorded.pop(path, None)
-                writer.commit()
+                writer.commit(mergetype=_merge_policy)
                 if self._searcher is not None:  # it reads the generation before this commit
                     self._searcher.close()
                     self._searcher = None
             except BaseException:
                 writer.cancel()
                 raise
-        before = self.recorded()
-        read = [row[0] for row in rows if row[-1] is not None]
-        report.added = sum(1 for path in read if path not in before)
+        read = [row[0] for row in rows if row[3] is not None]
+        report.added = sum(1 for path in read if path not in known)
         report.updated = len(read) - report.added
         report.removed = len(removed)
         segments = self._record_segments()
         with self._catalog() as db:
             db.executemany("DELETE FROM files WHERE path = ?", [(p,) for p in removed])
-            db.executemany("INSERT OR REPLACE INTO files VALUES (?, ?, ?, ?)", rows)
+            db.executemany("INSERT OR REPLACE INTO files VALUES (?, ?, ?, ?, ?)", rows)
+            version = str(time.time())
             db.executemany("INSERT OR REPLACE INTO meta VALUES (?, ?)", [
-                ("state", marshal.dumps(recorded)), ("segments", json.dumps(segments)),
-                ("last_update", str(time.time())),
+                ("state", marshal.dumps(recorded)), ("segments", json.dumps(segments)), ("last_update", version),
             ])
+        self._recorded = (version, recorded)
         return report
 
     def _stale(self, disk: dict[str, Stat], paths: Iterable[str] | None) -> int:
@@ -421,6 +436,21 @@ def _collector_paused(paused: bool) -> Iterator[None]:
         gc.enable()
 
 
+#: Small segments a one-file change may leave before they are merged: merging on every commit
+#: rewrites the small segments each time (about half of indexing one stored memory at 10,000).
+LOOSE_SEGMENTS = 6
+
+
+def _merge_policy(writer: Any, segments: list[Any]) -> list[Any]:
+    """Whoosh's MERGE_SMALL, but only once LOOSE_SEGMENTS small segments have piled up."""
+    from whoosh.writing import MERGE_SMALL
+
+    small = [s for s in segments if s.doc_count_all() < 1000]  # what MERGE_SMALL would merge (roughly)
+    if len(small) < LOOSE_SEGMENTS:
+        return segments
+    return MERGE_SMALL(writer, segments)
+
+
 def _bulk_options(count: int) -> dict[str, Any]:
     """Writer options. Segments stay separate files, not one compound file: opening a compound
     segment copies it out of its mmap (whoosh3's BufferFile), ~0.4 s per search at 100,000
@@ -440,72 +470,13 @@ def _connect(path: Path) -> sqlite3.Connection:
     db = sqlite3.connect(path, timeout=30)
     db.execute("PRAGMA journal_mode=WAL")
     db.execute("PRAGMA synchronous=NORMAL")
-    db.execute("CREATE TABLE IF NOT EXISTS files (path TEXT PRIMARY KEY, issue_line INTEGER, issue_reason TEXT, memory TEXT)")
+    db.execute("CREATE TABLE IF NOT EXISTS files "
+               "(path TEXT PRIMARY KEY, issue_line INTEGER, issue_reason TEXT, memory TEXT, ref TEXT)")
     db.execute("CREATE INDEX IF NOT EXISTS files_issues ON files (issue_reason) WHERE issue_reason IS NOT NULL")
+    db.execute("CREATE INDEX IF NOT EXISTS files_refs ON files (ref) WHERE ref IS NOT NULL")
     db.execute("CREATE TABLE IF NOT EXISTS meta (name TEXT PRIMARY KEY, value BLOB)")
     db.commit()
     return db
-
-
-def parse_query(text: str, schema: Any) -> Any:
-    """The Whoosh query for what a person typed.
-
-    Words are OR-grouped (more matching words rank higher) and stop words
-    dropped; `"phrases"`, AND/OR/NOT, `prefix*`, `tag:x` and `category:x`
-    work; `?` is punctuation, never a wildcard.
-
-    Raises:
-        InvalidInput: the query is empty or cannot be parsed.
-    """
-    from whoosh import qparser, query
-
-    cleaned = text.replace("?", " ").strip()
-    if not cleaned:
-        raise InvalidInput("query", text, "words to search for")
-    parser = qparser.QueryParser("text", schema, group=qparser.OrGroup.factory(0.9))
-    parser.add_plugin(qparser.FieldAliasPlugin({"tags": ["tag"]}))
-    syntax = 'words, "phrases", AND/OR/NOT, prefix*, tag:NAME, category:NAME'
-    try:
-        parsed = parser.parse(cleaned).accept(_prefix_or_stem).accept(_require_filters_and_nots)
-    except Exception as exc:  # noqa: BLE001 - the parser's own failure is the user's bad query
-        raise InvalidInput("query", text, syntax, reason=str(exc)) from None
-    errors = [q for q in parsed.leaves() if type(q).__name__ == "ErrorQuery"]
-    if errors:
-        raise InvalidInput("query", text, syntax, reason=str(getattr(errors[0], "message", "cannot be parsed")))
-    if parsed is query.NullQuery or not list(parsed.leaves()):
-        raise InvalidInput("query", text, "words to search for (stop words such as the, a, is and what are ignored)")
-    return parsed
-
-
-#: Fields a person uses as filters: `apollo category:fact` means apollo, in the fact category.
-_FILTER_FIELDS = {"category", "tags", "priority", "source", "verified"}
-
-
-def _require_filters_and_nots(node: Any) -> Any:
-    """In an OR group, make `field:value` filters required and `NOT x` exclude: `a b NOT c` = (a OR b) AND NOT c."""
-    from whoosh import query
-
-    if not isinstance(node, query.Or):
-        return node
-    nots = [child.query for child in node.subqueries if isinstance(child, query.Not)]
-    filters = [child for child in node.subqueries if isinstance(child, query.Term) and child.fieldname in _FILTER_FIELDS]
-    words = [child for child in node.subqueries if not isinstance(child, query.Not) and child not in filters]
-    if not nots and not filters:
-        return node
-    if not words and not filters:
-        return node  # only negations: nothing positive to keep, let Whoosh say what NOT alone means
-    required = [query.Or(words, boost=node.boost, scale=getattr(node, "scale", None))] if words else []
-    positive = query.And(required + filters) if len(required + filters) > 1 else (required + filters)[0]
-    return query.AndNot(positive, query.Or(nots)) if nots else positive
-
-
-def _prefix_or_stem(node: Any) -> Any:
-    """`deploy*` also as `deploi*`: the index holds stems, a prefix must reach them too."""
-    from whoosh import query
-
-    if isinstance(node, query.Prefix) and stem_word(node.text) != node.text:
-        return query.Or([node, query.Prefix(node.fieldname, stem_word(node.text), boost=node.boost)])
-    return node
 
 
 #: BM25 parameters. Memories are short notes, so a long one is rarely long for nothing: less length

@@ -138,6 +138,15 @@ class Vault(Writes, History, Sync, Doctor):
         self.issues = sorted(issues.values(), key=lambda i: i.path)
         return found
 
+    def _memories_named(self, ref: str) -> list[Memory]:
+        """The memories holding `category/key` on disk now (a store's lookup, without reading the whole mind)."""
+        report = self.refresh()
+        if self._index is None:
+            return [m for m in self._parse_all() if m.ref == ref]
+        pending = report.pending
+        found = [m for m in self._index.memories_named(ref) if m.path not in pending]
+        return found + [m for m in pending.values() if m is not None and m.ref == ref]
+
     def _catalog_memories(self) -> list[Memory]:
         """The catalog's memories, read again only when the index changed since this Vault last read them
         (a long-lived Vault, such as the MCP server's, then skips reading 10,000 rows per call)."""

@@ -16,7 +16,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from . import fileformat
+from . import batch, fileformat
 from .config import CONFIG_NAME, STATE_DIR, Config, caller_source, load_config, mind_section, render_config
 from .errors import AmbiguousRef, Conflict, GitError, InvalidInput, LockTimeout, NotFound, Refused
 from .files import atomic_write, remove, writer_lock
@@ -37,7 +37,6 @@ from .model import (
     parse_priority,
     parse_source,
     parse_tags,
-    resolve_ref,
     utc_now,
     validate_key,
 )
@@ -61,6 +60,7 @@ class Writes:
 
     def memories(self) -> list[Memory]: ...  # provided by Vault
     def _find(self, ref: str) -> Memory: ...  # provided by Vault
+    def _memories_named(self, ref: str) -> list[Memory]: ...  # provided by Vault
     def _load(self, relpath: str) -> tuple[Any, Memory]: ...  # provided by Vault
     def _sync(self, paths: list[str] | None, wait: bool) -> SyncReport: ...  # provided by Vault
     _autosync: Callable[[], None]  # provided by Sync
@@ -115,7 +115,14 @@ class Writes:
     @contextmanager
     def _writing(self) -> Iterator[None]:
         """Hold the writer lock; make sure the vault is its own git repository."""
-        with writer_lock(self.root / STATE_DIR / "lock", self.config.lock_timeout):
+        with writer_lock(self.root / STATE_DIR / "lock", self.config.lock_timeout), self._ready_to_write():
+            yield
+
+    @contextmanager
+    def _ready_to_write(self) -> Iterator[None]:
+        """For a caller holding the writer lock: make sure the vault is its own git repository, no git
+        operation is half done and no other process writes the index."""
+        if True:
             ignore_added = self._ensure_gitignore()
             if not self._git.exists():
                 self._git.init()
@@ -266,63 +273,131 @@ class Writes:
         effective = parse_source(source) if source is not None else self.actor
         if self.actor is Source.AGENT and effective is Source.USER:
             raise Refused("an agent cannot store a memory as source user; store it as source agent")
-        with self._writing():
-            memories = self.memories()
-            existing = [m for m in memories if m.category is category and m.key == key]
-            if len(existing) > 1:
-                raise AmbiguousRef(
-                    f"{category}/{key}", sorted(m.path for m in existing),
-                    "these files hold the same memory (a copy?): remove or rename all but one",
+        request = {
+            "category": category.value, "key": key, "content": content, "now": now.isoformat(),
+            "priority": new_priority.value if new_priority else None, "tags": new_tags,
+            "confidence": new_confidence, "source": effective.value, "actor": self.actor.value,
+            "expires": "unset" if new_expires is UNSET else new_expires.isoformat() if new_expires else None,
+            "supersedes": supersedes,
+        }
+        state = self.root / STATE_DIR
+        return batch.submit(state / "lock", state / "queue" / self.mind, self.config.lock_timeout, request,
+                            self._store_holding_lock)
+
+    def _store_holding_lock(self, own: dict[str, Any] | None, ticket: batch.Ticket | None) -> StoreResult:
+        """Store `own` (or this process's queued `ticket`) and the stores queued by other processes,
+        up to batch.LIMIT of them in one commit; hand each queued one its result."""
+        with self._ready_to_write():
+            for _ in range(batch.LIMIT + 1):
+                first = [own] if own is not None else []
+                taken = batch.claim(self.root / STATE_DIR / "queue" / self.mind,
+                                    lambda r, t: batch.joins(r, first + t), batch.LIMIT - len(first))
+                results = self._store_batch(first + [request for _, request in taken])
+                mine = results[0] if own is not None else None
+                for (queued, _), result in zip(taken, results[len(first):], strict=True):
+                    if queued == ticket:
+                        mine = result
+                        queued.file("claimed").unlink(missing_ok=True)
+                    else:
+                        batch.settle(queued, batch.encode(result))
+                if mine is None and ticket is not None and (done := batch.take_result(ticket)) is not None:
+                    return batch.decode(done)
+                if mine is not None:
+                    if isinstance(mine, Exception):
+                        raise mine
+                    return mine
+                own = None
+            raise Conflict(f"the store queue in {self.root / STATE_DIR / 'queue'} lost this store's request; try again")
+
+    def _store_batch(self, requests: list[dict[str, Any]]) -> list[StoreResult | Exception]:
+        """Store several requests (see batch.joins) in one commit; each one's result or failure."""
+        results: list[StoreResult | Exception | None] = [None] * len(requests)
+        prepared = []
+        for n, request in enumerate(requests):
+            try:
+                prepared.append((n, *self._prepare_store(request)))
+            except Exception as exc:  # noqa: BLE001 - given to the process that asked; the others go on
+                results[n] = exc
+        changes = [change for *_, changed, _ in prepared for change in changed]
+        sha = None
+        if changes:
+            refs = [memory.ref for _, memory, _, changed, _ in prepared if changed]
+            subject = f"store {', '.join(refs)} ({requests[0]['source']})"
+            superseded = [old.ref for _, _, _, changed, old in prepared
+                          if old is not None and old.path in dict(changed)]
+            subject += f", superseding {superseded[0]}" if superseded else ""
+            try:
+                sha = self._apply_all(changes, subject)
+            except Exception as exc:  # noqa: BLE001 - every store of the commit failed with it
+                for n, *_ in prepared:
+                    results[n] = exc
+                prepared = []
+        for n, memory, created, changed, superseded in prepared:
+            results[n] = StoreResult(memory, created=created, changed=bool(changed), commit=sha if changed else None,
+                                     notices=tuple(self.notices), superseded=superseded)
+        return [r for r in results if r is not None]
+
+    def _prepare_store(self, request: dict[str, Any]) -> tuple[Memory, bool, list[tuple[str, bytes]], Memory | None]:
+        """What a store changes: (the memory as it will be, created, [(path, new bytes)], the superseded memory).
+
+        Raises:
+            AmbiguousRef, InvalidInput, Refused, Conflict, NotFound: see `store`.
+        """
+        category, key, actor = Category(request["category"]), request["key"], Source(request["actor"])
+        effective, content, now = Source(request["source"]), request["content"], datetime.fromisoformat(request["now"])
+        expires = request["expires"]
+        expires = UNSET if expires == "unset" else datetime.fromisoformat(expires) if expires else None
+        priority = Priority(request["priority"]) if request["priority"] else None
+        tags = tuple(request["tags"]) if request["tags"] is not None else None
+        confidence, supersedes = request["confidence"], request["supersedes"]
+        existing = self._memories_named(f"{category}/{key}")
+        if len(existing) > 1:
+            raise AmbiguousRef(
+                f"{category}/{key}", sorted(m.path for m in existing),
+                "these files hold the same memory (a copy?): remove or rename all but one",
+            )
+        old = self._find(supersedes) if supersedes is not None else None
+        if old is not None and old.category is category and old.key == key:
+            raise InvalidInput("supersedes", supersedes, f"another memory than {category}/{key}, the one being stored")
+        if old is not None and actor is Source.AGENT and old.verified:
+            raise Refused(
+                f"{old.ref} was verified by a person, so an agent cannot mark it superseded; "
+                "store the new memory without supersedes and ask the user to supersede the old one"
+            )
+        if existing:
+            memory = self._updated(existing[0], content, priority, tags, confidence, expires, effective, now, actor)
+            created = False
+            changes = [] if memory == existing[0] else [(memory.path, self._rewritten(existing[0], memory))]
+        else:
+            relpath = memory_relpath(self.mind, category, key).as_posix()
+            full = safe_path(self.root, relpath, self.mind)
+            if full.exists() or full.is_symlink():
+                raise Conflict(
+                    f"{relpath} already exists but does not hold {category}/{key} "
+                    "(it is unreadable or its front-matter names another memory); fix or move that file first"
                 )
-            old = resolve_ref(supersedes, memories, self.mind) if supersedes is not None else None
-            if old is not None and old.category is category and old.key == key:
-                raise InvalidInput("supersedes", supersedes, f"another memory than {category}/{key}, the one being stored")
-            if old is not None and self.actor is Source.AGENT and old.verified:
-                raise Refused(
-                    f"{old.ref} was verified by a person, so an agent cannot mark it superseded; "
-                    "store the new memory without supersedes and ask the user to supersede the old one"
-                )
-            if existing:
-                memory = self._updated(existing[0], content, new_priority, new_tags, new_confidence, new_expires,
-                                       effective, now)
-                created = False
-                changes = [] if memory == existing[0] else [(memory.path, self._rewritten(existing[0], memory))]
-            else:
-                relpath = memory_relpath(self.mind, category, key).as_posix()
-                full = safe_path(self.root, relpath, self.mind)
-                if full.exists() or full.is_symlink():
-                    raise Conflict(
-                        f"{relpath} already exists but does not hold {category}/{key} "
-                        "(it is unreadable or its front-matter names another memory); fix or move that file first"
-                    )
-                memory = Memory(
-                    id=new_id(), mind=self.mind, category=category, key=key, content=content, path=relpath,
-                    created_at=now, updated_at=now, priority=new_priority or Priority.NORMAL, tags=new_tags or (),
-                    source=effective, verified=effective is Source.USER,
-                    confidence=new_confidence if new_confidence is not None else DEFAULT_CONFIDENCE[effective],
-                    expires_at=None if new_expires is UNSET else new_expires,
-                )
-                created = True
-                changes = [(relpath, fileformat.serialize(memory).encode("utf-8"))]
-            subject = f"store {memory.ref} ({effective})"
-            superseded = None
-            if old is not None:
-                superseded = replace(old, status=Status.SUPERSEDED, superseded_by=memory.id, id_derived=False)
-                if superseded != old:
-                    changes.append((old.path, self._rewritten(old, superseded)))
-                    subject += f", superseding {old.ref}"
-            if not changes:
-                # A store that wrote this very file but died before its commit: commit it now.
-                sha = self._commit(memory.path, "store", memory.ref, effective) if self._git.is_changed(memory.path) else None
-                return StoreResult(memory, created=False, changed=sha is not None, commit=sha,
-                                   notices=tuple(self.notices), superseded=superseded)
-            sha = self._apply_all(changes, subject)
-            return StoreResult(memory, created=created, changed=True, commit=sha, notices=tuple(self.notices),
-                               superseded=superseded)
+            memory = Memory(
+                id=new_id(), mind=self.mind, category=category, key=key, content=content, path=relpath,
+                created_at=now, updated_at=now, priority=priority or Priority.NORMAL, tags=tags or (),
+                source=effective, verified=effective is Source.USER,
+                confidence=confidence if confidence is not None else DEFAULT_CONFIDENCE[effective],
+                expires_at=None if expires is UNSET else expires,
+            )
+            created = True
+            changes = [(relpath, fileformat.serialize(memory).encode("utf-8"))]
+        superseded = None
+        if old is not None:
+            superseded = replace(old, status=Status.SUPERSEDED, superseded_by=memory.id, id_derived=False)
+            if superseded != old:
+                changes.append((old.path, self._rewritten(old, superseded)))
+        if not changes and self._git.is_changed(memory.path):
+            # A store that wrote this very file but died before its commit: commit it now.
+            changes = [(memory.path, safe_path(self.root, memory.path, self.mind).read_bytes())]
+        return memory, created, changes, superseded
 
     def _updated(
         self, old: Memory, content: str, priority: Priority | None, tags: tuple[str, ...] | None,
-        confidence: float | None, expires: Any, effective: Source, now: datetime,
+        confidence: float | None, expires: Any, effective: Source, now: datetime, actor: Source,
     ) -> Memory:
         """`old` with a store's changes (the same object when nothing changes).
 
@@ -344,7 +419,7 @@ class Writes:
         )
         if new == old:
             return old
-        if self.actor is Source.AGENT and old.verified:
+        if actor is Source.AGENT and old.verified:
             raise Refused(
                 f"{old.ref} was verified by a person, so an agent cannot change it; store the new "
                 "information under another key, or ask the user to update it"

@@ -640,5 +640,22 @@ def test_two_processes_storing_at_once_both_succeed(vault: Vault, tmp_path: Path
         assert proc.returncode == 0, err
     keys = {m.key for m in vault.list()}
     assert keys == {f"{p}_{i}" for p in ("left", "right") for i in range(5)}
-    assert commit_count(vault.root) == before + 10
+    # Stores that waited for the lock may share a commit (the lock holder commits the queue together),
+    # but each one is in exactly one commit, and the commits name what they stored.
+    subjects = git(vault.root, "log", "--format=%s", f"-{commit_count(vault.root) - before}").splitlines()
+    assert before + 2 <= commit_count(vault.root) <= before + 10
+    stored = [ref for subject in subjects for ref in subject.removeprefix("store ").removesuffix(" (user)").split(", ")]
+    assert sorted(stored) == sorted(f"fact/{p}_{i}" for p in ("left", "right") for i in range(5))
     assert git(vault.root, "status", "--porcelain").strip() == ""
+    assert not list((vault.root / ".memfile" / "queue").rglob("*.*"))  # every request and result picked up
+
+
+def test_a_store_leaves_what_a_person_staged_staged_and_out_of_its_commit(vault: Vault) -> None:
+    root = vault.root
+    (root / "README.txt").write_text("my notes about this vault\n", encoding="utf-8")
+    git(root, "add", "README.txt")
+    result = vault.store("fact", "staged_aside", "stored while README.txt waits in the index")
+    assert git(root, "show", "--name-only", "--format=", result.commit).split() == ["michael/fact/staged_aside.md"]
+    assert git(root, "diff", "--cached", "--name-only").split() == ["README.txt"]
+    assert vault.store("fact", "staged_aside", "stored while README.txt waits in the index").commit is None
+    assert git(root, "diff", "--cached", "--name-only").split() == ["README.txt"]

@@ -1,0 +1,234 @@
+"""The store queue: stores waiting for the writer lock, so one holder commits them together.
+
+When several processes store at once, each one that finds the writer lock
+taken leaves its request in `.memfile/queue/<mind>/` and keeps trying the
+lock. Whoever holds it claims the waiting requests (oldest first), stores
+them in one commit and leaves each one's result beside it; the waiting
+process picks its result up without ever taking the lock. This is what lets
+8 writers share one git commit's cost instead of queueing behind it.
+
+Files, all written atomically:
+- `NAME.req`: a request, written by the process that wants the store;
+- `NAME.claimed`: the same request once a lock holder took it. Only a lock
+  holder claims, and it settles every claim before it lets the lock go, so a
+  `.claimed` file seen by the next holder was left by a killed one: it is
+  stored again (a store of what is already there changes nothing), by its own
+  process at the latest. A request whose process is gone is dropped: it never
+  heard back, and storing it later could overwrite what was stored since;
+- `NAME.done`: the result, read and removed by the process that asked. A
+  result nobody came for (its process was killed) is removed after an hour.
+
+A request still waiting when its process gives up is withdrawn (removed);
+once claimed, it will be stored, so the process waits for its result.
+"""
+
+from __future__ import annotations
+
+import marshal
+import os
+import secrets
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, NoReturn
+
+from . import errors
+from .files import atomic_write, try_writer_lock
+from .model import StoreResult, memory_from_row, memory_to_row
+
+#: Results nobody picked up (their process was killed) are removed after this many seconds.
+STALE_RESULT = 3600.0
+#: At most this many stores go into one commit.
+LIMIT = 32
+
+
+@dataclass(frozen=True)
+class Ticket:
+    """One request in the queue: `folder/name.req`, later `.claimed`, then `.done`."""
+
+    folder: Path
+    name: str
+
+    def file(self, state: str) -> Path:
+        return self.folder / f"{self.name}.{state}"
+
+
+def submit(lock_path: Path, folder: Path, timeout: float, request: dict[str, Any],
+           hold: Callable[[dict[str, Any] | None, Ticket | None], StoreResult]) -> StoreResult:
+    """Store `request`: call `hold(request, None)` holding the writer lock if it is free, else queue it.
+
+    While queued, the request is stored by whichever process holds the lock (this one
+    too, once it gets it: then `hold(None, ticket)`); its result is returned here.
+
+    Raises:
+        LockTimeout: the lock stayed taken for `timeout` seconds and the request was still waiting.
+        MemfileError: the store failed (raised again here when another process met it).
+    """
+    ticket: Ticket | None = None
+    deadline = time.monotonic() + timeout
+    delay = 0.002
+    try:
+        while True:
+            with try_writer_lock(lock_path) as held:
+                if held:
+                    if ticket is not None and (result := take_result(ticket)) is not None:
+                        return decode(result)
+                    return hold(request if ticket is None else None, ticket)
+            if ticket is None:
+                ticket = enqueue(folder, request)
+            elif (result := take_result(ticket)) is not None:
+                return decode(result)
+            elif time.monotonic() >= deadline and withdraw(ticket):
+                ticket = None
+                raise errors.LockTimeout(str(lock_path), timeout)
+            time.sleep(delay)
+            delay = min(delay * 2, 0.02)
+    except BaseException:
+        if ticket is not None:
+            withdraw(ticket)  # claimed already: it will be stored, as if the process had died after asking
+        raise
+
+
+def joins(request: dict[str, Any], taken: list[dict[str, Any]]) -> bool:
+    """Whether a request can share a commit with those taken: same source and caller, another memory,
+    and no supersede (which changes a second memory) on either side."""
+    if not taken:
+        return True
+    first = taken[0]
+    return (request["supersedes"] is None and first["supersedes"] is None
+            and (request["source"], request["actor"]) == (first["source"], first["actor"])
+            and all((t["category"], t["key"]) != (request["category"], request["key"]) for t in taken))
+
+
+def encode(result: StoreResult | Exception) -> dict[str, Any]:
+    """A store's result (or its failure) as plain values for a `.done` file."""
+    if isinstance(result, Exception):
+        return error_result(result)
+    return {"memory": memory_to_row(result.memory), "created": result.created, "changed": result.changed,
+            "commit": result.commit, "notices": list(result.notices),
+            "superseded": memory_to_row(result.superseded) if result.superseded else None}
+
+
+def decode(result: dict[str, Any]) -> StoreResult:
+    """`encode` reversed; a failure is raised."""
+    if "error" in result:
+        raise_error(result)
+    return StoreResult(memory_from_row(result["memory"]), created=result["created"], changed=result["changed"],
+                       commit=result["commit"], notices=tuple(result["notices"]),
+                       superseded=memory_from_row(result["superseded"]) if result["superseded"] else None)
+
+
+def enqueue(folder: Path, request: dict[str, Any]) -> Ticket:
+    """Leave a request in the queue; its name sorts by arrival (oldest first)."""
+    ticket = Ticket(folder, f"{time.time_ns():020d}-{os.getpid()}-{secrets.token_hex(4)}")
+    atomic_write(ticket.file("req"), marshal.dumps(request))
+    return ticket
+
+
+def withdraw(ticket: Ticket) -> bool:
+    """Take a request back out of the queue; False when a lock holder already claimed it."""
+    try:
+        ticket.file("req").unlink()
+        return True
+    except FileNotFoundError:
+        return False
+
+
+def take_result(ticket: Ticket) -> dict[str, Any] | None:
+    """The result a lock holder left for this request (removed from the queue), or None yet."""
+    path = ticket.file("done")
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        return None
+    path.unlink(missing_ok=True)
+    return marshal.loads(data)
+
+
+def claim(folder: Path, wanted: Any, limit: int) -> list[tuple[Ticket, dict[str, Any]]]:
+    """Claim up to `limit` waiting requests, oldest first, for the caller holding the writer lock.
+
+    `wanted(request, taken)` says whether a request joins the ones already taken;
+    requests it turns down stay in the queue for the next commit.
+    """
+    try:
+        names = sorted(os.listdir(folder))
+    except FileNotFoundError:
+        return []
+    taken: list[tuple[Ticket, dict[str, Any]]] = []
+    now = time.time()
+    for name in names:
+        stem, _, state = name.rpartition(".")
+        ticket = Ticket(folder, stem)
+        if state == "done":
+            _remove_if_older(ticket.file("done"), now - STALE_RESULT)
+            continue
+        if state not in ("req", "claimed") or len(taken) >= limit:
+            continue
+        if not _alive(stem):
+            # Its process was killed before it heard back: it never learnt the store was done, so it is
+            # dropped, not stored minutes later over what was stored since (a half-done store is on
+            # disk, uncommitted: the next write or doctor --fix commits it as a hand edit).
+            ticket.file(state).unlink(missing_ok=True)
+            continue
+        try:
+            request = marshal.loads(ticket.file(state).read_bytes())
+        except (OSError, EOFError, ValueError, TypeError):
+            ticket.file(state).unlink(missing_ok=True)  # a request its writer never finished
+            continue
+        if not wanted(request, [r for _, r in taken]):
+            continue
+        if state == "req":
+            try:
+                os.rename(ticket.file("req"), ticket.file("claimed"))
+            except FileNotFoundError:
+                continue  # withdrawn by its process just now
+        taken.append((ticket, request))
+    return taken
+
+
+def settle(ticket: Ticket, result: dict[str, Any]) -> None:
+    """Leave a claimed request's result for its process and drop the claim."""
+    atomic_write(ticket.file("done"), marshal.dumps(result))
+    ticket.file("claimed").unlink(missing_ok=True)
+
+
+def error_result(exc: Exception) -> dict[str, Any]:
+    """A failed store, as a result: the MemfileError's class, message and plain fields."""
+    if not isinstance(exc, errors.MemfileError):
+        return {"error": "MemfileError", "message": f"the store failed unexpectedly: {exc!r}", "fields": {}}
+    plain = (str, int, float, bool, type(None))
+    fields = {k: v for k, v in vars(exc).items()
+              if isinstance(v, plain) or isinstance(v, list) and all(isinstance(x, str) for x in v)}
+    return {"error": type(exc).__name__, "message": str(exc), "fields": fields}
+
+
+def raise_error(result: dict[str, Any]) -> NoReturn:
+    """Raise the MemfileError a lock holder met while storing this request (same class, same message)."""
+    cls = getattr(errors, result["error"], errors.MemfileError)
+    if not (isinstance(cls, type) and issubclass(cls, errors.MemfileError)):
+        cls = errors.MemfileError
+    exc = cls.__new__(cls)
+    Exception.__init__(exc, result["message"])
+    vars(exc).update(result.get("fields", {}))
+    raise exc
+
+
+def _alive(name: str) -> bool:
+    """Whether the process that queued the request `name` (`TIME-PID-RANDOM`) still runs."""
+    try:
+        os.kill(int(name.split("-")[1]), 0)
+    except (IndexError, ValueError, ProcessLookupError):
+        return False
+    except PermissionError:
+        return True  # it runs, as another user
+    return True
+
+
+def _remove_if_older(path: Path, moment: float) -> None:
+    try:
+        if path.stat().st_mtime < moment:
+            path.unlink()
+    except FileNotFoundError:
+        pass

@@ -1,0 +1,70 @@
+"""What a person types into search, as a Whoosh query (whoosh is imported on first use)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .errors import InvalidInput
+
+
+def parse_query(text: str, schema: Any) -> Any:
+    """The Whoosh query for what a person typed.
+
+    Words are OR-grouped (more matching words rank higher) and stop words
+    dropped; `"phrases"`, AND/OR/NOT, `prefix*`, `tag:x` and `category:x`
+    work; `?` is punctuation, never a wildcard.
+
+    Raises:
+        InvalidInput: the query is empty or cannot be parsed.
+    """
+    from whoosh import qparser, query
+
+    cleaned = text.replace("?", " ").strip()
+    if not cleaned:
+        raise InvalidInput("query", text, "words to search for")
+    parser = qparser.QueryParser("text", schema, group=qparser.OrGroup.factory(0.9))
+    parser.add_plugin(qparser.FieldAliasPlugin({"tags": ["tag"]}))
+    syntax = 'words, "phrases", AND/OR/NOT, prefix*, tag:NAME, category:NAME'
+    try:
+        parsed = parser.parse(cleaned).accept(_prefix_or_stem).accept(_require_filters_and_nots)
+    except Exception as exc:  # noqa: BLE001 - the parser's own failure is the user's bad query
+        raise InvalidInput("query", text, syntax, reason=str(exc)) from None
+    errors = [q for q in parsed.leaves() if type(q).__name__ == "ErrorQuery"]
+    if errors:
+        raise InvalidInput("query", text, syntax, reason=str(getattr(errors[0], "message", "cannot be parsed")))
+    if parsed is query.NullQuery or not list(parsed.leaves()):
+        raise InvalidInput("query", text, "words to search for (stop words such as the, a, is and what are ignored)")
+    return parsed
+
+
+#: Fields a person uses as filters: `apollo category:fact` means apollo, in the fact category.
+_FILTER_FIELDS = {"category", "tags", "priority", "source", "verified"}
+
+
+def _require_filters_and_nots(node: Any) -> Any:
+    """In an OR group, make `field:value` filters required and `NOT x` exclude: `a b NOT c` = (a OR b) AND NOT c."""
+    from whoosh import query
+
+    if not isinstance(node, query.Or):
+        return node
+    nots = [child.query for child in node.subqueries if isinstance(child, query.Not)]
+    filters = [child for child in node.subqueries if isinstance(child, query.Term) and child.fieldname in _FILTER_FIELDS]
+    words = [child for child in node.subqueries if not isinstance(child, query.Not) and child not in filters]
+    if not nots and not filters:
+        return node
+    if not words and not filters:
+        return node  # only negations: nothing positive to keep, let Whoosh say what NOT alone means
+    required = [query.Or(words, boost=node.boost, scale=getattr(node, "scale", None))] if words else []
+    positive = query.And(required + filters) if len(required + filters) > 1 else (required + filters)[0]
+    return query.AndNot(positive, query.Or(nots)) if nots else positive
+
+
+def _prefix_or_stem(node: Any) -> Any:
+    """`deploy*` also as `deploi*`: the index holds stems, a prefix must reach them too."""
+    from whoosh import query
+
+    from .analysis import stem_word
+
+    if isinstance(node, query.Prefix) and stem_word(node.text) != node.text:
+        return query.Or([node, query.Prefix(node.fieldname, stem_word(node.text), boost=node.boost)])
+    return node
