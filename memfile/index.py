@@ -508,28 +508,22 @@ def _live(searcher: Any, parsed: Any, allow: Any, mask: Any, options: SearchOpti
           count: bool = False) -> tuple[list[SearchHit], int]:
     """The best hits that have not expired (unless asked), and with `count` how many match in all.
 
-    Expired memories are few, so without `count` they are dropped after the
-    search instead of filtered (a filter costs a pass over the index). Only the
-    hits returned are highlighted (a snippet tokenizes the content again).
+    Expired memories are masked, not the live ones filtered: Whoosh turns a filter
+    or a mask into the set of every document it matches, and expired memories are
+    few. Only the hits returned are highlighted (a snippet tokenizes the content again).
     """
     from whoosh import query
 
-    unexpired = query.NumericRange("expires", now.timestamp(), None, startexcl=True)
-    both = unexpired if allow is None else query.And([allow, unexpired])
-    if options.include_expired or count:
-        # optimize=False: no block skipping, so the one pass that scores also counts every match
-        results = searcher.search(parsed, filter=allow if options.include_expired else both, mask=mask,
-                                  limit=options.limit, optimize=not count)
-        return _hits(results, options, None), len(results) if count else 0
-    results = searcher.search(parsed, filter=allow, mask=mask, limit=options.limit + 20)
-    hits = _hits(results, options, now)
-    if len(hits) >= options.limit or results.scored_length() < options.limit + 20:
-        return hits, 0
-    return _hits(searcher.search(parsed, filter=both, mask=mask, limit=options.limit), options, None), 0
+    if not options.include_expired:
+        expired = query.NumericRange("expires", None, now.timestamp())
+        mask = expired if mask is None else query.Or([mask, expired])
+    # optimize=False: no block skipping, so the one pass that scores also counts every match
+    results = searcher.search(parsed, filter=allow, mask=mask, limit=options.limit, optimize=not count)
+    return _hits(results, options), len(results) if count else 0
 
 
-def _hits(results: Any, options: SearchOptions, now: datetime | None) -> list[SearchHit]:
-    """Up to `options.limit` hits (with snippets if asked), leaving out those expired before `now` (when given)."""
+def _hits(results: Any, options: SearchOptions) -> list[SearchHit]:
+    """Up to `options.limit` hits, with snippets if asked."""
     from whoosh import highlight
 
     results.fragmenter = highlight.ContextFragmenter(maxchars=160, surround=40)
@@ -537,8 +531,6 @@ def _hits(results: Any, options: SearchOptions, now: datetime | None) -> list[Se
     hits = []
     for hit in results:
         memory = memory_from_row(marshal.loads(hit["doc"]))
-        if now is not None and memory.expires_at is not None and memory.expires_at <= now:
-            continue
         snippet = hit.highlights("text", text=normalize(memory.content), top=2) if options.snippets else ""
         snippet = snippet or _lead(memory.content)
         hits.append(SearchHit(memory, float(hit.score or 0.0), " ".join(snippet.split()), 0))

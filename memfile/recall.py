@@ -124,7 +124,25 @@ class Match:
     via: Memory | None = None
 
 
-def with_neighbours(matches: list[Match], memories: list[Memory]) -> list[Match]:
+@dataclass(frozen=True)
+class Recallable:
+    """What a recall for a query needs of a mind's recallable memories, worked out once
+    (a long-lived Vault keeps it while the catalog and the set of expired memories stay the same)."""
+
+    memories: list[Memory]  # no expired or superseded ones
+    timeline: list[Memory]  # by created_at, then path
+    position: dict[str, int]  # path -> index in timeline
+    pinned: list[Memory]  # in recall order
+    verified: int
+
+    @classmethod
+    def of(cls, memories: list[Memory]) -> Recallable:
+        timeline = sorted(memories, key=lambda m: (m.created_at, m.path))
+        return cls(memories, timeline, {m.path: i for i, m in enumerate(timeline)},
+                   order([m for m in memories if is_pinned(m)]), sum(1 for m in memories if m.verified))
+
+
+def with_neighbours(matches: list[Match], memories: list[Memory] | Recallable) -> list[Match]:
     """`matches` (best first) plus the neighbours of the best ones (see NEIGHBOURS).
 
     Memories stored one after another belong together more often than not
@@ -132,8 +150,8 @@ def with_neighbours(matches: list[Match], memories: list[Memory]) -> list[Match]
     stored right around a strong match is worth recalling with it. A memory
     keeps the better of its own text score and its score as a neighbour.
     """
-    timeline = sorted(memories, key=lambda m: (m.created_at, m.path))
-    position = {m.path: i for i, m in enumerate(timeline)}
+    mind = memories if isinstance(memories, Recallable) else Recallable.of(memories)
+    timeline, position = mind.timeline, mind.position
     best = {m.memory.path: m for m in matches}
     for match in matches[:NEIGHBOUR_OF]:
         i = position.get(match.memory.path)
@@ -242,7 +260,7 @@ def recall(memories: list[Memory], mind: str, mind_name: str, budget: int | None
                    RecallReport(mind, mind_name, "", (), len(chosen), verified, 0, 0, budget, 0))
 
 
-def recall_query(memories: list[Memory], ranked: list[Scored], query: str, mind: str, mind_name: str,
+def recall_query(memories: list[Memory] | Recallable, ranked: list[Scored], query: str, mind: str, mind_name: str,
                  budget: int | None = None, limit: int | None = 10, matched: int | None = None) -> RecallReport:
     """The recall for a query: the pinned memories of `memories`, then the best of `ranked`.
 
@@ -255,15 +273,15 @@ def recall_query(memories: list[Memory], ranked: list[Scored], query: str, mind:
         matched: how many memories match the query in all (default: len(ranked)).
     """
     matched = len(ranked) if matched is None else matched
-    pinned = order([m for m in memories if is_pinned(m)])
+    recallable = memories if isinstance(memories, Recallable) else Recallable.of(memories)
+    pinned, total, verified = recallable.pinned, len(recallable.memories), recallable.verified
     pinned_ids = {m.path for m in pinned}
     matches = [s for s in ranked if s.memory.path not in pinned_ids]
     shown = matches if limit is None else matches[:limit]
     items = [RecallItem(m, pinned=True) for m in pinned]
     items += [RecallItem(s.memory, score=s.score, parts=s.parts, neighbour_of=s.neighbour_of) for s in shown]
     chosen = [item.memory for item in items]
-    verified = sum(1 for m in memories if m.verified)
-    first_line = f"Mind: {mind_name}\nMemories: {len(memories)} total ({verified} verified, {len(memories) - verified} unverified)"
+    first_line = f"Mind: {mind_name}\nMemories: {total} total ({verified} verified, {total - verified} unverified)"
 
     def steps() -> list[tuple[int, str]]:
         lowest_first = reversed(range(len(pinned), len(items)))
@@ -275,7 +293,7 @@ def recall_query(memories: list[Memory], ranked: list[Scored], query: str, mind:
         return f"{first_line}\nQuery: {' '.join(query.split())} ({matched} matched; {len(pinned)} pinned, {best} best shown{cut})"
 
     return _render(items, steps, header, budget, RecallReport(
-        mind, mind_name, "", (), len(memories), verified, 0, 0, budget, 0, query=query, matched=matched))
+        mind, mind_name, "", (), total, verified, 0, 0, budget, 0, query=query, matched=matched))
 
 
 def _render(items: list[RecallItem], steps: Callable[[], list[tuple[int, str]]], header: Callable[[int], str],
@@ -307,10 +325,12 @@ def _render(items: list[RecallItem], steps: Callable[[], list[tuple[int, str]]],
             need += 1
         return need
 
-    if budget is not None:
-        limit = budget * CHARS_PER_TOKEN
-        fits = smallest_budget()  # a budget fits when some state along the cuts fits it
-        for i, mode in steps():
+    def cut(cuts: list[tuple[int, str]], limit: int, watch: bool) -> int | None:
+        """Apply cuts until the text fits `limit` characters; with `watch`, the smallest budget
+        some state along the way fits (only asked for when none fits: it costs a pass per cut)."""
+        nonlocal body
+        fits = smallest_budget() if watch else None
+        for i, mode in cuts:
             if size() <= limit:
                 break
             if mode == _SHORT and cost(i, _SHORT) >= cost(i, _FULL):
@@ -319,8 +339,17 @@ def _render(items: list[RecallItem], steps: Callable[[], list[tuple[int, str]]],
             counts[modes[i]] -= 1
             counts[mode] += 1
             modes[i] = mode
-            fits = min(fits, smallest_budget())
-        if size() > limit:
+            if watch:
+                fits = min(fits, smallest_budget())  # type: ignore[type-var]
+        return fits
+
+    if budget is not None:
+        cuts, uncut = steps(), body
+        cut(cuts, budget * CHARS_PER_TOKEN, watch=False)
+        if size() > budget * CHARS_PER_TOKEN:
+            modes, body = [_FULL] * len(items), uncut  # again from the start, to name the budget that works
+            counts.update({_FULL: len(items), _SHORT: 0, _OUT: 0})
+            fits = cut(cuts, budget * CHARS_PER_TOKEN, watch=True)
             raise InvalidInput(
                 "budget", budget, f"{fits} tokens or more for this mind (the header and its critical memories, shortened, need that)"
             )

@@ -43,7 +43,7 @@ from .model import (
 from .doctor import Doctor
 from .history import History
 from .paths import is_inside, shown_path
-from .recall import Match, RecallItem, RecallReport, recall, recall_query, score, with_neighbours
+from .recall import Match, Recallable, RecallItem, RecallReport, recall, recall_query, score, with_neighbours
 from .sync import Sync
 from .writes import UNSET, Writes
 
@@ -77,6 +77,7 @@ class Vault(Writes, History, Sync, Doctor):
         self._git = GitStore(root, config.author_name, config.author_email)
         self._watcher: Any = None
         self._cached: tuple[float | None, list[Memory]] | None = None  # (index version, catalog memories)
+        self._recall_cache: tuple[tuple[float, bool], datetime, Recallable] | None = None  # see _recallable
         self._index: Index | None = Index(root / STATE_DIR / "index" / mind, config.lock_timeout)
 
     # --- opening ---------------------------------------------------------
@@ -357,20 +358,31 @@ class Vault(Writes, History, Sync, Doctor):
             raise InvalidInput("limit", limit, "a whole number from 1 to 1000")
         now = utc_now()
         report = self.refresh()
-        memories = self._memories(report)
-        live = [m for m in memories if not m.is_expired(now) and (include_superseded or not m.superseded)]
         if query is None:
+            live = [m for m in self._memories(report) if not m.is_expired(now) and (include_superseded or not m.superseded)]
             return self._served(recall(live, self.mind, self.name, budget))
+        recallable = self._recallable(report, now, include_superseded)
         if self._index is None:
             raise InvalidInput("query", query, "a vault whose .memfile/ folder memfile can write (a query needs the index)")
-        options = SearchOptions(
-            include_superseded=include_superseded, limit=max(CANDIDATES, limit or 0), snippets=False,
-            include_expired=not any(m.is_expired(now) for m in memories),  # no expiry filter needed then
-        )
+        options = SearchOptions(include_superseded=include_superseded, limit=max(CANDIDATES, limit or 0), snippets=False)
         hits, matched = self._index.search_counted(query, options, now, report.pending)
-        matches = with_neighbours([Match(hit.memory, hit.score) for hit in hits], live)
+        matches = with_neighbours([Match(hit.memory, hit.score) for hit in hits], recallable)
         ranked = score(matches, now, self.config.half_life_days)
-        return self._served(recall_query(live, ranked, query, self.mind, self.name, budget, limit, matched))
+        return self._served(recall_query(recallable, ranked, query, self.mind, self.name, budget, limit, matched))
+
+    def _recallable(self, report: SyncReport, now: datetime, include_superseded: bool) -> Recallable:
+        """The mind's recallable memories, sorted and counted; kept while the catalog is unchanged
+        and no memory has expired since (a long-lived Vault then skips a pass over the mind per recall)."""
+        version = self._index.last_update() if self._index is not None and not report.pending else None
+        cached = self._recall_cache
+        if version is not None and cached and cached[0] == (version, include_superseded) and now < cached[1]:
+            return cached[2]
+        live = [m for m in self._memories(report) if not m.is_expired(now) and (include_superseded or not m.superseded)]
+        recallable = Recallable.of(live)
+        if version is not None:
+            until = min((m.expires_at for m in live if m.expires_at is not None), default=datetime.max.replace(tzinfo=timezone.utc))
+            self._recall_cache = ((version, include_superseded), until, recallable)
+        return recallable
 
     def _served(self, report: RecallReport) -> RecallReport:
         """Record what recall gave (`.memfile/last_recall.json`): what did the agent see on its last turn?"""

@@ -10,6 +10,7 @@ import json
 import math
 import re
 import shutil
+import time
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
@@ -20,7 +21,7 @@ from helpers import HAND_MADE, commit_by_hand, fails, in_vault, ok, write
 from conftest import commit_count, git
 
 from memfile import EXIT_CODES, InvalidInput, Memory, RecallItem, Refused, Vault, estimate_tokens
-from memfile.model import Category, Priority, Source, Status
+from memfile.model import Category, Priority, Source, Status, utc_now
 from memfile.recall import (
     NEIGHBOUR_WEIGHT,
     PRIORITY_VALUE,
@@ -916,3 +917,24 @@ def test_the_turn_after_the_best_match_is_recalled_as_its_neighbour(topics: Vaul
     assert dict(stay.parts)["relevance"] == pytest.approx(NEIGHBOUR_WEIGHT, abs=1e-6)
     assert "offsite_dates" in items and items["offsite_dates"].neighbour_of in (None, "context/offsite_flights")
     assert "marathon" not in items and "car_service" not in items
+
+
+def test_a_long_lived_vault_recalls_what_changed_and_drops_what_expired(vault: Vault) -> None:
+    """Recall keeps its sorted view of the mind between calls: it must follow stores, hand edits and the clock."""
+    vault.store("fact", "boat_name", "The boat is called Aurora")
+    soon = datetime.now(timezone.utc) + timedelta(seconds=1.5)
+    vault.store("fact", "boat_slip", "The boat is in slip 14 this week", expires=soon)
+
+    def recalled() -> set[str]:
+        return {item.memory.key for item in vault.recall_items(query="where is the boat", budget=None)}
+
+    assert recalled() == {"boat_name", "boat_slip"}
+    vault.store("fact", "boat_engine", "The boat engine is a Yanmar")
+    assert "boat_engine" in recalled()
+    path = vault.root / "michael" / "fact" / "boat_name.md"
+    path.write_text(path.read_text(encoding="utf-8").replace("Aurora", "Borealis"), encoding="utf-8")
+    assert vault.get("fact/boat_name").content == "The boat is called Borealis"
+    assert {i.memory.content for i in vault.recall_items(query="boat called", budget=None)} >= {"The boat is called Borealis"}
+    while utc_now() <= soon:  # memfile's clock, which counts whole seconds
+        time.sleep(0.05)
+    assert recalled() == {"boat_name", "boat_engine"}
