@@ -139,9 +139,24 @@ class Doctor:
         for entry in sorted(os.scandir(self.root), key=lambda e: e.name):
             if entry.is_file() and entry.name.endswith(".md") and entry.name.lower() != "readme.md":
                 add(Finding("outside_minds", f"{entry.name} is outside any mind folder (not a memory)", entry.name))
-        lock = self.root / ".git" / "index.lock"
-        if lock.exists() and time.time() - lock.stat().st_mtime > STALE_AFTER_S:
-            add(Finding("stale_lock", ".git/index.lock is left over from a git command that died", ".git/index.lock"))
+        for lock in self._stale_git_locks():
+            add(Finding("stale_lock", f"{lock} is left over from a git command that died (git refuses to write "
+                                      "while it is there)", lock))
+
+    def _stale_git_locks(self) -> list[str]:
+        """Git's lock files (`index.lock`, `HEAD.lock`, `refs/heads/main.lock`, ...) older than STALE_AFTER_S:
+        a git command killed mid-way leaves them, and every later git write fails while they are there."""
+        found = []
+        for folder, _, files in os.walk(self.root / ".git", followlinks=False):
+            for name in files:
+                path = Path(folder) / name
+                try:
+                    stale = name.endswith(".lock") and time.time() - path.stat().st_mtime > STALE_AFTER_S
+                except OSError:
+                    continue
+                if stale:
+                    found.append(path.relative_to(self.root).as_posix())
+        return sorted(found)
 
     def _fix(self, report: DoctorReport) -> None:
         for folder, _, files in os.walk(self.mind_dir, followlinks=False):
@@ -150,10 +165,9 @@ class Doctor:
                 if name.startswith(TEMP_PREFIX) and time.time() - path.stat().st_mtime > 60:
                     path.unlink(missing_ok=True)
                     report.fixed.append(f"removed the leftover temp file {path.relative_to(self.root).as_posix()}")
-        lock = self.root / ".git" / "index.lock"
-        if lock.exists() and time.time() - lock.stat().st_mtime > STALE_AFTER_S:
-            lock.unlink(missing_ok=True)
-            report.fixed.append("removed .git/index.lock left over from a git command that died")
+        for lock in self._stale_git_locks():
+            (self.root / lock).unlink(missing_ok=True)
+            report.fixed.append(f"removed {lock} left over from a git command that died")
         try:
             sha = self.commit_hand_edits()
         except MemfileError as exc:

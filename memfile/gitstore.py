@@ -74,7 +74,7 @@ class GitStore:
         except (git.GitCommandNotFound, OSError) as exc:
             raise GitError(f"git could not be run: {_reason(exc)}; install git and try again") from None
         if check and status != 0:
-            raise GitError(f"git {args[0]} failed in {self.root}: {(err or out).strip()}")
+            raise GitError(f"git {args[0]} failed in {self.root}: {(err or out).strip()}{_lock_hint(err)}")
         return status, (f"{out}\n{err}".strip() if errors and status != 0 else out)
 
     def unfinished_operation(self) -> str | None:
@@ -126,20 +126,26 @@ class GitStore:
         Returns:
             The new commit's sha, or None when nothing changed (no empty commits).
         """
-        present = [p for p in relpaths if (self.root / p).exists() or self._tracked(p)]
+        on_disk = [p for p in relpaths if (self.root / p).exists()]
+        gone = [p for p in relpaths if p not in on_disk]
+        in_index = self._listed("ls-files", "--", *gone) if gone else set()  # a removal to stage
+        # not in the index either: a removal already staged (a `git rm`, a forget killed before its commit)
+        in_head = self._listed("ls-tree", "--name-only", "HEAD", "--", *gone) if gone else set()
+        present = on_disk + [p for p in gone if p in in_index or p in in_head]
         if not present:
             return None
         # What a person staged by hand stays staged (and out of this commit): then the commit names
         # its paths, which costs git a second index. Usually nothing is staged and the plain commit does.
         _, staged = self._run("diff", "--cached", "--name-only", "-z", "--no-renames")
         others = set(staged.split("\0")) - {""} - set(present)
-        self._run("add", "--all", "--", *present)
+        if on_disk or in_index:
+            self._run("add", "--all", "--", *on_disk, *in_index)
         status, out = self._run("commit", "--quiet", "-m", message, *(["--", *present] if others else []),
                                 check=False, errors=True)
         if status != 0:
             if self._run("diff", "--cached", "--quiet", "--", *present, check=False)[0] == 0:
                 return None  # nothing to commit: the files already were as committed
-            raise GitError(f"git commit failed in {self.root}: {out.strip()}")
+            raise GitError(f"git commit failed in {self.root}: {out.strip()}{_lock_hint(out)}")
         return self.head()
 
     def head(self) -> str:
@@ -328,9 +334,18 @@ class GitStore:
         self._run("commit", "--quiet", "-m", message, "--", old, new)
         return self._run("rev-parse", "HEAD")[1].strip()
 
-    def _tracked(self, relpath: str) -> bool:
-        _, out = self._run("ls-files", "--", relpath)
-        return bool(out.strip())
+    def _listed(self, *args: str) -> set[str]:
+        """The paths a listing command (`ls-files`, `ls-tree`) prints; none when it fails (no HEAD yet)."""
+        status, out = self._run(*args, check=False)
+        return set(out.splitlines()) if status == 0 else set()
+
+
+def _lock_hint(message: str) -> str:
+    """What to do about a lock file git found in its way."""
+    if ".lock': File exists" not in message:
+        return ""
+    return (" (if no git command is running in the vault, one that was killed left that lock: "
+            "`memfile doctor --fix` removes git locks older than ten minutes, or remove the file by hand)")
 
 
 def merge_text(ours: str, base: str, theirs: str) -> bytes | None:

@@ -789,7 +789,8 @@ def test_store_during_an_unfinished_merge_changes_nothing(root: Path) -> None:
 def test_a_failed_commit_puts_the_file_back_and_a_retry_commits(root: Path) -> None:
     lock = root / ".git" / "index.lock"
     lock.touch()
-    fails(in_vault(root, "store", "fact", "lk", "x"), 6)
+    result = fails(in_vault(root, "store", "fact", "lk", "x"), 6)
+    assert "index.lock" in result.output and "memfile doctor --fix" in result.output
     assert not (root / "michael" / "fact" / "lk.md").exists()
     lock.unlink()
     ok(in_vault(root, "store", "fact", "lk", "x"))

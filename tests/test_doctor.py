@@ -51,14 +51,18 @@ def test_fix_applies_only_safe_repairs(vault: Vault) -> None:
     temp = write(mind / "fact" / ".memfile-tmp-office.md.abc123", "half a write")
     old = time.time() - 3600
     os.utime(temp, (old, old))
-    lock = vault.root / ".git" / "index.lock"
-    lock.touch()
-    os.utime(lock, (old, old))
+    locks = [vault.root / ".git" / name for name in ("index.lock", "HEAD.lock", "refs/heads/main.lock")]
+    for lock in locks:  # what a git killed mid-commit leaves: every later write fails until they go
+        lock.touch()
+        os.utime(lock, (old, old))
+    assert {f.path for f in vault.doctor().findings if f.kind == "stale_lock"} == {
+        ".git/index.lock", ".git/HEAD.lock", ".git/refs/heads/main.lock"}
     write(mind / "fact" / "broken.md", BROKEN)
     result = fails(in_vault(vault.root, "doctor", "--fix"), 5)  # the unreadable file stays a problem
     assert "moved michael/note/misplaced.md to michael/fact/wrong_place.md" in result.stdout
     assert "removed the leftover temp file" in result.stdout and "index.lock" in result.stdout
-    assert not temp.exists() and not lock.exists()
+    assert not temp.exists() and not any(lock.exists() for lock in locks)
+    assert "HEAD.lock" in result.stdout and "refs/heads/main.lock" in result.stdout
     assert (mind / "fact" / "wrong_place.md").read_text(encoding="utf-8").endswith("hello\n")
     assert (mind / "fact" / "broken.md").read_text(encoding="utf-8") == BROKEN  # never touched
     assert kinds(vault) == {"unreadable"}
@@ -82,3 +86,14 @@ def test_unreviewed_agent_memories_are_reported(tmp_path: Path) -> None:
     assert path.exists()
     findings = vault.doctor().findings
     assert any(f.kind == "unreviewed" and "fact/old_guess" in f.message and not f.problem for f in findings)
+
+
+def test_a_staged_removal_is_committed_as_a_hand_edit(vault: Vault) -> None:
+    """What `git rm` (or a forget killed between its `git add` and its commit) leaves: gone from disk and index."""
+    vault.store("fact", "office", "Berlin")
+    git(vault.root, "rm", "-q", "michael/fact/office.md")
+    assert "uncommitted" in kinds(vault)
+    sha = vault.commit_hand_edits()
+    assert sha and git(vault.root, "show", "--name-status", "--format=", sha).split() == ["D", "michael/fact/office.md"]
+    assert git(vault.root, "status", "--porcelain").strip() == ""
+    assert "uncommitted" not in kinds(vault)
