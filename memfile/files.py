@@ -12,7 +12,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from .errors import LockTimeout
-from .paths import is_ignored_name, is_memory_name, is_utf8_name
+from .paths import is_ignored_name, is_utf8_name
 
 TEMP_PREFIX = ".memfile-tmp-"
 
@@ -67,20 +67,21 @@ def stat_walk(mind_dir: Path, root: Path) -> dict[str, tuple[int, int, int]]:
             entries = list(os.scandir(pending.pop()))
         except OSError:
             continue
-        for entry in entries:
+        for entry in entries:  # the hot loop of every read without a watcher: cheapest test first
             name = entry.name
             if name[0] == ".":
                 continue
-            if entry.is_dir(follow_symlinks=False):
-                if not is_ignored_name(name):
-                    pending.append(entry.path)
-            elif is_memory_name(name) and is_utf8_name(name):
+            if name.endswith(".md") and not entry.is_dir(follow_symlinks=False):
+                if not name.isascii() and not is_utf8_name(name):
+                    continue
                 try:
                     stat = entry.stat()
                 except OSError:
                     continue
                 path = entry.path[prefix:]
                 found[path if posix else path.replace(os.sep, "/")] = (stat.st_size, stat.st_mtime_ns, stat.st_ino)
+            elif entry.is_dir(follow_symlinks=False) and not is_ignored_name(name):
+                pending.append(entry.path)
     return found
 
 
