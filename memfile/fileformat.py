@@ -318,7 +318,16 @@ def _splice(fm_text: str, changes: dict[str, Any], newline: str, ensure: dict[st
     """
     from ruamel.yaml.comments import CommentedMap, CommentedSeq
 
-    data = _yaml().load(fm_text) or CommentedMap()
+    from ruamel.yaml.error import YAMLError
+
+    try:
+        data = _yaml().load(fm_text) or CommentedMap()
+    except YAMLError:
+        # ruamel's scanner refuses a TAB before a comment (`priority: low\t# why`), which PyYAML reads: it
+        # sees spaces there instead (same lines, same keys); the lines spliced below keep their TABs.
+        data = _yaml().load(re.sub(r"\t(?=[\t ]*#)", " ", fm_text)) or CommentedMap()
+        if data.fa.flow_style():
+            raise  # re-dumped whole below, from values that are not quite the file's
     if data.fa.flow_style():
         for name, value in changes.items():
             data[name] = _yaml_value(value, data.get(name))

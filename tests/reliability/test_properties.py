@@ -325,11 +325,6 @@ def test_a_hand_written_variant_parses_to_the_memory_and_rewrites_to_the_same_by
     assert fileformat.update(there, other, memory) == canonical
 
 
-@pytest.mark.xfail(strict=True, raises=fileformat.FileParseError, reason=(
-    "BUG/limitation: a comment after a TAB (`priority: low\\t# why`) is valid YAML and parse reads it, "
-    "but ruamel's scanner refuses it, so fileformat.rewrite refuses to change any field of such a file "
-    "(FileParseError 'cannot be rewritten safely'; update() raises a bare ruamel ScannerError)"
-))
 @settings(max_examples=10, deadline=None)
 @given(memories())
 @example(Memory(id="mem_0000", mind="a", category=Category.FACT, key="k", content="x", path="a/fact/k.md",
