@@ -139,9 +139,21 @@ class Vault(Writes, History, Sync, Doctor):
         self.issues = sorted(issues.values(), key=lambda i: i.path)
         return found
 
-    def _memories_named(self, ref: str) -> list[Memory]:
-        """The memories holding `category/key` on disk now (a store's lookup, without reading the whole mind)."""
-        report = self.refresh()
+    def _memories_named(self, ref: str, place: str) -> list[Memory]:
+        """The memories holding `category/key` on disk now: a store's lookup, without a stat of every file.
+
+        Files added, removed or renamed anywhere in the mind are seen (their names are listed),
+        and so is any change to `place` (the memory's own path) and to every file the catalog
+        knows holds `ref`; not seen until the next read: an edit inside another file that
+        turns it into `ref` (the next read, or doctor, then names the two files).
+        """
+        if self._index is None or self._watcher_vouches():
+            report = self.refresh()
+        else:
+            listed = stat_walk(self.mind_dir, self.root, stat=False)
+            known = {m.path for m in self._index.memories_named(ref)} | {place}
+            paths = sorted(known | (listed.keys() ^ self._index.recorded().keys()))
+            report = self._sync(paths, wait=False)
         if self._index is None:
             return [m for m in self._parse_all() if m.ref == ref]
         pending = report.pending

@@ -60,7 +60,7 @@ class Writes:
 
     def memories(self) -> list[Memory]: ...  # provided by Vault
     def _find(self, ref: str) -> Memory: ...  # provided by Vault
-    def _memories_named(self, ref: str) -> list[Memory]: ...  # provided by Vault
+    def _memories_named(self, ref: str, place: str) -> list[Memory]: ...  # provided by Vault
     def _load(self, relpath: str) -> tuple[Any, Memory]: ...  # provided by Vault
     def _sync(self, paths: list[str] | None, wait: bool) -> SyncReport: ...  # provided by Vault
     _autosync: Callable[[], None]  # provided by Sync
@@ -350,7 +350,7 @@ class Writes:
         priority = Priority(request["priority"]) if request["priority"] else None
         tags = tuple(request["tags"]) if request["tags"] is not None else None
         confidence, supersedes = request["confidence"], request["supersedes"]
-        existing = self._memories_named(f"{category}/{key}")
+        existing = self._memories_named(f"{category}/{key}", memory_relpath(self.mind, category, key).as_posix())
         if len(existing) > 1:
             raise AmbiguousRef(
                 f"{category}/{key}", sorted(m.path for m in existing),

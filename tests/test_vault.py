@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import sys
@@ -659,3 +660,22 @@ def test_a_store_leaves_what_a_person_staged_staged_and_out_of_its_commit(vault:
     assert git(root, "diff", "--cached", "--name-only").split() == ["README.txt"]
     assert vault.store("fact", "staged_aside", "stored while README.txt waits in the index").commit is None
     assert git(root, "diff", "--cached", "--name-only").split() == ["README.txt"]
+
+
+def test_a_store_sees_files_renamed_copied_or_edited_by_hand_just_before(vault: Vault) -> None:
+    """A store reads no more than it must (names, not every file's stat), yet misses no hand change to its memory."""
+    mind = vault.root / "michael"
+    vault.store("fact", "boat", "The boat is called Aurora")
+    vault.store("fact", "car", "The car is blue")
+    os.rename(mind / "fact" / "boat.md", mind / "fact" / "my-boat.md")  # renamed by hand: still fact/boat
+    result = vault.store("fact", "boat", "The boat is called Borealis")
+    assert result.memory.path == "michael/fact/my-boat.md" and not result.created
+    assert not (mind / "fact" / "boat.md").exists()
+    car = mind / "fact" / "car.md"
+    car.write_text(car.read_text(encoding="utf-8").replace("blue", "red"), encoding="utf-8")  # edited in place
+    assert vault.store("fact", "car", "The car is red, and fast").memory.content == "The car is red, and fast"
+    assert [v.memory.content for v in vault.history("fact/car") if v.memory][:3] == [
+        "The car is red, and fast", "The car is red", "The car is blue"]  # the hand edit kept in history
+    shutil.copy(mind / "fact" / "car.md", mind / "fact" / "car-copy.md")  # copied by hand
+    with pytest.raises(AmbiguousRef):
+        vault.store("fact", "car", "third version")
