@@ -138,8 +138,20 @@ class GitStore:
         # its paths, which costs git a second index. Usually nothing is staged and the plain commit does.
         _, staged = self._run("diff", "--cached", "--name-only", "-z", "--no-renames")
         others = set(staged.split("\0")) - {""} - set(present)
-        if on_disk or in_index:
-            self._run("add", "--all", "--", *on_disk, *in_index)
+        for _ in range(3):  # a file removed between the look above and `git add` fails its pathspec
+            if not (on_disk or in_index):
+                break
+            status, out = self._run("add", "--all", "--", *on_disk, *in_index, check=False, errors=True)
+            if status == 0:
+                break
+            gone_now = [p for p in on_disk if not (self.root / p).exists()]
+            if not gone_now:
+                raise GitError(f"git add failed in {self.root}: {out.strip()}{_lock_hint(out)}")
+            on_disk = [p for p in on_disk if p not in gone_now]
+            in_index |= self._listed("ls-files", "--", *gone_now)  # tracked: its removal is staged instead
+        present = on_disk + [p for p in relpaths if p not in on_disk and (p in in_index or p in in_head)]
+        if not present:
+            return None
         status, out = self._run("commit", "--quiet", "-m", message, *(["--", *present] if others else []),
                                 check=False, errors=True)
         if status != 0:

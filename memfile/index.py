@@ -132,6 +132,7 @@ class Index:
         self._db: sqlite3.Connection | None = None
         self._searcher: Any = None
         self._recorded: tuple[Any, dict[str, Stat]] | None = None
+        self._db_inode: int | None = None
 
     # --- opening, rebuilding ----------------------------------------------
 
@@ -194,6 +195,8 @@ class Index:
         return existed and not self.recorded()
 
     def _catalog(self) -> sqlite3.Connection:
+        if self._db is not None and _inode(self.folder / CATALOG_NAME) != self._db_inode:
+            self.close()  # another process rebuilt the index folder: this connection writes a deleted file
         if self._db is None:
             self.folder.mkdir(parents=True, exist_ok=True)
             path = self.folder / CATALOG_NAME
@@ -202,6 +205,7 @@ class Index:
             except sqlite3.DatabaseError:
                 path.unlink(missing_ok=True)
                 self._db = _connect(path)
+            self._db_inode = _inode(path)
         return self._db
 
     def _meta(self, name: str) -> Any:
@@ -301,6 +305,19 @@ class Index:
             if wait:
                 raise LockTimeout(str(self.folder / f"{INDEX_NAME}_WRITELOCK"), self.lock_timeout) from None
             return self._read_pending(disk, load, paths, report)
+        # The writer lock is kept until the catalog is written too: another writer reading the recorded
+        # state in between would write it back without this batch (deleted files would stay for good).
+        lock, writer.writelock = writer.writelock, None
+        try:
+            return self._write_batch(ix, writer, disk, load, paths, progress, todo, report)
+        finally:
+            if lock is not None:
+                lock.release()
+
+    def _write_batch(self, ix: Any, writer: Any, disk: dict[str, Stat], load: Callable[[str], tuple[Stat, Memory]],
+                     paths: Iterable[str] | None, progress: Callable[[int, int], None] | None, todo: int,
+                     report: SyncReport) -> SyncReport:
+        """`sync`'s part under the writer lock: re-read, commit the full-text index, then the catalog."""
         with _collector_paused(todo >= BULK):
             try:
                 recorded = self.recorded()  # again, under the lock
@@ -330,7 +347,8 @@ class Index:
                     self._searcher.close()
                     self._searcher = None
             except BaseException:
-                writer.cancel()
+                if not writer.is_closed:  # a failed commit closed it already: cancel would hide the reason
+                    writer.cancel()
                 raise
         read = [row[0] for row in rows if row[3] is not None]
         report.added = sum(1 for path in read if path not in known)
@@ -459,6 +477,13 @@ def _bulk_options(count: int) -> dict[str, Any]:
     if count < BULK or threading.active_count() > 1:
         return {"compound": False}
     return {"compound": False, "procs": 2, "multisegment": True, "limitmb": 256, "batchsize": 500}
+
+
+def _inode(path: Path) -> int | None:
+    try:
+        return path.stat().st_ino
+    except OSError:
+        return None
 
 
 def _segment_files(folder: Path) -> list[Path]:

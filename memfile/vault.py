@@ -8,19 +8,18 @@ take the writer lock, write atomically and become one git commit each.
 from __future__ import annotations
 
 import errno
-import json
 import os
 import stat
 from collections import Counter
 from collections.abc import Callable
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from . import fileformat
 from .config import STATE_DIR, Config, caller_source, find_vault, load_config, select_mind
-from .errors import FileParseError, InvalidInput, NotFound
-from .files import atomic_write, lock_holder, stat_walk
+from .errors import FileParseError, InvalidInput
+from .files import lock_holder, stat_walk
 from .gitstore import GitStore
 from .index import CORRUPTION, Index, SearchOptions, Stat, SyncReport
 from .model import (
@@ -31,7 +30,6 @@ from .model import (
     SearchHit,
     Source,
     add_duration,
-    format_datetime,
     parse_category,
     parse_duration,
     parse_priority,
@@ -43,20 +41,19 @@ from .model import (
 from .doctor import Doctor
 from .history import History
 from .paths import is_inside, shown_path
-from .recall import Match, Recallable, RecallItem, RecallReport, recall, recall_query, score, with_neighbours
+from .recall import Recallable
+from .recalling import Recalling
 from .sync import Sync
-from .writes import UNSET, Writes
+from .writes import Writes
+
+T = TypeVar("T")
 
 
-#: Where the last recall served is recorded (in `.memfile/`).
-LAST_RECALL = "last_recall.json"
-#: How many of a query's best text matches recall ranks by its blend.
-CANDIDATES = 100
 #: What `list --status` accepts.
 STATUS_FILTERS = ("active", "superseded", "all")
 
 
-class Vault(Writes, History, Sync, Doctor):
+class Vault(Writes, History, Sync, Doctor, Recalling):
     """A vault folder bound to one mind.
 
     Attributes:
@@ -214,11 +211,14 @@ class Vault(Writes, History, Sync, Doctor):
             disk = stat_walk(self.mind_dir, self.root)
         else:
             disk = {p: stat for p in paths if (stat := _stat(self.root / p)) is not None}
-        for attempt in (1, 2):
+        for attempt in (1, 2, 3):
             try:
                 return self._index.sync(disk, self._load, paths, progress=progress, wait=wait)
             except CORRUPTION as exc:
-                if attempt == 2 or isinstance(exc, OSError) and exc.errno in _CANNOT_WRITE:
+                if attempt == 1 and not (isinstance(exc, OSError) and exc.errno in _CANNOT_WRITE):
+                    self._index.close()  # a fresh look first: another process may have changed it under us
+                    continue
+                if attempt == 3 or isinstance(exc, OSError) and exc.errno in _CANNOT_WRITE:
                     # A vault we may read but not write (or a full disk): answer from the files themselves.
                     self.notices.append(f"the index in {self._index.folder} cannot be used ({exc}); reading the files")
                     self._index = None
@@ -341,111 +341,6 @@ class Vault(Writes, History, Sync, Doctor):
         soon = [m for m in self.memories() if m.expires_at is not None and now < m.expires_at <= horizon]
         return sorted(soon, key=lambda m: (m.expires_at, m.ref))
 
-    def recall_report(self, budget: int | None = UNSET, *, query: str | None = None, limit: int | None = 10,
-                      include_superseded: bool = False) -> RecallReport:
-        """The recall of the mind (SPEC section 3) with what was chosen and cut.
-
-        Without a query: every memory, by priority then recency. With one: the
-        pinned memories (critical ones; high ones of identity and preference),
-        then the best matches by the blend in `memfile.recall.score` (text
-        relevance, priority, recency with a half-life of `[recall]
-        half_life_days`, confidence, verified).
-
-        Args:
-            budget: the most tokens the text may take; default `[recall] budget` of memfile.toml; None or 0 = no limit.
-            query: what the agent is working on; None = the whole mind.
-            limit: with a query, the most matches shown besides the pinned memories (1 to 1000; None = all).
-            include_superseded: also memories marked superseded.
-
-        Raises:
-            InvalidInput: the budget or limit is not allowed, or the query cannot be parsed.
-        """
-        if budget is UNSET:
-            budget = self.config.recall_budget
-        if budget == 0 and not isinstance(budget, bool):
-            budget = None
-        if budget is not None and (isinstance(budget, bool) or not isinstance(budget, int) or budget < 1):
-            raise InvalidInput("budget", budget, "a whole number of tokens (0 = no limit)")
-        if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= 1000):
-            raise InvalidInput("limit", limit, "a whole number from 1 to 1000")
-        now = utc_now()
-        report = self.refresh()
-        if query is None:
-            live = [m for m in self._memories(report) if not m.is_expired(now) and (include_superseded or not m.superseded)]
-            return self._served(recall(live, self.mind, self.name, budget))
-        recallable = self._recallable(report, now, include_superseded)
-        if self._index is None:
-            raise InvalidInput("query", query, "a vault whose .memfile/ folder memfile can write (a query needs the index)")
-        options = SearchOptions(include_superseded=include_superseded, limit=max(CANDIDATES, limit or 0), snippets=False)
-        hits, matched = self._index.search_counted(query, options, now, report.pending)
-        matches = with_neighbours([Match(hit.memory, hit.score) for hit in hits], recallable)
-        ranked = score(matches, now, self.config.half_life_days)
-        return self._served(recall_query(recallable, ranked, query, self.mind, self.name, budget, limit, matched))
-
-    def _recallable(self, report: SyncReport, now: datetime, include_superseded: bool) -> Recallable:
-        """The mind's recallable memories, sorted and counted; kept while the catalog is unchanged
-        and no memory has expired since (a long-lived Vault then skips a pass over the mind per recall)."""
-        version = self._index.last_update() if self._index is not None and not report.pending else None
-        cached = self._recall_cache
-        if version is not None and cached and cached[0] == (version, include_superseded) and now < cached[1]:
-            return cached[2]
-        live = [m for m in self._memories(report) if not m.is_expired(now) and (include_superseded or not m.superseded)]
-        recallable = Recallable.of(live)
-        if version is not None:
-            until = min((m.expires_at for m in live if m.expires_at is not None), default=datetime.max.replace(tzinfo=timezone.utc))
-            self._recall_cache = ((version, include_superseded), until, recallable)
-        return recallable
-
-    def _served(self, report: RecallReport) -> RecallReport:
-        """Record what recall gave (`.memfile/last_recall.json`): what did the agent see on its last turn?"""
-        record = {
-            "served_at": format_datetime(utc_now()), "source": str(self.actor), "mind": self.mind,
-            "query": report.query, "matched": report.matched, "budget": report.budget, "tokens": report.tokens,
-            "total": report.total, "left_out": report.left_out, "shortened": report.shortened,
-            "memories": [[item.memory.ref, item.memory.id, item.pinned, item.shortened, item.score, item.neighbour_of]
-                         for item in report.items],
-        }
-        try:
-            atomic_write(self.root / STATE_DIR / LAST_RECALL, json.dumps(record, ensure_ascii=False).encode("utf-8"))
-        except OSError as exc:  # a read-only vault still recalls
-            self.notices.append(f"could not record the recall in {STATE_DIR}/{LAST_RECALL}: {exc.strerror}")
-        return report
-
-    def last_recall(self) -> dict[str, Any]:
-        """What the last recall served (any caller, CLI or MCP): query, budget, tokens, and each memory
-        chosen with whether it was pinned or shortened, its score and what it was a neighbour of.
-
-        Raises:
-            NotFound: no recall was served in this vault yet.
-        """
-        path = self.root / STATE_DIR / LAST_RECALL
-        try:
-            record = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            raise NotFound(f"no recall was recorded in {self.root} yet; run: memfile recall") from None
-        keys = ("ref", "id", "pinned", "shortened", "score", "neighbour_of")
-        return record | {"memories": [dict(zip(keys, entry, strict=False)) for entry in record.get("memories", [])]}
-
-    def recall(self, budget: int | None = UNSET, *, query: str | None = None, limit: int | None = 10,
-               include_superseded: bool = False) -> str:
-        """The recall text an agent puts in its context window (SPEC section 3).
-
-        Args:
-            budget: the most tokens the text may take (estimate: characters / 4, rounded up).
-            query: what the agent is working on: pinned memories, then the best matches.
-            limit: with a query, the most matches besides the pinned memories.
-            include_superseded: also memories marked superseded.
-
-        Returns:
-            The plain-text recall.
-        """
-        return self.recall_report(budget, query=query, limit=limit, include_superseded=include_superseded).text
-
-    def recall_items(self, budget: int | None = UNSET, *, query: str | None = None, limit: int | None = 10,
-                     include_superseded: bool = False) -> list[RecallItem]:
-        """The memories recall chooses, in order, each with `pinned`, `score` and its parts (with a query)."""
-        return list(self.recall_report(budget, query=query, limit=limit, include_superseded=include_superseded).items)
-
     # --- search -------------------------------------------------------------
 
     def search(
@@ -500,11 +395,21 @@ class Vault(Writes, History, Sync, Doctor):
         if self._index is None:
             raise InvalidInput("search", query, "a vault whose .memfile/ folder memfile can write (search needs its index)")
         self.issues = self._index.issues()
+        return self._searching(lambda pending: self._index.search(query, options, utc_now(), pending), report)
+
+    def _searching(self, search: Callable[[dict[str, Memory | None]], T], report: SyncReport) -> T:
+        """Run `search(pending)` over the index; a failure first gets a fresh look (another process
+        merged segments under this reader: Whoosh opens a segment's columns lazily), then a rebuild."""
+        assert self._index is not None
         try:
-            return self._index.search(query, options, utc_now(), report.pending)
+            return search(report.pending)
+        except CORRUPTION:
+            self._index.close()
+        try:
+            return search(report.pending)
         except CORRUPTION as exc:
             self.notices.append(f"the index was damaged ({type(exc).__name__}) and is rebuilt from the files")
-            return self._index.search(query, options, utc_now(), self.reindex().pending)
+            return search(self.reindex().pending)
 
     def by_tag(self, tag: str, include_expired: bool = False) -> list[Memory]:
         """The memories carrying a tag (case-insensitive), newest first.

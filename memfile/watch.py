@@ -73,7 +73,7 @@ class Watcher:
         from watchdog.observers import Observer
 
         kinds = [events.FileCreatedEvent, events.FileModifiedEvent, events.FileDeletedEvent, events.FileMovedEvent,
-                 events.FileClosedEvent, events.DirCreatedEvent, events.DirDeletedEvent, events.DirMovedEvent]
+                 events.FileClosedEvent, events.FileAttribEvent, events.DirCreatedEvent, events.DirDeletedEvent, events.DirMovedEvent]
         handler = events.FileSystemEventHandler()
         handler.on_any_event = self._record  # type: ignore[method-assign]
         self._observer = Observer()
@@ -131,14 +131,14 @@ class Watcher:
     def _record(self, event: Any) -> None:
         """watchdog's callback: note the paths and wake the worker, nothing more."""
         with self._guard:
-            self._set_clean(False)
             if event.is_directory:
                 self._full = True  # a folder moved in, out or away: diff everything
             else:
-                for path in (event.src_path, getattr(event, "dest_path", "")):
-                    relpath = self._relpath(path)
-                    if relpath is not None:
-                        self._paths.add(relpath)
+                found = [r for r in map(self._relpath, (event.src_path, getattr(event, "dest_path", ""))) if r]
+                if not found:
+                    return  # an editor's swap or backup file, a temp file: nothing to index, still vouching
+                self._paths.update(found)
+            self._set_clean(False)
             self._idle.clear()
         self._wake.set()
 

@@ -237,3 +237,27 @@ def test_stop_with_a_pending_batch_applies_it_at_once_and_leaves_no_thread(vault
     assert "michael/fact/late.md" in indexed(vault.root)
     assert wait_until(lambda: threading.active_count() <= threads, 2)
     assert not (vault.root / ".memfile" / "watch-michael.clean").exists()
+
+
+def test_a_touch_is_heard_and_editor_junk_keeps_the_watcher_vouching(vault: Vault) -> None:
+    """Found by the storm test: watchdog reports touch/chmod as FileAttribEvent (was not listened to),
+    and a swap file's event took the vouching marker away for good (no batch ever put it back)."""
+    root = vault.root
+    path = write(root / "michael" / "fact" / "wifi.md", "zebra42\n")
+    os.utime(path, (1_700_000_000, 1_700_000_000))
+    watcher = Watcher(Vault.open(root, "michael")).start()
+    try:
+        assert watcher.wait_idle(10)
+        before = watcher.batches
+        os.utime(path)  # `touch wifi.md`: a metadata-only change
+        assert wait_until(lambda: watcher.batches > before and watcher.wait_idle(0.1), 10)
+        reader = Vault.open(root, "michael")
+        assert reader._watcher_vouches() and reader.status()["stale"] == []
+        assert reader.get("fact/wifi").updated_at.year >= 2026  # the catalog followed the new mtime
+        batches = watcher.batches
+        (root / "michael" / "fact" / ".wifi.md.swp").write_text("vim swap", encoding="utf-8")
+        (root / "michael" / "fact" / "wifi.md~").write_text("backup", encoding="utf-8")
+        time.sleep(1.0)  # well past the debounce: had they counted, a batch would have run by now
+        assert watcher.wait_idle(0.1) and reader._watcher_vouches() and watcher.batches == batches
+    finally:
+        watcher.stop()
