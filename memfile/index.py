@@ -31,13 +31,13 @@ import time
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 from .errors import FileParseError, LockTimeout
 from .model import Memory, ParseIssue, SearchHit, memory_from_row, memory_to_row
-from .query import parse_query
+from .query import parse_query, weighting
 from .text import normalize
 
 SCHEMA_VERSION = 7
@@ -133,6 +133,7 @@ class Index:
         self._searcher: Any = None
         self._recorded: tuple[Any, dict[str, Stat]] | None = None
         self._db_inode: int | None = None
+        self._hidden_cache: tuple[Any, datetime, datetime, set[int]] | None = None
 
     # --- opening, rebuilding ----------------------------------------------
 
@@ -229,7 +230,7 @@ class Index:
             self._searcher.close()
         if self._db is not None:
             self._db.close()
-        self._ix = self._db = self._searcher = self._recorded = None
+        self._ix = self._db = self._searcher = self._recorded = self._hidden_cache = None
 
     # --- the catalog --------------------------------------------------------
 
@@ -408,16 +409,15 @@ class Index:
         parsed = parse_query(text, ix.schema)
         allow = _filter(options)
         pending = pending or {}
-        hidden = [query.Term("path", p) for p in pending]
-        if not options.include_superseded:
-            hidden.append(query.Term("status", "superseded"))
-        mask = query.Or(hidden) if hidden else None
         if self._searcher is not None and not self._searcher.up_to_date():
             self._searcher.close()
             self._searcher = None
         if self._searcher is None:
-            self._searcher = ix.searcher(weighting=_weighting())
-        hits, matched = _live(self._searcher, parsed, allow, mask, options, now, count)
+            self._searcher = ix.searcher(weighting=weighting())
+        hidden = self._hidden(self._searcher, options, now)
+        if pending:  # read, not yet indexed: their indexed versions are out of date
+            hidden = hidden | set(self._searcher.docs_for_query(query.Or([query.Term("path", p) for p in pending])))
+        hits, matched = _live(self._searcher, parsed, allow, hidden, options, count)
         fresh = [m for m in pending.values() if m is not None and (options.include_superseded or not m.superseded)]
         if fresh:
             more, more_matched = _search_memories(fresh, parsed, allow, options, now, count)
@@ -425,6 +425,35 @@ class Index:
             matched += more_matched
         hits.sort(key=lambda h: -h.score)
         return [SearchHit(h.memory, h.score, h.snippet, rank) for rank, h in enumerate(hits[: options.limit], 1)], matched
+
+
+    def _hidden(self, searcher: Any, options: SearchOptions, now: datetime) -> set[int]:
+        """The documents a search leaves out (superseded, expired), kept while this searcher and the
+        set of expired memories stay the same: finding them costs a pass over Whoosh's numeric terms,
+        which every query would otherwise pay (a mask given as a set of numbers costs nothing)."""
+        key = (searcher, options.include_superseded, options.include_expired)
+        cached = self._hidden_cache
+        if cached is not None and cached[0] == key and cached[1] <= now < cached[2]:
+            return cached[3]
+        hidden, until = _hidden_docs(searcher, options, now)
+        self._hidden_cache = (key, now, until, hidden)
+        return hidden
+
+
+def _hidden_docs(searcher: Any, options: SearchOptions, now: datetime) -> tuple[set[int], datetime]:
+    """The superseded and expired documents at `now` (unless included), and until when that holds."""
+    from whoosh import query
+
+    parts: list[Any] = [] if options.include_superseded else [query.Term("status", "superseded")]
+    until = now + timedelta(days=1)
+    if not options.include_expired:
+        parts.append(query.NumericRange("expires", None, now.timestamp()))
+        for docnum in searcher.docs_for_query(query.NumericRange("expires", now.timestamp(), until.timestamp(),
+                                                                 startexcl=True)):
+            expires = memory_from_row(marshal.loads(searcher.stored_fields(docnum)["doc"])).expires_at
+            if expires is not None and expires > now:
+                until = min(until, expires)
+    return set(searcher.docs_for_query(query.Or(parts)) if parts else ()), until
 
 
 def _diff(recorded: dict[str, Stat], disk: dict[str, Stat], paths: Iterable[str] | None) -> tuple[list[str], list[str]]:
@@ -504,18 +533,6 @@ def _connect(path: Path) -> sqlite3.Connection:
     return db
 
 
-#: BM25 parameters. Memories are short notes, so a long one is rarely long for nothing: less length
-#: normalisation than the textbook b = 0.75 (tuned on LoCoMo conversations 0-4 only: b 0.75 -> 0.3
-#: moved recall@10 from 0.633 to 0.645 and MRR from 0.486 to 0.504; k1 0.8-1.6 changed little).
-BM25_B, BM25_K1 = 0.3, 1.2
-
-
-def _weighting() -> Any:
-    from whoosh import scoring
-
-    return scoring.BM25F(B=BM25_B, K1=BM25_K1)
-
-
 def _filter(options: SearchOptions) -> Any:
     """The filters asked for, or None: a filter costs a pass over the index, so none by default."""
     from whoosh import query
@@ -529,21 +546,16 @@ def _filter(options: SearchOptions) -> Any:
     return query.And(terms) if terms else None
 
 
-def _live(searcher: Any, parsed: Any, allow: Any, mask: Any, options: SearchOptions, now: datetime,
+def _live(searcher: Any, parsed: Any, allow: Any, hidden: set[int], options: SearchOptions,
           count: bool = False) -> tuple[list[SearchHit], int]:
-    """The best hits that have not expired (unless asked), and with `count` how many match in all.
+    """The best hits but the `hidden` documents, and with `count` how many match in all.
 
-    Expired memories are masked, not the live ones filtered: Whoosh turns a filter
-    or a mask into the set of every document it matches, and expired memories are
-    few. Only the hits returned are highlighted (a snippet tokenizes the content again).
+    Expired and superseded memories are masked, not the live ones filtered: Whoosh
+    turns a filter into the set of every document it matches, and they are few.
+    Only the hits returned are highlighted (a snippet tokenizes the content again).
     """
-    from whoosh import query
-
-    if not options.include_expired:
-        expired = query.NumericRange("expires", None, now.timestamp())
-        mask = expired if mask is None else query.Or([mask, expired])
     # optimize=False: no block skipping, so the one pass that scores also counts every match
-    results = searcher.search(parsed, filter=allow, mask=mask, limit=options.limit, optimize=not count)
+    results = searcher.search(parsed, filter=allow, mask=hidden or None, limit=options.limit, optimize=not count)
     return _hits(results, options), len(results) if count else 0
 
 
@@ -579,5 +591,5 @@ def _search_memories(memories: list[Memory], parsed: Any, allow: Any, options: S
     for memory in memories:
         writer.add_document(**_document(memory, marshal.dumps(memory_to_row(memory))))
     writer.commit()
-    with ix.searcher(weighting=_weighting()) as searcher:
-        return _live(searcher, parsed, allow, None, options, now, count)
+    with ix.searcher(weighting=weighting()) as searcher:
+        return _live(searcher, parsed, allow, _hidden_docs(searcher, options, now)[0], options, count)

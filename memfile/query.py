@@ -1,4 +1,4 @@
-"""What a person types into search, as a Whoosh query (whoosh is imported on first use)."""
+"""What a person types into search, as a Whoosh query, and how matches are scored (whoosh is imported on first use)."""
 
 from __future__ import annotations
 
@@ -68,3 +68,16 @@ def _prefix_or_stem(node: Any) -> Any:
     if isinstance(node, query.Prefix) and stem_word(node.text) != node.text:
         return query.Or([node, query.Prefix(node.fieldname, stem_word(node.text), boost=node.boost)])
     return node
+
+
+#: BM25 parameters. Memories are short notes, so a long one is rarely long for nothing: less length
+#: normalisation than the textbook b = 0.75 (tuned on LoCoMo conversations 0-4 only: b 0.75 -> 0.3
+#: moved recall@10 from 0.633 to 0.645 and MRR from 0.486 to 0.504; k1 0.8-1.6 changed little).
+BM25_B, BM25_K1 = 0.3, 1.2
+
+
+def weighting() -> Any:
+    """BM25F with the parameters above (Whoosh builds a fresh scorer per searcher)."""
+    from whoosh import scoring
+
+    return scoring.BM25F(B=BM25_B, K1=BM25_K1)

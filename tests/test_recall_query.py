@@ -929,12 +929,15 @@ def test_a_long_lived_vault_recalls_what_changed_and_drops_what_expired(vault: V
         return {item.memory.key for item in vault.recall_items(query="where is the boat", budget=None)}
 
     assert recalled() == {"boat_name", "boat_slip"}
+    assert [h.memory.key for h in vault.search("slip")] == ["boat_slip"]
     vault.store("fact", "boat_engine", "The boat engine is a Yanmar")
     assert "boat_engine" in recalled()
     path = vault.root / "michael" / "fact" / "boat_name.md"
     path.write_text(path.read_text(encoding="utf-8").replace("Aurora", "Borealis"), encoding="utf-8")
     assert vault.get("fact/boat_name").content == "The boat is called Borealis"
     assert {i.memory.content for i in vault.recall_items(query="boat called", budget=None)} >= {"The boat is called Borealis"}
+    assert [h.memory.key for h in vault.search("slip")] == ["boat_slip"]  # searcher and its mask are kept now
     while utc_now() <= soon:  # memfile's clock, which counts whole seconds
         time.sleep(0.05)
     assert recalled() == {"boat_name", "boat_engine"}
+    assert vault.search("slip") == [] and [h.memory.key for h in vault.search("slip", include_expired=True)] == ["boat_slip"]
