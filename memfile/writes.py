@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import replace
 from datetime import datetime
@@ -18,7 +19,7 @@ from typing import Any
 
 from . import batch, fileformat
 from .config import CONFIG_NAME, STATE_DIR, Config, caller_source, load_config, mind_section, render_config
-from .errors import AmbiguousRef, Conflict, GitError, InvalidInput, LockTimeout, NotFound, Refused
+from .errors import AmbiguousRef, Conflict, GitError, InvalidInput, LockTimeout, MemfileError, NotFound, Refused
 from .files import atomic_write, remove, writer_lock
 from .gitstore import GitStore
 from .index import Index, SyncReport
@@ -177,23 +178,34 @@ class Writes:
             else:
                 atomic_write(path, data)
         relpaths = [relpath for relpath, _ in paths]
-        try:
-            sha = self._git.commit(relpaths, f"{subject}\n\nmind: {self.mind}")
-        except GitError:
-            for (relpath, path), old in zip(paths, before, strict=True):
-                if old is None:
-                    path.unlink(missing_ok=True)
-                else:
-                    atomic_write(path, old)
-                self._git.unstage(relpath)
-            raise
-        try:
-            self._sync(relpaths, wait=True)
-        except LockTimeout:
-            # The change is on disk and in git; the index catches up at the next command.
-            self.notices.append("the index was busy; it will include this change at the next command")
+        # git commits in its own process while this one updates the index: the two overlap on two cores.
+        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="memfile-commit") as pool:
+            commit = pool.submit(self._git.commit, relpaths, f"{subject}\n\nmind: {self.mind}")
+            try:
+                self._sync(relpaths, wait=True)
+            except LockTimeout:
+                # The change is on disk and in git; the index catches up at the next command.
+                self.notices.append("the index was busy; it will include this change at the next command")
+            try:
+                sha = commit.result()
+            except GitError:
+                for (relpath, path), old in zip(paths, before, strict=True):
+                    if old is None:
+                        path.unlink(missing_ok=True)
+                    else:
+                        atomic_write(path, old)
+                    self._git.unstage(relpath)
+                self._resync(relpaths)
+                raise
         self._autosync()
         return sha
+
+    def _resync(self, relpaths: list[str]) -> None:
+        """Best effort: the index back in line with files just put back (else the next command does it)."""
+        try:
+            self._sync(relpaths, wait=False)
+        except MemfileError:
+            pass
 
     def commit_hand_edits(self, relpaths: list[str] | None = None) -> str | None:
         """Commit memory files changed by hand (all of the mind's, or these) in one commit.
