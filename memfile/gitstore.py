@@ -46,6 +46,7 @@ class GitStore:
             # Never let git discover a repository above the vault.
             "GIT_CEILING_DIRECTORIES": str(root.parent),
         }
+        self._clean_index: tuple[int, int, int] | None = None  # .git/index's stat when nothing was staged
 
     def exists(self) -> bool:
         """True when the vault folder is the top of its own repository."""
@@ -136,8 +137,12 @@ class GitStore:
             return None
         # What a person staged by hand stays staged (and out of this commit): then the commit names
         # its paths, which costs git a second index. Usually nothing is staged and the plain commit does.
-        _, staged = self._run("diff", "--cached", "--name-only", "-z", "--no-renames")
-        others = set(staged.split("\0")) - {""} - set(present)
+        if self._clean_index is not None and self._clean_index == _stat_of(self.root / ".git" / "index"):
+            others: set[str] = set()  # the index is as this object's last commit left it: nothing staged
+        else:
+            _, staged = self._run("diff", "--cached", "--name-only", "-z", "--no-renames")
+            others = set(staged.split("\0")) - {""} - set(present)
+        self._clean_index = None
         for _ in range(3):  # a file removed between the look above and `git add` fails its pathspec
             if not (on_disk or in_index):
                 break
@@ -158,6 +163,8 @@ class GitStore:
             if self._run("diff", "--cached", "--quiet", "--", *present, check=False)[0] == 0:
                 return None  # nothing to commit: the files already were as committed
             raise GitError(f"git commit failed in {self.root}: {out.strip()}{_lock_hint(out)}")
+        if not others:  # everything staged went into this commit; any later `git add` rewrites the index
+            self._clean_index = _stat_of(self.root / ".git" / "index")
         return self.head()
 
     def head(self) -> str:
@@ -350,6 +357,14 @@ class GitStore:
         """The paths a listing command (`ls-files`, `ls-tree`) prints; none when it fails (no HEAD yet)."""
         status, out = self._run(*args, check=False)
         return set(out.splitlines()) if status == 0 else set()
+
+
+def _stat_of(path: Path) -> tuple[int, int, int] | None:
+    try:
+        info = path.stat()
+    except OSError:
+        return None
+    return info.st_size, info.st_mtime_ns, info.st_ino
 
 
 def _lock_hint(message: str) -> str:
