@@ -60,12 +60,6 @@ def schema() -> Any:
     return whoosh_schema()
 
 
-def stem_word(word: str) -> str:
-    from .analysis import stem_word as whoosh_stem
-
-    return whoosh_stem(word)
-
-
 def Marks() -> Any:  # noqa: N802 - a class from analysis, built lazily
     from .analysis import Marks as WhooshMarks
 
@@ -274,6 +268,7 @@ class Index:
         paths: Iterable[str] | None = None,
         progress: Callable[[int, int], None] | None = None,
         wait: bool = True,
+        present: Callable[[str], bool] | None = None,
     ) -> SyncReport:
         """Re-read what changed on disk since it was indexed, drop what is gone.
 
@@ -310,19 +305,26 @@ class Index:
         # state in between would write it back without this batch (deleted files would stay for good).
         lock, writer.writelock = writer.writelock, None
         try:
-            return self._write_batch(ix, writer, disk, load, paths, progress, todo, report)
+            return self._write_batch(ix, writer, disk, load, paths, progress, todo, report, present)
         finally:
             if lock is not None:
                 lock.release()
 
     def _write_batch(self, ix: Any, writer: Any, disk: dict[str, Stat], load: Callable[[str], tuple[Stat, Memory]],
                      paths: Iterable[str] | None, progress: Callable[[int, int], None] | None, todo: int,
-                     report: SyncReport) -> SyncReport:
+                     report: SyncReport, present: Callable[[str], bool] | None = None) -> SyncReport:
         """`sync`'s part under the writer lock: re-read, commit the full-text index, then the catalog."""
         with _collector_paused(todo >= BULK):
             try:
                 recorded = self.recorded()  # again, under the lock
                 changed, removed = _diff(recorded, disk, paths)
+                if present is not None:
+                    # `disk` was listed before the lock: a file another writer created and indexed since
+                    # is missing from it, but not gone. Read it again rather than drop it.
+                    back = [path for path in removed if present(path)]
+                    removed = [path for path in removed if path not in back]
+                    changed = sorted(set(changed) | set(back))
+                    disk = disk | {path: recorded[path] for path in back}
                 known = {path for path in changed if path in recorded}
                 rows: list[tuple[Any, ...]] = []
                 add = writer.add_document if ix.is_empty() else writer.update_document  # nothing to replace

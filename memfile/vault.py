@@ -213,7 +213,8 @@ class Vault(Writes, History, Sync, Doctor, Recalling):
             disk = {p: stat for p in paths if (stat := _stat(self.root / p)) is not None}
         for attempt in (1, 2, 3):
             try:
-                return self._index.sync(disk, self._load, paths, progress=progress, wait=wait)
+                return self._index.sync(disk, self._load, paths, progress=progress, wait=wait,
+                                        present=lambda path: _stat(self.root / path) is not None)
             except CORRUPTION as exc:
                 if attempt == 1 and not (isinstance(exc, OSError) and exc.errno in _CANNOT_WRITE):
                     self._index.close()  # a fresh look first: another process may have changed it under us

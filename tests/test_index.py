@@ -25,7 +25,8 @@ from helpers import BROKEN, fails, in_vault, ok
 from conftest import commit_count, git
 
 from memfile import NotFound, Vault
-from memfile.index import CATALOG_NAME, INDEX_NAME, SCHEMA_VERSION
+from memfile.index import CATALOG_NAME, INDEX_NAME, SCHEMA_VERSION, SearchOptions
+from memfile.model import utc_now
 
 
 # --- helpers -----------------------------------------------------------------------------------
@@ -685,3 +686,21 @@ def test_reindex_does_not_count_skipped_files_as_added(vault: Vault) -> None:
     (vault.root / "michael" / "fact" / "broken.md").write_text("---\nkey: [\n---\nx\n", encoding="utf-8")
     report = vault.reindex()
     assert (report.added, report.updated, len(report.skipped)) == (2, 0, 1)
+
+
+def test_a_full_diff_listed_before_another_writer_stored_never_drops_that_memory(tmp_path: Path) -> None:
+    """The race behind a stale `list` in the MCP server: the watcher's full diff listed the files, then a
+    store created and indexed one, then the watcher got the lock and took the new file for a removed one."""
+    from memfile.files import stat_walk
+
+    watcher = Vault.init(tmp_path / "v", "michael")
+    watcher.store("fact", "old", "An older memory")
+    listed = stat_walk(watcher.mind_dir, watcher.root)  # the watcher's snapshot, before the store
+    writer = Vault.open(watcher.root, "michael")
+    writer.store("fact", "new", "Stored while the watcher was listing")
+    assert watcher._index is not None
+    watcher._index.sync(listed, watcher._load, None, wait=True,
+                        present=lambda path: (watcher.root / path).exists())
+    # what a vouching watcher lets every command read without a diff: the catalog itself
+    assert {m.key for m in watcher._index.memories()} == {"old", "new"}
+    assert [h.memory.key for h in watcher._index.search("stored while listing", SearchOptions(), utc_now())] == ["new"]
