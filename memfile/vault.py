@@ -216,10 +216,11 @@ class Vault(Writes, History, Sync, Doctor, Recalling):
                 return self._index.sync(disk, self._load, paths, progress=progress, wait=wait,
                                         present=lambda path: _stat(self.root / path) is not None)
             except CORRUPTION as exc:
-                if attempt == 1 and not (isinstance(exc, OSError) and exc.errno in _CANNOT_WRITE):
+                unwritable = isinstance(exc, OSError) and exc.errno in _CANNOT_WRITE
+                if attempt == 1 and not unwritable:
                     self._index.close()  # a fresh look first: another process may have changed it under us
                     continue
-                if attempt == 3 or isinstance(exc, OSError) and exc.errno in _CANNOT_WRITE:
+                if attempt == 3 or unwritable:
                     # A vault we may read but not write (or a full disk): answer from the files themselves.
                     self.notices.append(f"the index in {self._index.folder} cannot be used ({exc}); reading the files")
                     self._index = None

@@ -123,25 +123,24 @@ class Writes:
     def _ready_to_write(self) -> Iterator[None]:
         """For a caller holding the writer lock: make sure the vault is its own git repository, no git
         operation is half done and no other process writes the index."""
-        if True:
-            ignore_added = self._ensure_gitignore()
-            if not self._git.exists():
-                self._git.init()
-                self._git.commit(["."], "init: record the vault as found")
-                self.notices.append(
-                    f"initialized a git repository in {self.root}: the vault had none of its own"
-                )
-            elif ignore_added:
-                self._git.commit([".gitignore"], f"ignore {STATE_DIR}/ (memfile's local state)")
-            if self._index is not None:
-                self._index.wait_for_writer()  # fail (exit 4) before writing anything, not after
-            operation = self._git.unfinished_operation()
-            if operation:
-                raise GitError(
-                    f"the vault's git repository is in the middle of a {operation}; finish it "
-                    f"(git {operation} --continue) or abort it (git {operation} --abort), then try again"
-                )
-            yield
+        ignore_added = self._ensure_gitignore()
+        if not self._git.exists():
+            self._git.init()
+            self._git.commit(["."], "init: record the vault as found")
+            self.notices.append(
+                f"initialized a git repository in {self.root}: the vault had none of its own"
+            )
+        elif ignore_added:
+            self._git.commit([".gitignore"], f"ignore {STATE_DIR}/ (memfile's local state)")
+        if self._index is not None:
+            self._index.wait_for_writer()  # fail (exit 4) before writing anything, not after
+        operation = self._git.unfinished_operation()
+        if operation:
+            raise GitError(
+                f"the vault's git repository is in the middle of a {operation}; finish it "
+                f"(git {operation} --continue) or abort it (git {operation} --abort), then try again"
+            )
+        yield
 
     def _ensure_gitignore(self) -> bool:
         """Make sure .gitignore lists .memfile/; True when it had to be added."""

@@ -56,6 +56,16 @@ def requests_waiting(root: Path) -> int:
     return len(list(queue(root).glob("*.req"))) if queue(root).exists() else 0
 
 
+def queued_in_order(root: Path, *stores: list[str]) -> list[subprocess.Popen[str]]:
+    """`memfile store` processes whose requests wait in the queue in this order, the lock then let go."""
+    procs = []
+    with lock_held(root):
+        for n, args in enumerate(stores, 1):
+            procs.append(start_store(root, *args))
+            wait_for(lambda n=n: requests_waiting(root) == n, f"request {n}")  # type: ignore[misc]
+    return procs
+
+
 def test_stores_waiting_for_the_lock_share_one_commit(vault: Vault) -> None:
     root = vault.root
     before = commit_count(root)
@@ -79,11 +89,7 @@ def test_stores_waiting_for_the_lock_share_one_commit(vault: Vault) -> None:
 def test_two_versions_of_one_memory_never_share_a_commit(vault: Vault) -> None:
     root = vault.root
     vault.store("fact", "city", "Lives in Hanoi")
-    with lock_held(root):
-        first = start_store(root, "fact", "city", "Lives in Saigon")
-        wait_for(lambda: requests_waiting(root) == 1, "the first request")
-        second = start_store(root, "fact", "city", "Lives in Da Nang")
-        wait_for(lambda: requests_waiting(root) == 2, "the second request")
+    first, second = queued_in_order(root, ["fact", "city", "Lives in Saigon"], ["fact", "city", "Lives in Da Nang"])
     assert finish(first)[0] == 0 and finish(second)[0] == 0
     versions = [v.memory.content for v in vault.history("fact/city") if v.memory is not None]
     assert versions == ["Lives in Da Nang", "Lives in Saigon", "Lives in Hanoi"]  # newest first, each kept
@@ -151,11 +157,8 @@ def test_a_request_whose_process_is_gone_is_dropped(vault: Vault) -> None:
 def test_a_supersede_is_committed_on_its_own(vault: Vault) -> None:
     root = vault.root
     vault.store("fact", "job", "Works at Acme")
-    with lock_held(root):
-        plain = start_store(root, "fact", "hobby", "Climbs")
-        wait_for(lambda: requests_waiting(root) == 1, "the first request")
-        supersede = start_store(root, "fact", "job_now", "Works at Initech", "--supersedes", "fact/job")
-        wait_for(lambda: requests_waiting(root) == 2, "the second request")
+    plain, supersede = queued_in_order(root, ["fact", "hobby", "Climbs"],
+                                       ["fact", "job_now", "Works at Initech", "--supersedes", "fact/job"])
     assert finish(plain)[0] == 0 and finish(supersede)[0] == 0
     subjects = git(root, "log", "-2", "--format=%s").splitlines()
     assert sorted(subjects) == ["store fact/hobby (user)", "store fact/job_now (user), superseding fact/job"]
