@@ -1,4 +1,4 @@
-"""The search analyzer and schema: the Whoosh classes that are pickled into the index.
+"""The search analyzer and schema (the Whoosh classes pickled into the index), and snippets.
 
 Whoosh stores the analyzer inside the index, so these classes keep this
 import path (`memfile.analysis`); changing what they produce means bumping
@@ -101,5 +101,32 @@ class Marks(highlight.Formatter):
 
     def format_token(self, text: str, token: Any, replace: bool = False) -> str:
         return "**" + highlight.get_text(text, token, replace) + "**"
+
+
+_FRAGMENTER = highlight.PinpointFragmenter(maxchars=160, surround=40, autotrim=True)
+_SCORER = highlight.BasicFragmentScorer()
+
+
+def snippet(text: str, words: frozenset[str]) -> str:
+    """Up to two passages of NFC `text` around the `words` searched for (index terms), matches
+    in **bold**; "" when none is there.
+
+    Passages are cut around the matched words alone (Whoosh's PinpointFragmenter), so
+    only those become Token objects. Running the whole text through the analyzer and a
+    context fragmenter instead cost more than scoring the search itself.
+    """
+    matched: list[Token] = []
+    for word, start, end in tokens(text):
+        term = word if word in STOP_WORDS else stem_word(word)
+        if term not in words:
+            continue
+        if matched and start <= matched[-1].endchar:  # overlapping bigrams: one highlight
+            matched[-1].endchar = max(matched[-1].endchar, end)
+        else:
+            matched.append(Token(text=term, startchar=start, endchar=end, boost=1.0, matched=True))
+    if not matched:
+        return ""
+    fragments = _FRAGMENTER.fragment_matches(text, matched)
+    return Marks().format(highlight.top_fragments(fragments, 2, _SCORER, highlight.FIRST))
 
 

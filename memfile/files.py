@@ -18,12 +18,13 @@ from .paths import is_ignored_name, is_utf8_name
 TEMP_PREFIX = ".memfile-tmp-"
 
 
-def atomic_write(path: Path, data: bytes) -> None:
+def atomic_write(path: Path, data: bytes, durable: bool = True) -> None:
     """Replace `path` with `data` so that a reader sees the old or the new bytes, never a mix.
 
     The temp file is unique, dot-prefixed (so no walk reads it as a memory),
     in the same folder, fsynced, then renamed over the target; the folder is
-    fsynced so the rename survives a power cut.
+    fsynced so the rename survives a power cut. `durable=False` skips both
+    fsyncs, for records a power cut may lose (never a memory).
     """
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.parent / f"{TEMP_PREFIX}{path.name}.{secrets.token_hex(6)}"
@@ -32,12 +33,14 @@ def atomic_write(path: Path, data: bytes) -> None:
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
             handle.flush()
-            os.fsync(handle.fileno())
+            if durable:
+                os.fsync(handle.fileno())
         os.replace(tmp, path)
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
-    fsync_dir(path.parent)
+    if durable:
+        fsync_dir(path.parent)
 
 
 def fsync_dir(folder: Path) -> None:

@@ -31,13 +31,14 @@ import time
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from .errors import FileParseError, LockTimeout
 from .model import Memory, ParseIssue, SearchHit, memory_from_row, memory_to_row
 from .query import parse_query, weighting
+from .warm import Warm, hidden_docs
 from .text import normalize
 
 SCHEMA_VERSION = 7
@@ -60,10 +61,10 @@ def schema() -> Any:
     return whoosh_schema()
 
 
-def Marks() -> Any:  # noqa: N802 - a class from analysis, built lazily
-    from .analysis import Marks as WhooshMarks
+def highlight(text: str, words: frozenset[str]) -> str:
+    from .analysis import snippet
 
-    return WhooshMarks()
+    return snippet(text, words)
 
 
 #: How many times the key's and the tags' words are repeated after the content (their BM25F weights).
@@ -125,9 +126,9 @@ class Index:
         self._ix: Any = None
         self._db: sqlite3.Connection | None = None
         self._searcher: Any = None
+        self._warm: Warm | None = None
         self._recorded: tuple[Any, dict[str, Stat]] | None = None
         self._db_inode: int | None = None
-        self._hidden_cache: tuple[Any, datetime, datetime, set[int]] | None = None
 
     # --- opening, rebuilding ----------------------------------------------
 
@@ -224,7 +225,7 @@ class Index:
             self._searcher.close()
         if self._db is not None:
             self._db.close()
-        self._ix = self._db = self._searcher = self._recorded = self._hidden_cache = None
+        self._ix = self._db = self._searcher = self._warm = self._recorded = None
 
     # --- the catalog --------------------------------------------------------
 
@@ -408,18 +409,20 @@ class Index:
         from whoosh import query
 
         ix = self._open()
-        parsed = parse_query(text, ix.schema)
-        allow = _filter(options)
         pending = pending or {}
         if self._searcher is not None and not self._searcher.up_to_date():
             self._searcher.close()
             self._searcher = None
         if self._searcher is None:
             self._searcher = ix.searcher(weighting=weighting())
-        hidden = self._hidden(self._searcher, options, now)
+            self._warm = Warm(self._searcher)
+        assert self._warm is not None
+        parsed = self._warm.parsed(text, parse_query)
+        allow = _filter(options)
+        hidden = self._warm.hidden(options.include_superseded, options.include_expired, now)
         if pending:  # read, not yet indexed: their indexed versions are out of date
             hidden = hidden | set(self._searcher.docs_for_query(query.Or([query.Term("path", p) for p in pending])))
-        hits, matched = _live(self._searcher, parsed, allow, hidden, options, count)
+        hits, matched = _live(self._searcher, parsed, allow, hidden, options, count, self._warm)
         fresh = [m for m in pending.values() if m is not None and (options.include_superseded or not m.superseded)]
         if fresh:
             more, more_matched = _search_memories(fresh, parsed, allow, options, now, count)
@@ -427,35 +430,6 @@ class Index:
             matched += more_matched
         hits.sort(key=lambda h: -h.score)
         return [SearchHit(h.memory, h.score, h.snippet, rank) for rank, h in enumerate(hits[: options.limit], 1)], matched
-
-
-    def _hidden(self, searcher: Any, options: SearchOptions, now: datetime) -> set[int]:
-        """The documents a search leaves out (superseded, expired), kept while this searcher and the
-        set of expired memories stay the same: finding them costs a pass over Whoosh's numeric terms,
-        which every query would otherwise pay (a mask given as a set of numbers costs nothing)."""
-        key = (searcher, options.include_superseded, options.include_expired)
-        cached = self._hidden_cache
-        if cached is not None and cached[0] == key and cached[1] <= now < cached[2]:
-            return cached[3]
-        hidden, until = _hidden_docs(searcher, options, now)
-        self._hidden_cache = (key, now, until, hidden)
-        return hidden
-
-
-def _hidden_docs(searcher: Any, options: SearchOptions, now: datetime) -> tuple[set[int], datetime]:
-    """The superseded and expired documents at `now` (unless included), and until when that holds."""
-    from whoosh import query
-
-    parts: list[Any] = [] if options.include_superseded else [query.Term("status", "superseded")]
-    until = now + timedelta(days=1)
-    if not options.include_expired:
-        parts.append(query.NumericRange("expires", None, now.timestamp()))
-        for docnum in searcher.docs_for_query(query.NumericRange("expires", now.timestamp(), until.timestamp(),
-                                                                 startexcl=True)):
-            expires = memory_from_row(marshal.loads(searcher.stored_fields(docnum)["doc"])).expires_at
-            if expires is not None and expires > now:
-                until = min(until, expires)
-    return set(searcher.docs_for_query(query.Or(parts)) if parts else ()), until
 
 
 def _diff(recorded: dict[str, Stat], disk: dict[str, Stat], paths: Iterable[str] | None) -> tuple[list[str], list[str]]:
@@ -549,33 +523,43 @@ def _filter(options: SearchOptions) -> Any:
 
 
 def _live(searcher: Any, parsed: Any, allow: Any, hidden: set[int], options: SearchOptions,
-          count: bool = False) -> tuple[list[SearchHit], int]:
+          count: bool = False, warm: Warm | None = None) -> tuple[list[SearchHit], int]:
     """The best hits but the `hidden` documents, and with `count` how many match in all.
 
-    Expired and superseded memories are masked, not the live ones filtered: Whoosh
-    turns a filter into the set of every document it matches, and they are few.
-    Only the hits returned are highlighted (a snippet tokenizes the content again).
+    Plain words are scored from `warm` (cached word scores) when given. Expired and
+    superseded memories are masked, not the live ones filtered: Whoosh turns a filter
+    into the set of every document it matches, and they are few. Only the hits
+    returned are highlighted (a snippet tokenizes the content again).
     """
-    # optimize=False: no block skipping, so the one pass that scores also counts every match
-    results = searcher.search(parsed, filter=allow, mask=hidden or None, limit=options.limit, optimize=not count)
-    return _hits(results, options), len(results) if count else 0
+    top = warm.top(parsed, allow, hidden, options.limit) if warm is not None else None
+    if top is not None:
+        from whoosh.searching import Results
+
+        return _hits(Results(searcher, parsed, top[0]), options, warm), top[1]
+    # optimize=False: Whoosh's block skipping is slower here
+    results = searcher.search(parsed, filter=allow, mask=hidden or None, limit=options.limit, optimize=False)
+    if not count:
+        return _hits(results, options, warm), 0
+    # Whoosh's own count leaves out matches that never made the top `limit` while it ran
+    matched = set(searcher.docs_for_query(parsed)) - hidden
+    return _hits(results, options, warm), len(matched & set(searcher.docs_for_query(allow)) if allow else matched)
 
 
-def _hits(results: Any, options: SearchOptions) -> list[SearchHit]:
-    """Up to `options.limit` hits, with snippets if asked."""
-    from whoosh import highlight
-
-    results.fragmenter = highlight.ContextFragmenter(maxchars=160, surround=40)
-    results.formatter = Marks()
+def _hits(results: Any, options: SearchOptions, warm: Warm | None = None) -> list[SearchHit]:
+    """Up to `options.limit` hits, with snippets if asked; memories decoded through `warm` when given."""
+    text = results.searcher.schema["text"]
+    words = frozenset(text.from_bytes(term) for _, term in results.q.existing_terms(
+        results.searcher.reader(), fieldname="text", expand=True)) if options.snippets else frozenset()
     hits = []
-    for hit in results:
-        memory = memory_from_row(marshal.loads(hit["doc"]))
-        snippet = hit.highlights("text", text=normalize(memory.content), top=2) if options.snippets else ""
-        snippet = snippet or _lead(memory.content)
-        hits.append(SearchHit(memory, float(hit.score or 0.0), " ".join(snippet.split()), 0))
-        if len(hits) == options.limit:
-            break
+    for score, docnum in results.top_n[: options.limit]:
+        memory = warm.memory(docnum, _decode) if warm is not None else _decode(results.searcher.stored_fields(docnum)["doc"])
+        snippet = ((words and highlight(normalize(memory.content), words)) or _lead(memory.content)) if options.snippets else ""
+        hits.append(SearchHit(memory, float(score or 0.0), " ".join(snippet.split()), 0))
     return hits
+
+
+def _decode(blob: bytes) -> Memory:
+    return memory_from_row(marshal.loads(blob))
 
 
 def _lead(content: str) -> str:
@@ -594,4 +578,5 @@ def _search_memories(memories: list[Memory], parsed: Any, allow: Any, options: S
         writer.add_document(**_document(memory, marshal.dumps(memory_to_row(memory))))
     writer.commit()
     with ix.searcher(weighting=weighting()) as searcher:
-        return _live(searcher, parsed, allow, _hidden_docs(searcher, options, now)[0], options, count)
+        hidden = hidden_docs(searcher, options.include_superseded, options.include_expired, now)[0]
+        return _live(searcher, parsed, allow, hidden, options, count)

@@ -134,6 +134,7 @@ class Recallable:
     position: dict[str, int]  # path -> index in timeline
     pinned: list[Memory]  # in recall order
     verified: int
+    texts: dict[tuple[str, str], str] = field(default_factory=dict)  # (path, mode) -> a pinned entry, rendered
 
     @classmethod
     def of(cls, memories: list[Memory]) -> Recallable:
@@ -293,26 +294,40 @@ def recall_query(memories: list[Memory] | Recallable, ranked: list[Scored], quer
         return f"{first_line}\nQuery: {' '.join(query.split())} ({matched} matched; {len(pinned)} pinned, {best} best shown{cut})"
 
     return _render(items, steps, header, budget, RecallReport(
-        mind, mind_name, "", (), total, verified, 0, 0, budget, 0, query=query, matched=matched))
+        mind, mind_name, "", (), total, verified, 0, 0, budget, 0, query=query, matched=matched),
+        known=(len(pinned), recallable.texts))
 
 
 def _render(items: list[RecallItem], steps: Callable[[], list[tuple[int, str]]], header: Callable[[int], str],
-            budget: int | None, report: RecallReport) -> RecallReport:
-    """Apply the cuts `steps()` gives (entry, mode), in order, until the text fits the budget; render it."""
+            budget: int | None, report: RecallReport,
+            known: tuple[int, dict[tuple[str, str], str]] = (0, {})) -> RecallReport:
+    """Apply the cuts `steps()` gives (entry, mode), in order, until the text fits the budget; render it.
+
+    `known`: how many entries come first that are kept rendered between recalls (the
+    pinned ones), and where, by (path, mode).
+    """
     width = max(3, len(str(len(items))))
     modes = [_FULL] * len(items)
-    texts = {(i, _FULL): _entry(item.memory, False) for i, item in enumerate(items)}
+    texts: dict[tuple[int, str], str] = {}
+
+    def entry(i: int, mode: str) -> str:
+        if (i, mode) not in texts:
+            if i < known[0]:
+                place = (items[i].memory.path, mode)
+                if place not in known[1]:
+                    known[1][place] = _entry(items[i].memory, mode == _SHORT)
+                texts[(i, mode)] = known[1][place]
+            else:
+                texts[(i, mode)] = _entry(items[i].memory, mode == _SHORT)
+        return texts[(i, mode)]
 
     def cost(i: int, mode: str) -> int:
         """Characters entry i takes in this mode: `[NNN] `, the entry, the blank line before it."""
-        if mode == _OUT:
-            return 0
-        if (i, mode) not in texts:
-            texts[(i, mode)] = _entry(items[i].memory, True)
-        return width + 3 + len(texts[(i, mode)]) + 2
+        return 0 if mode == _OUT else width + 3 + len(entry(i, mode)) + 2
 
     body = sum(cost(i, _FULL) for i in range(len(items)))
     counts = {_FULL: len(items), _SHORT: 0, _OUT: 0}
+    least = len(header(0)) + 1  # what the text takes besides its entries, at the least
 
     def size(limit_for_closing: int | None = budget) -> int:
         closing = _closing(counts[_OUT], counts[_SHORT], limit_for_closing)
@@ -331,7 +346,7 @@ def _render(items: list[RecallItem], steps: Callable[[], list[tuple[int, str]]],
         nonlocal body
         fits = smallest_budget() if watch else None
         for i, mode in cuts:
-            if size() <= limit:
+            if body + least <= limit and size() <= limit:  # the first test spares most renders of the header
                 break
             if mode == _SHORT and cost(i, _SHORT) >= cost(i, _FULL):
                 continue

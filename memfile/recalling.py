@@ -110,7 +110,8 @@ class Recalling:
                          for item in report.items],
         }
         try:
-            atomic_write(self.root / STATE_DIR / LAST_RECALL, json.dumps(record, ensure_ascii=False).encode("utf-8"))
+            data = json.dumps(record, ensure_ascii=False).encode("utf-8")
+            atomic_write(self.root / STATE_DIR / LAST_RECALL, data, durable=False)  # a record, not a memory
         except OSError as exc:  # a read-only vault still recalls
             self.notices.append(f"could not record the recall in {STATE_DIR}/{LAST_RECALL}: {exc.strerror}")
         return report

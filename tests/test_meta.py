@@ -46,7 +46,7 @@ LAYERS = {
     "text": set(),
     **{part: CORE for part in PARTS},
     # The Whoosh classes pickled into the index, used by index.py alone.
-    "analysis": {"text"}, "query": {"errors", "analysis"}, "index": CORE | {"analysis", "query"},
+    "analysis": {"text"}, "query": {"errors", "analysis"}, "warm": {"model"}, "index": CORE | {"analysis", "query", "warm"},
     # Vault is split in two modules: writes.py holds its write methods (a mixin).
     "merge": CORE, "sync": CORE | PARTS | {"merge"},
     # The store queue sits on the file primitives; only the write half of Vault uses it.
@@ -57,7 +57,7 @@ LAYERS = {
     "__init__": CORE | PARTS | {"vault", "watch"}, "__main__": {"cli"},
 }
 # Each third-party library lives in exactly one module.
-THIRD_PARTY_HOME = {"click": {"cli", "cli_git"}, "whoosh": {"index", "analysis", "query"}, "git": {"gitstore"},
+THIRD_PARTY_HOME = {"click": {"cli", "cli_git"}, "whoosh": {"index", "analysis", "query", "warm"}, "git": {"gitstore"},
                     "frontmatter": {"fileformat"}, "yaml": {"fileformat"}, "ruamel": {"fileformat"},
                     "watchdog": {"watch"}, "mcp": {"mcp_server"}}
 

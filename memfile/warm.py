@@ -1,0 +1,169 @@
+"""What a Whoosh searcher keeps warm between queries: word scores, decoded hits, parsed queries.
+
+A process that stays open (the MCP server, a watcher's Vault, any long-lived
+`Vault`) asks many queries of one searcher. Whoosh scores a query by
+walking every posting of its words through a tree of matchers and a
+collector, several microseconds a posting in Python, and the walk is most of
+a search. Yet one word's score in one document never changes while the
+searcher stays the same. So each word's scores are worked out once, by
+Whoosh's own matcher and BM25F scorer, and kept; a query of plain words (one
+term, or an OR of terms: what `parse_query` makes of words and questions) is
+then the sum of its words' scores, the same numbers Whoosh gives, added up in
+one dict. Any other query (a phrase, AND, NOT, a prefix, a boost) returns
+None and goes to Whoosh. The memories that hits decode to, the parsed
+queries and the superseded and expired documents (until the next expiry)
+are kept the same way.
+
+A `Warm` belongs to one searcher: a new searcher, after any change to the
+index, starts with a new, empty one. It keeps at most `POSTINGS` scores,
+dropping the least recently used words first, and at most `KEPT` memories
+and queries.
+"""
+
+from __future__ import annotations
+
+import heapq
+import marshal
+from array import array
+from collections import OrderedDict
+from collections.abc import Callable
+from datetime import datetime, timedelta
+from typing import Any
+
+from .model import memory_from_row
+
+#: The most (document, score) pairs kept: 12 bytes each, so about 50 MB.
+POSTINGS = 4_000_000
+#: The most filter queries (tags, category, ...) whose documents are kept.
+FILTERS = 64
+#: The most decoded memories, and parsed queries, kept.
+KEPT = 20_000
+
+
+class Warm:
+    """Cached word scores, decoded hits and parsed queries of one Whoosh searcher."""
+
+    def __init__(self, searcher: Any, budget: int = POSTINGS) -> None:
+        self.searcher = searcher
+        self.budget = budget
+        self._words: OrderedDict[tuple[str, Any], tuple[array, array]] = OrderedDict()
+        self._held = 0
+        self._filters: dict[Any, frozenset[int]] = {}
+        self._memories: dict[int, Any] = {}
+        self._queries: dict[str, Any] = {}
+        self._hidden: dict[tuple[bool, bool], tuple[datetime, datetime, set[int]]] = {}
+
+    def parsed(self, text: str, parse: Callable[[str, Any], Any]) -> Any:
+        """`parse(text, schema)`, once per text."""
+        return _kept(self._queries, text, lambda: parse(text, self.searcher.schema))
+
+    def hidden(self, include_superseded: bool, include_expired: bool, now: datetime) -> set[int]:
+        """The documents a search leaves out at `now` (superseded, expired), found once until the
+        next memory expires: finding them costs a pass over Whoosh's numeric terms, which every
+        query would otherwise pay (a mask given as a set of numbers costs nothing)."""
+        key = (include_superseded, include_expired)
+        found = self._hidden.get(key)
+        if found is None or not found[0] <= now < found[1]:
+            docs, until = hidden_docs(self.searcher, include_superseded, include_expired, now)
+            found = self._hidden[key] = (now, until, docs)
+        return found[2]
+
+    def memory(self, docnum: int, decode: Callable[[bytes], Any]) -> Any:
+        """The memory document `docnum` stores (`decode` of its blob), decoded once."""
+        return _kept(self._memories, docnum, lambda: decode(self.searcher.stored_fields(docnum)["doc"]))
+
+    def top(self, parsed: Any, allow: Any, hidden: set[int], limit: int) -> tuple[list[tuple[float, int]], int] | None:
+        """The `limit` best `(score, docnum)` of a plain-words query, best first, and how many match.
+
+        Matches are the documents holding any of the words, within the `allow`
+        filter query (None: all) and not in `hidden`. Ties go to the lower
+        document number, as in Whoosh. None when the query is not plain words.
+        """
+        terms = plain_terms(parsed)
+        if terms is None:
+            return None
+        total: dict[int, float] = {}
+        for term in terms:
+            docnums, scores = self._scores(term)
+            if not total:
+                total = dict(zip(docnums, scores))
+                continue
+            get = total.get
+            for docnum, score in zip(docnums, scores):
+                total[docnum] = get(docnum, 0.0) + score
+        keys: Any = total.keys()
+        if hidden:
+            keys = keys - hidden
+        if allow is not None:
+            keys = keys & self._allowed(allow)
+        best = heapq.nlargest(limit, ((total[docnum], -docnum) for docnum in keys))
+        return [(score, -negated) for score, negated in best], len(keys)
+
+    def _scores(self, term: Any) -> tuple[array, array]:
+        """Every (docnum, score) of one term, from Whoosh's matcher, as two arrays."""
+        key = (term.fieldname, term.text)
+        found = self._words.get(key)
+        if found is not None:
+            self._words.move_to_end(key)
+            return found
+        docnums, scores = array("q"), array("d")
+        context = self.searcher.context()
+        for subsearcher, offset in self.searcher.leaf_searchers():
+            matcher = term.matcher(subsearcher, context)
+            while matcher.is_active():
+                docnums.append(matcher.id() + offset)
+                scores.append(matcher.score())
+                matcher.next()
+        self._words[key] = (docnums, scores)
+        self._held += len(docnums)
+        while self._held > self.budget and len(self._words) > 1:
+            dropped, _ = self._words.popitem(last=False)[1]
+            self._held -= len(dropped)
+        return docnums, scores
+
+    def _allowed(self, allow: Any) -> frozenset[int]:
+        found = self._filters.get(allow)
+        if found is None:
+            if len(self._filters) >= FILTERS:
+                self._filters.clear()
+            found = self._filters[allow] = frozenset(self.searcher.docs_for_query(allow))
+        return found
+
+
+def hidden_docs(searcher: Any, include_superseded: bool, include_expired: bool, now: datetime) -> tuple[set[int], datetime]:
+    """The superseded and expired documents at `now` (unless included), and until when that holds."""
+    from whoosh import query
+
+    parts: list[Any] = [] if include_superseded else [query.Term("status", "superseded")]
+    until = now + timedelta(days=1)
+    if not include_expired:
+        parts.append(query.NumericRange("expires", None, now.timestamp()))
+        soon = query.NumericRange("expires", now.timestamp(), until.timestamp(), startexcl=True)
+        for docnum in searcher.docs_for_query(soon):
+            expires = memory_from_row(marshal.loads(searcher.stored_fields(docnum)["doc"])).expires_at
+            if expires is not None and expires > now:
+                until = min(until, expires)
+    return set(searcher.docs_for_query(query.Or(parts)) if parts else ()), until
+
+
+def _kept(kept: dict[Any, Any], key: Any, make: Callable[[], Any]) -> Any:
+    found = kept.get(key)
+    if found is None:
+        if len(kept) >= KEPT:
+            kept.clear()
+        found = kept[key] = make()
+    return found
+
+
+def plain_terms(parsed: Any) -> list[Any] | None:
+    """The terms of a query that is one term or a plain OR of terms (no boost, scale or minimum), else None."""
+    from whoosh import query
+
+    subs = [parsed]
+    if type(parsed) is query.Or:
+        if parsed.boost != 1.0 or parsed.scale or parsed.minmatch:
+            return None
+        subs = list(parsed.subqueries)
+    if all(type(sub) is query.Term and sub.boost == 1.0 and not sub.minquality for sub in subs):
+        return subs
+    return None

@@ -1,0 +1,150 @@
+"""Warm searches: cached word scores give exactly Whoosh's ranking, and a long-lived Vault never serves stale hits."""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+
+import pytest
+
+from memfile import Vault
+from memfile.analysis import snippet
+from memfile.query import parse_query
+from memfile.warm import Warm, plain_terms
+
+WORDS = ("alpha bravo charlie delta echo foxtrot golf hotel india juliet kilo lima mike november oscar papa "
+         "deploy deploying database servers cache queue").split()
+CATEGORIES = ("fact", "project", "note", "skill")
+
+
+def write_memory(root: Path, category: str, key: str, body: str, tags: list[str], priority: str = "normal") -> None:
+    path = root / "michael" / category / f"{key}.md"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(
+        f"---\ncategory: {category}\nkey: {key}\npriority: {priority}\ntags: [{', '.join(tags)}]\n"
+        f"source: user\nverified: true\ncreated_at: 2026-01-01T00:00:00Z\nupdated_at: 2026-01-01T00:00:00Z\n---\n{body}\n",
+        encoding="utf-8")
+
+
+@pytest.fixture
+def words_vault(vault: Vault) -> Vault:
+    """300 memories of random words (some repeated, so scores differ), a few tags, four categories."""
+    r = random.Random(7)
+    for n in range(300):
+        body = " ".join(r.choice(WORDS) for _ in range(r.randint(3, 40)))
+        write_memory(vault.root, r.choice(CATEGORIES), f"m{n:03d}", body, r.sample(["red", "blue", "green"], r.randint(0, 2)))
+    vault.refresh()
+    return vault
+
+
+def whoosh_and_warm(vault: Vault) -> tuple[object, Warm]:
+    index = vault._index
+    assert index is not None
+    vault.search("alpha")  # opens the searcher
+    return index._searcher, Warm(index._searcher)
+
+
+def assert_same(expected: list[tuple[float, int]], got: list[tuple[float, int]]) -> None:
+    """Same documents in the same order and the same scores (sums may differ in the last bits)."""
+    assert len(got) == len(expected)
+    for (score, docnum), (want_score, want_docnum) in zip(got, expected):
+        assert score == pytest.approx(want_score, rel=1e-9)
+        if docnum != want_docnum:  # only a tie (to the last bits) may come in another order
+            assert abs(score - want_score) < 1e-9 * max(1.0, abs(score))
+
+
+def test_warm_scores_equal_whoosh_for_random_plain_queries_filters_and_masks(words_vault: Vault) -> None:
+    from whoosh import query
+
+    searcher, warm = whoosh_and_warm(words_vault)
+    r = random.Random(11)
+    filters = [None, query.Term("category", "project"), query.Term("tags", "red"),
+               query.And([query.Term("tags", "red"), query.Term("category", "fact")])]
+    for _ in range(300):
+        text = " ".join([r.choice(WORDS)] + [r.choice(WORDS + ["the", "what?", "zulu"]) for _ in range(r.randint(0, 5))])
+        parsed = parse_query(text, searcher.schema)
+        allow = r.choice(filters)
+        hidden = set(r.sample(range(300), r.choice([0, 5, 50])))
+        limit = r.choice([1, 3, 10, 100, 1000])
+        results = searcher.search(parsed, filter=allow, mask=hidden or None, limit=limit, optimize=False)
+        top = warm.top(parsed, allow, hidden, limit)
+        assert top is not None, text
+        assert_same([(hit.score, hit.docnum) for hit in results], top[0])
+        matched = {d for d in searcher.docs_for_query(parsed) if d not in hidden}
+        assert top[1] == len(matched & set(searcher.docs_for_query(allow)) if allow else matched), text
+
+
+def test_a_repeated_word_counts_twice_as_in_whoosh(words_vault: Vault) -> None:
+    from whoosh import query
+
+    searcher, warm = whoosh_and_warm(words_vault)
+    parsed = query.Or([query.Term("text", "alpha"), query.Term("text", "alpha"), query.Term("text", "bravo")])
+    results = searcher.search(parsed, limit=20, optimize=False)
+    top = warm.top(parsed, None, set(), 20)
+    assert top is not None
+    assert_same([(hit.score, hit.docnum) for hit in results], top[0])
+
+
+@pytest.mark.parametrize("text", ['"alpha bravo"', "alpha AND bravo", "alpha NOT bravo", "alph*", "alpha^2",
+                                  "tag:red OR alpha AND bravo"])
+def test_queries_other_than_plain_words_go_to_whoosh(words_vault: Vault, text: str) -> None:
+    searcher, warm = whoosh_and_warm(words_vault)
+    parsed = parse_query(text, searcher.schema)
+    assert plain_terms(parsed) is None
+    assert warm.top(parsed, None, set(), 10) is None
+
+
+def test_search_results_are_the_same_with_power_syntax_and_plain_words(words_vault: Vault) -> None:
+    """Through Vault.search: one query is answered warm, the other by Whoosh; both rank alike."""
+    plain = [h.memory.key for h in words_vault.search("alpha", limit=50)]
+    assert plain == [h.memory.key for h in words_vault.search("alpha*", limit=50) if "alpha" in h.memory.content.split()]
+
+
+def test_a_small_budget_drops_old_words_and_still_answers_right(words_vault: Vault) -> None:
+    searcher, _ = whoosh_and_warm(words_vault)
+    warm = Warm(searcher, budget=150)
+    for word in WORDS:
+        parsed = parse_query(word, searcher.schema)
+        top = warm.top(parsed, None, set(), 10)
+        assert top is not None
+        assert_same([(h.score, h.docnum) for h in searcher.search(parsed, limit=10, optimize=False)], top[0])
+        assert warm._held <= 150 or len(warm._words) == 1
+
+
+def test_a_long_lived_vault_never_answers_from_stale_word_scores(words_vault: Vault) -> None:
+    """Hand edits, a store and a delete between searches of one open Vault: each search sees the files."""
+    before = {h.memory.key for h in words_vault.search("zebra")}
+    assert before == set()
+    write_memory(words_vault.root, "fact", "m000", "zebra crossing", [])
+    assert [h.memory.key for h in words_vault.search("zebra")] == ["m000"]
+    words_vault.store("note", "stripes", "a zebra zebra zebra has stripes")
+    assert [h.memory.key for h in words_vault.search("zebra")] == ["stripes", "m000"]
+    (words_vault.root / "michael" / "fact" / "m000.md").unlink()
+    assert [h.memory.key for h in words_vault.search("zebra")] == ["stripes"]
+    assert "zebra (1 matched;" in words_vault.recall(query="zebra")
+
+
+def test_hits_decoded_once_are_the_current_versions(words_vault: Vault) -> None:
+    words_vault.store("note", "colour", "the colour is mauve")
+    assert words_vault.search("mauve")[0].memory.content == "the colour is mauve"
+    words_vault.store("note", "colour", "the colour is mauve, no, teal")
+    assert words_vault.search("mauve")[0].memory.content == "the colour is mauve, no, teal"
+
+
+# --- snippets -------------------------------------------------------------------
+
+def test_snippet_shows_two_passages_around_far_apart_matches() -> None:
+    text = "alpha " + "filler " * 60 + "bravo " + "filler " * 60 + "alpha bravo here"
+    shown = snippet(text, frozenset({"alpha", "bravo"}))
+    assert shown.count(" … ") == 1
+    assert "**alpha** **bravo**" in shown
+    assert len(shown) < len(text) // 2
+
+
+def test_snippet_marks_stemmed_forms_and_is_empty_without_a_match() -> None:
+    assert "**Deploying**" in snippet("Deploying servers on Monday", frozenset({"deploi"}))
+    assert snippet("nothing to see", frozenset({"deploi"})) == ""
+
+
+def test_snippet_joins_overlapping_bigrams_into_one_mark() -> None:
+    assert snippet("ภาษาไทย", frozenset({"ภา", "าษ", "ษา"})) == "**ภาษา**ไทย"
