@@ -52,6 +52,7 @@ class Warm:
         self._memories: dict[int, Any] = {}
         self._queries: dict[str, Any] = {}
         self._hidden: dict[tuple[bool, bool], tuple[datetime, datetime, set[int]]] = {}
+        self._lengths: dict[tuple[str, int], dict[int, int]] = {}  # (field, segment offset) -> docnum -> length
 
     def parsed(self, text: str, parse: Callable[[str, Any], Any]) -> Any:
         """`parse(text, schema)`, once per text."""
@@ -110,9 +111,26 @@ class Warm:
         context = self.searcher.context()
         for subsearcher, offset in self.searcher.leaf_searchers():
             matcher = term.matcher(subsearcher, context)
+            scorer = _bm25f(matcher)
+            if scorer is None:  # not a BM25F field (an ID or KEYWORD term): Whoosh scores each posting
+                while matcher.is_active():
+                    docnums.append(matcher.id() + offset)
+                    scores.append(matcher.score())
+                    matcher.next()
+                continue
+            # BM25F's own formula and figures, with each document's length looked up once per searcher
+            # (Whoosh reads it from a column for every posting: most of the time of a walk)
+            from whoosh.scoring import bm25
+
+            lengths = self._lengths.setdefault((term.fieldname, offset), {})
+            idf, avgfl, b, k1, length_of = scorer.idf, scorer.avgfl, scorer.B, scorer.K1, scorer.dfl
             while matcher.is_active():
-                docnums.append(matcher.id() + offset)
-                scores.append(matcher.score())
+                docnum, weight = matcher.id(), matcher.weight()
+                length = lengths.get(docnum)
+                if length is None:
+                    length = lengths[docnum] = length_of(docnum)
+                docnums.append(docnum + offset)
+                scores.append(bm25(idf, weight, length, avgfl, b, k1))
                 matcher.next()
         self._words[key] = (docnums, scores)
         self._held += len(docnums)
@@ -153,6 +171,14 @@ def _kept(kept: dict[Any, Any], key: Any, make: Callable[[], Any]) -> Any:
             kept.clear()
         found = kept[key] = make()
     return found
+
+
+def _bm25f(matcher: Any) -> Any:
+    """The BM25F scorer of a term's matcher (wrapped when its segment has deletions), else None."""
+    from whoosh.scoring import BM25FScorer
+
+    scorer = getattr(matcher, "scorer", None) or getattr(getattr(matcher, "child", None), "scorer", None)
+    return scorer if type(scorer) is BM25FScorer else None
 
 
 def plain_terms(parsed: Any) -> list[Any] | None:

@@ -54,10 +54,31 @@ def assert_same(expected: list[tuple[float, int]], got: list[tuple[float, int]])
 
 
 def test_warm_scores_equal_whoosh_for_random_plain_queries_filters_and_masks(words_vault: Vault) -> None:
+    compare_random_queries(words_vault, seed=11)
+
+
+def test_warm_scores_equal_whoosh_over_several_segments_with_deletions(words_vault: Vault) -> None:
+    r = random.Random(5)
+    for round_ in range(3):  # each refresh writes a segment and deletes the old versions in earlier ones
+        for n in r.sample(range(300), 20):
+            path = next((words_vault.root / "michael").glob(f"*/m{n:03d}.md"), None)
+            if path is not None and r.random() < 0.2:
+                path.unlink()
+            elif path is not None:
+                body = " ".join(r.choice(WORDS) for _ in range(r.randint(1, 60)))
+                write_memory(words_vault.root, path.parent.name, path.stem, body, ["red"])
+        words_vault.refresh()
+        searcher, _ = whoosh_and_warm(words_vault)
+        assert len(searcher.leaf_searchers()) == round_ + 2
+        assert any(sub.reader().has_deletions() for sub, _ in searcher.leaf_searchers())
+        compare_random_queries(words_vault, seed=round_)
+
+
+def compare_random_queries(vault: Vault, seed: int) -> None:
     from whoosh import query
 
-    searcher, warm = whoosh_and_warm(words_vault)
-    r = random.Random(11)
+    searcher, warm = whoosh_and_warm(vault)
+    r = random.Random(seed)
     filters = [None, query.Term("category", "project"), query.Term("tags", "red"),
                query.And([query.Term("tags", "red"), query.Term("category", "fact")])]
     for _ in range(300):
