@@ -18,7 +18,7 @@ from whoosh.analysis import Token, Tokenizer
 from whoosh.fields import ID, KEYWORD, NUMERIC, STORED, TEXT, Schema
 from whoosh.lang.porter import stem
 
-from .text import fold, normalize, tokens
+from .text import fold, matching, normalize, tokens
 
 
 class MemfileAnalyzer(Tokenizer):
@@ -115,15 +115,15 @@ def snippet(text: str, words: frozenset[str]) -> str:
     only those become Token objects. Running the whole text through the analyzer and a
     context fragmenter instead cost more than scoring the search itself.
     """
+    def term(word: str) -> str:
+        return word if word in STOP_WORDS else stem_word(word)
+
     matched: list[Token] = []
-    for word, start, end in tokens(text):
-        term = word if word in STOP_WORDS else stem_word(word)
-        if term not in words:
-            continue
+    for word, start, end in matching(text, lambda word: term(word) in words):
         if matched and start <= matched[-1].endchar:  # overlapping bigrams: one highlight
             matched[-1].endchar = max(matched[-1].endchar, end)
         else:
-            matched.append(Token(text=term, startchar=start, endchar=end, boost=1.0, matched=True))
+            matched.append(Token(text=term(word), startchar=start, endchar=end, boost=1.0, matched=True))
     if not matched:
         return ""
     fragments = _FRAGMENTER.fragment_matches(text, matched)

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 # Word characters plus the combining marks of the scripts below (Python's \w misses Thai vowel signs).
 _WORD = re.compile(
@@ -62,6 +62,28 @@ def tokens(text: str) -> Iterator[tuple[str, int, int]]:
             position = run.end()
         if position < len(value):
             yield from _latin(value[position:], start + position)
+
+
+def matching(text: str, keep: Callable[[str], bool]) -> list[tuple[str, int, int]]:
+    """The `tokens` of NFC `text` that `keep` accepts, in order.
+
+    ASCII text (the common case) takes a shortcut: each distinct word is judged
+    once and its places found with `str.find`, instead of a token object per word.
+    """
+    if not text.isascii():
+        return [place for place in tokens(text) if keep(place[0])]
+    places = []
+    for word in set(_WORD.findall(text)):
+        token = word.lower()
+        if not keep(token):
+            continue
+        at = text.find(word)
+        while at >= 0:  # a whole word only: no letter or digit right before or after
+            end = at + len(word)
+            if (at == 0 or not text[at - 1].isalnum()) and (end == len(text) or not text[end].isalnum()):
+                places.append((token, at, end))
+            at = text.find(word, end)
+    return sorted(places, key=lambda place: place[1])
 
 
 def _latin(word: str, start: int) -> Iterator[tuple[str, int, int]]:

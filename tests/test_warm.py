@@ -10,6 +10,7 @@ import pytest
 from memfile import Vault
 from memfile.analysis import snippet
 from memfile.query import parse_query
+from memfile.text import matching, tokens
 from memfile.warm import Warm, plain_terms
 
 WORDS = ("alpha bravo charlie delta echo foxtrot golf hotel india juliet kilo lima mike november oscar papa "
@@ -169,3 +170,13 @@ def test_snippet_marks_stemmed_forms_and_is_empty_without_a_match() -> None:
 
 def test_snippet_joins_overlapping_bigrams_into_one_mark() -> None:
     assert snippet("ภาษาไทย", frozenset({"ภา", "าษ", "ษา"})) == "**ภาษา**ไทย"
+
+
+def test_matching_finds_exactly_the_tokens_the_tokenizer_gives() -> None:
+    """The ASCII shortcut (distinct words and str.find) against the tokenizer, on random texts."""
+    r = random.Random(3)
+    pieces = ["ab", "Ab", "AB", "cd", "x", "_", "-", " ", "9", "é", ".", "aab", "ab9", "\n", "ภา"]
+    wanted = {"ab", "cd", "9", "ab9", "ภา"}
+    for _ in range(5000):
+        text = "".join(r.choice(pieces) for _ in range(r.randint(0, 20)))
+        assert matching(text, wanted.__contains__) == [t for t in tokens(text) if t[0] in wanted], text
