@@ -37,8 +37,8 @@ from typing import Any
 
 from .errors import FileParseError, LockTimeout
 from .model import Memory, ParseIssue, SearchHit, memory_from_row, memory_to_row
-from .query import parse_query, weighting
-from .warm import Warm, hidden_docs
+from .query import weighting
+from .warm import Warm, hidden_docs, stored_memory
 from .text import normalize
 
 SCHEMA_VERSION = 7
@@ -417,7 +417,7 @@ class Index:
             self._searcher = ix.searcher(weighting=weighting())
             self._warm = Warm(self._searcher)
         assert self._warm is not None
-        parsed = self._warm.parsed(text, parse_query)
+        parsed = self._warm.parsed(text)
         allow = _filter(options)
         hidden = self._warm.hidden(options.include_superseded, options.include_expired, now)
         if pending:  # read, not yet indexed: their indexed versions are out of date
@@ -529,37 +529,33 @@ def _live(searcher: Any, parsed: Any, allow: Any, hidden: set[int], options: Sea
     Plain words are scored from `warm` (cached word scores) when given. Expired and
     superseded memories are masked, not the live ones filtered: Whoosh turns a filter
     into the set of every document it matches, and they are few. Only the hits
-    returned are highlighted (a snippet tokenizes the content again).
+    returned get a snippet.
     """
     top = warm.top(parsed, allow, hidden, options.limit) if warm is not None else None
     if top is not None:
-        from whoosh.searching import Results
-
-        return _hits(Results(searcher, parsed, top[0]), options, warm), top[1]
+        return _hits(searcher, parsed, top[0], options, warm), top[1]
     # optimize=False: Whoosh's block skipping is slower here
     results = searcher.search(parsed, filter=allow, mask=hidden or None, limit=options.limit, optimize=False)
+    hits = _hits(searcher, parsed, results.top_n, options, warm)
     if not count:
-        return _hits(results, options, warm), 0
+        return hits, 0
     # Whoosh's own count leaves out matches that never made the top `limit` while it ran
     matched = set(searcher.docs_for_query(parsed)) - hidden
-    return _hits(results, options, warm), len(matched & set(searcher.docs_for_query(allow)) if allow else matched)
+    return hits, len(matched & set(searcher.docs_for_query(allow)) if allow else matched)
 
 
-def _hits(results: Any, options: SearchOptions, warm: Warm | None = None) -> list[SearchHit]:
-    """Up to `options.limit` hits, with snippets if asked; memories decoded through `warm` when given."""
-    text = results.searcher.schema["text"]
-    words = frozenset(text.from_bytes(term) for _, term in results.q.existing_terms(
-        results.searcher.reader(), fieldname="text", expand=True)) if options.snippets else frozenset()
+def _hits(searcher: Any, parsed: Any, best: list[tuple[float, int]], options: SearchOptions,
+          warm: Warm | None) -> list[SearchHit]:
+    """The `best` (score, docnum) as hits, with snippets if asked; memories decoded through `warm` when given."""
+    text = searcher.schema["text"]
+    words = frozenset(text.from_bytes(term) for _, term in parsed.existing_terms(
+        searcher.reader(), fieldname="text", expand=True)) if options.snippets else frozenset()
     hits = []
-    for score, docnum in results.top_n[: options.limit]:
-        memory = warm.memory(docnum, _decode) if warm is not None else _decode(results.searcher.stored_fields(docnum)["doc"])
+    for score, docnum in best[: options.limit]:
+        memory = warm.memory(docnum) if warm is not None else stored_memory(searcher, docnum)
         snippet = ((words and highlight(normalize(memory.content), words)) or _lead(memory.content)) if options.snippets else ""
         hits.append(SearchHit(memory, float(score or 0.0), " ".join(snippet.split()), 0))
     return hits
-
-
-def _decode(blob: bytes) -> Memory:
-    return memory_from_row(marshal.loads(blob))
 
 
 def _lead(content: str) -> str:

@@ -295,31 +295,28 @@ def recall_query(memories: list[Memory] | Recallable, ranked: list[Scored], quer
 
     return _render(items, steps, header, budget, RecallReport(
         mind, mind_name, "", (), total, verified, 0, 0, budget, 0, query=query, matched=matched),
-        known=(len(pinned), recallable.texts))
+        pinned=(len(pinned), recallable.texts))
 
 
 def _render(items: list[RecallItem], steps: Callable[[], list[tuple[int, str]]], header: Callable[[int], str],
             budget: int | None, report: RecallReport,
-            known: tuple[int, dict[tuple[str, str], str]] = (0, {})) -> RecallReport:
+            pinned: tuple[int, dict[tuple[str, str], str]] | None = None) -> RecallReport:
     """Apply the cuts `steps()` gives (entry, mode), in order, until the text fits the budget; render it.
 
-    `known`: how many entries come first that are kept rendered between recalls (the
-    pinned ones), and where, by (path, mode).
+    `pinned`: how many entries come first whose renderings are kept between recalls,
+    and where they are kept, by (path, mode).
     """
     width = max(3, len(str(len(items))))
     modes = [_FULL] * len(items)
-    texts: dict[tuple[int, str], str] = {}
+    texts: dict[tuple[str, str], str] = {}  # (path, mode) -> entry
+    pinned_count, pinned_texts = pinned or (0, texts)
 
     def entry(i: int, mode: str) -> str:
-        if (i, mode) not in texts:
-            if i < known[0]:
-                place = (items[i].memory.path, mode)
-                if place not in known[1]:
-                    known[1][place] = _entry(items[i].memory, mode == _SHORT)
-                texts[(i, mode)] = known[1][place]
-            else:
-                texts[(i, mode)] = _entry(items[i].memory, mode == _SHORT)
-        return texts[(i, mode)]
+        rendered = pinned_texts if i < pinned_count else texts
+        place = (items[i].memory.path, mode)
+        if place not in rendered:
+            rendered[place] = _entry(items[i].memory, mode == _SHORT)
+        return rendered[place]
 
     def cost(i: int, mode: str) -> int:
         """Characters entry i takes in this mode: `[NNN] `, the entry, the blank line before it."""
@@ -371,7 +368,7 @@ def _render(items: list[RecallItem], steps: Callable[[], list[tuple[int, str]]],
 
     kept = [(i, mode) for i, mode in enumerate(modes) if mode != _OUT]
     chosen = tuple(items[i] if mode == _FULL else replace(items[i], shortened=True) for i, mode in kept)
-    entries = [f"[{n:0{width}d}] {texts[(i, mode)]}" for n, (i, mode) in enumerate(kept, 1)]
+    entries = [f"[{n:0{width}d}] {entry(i, mode)}" for n, (i, mode) in enumerate(kept, 1)]
     closing = _closing(counts[_OUT], counts[_SHORT], budget)
     text = "\n\n".join([header(counts[_OUT]), *entries, *([closing] if closing else [])]) + "\n"
     return RecallReport(

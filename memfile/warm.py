@@ -5,8 +5,8 @@ A process that stays open (the MCP server, a watcher's Vault, any long-lived
 walking every posting of its words through a tree of matchers and a
 collector, several microseconds a posting in Python, and the walk is most of
 a search. Yet one word's score in one document never changes while the
-searcher stays the same. So each word's scores are worked out once, by
-Whoosh's own matcher and BM25F scorer, and kept; a query of plain words (one
+searcher stays the same. So each word's scores are worked out once, from
+Whoosh's own matcher with its BM25F formula and figures, and kept; a query of plain words (one
 term, or an OR of terms: what `parse_query` makes of words and questions) is
 then the sum of its words' scores, the same numbers Whoosh gives, added up in
 one dict. Any other query (a phrase, AND, NOT, a prefix, a boost) returns
@@ -30,7 +30,8 @@ from collections.abc import Callable
 from datetime import datetime, timedelta
 from typing import Any
 
-from .model import memory_from_row
+from .model import Memory, memory_from_row
+from .query import parse_query
 
 #: The most (document, score) pairs kept: 12 bytes each, so about 50 MB.
 POSTINGS = 4_000_000
@@ -49,14 +50,18 @@ class Warm:
         self._words: OrderedDict[tuple[str, Any], tuple[array, array]] = OrderedDict()
         self._held = 0
         self._filters: dict[Any, frozenset[int]] = {}
-        self._memories: dict[int, Any] = {}
+        self._memories: dict[int, Memory] = {}
         self._queries: dict[str, Any] = {}
         self._hidden: dict[tuple[bool, bool], tuple[datetime, datetime, set[int]]] = {}
         self._lengths: dict[tuple[str, int], dict[int, int]] = {}  # (field, segment offset) -> docnum -> length
 
-    def parsed(self, text: str, parse: Callable[[str, Any], Any]) -> Any:
-        """`parse(text, schema)`, once per text."""
-        return _kept(self._queries, text, lambda: parse(text, self.searcher.schema))
+    def parsed(self, text: str) -> Any:
+        """`parse_query(text)` for this searcher's schema, once per text.
+
+        Raises:
+            InvalidInput: the query cannot be parsed (never kept).
+        """
+        return _kept(self._queries, text, lambda: parse_query(text, self.searcher.schema))
 
     def hidden(self, include_superseded: bool, include_expired: bool, now: datetime) -> set[int]:
         """The documents a search leaves out at `now` (superseded, expired), found once until the
@@ -69,9 +74,9 @@ class Warm:
             found = self._hidden[key] = (now, until, docs)
         return found[2]
 
-    def memory(self, docnum: int, decode: Callable[[bytes], Any]) -> Any:
-        """The memory document `docnum` stores (`decode` of its blob), decoded once."""
-        return _kept(self._memories, docnum, lambda: decode(self.searcher.stored_fields(docnum)["doc"]))
+    def memory(self, docnum: int) -> Memory:
+        """The memory document `docnum` stores, decoded once."""
+        return _kept(self._memories, docnum, lambda: stored_memory(self.searcher, docnum))
 
     def top(self, parsed: Any, allow: Any, hidden: set[int], limit: int) -> tuple[list[tuple[float, int]], int] | None:
         """The `limit` best `(score, docnum)` of a plain-words query, best first, and how many match.
@@ -107,6 +112,8 @@ class Warm:
         if found is not None:
             self._words.move_to_end(key)
             return found
+        from whoosh.scoring import bm25
+
         docnums, scores = array("q"), array("d")
         context = self.searcher.context()
         for subsearcher, offset in self.searcher.leaf_searchers():
@@ -120,8 +127,6 @@ class Warm:
                 continue
             # BM25F's own formula and figures, with each document's length looked up once per searcher
             # (Whoosh reads it from a column for every posting: most of the time of a walk)
-            from whoosh.scoring import bm25
-
             lengths = self._lengths.setdefault((term.fieldname, offset), {})
             idf, avgfl, b, k1, length_of = scorer.idf, scorer.avgfl, scorer.B, scorer.K1, scorer.dfl
             while matcher.is_active():
@@ -140,12 +145,7 @@ class Warm:
         return docnums, scores
 
     def _allowed(self, allow: Any) -> frozenset[int]:
-        found = self._filters.get(allow)
-        if found is None:
-            if len(self._filters) >= FILTERS:
-                self._filters.clear()
-            found = self._filters[allow] = frozenset(self.searcher.docs_for_query(allow))
-        return found
+        return _kept(self._filters, allow, lambda: frozenset(self.searcher.docs_for_query(allow)), FILTERS)
 
 
 def hidden_docs(searcher: Any, include_superseded: bool, include_expired: bool, now: datetime) -> tuple[set[int], datetime]:
@@ -158,16 +158,22 @@ def hidden_docs(searcher: Any, include_superseded: bool, include_expired: bool, 
         parts.append(query.NumericRange("expires", None, now.timestamp()))
         soon = query.NumericRange("expires", now.timestamp(), until.timestamp(), startexcl=True)
         for docnum in searcher.docs_for_query(soon):
-            expires = memory_from_row(marshal.loads(searcher.stored_fields(docnum)["doc"])).expires_at
+            expires = stored_memory(searcher, docnum).expires_at
             if expires is not None and expires > now:
                 until = min(until, expires)
     return set(searcher.docs_for_query(query.Or(parts)) if parts else ()), until
 
 
-def _kept(kept: dict[Any, Any], key: Any, make: Callable[[], Any]) -> Any:
+def stored_memory(searcher: Any, docnum: int) -> Memory:
+    """The memory a Whoosh document stores (its `doc` blob)."""
+    return memory_from_row(marshal.loads(searcher.stored_fields(docnum)["doc"]))
+
+
+def _kept(kept: dict[Any, Any], key: Any, make: Callable[[], Any], most: int = KEPT) -> Any:
+    """`kept[key]`, made once; a full dict starts afresh."""
     found = kept.get(key)
     if found is None:
-        if len(kept) >= KEPT:
+        if len(kept) >= most:
             kept.clear()
         found = kept[key] = make()
     return found

@@ -46,7 +46,7 @@ LAYERS = {
     "text": set(),
     **{part: CORE for part in PARTS},
     # The Whoosh classes pickled into the index, used by index.py alone.
-    "analysis": {"text"}, "query": {"errors", "analysis"}, "warm": {"model"}, "index": CORE | {"analysis", "query", "warm"},
+    "analysis": {"text"}, "query": {"errors", "analysis"}, "warm": {"model", "query"}, "index": CORE | {"analysis", "query", "warm"},
     # Vault is split in two modules: writes.py holds its write methods (a mixin).
     "merge": CORE, "sync": CORE | PARTS | {"merge"},
     # The store queue sits on the file primitives; only the write half of Vault uses it.
