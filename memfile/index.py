@@ -531,11 +531,11 @@ def _live(searcher: Any, parsed: Any, allow: Any, hidden: set[int], options: Sea
     into the set of every document it matches, and they are few. Only the hits
     returned get a snippet.
     """
-    top = warm.top(parsed, allow, hidden, options.limit) if warm is not None else None
+    top = warm.top(parsed, allow, hidden, options.limit, count) if warm is not None else None
     if top is not None:
         return _hits(searcher, parsed, top[0], options, warm), top[1]
-    # optimize=False: Whoosh's block skipping is slower here
-    results = searcher.search(parsed, filter=allow, mask=hidden or None, limit=options.limit, optimize=False)
+    # block skipping only pays when the matches need not be counted
+    results = searcher.search(parsed, filter=allow, mask=hidden or None, limit=options.limit, optimize=not count)
     hits = _hits(searcher, parsed, results.top_n, options, warm)
     if not count:
         return hits, 0

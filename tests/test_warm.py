@@ -122,6 +122,15 @@ def test_search_results_are_the_same_with_power_syntax_and_plain_words(words_vau
     assert plain == [h.memory.key for h in words_vault.search("alpha*", limit=50) if "alpha" in h.memory.content.split()]
 
 
+def test_a_searchers_first_uncounted_query_goes_to_whoosh_and_later_ones_are_warm(words_vault: Vault) -> None:
+    """A one-shot process asks one query: Whoosh's block skipping beats a walk of every posting."""
+    searcher, warm = whoosh_and_warm(words_vault)
+    parsed = parse_query("alpha bravo", searcher.schema)
+    assert warm.top(parsed, None, set(), 10, count=False) is None
+    assert warm.top(parsed, None, set(), 10, count=False) is not None
+    assert Warm(searcher).top(parsed, None, set(), 10, count=True) is not None  # counting walks every posting anyway
+
+
 def test_a_small_budget_drops_old_words_and_still_answers_right(words_vault: Vault) -> None:
     searcher, _ = whoosh_and_warm(words_vault)
     warm = Warm(searcher, budget=150)
