@@ -238,7 +238,7 @@ class Catalog:
 
         index = Index(self.folder, 10)
         try:
-            return index.recorded()
+            return index.catalog.recorded()
         finally:
             index.close()
 

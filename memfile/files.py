@@ -65,30 +65,39 @@ def stat_walk(mind_dir: Path, root: Path, stat: bool = True) -> dict[str, Any]:
     """
     found: dict[str, Any] = {}
     prefix = len(str(root)) + 1
-    posix = os.sep == "/"
     pending = [str(mind_dir)]
     while pending:
+        folder = pending.pop()
         try:
-            entries = list(os.scandir(pending.pop()))
+            entries = os.scandir(folder)
         except OSError:
             continue
-        for entry in entries:  # the hot loop of every read without a watcher: cheapest test first
-            name = entry.name
-            if name[0] == ".":
-                continue
-            if name.endswith(".md") and not entry.is_dir(follow_symlinks=False):
-                if not name.isascii() and not is_utf8_name(name):
-                    continue
-                try:
-                    info = entry.stat() if stat else None
-                except OSError:
-                    continue
-                path = entry.path[prefix:]
-                found[path if posix else path.replace(os.sep, "/")] = (
-                    (info.st_size, info.st_mtime_ns, info.st_ino) if info else None)
-            elif entry.is_dir(follow_symlinks=False) and not is_ignored_name(name):
-                pending.append(entry.path)
+        relative = folder[prefix:].replace(os.sep, "/") + "/"
+        try:
+            with entries:
+                _list_folder(entries, relative, stat, found, pending)
+        except OSError:  # the folder went away while it was read
+            continue
     return found
+
+
+def _list_folder(entries: Iterator[os.DirEntry[str]], relative: str, stat: bool, found: dict[str, Any],
+                 pending: list[str]) -> None:
+    """`stat_walk`'s hot loop, over one folder: every read without a watcher runs it; cheapest test first."""
+    for entry in entries:
+        name = entry.name
+        if name[0] == ".":
+            continue
+        if name[-3:] == ".md" and not entry.is_dir(follow_symlinks=False):
+            if not name.isascii() and not is_utf8_name(name):
+                continue
+            try:
+                info = entry.stat() if stat else None
+            except OSError:
+                continue
+            found[relative + name] = (info.st_size, info.st_mtime_ns, info.st_ino) if info else None
+        elif entry.is_dir(follow_symlinks=False) and not is_ignored_name(name):
+            pending.append(entry.path)
 
 
 @contextmanager

@@ -7,11 +7,11 @@ older:
 - a Whoosh full-text index (BM25F over content, key and tags, weighted by
   repetition in one field; the analyzer is in analysis.py) holding each
   memory as one stored blob for search hits;
-- a catalog (SQLite, standard library): for every file, the stat it had when
-  it was read (size, mtime_ns, inode), the parsed memory, or the reason it
-  could not be parsed. Bringing the index in line with the files is a
-  stat-only diff against the catalog; `list`, `show` and `recall` read the
-  catalog instead of parsing every file, and never load Whoosh.
+- a catalog (SQLite, catalog.py): for every file, the stat it had when it
+  was read, the parsed memory, or the reason it could not be parsed.
+  Bringing the index in line with the files is a stat-only diff against the
+  catalog; `list`, `show` and `recall` read the catalog instead of parsing
+  every file, and never load Whoosh.
 
 Whoosh's writer lock (an flock, so a killed holder releases it) serializes
 index writers; searches never take it.
@@ -27,7 +27,6 @@ import shutil
 import sqlite3
 import struct
 import threading
-import time
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -35,8 +34,9 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from .catalog import Catalog, Row, Stat, diff
 from .errors import FileParseError, LockTimeout
-from .model import Memory, ParseIssue, SearchHit, memory_from_row, memory_to_row
+from .model import Memory, ParseIssue, SearchHit, memory_to_row
 from .query import weighting
 from .warm import Warm, hidden_docs, stored_memory
 from .text import normalize
@@ -47,8 +47,6 @@ CATALOG_NAME = f"catalog_v{SCHEMA_VERSION}.sqlite"
 #: From this many files to (re)read, a sync is a bulk load: both cores, no garbage collection pauses.
 BULK = 2000
 NEVER = 253402300799.0  # 9999-12-31T23:59:59Z: the expiry of memories that never expire
-
-Stat = tuple[int, int, int]  # size, mtime_ns, inode
 
 #: What a damaged index raises while being opened or read.
 CORRUPTION = (OSError, EOFError, ValueError, KeyError, IndexError, TypeError, AttributeError,
@@ -124,11 +122,9 @@ class Index:
         self.folder = folder
         self.lock_timeout = lock_timeout
         self._ix: Any = None
-        self._db: sqlite3.Connection | None = None
+        self.catalog = Catalog(folder / CATALOG_NAME)
         self._searcher: Any = None
         self._warm: Warm | None = None
-        self._recorded: tuple[Any, dict[str, Stat]] | None = None
-        self._db_inode: int | None = None
 
     # --- opening, rebuilding ----------------------------------------------
 
@@ -148,10 +144,7 @@ class Index:
             if self._ix is None:
                 self._remove_other_versions()
                 self._ix = index.create_in(self.folder, schema(), indexname=INDEX_NAME)
-                with self._catalog() as db:  # a new full-text index knows no file yet
-                    db.execute("DELETE FROM files")
-                    db.execute("DELETE FROM meta WHERE name IN ('state', 'segments')")
-                    db.execute("INSERT OR REPLACE INTO meta VALUES ('last_update', ?)", (str(time.time()),))
+                self.catalog.forget_files()
         return self._ix
 
     def _check_segments(self) -> None:
@@ -160,7 +153,7 @@ class Index:
         Segment files never change once written, so a different size means a
         damaged index (Whoosh itself may read a truncated segment as empty).
         """
-        recorded = self._meta("segments")
+        recorded = self.catalog.meta("segments")
         sizes = json.loads(recorded) if recorded else {}
         for path in _segment_files(self.folder):
             if path.name in sizes and path.stat().st_size != sizes[path.name]:
@@ -188,25 +181,7 @@ class Index:
             return False
         existed = any(self.folder.glob(f"_{INDEX_NAME}_*.toc"))
         self._open()
-        return existed and not self.recorded()
-
-    def _catalog(self) -> sqlite3.Connection:
-        if self._db is not None and _inode(self.folder / CATALOG_NAME) != self._db_inode:
-            self.close()  # another process rebuilt the index folder: this connection writes a deleted file
-        if self._db is None:
-            self.folder.mkdir(parents=True, exist_ok=True)
-            path = self.folder / CATALOG_NAME
-            try:
-                self._db = _connect(path)
-            except sqlite3.DatabaseError:
-                path.unlink(missing_ok=True)
-                self._db = _connect(path)
-            self._db_inode = _inode(path)
-        return self._db
-
-    def _meta(self, name: str) -> Any:
-        row = self._catalog().execute("SELECT value FROM meta WHERE name = ?", (name,)).fetchone()
-        return row[0] if row else None
+        return existed and not self.catalog.recorded()
 
     def _remove_other_versions(self) -> None:
         """Delete the files of indexes with another schema version (they are rebuilt under the new name)."""
@@ -223,42 +198,8 @@ class Index:
     def close(self) -> None:
         if self._searcher is not None:
             self._searcher.close()
-        if self._db is not None:
-            self._db.close()
-        self._ix = self._db = self._searcher = self._warm = self._recorded = None
-
-    # --- the catalog --------------------------------------------------------
-
-    def recorded(self) -> dict[str, Stat]:
-        """The stat of every file of the mind as it was when last indexed (one compact blob; a fresh copy).
-
-        The blob is unmarshalled again only when the catalog changed since this object last read it.
-        """
-        version = self._meta("last_update")
-        if self._recorded is None or self._recorded[0] != version or version is None:
-            blob = self._meta("state")
-            self._recorded = (version, marshal.loads(blob) if blob else {})
-        return dict(self._recorded[1])
-
-    def memories(self) -> list[Memory]:
-        rows = self._catalog().execute("SELECT memory FROM files WHERE memory IS NOT NULL")
-        return [memory_from_row(marshal.loads(row[0])) for row in rows]
-
-    def memories_named(self, ref: str) -> list[Memory]:
-        """The memories the catalog holds for `category/key` (more than one only when files were copied)."""
-        rows = self._catalog().execute("SELECT memory FROM files INDEXED BY files_refs WHERE ref = ?", (ref,))
-        return [memory_from_row(marshal.loads(row[0])) for row in rows]
-
-    def issues(self) -> list[ParseIssue]:
-        # Through the partial index of issues: ORDER BY path in SQL would walk every row (and its memory).
-        rows = self._catalog().execute(
-            "SELECT path, issue_line, issue_reason FROM files INDEXED BY files_issues WHERE issue_reason IS NOT NULL"
-        )
-        return sorted((ParseIssue(path, line, reason) for path, line, reason in rows), key=lambda i: i.path)
-
-    def last_update(self) -> float | None:
-        value = self._meta("last_update")
-        return float(value) if value else None
+        self.catalog.close()
+        self._ix = self._searcher = self._warm = None
 
     # --- bringing the index in line -----------------------------------------
 
@@ -317,8 +258,8 @@ class Index:
         """`sync`'s part under the writer lock: re-read, commit the full-text index, then the catalog."""
         with _collector_paused(todo >= BULK):
             try:
-                recorded = self.recorded()  # again, under the lock
-                changed, removed = _diff(recorded, disk, paths)
+                recorded = self.catalog.recorded()  # again, under the lock
+                changed, removed = diff(recorded, disk, paths)
                 if present is not None:
                     # `disk` was listed before the lock: a file another writer created and indexed since
                     # is missing from it, but not gone. Read it again rather than drop it.
@@ -327,7 +268,7 @@ class Index:
                     changed = sorted(set(changed) | set(back))
                     disk = disk | {path: recorded[path] for path in back}
                 known = {path for path in changed if path in recorded}
-                rows: list[tuple[Any, ...]] = []
+                rows: list[Row] = []
                 add = writer.add_document if ix.is_empty() else writer.update_document  # nothing to replace
                 for done, path in enumerate(changed, 1):
                     try:
@@ -358,27 +299,19 @@ class Index:
         report.added = sum(1 for path in read if path not in known)
         report.updated = len(read) - report.added
         report.removed = len(removed)
-        segments = self._record_segments()
-        with self._catalog() as db:
-            db.executemany("DELETE FROM files WHERE path = ?", [(p,) for p in removed])
-            db.executemany("INSERT OR REPLACE INTO files VALUES (?, ?, ?, ?, ?)", rows)
-            version = str(time.time())
-            db.executemany("INSERT OR REPLACE INTO meta VALUES (?, ?)", [
-                ("state", marshal.dumps(recorded)), ("segments", json.dumps(segments)), ("last_update", version),
-            ])
-        self._recorded = (version, recorded)
+        self.catalog.write(rows, removed, recorded, self._record_segments(), disk if paths is None else None)
         return report
 
     def _stale(self, disk: dict[str, Stat], paths: Iterable[str] | None) -> int:
         """How many files to re-read or drop (all of them when there is no full-text index yet)."""
         if self._ix is None and not any(self.folder.glob(f"_{INDEX_NAME}_*.toc")):
             return max(len(disk), 1)  # a cheap look, so recall never loads Whoosh
-        changed, removed = _diff(self.recorded(), disk, paths)
+        changed, removed = self.catalog.stale(disk, paths)
         return len(changed) + len(removed)
 
     def _read_pending(self, disk: dict[str, Stat], load: Callable[[str], tuple[Stat, Memory]],
                       paths: Iterable[str] | None, report: SyncReport) -> SyncReport:
-        changed, removed = _diff(self.recorded(), disk, paths)
+        changed, removed = diff(self.catalog.recorded(), disk, paths)
         for path in changed:
             try:
                 report.pending[path] = load(path)[1]
@@ -432,19 +365,6 @@ class Index:
         return [SearchHit(h.memory, h.score, h.snippet, rank) for rank, h in enumerate(hits[: options.limit], 1)], matched
 
 
-def _diff(recorded: dict[str, Stat], disk: dict[str, Stat], paths: Iterable[str] | None) -> tuple[list[str], list[str]]:
-    """(changed or new, removed) paths: `disk` against `recorded`, within `paths` when given."""
-    if paths is None:
-        if disk == recorded:
-            return [], []
-        scope: Iterable[str] = disk.keys() | recorded.keys()
-    else:
-        scope = set(paths)
-    changed = sorted(p for p in scope if p in disk and recorded.get(p) != disk[p])
-    removed = sorted(p for p in scope if p in recorded and p not in disk)
-    return changed, removed
-
-
 @contextmanager
 def _collector_paused(paused: bool) -> Iterator[None]:
     """No cyclic garbage collection while a big batch is indexed: its many live objects make every
@@ -484,29 +404,9 @@ def _bulk_options(count: int) -> dict[str, Any]:
     return {"compound": False, "procs": 2, "multisegment": True, "limitmb": 256, "batchsize": 500}
 
 
-def _inode(path: Path) -> int | None:
-    try:
-        return path.stat().st_ino
-    except OSError:
-        return None
-
-
 def _segment_files(folder: Path) -> list[Path]:
     """The files of the index's segments (never changed once written), not its TOC or lock."""
     return [p for p in folder.glob(f"{INDEX_NAME}_*") if not p.name.endswith("_WRITELOCK")]
-
-
-def _connect(path: Path) -> sqlite3.Connection:
-    db = sqlite3.connect(path, timeout=30)
-    db.execute("PRAGMA journal_mode=WAL")
-    db.execute("PRAGMA synchronous=NORMAL")
-    db.execute("CREATE TABLE IF NOT EXISTS files "
-               "(path TEXT PRIMARY KEY, issue_line INTEGER, issue_reason TEXT, memory TEXT, ref TEXT)")
-    db.execute("CREATE INDEX IF NOT EXISTS files_issues ON files (issue_reason) WHERE issue_reason IS NOT NULL")
-    db.execute("CREATE INDEX IF NOT EXISTS files_refs ON files (ref) WHERE ref IS NOT NULL")
-    db.execute("CREATE TABLE IF NOT EXISTS meta (name TEXT PRIMARY KEY, value BLOB)")
-    db.commit()
-    return db
 
 
 def _filter(options: SearchOptions) -> Any:

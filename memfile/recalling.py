@@ -89,7 +89,7 @@ class Recalling:
     def _recallable(self, report: SyncReport, now: datetime, include_superseded: bool) -> Recallable:
         """The mind's recallable memories, sorted and counted; kept while the catalog is unchanged
         and no memory has expired since (a long-lived Vault then skips a pass over the mind per recall)."""
-        version = self._index.last_update() if self._index is not None and not report.pending else None
+        version = self._index.catalog.last_update() if self._index is not None and not report.pending else None
         cached = self._recall_cache
         if version is not None and cached and cached[0] == (version, include_superseded) and now < cached[1]:
             return cached[2]

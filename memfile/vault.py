@@ -131,7 +131,7 @@ class Vault(Writes, History, Sync, Doctor, Recalling):
         pending = report.pending
         found = [m for m in self._catalog_memories() if m.path not in pending]
         found += [m for m in pending.values() if m is not None]
-        issues = {i.path: i for i in self._index.issues() if i.path not in pending}
+        issues = {i.path: i for i in self._index.catalog.issues() if i.path not in pending}
         issues.update((i.path, i) for i in report.skipped)
         self.issues = sorted(issues.values(), key=lambda i: i.path)
         return found
@@ -148,22 +148,22 @@ class Vault(Writes, History, Sync, Doctor, Recalling):
             report = self.refresh()
         else:
             listed = stat_walk(self.mind_dir, self.root, stat=False)
-            known = {m.path for m in self._index.memories_named(ref)} | {place}
-            paths = sorted(known | (listed.keys() ^ self._index.recorded().keys()))
+            known = {m.path for m in self._index.catalog.memories_named(ref)} | {place}
+            paths = sorted(known | (listed.keys() ^ self._index.catalog.recorded().keys()))
             report = self._sync(paths, wait=False)
         if self._index is None:
             return [m for m in self._parse_all() if m.ref == ref]
         pending = report.pending
-        found = [m for m in self._index.memories_named(ref) if m.path not in pending]
+        found = [m for m in self._index.catalog.memories_named(ref) if m.path not in pending]
         return found + [m for m in pending.values() if m is not None and m.ref == ref]
 
     def _catalog_memories(self) -> list[Memory]:
         """The catalog's memories, read again only when the index changed since this Vault last read them
         (a long-lived Vault, such as the MCP server's, then skips reading 10,000 rows per call)."""
         assert self._index is not None
-        version = self._index.last_update()
+        version = self._index.catalog.last_update()
         if self._cached is None or self._cached[0] != version or version is None:
-            self._cached = (version, self._index.memories())
+            self._cached = (version, self._index.catalog.memories())
         return list(self._cached[1])
 
     def refresh(self, progress: Callable[[int, int], None] | None = None) -> SyncReport:
@@ -396,7 +396,7 @@ class Vault(Writes, History, Sync, Doctor, Recalling):
         report = self.refresh()
         if self._index is None:
             raise InvalidInput("search", query, "a vault whose .memfile/ folder memfile can write (search needs its index)")
-        self.issues = self._index.issues()
+        self.issues = self._index.catalog.issues()
         return self._searching(lambda pending: self._index.search(query, options, utc_now(), pending), report)
 
     def _searching(self, search: Callable[[dict[str, Memory | None]], T], report: SyncReport) -> T:
@@ -453,7 +453,7 @@ class Vault(Writes, History, Sync, Doctor, Recalling):
         }
 
     def _last_index_update(self) -> str | None:
-        last = self._index.last_update() if self._index is not None else None
+        last = self._index.catalog.last_update() if self._index is not None else None
         return datetime.fromtimestamp(last, timezone.utc).isoformat() if last else None
 
     def status(self) -> dict[str, Any]:
@@ -466,7 +466,7 @@ class Vault(Writes, History, Sync, Doctor, Recalling):
             and the git upstream with ahead/behind counts (None without a repository).
         """
         disk = stat_walk(self.mind_dir, self.root)
-        recorded = self._index.recorded() if self._index is not None else {}
+        recorded = self._index.catalog.recorded() if self._index is not None else {}
         stale = sorted(p for p in disk.keys() | recorded.keys() if disk.get(p) != recorded.get(p))
         return {
             "mind": self.mind,
@@ -477,7 +477,7 @@ class Vault(Writes, History, Sync, Doctor, Recalling):
             "watcher_pid": lock_holder(self.root / STATE_DIR / f"watch-{self.mind}.lock"),
             "uncommitted": [shown_path(p) for p in self._git.changed_paths(self.mind) if p.endswith(".md")]
             if self._git.exists() else [],
-            "conflicts": sorted(m.ref for m in self._index.memories() if m.conflict is not None) if self._index else [],
+            "conflicts": sorted(m.ref for m in self._index.catalog.memories() if m.conflict is not None) if self._index else [],
             "git": self._git.remote_status(),
         }
 

@@ -702,5 +702,5 @@ def test_a_full_diff_listed_before_another_writer_stored_never_drops_that_memory
     watcher._index.sync(listed, watcher._load, None, wait=True,
                         present=lambda path: (watcher.root / path).exists())
     # what a vouching watcher lets every command read without a diff: the catalog itself
-    assert {m.key for m in watcher._index.memories()} == {"old", "new"}
+    assert {m.key for m in watcher._index.catalog.memories()} == {"old", "new"}
     assert [h.memory.key for h in watcher._index.search("stored while listing", SearchOptions(), utc_now())] == ["new"]

@@ -45,8 +45,9 @@ LAYERS = {
     "errors": set(), "model": {"errors"}, "paths": {"errors", "model"}, "fileformat": {"errors", "model", "paths"},
     "text": set(),
     **{part: CORE for part in PARTS},
-    # The Whoosh classes pickled into the index, used by index.py alone.
-    "analysis": {"text"}, "query": {"errors", "analysis"}, "warm": {"model", "query"}, "index": CORE | {"analysis", "query", "warm"},
+    # The Whoosh classes pickled into the index, used by index.py alone; the catalog is index.py's SQLite half.
+    "analysis": {"text"}, "query": {"errors", "analysis"}, "warm": {"model", "query"}, "catalog": {"model"},
+    "index": CORE | {"analysis", "query", "warm", "catalog"},
     # Vault is split in two modules: writes.py holds its write methods (a mixin).
     "merge": CORE, "sync": CORE | PARTS | {"merge"},
     # The store queue sits on the file primitives; only the write half of Vault uses it.

@@ -30,7 +30,7 @@ def indexed(root: Path) -> set[str]:
     """What the index has recorded, read without bringing it in line (status does not sync)."""
     with Vault.open(root) as vault:
         state = vault.status()
-        return set(vault._index.recorded()) if not state["stale"] else {"(stale)"}
+        return set(vault._index.catalog.recorded()) if not state["stale"] else {"(stale)"}
 
 
 @pytest.fixture

@@ -833,7 +833,7 @@ def run_storm(tmp_path: Path, operations: int, seed_files: int, subfolders: int,
                 stale = probe.status()["stale"]
                 if stale:
                     assert probe._index is not None
-                    recorded, disk = probe._index.recorded(), stat_walk(root / MIND, root)
+                    recorded, disk = probe._index.catalog.recorded(), stat_walk(root / MIND, root)
                     last_state["why"] = f"{len(stale)} stale paths (indexed (size, mtime_ns, inode) -> on disk): " + \
                         ", ".join(f"{p} {recorded.get(p)} -> {disk.get(p)}" for p in stale[:10])
                     return False
@@ -880,7 +880,7 @@ def run_storm(tmp_path: Path, operations: int, seed_files: int, subfolders: int,
             mismatches += differences("vouched catalog", memories, issues, truth, truth_issues)
             if vouched._index is None:
                 mismatches.append("vouched: no index")
-            elif vouched._index.recorded() != disk:
+            elif vouched._index.catalog.recorded() != disk:
                 mismatches.append("vouched: the recorded stats are not the files'")
             searches_started = time.monotonic()
             found, vouched_searches = search_differences("vouched search", vouched, truth, live, dead)

@@ -1,0 +1,215 @@
+"""The catalog: what the index knows of each file of a mind, in SQLite (standard library).
+
+For every file: the parsed memory (a marshalled row), or the reason it could
+not be parsed. In `meta`: the stat of every file when it was read (size,
+mtime_ns, inode; one compact blob, `state`), the sizes of the full-text
+index's segment files, the version (`last_update`, changed by every write)
+and the digest of the last whole walk found unchanged (`fingerprint`).
+
+Bringing the index in line with the files is a stat-only diff against
+`state`; when a whole walk has the digest recorded for the current version,
+not even that: nothing changed. `list`, `show` and `recall` read memories
+here instead of parsing every file, and never load Whoosh.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import marshal
+import sqlite3
+import time
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from .model import Memory, ParseIssue, memory_from_row
+
+Stat = tuple[int, int, int]  # size, mtime_ns, inode
+#: Seconds a catalog write waits for another one (they take milliseconds).
+BUSY_TIMEOUT = 30
+#: A file's row: path, the line and reason it could not be parsed, the marshalled memory, its REF.
+Row = tuple[str, int | None, str | None, bytes | None, str | None]
+
+
+class Catalog:
+    """The catalog file of one mind's index; reopened when another process replaced the file."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._db: sqlite3.Connection | None = None
+        self._inode: int | None = None
+        self._recorded: tuple[Any, dict[str, Stat]] | None = None  # (version, state) as last read
+
+    def _connection(self) -> sqlite3.Connection:
+        if self._db is not None and _inode(self.path) != self._inode:
+            self.close()  # another process rebuilt the index folder: this connection writes a deleted file
+        if self._db is None:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            try:
+                self._db = _connect(self.path)
+            except sqlite3.DatabaseError:
+                self.path.unlink(missing_ok=True)
+                self._db = _connect(self.path)
+            self._inode = _inode(self.path)
+        return self._db
+
+    def close(self) -> None:
+        if self._db is not None:
+            self._db.close()
+        self._db = self._recorded = None
+
+    def meta(self, name: str) -> Any:
+        row = self._connection().execute("SELECT value FROM meta WHERE name = ?", (name,)).fetchone()
+        return row[0] if row else None
+
+    def _metas(self, *names: str) -> dict[str, Any]:
+        """Several meta values read at once (one statement: one consistent state)."""
+        marks = ", ".join("?" * len(names))
+        return dict(self._connection().execute(f"SELECT name, value FROM meta WHERE name IN ({marks})", names))
+
+    def last_update(self) -> float | None:
+        value = self.meta("last_update")
+        return float(value) if value else None
+
+    # --- the recorded state -------------------------------------------------
+
+    def recorded(self) -> dict[str, Stat]:
+        """The stat of every file of the mind as it was when last indexed (a fresh copy).
+
+        The blob is unmarshalled again only when the catalog changed since this object last read it.
+        """
+        version = self.meta("last_update")
+        if self._recorded is None or self._recorded[0] != version or version is None:
+            rows = self._metas("last_update", "state")
+            self._recorded = (rows.get("last_update"), marshal.loads(rows["state"]) if rows.get("state") else {})
+        return dict(self._recorded[1])
+
+    def stale(self, disk: dict[str, Stat], paths: Iterable[str] | None) -> tuple[list[str], list[str]]:
+        """(changed or new, removed) paths of `disk` against the recorded state, within `paths` when given.
+
+        A whole walk (`paths` None) is first checked against the digest of the
+        last one found unchanged; when the full diff finds nothing changed, its
+        digest is recorded for the next check.
+        """
+        if paths is None:
+            rows = self._metas("last_update", "fingerprint")
+            version = rows.get("last_update")
+            if version is not None and rows.get("fingerprint") == fingerprint(version, disk):
+                return [], []
+        changed, removed = diff(self.recorded(), disk, paths)
+        if paths is None and not changed and not removed:
+            assert self._recorded is not None
+            self._vouch(disk, self._recorded[0])
+        return changed, removed
+
+    def _vouch(self, disk: dict[str, Stat], version: str | None) -> None:
+        """Record that a whole walk found the files as recorded at `version`.
+
+        Best effort, and never waits: a read adds this only when no writer holds
+        the catalog, and only while `version` is still the catalog's (a newer one
+        makes the digest void anyway).
+        """
+        if version is None:
+            return
+        db = self._connection()
+        try:
+            db.execute("PRAGMA busy_timeout = 0")
+            with db:
+                db.execute("INSERT OR REPLACE INTO meta SELECT 'fingerprint', ? "
+                           "WHERE (SELECT value FROM meta WHERE name = 'last_update') = ?",
+                           (fingerprint(version, disk), version))
+        except sqlite3.Error:
+            pass  # busy, or a vault this process may only read
+        finally:
+            db.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT * 1000}")
+
+    def write(self, rows: list[Row], removed: list[str], recorded: dict[str, Stat], segments: dict[str, int],
+              walk: dict[str, Stat] | None) -> str:
+        """Record a batch: its files' rows, the files gone, the new state; returns the new version.
+
+        `walk`: the whole walk the batch came from (None for a batch of given paths);
+        when the new state is exactly that walk, its digest is recorded too.
+        """
+        with self._connection() as db:
+            db.executemany("DELETE FROM files WHERE path = ?", [(p,) for p in removed])
+            db.executemany("INSERT OR REPLACE INTO files VALUES (?, ?, ?, ?, ?)", rows)
+            version = str(time.time())
+            db.executemany("INSERT OR REPLACE INTO meta VALUES (?, ?)", [
+                ("state", marshal.dumps(recorded)), ("segments", json.dumps(segments)), ("last_update", version),
+                ("fingerprint", fingerprint(version, walk) if walk is not None and recorded == walk else None),
+            ])
+        self._recorded = (version, recorded)
+        return version
+
+    def forget_files(self) -> None:
+        """A new full-text index knows no file yet: nothing is recorded."""
+        with self._connection() as db:
+            db.execute("DELETE FROM files")
+            db.execute("DELETE FROM meta WHERE name IN ('state', 'segments', 'fingerprint')")
+            db.execute("INSERT OR REPLACE INTO meta VALUES ('last_update', ?)", (str(time.time()),))
+
+    # --- memories -------------------------------------------------------------
+
+    def memories(self) -> list[Memory]:
+        rows = self._connection().execute("SELECT memory FROM files WHERE memory IS NOT NULL")
+        return [memory_from_row(marshal.loads(row[0])) for row in rows]
+
+    def memories_named(self, ref: str) -> list[Memory]:
+        """The memories the catalog holds for `category/key` (more than one only when files were copied)."""
+        rows = self._connection().execute("SELECT memory FROM files INDEXED BY files_refs WHERE ref = ?", (ref,))
+        return [memory_from_row(marshal.loads(row[0])) for row in rows]
+
+    def issues(self) -> list[ParseIssue]:
+        # Through the partial index of issues: ORDER BY path in SQL would walk every row (and its memory).
+        rows = self._connection().execute(
+            "SELECT path, issue_line, issue_reason FROM files INDEXED BY files_issues WHERE issue_reason IS NOT NULL"
+        )
+        return sorted((ParseIssue(path, line, reason) for path, line, reason in rows), key=lambda i: i.path)
+
+
+def fingerprint(version: str, disk: dict[str, Stat]) -> bytes:
+    """A digest of a walk (paths in walk order with their stats) and the catalog version it matches.
+
+    The paths go in as their bytes; the stats as CPython's hash of the tuple of
+    their ints (ints hash the same in every process, unlike strings). An
+    unchanged folder lists in the same order, so an unchanged mind gives the
+    same digest; anything else only costs the full diff.
+    """
+    digest = hashlib.blake2b(version.encode(), digest_size=20)
+    digest.update("\0".join(disk).encode("utf-8", "surrogateescape"))
+    digest.update(hash(tuple(disk.values())).to_bytes(8, "little", signed=True))
+    return digest.digest()
+
+
+def diff(recorded: dict[str, Stat], disk: dict[str, Stat], paths: Iterable[str] | None) -> tuple[list[str], list[str]]:
+    """(changed or new, removed) paths: `disk` against `recorded`, within `paths` when given."""
+    if paths is None:
+        if disk == recorded:
+            return [], []
+        scope: Iterable[str] = disk.keys() | recorded.keys()
+    else:
+        scope = set(paths)
+    changed = sorted(p for p in scope if p in disk and recorded.get(p) != disk[p])
+    removed = sorted(p for p in scope if p in recorded and p not in disk)
+    return changed, removed
+
+
+def _inode(path: Path) -> int | None:
+    try:
+        return path.stat().st_ino
+    except OSError:
+        return None
+
+
+def _connect(path: Path) -> sqlite3.Connection:
+    db = sqlite3.connect(path, timeout=BUSY_TIMEOUT)
+    db.execute("PRAGMA journal_mode=WAL")
+    db.execute("PRAGMA synchronous=NORMAL")
+    db.execute("CREATE TABLE IF NOT EXISTS files "
+               "(path TEXT PRIMARY KEY, issue_line INTEGER, issue_reason TEXT, memory TEXT, ref TEXT)")
+    db.execute("CREATE INDEX IF NOT EXISTS files_issues ON files (issue_reason) WHERE issue_reason IS NOT NULL")
+    db.execute("CREATE INDEX IF NOT EXISTS files_refs ON files (ref) WHERE ref IS NOT NULL")
+    db.execute("CREATE TABLE IF NOT EXISTS meta (name TEXT PRIMARY KEY, value BLOB)")
+    db.commit()
+    return db

@@ -1,0 +1,128 @@
+"""The catalog's digest of an unchanged walk: a check that costs one compare, and is never wrong.
+
+A whole walk whose digest matches the one recorded for the catalog's current
+version means nothing changed; anything else (a rename that keeps every stat,
+two files swapping names, a touch, a write by any process) falls back to the
+full stat diff. Reads record the digest without ever waiting for a writer.
+Real vaults, the real catalog file.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import time
+
+import pytest
+
+from memfile import Vault
+from memfile.catalog import Catalog, fingerprint
+from memfile.files import stat_walk
+from memfile.index import CATALOG_NAME
+
+
+@pytest.fixture
+def notes(vault: Vault) -> Vault:
+    vault.store("fact", "alpha", "The alpha note talks about zeppelins.")
+    vault.store("fact", "bravo", "The bravo note talks about submarines and more words here.")
+    vault.store("skill", "charlie", "Charlie knows origami.")
+    return vault
+
+
+def catalog_of(vault: Vault) -> Catalog:
+    return Catalog(vault.root / ".memfile" / "index" / vault.mind / CATALOG_NAME)
+
+
+def walk(vault: Vault) -> dict[str, tuple[int, int, int]]:
+    return stat_walk(vault.mind_dir, vault.root)
+
+
+def recorded_digest(vault: Vault) -> bytes | None:
+    return catalog_of(vault).meta("fingerprint")
+
+
+def paths_found(vault: Vault, query: str) -> list[str]:
+    return [hit.memory.path for hit in vault.search(query)]
+
+
+def test_a_read_that_finds_nothing_changed_records_the_digest_and_the_next_read_uses_it(notes: Vault) -> None:
+    notes.search("zeppelins")  # the stores were batches of given paths: no whole walk behind them yet
+    catalog = catalog_of(notes)
+    digest = recorded_digest(notes)
+    assert digest == fingerprint(catalog.meta("last_update"), walk(notes))
+    assert catalog.stale(walk(notes), None) == ([], [])
+
+
+def test_a_write_makes_the_recorded_digest_void(notes: Vault) -> None:
+    notes.search("zeppelins")
+    before = catalog_of(notes).meta("last_update")
+    notes.store("fact", "delta", "Delta is new.")
+    catalog = catalog_of(notes)
+    assert catalog.meta("last_update") != before
+    assert recorded_digest(notes) is None or recorded_digest(notes) != fingerprint(catalog.meta("last_update"), walk(notes))
+    assert paths_found(notes, "delta") == ["michael/fact/delta.md"]
+
+
+def test_a_reindex_records_the_digest_of_its_walk(notes: Vault) -> None:
+    notes.reindex()
+    catalog = catalog_of(notes)
+    assert recorded_digest(notes) == fingerprint(catalog.meta("last_update"), walk(notes))
+
+
+def test_two_files_swapping_names_keep_every_stat_and_are_still_seen(notes: Vault) -> None:
+    notes.search("zeppelins")
+    folder = notes.mind_dir / "fact"
+    alpha, bravo = folder / "alpha.md", folder / "bravo.md"
+    before = walk(notes)
+    os.rename(alpha, folder / "swap.tmp")
+    os.rename(bravo, alpha)
+    os.rename(folder / "swap.tmp", bravo)
+    after = walk(notes)
+    assert sorted(before.values()) == sorted(after.values())  # the same stats, on other names
+    assert paths_found(notes, "zeppelins") == ["michael/fact/bravo.md"]
+    assert paths_found(notes, "submarines") == ["michael/fact/alpha.md"]
+
+
+def test_a_rename_that_keeps_the_stat_is_seen(notes: Vault) -> None:
+    notes.search("origami")
+    os.rename(notes.mind_dir / "skill" / "charlie.md", notes.mind_dir / "skill" / "charles.md")
+    assert paths_found(notes, "origami") == ["michael/skill/charles.md"]
+
+
+def test_a_touch_of_one_nanosecond_is_seen(notes: Vault) -> None:
+    notes.search("origami")
+    path = notes.mind_dir / "skill" / "charlie.md"
+    info = path.stat()
+    path.write_text(path.read_text(encoding="utf-8").replace("origami", "knitting"), encoding="utf-8")
+    os.utime(path, ns=(info.st_atime_ns, info.st_mtime_ns + 1))
+    assert paths_found(notes, "knitting") == ["michael/skill/charlie.md"]
+    assert paths_found(notes, "origami") == []
+
+
+def test_a_digest_for_an_older_version_is_never_recorded(notes: Vault) -> None:
+    notes.search("zeppelins")
+    catalog = catalog_of(notes)
+    current = catalog.meta("last_update")
+    with sqlite3.connect(catalog.path) as db:
+        db.execute("DELETE FROM meta WHERE name = 'fingerprint'")
+    catalog._vouch(walk(notes), "12345.0")  # a version the catalog no longer has
+    assert recorded_digest(notes) is None
+    catalog._vouch(walk(notes), current)
+    assert recorded_digest(notes) == fingerprint(current, walk(notes))
+
+
+def test_a_read_never_waits_for_a_writer_of_the_catalog(notes: Vault) -> None:
+    notes.store("fact", "echo", "Echo talks about lighthouses.")  # no digest for this version yet
+    holder = sqlite3.connect(catalog_of(notes).path, isolation_level=None)
+    holder.execute("BEGIN IMMEDIATE")  # another process writing the catalog
+    try:
+        reader = Vault.open(notes.root, notes.mind)
+        started = time.monotonic()
+        assert [hit.memory.key for hit in reader.search("lighthouses")] == ["echo"]
+        assert time.monotonic() - started < 10  # the catalog's busy timeout is 30 s
+        reader.close()
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()
+    assert recorded_digest(notes) is None  # it could not be recorded, and that is all
+
