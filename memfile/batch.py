@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import marshal
 import os
-import secrets
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -121,7 +120,7 @@ def decode(result: dict[str, Any]) -> StoreResult:
 
 def enqueue(folder: Path, request: dict[str, Any]) -> Ticket:
     """Leave a request in the queue; its name sorts by arrival (oldest first)."""
-    ticket = Ticket(folder, f"{time.time_ns():020d}-{os.getpid()}-{secrets.token_hex(4)}")
+    ticket = Ticket(folder, f"{time.time_ns():020d}-{os.getpid()}-{os.urandom(4).hex()}")
     atomic_write(ticket.file("req"), marshal.dumps(request))
     return ticket
 

@@ -7,6 +7,7 @@ into messages and exit codes in one place (`MemfileGroup.invoke`).
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 import re
@@ -23,6 +24,8 @@ from .model import Memory, StoreResult, format_datetime
 from .vault import Vault
 
 EXAMPLE_VAULT = "sample_vault"
+#: Commands that run until stopped: they keep Python's cyclic garbage collector.
+LONG_RUNNING = {"watch", "mcp"}
 
 
 @dataclass
@@ -101,6 +104,9 @@ def main(ctx: click.Context, vault_path: str | None, mind: str | None, debug: bo
     Example: memfile --vault sample_vault recall
     """
     ctx.obj = State(vault_path, mind, debug)
+    if ctx.invoked_subcommand not in LONG_RUNNING and gc.isenabled():
+        gc.disable()  # a command that ends soon frees by reference counting; collecting cycles only costs it time
+        ctx.call_on_close(gc.enable)  # (for a program that runs commands in its own process, as tests do)
 
 
 @main.command()

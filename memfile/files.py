@@ -5,7 +5,6 @@ from __future__ import annotations
 import errno
 import fcntl
 import os
-import secrets
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -27,7 +26,7 @@ def atomic_write(path: Path, data: bytes, durable: bool = True) -> None:
     fsyncs, for records a power cut may lose (never a memory).
     """
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.parent / f"{TEMP_PREFIX}{path.name}.{secrets.token_hex(6)}"
+    tmp = path.parent / f"{TEMP_PREFIX}{path.name}.{os.urandom(6).hex()}"
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
     try:
         with os.fdopen(fd, "wb") as handle:

@@ -337,18 +337,31 @@ class Index:
         """`search`, and how many memories match in all (not only the `limit` best)."""
         return self._search(text, options, now, pending, count=True)
 
-    def _search(self, text: str, options: SearchOptions, now: datetime,
-                pending: dict[str, Memory | None] | None, count: bool) -> tuple[list[SearchHit], int]:
-        from whoosh import query
+    def warm(self, seconds: float, stop: Callable[[], bool] | None = None) -> bool:
+        """Spend about `seconds` working out the scores of the index's most frequent words
+        (`Warm.warm_some`); True while there is more to do. Nothing when no search opened the index."""
+        if self._ix is None:
+            return False
+        self._current()
+        assert self._warm is not None
+        return self._warm.warm_some(seconds, stop)
 
+    def _current(self) -> None:
+        """A searcher of the index as it is now, with its `Warm` (both new after any change)."""
         ix = self._open()
-        pending = pending or {}
         if self._searcher is not None and not self._searcher.up_to_date():
             self._searcher.close()
             self._searcher = None
         if self._searcher is None:
             self._searcher = ix.searcher(weighting=weighting())
             self._warm = Warm(self._searcher)
+
+    def _search(self, text: str, options: SearchOptions, now: datetime,
+                pending: dict[str, Memory | None] | None, count: bool) -> tuple[list[SearchHit], int]:
+        from whoosh import query
+
+        pending = pending or {}
+        self._current()
         assert self._warm is not None
         parsed = self._warm.parsed(text)
         allow = _filter(options)

@@ -4,7 +4,8 @@ Built on the official `mcp` SDK (the optional extra `memfile[mcp]`). The
 server opens the vault as an agent (`source: agent`: everything it stores is
 unverified, and the library's agent rules apply) and bound to one mind: every
 tool goes through `Vault`, which refuses REFs that leave the mind. A watcher
-keeps the index warm in process, so search and recall skip the stat check.
+keeps the index in line with the files in process, so search and recall skip the
+stat check; between calls the server warms the index (`IdleWarmer`).
 Errors come back as tool errors that say what to do instead; the server
 itself never stops on a bad call.
 """
@@ -14,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import inspect
+import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -31,6 +33,11 @@ Call `store` when you learn a durable fact, preference, decision or mistake wort
 use `supersedes` when the new memory corrects or replaces an older one (do not store contradictions).
 You store as an agent: your memories are unverified until the person verifies them."""
 
+#: Seconds of one warm step between tool calls (a call that comes in stops it sooner).
+WARM_STEP = 0.05
+#: Seconds after the warm work was found done before it is looked for again.
+WARM_AGAIN = 1.0
+
 READ = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False)
 WRITE = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=True, open_world_hint=False)
 DELETE = ToolAnnotations(read_only_hint=False, destructive_hint=True, idempotent_hint=False, open_world_hint=False)
@@ -41,9 +48,46 @@ def _doc(method: Any, when: str) -> str:
     return f"{when}\n\n{inspect.getdoc(method) or ''}"
 
 
+class IdleWarmer:
+    """Warms the vault's index (`Vault.warm`) on the worker thread whenever no tool call waits.
+
+    It starts after each call; a call that comes in meanwhile stops it at its
+    next pause (about 0.4 ms), and the warm work gives the event loop the GIL at
+    every pause, so a call waits well under a millisecond for it.
+    """
+
+    def __init__(self, vault: Vault, worker: ThreadPoolExecutor) -> None:
+        self.vault, self.worker = vault, worker
+        self.waiting = 0  # tool calls received and not answered yet
+        self._task: asyncio.Task[None] | None = None
+        self._done_at = -WARM_AGAIN  # when the last warm work found nothing left to do
+
+    def wake(self) -> None:
+        """After a call: warm while idle, unless the work was found done lately (a change to the
+        index, which makes it start over, is looked for again after `WARM_AGAIN` seconds)."""
+        if (self._task is None or self._task.done()) and time.monotonic() - self._done_at >= WARM_AGAIN:
+            self._task = asyncio.get_running_loop().create_task(self._run())
+
+    def _stop(self) -> bool:
+        time.sleep(0)  # lets the event loop's thread take the GIL if a call came in
+        return self.waiting > 0
+
+    async def _run(self) -> None:
+        loop = asyncio.get_running_loop()
+        while not self.waiting:
+            try:
+                more = await loop.run_in_executor(self.worker, self.vault.warm, WARM_STEP, self._stop)
+            except Exception:  # noqa: BLE001 - warming is an extra; the next search shows any real problem
+                more = False
+            if not more:
+                self._done_at = time.monotonic()
+                return
+
+
 def build_server(vault: Vault, worker: ThreadPoolExecutor) -> MCPServer:
     """The MCP server of one opened vault (one mind); every Vault call runs in `worker`, a single thread."""
     server = MCPServer("memfile", instructions=INSTRUCTIONS)
+    warmer = IdleWarmer(vault, worker)
 
     def run(method: Any, *args: Any, **kwargs: Any) -> Any:
         try:
@@ -54,7 +98,12 @@ def build_server(vault: Vault, worker: ThreadPoolExecutor) -> MCPServer:
             raise ToolError(f"memfile failed unexpectedly: {type(exc).__name__}: {exc}") from None
 
     async def call(method: Any, *args: Any, **kwargs: Any) -> Any:
-        return await asyncio.get_running_loop().run_in_executor(worker, functools.partial(run, method, *args, **kwargs))
+        warmer.waiting += 1
+        try:
+            return await asyncio.get_running_loop().run_in_executor(worker, functools.partial(run, method, *args, **kwargs))
+        finally:
+            warmer.waiting -= 1
+            warmer.wake()
 
     @server.tool(description=_doc(Vault.recall, "Call at the start of a task with the user's request as `query`: "
                                   "the memories to keep in mind (pinned profile, then the best matches), within a budget."),

@@ -8,8 +8,8 @@ through exactly one validation function per kind, here; each raises
 from __future__ import annotations
 
 import json
+import os
 import re
-import secrets
 import time
 from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta, timezone
@@ -336,7 +336,7 @@ def new_id() -> str:
     """`mem_` + 10 time characters (sortable) + 6 random characters."""
     millis = int(time.time() * 1000)
     stamp = "".join(_CROCKFORD[(millis >> shift) & 31] for shift in range(45, -1, -5))
-    return "mem_" + stamp + "".join(secrets.choice(_CROCKFORD) for _ in range(6))
+    return "mem_" + stamp + "".join(_CROCKFORD[byte & 31] for byte in os.urandom(6))  # 256 = 8 x 32: uniform
 
 
 ID_PATTERN = re.compile(r"mem_[0-9a-z]{4,40}")
@@ -358,17 +358,26 @@ _CATEGORIES, _PRIORITIES, _SOURCES, _STATUSES = (e._value2member_map_ for e in (
 
 
 def memory_from_row(row: tuple[Any, ...]) -> Memory:
+    """The Memory of a `memory_to_row` tuple.
+
+    The catalog and the index hold rows of memories already checked, and a
+    recall of a big mind decodes all of them: the fields are set at once
+    rather than one by one through the frozen dataclass's `__init__` (half the
+    time; `tests/test_model.py` checks every field comes back).
+    """
     (id_, mind, category, key, content, path, created, updated, priority, tags, source, verified, confidence,
      expires, extra, has_front_matter, id_derived, status, superseded_by) = row
-    return Memory(
-        id=id_, mind=mind, category=_CATEGORIES[category], key=key, content=content, path=path,  # type: ignore[arg-type]
+    memory = object.__new__(Memory)
+    memory.__dict__.update(
+        id=id_, mind=mind, category=_CATEGORIES[category], key=key, content=content, path=path,
         created_at=datetime.fromisoformat(created), updated_at=datetime.fromisoformat(updated),
-        priority=_PRIORITIES[priority], tags=tuple(tags), source=_SOURCES[source],  # type: ignore[arg-type]
+        priority=_PRIORITIES[priority], tags=tuple(tags), source=_SOURCES[source],
         verified=verified, confidence=confidence, expires_at=datetime.fromisoformat(expires) if expires else None,
+        status=_STATUSES[status] if status else None, superseded_by=superseded_by,
         extra=tuple((k, v) for k, v in json.loads(extra)) if extra else (),
         has_front_matter=has_front_matter, id_derived=id_derived,
-        status=_STATUSES[status] if status else None, superseded_by=superseded_by,  # type: ignore[arg-type]
     )
+    return memory
 
 
 @dataclass(frozen=True)

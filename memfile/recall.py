@@ -216,12 +216,14 @@ def _short(content: str) -> str:
 def _entry(memory: Memory, shortened: bool) -> str:
     """An entry without its `[NNN] ` number (numbers are added once the selection is final)."""
     state = "verified" if memory.verified else "unverified"
-    lines = [f"{memory.category} ({memory.priority.upper()}) [{state}]", f"  {memory.key}"]
+    text = f"{str(memory.category)} ({memory.priority.upper()}) [{state}]\n  {memory.key}"  # str(): no enum lookup
     body = _short(memory.content) if shortened else memory.content
-    lines += [f"  {line.rstrip()}" for line in body.splitlines() if line.strip()]
+    lines = [line.rstrip() for line in body.splitlines() if line and not line.isspace()]  # no blank lines
+    if lines:
+        text += "\n  " + "\n  ".join(lines)
     if memory.tags:
-        lines.append("  Tags: " + ", ".join(memory.tags))
-    return "\n".join(lines)
+        text += "\n  Tags: " + ", ".join(memory.tags)
+    return text
 
 
 def _closing(left_out: int, shortened: int, budget: int | None) -> str:
@@ -308,15 +310,19 @@ def _render(items: list[RecallItem], steps: Callable[[], list[tuple[int, str]]],
     """
     width = max(3, len(str(len(items))))
     modes = [_FULL] * len(items)
-    texts: dict[tuple[str, str], str] = {}  # (path, mode) -> entry
-    pinned_count, pinned_texts = pinned or (0, texts)
+    rendered: dict[str, list[str | None]] = {_FULL: [None] * len(items), _SHORT: [None] * len(items)}
+    pinned_count, pinned_texts = pinned or (0, {})
 
     def entry(i: int, mode: str) -> str:
-        rendered = pinned_texts if i < pinned_count else texts
-        place = (items[i].memory.path, mode)
-        if place not in rendered:
-            rendered[place] = _entry(items[i].memory, mode == _SHORT)
-        return rendered[place]
+        if i < pinned_count:  # kept between recalls, by (path, mode)
+            place = (items[i].memory.path, mode)
+            if place not in pinned_texts:
+                pinned_texts[place] = _entry(items[i].memory, mode == _SHORT)
+            return pinned_texts[place]
+        text = rendered[mode][i]
+        if text is None:
+            text = rendered[mode][i] = _entry(items[i].memory, mode == _SHORT)
+        return text
 
     def cost(i: int, mode: str) -> int:
         """Characters entry i takes in this mode: `[NNN] `, the entry, the blank line before it."""
@@ -368,7 +374,7 @@ def _render(items: list[RecallItem], steps: Callable[[], list[tuple[int, str]]],
 
     kept = [(i, mode) for i, mode in enumerate(modes) if mode != _OUT]
     chosen = tuple(items[i] if mode == _FULL else replace(items[i], shortened=True) for i, mode in kept)
-    entries = [f"[{n:0{width}d}] {entry(i, mode)}" for n, (i, mode) in enumerate(kept, 1)]
+    entries = [f"[{str(n).zfill(width)}] {entry(i, mode)}" for n, (i, mode) in enumerate(kept, 1)]
     closing = _closing(counts[_OUT], counts[_SHORT], budget)
     text = "\n\n".join([header(counts[_OUT]), *entries, *([closing] if closing else [])]) + "\n"
     return RecallReport(

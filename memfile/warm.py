@@ -24,9 +24,10 @@ from __future__ import annotations
 
 import heapq
 import marshal
+import time
 from array import array
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -39,6 +40,12 @@ POSTINGS = 4_000_000
 FILTERS = 64
 #: The most decoded memories, and parsed queries, kept.
 KEPT = 20_000
+#: A walk pauses every STRIDE postings (a pause of `warm_some` lasts about 0.4 ms).
+STRIDE = 256
+#: `warm_some` works out words with at least this many postings (a walk of fewer costs a search little).
+WARM_FROM = 100
+#: The full-text field of plain words (see analysis.schema).
+TEXT_FIELD = "text"
 
 
 class Warm:
@@ -55,6 +62,7 @@ class Warm:
         self._queries: dict[str, Any] = {}
         self._hidden: dict[tuple[bool, bool], tuple[datetime, datetime, set[int]]] = {}
         self._lengths: dict[tuple[str, int], dict[int, int]] = {}  # (field, segment offset) -> docnum -> length
+        self._warming: Iterator[None] | None = None  # `warm_some`'s work, paused
 
     def parsed(self, text: str) -> Any:
         """`parse_query(text)` for this searcher's schema, once per text.
@@ -118,6 +126,13 @@ class Warm:
         if found is not None:
             self._words.move_to_end(key)
             return found
+        walk = self._walk(term)
+        for _ in walk:
+            pass
+        return self._words[key]
+
+    def _walk(self, term: Any) -> Iterator[None]:
+        """Work out one term's scores and keep them, pausing (yielding) every `STRIDE` postings."""
         from whoosh.scoring import bm25
 
         docnums, scores = array("q"), array("d")
@@ -136,19 +151,58 @@ class Warm:
             lengths = self._lengths.setdefault((term.fieldname, offset), {})
             idf, avgfl, b, k1, length_of = scorer.idf, scorer.avgfl, scorer.B, scorer.K1, scorer.dfl
             while matcher.is_active():
-                docnum, weight = matcher.id(), matcher.weight()
-                length = lengths.get(docnum)
-                if length is None:
-                    length = lengths[docnum] = length_of(docnum)
-                docnums.append(docnum + offset)
-                scores.append(bm25(idf, weight, length, avgfl, b, k1))
-                matcher.next()
+                for _ in range(STRIDE):
+                    docnum, weight = matcher.id(), matcher.weight()
+                    length = lengths.get(docnum)
+                    if length is None:
+                        length = lengths[docnum] = length_of(docnum)
+                    docnums.append(docnum + offset)
+                    scores.append(bm25(idf, weight, length, avgfl, b, k1))
+                    matcher.next()
+                    if not matcher.is_active():
+                        break
+                yield
+        key = (term.fieldname, term.text)
+        if key in self._words:  # a search needed it while this walk was paused
+            return
         self._words[key] = (docnums, scores)
         self._held += len(docnums)
         while self._held > self.budget and len(self._words) > 1:
             dropped, _ = self._words.popitem(last=False)[1]
             self._held -= len(dropped)
-        return docnums, scores
+
+    def warm_some(self, seconds: float, stop: Callable[[], bool] | None = None) -> bool:
+        """Work out the scores of the searcher's most frequent words for about `seconds`, ahead of the
+        searches that will need them; True while there is more to do.
+
+        The words are those with at least `WARM_FROM` postings, most frequent first (the ones a
+        search pays most for), up to half the budget. The work pauses every `STRIDE` postings
+        (about 0.4 ms) and stops there once `seconds` have passed or `stop()` is true.
+        """
+        deadline = time.perf_counter() + seconds
+        if self._warming is None:
+            self._warming = self._warm_steps()
+        for _ in self._warming:
+            if time.perf_counter() >= deadline or (stop is not None and stop()):
+                return True
+        return False
+
+    def _warm_steps(self) -> Iterator[None]:
+        from whoosh import query
+
+        counts: dict[bytes, int] = {}
+        for subsearcher, _ in self.searcher.leaf_searchers():
+            for n, (text, info) in enumerate(subsearcher.reader().iter_field(TEXT_FIELD), 1):
+                counts[text] = counts.get(text, 0) + info.doc_frequency()
+                if n % (STRIDE // 4) == 0:  # a word's entry costs a few postings' walk
+                    yield
+        share = self.budget // 2
+        for text, count in sorted(counts.items(), key=lambda item: -item[1]):
+            if count < WARM_FROM or self._held + count > share:
+                return
+            word = text.decode("utf-8")  # as a parsed query holds it (the lexicon gives bytes)
+            if (TEXT_FIELD, word) not in self._words:
+                yield from self._walk(query.Term(TEXT_FIELD, word))
 
     def _allowed(self, allow: Any) -> frozenset[int]:
         return _kept(self._filters, allow, lambda: frozenset(self.searcher.docs_for_query(allow)), FILTERS)

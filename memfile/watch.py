@@ -13,7 +13,6 @@ watchdog is imported only when a watcher starts.
 from __future__ import annotations
 
 import fcntl
-import logging
 import os
 import threading
 import time
@@ -55,7 +54,7 @@ class Watcher:
         self._observer: Any = None
         self._worker: threading.Thread | None = None
         self._lock_fd: int | None = None
-        self._overflow = _OverflowListener(self._need_full_diff)
+        self._overflow = _overflow_listener(self._need_full_diff)
         self._clean_marker = vault.root / STATE_DIR / f"watch-{vault.mind}.clean"
         self._clean = False
 
@@ -80,7 +79,7 @@ class Watcher:
         # The mind folder only: .git/ and .memfile/ are never watched (they would exhaust inotify watches).
         self._observer.schedule(handler, str(self.root / self.mind), recursive=True, event_filter=kinds)
         self._observer.start()
-        logging.getLogger("watchdog").addHandler(self._overflow)
+        _logger("watchdog").addHandler(self._overflow)
         self._worker = threading.Thread(target=self._run, name=f"memfile-watch-{self.mind}", daemon=True)
         self._worker.start()
         self._wake.set()
@@ -92,7 +91,7 @@ class Watcher:
             self._observer.stop()
             self._observer.join(timeout)
             self._observer = None
-        logging.getLogger("watchdog").removeHandler(self._overflow)
+        _logger("watchdog").removeHandler(self._overflow)
         self._stopping.set()
         self._wake.set()
         if self._worker is not None:
@@ -185,10 +184,10 @@ class Watcher:
         try:
             report = vault.sync()
         except MemfileError as exc:
-            logging.getLogger("memfile.watch").warning("autosync: %s", exc)
+            _logger("memfile.watch").warning("autosync: %s", exc)
             return
         if report.came_in or report.went_out:
-            logging.getLogger("memfile.watch").info("autosync: %d commits in, %d out", report.came_in, report.went_out)
+            _logger("memfile.watch").info("autosync: %d commits in, %d out", report.came_in, report.went_out)
 
     def _pending(self) -> bool:
         with self._guard:
@@ -225,7 +224,7 @@ class Watcher:
             report = SyncReport()
             message = str(exc) if isinstance(exc, MemfileError) else f"{type(exc).__name__}: {exc}"
             vault.notices.append(f"watcher: {message}")
-            logging.getLogger("memfile.watch").warning("watcher: %s", message)
+            _logger("memfile.watch").warning("watcher: %s", message)
         self.batches += 1
         if self.on_batch is not None:
             self.on_batch(report, paths if not full else ["(all files)"])
@@ -252,16 +251,23 @@ class Watcher:
             self._clean_marker.unlink(missing_ok=True)
 
 
-class _OverflowListener(logging.Handler):
-    """watchdog only logs a kernel queue overflow; hearing it means some events were lost."""
+def _logger(name: str) -> Any:
+    import logging  # here, so that importing memfile does not import logging
 
-    def __init__(self, callback: Callable[[], None]) -> None:
-        super().__init__(logging.WARNING)
-        self.callback = callback
+    return logging.getLogger(name)
 
-    def emit(self, record: logging.LogRecord) -> None:
-        if "overflow" in record.getMessage().lower():
-            self.callback()
+
+def _overflow_listener(callback: Callable[[], None]) -> Any:
+    """A logging handler for watchdog, which only logs a kernel queue overflow: hearing it means some
+    events were lost."""
+    import logging
+
+    class OverflowListener(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            if "overflow" in record.getMessage().lower():
+                callback()
+
+    return OverflowListener(logging.WARNING)
 
 
 def watch_vault(vault: Vault, **options: Any) -> Watcher:

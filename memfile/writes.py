@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterator
-from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import replace
 from datetime import datetime
@@ -178,6 +177,8 @@ class Writes:
                 atomic_write(path, data)
         relpaths = [relpath for relpath, _ in paths]
         # git commits in its own process while this one updates the index: the two overlap on two cores.
+        from concurrent.futures import ThreadPoolExecutor  # only a write needs a thread
+
         with ThreadPoolExecutor(max_workers=1, thread_name_prefix="memfile-commit") as pool:
             commit = pool.submit(self._git.commit, relpaths, f"{subject}\n\nmind: {self.mind}")
             try:

@@ -336,6 +336,52 @@ def test_concurrent_calls_are_served_one_at_a_time(vault: Vault) -> None:
     assert commit_count(root) == before + 10
 
 
+def test_the_server_warms_its_index_between_calls_and_answers_the_same(vault: Vault) -> None:
+    """In process (the SDK's server object and its worker thread): after a call, the idle server works
+    out its frequent words; a call that comes in meanwhile is served, and nothing changes an answer."""
+    import asyncio
+    from concurrent.futures import ThreadPoolExecutor
+
+    from memfile.mcp_server import build_server
+    from memfile.warm import WARM_FROM
+
+    words = "alpha bravo charlie delta echo foxtrot".split()
+    for n in range(2 * WARM_FROM):  # each word in two thirds of them: frequent enough to be warmed
+        path = vault.mind_dir / "note" / f"n{n:03d}.md"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        body = " ".join(word for i, word in enumerate(words) if i not in (n % 6, (n + 1) % 6))
+        path.write_text(f"{body} note {n}\n", encoding="utf-8")
+    vault.close()
+    served = Vault.open(vault.root, "michael", source="agent")  # used by the worker thread alone, as in `serve`
+    worker = ThreadPoolExecutor(max_workers=1)
+
+    def warmed() -> set[str]:
+        warm = served._index._warm if served._index is not None else None
+        return {word for _, word in warm._words} if warm is not None else set()
+
+    async def scenario() -> tuple[Any, Any, Any, set[str]]:
+        server = build_server(served, worker)
+        first = await server.call_tool("search", {"query": "alpha bravo", "limit": 50})
+        meanwhile = await server.call_tool("search", {"query": "charlie note", "limit": 50})
+        for _ in range(400):  # the warm work runs while this test waits
+            await asyncio.sleep(0.025)
+            if {"alpha", "bravo", "charli", "note"} <= warmed():
+                break
+        seen = warmed()
+        again = await server.call_tool("search", {"query": "alpha bravo", "limit": 50})
+        return first, meanwhile, again, seen
+
+    try:
+        first, meanwhile, again, seen = asyncio.run(scenario())
+    finally:
+        worker.submit(served.close).result()
+        worker.shutdown()
+    assert {"alpha", "bravo", "charli", "note"} <= seen  # stemmed, as the index holds them
+    assert first.structured_content == again.structured_content
+    assert len(first.structured_content["result"]) == 50
+    assert all("charlie" in hit["content"] for hit in meanwhile.structured_content["result"][:10])
+
+
 def test_the_index_follows_hand_edits_while_the_server_runs(vault: Vault) -> None:
     root = vault.root
     vault.close()

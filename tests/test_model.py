@@ -549,3 +549,29 @@ def test_mind_dirs_lists_top_level_folders_but_not_dot_folders_or_files(tmp_path
         (tmp_path / folder).mkdir()
     (tmp_path / "memfile.toml").write_text("")
     assert paths.mind_dirs(tmp_path) == ["bot", "michael"]
+
+
+# --- the catalog's rows -------------------------------------------------------------------------
+
+
+def test_a_memory_comes_back_from_its_row_with_every_field_and_stays_frozen() -> None:
+    import dataclasses
+
+    from memfile.model import Status, memory_from_row, memory_to_row
+
+    when = datetime(2026, 5, 1, 12, 30, 15, 123456, tzinfo=timezone.utc)
+    memory = Memory(
+        id="mem_abc", mind="michael", category=Category.PROJECT, key="k", content="Body\nline two", path="michael/project/k.md",
+        created_at=when, updated_at=when + timedelta(days=1), priority=Priority.HIGH, tags=("a", "b"), source=Source.AGENT,
+        verified=False, confidence=0.7, expires_at=when + timedelta(days=9), status=Status.SUPERSEDED,
+        superseded_by="mem_new", extra=(("owner", "ana"), ("n", 3)), has_front_matter=False, id_derived=True,
+    )
+    back = memory_from_row(memory_to_row(memory))
+    assert back == memory
+    assert set(vars(back)) == {f.name for f in dataclasses.fields(Memory)}
+    assert all(getattr(back, f.name) == getattr(memory, f.name) for f in dataclasses.fields(Memory))
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        back.key = "other"  # type: ignore[misc]
+    plain = Memory(id="mem_x", mind="m", category=Category.NOTE, key="x", content="", path="m/note/x.md",
+                   created_at=when, updated_at=when)
+    assert memory_from_row(memory_to_row(plain)) == plain

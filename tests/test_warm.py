@@ -11,7 +11,7 @@ from memfile import Vault
 from memfile.analysis import snippet
 from memfile.query import parse_query
 from memfile.text import matching, tokens
-from memfile.warm import Warm, plain_terms
+from memfile.warm import WARM_FROM, Warm, plain_terms
 
 WORDS = ("alpha bravo charlie delta echo foxtrot golf hotel india juliet kilo lima mike november oscar papa "
          "deploy deploying database servers cache queue").split()
@@ -75,10 +75,11 @@ def test_warm_scores_equal_whoosh_over_several_segments_with_deletions(words_vau
         compare_random_queries(words_vault, seed=round_)
 
 
-def compare_random_queries(vault: Vault, seed: int) -> None:
+def compare_random_queries(vault: Vault, seed: int, warm: Warm | None = None) -> None:
     from whoosh import query
 
-    searcher, warm = whoosh_and_warm(vault)
+    searcher, fresh = whoosh_and_warm(vault)
+    warm = warm or fresh
     r = random.Random(seed)
     filters = [None, query.Term("category", "project"), query.Term("tags", "red"),
                query.And([query.Term("tags", "red"), query.Term("category", "fact")])]
@@ -153,6 +154,75 @@ def test_a_long_lived_vault_never_answers_from_stale_word_scores(words_vault: Va
     (words_vault.root / "michael" / "fact" / "m000.md").unlink()
     assert [h.memory.key for h in words_vault.search("zebra")] == ["stripes"]
     assert "zebra (1 matched;" in words_vault.recall(query="zebra")
+
+
+def frequent_words(searcher: object) -> set[str]:
+    reader = searcher.reader()  # type: ignore[attr-defined]
+    return {text.decode() for text, info in reader.iter_field("text") if info.doc_frequency() >= WARM_FROM}
+
+
+def warm_up(warm: Warm) -> int:
+    """Warm pause by pause (a zero time budget stops at the first pause); how many pauses it took."""
+    pauses = 0
+    while warm.warm_some(0.0):
+        pauses += 1
+    return pauses
+
+
+def test_warming_works_out_every_frequent_word_and_answers_stay_exact(words_vault: Vault) -> None:
+    searcher, warm = whoosh_and_warm(words_vault)
+    assert len(frequent_words(searcher)) > 10
+    assert warm_up(warm) >= len(frequent_words(searcher))
+    assert {word for field, word in warm._words} == frequent_words(searcher)
+    assert warm._held == sum(len(docnums) for docnums, _ in warm._words.values())
+    assert not warm.warm_some(10.0)  # nothing left
+    compare_random_queries(words_vault, seed=3, warm=warm)
+
+
+def test_a_search_while_a_words_walk_is_paused_is_exact_and_the_word_is_kept_once(words_vault: Vault) -> None:
+    searcher, warm = whoosh_and_warm(words_vault)
+    assert warm.warm_some(0.0)  # paused at the end of its first word's walk, before keeping it
+    for word in WORDS:  # every word, so the paused one is asked for before its walk ends
+        parsed = parse_query(word, searcher.schema)
+        top = warm.top(parsed, None, set(), 10)
+        assert top is not None
+        assert_same([(h.score, h.docnum) for h in searcher.search(parsed, limit=10, optimize=False)], top[0])
+    warm_up(warm)
+    assert warm._held == sum(len(docnums) for docnums, _ in warm._words.values())
+    compare_random_queries(words_vault, seed=4, warm=warm)
+
+
+def test_warming_stops_at_the_first_pause_when_asked_to(words_vault: Vault) -> None:
+    searcher, warm = whoosh_and_warm(words_vault)
+    asked = []
+    assert warm.warm_some(60.0, stop=lambda: asked.append(1) or True)
+    assert asked == [1]
+    assert warm._words == {}  # the first word's walk is paused, not kept yet
+
+
+def test_warming_keeps_to_half_the_budget(words_vault: Vault) -> None:
+    searcher, _ = whoosh_and_warm(words_vault)
+    warm = Warm(searcher, budget=1000)
+    warm_up(warm)
+    assert 0 < warm._held <= 500
+    parsed = parse_query("alpha bravo zulu", searcher.schema)
+    top = warm.top(parsed, None, set(), 10)
+    assert top is not None
+    assert_same([(h.score, h.docnum) for h in searcher.search(parsed, limit=10, optimize=False)], top[0])
+
+
+def test_vault_warm_starts_over_after_a_change_and_never_changes_an_answer(words_vault: Vault) -> None:
+    fresh = Vault.open(words_vault.root, words_vault.mind)
+    assert fresh.warm(10.0) is False  # no search opened the index: nothing to warm
+    before = [(h.memory.key, h.score) for h in fresh.search("alpha bravo", limit=30)]
+    assert fresh.warm(0.0) is True
+    while fresh.warm(10.0):
+        pass
+    assert [(h.memory.key, h.score) for h in fresh.search("alpha bravo", limit=30)] == before
+    fresh.store("note", "news", "zulu alpha news")
+    assert [h.memory.key for h in fresh.search("zulu")] == ["news"]
+    assert fresh.warm(0.0) is True  # a new searcher: the work starts over
+    fresh.close()
 
 
 def test_hits_decoded_once_are_the_current_versions(words_vault: Vault) -> None:
