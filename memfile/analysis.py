@@ -103,7 +103,27 @@ class Marks(highlight.Formatter):
         return "**" + highlight.get_text(text, token, replace) + "**"
 
 
-_FRAGMENTER = highlight.PinpointFragmenter(maxchars=160, surround=40, autotrim=True)
+class Passages(highlight.PinpointFragmenter):
+    """Whoosh's PinpointFragmenter, trimming only a word a passage cuts in two.
+
+    Whoosh trims to the first and last space of every passage, and so drops a
+    whole word at the start or end of the text ("We **deploy** on Monday"
+    became "**deploy** on").
+    """
+
+    @staticmethod
+    def _autotrim(fragment: highlight.Fragment) -> None:
+        text, start, end = fragment.text, fragment.startchar, fragment.endchar
+        if start > 0 and not text[start - 1].isspace() and (space := text.find(" ", start, end)) > 0:
+            start = space + 1
+        if end < len(text) and not text[end].isspace() and (space := text.rfind(" ", start, end)) > 0:
+            end = space
+        if fragment.matches:
+            start, end = min(start, fragment.matches[0].startchar), max(end, fragment.matches[-1].endchar)
+        fragment.startchar, fragment.endchar = start, end
+
+
+_FRAGMENTER = Passages(maxchars=160, surround=40, autotrim=True)
 _SCORER = highlight.BasicFragmentScorer()
 
 

@@ -214,6 +214,37 @@ def raise_error(result: dict[str, Any]) -> NoReturn:
     raise exc
 
 
+def leftovers(folder: Path) -> list[tuple[str, str]]:
+    """(file name, what it is) of every queue file that no running process will ever take:
+    requests and claims of killed processes, results nobody came for within `STALE_RESULT`,
+    and anything else in the folder (a temp file of a write that was cut off).
+    The next store clears them too; `doctor --fix` clears them now (`sweep`)."""
+    try:
+        names = sorted(os.listdir(folder))
+    except FileNotFoundError:
+        return []
+    found = []
+    now = time.time()
+    for name in names:
+        stem, _, state = name.rpartition(".")
+        if state in ("req", "claimed") and not _alive(stem):
+            found.append((name, "a store asked by a process that was killed before it heard back; never made"))
+        elif state == "done" and _older(folder / name, now - STALE_RESULT):
+            found.append((name, "the result of a store whose process was killed before it read it"))
+        elif state not in ("req", "claimed", "done"):
+            found.append((name, "not a queue file (a write that was cut off)"))
+    return found
+
+
+def sweep(folder: Path) -> list[str]:
+    """Remove the `leftovers`, for a caller holding the writer lock; the names removed."""
+    removed = []
+    for name, _ in leftovers(folder):
+        (folder / name).unlink(missing_ok=True)
+        removed.append(name)
+    return removed
+
+
 def _alive(name: str) -> bool:
     """Whether the process that queued the request `name` (`TIME-PID-RANDOM`) still runs."""
     try:
@@ -226,8 +257,12 @@ def _alive(name: str) -> bool:
 
 
 def _remove_if_older(path: Path, moment: float) -> None:
+    if _older(path, moment):
+        path.unlink(missing_ok=True)
+
+
+def _older(path: Path, moment: float) -> bool:
     try:
-        if path.stat().st_mtime < moment:
-            path.unlink()
+        return path.stat().st_mtime < moment
     except FileNotFoundError:
-        pass
+        return False

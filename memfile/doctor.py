@@ -2,8 +2,9 @@
 
 Problems make `memfile doctor` exit 5; `--fix` applies only repairs that
 cannot lose anything (rebuild the index, commit hand edits, remove memfile's
-own leftover temp files, clear a git lock no process holds, move a file to
-the path its front-matter names with `git mv`) and reports each one.
+own leftover temp files and the store-queue files no process will take,
+clear a git lock no process holds, move a file to the path its front-matter
+names with `git mv`) and reports each one.
 """
 
 from __future__ import annotations
@@ -16,6 +17,8 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
+from . import batch
+from .config import STATE_DIR
 from .errors import GitError, MemfileError
 from .files import TEMP_PREFIX
 from .gitstore import GitStore
@@ -142,6 +145,13 @@ class Doctor:
         for lock in self._stale_git_locks():
             add(Finding("stale_lock", f"{lock} is left over from a git command that died (git refuses to write "
                                       "while it is there)", lock))
+        queue = self._queue_folder()
+        for name, what in batch.leftovers(queue):
+            relpath = (queue / name).relative_to(self.root).as_posix()
+            add(Finding("queue_leftover", f"{relpath}: {what}", relpath))
+
+    def _queue_folder(self) -> Path:
+        return self.root / STATE_DIR / "queue" / self.mind
 
     def _stale_git_locks(self) -> list[str]:
         """Git's lock files (`index.lock`, `HEAD.lock`, `refs/heads/main.lock`, ...) older than STALE_AFTER_S:
@@ -168,6 +178,9 @@ class Doctor:
         for lock in self._stale_git_locks():
             (self.root / lock).unlink(missing_ok=True)
             report.fixed.append(f"removed {lock} left over from a git command that died")
+        with self._writing():  # the queue is cleared by lock holders only
+            for name in batch.sweep(self._queue_folder()):
+                report.fixed.append(f"removed {STATE_DIR}/queue/{self.mind}/{name}, left over in the store queue")
         try:
             sha = self.commit_hand_edits()
         except MemfileError as exc:

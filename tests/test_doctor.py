@@ -97,3 +97,36 @@ def test_a_staged_removal_is_committed_as_a_hand_edit(vault: Vault) -> None:
     assert sha and git(vault.root, "show", "--name-status", "--format=", sha).split() == ["D", "michael/fact/office.md"]
     assert git(vault.root, "status", "--porcelain").strip() == ""
     assert "uncommitted" not in kinds(vault)
+
+
+def test_store_queue_leftovers_of_killed_processes_are_found_and_fixed(vault: Vault) -> None:
+    """A store queued by a process that was killed before it heard back is never made (batch.py); its
+    files, an unread result an hour old and a cut-off temp file are shown, and --fix removes them.
+    A live process's request is left alone."""
+    import subprocess
+    import sys
+
+    vault.store("fact", "office", "Berlin")
+    queue = vault.root / ".memfile" / "queue" / "michael"
+    queue.mkdir(parents=True, exist_ok=True)
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    dead_pid = int(dead.stdout)
+    names = {
+        f"{time.time_ns():020d}-{dead_pid}-aaaa.req": b"x",
+        f"{time.time_ns():020d}-{dead_pid}-bbbb.claimed": b"x",
+        f"{time.time_ns():020d}-{os.getpid()}-cccc.done": b"x",
+        ".memfile-tmp-x.req.1234": b"half",
+    }
+    for name, data in names.items():
+        (queue / name).write_bytes(data)
+    old = time.time() - 7200
+    os.utime(queue / next(n for n in names if n.endswith(".done")), (old, old))
+    live = queue / f"{time.time_ns():020d}-{os.getpid()}-dddd.req"  # this process waits for it
+    live.write_bytes(b"x")
+    found = {f.path for f in vault.doctor().problems if f.kind == "queue_leftover"}
+    assert found == {f".memfile/queue/michael/{name}" for name in names}
+    assert "never made" in fails(in_vault(vault.root, "doctor"), 5).stdout
+    report = vault.doctor(fix=True)
+    assert sum("left over in the store queue" in line for line in report.fixed) == 4
+    assert sorted(p.name for p in queue.iterdir()) == [live.name]
+    assert "queue_leftover" not in kinds(vault)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+import re
 from pathlib import Path
 
 import pytest
@@ -245,6 +246,16 @@ def test_snippet_shows_two_passages_around_far_apart_matches() -> None:
 def test_snippet_marks_stemmed_forms_and_is_empty_without_a_match() -> None:
     assert "**Deploying**" in snippet("Deploying servers on Monday", frozenset({"deploi"}))
     assert snippet("nothing to see", frozenset({"deploi"})) == ""
+
+
+def test_snippet_keeps_the_texts_first_and_last_words_and_cuts_no_word_in_two() -> None:
+    assert snippet("We deploy on Monday", frozenset({"deploi"})) == "We **deploy** on Monday"
+    r = random.Random(2)
+    for _ in range(300):
+        text = " ".join(r.choice(WORDS + ["a", "of", "supercalifragilistic"]) for _ in range(r.randint(1, 80)))
+        shown = snippet(text, frozenset({"deploi", "cach"}))
+        for passage in filter(None, shown.replace("**", "").split(" … ")):  # whole words of the text
+            assert re.search(rf"(?:^| ){re.escape(passage)}(?= |$)", text), (passage, text)
 
 
 def test_snippet_joins_overlapping_bigrams_into_one_mark() -> None:
