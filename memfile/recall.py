@@ -183,19 +183,15 @@ def score(matches: list[Match], now: datetime, half_life_days: float) -> list[Sc
     confidence; verified = 1 or 0.
     """
     best = max((m.text_score for m in matches), default=0.0) or 1.0
+    names, weights = tuple(WEIGHTS), tuple(WEIGHTS.values())
     ranked = []
-    for match in matches:
-        memory, text_score = match.memory, match.text_score
+    for match in matches:  # a recall ranks a hundred or more: plain tuples, no dict per match
+        memory = match.memory
         age_days = max(0.0, (now - memory.updated_at).total_seconds() / 86400)
-        parts = {
-            "relevance": text_score / best,
-            "priority": PRIORITY_VALUE[memory.priority],
-            "recency": math.pow(0.5, age_days / half_life_days),
-            "confidence": memory.confidence,
-            "verified": 1.0 if memory.verified else 0.0,
-        }
-        total = sum(WEIGHTS[name] * value for name, value in parts.items())
-        ranked.append(Scored(memory, round(total, 6), tuple((k, round(v, 6)) for k, v in parts.items()),
+        values = (match.text_score / best, PRIORITY_VALUE[memory.priority], math.pow(0.5, age_days / half_life_days),
+                  memory.confidence, 1.0 if memory.verified else 0.0)  # in the order of WEIGHTS
+        total = sum(weight * value for weight, value in zip(weights, values))
+        ranked.append(Scored(memory, round(total, 6), tuple(zip(names, (round(v, 6) for v in values))),
                              match.via.ref if match.via else None))
     return sorted(ranked, key=lambda s: (-s.score, s.memory.ref, s.memory.path))
 
@@ -324,9 +320,14 @@ def _render(items: list[RecallItem], steps: Callable[[], list[tuple[int, str]]],
             text = rendered[mode][i] = _entry(items[i].memory, mode == _SHORT)
         return text
 
+    costs: dict[str, list[int]] = {_FULL: [-1] * len(items), _SHORT: [-1] * len(items), _OUT: [0] * len(items)}
+
     def cost(i: int, mode: str) -> int:
         """Characters entry i takes in this mode: `[NNN] `, the entry, the blank line before it."""
-        return 0 if mode == _OUT else width + 3 + len(entry(i, mode)) + 2
+        found = costs[mode][i]
+        if found < 0:
+            found = costs[mode][i] = width + 3 + len(entry(i, mode)) + 2
+        return found
 
     body = sum(cost(i, _FULL) for i in range(len(items)))
     counts = {_FULL: len(items), _SHORT: 0, _OUT: 0}
