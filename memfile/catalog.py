@@ -14,7 +14,6 @@ here instead of parsing every file, and never load Whoosh.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import marshal
 import sqlite3
@@ -24,6 +23,11 @@ from pathlib import Path
 from typing import Any
 
 from .model import Memory, ParseIssue, memory_from_row
+
+try:  # hashlib's own blake2b: importing hashlib loads OpenSSL too, 7 ms of every command
+    from _blake2 import blake2b
+except ImportError:  # not CPython
+    from hashlib import blake2b
 
 Stat = tuple[int, int, int]  # size, mtime_ns, inode
 #: Seconds a catalog write waits for another one (they take milliseconds).
@@ -176,7 +180,7 @@ def fingerprint(version: str, disk: dict[str, Stat]) -> bytes:
     unchanged folder lists in the same order, so an unchanged mind gives the
     same digest; anything else only costs the full diff.
     """
-    digest = hashlib.blake2b(version.encode(), digest_size=20)
+    digest = blake2b(version.encode(), digest_size=20)
     digest.update("\0".join(disk).encode("utf-8", "surrogateescape"))
     digest.update(hash(tuple(disk.values())).to_bytes(8, "little", signed=True))
     return digest.digest()
