@@ -18,6 +18,7 @@ import json
 import marshal
 import sqlite3
 import time
+from array import array
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -114,19 +115,45 @@ class Catalog:
         the catalog, and only while `version` is still the catalog's (a newer one
         makes the digest void anyway).
         """
-        if version is None:
-            return
+        if version is not None:
+            self._write_if_free("INSERT OR REPLACE INTO meta SELECT 'fingerprint', ? "
+                                "WHERE (SELECT value FROM meta WHERE name = 'last_update') = ?",
+                                (fingerprint(version, disk), version))
+
+    def _write_if_free(self, sql: str, parameters: tuple[Any, ...]) -> None:
+        """Run one write for a read, unless another process is writing the catalog: a read never waits."""
         db = self._connection()
         try:
             db.execute("PRAGMA busy_timeout = 0")
             with db:
-                db.execute("INSERT OR REPLACE INTO meta SELECT 'fingerprint', ? "
-                           "WHERE (SELECT value FROM meta WHERE name = 'last_update') = ?",
-                           (fingerprint(version, disk), version))
+                db.execute(sql, parameters)
         except sqlite3.Error:
             pass  # busy, or a vault this process may only read
         finally:
             db.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT * 1000}")
+
+    # --- the superseded and expired documents of a version of the full-text index -------
+
+    def mask(self, generation: int, key: tuple[bool, bool], now: float) -> tuple[float, float, set[int]] | None:
+        """(since, until, document numbers) another process found hidden in `generation` of the
+        full-text index, if that holds at `now` (a timestamp); else None."""
+        try:
+            found = marshal.loads(self.meta("masks") or marshal.dumps({})).get((generation, *key))
+            if found is None or not found[0] <= now < found[1]:
+                return None
+            return found[0], found[1], set(array("q", found[2]))
+        except (EOFError, ValueError, TypeError, AttributeError, IndexError):
+            return None  # not what remember_mask writes: found again, and written anew
+
+    def remember_mask(self, generation: int, key: tuple[bool, bool], since: float, until: float, docs: set[int]) -> None:
+        """Keep a mask for the next one-shot processes (only the latest generation's; a read's write, see
+        `_write_if_free`). A document number means the same document in one generation, in any process."""
+        try:
+            masks = {k: v for k, v in marshal.loads(self.meta("masks") or marshal.dumps({})).items() if k[0] == generation}
+        except (EOFError, ValueError, TypeError, AttributeError, IndexError):
+            masks = {}
+        masks[(generation, *key)] = (since, until, array("q", sorted(docs)).tobytes())
+        self._write_if_free("INSERT OR REPLACE INTO meta VALUES ('masks', ?)", (marshal.dumps(masks),))
 
     def write(self, rows: list[Row], removed: list[str], recorded: dict[str, Stat], segments: dict[str, int],
               walk: dict[str, Stat] | None) -> str:
@@ -150,7 +177,7 @@ class Catalog:
         """A new full-text index knows no file yet: nothing is recorded."""
         with self._connection() as db:
             db.execute("DELETE FROM files")
-            db.execute("DELETE FROM meta WHERE name IN ('state', 'segments', 'fingerprint')")
+            db.execute("DELETE FROM meta WHERE name IN ('state', 'segments', 'fingerprint', 'masks')")
             db.execute("INSERT OR REPLACE INTO meta VALUES ('last_update', ?)", (str(time.time()),))
 
     # --- memories -------------------------------------------------------------

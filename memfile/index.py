@@ -30,7 +30,7 @@ import threading
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
@@ -354,7 +354,8 @@ class Index:
             self._searcher = None
         if self._searcher is None:
             self._searcher = ix.searcher(weighting=weighting())
-            self._warm = Warm(self._searcher)
+            generation = self._searcher.reader().generation()
+            self._warm = Warm(self._searcher, masks=Masks(self.catalog, generation) if generation is not None else None)
 
     def _search(self, text: str, options: SearchOptions, now: datetime,
                 pending: dict[str, Memory | None] | None, count: bool) -> tuple[list[SearchHit], int]:
@@ -420,6 +421,25 @@ def _bulk_options(count: int) -> dict[str, Any]:
 def _segment_files(folder: Path) -> list[Path]:
     """The files of the index's segments (never changed once written), not its TOC or lock."""
     return [p for p in folder.glob(f"{INDEX_NAME}_*") if not p.name.endswith("_WRITELOCK")]
+
+
+@dataclass(frozen=True)
+class Masks:
+    """The masks (superseded and expired documents) the catalog keeps for one generation of the
+    full-text index, as `Warm.masks`: a one-shot search takes one instead of finding it again."""
+
+    catalog: Catalog
+    generation: int
+
+    def get(self, key: tuple[bool, bool], now: datetime) -> tuple[datetime, datetime, set[int]] | None:
+        found = self.catalog.mask(self.generation, key, now.timestamp())
+        if found is None:
+            return None
+        since, until, docs = found
+        return datetime.fromtimestamp(since, timezone.utc), datetime.fromtimestamp(until, timezone.utc), docs
+
+    def put(self, key: tuple[bool, bool], since: datetime, until: datetime, docs: set[int]) -> None:
+        self.catalog.remember_mask(self.generation, key, since.timestamp(), until.timestamp(), docs)
 
 
 def _filter(options: SearchOptions) -> Any:

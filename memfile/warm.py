@@ -51,9 +51,12 @@ TEXT_FIELD = "text"
 class Warm:
     """Cached word scores, decoded hits and parsed queries of one Whoosh searcher."""
 
-    def __init__(self, searcher: Any, budget: int = POSTINGS) -> None:
+    def __init__(self, searcher: Any, budget: int = POSTINGS, masks: Any = None) -> None:
         self.searcher = searcher
         self.budget = budget
+        # Where other processes' masks of this searcher's generation are kept: get(key, now) -> (since,
+        # until, docs) or None, and put(key, since, until, docs) (the index's catalog; None: nowhere)
+        self.masks = masks
         self._words: OrderedDict[tuple[str, Any], tuple[array, array]] = OrderedDict()
         self._held = 0
         self._asked = 0  # queries this searcher was asked
@@ -75,12 +78,18 @@ class Warm:
     def hidden(self, include_superseded: bool, include_expired: bool, now: datetime) -> set[int]:
         """The documents a search leaves out at `now` (superseded, expired), found once until the
         next memory expires: finding them costs a pass over Whoosh's numeric terms, which every
-        query would otherwise pay (a mask given as a set of numbers costs nothing)."""
+        query would otherwise pay (a mask given as a set of numbers costs nothing). With `masks`, a
+        one-shot process takes the set another process found for the same version of the index."""
         key = (include_superseded, include_expired)
         found = self._hidden.get(key)
         if found is None or not found[0] <= now < found[1]:
-            docs, until = hidden_docs(self.searcher, include_superseded, include_expired, now)
-            found = self._hidden[key] = (now, until, docs)
+            found = self.masks.get(key, now) if self.masks is not None else None
+            if found is None:
+                docs, until = hidden_docs(self.searcher, include_superseded, include_expired, now)
+                found = (now, until, docs)
+                if self.masks is not None:
+                    self.masks.put(key, *found)
+            self._hidden[key] = found
         return found[2]
 
     def memory(self, docnum: int) -> Memory:

@@ -126,3 +126,70 @@ def test_a_read_never_waits_for_a_writer_of_the_catalog(notes: Vault) -> None:
         holder.close()
     assert recorded_digest(notes) is None  # it could not be recorded, and that is all
 
+
+
+# --- masks: the superseded and expired documents of one generation of the full-text index -----------
+
+
+def generation_of(vault: Vault) -> int:
+    assert vault._index is not None and vault._index._searcher is not None
+    return vault._index._searcher.reader().generation()
+
+
+def test_a_search_keeps_its_mask_for_the_next_process_which_takes_it(notes: Vault, monkeypatch: pytest.MonkeyPatch) -> None:
+    from memfile import warm
+
+    notes.store("fact", "old", "The zeppelin hangar was in Friedrichshafen.")
+    notes.store("fact", "new", "The zeppelin hangar is now a museum.", supersedes="fact/old")
+    first = [hit.memory.key for hit in notes.search("hangar")]
+    assert first == ["new"]
+    catalog = catalog_of(notes)
+    generation = generation_of(notes)
+    kept = catalog.mask(generation, (False, False), time.time())
+    assert kept is not None and len(kept[2]) == 1  # fact/old, superseded
+    monkeypatch.setattr(warm, "hidden_docs", lambda *args: pytest.fail("the kept mask should have been taken"))
+    other = Vault.open(notes.root, notes.mind)
+    assert [hit.memory.key for hit in other.search("hangar")] == first
+    other.close()
+
+
+def test_a_mask_of_another_generation_is_never_taken(notes: Vault) -> None:
+    notes.search("zeppelins")
+    before = generation_of(notes)
+    notes.store("fact", "alpha2", "More zeppelins here.", supersedes="fact/alpha")
+    other = Vault.open(notes.root, notes.mind)
+    assert [hit.memory.key for hit in other.search("zeppelins")] == ["alpha2"]  # alpha is superseded now
+    assert generation_of(other) != before
+    other.close()
+
+
+def test_a_kept_mask_holds_until_the_next_memory_expires(notes: Vault) -> None:
+    from datetime import datetime, timedelta, timezone
+
+    from memfile.index import SearchOptions
+
+    soon = datetime.now(timezone.utc).replace(microsecond=0) + timedelta(seconds=30)
+    notes.store("note", "ticket", "The zeppelin ticket is valid today.", expires=soon.isoformat())
+    index = notes._index
+    assert index is not None
+    now = datetime.now(timezone.utc)
+    assert [h.memory.key for h in index.search("ticket", SearchOptions(), now)] == ["ticket"]
+    kept = catalog_of(notes).mask(generation_of(notes), (False, False), now.timestamp())
+    assert kept is not None and kept[1] == soon.timestamp()
+    later = soon + timedelta(seconds=1)
+    assert catalog_of(notes).mask(generation_of(notes), (False, False), later.timestamp()) is None
+    fresh = Vault.open(notes.root, notes.mind)
+    fresh.refresh()
+    assert fresh._index is not None
+    assert fresh._index.search("ticket", SearchOptions(), later) == []  # expired by then: found again
+    fresh.close()
+
+
+def test_a_damaged_mask_row_is_ignored_and_written_anew(notes: Vault) -> None:
+    notes.search("zeppelins")
+    with sqlite3.connect(catalog_of(notes).path) as db:
+        db.execute("INSERT OR REPLACE INTO meta VALUES ('masks', ?)", (b"\x00garbage",))
+    other = Vault.open(notes.root, notes.mind)
+    assert [hit.memory.key for hit in other.search("zeppelins")] == ["alpha"]
+    assert catalog_of(notes).mask(generation_of(other), (False, False), time.time()) is not None
+    other.close()
