@@ -134,9 +134,9 @@ class Catalog:
 
     # --- the superseded and expired documents of a version of the full-text index -------
 
-    def mask(self, generation: int, key: tuple[bool, bool], now: float) -> tuple[float, float, set[int]] | None:
+    def mask(self, generation: str, key: tuple[bool, bool], now: float) -> tuple[float, float, set[int]] | None:
         """(since, until, document numbers) another process found hidden in `generation` of the
-        full-text index, if that holds at `now` (a timestamp); else None."""
+        full-text index (see index.Masks), if that holds at `now` (a timestamp); else None."""
         try:
             found = marshal.loads(self.meta("masks") or marshal.dumps({})).get((generation, *key))
             if found is None or not found[0] <= now < found[1]:
@@ -145,7 +145,7 @@ class Catalog:
         except (EOFError, ValueError, TypeError, AttributeError, IndexError):
             return None  # not what remember_mask writes: found again, and written anew
 
-    def remember_mask(self, generation: int, key: tuple[bool, bool], since: float, until: float, docs: set[int]) -> None:
+    def remember_mask(self, generation: str, key: tuple[bool, bool], since: float, until: float, docs: set[int]) -> None:
         """Keep a mask for the next one-shot processes (only the latest generation's; a read's write, see
         `_write_if_free`). A document number means the same document in one generation, in any process."""
         try:

@@ -87,16 +87,16 @@ def _list_folder(entries: Iterator[os.DirEntry[str]], relative: str, stat: bool,
         name = entry.name
         if name[0] == ".":
             continue
-        if name[-3:] == ".md" and not entry.is_dir(follow_symlinks=False):
-            if not name.isascii() and not is_utf8_name(name):
-                continue
-            try:
+        try:  # an entry removed meanwhile is skipped; the rest of its folder is still listed
+            if name[-3:] == ".md" and not entry.is_dir(follow_symlinks=False):
+                if not name.isascii() and not is_utf8_name(name):
+                    continue
                 info = entry.stat() if stat else None
-            except OSError:
-                continue
-            found[relative + name] = (info.st_size, info.st_mtime_ns, info.st_ino) if info else None
-        elif entry.is_dir(follow_symlinks=False) and not is_ignored_name(name):
-            pending.append(entry.path)
+                found[relative + name] = (info.st_size, info.st_mtime_ns, info.st_ino) if info else None
+            elif entry.is_dir(follow_symlinks=False) and not is_ignored_name(name):
+                pending.append(entry.path)
+        except OSError:
+            continue
 
 
 @contextmanager

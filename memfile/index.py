@@ -156,8 +156,12 @@ class Index:
         recorded = self.catalog.meta("segments")
         sizes = json.loads(recorded) if recorded else {}
         for path in _segment_files(self.folder):
-            if path.name in sizes and path.stat().st_size != sizes[path.name]:
-                raise ValueError(f"segment {path.name} was {sizes[path.name]} bytes and is now {path.stat().st_size}")
+            try:
+                size = path.stat().st_size
+            except FileNotFoundError:  # merged away by another process's commit just now: not damage
+                continue
+            if path.name in sizes and size != sizes[path.name]:
+                raise ValueError(f"segment {path.name} was {sizes[path.name]} bytes and is now {size}")
 
     def _record_segments(self) -> dict[str, int]:
         return {path.name: path.stat().st_size for path in _segment_files(self.folder)}
@@ -354,8 +358,7 @@ class Index:
             self._searcher = None
         if self._searcher is None:
             self._searcher = ix.searcher(weighting=weighting())
-            generation = self._searcher.reader().generation()
-            self._warm = Warm(self._searcher, masks=Masks(self.catalog, generation) if generation is not None else None)
+            self._warm = Warm(self._searcher, masks=Masks(self.catalog, _generation(self._searcher)))
 
     def _search(self, text: str, options: SearchOptions, now: datetime,
                 pending: dict[str, Memory | None] | None, count: bool) -> tuple[list[SearchHit], int]:
@@ -429,7 +432,7 @@ class Masks:
     full-text index, as `Warm.masks`: a one-shot search takes one instead of finding it again."""
 
     catalog: Catalog
-    generation: int
+    generation: str  # see _generation
 
     def get(self, key: tuple[bool, bool], now: datetime) -> tuple[datetime, datetime, set[int]] | None:
         found = self.catalog.mask(self.generation, key, now.timestamp())
@@ -440,6 +443,15 @@ class Masks:
 
     def put(self, key: tuple[bool, bool], since: datetime, until: datetime, docs: set[int]) -> None:
         self.catalog.remember_mask(self.generation, key, since.timestamp(), until.timestamp(), docs)
+
+
+def _generation(searcher: Any) -> str:
+    """What tells one state of the full-text index from any other: Whoosh's generation number, which
+    starts again at 0 when the index is rebuilt (while a process still reading the old one may keep
+    its mask in the new catalog), and its segments in order: random ids, and how many deletions."""
+    segments = [reader.segment() for reader, _ in searcher.reader().leaf_readers()]
+    return f"{searcher.reader().generation()}:" + ",".join(
+        f"{segment.segment_id()}-{segment.deleted_count()}" for segment in segments if segment is not None)
 
 
 def _filter(options: SearchOptions) -> Any:

@@ -131,9 +131,10 @@ def test_a_read_never_waits_for_a_writer_of_the_catalog(notes: Vault) -> None:
 # --- masks: the superseded and expired documents of one generation of the full-text index -----------
 
 
-def generation_of(vault: Vault) -> int:
-    assert vault._index is not None and vault._index._searcher is not None
-    return vault._index._searcher.reader().generation()
+def generation_of(vault: Vault) -> str:
+    index = vault._index
+    assert index is not None and index._warm is not None and index._warm.masks is not None
+    return index._warm.masks.generation
 
 
 def test_a_search_keeps_its_mask_for_the_next_process_which_takes_it(notes: Vault, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -192,4 +193,44 @@ def test_a_damaged_mask_row_is_ignored_and_written_anew(notes: Vault) -> None:
     other = Vault.open(notes.root, notes.mind)
     assert [hit.memory.key for hit in other.search("zeppelins")] == ["alpha"]
     assert catalog_of(notes).mask(generation_of(other), (False, False), time.time()) is not None
+    other.close()
+
+
+def test_a_mask_kept_before_the_index_was_rebuilt_is_never_taken(notes: Vault) -> None:
+    """Whoosh numbers generations from 0 again in a rebuilt index; a process still reading the old one
+    may write its mask into the new catalog. The segments' random ids tell the two apart."""
+    notes.store("fact", "old", "The hangar was in Friedrichshafen.")
+    notes.store("fact", "new", "The hangar is now a museum.", supersedes="fact/old")
+    assert [hit.memory.key for hit in notes.search("hangar")] == ["new"]
+    before, kept = generation_of(notes), catalog_of(notes).meta("masks")
+    notes.reindex()
+    assert [hit.memory.key for hit in notes.search("hangar")] == ["new"]
+    assert generation_of(notes) != before
+    with sqlite3.connect(catalog_of(notes).path) as db:  # the old process's write, into the new catalog
+        db.execute("INSERT OR REPLACE INTO meta VALUES ('masks', ?)", (kept,))
+    other = Vault.open(notes.root, notes.mind)
+    assert [hit.memory.key for hit in other.search("hangar")] == ["new"]
+    assert sorted(hit.memory.key for hit in other.search("zeppelins origami")) == ["alpha", "charlie"]
+    other.close()
+
+
+def test_a_segment_file_that_vanishes_while_checked_is_not_taken_for_damage(notes: Vault) -> None:
+    """Another process's commit merges segments away while this one checks them: that is no reason to
+    throw the index away and rebuild it (it was, silently, and every reader started over)."""
+    import json
+
+    folder = notes.root / ".memfile" / "index" / notes.mind
+    notes.search("zeppelins")
+    recorded = next(iter(json.loads(catalog_of(notes).meta("segments"))))
+    kept = folder / "kept-aside"
+    (folder / recorded).rename(kept)
+    (folder / recorded).symlink_to(folder / "gone")  # listed by the check, then not found
+    assert notes._index is not None
+    try:
+        notes._index._check_segments()  # no error: not damage
+    finally:
+        (folder / recorded).unlink()
+        kept.rename(folder / recorded)
+    other = Vault.open(notes.root, notes.mind)
+    assert [hit.memory.key for hit in other.search("zeppelins")] == ["alpha"]
     other.close()
