@@ -38,6 +38,8 @@ from .model import StoreResult, memory_from_row, memory_to_row
 
 #: Results nobody picked up (their process was killed) are removed after this many seconds.
 STALE_RESULT = 3600.0
+#: Seconds after which a file in the queue that is no request, claim or result is a cut-off write.
+CUT_OFF = 60.0
 #: At most this many stores go into one commit.
 LIMIT = 32
 
@@ -217,7 +219,8 @@ def raise_error(result: dict[str, Any]) -> NoReturn:
 def leftovers(folder: Path) -> list[tuple[str, str]]:
     """(file name, what it is) of every queue file that no running process will ever take:
     requests and claims of killed processes, results nobody came for within `STALE_RESULT`,
-    and anything else in the folder (a temp file of a write that was cut off).
+    and anything else in the folder older than `CUT_OFF` (a temp file of a write that was cut off;
+    a newer one may be a request being written now).
     The next store clears them too; `doctor --fix` clears them now (`sweep`)."""
     try:
         names = sorted(os.listdir(folder))
@@ -231,7 +234,7 @@ def leftovers(folder: Path) -> list[tuple[str, str]]:
             found.append((name, "a store asked by a process that was killed before it heard back; never made"))
         elif state == "done" and _older(folder / name, now - STALE_RESULT):
             found.append((name, "the result of a store whose process was killed before it read it"))
-        elif state not in ("req", "claimed", "done"):
+        elif state not in ("req", "claimed", "done") and _older(folder / name, now - CUT_OFF):
             found.append((name, "not a queue file (a write that was cut off)"))
     return found
 

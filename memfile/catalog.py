@@ -137,23 +137,29 @@ class Catalog:
     def mask(self, generation: str, key: tuple[bool, bool], now: float) -> tuple[float, float, set[int]] | None:
         """(since, until, document numbers) another process found hidden in `generation` of the
         full-text index (see index.Masks), if that holds at `now` (a timestamp); else None."""
+        found = self._masks().get((generation, *key))
         try:
-            found = marshal.loads(self.meta("masks") or marshal.dumps({})).get((generation, *key))
             if found is None or not found[0] <= now < found[1]:
                 return None
             return found[0], found[1], set(array("q", found[2]))
-        except (EOFError, ValueError, TypeError, AttributeError, IndexError):
+        except (ValueError, TypeError, IndexError):
             return None  # not what remember_mask writes: found again, and written anew
 
     def remember_mask(self, generation: str, key: tuple[bool, bool], since: float, until: float, docs: set[int]) -> None:
         """Keep a mask for the next one-shot processes (only the latest generation's; a read's write, see
         `_write_if_free`). A document number means the same document in one generation, in any process."""
-        try:
-            masks = {k: v for k, v in marshal.loads(self.meta("masks") or marshal.dumps({})).items() if k[0] == generation}
-        except (EOFError, ValueError, TypeError, AttributeError, IndexError):
-            masks = {}
+        masks = {k: v for k, v in self._masks().items() if isinstance(k, tuple) and k[:1] == (generation,)}
         masks[(generation, *key)] = (since, until, array("q", sorted(docs)).tobytes())
         self._write_if_free("INSERT OR REPLACE INTO meta VALUES ('masks', ?)", (marshal.dumps(masks),))
+
+    def _masks(self) -> dict[Any, Any]:
+        """The kept masks by (generation, include_superseded, include_expired); {} when none or unreadable."""
+        blob = self.meta("masks")
+        try:
+            masks = marshal.loads(blob) if blob else {}
+        except (EOFError, ValueError, TypeError):
+            return {}
+        return masks if isinstance(masks, dict) else {}
 
     def write(self, rows: list[Row], removed: list[str], recorded: dict[str, Stat], segments: dict[str, int],
               walk: dict[str, Stat] | None) -> str:

@@ -16,7 +16,6 @@ import unicodedata
 from collections.abc import Callable, Iterator
 
 
-
 @functools.cache
 def _patterns() -> tuple[re.Pattern[str], re.Pattern[str]]:
     """(words, runs of no-space scripts), compiled on first use: 6 ms that a command without search never pays."""
@@ -29,6 +28,7 @@ def _patterns() -> tuple[re.Pattern[str], re.Pattern[str]]:
         r"\U00020000-\U0002fa1f]+"
     )
     return words, no_space
+
 
 _SPECIAL_FOLDS = str.maketrans({
     "đ": "d", "ø": "o", "ł": "l", "æ": "ae", "œ": "oe", "ß": "ss", "þ": "th", "ð": "d", "ı": "i", "ħ": "h",

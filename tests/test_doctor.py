@@ -121,12 +121,15 @@ def test_store_queue_leftovers_of_killed_processes_are_found_and_fixed(vault: Va
         (queue / name).write_bytes(data)
     old = time.time() - 7200
     os.utime(queue / next(n for n in names if n.endswith(".done")), (old, old))
+    os.utime(queue / ".memfile-tmp-x.req.1234", (old, old))
     live = queue / f"{time.time_ns():020d}-{os.getpid()}-dddd.req"  # this process waits for it
     live.write_bytes(b"x")
+    writing = queue / ".memfile-tmp-y.req.5678"  # a request being written right now
+    writing.write_bytes(b"ha")
     found = {f.path for f in vault.doctor().problems if f.kind == "queue_leftover"}
     assert found == {f".memfile/queue/michael/{name}" for name in names}
     assert "never made" in fails(in_vault(vault.root, "doctor"), 5).stdout
     report = vault.doctor(fix=True)
     assert sum("left over in the store queue" in line for line in report.fixed) == 4
-    assert sorted(p.name for p in queue.iterdir()) == [live.name]
+    assert sorted(p.name for p in queue.iterdir()) == sorted([live.name, writing.name])
     assert "queue_leftover" not in kinds(vault)
