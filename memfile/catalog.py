@@ -98,15 +98,21 @@ class Catalog:
         digest is recorded for the next check.
         """
         if paths is None:
-            rows = self._metas("last_update", "fingerprint")
-            version = rows.get("last_update")
-            if version is not None and rows.get("fingerprint") == fingerprint(version, disk):
+            vouched = self.vouched()
+            if vouched is not None and vouched[1] == fingerprint(vouched[0], disk):
                 return [], []
         changed, removed = diff(self.recorded(), disk, paths)
         if paths is None and not changed and not removed:
             assert self._recorded is not None
             self._vouch(disk, self._recorded[0])
         return changed, removed
+
+    def vouched(self) -> tuple[str, bytes] | None:
+        """(version, digest) when a whole walk was found unchanged at the catalog's current version:
+        a walk whose `fingerprint(version, walk)` is that digest means nothing changed since."""
+        rows = self._metas("last_update", "fingerprint")
+        version, digest = rows.get("last_update"), rows.get("fingerprint")
+        return (version, digest) if version is not None and digest is not None else None
 
     def _vouch(self, disk: dict[str, Stat], version: str | None) -> None:
         """Record that a whole walk found the files as recorded at `version`.

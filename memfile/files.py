@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import errno
 import fcntl
+import gc
 import os
+import sys
+import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -97,6 +100,56 @@ def _list_folder(entries: Iterator[os.DirEntry[str]], relative: str, stat: bool,
                 pending.append(entry.path)
         except OSError:
             continue
+
+
+class Aside:
+    """`compute()` run in a forked child while this process goes on (on the other core).
+
+    `result()` waits for the child and gives the bytes it computed, or None when
+    it failed. `start` gives None (nothing runs) where a fork is not safe: off
+    Linux, or with other threads running (the child would copy locks they hold).
+    The child leaves with `os._exit`: no exit handler, buffer or finaliser of
+    this process runs twice.
+    """
+
+    def __init__(self, pid: int, pipe: int) -> None:
+        self._pid, self._pipe = pid, pipe
+
+    @classmethod
+    def start(cls, compute: Callable[[], bytes]) -> Aside | None:
+        if sys.platform != "linux" or threading.active_count() != 1:
+            return None
+        read_end, write_end = os.pipe()
+        try:
+            pid = os.fork()
+        except OSError:
+            os.close(read_end)
+            os.close(write_end)
+            return None
+        if pid == 0:  # the child
+            code = 1
+            try:
+                gc.disable()  # no finaliser of an object this process shares with its parent
+                os.close(read_end)
+                view = memoryview(compute())
+                while view:
+                    view = view[os.write(write_end, view):]
+                code = 0
+            finally:
+                os._exit(code)
+        os.close(write_end)
+        return cls(pid, read_end)
+
+    def result(self) -> bytes | None:
+        """The child's bytes (None when it failed); waits for it. Call it once, also on the way out of an error."""
+        chunks = []
+        try:
+            while chunk := os.read(self._pipe, 65536):
+                chunks.append(chunk)
+        finally:
+            os.close(self._pipe)
+            status = os.waitpid(self._pid, 0)[1]
+        return b"".join(chunks) if os.waitstatus_to_exitcode(status) == 0 else None
 
 
 @contextmanager

@@ -41,6 +41,7 @@ class Recalling:
     @property
     def name(self) -> str: ...  # provided by Vault
     def refresh(self, progress: Callable[[int, int], None] | None = None) -> SyncReport: ...  # provided by Vault
+    def _read(self, work: Callable[[SyncReport], T]) -> T: ...  # provided by Vault
     def _memories(self, report: SyncReport) -> list[Memory]: ...  # provided by Vault
     def _searching(self, search: Callable[[dict[str, Memory | None]], T], report: SyncReport) -> T: ...  # by Vault
 
@@ -72,19 +73,24 @@ class Recalling:
         if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= 1000):
             raise InvalidInput("limit", limit, "a whole number from 1 to 1000")
         now = utc_now()
-        report = self.refresh()
-        if query is None:
+
+        def whole(report: SyncReport) -> RecallReport:
             live = [m for m in self._memories(report) if not m.is_expired(now) and (include_superseded or not m.superseded)]
-            return self._served(recall(live, self.mind, self.name, budget))
-        recallable = self._recallable(report, now, include_superseded)
-        if self._index is None:
-            raise InvalidInput("query", query, "a vault whose .memfile/ folder memfile can write (a query needs the index)")
-        options = SearchOptions(include_superseded=include_superseded, limit=max(CANDIDATES, limit or 0), snippets=False)
-        index = self._index
-        hits, matched = self._searching(lambda pending: index.search_counted(query, options, now, pending), report)
-        matches = with_neighbours([Match(hit.memory, hit.score) for hit in hits], recallable)
-        ranked = score(matches, now, self.config.half_life_days)
-        return self._served(recall_query(recallable, ranked, query, self.mind, self.name, budget, limit, matched))
+            return recall(live, self.mind, self.name, budget)
+
+        def matching(report: SyncReport) -> RecallReport:
+            assert query is not None
+            recallable = self._recallable(report, now, include_superseded)
+            index = self._index
+            if index is None:
+                raise InvalidInput("query", query, "a vault whose .memfile/ folder memfile can write (a query needs the index)")
+            options = SearchOptions(include_superseded=include_superseded, limit=max(CANDIDATES, limit or 0), snippets=False)
+            hits, matched = self._searching(lambda pending: index.search_counted(query, options, now, pending), report)
+            matches = with_neighbours([Match(hit.memory, hit.score) for hit in hits], recallable)
+            ranked = score(matches, now, self.config.half_life_days)
+            return recall_query(recallable, ranked, query, self.mind, self.name, budget, limit, matched)
+
+        return self._served(self._read(whole if query is None else matching))
 
     def _recallable(self, report: SyncReport, now: datetime, include_superseded: bool) -> Recallable:
         """The mind's recallable memories, sorted and counted; kept while the catalog is unchanged

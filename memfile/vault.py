@@ -19,7 +19,8 @@ from typing import Any, TypeVar
 from . import fileformat
 from .config import STATE_DIR, Config, caller_source, find_vault, load_config, select_mind
 from .errors import FileParseError, InvalidInput
-from .files import lock_holder, stat_walk
+from .catalog import fingerprint
+from .files import Aside, lock_holder, stat_walk
 from .gitstore import GitStore
 from .index import CORRUPTION, Index, SearchOptions, Stat, SyncReport
 from .model import (
@@ -123,7 +124,7 @@ class Vault(Writes, History, Sync, Doctor, Recalling):
         The index is brought in line with the files first (see `refresh`), then
         read, so this does not parse every file.
         """
-        return self._memories(self.refresh())
+        return self._read(self._memories)
 
     def _memories(self, report: SyncReport) -> list[Memory]:
         if self._index is None:
@@ -184,6 +185,34 @@ class Vault(Writes, History, Sync, Doctor, Recalling):
         if progress is None and self._watcher_vouches():
             return SyncReport()
         return self._sync(None, wait=False, progress=progress)
+
+    def _read(self, work: Callable[[SyncReport], T]) -> T:
+        """`work(self.refresh())`, with the stat walk of the refresh beside the work when that can be.
+
+        When the catalog recorded the digest of a walk that found nothing changed
+        at its current version, `work` runs on the index as it is while a forked
+        child walks the files (`Aside`, on the other core: a one-shot command
+        then costs the longer of the two, not their sum). The answer stands when
+        the child's walk has that digest and the catalog is still at that version;
+        anything else (an edit, a write by another process meanwhile, no fork
+        here) gets `work` run after a real refresh, as before.
+        """
+        vouched = None if self._index is None or self._watcher_vouches() else self._index.catalog.vouched()
+        if vouched is None:
+            return work(self.refresh())
+        assert self._index is not None
+        version, digest = vouched
+        mind_dir, root = self.mind_dir, self.root
+        walk = Aside.start(lambda: fingerprint(version, stat_walk(mind_dir, root)))
+        if walk is None:
+            return work(self.refresh())
+        try:
+            answer = work(SyncReport())
+        finally:
+            walked = walk.result()
+        if walked == digest and self._index is not None and self._index.catalog.vouched() == vouched:
+            return answer
+        return work(self.refresh())
 
     def _watcher_vouches(self) -> bool:
         """True when a live watcher of this mind has applied every change it has seen.
@@ -393,11 +422,15 @@ class Vault(Writes, History, Sync, Doctor, Recalling):
         )
         if self._index is not None and self._index.check():
             self.notices.append("the index was damaged and is rebuilt from the files")
-        report = self.refresh()
-        if self._index is None:
-            raise InvalidInput("search", query, "a vault whose .memfile/ folder memfile can write (search needs its index)")
-        self.issues = self._index.catalog.issues()
-        return self._searching(lambda pending: self._index.search(query, options, utc_now(), pending), report)
+
+        def search(report: SyncReport) -> list[SearchHit]:
+            index = self._index
+            if index is None:
+                raise InvalidInput("search", query, "a vault whose .memfile/ folder memfile can write (search needs its index)")
+            self.issues = index.catalog.issues()
+            return self._searching(lambda pending: index.search(query, options, utc_now(), pending), report)
+
+        return self._read(search)
 
     def warm(self, seconds: float = 0.005, stop: Callable[[], bool] | None = None) -> bool:
         """Spend about `seconds` on work that makes the searches to come faster; True while there is more.

@@ -53,7 +53,7 @@ LAYERS = {
     # The store queue sits on the file primitives; only the write half of Vault uses it.
     "batch": CORE | {"files"}, "writes": CORE | PARTS | {"merge", "sync", "batch"}, "history": CORE | PARTS,
     "doctor": CORE | PARTS | {"batch"}, "recalling": CORE | PARTS | {"writes"},
-    "vault": CORE | PARTS | {"writes", "history", "sync", "doctor", "recalling"}, "watch": CORE | PARTS | {"vault"},
+    "vault": CORE | PARTS | {"writes", "history", "sync", "doctor", "recalling", "catalog"}, "watch": CORE | PARTS | {"vault"},
     "cli": CORE | PARTS | {"vault", "watch", "cli_git", "mcp_server"}, "cli_git": {"cli", "sync", "errors"}, "mcp_server": CORE | PARTS | {"vault", "watch"},
     "__init__": CORE | PARTS | {"vault", "watch"}, "__main__": {"cli"},
 }
