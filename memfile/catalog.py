@@ -90,6 +90,10 @@ class Catalog:
             self._recorded = (rows.get("last_update"), marshal.loads(rows["state"]) if rows.get("state") else {})
         return dict(self._recorded[1])
 
+    def has_state(self) -> bool:
+        """Whether a state is recorded at all (a new index has none), without reading it."""
+        return self._connection().execute("SELECT 1 FROM meta WHERE name = 'state'").fetchone() is not None
+
     def stale(self, disk: dict[str, Stat], paths: Iterable[str] | None) -> tuple[list[str], list[str]]:
         """(changed or new, removed) paths of `disk` against the recorded state, within `paths` when given.
 

@@ -13,7 +13,6 @@ import os
 import re
 import sys
 import time
-import traceback
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -71,6 +70,8 @@ class MemfileGroup(click.Group):
 def _report_debug(ctx: click.Context, exc: BaseException) -> None:
     state = ctx.obj
     if isinstance(state, State) and state.debug:
+        import traceback
+
         traceback.print_exception(exc, file=sys.stderr)
 
 

@@ -22,8 +22,6 @@ from __future__ import annotations
 import gc
 import json
 import marshal
-import pickle
-import shutil
 import sqlite3
 import struct
 import threading
@@ -33,6 +31,11 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
+
+try:  # what pickle raises, without importing pickle (3 ms of every command)
+    from _pickle import UnpicklingError
+except ImportError:  # not CPython
+    from pickle import UnpicklingError
 
 from .catalog import Catalog, Row, Stat, diff
 from .errors import FileParseError, LockTimeout
@@ -50,7 +53,7 @@ NEVER = 253402300799.0  # 9999-12-31T23:59:59Z: the expiry of memories that neve
 
 #: What a damaged index raises while being opened or read.
 CORRUPTION = (OSError, EOFError, ValueError, KeyError, IndexError, TypeError, AttributeError,
-              sqlite3.DatabaseError, struct.error, pickle.UnpicklingError)
+              sqlite3.DatabaseError, struct.error, UnpicklingError)
 
 
 def schema() -> Any:
@@ -185,7 +188,7 @@ class Index:
             return False
         existed = any(self.folder.glob(f"_{INDEX_NAME}_*.toc"))
         self._open()
-        return existed and not self.catalog.recorded()
+        return existed and not self.catalog.has_state()  # not recorded(): 100 ms to decode at 100,000 files
 
     def _remove_other_versions(self) -> None:
         """Delete the files of indexes with another schema version (they are rebuilt under the new name)."""
@@ -197,6 +200,8 @@ class Index:
     def destroy(self) -> None:
         """Delete the index and catalog (they are only a cache); the next use rebuilds them."""
         self.close()
+        import shutil
+
         shutil.rmtree(self.folder, ignore_errors=True)
 
     def close(self) -> None:

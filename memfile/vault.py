@@ -420,10 +420,11 @@ class Vault(Writes, History, Sync, Doctor, Recalling):
             source=str(parse_source(source)) if source else None,
             unverified=unverified, include_expired=include_expired, include_superseded=include_superseded, limit=limit,
         )
-        if self._index is not None and self._index.check():
-            self.notices.append("the index was damaged and is rebuilt from the files")
 
         def search(report: SyncReport) -> list[SearchHit]:
+            if self._index is not None and self._index.check():  # opened here: the walk has started by now
+                self.notices.append("the index was damaged and is rebuilt from the files")
+                report = self.refresh()  # the new index knows no file yet
             index = self._index
             if index is None:
                 raise InvalidInput("search", query, "a vault whose .memfile/ folder memfile can write (search needs its index)")
