@@ -23,6 +23,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from .files import half_of
 from .model import Memory, ParseIssue, memory_from_row
 
 try:  # hashlib's own blake2b: importing hashlib loads OpenSSL too, 7 ms of every command
@@ -216,17 +217,30 @@ class Catalog:
 
 
 def fingerprint(version: str, disk: dict[str, Stat]) -> bytes:
-    """A digest of a walk (paths in walk order with their stats) and the catalog version it matches.
+    """A digest of a walk (paths with their stats, see `half_digest`) and the catalog version it matches.
 
-    The paths go in as their bytes; the stats as CPython's hash of the tuple of
-    their ints (ints hash the same in every process, unlike strings). An
-    unchanged folder lists in the same order, so an unchanged mind gives the
+    The walk is digested in its two halves (`files.half_of`), so that two
+    processes may walk one half each (`half_digest` of each, then `joined`).
+    An unchanged folder lists in the same order, so an unchanged mind gives the
     same digest; anything else only costs the full diff.
     """
-    digest = blake2b(version.encode(), digest_size=20)
-    digest.update("\0".join(disk).encode("utf-8", "surrogateescape"))
-    digest.update(hash(tuple(disk.values())).to_bytes(8, "little", signed=True))
+    halves: tuple[dict[str, Stat], dict[str, Stat]] = ({}, {})
+    for path, stat in disk.items():
+        halves[half_of(path)][path] = stat
+    return joined(version, half_digest(halves[0]), half_digest(halves[1]))
+
+
+def half_digest(walk: dict[str, Stat]) -> bytes:
+    """A digest of the files of one half of a walk: their paths in walk order as bytes, and
+    CPython's hash of the tuple of their stats (ints hash the same in every process, strings do not)."""
+    digest = blake2b("\0".join(walk).encode("utf-8", "surrogateescape"), digest_size=20)
+    digest.update(hash(tuple(walk.values())).to_bytes(8, "little", signed=True))
     return digest.digest()
+
+
+def joined(version: str, first: bytes, second: bytes) -> bytes:
+    """The digest of a whole walk from those of its halves, tied to a catalog version."""
+    return blake2b(version.encode() + first + second, digest_size=20).digest()
 
 
 def diff(recorded: dict[str, Stat], disk: dict[str, Stat], paths: Iterable[str] | None) -> tuple[list[str], list[str]]:

@@ -19,8 +19,8 @@ from typing import Any, TypeVar
 from . import fileformat
 from .config import STATE_DIR, Config, caller_source, find_vault, load_config, select_mind
 from .errors import FileParseError, InvalidInput
-from .catalog import fingerprint
-from .files import Aside, lock_holder, stat_walk
+from .catalog import half_digest, joined
+from .files import Aside, lock_holder, split_walk, stat_walk
 from .gitstore import GitStore
 from .index import CORRUPTION, Index, SearchOptions, Stat, SyncReport
 from .model import (
@@ -190,28 +190,29 @@ class Vault(Writes, History, Sync, Doctor, Recalling):
         """`work(self.refresh())`, with the stat walk of the refresh beside the work when that can be.
 
         When the catalog recorded the digest of a walk that found nothing changed
-        at its current version, `work` runs on the index as it is while a forked
-        child walks the files (`Aside`, on the other core: a one-shot command
-        then costs the longer of the two, not their sum). The answer stands when
-        the child's walk has that digest and the catalog is still at that version;
-        anything else (an edit, a write by another process meanwhile, no fork
-        here) gets `work` run after a real refresh, as before.
+        at its current version, `work` runs on the index as it is while two forked
+        children walk one half of the files each (`Aside`; a one-shot command
+        then costs about the longer of the work and half a walk, not their sum).
+        The answer stands when the halves' digests join into that digest and the
+        catalog is still at that version; anything else (an edit, a write by
+        another process meanwhile, no fork here) gets `work` run after a real
+        refresh, as before.
         """
         vouched = None if self._index is None or self._watcher_vouches() else self._index.catalog.vouched()
         if vouched is None:
             return work(self.refresh())
-        assert self._index is not None
         version, digest = vouched
         mind_dir, root = self.mind_dir, self.root
-        walk = Aside.start(lambda: fingerprint(version, stat_walk(mind_dir, root)))
-        if walk is None:
-            return work(self.refresh())
+        walks = [Aside.start(lambda part=part: half_digest(stat_walk(mind_dir, root, part=part))) for part in (0, 1)]
+        answer = None
         try:
-            answer = work(SyncReport())
+            if None not in walks:
+                answer = (work(SyncReport()),)
         finally:
-            walked = walk.result()
-        if walked == digest and self._index is not None and self._index.catalog.vouched() == vouched:
-            return answer
+            walked = [walk.result() for walk in walks if walk is not None]
+        if (answer is not None and None not in walked and joined(version, *walked) == digest  # type: ignore[misc]
+                and self._index is not None and self._index.catalog.vouched() == vouched):
+            return answer[0]
         return work(self.refresh())
 
     def _watcher_vouches(self) -> bool:
@@ -237,7 +238,7 @@ class Vault(Writes, History, Sync, Doctor, Recalling):
         if self._index is None:
             return SyncReport()
         if paths is None:
-            disk = stat_walk(self.mind_dir, self.root)
+            disk = split_walk(self.mind_dir, self.root)
         else:
             disk = {p: stat for p in paths if (stat := _stat(self.root / p)) is not None}
         for attempt in (1, 2, 3):

@@ -16,7 +16,8 @@ from pathlib import Path
 import pytest
 
 from memfile import Vault, files
-from memfile.files import Aside
+from memfile.catalog import fingerprint, half_digest, joined
+from memfile.files import Aside, split_walk, stat_walk
 from memfile.index import SyncReport
 
 pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="reads walk beside their work on Linux only")
@@ -58,7 +59,7 @@ def test_a_read_of_an_unchanged_mind_runs_its_work_once_beside_the_walk(notes: V
     calls: list[SyncReport] = []
     assert keys_read(notes, calls) == ["alpha", "bravo"]
     assert len(calls) == 1 and calls[0].changed == 0
-    assert len(started) == 1 and started[0] is not None
+    assert len(started) == 2 and None not in started  # one child per half of the walk
 
 
 def test_an_edit_made_before_the_read_gets_the_work_run_again_after_a_refresh(notes: Vault, started: list[Aside | None]) -> None:
@@ -101,16 +102,35 @@ def test_no_child_is_forked_while_other_threads_run(notes: Vault, started: list[
     try:
         calls: list[SyncReport] = []
         assert keys_read(notes, calls) == ["alpha", "bravo"]
-        assert started == [None] and len(calls) == 1
+        assert started and all(aside is None for aside in started) and len(calls) == 1
     finally:
         release.set()
         thread.join()
 
 
-def test_a_mind_with_no_recorded_digest_walks_in_process(vault: Vault, started: list[Aside | None]) -> None:
+def test_a_mind_with_no_recorded_digest_is_refreshed_by_a_walk_in_two_halves(vault: Vault, started: list[Aside | None]) -> None:
     vault.store("fact", "alpha", "A store records no digest of a whole walk.")
-    assert [m.key for m in vault.memories()] == ["alpha"]
-    assert started == []
+    vault.store("fact", "bravo", "Nor does this one.")
+    assert [m.key for m in vault.memories()] == ["alpha", "bravo"]
+    assert len(started) == 1 and started[0] is not None  # the child walked one half, this process the other
+
+
+def test_the_halves_of_a_walk_make_the_whole_walk_and_its_digest(tmp_path: Path) -> None:
+    mind = tmp_path / "mind"
+    for folder in ("fact", "skill", "fact/deep"):
+        (mind / folder).mkdir(parents=True, exist_ok=True)
+    names = [f"{folder}/{stem}.md" for folder in ("fact", "skill", "fact/deep") for stem in ("a", "b", "note-1", "note-2", "x9", "é")]
+    for name in names:
+        (mind / name).write_text(name, encoding="utf-8")
+    whole = stat_walk(mind, tmp_path)
+    halves = [stat_walk(mind, tmp_path, part=part) for part in (0, 1)]
+    assert halves[0] and halves[1] and not halves[0].keys() & halves[1].keys()
+    assert halves[0] | halves[1] == whole == split_walk(mind, tmp_path)
+    for half in halves:  # each half lists its files in the order of the whole walk
+        assert list(half) == [path for path in whole if path in half]
+    assert joined("1.0", half_digest(halves[0]), half_digest(halves[1])) == fingerprint("1.0", whole)
+    assert fingerprint("1.0", whole) == fingerprint("1.0", split_walk(mind, tmp_path))
+    assert fingerprint("1.0", whole) != fingerprint("2.0", whole)
 
 
 def test_the_child_gives_its_bytes_however_many(tmp_path: Path) -> None:

@@ -46,7 +46,7 @@ LAYERS = {
     "text": set(),
     **{part: CORE for part in PARTS},
     # The Whoosh classes pickled into the index, used by index.py alone; the catalog is index.py's SQLite half.
-    "analysis": {"text"}, "query": {"errors", "analysis"}, "warm": {"model", "query"}, "catalog": {"model"},
+    "analysis": {"text"}, "query": {"errors", "analysis"}, "warm": {"model", "query"}, "catalog": {"model", "files"},
     "index": CORE | {"analysis", "query", "warm", "catalog"},
     # Vault is split in two modules: writes.py holds its write methods (a mixin).
     "merge": CORE, "sync": CORE | PARTS | {"merge"},

@@ -24,7 +24,6 @@ import re
 from datetime import datetime, timezone
 from typing import Any
 
-import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
