@@ -25,6 +25,7 @@ from .vault import Vault
 EXAMPLE_VAULT = "sample_vault"
 #: Commands that run until stopped: they keep Python's cyclic garbage collector.
 LONG_RUNNING = {"watch", "mcp"}
+RUNNING: dict[str, str | None] = {"command": None}  # the command `main` runs (for memfile.__main__)
 
 
 @dataclass
@@ -105,6 +106,7 @@ def main(ctx: click.Context, vault_path: str | None, mind: str | None, debug: bo
     Example: memfile --vault sample_vault recall
     """
     ctx.obj = State(vault_path, mind, debug)
+    RUNNING["command"] = ctx.invoked_subcommand
     if ctx.invoked_subcommand not in LONG_RUNNING and gc.isenabled():
         gc.disable()  # a command that ends soon frees by reference counting; collecting cycles only costs it time
         ctx.call_on_close(gc.enable)  # (for a program that runs commands in its own process, as tests do)
@@ -361,8 +363,7 @@ def recall(state: State, query: str | None, budget: int | None, limit: int, incl
     Example: memfile recall --query "deploy synapse to vps1" --budget 800
     """
     options: dict[str, Any] = {"query": query, "limit": limit, "include_superseded": include_superseded}
-    if budget is not None:
-        options["budget"] = budget
+    options |= {"budget": budget} if budget is not None else {}
     report = state.vault().recall_report(**options)
     _json(report.to_dict()) if fmt == "json" else click.echo(report.text, nl=False)
 

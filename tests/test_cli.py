@@ -691,6 +691,29 @@ def test_python_m_memfile_bad_input_exit_code(root: Path) -> None:
     assert "Traceback" not in proc.stderr
 
 
+def test_a_read_ends_its_process_at_once_with_all_its_output_and_its_exit_code(root: Path) -> None:
+    for i in range(60):  # more output than a pipe holds
+        ok(in_vault(root, "store", "fact", f"long_{i}", f"Line {i} " + "of a long memory " * 80))
+    command = [sys.executable, "-m", "memfile", "--vault", str(root)]
+    whole = subprocess.run([*command, "recall"], capture_output=True, text=True, timeout=60)
+    assert whole.returncode == 0 and whole.stderr == ""
+    assert whole.stdout == ok(in_vault(root, "recall")).stdout  # every byte, as the in-process command gives
+    assert json.loads((root / ".memfile" / "last_recall.json").read_text(encoding="utf-8"))["total"] == 60
+    missing = subprocess.run([*command, "show", "fact/nowhere"], capture_output=True, text=True, timeout=60)
+    assert missing.returncode == 3 and "nowhere" in missing.stderr and "Traceback" not in missing.stderr
+    bad = subprocess.run([*command, "search", "--limit", "0", "memory"], capture_output=True, text=True, timeout=60)
+    assert bad.returncode == 2 and "limit" in bad.stderr
+
+
+def test_a_read_whose_reader_leaves_early_ends_quietly(root: Path) -> None:
+    for i in range(60):
+        ok(in_vault(root, "store", "fact", f"long_{i}", "A long memory " * 100))
+    shell = f"{sys.executable} -m memfile --vault {root} recall | head -c 10; exit ${{PIPESTATUS[0]}}"
+    proc = subprocess.run(["bash", "-c", shell], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0 and proc.stdout == "Mind: Mich"
+    assert "Error" not in proc.stderr and "Traceback" not in proc.stderr
+
+
 def test_python_m_memfile_content_from_stdin(root: Path) -> None:
     proc = subprocess.run([sys.executable, "-m", "memfile", "--vault", str(root), "store", "note", "piped"],
                           input="piped through a real pipe\n", capture_output=True, text=True, timeout=60)
