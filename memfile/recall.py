@@ -26,6 +26,7 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
+from operator import attrgetter
 from typing import Any
 
 from .errors import InvalidInput
@@ -198,9 +199,13 @@ def score(matches: list[Match], now: datetime, half_life_days: float) -> list[Sc
 
 def order(memories: list[Memory]) -> list[Memory]:
     """Priority first (critical on top), then newest first, then by REF for stability."""
-    by_ref = sorted(memories, key=lambda m: (str(m.category), m.key, m.path))
-    by_recency = sorted(by_ref, key=lambda m: m.updated_at, reverse=True)
-    return sorted(by_recency, key=lambda m: m.priority.rank)
+    by_ref = sorted(memories, key=_BY_REF)  # categories are strings: they sort by their names
+    by_recency = sorted(by_ref, key=_BY_UPDATE, reverse=True)
+    return sorted(by_recency, key=lambda m: _RANK[m.priority])
+
+
+_BY_REF, _BY_UPDATE = attrgetter("category", "key", "path"), attrgetter("updated_at")
+_RANK = {priority: priority.rank for priority in Priority}
 
 
 def _short(content: str) -> str:
@@ -329,7 +334,7 @@ def _render(items: list[RecallItem], steps: Callable[[], list[tuple[int, str]]],
             found = costs[mode][i] = width + 3 + len(entry(i, mode)) + 2
         return found
 
-    body = sum(cost(i, _FULL) for i in range(len(items)))
+    body = sum(cost(i, _FULL) for i in range(len(items))) if budget is not None else 0  # no budget: no cut
     counts = {_FULL: len(items), _SHORT: 0, _OUT: 0}
     least = len(header(0)) + 1  # what the text takes besides its entries, at the least
 
