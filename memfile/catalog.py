@@ -1,7 +1,8 @@
 """The catalog: what the index knows of each file of a mind, in SQLite (standard library).
 
-For every file: the parsed memory (a marshalled row), or the reason it could
-not be parsed. In `meta`: the stat of every file when it was read (size,
+For every file: the parsed memory (a marshalled row) with what a whole recall
+reads instead (sort keys, expiry, state and the rendered entry), or the reason
+it could not be parsed. In `meta`: the stat of every file when it was read (size,
 mtime_ns, inode; one compact blob, `state`), the sizes of the full-text
 index's segment files, the version (`last_update`, changed by every write)
 and the digest of the last whole walk found unchanged (`fingerprint`).
@@ -34,8 +35,9 @@ except ImportError:  # not CPython
 Stat = tuple[int, int, int]  # size, mtime_ns, inode
 #: Seconds a catalog write waits for another one (they take milliseconds).
 BUSY_TIMEOUT = 30
-#: A file's row: path, the line and reason it could not be parsed, the marshalled memory, its REF.
-Row = tuple[str, int | None, str | None, bytes | None, str | None]
+#: A file's row: path, the line and reason it could not be parsed, the marshalled memory, its REF, and
+#: what a whole recall needs of it (see `memory_row`; None for a file that could not be parsed).
+Row = tuple[Any, ...]
 
 
 class Catalog:
@@ -181,7 +183,7 @@ class Catalog:
         """
         with self._connection() as db:
             db.executemany("DELETE FROM files WHERE path = ?", [(p,) for p in removed])
-            db.executemany("INSERT OR REPLACE INTO files VALUES (?, ?, ?, ?, ?)", rows)
+            db.executemany("INSERT OR REPLACE INTO files VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", rows)
             version = str(time.time())
             db.executemany("INSERT OR REPLACE INTO meta VALUES (?, ?)", [
                 ("state", marshal.dumps(recorded)), ("segments", json.dumps(segments)), ("last_update", version),
@@ -203,6 +205,15 @@ class Catalog:
         rows = self._connection().execute("SELECT memory FROM files WHERE memory IS NOT NULL")
         return [memory_from_row(marshal.loads(row[0])) for row in rows]
 
+    def recall_entries(self, now: float, include_superseded: bool) -> list[tuple[str, str, bool, str]]:
+        """(REF, id, verified, rendered entry) of every memory not expired at `now` (a timestamp),
+        in recall order (`memfile.recall.order`: priority, newest first, REF, path): a whole recall
+        without making a Memory of each. REF sorts as category then key (no category holds '/')."""
+        state = "" if include_superseded else "AND NOT superseded "
+        return self._connection().execute(
+            "SELECT ref, id, verified, entry FROM files WHERE memory IS NOT NULL AND (expires IS NULL OR expires > ?) "
+            f"{state}ORDER BY rank, updated DESC, ref, path", (now,)).fetchall()
+
     def memories_named(self, ref: str) -> list[Memory]:
         """The memories the catalog holds for `category/key` (more than one only when files were copied)."""
         rows = self._connection().execute("SELECT memory FROM files INDEXED BY files_refs WHERE ref = ?", (ref,))
@@ -214,6 +225,19 @@ class Catalog:
             "SELECT path, issue_line, issue_reason FROM files INDEXED BY files_issues WHERE issue_reason IS NOT NULL"
         )
         return sorted((ParseIssue(path, line, reason) for path, line, reason in rows), key=lambda i: i.path)
+
+
+def memory_row(path: str, memory: Memory, blob: bytes, entry: str) -> Row:
+    """The row of a parsed file: its memory (`blob`, marshalled) and what a whole recall reads
+    instead of the memory: the sort keys, expiry, state, id, verified and its rendered `entry`."""
+    expires = memory.expires_at.timestamp() if memory.expires_at is not None else None
+    return (path, None, None, blob, memory.ref, memory.priority.rank, memory.updated_at.timestamp(), expires,
+            memory.superseded, memory.id, memory.verified, entry)
+
+
+def issue_row(path: str, line: int | None, reason: str) -> Row:
+    """The row of a file that could not be parsed."""
+    return (path, line, reason, None, None, None, None, None, None, None, None, None)
 
 
 def fingerprint(version: str, disk: dict[str, Stat]) -> bytes:
@@ -267,8 +291,9 @@ def _connect(path: Path) -> sqlite3.Connection:
     db = sqlite3.connect(path, timeout=BUSY_TIMEOUT)
     db.execute("PRAGMA journal_mode=WAL")
     db.execute("PRAGMA synchronous=NORMAL")
-    db.execute("CREATE TABLE IF NOT EXISTS files "
-               "(path TEXT PRIMARY KEY, issue_line INTEGER, issue_reason TEXT, memory TEXT, ref TEXT)")
+    db.execute("CREATE TABLE IF NOT EXISTS files (path TEXT PRIMARY KEY, issue_line INTEGER, issue_reason TEXT, "
+               "memory TEXT, ref TEXT, rank INTEGER, updated REAL, expires REAL, superseded INTEGER, id TEXT, "
+               "verified INTEGER, entry TEXT)")
     db.execute("CREATE INDEX IF NOT EXISTS files_issues ON files (issue_reason) WHERE issue_reason IS NOT NULL")
     db.execute("CREATE INDEX IF NOT EXISTS files_refs ON files (ref) WHERE ref IS NOT NULL")
     db.execute("CREATE TABLE IF NOT EXISTS meta (name TEXT PRIMARY KEY, value BLOB)")

@@ -364,8 +364,8 @@ def recall(state: State, query: str | None, budget: int | None, limit: int, incl
     """
     options: dict[str, Any] = {"query": query, "limit": limit, "include_superseded": include_superseded}
     options |= {"budget": budget} if budget is not None else {}
-    report = state.vault().recall_report(**options)
-    _json(report.to_dict()) if fmt == "json" else click.echo(report.text, nl=False)
+    vault = state.vault()
+    _json(vault.recall_report(**options).to_dict()) if fmt == "json" else click.echo(vault.recall(**options), nl=False)
 
 
 @main.command()

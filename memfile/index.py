@@ -37,14 +37,14 @@ try:  # what pickle raises, without importing pickle (3 ms of every command)
 except ImportError:  # not CPython
     from pickle import UnpicklingError
 
-from .catalog import Catalog, Row, Stat, diff
+from .catalog import Catalog, Row, Stat, diff, issue_row, memory_row
 from .errors import FileParseError, LockTimeout
 from .model import Memory, ParseIssue, SearchHit, memory_to_row
 from .query import weighting
 from .warm import Warm, hidden_docs, stored_memory
 from .text import normalize
 
-SCHEMA_VERSION = 7
+SCHEMA_VERSION = 8
 INDEX_NAME = f"memories_v{SCHEMA_VERSION}"
 CATALOG_NAME = f"catalog_v{SCHEMA_VERSION}.sqlite"
 #: From this many files to (re)read, a sync is a bulk load: both cores, no garbage collection pauses.
@@ -121,9 +121,11 @@ class SearchOptions:
 class Index:
     """The Whoosh index and the catalog of one mind, in `folder` (`.memfile/index/<mind>/`)."""
 
-    def __init__(self, folder: Path, lock_timeout: float) -> None:
+    def __init__(self, folder: Path, lock_timeout: float, entry: Callable[[Memory], str]) -> None:
+        """`entry`: a memory's entry in a recall, kept in the catalog for whole recalls (`Catalog.recall_entries`)."""
         self.folder = folder
         self.lock_timeout = lock_timeout
+        self.entry = entry
         self._ix: Any = None
         self.catalog = Catalog(folder / CATALOG_NAME)
         self._searcher: Any = None
@@ -285,12 +287,12 @@ class Index:
                         row = marshal.dumps(memory_to_row(memory))
                         add(**_document(memory, row))
                         recorded[path] = stat
-                        rows.append((path, None, None, row, memory.ref))
+                        rows.append(memory_row(path, memory, row, self.entry(memory)))
                     except FileParseError as exc:
                         writer.delete_by_term("path", path)
                         recorded[path] = disk[path]
                         report.skipped.append(ParseIssue(path, exc.line, exc.reason))
-                        rows.append((path, exc.line, exc.reason, None, None))
+                        rows.append(issue_row(path, exc.line, exc.reason))
                     if progress:
                         progress(done, len(changed))
                 for path in removed:

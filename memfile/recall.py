@@ -227,6 +227,24 @@ def _entry(memory: Memory, shortened: bool) -> str:
     return text
 
 
+def full_entry(memory: Memory) -> str:
+    """A memory's whole entry without its `[NNN] ` number. The catalog keeps it as rendered when the
+    memory was indexed (`whole_text`): a change to what `_entry` renders needs a new index.SCHEMA_VERSION."""
+    return _entry(memory, False)
+
+
+def whole_text(entries: list[str], verified: int, mind_name: str) -> str:
+    """The text `recall` renders without a budget, from every memory's `full_entry` in recall order
+    (what a whole recall reads from the catalog instead of making a Memory of each)."""
+    width = max(3, len(str(len(entries))))
+    numbered = [f"[{str(n).zfill(width)}] {text}" for n, text in enumerate(entries, 1)]
+    return "\n\n".join([_mind_header(mind_name, len(entries), verified), *numbered]) + "\n"
+
+
+def _mind_header(mind_name: str, total: int, verified: int) -> str:
+    return f"Mind: {mind_name}\nMemories: {total} total ({verified} verified, {total - verified} unverified)"
+
+
 def _closing(left_out: int, shortened: int, budget: int | None) -> str:
     if not left_out and not shortened:
         return ""
@@ -258,7 +276,7 @@ def recall(memories: list[Memory], mind: str, mind_name: str, budget: int | None
     """
     chosen = order(memories)
     verified = sum(1 for m in chosen if m.verified)
-    header = f"Mind: {mind_name}\nMemories: {len(chosen)} total ({verified} verified, {len(chosen) - verified} unverified)"
+    header = _mind_header(mind_name, len(chosen), verified)
     items = [RecallItem(m) for m in chosen]
     return _render(items, lambda: _tier_steps(chosen, list(range(len(chosen)))), lambda _out: header, budget,
                    RecallReport(mind, mind_name, "", (), len(chosen), verified, 0, 0, budget, 0))
@@ -285,7 +303,7 @@ def recall_query(memories: list[Memory] | Recallable, ranked: list[Scored], quer
     items = [RecallItem(m, pinned=True) for m in pinned]
     items += [RecallItem(s.memory, score=s.score, parts=s.parts, neighbour_of=s.neighbour_of) for s in shown]
     chosen = [item.memory for item in items]
-    first_line = f"Mind: {mind_name}\nMemories: {total} total ({verified} verified, {total - verified} unverified)"
+    first_line = _mind_header(mind_name, total, verified)
 
     def steps() -> list[tuple[int, str]]:
         lowest_first = reversed(range(len(pinned), len(items)))

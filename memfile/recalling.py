@@ -16,7 +16,8 @@ from .errors import InvalidInput, NotFound
 from .files import atomic_write
 from .index import Index, SearchOptions, SyncReport
 from .model import Memory, Source, format_datetime, utc_now
-from .recall import Match, Recallable, RecallItem, RecallReport, recall, recall_query, score, with_neighbours
+from .recall import (Match, Recallable, RecallItem, RecallReport, estimate_tokens, recall, recall_query, score, whole_text,
+                     with_neighbours)
 from .writes import UNSET
 
 T = TypeVar("T")
@@ -64,14 +65,7 @@ class Recalling:
         Raises:
             InvalidInput: the budget or limit is not allowed, or the query cannot be parsed.
         """
-        if budget is UNSET:
-            budget = self.config.recall_budget
-        if budget == 0 and not isinstance(budget, bool):
-            budget = None
-        if budget is not None and (isinstance(budget, bool) or not isinstance(budget, int) or budget < 1):
-            raise InvalidInput("budget", budget, "a whole number of tokens (0 = no limit)")
-        if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= 1000):
-            raise InvalidInput("limit", limit, "a whole number from 1 to 1000")
+        budget = self._checked(budget, limit)
         now = utc_now()
 
         def whole(report: SyncReport) -> RecallReport:
@@ -92,6 +86,47 @@ class Recalling:
 
         return self._served(self._read(whole if query is None else matching))
 
+    def _checked(self, budget: int | None | object, limit: int | None) -> int | None:
+        """The budget asked for, or `[recall] budget` of memfile.toml; None for no limit (0 asks for none).
+
+        Raises:
+            InvalidInput: the budget is not a whole number of tokens, or the limit not one from 1 to 1000.
+        """
+        if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= 1000):
+            raise InvalidInput("limit", limit, "a whole number from 1 to 1000")
+        if budget is UNSET:
+            budget = self.config.recall_budget
+        if budget == 0 and not isinstance(budget, bool):
+            return None
+        if budget is not None and (isinstance(budget, bool) or not isinstance(budget, int) or budget < 1):
+            raise InvalidInput("budget", budget, "a whole number of tokens (0 = no limit)")
+        return budget  # type: ignore[return-value]
+
+    def _whole_text(self, include_superseded: bool) -> str:
+        """The text of a whole recall without a budget, from the catalog's rendered entries: no
+        Memory is made (a third of the time at 10,000 memories). Files read but not yet indexed
+        (another process holds the writer lock) take the ordinary way, `recall_report`."""
+        now = utc_now()
+
+        def entries(report: SyncReport) -> list[tuple[str, str, bool, str]] | None:
+            index = self._index
+            if index is None or report.pending:
+                return None
+            issues = {i.path: i for i in index.catalog.issues()}
+            issues.update((i.path, i) for i in report.skipped)
+            self.issues = sorted(issues.values(), key=lambda i: i.path)
+            return index.catalog.recall_entries(now.timestamp(), include_superseded)
+
+        rows = self._read(entries)
+        if rows is None:
+            return self.recall_report(None, include_superseded=include_superseded).text
+        verified = sum(1 for row in rows if row[2])
+        text = whole_text([row[3] for row in rows], verified, self.name)
+        self._record({"query": None, "matched": None, "budget": None, "tokens": estimate_tokens(text),
+                      "total": len(rows), "left_out": 0, "shortened": 0,
+                      "memories": [[ref, id_, False, False, None, None] for ref, id_, _, _ in rows]})
+        return text
+
     def _recallable(self, report: SyncReport, now: datetime, include_superseded: bool) -> Recallable:
         """The mind's recallable memories, sorted and counted; kept while the catalog is unchanged
         and no memory has expired since (a long-lived Vault then skips a pass over the mind per recall)."""
@@ -108,19 +143,21 @@ class Recalling:
 
     def _served(self, report: RecallReport) -> RecallReport:
         """Record what recall gave (`.memfile/last_recall.json`): what did the agent see on its last turn?"""
-        record = {
-            "served_at": format_datetime(utc_now()), "source": str(self.actor), "mind": self.mind,
+        self._record({
             "query": report.query, "matched": report.matched, "budget": report.budget, "tokens": report.tokens,
             "total": report.total, "left_out": report.left_out, "shortened": report.shortened,
             "memories": [[item.memory.ref, item.memory.id, item.pinned, item.shortened, item.score, item.neighbour_of]
                          for item in report.items],
-        }
+        })
+        return report
+
+    def _record(self, served: dict[str, Any]) -> None:
+        record = {"served_at": format_datetime(utc_now()), "source": str(self.actor), "mind": self.mind} | served
         try:
             data = json.dumps(record, ensure_ascii=False).encode("utf-8")
             atomic_write(self.root / STATE_DIR / LAST_RECALL, data, durable=False)  # a record, not a memory
         except OSError as exc:  # a read-only vault still recalls
             self.notices.append(f"could not record the recall in {STATE_DIR}/{LAST_RECALL}: {exc.strerror}")
-        return report
 
     def last_recall(self) -> dict[str, Any]:
         """What the last recall served (any caller, CLI or MCP): query, budget, tokens, and each memory
@@ -150,6 +187,8 @@ class Recalling:
         Returns:
             The plain-text recall.
         """
+        if query is None and self._index is not None and self._checked(budget, limit) is None:
+            return self._whole_text(include_superseded)
         return self.recall_report(budget, query=query, limit=limit, include_superseded=include_superseded).text
 
     def recall_items(self, budget: int | None = UNSET, *, query: str | None = None, limit: int | None = 10,

@@ -42,7 +42,7 @@ from .model import (
 from .doctor import Doctor
 from .history import History
 from .paths import is_inside, shown_path
-from .recall import Recallable
+from .recall import Recallable, full_entry
 from .recalling import Recalling
 from .sync import Sync
 from .writes import Writes
@@ -76,7 +76,7 @@ class Vault(Writes, History, Sync, Doctor, Recalling):
         self._watcher: Any = None
         self._cached: tuple[float | None, list[Memory]] | None = None  # (index version, catalog memories)
         self._recall_cache: tuple[tuple[float, bool], datetime, Recallable] | None = None  # see _recallable
-        self._index: Index | None = Index(root / STATE_DIR / "index" / mind, config.lock_timeout)
+        self._index: Index | None = Index(root / STATE_DIR / "index" / mind, config.lock_timeout, full_entry)
 
     # --- opening ---------------------------------------------------------
 

@@ -104,3 +104,50 @@ def test_json_report_has_parts(sample_copy: Path) -> None:
     assert data["total"] == 19 and data["budget"] == 300
     assert data["left_out"] + len(data["memories"]) == 19
     assert {"id", "key", "category", "priority", "shortened"} <= set(data["memories"][0])
+
+
+def served(vault: Vault) -> dict:
+    record = vault.last_recall()
+    record.pop("served_at")
+    return record
+
+
+def test_a_whole_recall_read_from_the_catalog_is_the_recall_of_the_memories(vault: Vault) -> None:
+    """`recall()` without a budget renders from the catalog's entries; `recall_report` from Memory objects."""
+    import random
+
+    rng = random.Random(7)
+    categories = ["fact", "identity", "preference", "project", "skill", "mistake", "note", "context"]
+    times = ["2026-01-01T00:00:00Z", "2026-03-05T10:00:00Z", "2026-03-05T10:00:00.5Z", "2030-01-01T00:00:00Z"]
+    for i in range(80):  # ties in priority and time, keys that sort apart from their paths, many lines, tags
+        category = rng.choice(categories)
+        folder = vault.mind_dir / category
+        folder.mkdir(exist_ok=True)
+        key = rng.choice(["a", "b", "z", "éclair", "Zed", "a_b", "a-b"]) + str(i % 7)
+        expires = rng.choice(["null", "2020-01-01T00:00:00Z", "2099-01-01T00:00:00Z"])
+        status = rng.choice(["", "", "status: superseded\n"])
+        body = rng.choice(["One line.", "Two\n\nparagraphs  \n", "  indented\n\tand tabbed\n", "ünïcode — ✓"])
+        (folder / f"{key}_{i}.md").write_text(
+            f"---\ncategory: {category}\nkey: {key}_{i}\npriority: {rng.choice(['low', 'normal', 'high', 'critical'])}\n"
+            f"tags: {rng.choice(['[]', '[x]', '[y, z]'])}\nverified: {rng.choice(['true', 'false'])}\n"
+            f"expires_at: {expires}\nupdated_at: {rng.choice(times)}\n{status}---\n{body}\n", encoding="utf-8")
+    for include_superseded in (False, True):
+        fast = vault.recall(0, include_superseded=include_superseded)
+        fast_record = served(vault)
+        report = vault.recall_report(0, include_superseded=include_superseded)
+        assert fast == report.text
+        assert fast_record == served(vault)
+    assert vault.recall_report(0).total < vault.recall_report(0, include_superseded=True).total < 80
+
+
+def test_a_whole_recall_overlays_files_another_process_is_about_to_index(vault: Vault) -> None:
+    vault.store("fact", "alpha", "Alpha was indexed.")
+    index = vault._index
+    assert index is not None
+    held = index._open().writer(timeout=1.0)  # another writer holds the index while a file changes
+    try:
+        (vault.mind_dir / "fact" / "bravo.md").write_text("Bravo is not indexed yet.\n", encoding="utf-8")
+        text = Vault.open(vault.root).recall(0)
+    finally:
+        held.cancel()
+    assert "Alpha was indexed." in text and "Bravo is not indexed yet." in text
