@@ -183,7 +183,10 @@ class Catalog:
         """
         with self._connection() as db:
             db.executemany("DELETE FROM files WHERE path = ?", [(p,) for p in removed])
-            db.executemany("INSERT OR REPLACE INTO files VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", rows)
+            db.executemany("DELETE FROM entries WHERE path = ?", [(p,) for p in removed] + [(r[0],) for r in rows])
+            db.executemany("INSERT OR REPLACE INTO files VALUES (?, ?, ?, ?, ?)", [row[:5] for row in rows])
+            db.executemany("INSERT INTO entries VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                           [(row[0], *row[4:]) for row in rows if row[3] is not None])
             version = str(time.time())
             db.executemany("INSERT OR REPLACE INTO meta VALUES (?, ?)", [
                 ("state", marshal.dumps(recorded)), ("segments", json.dumps(segments)), ("last_update", version),
@@ -196,6 +199,7 @@ class Catalog:
         """A new full-text index knows no file yet: nothing is recorded."""
         with self._connection() as db:
             db.execute("DELETE FROM files")
+            db.execute("DELETE FROM entries")
             db.execute("DELETE FROM meta WHERE name IN ('state', 'segments', 'fingerprint', 'masks')")
             db.execute("INSERT OR REPLACE INTO meta VALUES ('last_update', ?)", (str(time.time()),))
 
@@ -210,8 +214,8 @@ class Catalog:
         in recall order (`memfile.recall.order`: priority, newest first, REF, path): a whole recall
         without making a Memory of each. REF sorts as category then key (no category holds '/')."""
         state = "" if include_superseded else "AND NOT superseded "
-        return self._connection().execute(
-            "SELECT ref, id, verified, entry FROM files WHERE memory IS NOT NULL AND (expires IS NULL OR expires > ?) "
+        return self._connection().execute(  # in the order of the index `entries_recalled`: no sort
+            "SELECT ref, id, verified, entry FROM entries WHERE (expires IS NULL OR expires > ?) "
             f"{state}ORDER BY rank, updated DESC, ref, path", (now,)).fetchall()
 
     def memories_named(self, ref: str) -> list[Memory]:
@@ -291,9 +295,12 @@ def _connect(path: Path) -> sqlite3.Connection:
     db = sqlite3.connect(path, timeout=BUSY_TIMEOUT)
     db.execute("PRAGMA journal_mode=WAL")
     db.execute("PRAGMA synchronous=NORMAL")
-    db.execute("CREATE TABLE IF NOT EXISTS files (path TEXT PRIMARY KEY, issue_line INTEGER, issue_reason TEXT, "
-               "memory TEXT, ref TEXT, rank INTEGER, updated REAL, expires REAL, superseded INTEGER, id TEXT, "
-               "verified INTEGER, entry TEXT)")
+    db.execute("CREATE TABLE IF NOT EXISTS files "
+               "(path TEXT PRIMARY KEY, issue_line INTEGER, issue_reason TEXT, memory TEXT, ref TEXT)")
+    # What a whole recall reads, apart from the memories (their blobs would be read past on every row).
+    db.execute("CREATE TABLE IF NOT EXISTS entries (path TEXT PRIMARY KEY, ref TEXT, rank INTEGER, updated REAL, "
+               "expires REAL, superseded INTEGER, id TEXT, verified INTEGER, entry TEXT)")
+    db.execute("CREATE INDEX IF NOT EXISTS entries_recalled ON entries (rank, updated DESC, ref, path)")
     db.execute("CREATE INDEX IF NOT EXISTS files_issues ON files (issue_reason) WHERE issue_reason IS NOT NULL")
     db.execute("CREATE INDEX IF NOT EXISTS files_refs ON files (ref) WHERE ref IS NOT NULL")
     db.execute("CREATE TABLE IF NOT EXISTS meta (name TEXT PRIMARY KEY, value BLOB)")

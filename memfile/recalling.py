@@ -108,20 +108,20 @@ class Recalling:
         (another process holds the writer lock) take the ordinary way, `recall_report`."""
         now = utc_now()
 
-        def entries(report: SyncReport) -> list[tuple[str, str, bool, str]] | None:
+        def render(report: SyncReport) -> tuple[list[tuple[str, str, bool, str]], str] | None:
             index = self._index
             if index is None or report.pending:
                 return None
             issues = {i.path: i for i in index.catalog.issues()}
             issues.update((i.path, i) for i in report.skipped)
             self.issues = sorted(issues.values(), key=lambda i: i.path)
-            return index.catalog.recall_entries(now.timestamp(), include_superseded)
+            rows = index.catalog.recall_entries(now.timestamp(), include_superseded)
+            return rows, whole_text([row[3] for row in rows], sum(1 for row in rows if row[2]), self.name)
 
-        rows = self._read(entries)
-        if rows is None:
+        rendered = self._read(render)  # rendered while the files are walked; recorded once the answer stands
+        if rendered is None:
             return self.recall_report(None, include_superseded=include_superseded).text
-        verified = sum(1 for row in rows if row[2])
-        text = whole_text([row[3] for row in rows], verified, self.name)
+        rows, text = rendered
         self._record({"query": None, "matched": None, "budget": None, "tokens": estimate_tokens(text),
                       "total": len(rows), "left_out": 0, "shortened": 0,
                       "memories": [[ref, id_, False, False, None, None] for ref, id_, _, _ in rows]})
