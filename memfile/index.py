@@ -130,6 +130,7 @@ class Index:
         self.catalog = Catalog(folder / CATALOG_NAME)
         self._searcher: Any = None
         self._warm: Warm | None = None
+        self.damage: str | None = None  # what opening last found damaged (and made anew); the Vault tells it
 
     # --- opening, rebuilding ----------------------------------------------
 
@@ -142,8 +143,9 @@ class Index:
                 if index.exists_in(self.folder, INDEX_NAME):
                     self._check_segments()
                     self._ix = index.open_dir(self.folder, indexname=INDEX_NAME)
-            except (*CORRUPTION, index.IndexError):
+            except (*CORRUPTION, index.IndexError) as exc:
                 self._ix = None
+                self.damage = type(exc).__name__
                 self.destroy()
                 self.folder.mkdir(parents=True, exist_ok=True)
             if self._ix is None:

@@ -243,8 +243,10 @@ class Vault(Writes, History, Sync, Doctor, Recalling):
             disk = {p: stat for p in paths if (stat := _stat(self.root / p)) is not None}
         for attempt in (1, 2, 3):
             try:
-                return self._index.sync(disk, self._load, paths, progress=progress, wait=wait,
-                                        present=lambda path: _stat(self.root / path) is not None)
+                report = self._index.sync(disk, self._load, paths, progress=progress, wait=wait,
+                                          present=lambda path: _stat(self.root / path) is not None)
+                self._tell_damage()
+                return report
             except CORRUPTION as exc:
                 unwritable = isinstance(exc, OSError) and exc.errno in _CANNOT_WRITE
                 if attempt == 1 and not unwritable:
@@ -258,6 +260,12 @@ class Vault(Writes, History, Sync, Doctor, Recalling):
                 self.notices.append(f"the index was damaged ({type(exc).__name__}) and is rebuilt from the files")
                 self._index.destroy()
         raise AssertionError("unreachable")
+
+    def _tell_damage(self) -> None:
+        """A notice when opening the index found it damaged and made it anew (once per finding)."""
+        if self._index is not None and self._index.damage is not None:
+            self.notices.append(f"the index was damaged ({self._index.damage}) and is rebuilt from the files")
+            self._index.damage = None
 
     def _load(self, relpath: str) -> tuple[Stat, Memory]:
         """One file's stat and memory, read so that the stat belongs to the bytes parsed."""
@@ -424,7 +432,7 @@ class Vault(Writes, History, Sync, Doctor, Recalling):
 
         def search(report: SyncReport) -> list[SearchHit]:
             if self._index is not None and self._index.check():  # opened here: the walk has started by now
-                self.notices.append("the index was damaged and is rebuilt from the files")
+                self._tell_damage()
                 report = self.refresh()  # the new index knows no file yet
             index = self._index
             if index is None:

@@ -401,6 +401,16 @@ def test_truncated_segment_is_rebuilt_by_next_search(notes: Vault) -> None:
     assert process_search_keys(notes.root, "pho") == ["favorite_food"]
 
 
+@pytest.mark.parametrize("command", [["search", "docker"], ["store", "fact", "wifi", "hunter2"]])
+def test_a_command_that_finds_the_index_damaged_says_so_once(notes: Vault, command: list[str]) -> None:
+    segment = largest_segment(notes.root)
+    segment.write_bytes(segment.read_bytes()[: segment.stat().st_size // 2])
+    result = succeeded(memfile(notes.root, *command))
+    assert result.stderr.count("the index was damaged") == 1, result.stderr
+    assert "the index was damaged" not in succeeded(memfile(notes.root, "search", "docker")).stderr
+    assert process_search_keys(notes.root, "pho") == ["favorite_food"]
+
+
 def test_emptied_segment_files_are_rebuilt_by_next_search(notes: Vault) -> None:
     for segment in segment_files(notes.root):
         segment.write_bytes(b"")
