@@ -183,9 +183,10 @@ class Catalog:
         """
         with self._connection() as db:
             db.executemany("DELETE FROM files WHERE path = ?", [(p,) for p in removed])
-            db.executemany("DELETE FROM entries WHERE path = ?", [(p,) for p in removed] + [(r[0],) for r in rows])
             db.executemany("INSERT OR REPLACE INTO files VALUES (?, ?, ?, ?, ?)", [row[:5] for row in rows])
-            db.executemany("INSERT INTO entries VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            gone = [(p,) for p in removed] + [(row[0],) for row in rows if row[3] is None]  # removed, or unreadable now
+            db.executemany("DELETE FROM entries WHERE path = ?", gone)
+            db.executemany("INSERT OR REPLACE INTO entries VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
                            [(row[0], *row[4:]) for row in rows if row[3] is not None])
             version = str(time.time())
             db.executemany("INSERT OR REPLACE INTO meta VALUES (?, ?)", [

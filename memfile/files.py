@@ -115,6 +115,7 @@ def _list_folder(entries: Iterator[os.DirEntry[str]], relative: str, stat: bool,
             continue
         try:  # an entry removed meanwhile is skipped; the rest of its folder is still listed
             if name[-3:] == ".md" and not entry.is_dir(follow_symlinks=False):
+                # `half_of(name) != part`, inlined: this loop runs once per file of the mind
                 if (part is not None and ord(name[-4]) & 1 != part) or (not name.isascii() and not is_utf8_name(name)):
                     continue
                 info = entry.stat() if stat else None

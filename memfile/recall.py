@@ -236,13 +236,22 @@ def full_entry(memory: Memory) -> str:
 def whole_text(entries: list[str], verified: int, mind_name: str) -> str:
     """The text `recall` renders without a budget, from every memory's `full_entry` in recall order
     (what a whole recall reads from the catalog instead of making a Memory of each)."""
-    width = max(3, len(str(len(entries))))
-    numbered = [f"[{str(n).zfill(width)}] {text}" for n, text in enumerate(entries, 1)]
-    return "\n\n".join([_mind_header(mind_name, len(entries), verified), *numbered]) + "\n"
+    return _text(_mind_header(mind_name, len(entries), verified), entries, _width(len(entries)), "")
 
 
 def _mind_header(mind_name: str, total: int, verified: int) -> str:
     return f"Mind: {mind_name}\nMemories: {total} total ({verified} verified, {total - verified} unverified)"
+
+
+def _width(count: int) -> int:
+    """Digits of the `[NNN] ` numbers of a recall of `count` candidates."""
+    return max(3, len(str(count)))
+
+
+def _text(header: str, entries: list[str], width: int, closing: str) -> str:
+    """The recall text: the header, the entries numbered from 1, the closing line if any."""
+    numbered = [f"[{str(n).zfill(width)}] {entry}" for n, entry in enumerate(entries, 1)]
+    return "\n\n".join([header, *numbered, *([closing] if closing else [])]) + "\n"
 
 
 def _closing(left_out: int, shortened: int, budget: int | None) -> str:
@@ -327,7 +336,7 @@ def _render(items: list[RecallItem], steps: Callable[[], list[tuple[int, str]]],
     `pinned`: how many entries come first whose renderings are kept between recalls,
     and where they are kept, by (path, mode).
     """
-    width = max(3, len(str(len(items))))
+    width = _width(len(items))
     modes = [_FULL] * len(items)
     rendered: dict[str, list[str | None]] = {_FULL: [None] * len(items), _SHORT: [None] * len(items)}
     pinned_count, pinned_texts = pinned or (0, {})
@@ -398,9 +407,8 @@ def _render(items: list[RecallItem], steps: Callable[[], list[tuple[int, str]]],
 
     kept = [(i, mode) for i, mode in enumerate(modes) if mode != _OUT]
     chosen = tuple(items[i] if mode == _FULL else replace(items[i], shortened=True) for i, mode in kept)
-    entries = [f"[{str(n).zfill(width)}] {entry(i, mode)}" for n, (i, mode) in enumerate(kept, 1)]
     closing = _closing(counts[_OUT], counts[_SHORT], budget)
-    text = "\n\n".join([header(counts[_OUT]), *entries, *([closing] if closing else [])]) + "\n"
+    text = _text(header(counts[_OUT]), [entry(i, mode) for i, mode in kept], width, closing)
     return RecallReport(
         mind=report.mind, mind_name=report.mind_name, text=text, items=chosen, total=report.total,
         verified=report.verified, left_out=counts[_OUT], shortened=counts[_SHORT], budget=budget,

@@ -44,6 +44,7 @@ class Recalling:
     def refresh(self, progress: Callable[[int, int], None] | None = None) -> SyncReport: ...  # provided by Vault
     def _read(self, work: Callable[[SyncReport], T]) -> T: ...  # provided by Vault
     def _memories(self, report: SyncReport) -> list[Memory]: ...  # provided by Vault
+    def _take_issues(self, report: SyncReport) -> None: ...  # provided by Vault
     def _searching(self, search: Callable[[dict[str, Memory | None]], T], report: SyncReport) -> T: ...  # by Vault
 
     def recall_report(self, budget: int | None = UNSET, *, query: str | None = None, limit: int | None = 10,
@@ -69,8 +70,7 @@ class Recalling:
         now = utc_now()
 
         def whole(report: SyncReport) -> RecallReport:
-            live = [m for m in self._memories(report) if not m.is_expired(now) and (include_superseded or not m.superseded)]
-            return recall(live, self.mind, self.name, budget)
+            return self._whole(report, now, include_superseded, budget)
 
         def matching(report: SyncReport) -> RecallReport:
             assert query is not None
@@ -102,29 +102,31 @@ class Recalling:
             raise InvalidInput("budget", budget, "a whole number of tokens (0 = no limit)")
         return budget  # type: ignore[return-value]
 
+    def _whole(self, report: SyncReport, now: datetime, include_superseded: bool, budget: int | None) -> RecallReport:
+        """The recall of every memory not expired at `now`, from Memory objects."""
+        live = [m for m in self._memories(report) if not m.is_expired(now) and (include_superseded or not m.superseded)]
+        return recall(live, self.mind, self.name, budget)
+
     def _whole_text(self, include_superseded: bool) -> str:
         """The text of a whole recall without a budget, from the catalog's rendered entries: no
         Memory is made (a third of the time at 10,000 memories). Files read but not yet indexed
-        (another process holds the writer lock) take the ordinary way, `recall_report`."""
+        (another process holds the writer lock) are overlaid the ordinary way, `_whole`."""
         now = utc_now()
 
-        def render(report: SyncReport) -> tuple[list[tuple[str, str, bool, str]], str] | None:
+        def render(report: SyncReport) -> tuple[str, dict[str, Any]]:
             index = self._index
             if index is None or report.pending:
-                return None
-            issues = {i.path: i for i in index.catalog.issues()}
-            issues.update((i.path, i) for i in report.skipped)
-            self.issues = sorted(issues.values(), key=lambda i: i.path)
+                whole = self._whole(report, now, include_superseded, None)
+                return whole.text, _record_of(whole)
+            self._take_issues(report)
             rows = index.catalog.recall_entries(now.timestamp(), include_superseded)
-            return rows, whole_text([row[3] for row in rows], sum(1 for row in rows if row[2]), self.name)
+            text = whole_text([row[3] for row in rows], sum(1 for row in rows if row[2]), self.name)
+            return text, {"query": None, "matched": None, "budget": None, "tokens": estimate_tokens(text),
+                          "total": len(rows), "left_out": 0, "shortened": 0,
+                          "memories": [[ref, id_, False, False, None, None] for ref, id_, _, _ in rows]}
 
-        rendered = self._read(render)  # rendered while the files are walked; recorded once the answer stands
-        if rendered is None:
-            return self.recall_report(None, include_superseded=include_superseded).text
-        rows, text = rendered
-        self._record({"query": None, "matched": None, "budget": None, "tokens": estimate_tokens(text),
-                      "total": len(rows), "left_out": 0, "shortened": 0,
-                      "memories": [[ref, id_, False, False, None, None] for ref, id_, _, _ in rows]})
+        text, record = self._read(render)  # rendered while the files are walked; recorded once the answer stands
+        self._record(record)
         return text
 
     def _recallable(self, report: SyncReport, now: datetime, include_superseded: bool) -> Recallable:
@@ -143,12 +145,7 @@ class Recalling:
 
     def _served(self, report: RecallReport) -> RecallReport:
         """Record what recall gave (`.memfile/last_recall.json`): what did the agent see on its last turn?"""
-        self._record({
-            "query": report.query, "matched": report.matched, "budget": report.budget, "tokens": report.tokens,
-            "total": report.total, "left_out": report.left_out, "shortened": report.shortened,
-            "memories": [[item.memory.ref, item.memory.id, item.pinned, item.shortened, item.score, item.neighbour_of]
-                         for item in report.items],
-        })
+        self._record(_record_of(report))
         return report
 
     def _record(self, served: dict[str, Any]) -> None:
@@ -187,7 +184,7 @@ class Recalling:
         Returns:
             The plain-text recall.
         """
-        if query is None and self._index is not None and self._checked(budget, limit) is None:
+        if query is None and self._checked(budget, limit) is None:
             return self._whole_text(include_superseded)
         return self.recall_report(budget, query=query, limit=limit, include_superseded=include_superseded).text
 
@@ -195,3 +192,13 @@ class Recalling:
                      include_superseded: bool = False) -> list[RecallItem]:
         """The memories recall chooses, in order, each with `pinned`, `score` and its parts (with a query)."""
         return list(self.recall_report(budget, query=query, limit=limit, include_superseded=include_superseded).items)
+
+
+def _record_of(report: RecallReport) -> dict[str, Any]:
+    """What `last_recall.json` keeps of a recall (besides when, who and which mind)."""
+    return {
+        "query": report.query, "matched": report.matched, "budget": report.budget, "tokens": report.tokens,
+        "total": report.total, "left_out": report.left_out, "shortened": report.shortened,
+        "memories": [[item.memory.ref, item.memory.id, item.pinned, item.shortened, item.score, item.neighbour_of]
+                     for item in report.items],
+    }

@@ -132,10 +132,15 @@ class Vault(Writes, History, Sync, Doctor, Recalling):
         pending = report.pending
         found = [m for m in self._catalog_memories() if m.path not in pending]
         found += [m for m in pending.values() if m is not None]
-        issues = {i.path: i for i in self._index.catalog.issues() if i.path not in pending}
+        self._take_issues(report)
+        return found
+
+    def _take_issues(self, report: SyncReport) -> None:
+        """`issues`: the files the catalog could not parse, with what this read found (`pending` files read anew)."""
+        assert self._index is not None
+        issues = {i.path: i for i in self._index.catalog.issues() if i.path not in report.pending}
         issues.update((i.path, i) for i in report.skipped)
         self.issues = sorted(issues.values(), key=lambda i: i.path)
-        return found
 
     def _memories_named(self, ref: str, place: str) -> list[Memory]:
         """The memories holding `category/key` on disk now: a store's lookup, without a stat of every file.

@@ -154,3 +154,11 @@ def test_the_child_leaves_without_flushing_what_this_process_buffered(tmp_path: 
         aside = Aside.start(lambda: b"done")
         assert aside is not None and aside.result() == b"done"
     assert path.read_text(encoding="utf-8") == "written once"
+
+
+def test_a_whole_recall_shows_a_hand_edit_made_after_the_digest_was_recorded(notes: Vault) -> None:
+    notes.recall()  # reads through the catalog's rendered entries
+    path = notes.mind_dir / "fact" / "alpha.md"
+    path.write_text(path.read_text(encoding="utf-8").replace("zeppelins", "hovercraft"), encoding="utf-8")
+    text = notes.recall()
+    assert "hovercraft" in text and "zeppelins" not in text
