@@ -6,6 +6,7 @@ import os
 import sys
 
 from .cli import RUNNING, main
+from .files import roomy_pipe
 
 #: Read-only commands: once their output is flushed, the process ends without the interpreter's
 #: teardown (freeing a recall's 10,000 memories one by one takes 20-40 ms). A read has committed
@@ -15,7 +16,8 @@ QUICK_EXIT = frozenset({"search", "recall", "list", "show", "by-tag", "tags", "s
 
 def run() -> None:
     """`main`; a read-only command (QUICK_EXIT) then ends the process at once, with the exit
-    code `main` gave, after flushing its output."""
+    code `main` gave, after flushing its output. Output into a pipe gets a roomy one (`roomy_pipe`)."""
+    roomy_pipe(1)  # standard output
     try:
         main()
     except SystemExit as exc:

@@ -215,7 +215,7 @@ class Catalog:
         in recall order (`memfile.recall.order`: priority, newest first, REF, path): a whole recall
         without making a Memory of each. REF sorts as category then key (no category holds '/')."""
         state = "" if include_superseded else "AND NOT superseded "
-        return self._connection().execute(  # in the order of the index `entries_recalled`: no sort
+        return self._connection().execute(  # the table's own order: no sort
             "SELECT ref, id, verified, entry FROM entries WHERE (expires IS NULL OR expires > ?) "
             f"{state}ORDER BY rank, updated DESC, ref, path", (now,)).fetchall()
 
@@ -298,10 +298,12 @@ def _connect(path: Path) -> sqlite3.Connection:
     db.execute("PRAGMA synchronous=NORMAL")
     db.execute("CREATE TABLE IF NOT EXISTS files "
                "(path TEXT PRIMARY KEY, issue_line INTEGER, issue_reason TEXT, memory TEXT, ref TEXT)")
-    # What a whole recall reads, apart from the memories (their blobs would be read past on every row).
-    db.execute("CREATE TABLE IF NOT EXISTS entries (path TEXT PRIMARY KEY, ref TEXT, rank INTEGER, updated REAL, "
-               "expires REAL, superseded INTEGER, id TEXT, verified INTEGER, entry TEXT)")
-    db.execute("CREATE INDEX IF NOT EXISTS entries_recalled ON entries (rank, updated DESC, ref, path)")
+    # What a whole recall reads, apart from the memories (their blobs would be read past on every row),
+    # stored in recall order: a whole recall reads it front to back, not row by row through an index.
+    db.execute("CREATE TABLE IF NOT EXISTS entries (path TEXT NOT NULL, ref TEXT, rank INTEGER, updated REAL, "
+               "expires REAL, superseded INTEGER, id TEXT, verified INTEGER, entry TEXT, "
+               "PRIMARY KEY (rank, updated DESC, ref, path)) WITHOUT ROWID")
+    db.execute("CREATE UNIQUE INDEX IF NOT EXISTS entries_paths ON entries (path)")
     db.execute("CREATE INDEX IF NOT EXISTS files_issues ON files (issue_reason) WHERE issue_reason IS NOT NULL")
     db.execute("CREATE INDEX IF NOT EXISTS files_refs ON files (ref) WHERE ref IS NOT NULL")
     db.execute("CREATE TABLE IF NOT EXISTS meta (name TEXT PRIMARY KEY, value BLOB)")
