@@ -55,7 +55,7 @@ LAYERS = {
     "doctor": CORE | PARTS | {"batch"}, "recalling": CORE | PARTS | {"writes"},
     "vault": CORE | PARTS | {"writes", "history", "sync", "doctor", "recalling", "catalog"}, "watch": CORE | PARTS | {"vault"},
     "cli": CORE | PARTS | {"vault", "watch", "cli_git", "mcp_server"}, "cli_git": {"cli", "sync", "errors"}, "mcp_server": CORE | PARTS | {"vault", "watch"},
-    "__init__": CORE | PARTS | {"vault", "watch"}, "__main__": {"cli"},
+    "__init__": CORE | PARTS | {"vault", "watch"}, "__main__": {"cli", "files"},
 }
 # Each third-party library lives in exactly one module.
 THIRD_PARTY_HOME = {"click": {"cli", "cli_git"}, "whoosh": {"index", "analysis", "query", "warm"}, "git": {"gitstore"},
