@@ -210,13 +210,13 @@ class Catalog:
         rows = self._connection().execute("SELECT memory FROM files WHERE memory IS NOT NULL")
         return [memory_from_row(marshal.loads(row[0])) for row in rows]
 
-    def recall_entries(self, now: float, include_superseded: bool) -> list[tuple[str, str, bool, str]]:
-        """(REF, id, verified, rendered entry) of every memory not expired at `now` (a timestamp),
+    def recall_entries(self, now: float, include_superseded: bool) -> list[tuple[str, str, bool, bytes]]:
+        """(REF, id, verified, rendered entry in UTF-8) of every memory not expired at `now` (a timestamp),
         in recall order (`memfile.recall.order`: priority, newest first, REF, path): a whole recall
         without making a Memory of each. REF sorts as category then key (no category holds '/')."""
         state = "" if include_superseded else "AND NOT superseded "
         return self._connection().execute(  # the table's own order: no sort
-            "SELECT ref, id, verified, entry FROM entries WHERE (expires IS NULL OR expires > ?) "
+            "SELECT ref, id, verified, CAST(entry AS BLOB) FROM entries WHERE (expires IS NULL OR expires > ?) "
             f"{state}ORDER BY rank, updated DESC, ref, path", (now,)).fetchall()
 
     def memories_named(self, ref: str) -> list[Memory]:

@@ -48,9 +48,14 @@ NEIGHBOUR_OF, NEIGHBOURS, NEIGHBOUR_WEIGHT = 3, 2, 0.7
 NEIGHBOUR_WINDOW = timedelta(minutes=10)
 
 
-def estimate_tokens(text: str) -> int:
-    """The documented token estimate: ceil(characters / 4)."""
-    return -(-len(text) // CHARS_PER_TOKEN)
+def estimate_tokens(text: str | bytes) -> int:
+    """The documented token estimate: ceil(characters / 4), of a str or of UTF-8 bytes (never decoded)."""
+    characters = len(text) if isinstance(text, str) else len(text.translate(None, _CONTINUATION_BYTES))
+    return -(-characters // CHARS_PER_TOKEN)
+
+
+#: The bytes that continue a UTF-8 character: what is left without them is one byte per character.
+_CONTINUATION_BYTES = bytes(range(0x80, 0xC0))
 
 
 @dataclass(frozen=True)
@@ -233,10 +238,18 @@ def full_entry(memory: Memory) -> str:
     return _entry(memory, False)
 
 
-def whole_text(entries: list[str], verified: int, mind_name: str) -> str:
-    """The text `recall` renders without a budget, from every memory's `full_entry` in recall order
-    (what a whole recall reads from the catalog instead of making a Memory of each)."""
-    return _text(_mind_header(mind_name, len(entries), verified), entries, _width(len(entries)), "")
+def whole_text(entries: list[bytes], verified: int, mind_name: str) -> bytes:
+    """The text `recall` renders without a budget, in UTF-8, from every memory's `full_entry` (UTF-8)
+    in recall order: what a whole recall reads from the catalog instead of making a Memory of each.
+
+    Bytes from the catalog to the output: at 10,000 memories the text is 6 MB, not all
+    ASCII, and as a str it cost decoding, copying each entry (two bytes a character) to
+    number it, and encoding again: about 30 ms of 70-100. The layout is `_text`'s, with
+    no closing line.
+    """
+    width = _width(len(entries))
+    numbered = [b"[%0*d] %s" % (width, n, entry) for n, entry in enumerate(entries, 1)]
+    return b"\n\n".join([_mind_header(mind_name, len(entries), verified).encode(), *numbered]) + b"\n"
 
 
 def _mind_header(mind_name: str, total: int, verified: int) -> str:

@@ -107,17 +107,17 @@ class Recalling:
         live = [m for m in self._memories(report) if not m.is_expired(now) and (include_superseded or not m.superseded)]
         return recall(live, self.mind, self.name, budget)
 
-    def _whole_text(self, include_superseded: bool) -> str:
-        """The text of a whole recall without a budget, from the catalog's rendered entries: no
-        Memory is made (a third of the time at 10,000 memories). Files read but not yet indexed
+    def _whole_text(self, include_superseded: bool) -> bytes:
+        """The text (UTF-8) of a whole recall without a budget, from the catalog's rendered entries:
+        no Memory is made (a third of the time at 10,000 memories). Files read but not yet indexed
         (another process holds the writer lock) are overlaid the ordinary way, `_whole`."""
         now = utc_now()
 
-        def render(report: SyncReport) -> tuple[str, dict[str, Any]]:
+        def render(report: SyncReport) -> tuple[bytes, dict[str, Any]]:
             index = self._index
             if index is None or report.pending:
                 whole = self._whole(report, now, include_superseded, None)
-                return whole.text, _record_of(whole)
+                return whole.text.encode("utf-8"), _record_of(whole)
             self._take_issues(report)
             rows = index.catalog.recall_entries(now.timestamp(), include_superseded)
             text = whole_text([row[3] for row in rows], sum(1 for row in rows if row[2]), self.name)
@@ -184,9 +184,15 @@ class Recalling:
         Returns:
             The plain-text recall.
         """
+        return self.recall_bytes(budget, query=query, limit=limit, include_superseded=include_superseded).decode("utf-8")
+
+    def recall_bytes(self, budget: int | None = UNSET, *, query: str | None = None, limit: int | None = 10,
+                     include_superseded: bool = False) -> bytes:
+        """`recall`'s text in UTF-8, as `memfile recall` writes it. A whole recall (no query, no budget)
+        is made of the catalog's bytes and never decoded (`recall.whole_text`)."""
         if query is None and self._checked(budget, limit) is None:
             return self._whole_text(include_superseded)
-        return self.recall_report(budget, query=query, limit=limit, include_superseded=include_superseded).text
+        return self.recall_report(budget, query=query, limit=limit, include_superseded=include_superseded).text.encode("utf-8")
 
     def recall_items(self, budget: int | None = UNSET, *, query: str | None = None, limit: int | None = 10,
                      include_superseded: bool = False) -> list[RecallItem]:

@@ -106,6 +106,11 @@ def test_json_report_has_parts(sample_copy: Path) -> None:
     assert {"id", "key", "category", "priority", "shortened"} <= set(data["memories"][0])
 
 
+@pytest.mark.parametrize("text", ["", "abc", "abcd" * 3 + "e", "ünïcode — ✓", "🧠𝔘", "ไทย" * 3, "Tiếng Việt\n\t漢字"])
+def test_the_token_estimate_of_utf8_bytes_counts_their_characters(text: str) -> None:
+    assert estimate_tokens(text.encode("utf-8")) == estimate_tokens(text) == -(-len(text) // 4)
+
+
 def served(vault: Vault) -> dict:
     record = vault.last_recall()
     record.pop("served_at")
@@ -126,7 +131,8 @@ def test_a_whole_recall_read_from_the_catalog_is_the_recall_of_the_memories(vaul
         key = rng.choice(["a", "b", "z", "éclair", "Zed", "a_b", "a-b"]) + str(i % 7)
         expires = rng.choice(["null", "2020-01-01T00:00:00Z", "2099-01-01T00:00:00Z"])
         status = rng.choice(["", "", "status: superseded\n"])
-        body = rng.choice(["One line.", "Two\n\nparagraphs  \n", "  indented\n\tand tabbed\n", "ünïcode — ✓"])
+        body = rng.choice(["One line.", "Two\n\nparagraphs  \n", "  indented\n\tand tabbed\n", "ünïcode — ✓",
+                           "🧠 ไทย Tiếng Việt 𝔘 漢字"])  # 1- to 4-byte UTF-8: the token estimate counts characters
         (folder / f"{key}_{i}.md").write_text(
             f"---\ncategory: {category}\nkey: {key}_{i}\npriority: {rng.choice(['low', 'normal', 'high', 'critical'])}\n"
             f"tags: {rng.choice(['[]', '[x]', '[y, z]'])}\nverified: {rng.choice(['true', 'false'])}\n"
@@ -137,6 +143,8 @@ def test_a_whole_recall_read_from_the_catalog_is_the_recall_of_the_memories(vaul
         report = vault.recall_report(0, include_superseded=include_superseded)
         assert fast == report.text
         assert fast_record == served(vault)
+        assert vault.recall_bytes(0, include_superseded=include_superseded) == fast.encode("utf-8")
+        assert served(vault) == fast_record
     assert vault.recall_report(0).total < vault.recall_report(0, include_superseded=True).total < 80
 
 
