@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from itertools import chain
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from operator import attrgetter
@@ -48,14 +49,9 @@ NEIGHBOUR_OF, NEIGHBOURS, NEIGHBOUR_WEIGHT = 3, 2, 0.7
 NEIGHBOUR_WINDOW = timedelta(minutes=10)
 
 
-def estimate_tokens(text: str | bytes) -> int:
-    """The documented token estimate: ceil(characters / 4), of a str or of UTF-8 bytes (never decoded)."""
-    characters = len(text) if isinstance(text, str) else len(text.translate(None, _CONTINUATION_BYTES))
-    return -(-characters // CHARS_PER_TOKEN)
-
-
-#: The bytes that continue a UTF-8 character: what is left without them is one byte per character.
-_CONTINUATION_BYTES = bytes(range(0x80, 0xC0))
+def estimate_tokens(text: str) -> int:
+    """The documented token estimate: ceil(characters / 4)."""
+    return -(-len(text) // CHARS_PER_TOKEN)
 
 
 @dataclass(frozen=True)
@@ -238,18 +234,22 @@ def full_entry(memory: Memory) -> str:
     return _entry(memory, False)
 
 
-def whole_text(entries: list[bytes], verified: int, mind_name: str) -> bytes:
-    """The text `recall` renders without a budget, in UTF-8, from every memory's `full_entry` (UTF-8)
-    in recall order: what a whole recall reads from the catalog instead of making a Memory of each.
+def whole_text(entries: list[bytes], characters: int, verified: int, mind_name: str) -> tuple[bytes, int]:
+    """The text `recall` renders without a budget, in UTF-8, and its token estimate, from every
+    memory's `full_entry` (UTF-8; `characters` in all) in recall order: what a whole recall reads
+    from the catalog instead of making a Memory of each.
 
     Bytes from the catalog to the output: at 10,000 memories the text is 6 MB, not all
     ASCII, and as a str it cost decoding, copying each entry (two bytes a character) to
-    number it, and encoding again: about 30 ms of 70-100. The layout is `_text`'s, with
-    no closing line.
+    number it, and encoding again: about 30 ms of 70-100. Entries are joined between their
+    numbers, never copied one by one. The layout is `_text`'s, with no closing line.
     """
     width = _width(len(entries))
-    numbered = [b"[%0*d] %s" % (width, n, entry) for n, entry in enumerate(entries, 1)]
-    return b"\n\n".join([_mind_header(mind_name, len(entries), verified).encode(), *numbered]) + b"\n"
+    header = _mind_header(mind_name, len(entries), verified)
+    numbers = [b"\n\n[%0*d] " % (width, n) for n in range(1, len(entries) + 1)]  # ASCII: a character a byte
+    text = b"".join([header.encode(), *chain.from_iterable(zip(numbers, entries)), b"\n"])
+    characters += len(header) + sum(map(len, numbers)) + 1
+    return text, -(-characters // CHARS_PER_TOKEN)
 
 
 def _mind_header(mind_name: str, total: int, verified: int) -> str:

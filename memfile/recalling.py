@@ -16,7 +16,7 @@ from .errors import InvalidInput, NotFound
 from .files import atomic_write
 from .index import Index, SearchOptions, SyncReport
 from .model import Memory, Source, format_datetime, utc_now
-from .recall import (Match, Recallable, RecallItem, RecallReport, estimate_tokens, recall, recall_query, score, whole_text,
+from .recall import (Match, Recallable, RecallItem, RecallReport, recall, recall_query, score, whole_text,
                      with_neighbours)
 from .writes import UNSET
 
@@ -120,10 +120,11 @@ class Recalling:
                 return whole.text.encode("utf-8"), _record_of(whole)
             self._take_issues(report)
             rows = index.catalog.recall_entries(now.timestamp(), include_superseded)
-            text = whole_text([row[3] for row in rows], sum(1 for row in rows if row[2]), self.name)
-            return text, {"query": None, "matched": None, "budget": None, "tokens": estimate_tokens(text),
+            text, tokens = whole_text([row[3] for row in rows], sum(row[4] for row in rows),
+                                      sum(1 for row in rows if row[2]), self.name)
+            return text, {"query": None, "matched": None, "budget": None, "tokens": tokens,
                           "total": len(rows), "left_out": 0, "shortened": 0,
-                          "memories": [[ref, id_, False, False, None, None] for ref, id_, _, _ in rows]}
+                          "memories": [[ref, id_, False, False, None, None] for ref, id_, _, _, _ in rows]}
 
         text, record = self._read(render)  # rendered while the files are walked; recorded once the answer stands
         self._record(record)

@@ -125,6 +125,7 @@ def test_the_halves_of_a_walk_make_the_whole_walk_and_its_digest(tmp_path: Path)
     whole = stat_walk(mind, tmp_path)
     halves = [stat_walk(mind, tmp_path, part=part) for part in (0, 1)]
     assert halves[0] and halves[1] and not halves[0].keys() & halves[1].keys()
+    assert all(files.half_of(path) == part for part in (0, 1) for path in halves[part])
     assert halves[0] | halves[1] == whole == split_walk(mind, tmp_path)
     for half in halves:  # each half lists its files in the order of the whole walk
         assert list(half) == [path for path in whole if path in half]

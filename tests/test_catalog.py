@@ -234,3 +234,30 @@ def test_a_segment_file_that_vanishes_while_checked_is_not_taken_for_damage(note
     other = Vault.open(notes.root, notes.mind)
     assert [hit.memory.key for hit in other.search("zeppelins")] == ["alpha"]
     other.close()
+
+
+# --- SQLite's write-ahead log -----------------------------------------------------------------------
+
+
+def test_a_big_write_leaves_the_log_empty_and_a_small_one_never_waits_for_readers(tmp_path) -> None:
+    """Every process's first connection reads the whole log: a bulk write empties it at once."""
+    from memfile.catalog import BIG_WRITE, issue_row
+
+    catalog = Catalog(tmp_path / "catalog.sqlite")
+    log = tmp_path / "catalog.sqlite-wal"
+    small = [issue_row(f"fact/s{i}.md", 1, "bad") for i in range(10)]
+    catalog.write(small, [], {row[0]: (1, 1, i) for i, row in enumerate(small)}, {}, None)
+    assert log.stat().st_size > 0  # a small write stays in the log (SQLite moves it in later)
+    reader = sqlite3.connect(catalog.path, isolation_level=None)
+    reader.execute("BEGIN")
+    reader.execute("SELECT count(*) FROM files").fetchall()  # a reader holds the log's snapshot
+    big = [issue_row(f"fact/b{i}.md", 1, "bad") for i in range(BIG_WRITE)]
+    started = time.monotonic()
+    catalog.write(big, [], {row[0]: (1, 1, i) for i, row in enumerate(big)}, {}, None)
+    assert time.monotonic() - started < 10  # the reader in the way is not waited for (busy timeout 30 s)
+    reader.execute("COMMIT")
+    reader.close()
+    catalog.write(big, [], {row[0]: (1, 1, i) for i, row in enumerate(big)}, {}, None)
+    assert log.stat().st_size == 0
+    assert len(catalog.issues()) == 10 + BIG_WRITE
+    catalog.close()

@@ -106,11 +106,6 @@ def test_json_report_has_parts(sample_copy: Path) -> None:
     assert {"id", "key", "category", "priority", "shortened"} <= set(data["memories"][0])
 
 
-@pytest.mark.parametrize("text", ["", "abc", "abcd" * 3 + "e", "ünïcode — ✓", "🧠𝔘", "ไทย" * 3, "Tiếng Việt\n\t漢字"])
-def test_the_token_estimate_of_utf8_bytes_counts_their_characters(text: str) -> None:
-    assert estimate_tokens(text.encode("utf-8")) == estimate_tokens(text) == -(-len(text) // 4)
-
-
 def served(vault: Vault) -> dict:
     record = vault.last_recall()
     record.pop("served_at")
@@ -146,6 +141,18 @@ def test_a_whole_recall_read_from_the_catalog_is_the_recall_of_the_memories(vaul
         assert vault.recall_bytes(0, include_superseded=include_superseded) == fast.encode("utf-8")
         assert served(vault) == fast_record
     assert vault.recall_report(0).total < vault.recall_report(0, include_superseded=True).total < 80
+
+
+def test_a_whole_recall_counts_the_tokens_of_its_utf8_text(tmp_path: Path) -> None:
+    """Its token estimate comes from the entries' character counts; the text is never decoded."""
+    mind = Vault.init(tmp_path / "v", "m", "Míchaël 🧠")
+    for i, content in enumerate(["ASCII only.", "ünïcode — ✓", "🧠 𝔘 four-byte", "ไทย Tiếng Việt 漢字"] * 30):
+        mind.store("fact", f"k{i}", content, tags=["näme"] if i % 2 else [])
+    data = mind.recall_bytes()
+    record = served(mind)
+    text = mind.recall_report(0).text
+    assert data == text.encode("utf-8") and record == served(mind)
+    assert record["tokens"] == estimate_tokens(text) == -(-len(text) // 4)
 
 
 def test_a_whole_recall_overlays_files_another_process_is_about_to_index(vault: Vault) -> None:
