@@ -49,7 +49,6 @@ INDEX_NAME = f"memories_v{SCHEMA_VERSION}"
 CATALOG_NAME = f"catalog_v{SCHEMA_VERSION}.sqlite"
 #: From this many files to (re)read, a sync is a bulk load: both cores, no garbage collection pauses.
 BULK = 2000
-NEVER = 253402300799.0  # 9999-12-31T23:59:59Z: the expiry of memories that never expire
 
 #: What a damaged index raises while being opened or read.
 CORRUPTION = (OSError, EOFError, ValueError, KeyError, IndexError, TypeError, AttributeError,
@@ -74,18 +73,24 @@ TAG_WEIGHT = 2
 
 
 def _document(memory: Memory, row: bytes) -> dict[str, Any]:
-    """The Whoosh document of a memory (`row`: its marshalled catalog row); `text` starts with the content."""
+    """The Whoosh document of a memory (`row`: its marshalled catalog row); `text` starts with the content.
+
+    A memory that never expires has no `expires` (the expiry queries, warm.hidden_docs, only ever
+    look for dates): Whoosh indexes a number as 16 terms, a fifth of a memory's postings.
+    """
     key = " ".join([memory.key.replace("_", " ")] * KEY_WEIGHT)
     tags = " ".join([" ".join(memory.tags)] * TAG_WEIGHT)
-    return {
+    document = {
         "path": memory.path, "category": str(memory.category), "priority": str(memory.priority),
         "source": str(memory.source), "verified": str(memory.verified).lower(),
         "status": "superseded" if memory.superseded else "active",
         "tags": ",".join(t.replace(",", " ") for t in memory.tags),
         "text": f"{normalize(memory.content)}\n{key}\n{tags}",
-        "expires": memory.expires_at.timestamp() if memory.expires_at else NEVER,
         "doc": row,
     }
+    if memory.expires_at is not None:
+        document["expires"] = memory.expires_at.timestamp()
+    return document
 
 
 @dataclass
