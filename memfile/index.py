@@ -320,6 +320,10 @@ class Index:
         self.catalog.write(rows, removed, recorded, self._record_segments(), disk if paths is None else None)
         return report
 
+    def is_bulk(self, disk: dict[str, Stat]) -> bool:
+        """Whether bringing the index in line with `disk` (a whole walk) is a bulk load (BULK files or more)."""
+        return self._stale(disk, None) >= BULK
+
     def _stale(self, disk: dict[str, Stat], paths: Iterable[str] | None) -> int:
         """How many files to re-read or drop (all of them when there is no full-text index yet)."""
         if self._ix is None and not any(self.folder.glob(f"_{INDEX_NAME}_*.toc")):

@@ -10,6 +10,7 @@ from __future__ import annotations
 import errno
 import os
 import stat
+import threading
 from collections import Counter
 from collections.abc import Callable
 from datetime import datetime, timedelta, timezone
@@ -242,14 +243,18 @@ class Vault(Writes, History, Sync, Doctor, Recalling):
     def _sync(self, paths: list[str] | None, wait: bool, progress: Callable[[int, int], None] | None = None) -> SyncReport:
         if self._index is None:
             return SyncReport()
+        apart = (0, 0, 0)  # added, updated, removed by a fresh process
         if paths is None:
             disk = split_walk(self.mind_dir, self.root)
+            if threading.active_count() > 1 and self._index.is_bulk(disk):
+                apart = _build_apart(self.root, self.mind)  # then the sync below finds little or nothing to do
         else:
             disk = {p: stat for p in paths if (stat := _stat(self.root / p)) is not None}
         for attempt in (1, 2, 3):
             try:
                 report = self._index.sync(disk, self._load, paths, progress=progress, wait=wait,
                                           present=lambda path: _stat(self.root / path) is not None)
+                report.added, report.updated, report.removed = map(sum, zip(apart, (report.added, report.updated, report.removed)))
                 self._tell_damage()
                 return report
             except CORRUPTION as exc:
@@ -571,3 +576,23 @@ def _stat(path: Path) -> Stat | None:
     except OSError:
         return None
     return stat.st_size, stat.st_mtime_ns, stat.st_ino
+
+
+def _build_apart(root: Path, mind: str) -> tuple[int, int, int]:
+    """Bring a mind's index in line in a fresh Python process; (added, updated, removed) there. A process
+    running threads (the MCP server, the watcher) may not fork, so a bulk load there uses one core (at
+    10,000 memories: 14 s, against 8-11 s apart). Best effort: what it leaves undone, the caller does."""
+    import subprocess
+    import sys
+
+    code = ("import sys\nfrom memfile import Vault\nreport = Vault.open(sys.argv[1], sys.argv[2]).refresh()\n"
+            "print(report.added, report.updated, report.removed)")
+    here = str(Path(__file__).resolve().parent.parent)  # this memfile, wherever it was imported from
+    env = os.environ | {"PYTHONPATH": os.pathsep.join(filter(None, [here, os.environ.get("PYTHONPATH")]))}
+    try:  # never the caller's standard streams: the MCP server speaks on them
+        done = subprocess.run([sys.executable, "-c", code, str(root), mind], env=env, capture_output=True,
+                              stdin=subprocess.DEVNULL, text=True, check=True).stdout.split()
+        added, updated, removed = map(int, done)
+    except (OSError, ValueError, subprocess.CalledProcessError):  # no interpreter to start, or it failed
+        return 0, 0, 0
+    return added, updated, removed

@@ -714,3 +714,37 @@ def test_a_full_diff_listed_before_another_writer_stored_never_drops_that_memory
     # what a vouching watcher lets every command read without a diff: the catalog itself
     assert {m.key for m in watcher._index.catalog.memories()} == {"old", "new"}
     assert [h.memory.key for h in watcher._index.search("stored while listing", SearchOptions(), utc_now())] == ["new"]
+
+
+@pytest.mark.slow
+def test_a_process_running_threads_has_a_fresh_process_build_a_big_index(tmp_path: Path) -> None:
+    """The MCP server and the watcher run threads and may not fork: a bulk load there would use one
+    core. A fresh process builds it on both (Whoosh's writer for two processes leaves a segment each)."""
+    import threading
+
+    from whoosh import index as whoosh_index
+
+    from memfile.index import BULK
+
+    vault = Vault.init(tmp_path / "v", "m", "M")
+    folder = vault.mind_dir / "fact"
+    folder.mkdir()
+    for i in range(BULK + 1):
+        (folder / f"k{i}.md").write_text(f"---\ncategory: fact\nkey: k{i}\n---\nLighthouse number {i}.\n", encoding="utf-8")
+    (folder / "broken.md").write_text("---\ncategory: [\n---\nx\n", encoding="utf-8")
+    stop = threading.Event()
+    thread = threading.Thread(target=stop.wait)
+    thread.start()
+    try:
+        reader = Vault.open(vault.root, "m")
+        report = reader.refresh()
+        hits = reader.search("lighthouse 1234")
+    finally:
+        stop.set()
+        thread.join()
+    assert (report.added, report.updated, report.removed) == (BULK + 1, 0, 0)  # counted where they were done
+    assert hits[0].memory.key == "k1234" and any("broken.md" in str(issue) for issue in reader.issues)
+    ix = whoosh_index.open_dir(vault.root / ".memfile" / "index" / "m", indexname=INDEX_NAME)
+    with ix.searcher() as searcher:
+        assert len(searcher.reader().leaf_readers()) == 2 and searcher.doc_count() == BULK + 1
+    reader.close()
