@@ -24,9 +24,9 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from itertools import chain
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
+from itertools import chain
 from operator import attrgetter
 from typing import Any
 

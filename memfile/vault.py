@@ -246,12 +246,12 @@ class Vault(Writes, History, Sync, Doctor, Recalling):
         apart = (0, 0, 0)  # added, updated, removed by a fresh process
         if paths is None:
             disk = split_walk(self.mind_dir, self.root)
-            if threading.active_count() > 1 and self._index.is_bulk(disk):
-                apart = _build_apart(self.root, self.mind)  # then the sync below finds little or nothing to do
         else:
             disk = {p: stat for p in paths if (stat := _stat(self.root / p)) is not None}
         for attempt in (1, 2, 3):
             try:
+                if attempt == 1 and paths is None and threading.active_count() > 1 and self._index.is_bulk(disk):
+                    apart = _build_apart(self.root, self.mind)  # then the sync below finds little or nothing to do
                 report = self._index.sync(disk, self._load, paths, progress=progress, wait=wait,
                                           present=lambda path: _stat(self.root / path) is not None)
                 report.added, report.updated, report.removed = map(sum, zip(apart, (report.added, report.updated, report.removed)))
