@@ -155,6 +155,18 @@ def test_a_whole_recall_counts_the_tokens_of_its_utf8_text(tmp_path: Path) -> No
     assert record["tokens"] == estimate_tokens(text) == -(-len(text) // 4)
 
 
+def test_a_memory_whose_sort_keys_change_is_recalled_once_in_its_new_place(vault: Vault) -> None:
+    """The catalog keeps entries keyed by their recall order: a new priority moves the row, never copies it."""
+    vault.store("fact", "alpha", "Alpha text.")
+    vault.store("fact", "bravo", "Bravo text.", priority="high")
+    assert vault.recall().index("Bravo") < vault.recall().index("Alpha")
+    path = vault.mind_dir / "fact" / "alpha.md"
+    path.write_text(path.read_text(encoding="utf-8").replace("priority: normal", "priority: critical"), encoding="utf-8")
+    text = Vault.open(vault.root).recall()
+    assert text.count("Alpha text.") == 1 and text.index("Alpha") < text.index("Bravo")
+    assert "Memories: 2 total" in text
+
+
 def test_a_whole_recall_overlays_files_another_process_is_about_to_index(vault: Vault) -> None:
     vault.store("fact", "alpha", "Alpha was indexed.")
     index = vault._index
