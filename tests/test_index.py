@@ -716,6 +716,38 @@ def test_a_full_diff_listed_before_another_writer_stored_never_drops_that_memory
     assert [h.memory.key for h in watcher._index.search("stored while listing", SearchOptions(), utc_now())] == ["new"]
 
 
+def _big_mind(tmp_path: Path, files: int) -> Vault:
+    vault = Vault.init(tmp_path / "v", "m", "M")
+    folder = vault.mind_dir / "fact"
+    folder.mkdir()
+    for i in range(files):
+        (folder / f"k{i}.md").write_text(f"---\ncategory: fact\nkey: k{i}\n---\nLighthouse number {i}.\n", encoding="utf-8")
+    return vault
+
+
+@pytest.mark.slow
+def test_a_process_running_threads_builds_a_big_index_itself_when_no_fresh_process_starts(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import threading
+
+    from memfile.index import BULK
+
+    vault = _big_mind(tmp_path, BULK)
+    monkeypatch.setattr(sys, "executable", str(tmp_path / "no-such-python"))  # an embedded Python, say
+    stop = threading.Event()
+    thread = threading.Thread(target=stop.wait)
+    thread.start()
+    try:
+        reader = Vault.open(vault.root, "m")
+        report = reader.refresh()
+        hits = reader.search("lighthouse 77")
+    finally:
+        stop.set()
+        thread.join()
+    assert report.added == BULK and hits[0].memory.key == "k77"
+    reader.close()
+
+
 @pytest.mark.slow
 def test_a_process_running_threads_has_a_fresh_process_build_a_big_index(tmp_path: Path) -> None:
     """The MCP server and the watcher run threads and may not fork: a bulk load there would use one
@@ -726,12 +758,8 @@ def test_a_process_running_threads_has_a_fresh_process_build_a_big_index(tmp_pat
 
     from memfile.index import BULK
 
-    vault = Vault.init(tmp_path / "v", "m", "M")
-    folder = vault.mind_dir / "fact"
-    folder.mkdir()
-    for i in range(BULK + 1):
-        (folder / f"k{i}.md").write_text(f"---\ncategory: fact\nkey: k{i}\n---\nLighthouse number {i}.\n", encoding="utf-8")
-    (folder / "broken.md").write_text("---\ncategory: [\n---\nx\n", encoding="utf-8")
+    vault = _big_mind(tmp_path, BULK + 1)
+    (vault.mind_dir / "fact" / "broken.md").write_text("---\ncategory: [\n---\nx\n", encoding="utf-8")
     stop = threading.Event()
     thread = threading.Thread(target=stop.wait)
     thread.start()
