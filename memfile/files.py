@@ -88,7 +88,7 @@ def stat_walk(mind_dir: Path, root: Path, stat: bool = True, part: int | None = 
 def half_of(path: str) -> int:
     """Which half of a walk a memory file is in (0 or 1), by its name alone: the two halves
     of one walk are made in two processes (`split_walk`) and digested apart (`catalog.fingerprint`)."""
-    return (ord(path[-4]) + len(path) - path.rfind("/")) & 1  # the last character before ".md"; the name's length
+    return (ord(path[-4]) + len(path) - path.rfind("/") - 1) & 1  # the last character before ".md", plus the name's length
 
 
 def split_walk(mind_dir: Path, root: Path) -> dict[str, Any]:
@@ -116,7 +116,7 @@ def _list_folder(entries: Iterator[os.DirEntry[str]], relative: str, stat: bool,
         try:  # an entry removed meanwhile is skipped; the rest of its folder is still listed
             if name[-3:] == ".md" and not entry.is_dir(follow_symlinks=False):
                 # `half_of(name) != part`, inlined: this loop runs once per file of the mind
-                if (part is not None and (ord(name[-4]) + len(name) + 1) & 1 != part) or (not name.isascii() and not is_utf8_name(name)):
+                if (part is not None and (ord(name[-4]) + len(name)) & 1 != part) or (not name.isascii() and not is_utf8_name(name)):
                     continue
                 info = entry.stat() if stat else None
                 found[relative + name] = (info.st_size, info.st_mtime_ns, info.st_ino) if info else None

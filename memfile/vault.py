@@ -269,6 +269,7 @@ class Vault(Writes, History, Sync, Doctor, Recalling):
                     return SyncReport()
                 self.notices.append(f"the index was damaged ({type(exc).__name__}) and is rebuilt from the files")
                 self._index.destroy()
+                apart = (0, 0, 0)  # the rebuild counts every file again
         raise AssertionError("unreachable")
 
     def _tell_damage(self) -> None:

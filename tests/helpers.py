@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import textwrap
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from click.testing import CliRunner, Result
@@ -94,3 +97,16 @@ def files_outside_git(root: Path) -> set[str]:
         for p in root.rglob("*")
         if p.is_file() and ".git" not in p.relative_to(root).parts and ".memfile" not in p.relative_to(root).parts
     }
+
+
+@contextmanager
+def another_thread_running() -> Iterator[None]:
+    """A second thread waits meanwhile: this process may not fork (as in the MCP server or the watcher)."""
+    stop = threading.Event()
+    thread = threading.Thread(target=stop.wait)
+    thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        thread.join()

@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import os
 import sys
-import threading
 from pathlib import Path
 
 import pytest
+from helpers import another_thread_running
 
 from memfile import Vault, files
 from memfile.catalog import fingerprint, half_digest, joined
@@ -96,16 +96,10 @@ def test_a_write_by_another_process_during_the_work_gets_the_work_run_again(note
 
 
 def test_no_child_is_forked_while_other_threads_run(notes: Vault, started: list[Aside | None]) -> None:
-    release = threading.Event()
-    thread = threading.Thread(target=release.wait)
-    thread.start()
-    try:
+    with another_thread_running():
         calls: list[SyncReport] = []
         assert keys_read(notes, calls) == ["alpha", "bravo"]
         assert started and all(aside is None for aside in started) and len(calls) == 1
-    finally:
-        release.set()
-        thread.join()
 
 
 def test_a_mind_with_no_recorded_digest_is_refreshed_by_a_walk_in_two_halves(vault: Vault, started: list[Aside | None]) -> None:

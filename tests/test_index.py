@@ -21,7 +21,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from helpers import BROKEN, fails, in_vault, ok
+from helpers import BROKEN, another_thread_running, fails, in_vault, ok
 from conftest import commit_count, git
 
 from memfile import NotFound, Vault
@@ -728,22 +728,14 @@ def _big_mind(tmp_path: Path, files: int) -> Vault:
 @pytest.mark.slow
 def test_a_process_running_threads_builds_a_big_index_itself_when_no_fresh_process_starts(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import threading
-
     from memfile.index import BULK
 
     vault = _big_mind(tmp_path, BULK)
     monkeypatch.setattr(sys, "executable", str(tmp_path / "no-such-python"))  # an embedded Python, say
-    stop = threading.Event()
-    thread = threading.Thread(target=stop.wait)
-    thread.start()
-    try:
+    with another_thread_running():
         reader = Vault.open(vault.root, "m")
         report = reader.refresh()
         hits = reader.search("lighthouse 77")
-    finally:
-        stop.set()
-        thread.join()
     assert report.added == BULK and hits[0].memory.key == "k77"
     reader.close()
 
@@ -752,24 +744,16 @@ def test_a_process_running_threads_builds_a_big_index_itself_when_no_fresh_proce
 def test_a_process_running_threads_has_a_fresh_process_build_a_big_index(tmp_path: Path) -> None:
     """The MCP server and the watcher run threads and may not fork: a bulk load there would use one
     core. A fresh process builds it on both (Whoosh's writer for two processes leaves a segment each)."""
-    import threading
-
     from whoosh import index as whoosh_index
 
     from memfile.index import BULK
 
     vault = _big_mind(tmp_path, BULK + 1)
     (vault.mind_dir / "fact" / "broken.md").write_text("---\ncategory: [\n---\nx\n", encoding="utf-8")
-    stop = threading.Event()
-    thread = threading.Thread(target=stop.wait)
-    thread.start()
-    try:
+    with another_thread_running():
         reader = Vault.open(vault.root, "m")
         report = reader.refresh()
         hits = reader.search("lighthouse 1234")
-    finally:
-        stop.set()
-        thread.join()
     assert (report.added, report.updated, report.removed) == (BULK + 1, 0, 0)  # counted where they were done
     assert hits[0].memory.key == "k1234" and any("broken.md" in str(issue) for issue in reader.issues)
     ix = whoosh_index.open_dir(vault.root / ".memfile" / "index" / "m", indexname=INDEX_NAME)
