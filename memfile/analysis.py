@@ -16,9 +16,10 @@ from whoosh import highlight
 from whoosh.analysis import STOP_WORDS as WHOOSH_STOP_WORDS
 from whoosh.analysis import Token, Tokenizer
 from whoosh.fields import ID, KEYWORD, NUMERIC, STORED, TEXT, Schema
+from whoosh.formats import Positions
 from whoosh.lang.porter import stem
 
-from .text import fold, matching, normalize, tokens
+from .text import fold, matching, normalize, token_texts, tokens
 
 
 class MemfileAnalyzer(Tokenizer):
@@ -64,6 +65,35 @@ class MemfileAnalyzer(Tokenizer):
             yield token
 
 
+class IndexPositions(Positions):
+    """Whoosh's Positions format, with `MemfileAnalyzer` run inline when a text is indexed.
+
+    Whoosh's way sends every word through a Token object and two generators; this
+    one counts the same terms at the same positions from plain strings (the same
+    postings, byte for byte, tested), about a seventh less CPU for a bulk load.
+    Anything else (a list of words, other options, another analyzer) goes
+    Whoosh's way. Pickled into the index, keep its path.
+    """
+
+    def word_values(self, value: Any, analyzer: Any, **kwargs: Any) -> Any:
+        if type(value) is not str or type(analyzer) is not MemfileAnalyzer or kwargs.keys() - {"mode"}:
+            return super().word_values(value, analyzer, **kwargs)
+        places: dict[str, list[int]] = {}
+        pos = None
+        for index, word in enumerate(token_texts(normalize(value))):
+            if word in STOP_WORDS:
+                continue
+            pos = index if pos is None else pos + 1  # as MemfileAnalyzer numbers them
+            term = stem_word(word)
+            found = places.get(term)
+            if found is None:
+                places[term] = [pos]
+            else:
+                found.append(pos)
+        boost, encode = self.field_boost, self.encode
+        return [(term, len(found), len(found) * boost, encode(found)) for term, found in places.items()]
+
+
 stem_word = lru_cache(maxsize=50_000)(stem)
 
 #: Whoosh's English stop words plus the question and pronoun words people type into a search box.
@@ -84,11 +114,13 @@ def schema() -> Schema:
     field costs a query half the posting lists that three would.
     """
     analyzer = MemfileAnalyzer()
+    text = TEXT(analyzer=analyzer, phrase=True, multitoken_query="phrase")
+    text.format = IndexPositions(field_boost=text.format.field_boost)
     return Schema(
         path=ID(stored=True, unique=True),
         category=ID, priority=ID, source=ID, verified=ID, status=ID,
         tags=KEYWORD(commas=True, lowercase=True, scorable=True),
-        text=TEXT(analyzer=analyzer, phrase=True, multitoken_query="phrase"),
+        text=text,
         expires=NUMERIC(float),
         doc=STORED,
     )

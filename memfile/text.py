@@ -73,6 +73,15 @@ def tokens(text: str) -> Iterator[tuple[str, int, int]]:
             yield from _latin(value[position:], start + position)
 
 
+def token_texts(text: str) -> list[str]:
+    """The texts of `tokens(text)`, in order, without their places: what indexing needs."""
+    words, no_space = _patterns()
+    if no_space.search(text) is None:
+        folded = (word.lower() if word.isascii() else fold(word) for word in words.findall(text))
+        return [word for word in folded if word]
+    return [token for token, _, _ in tokens(text)]
+
+
 def matching(text: str, keep: Callable[[str], bool]) -> list[tuple[str, int, int]]:
     """The `tokens` of NFC `text` that `keep` accepts, in order.
 

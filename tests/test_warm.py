@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 
 from memfile import Vault
-from memfile.analysis import snippet
+from memfile.analysis import MemfileAnalyzer, snippet, schema
 from memfile.query import parse_query
-from memfile.text import matching, tokens
+from memfile.text import matching, token_texts, tokens
 from memfile.warm import WARM_FROM, Warm, plain_terms
 
 WORDS = ("alpha bravo charlie delta echo foxtrot golf hotel india juliet kilo lima mike november oscar papa "
@@ -270,3 +270,30 @@ def test_matching_finds_exactly_the_tokens_the_tokenizer_gives() -> None:
     for _ in range(5000):
         text = "".join(r.choice(pieces) for _ in range(r.randint(0, 20)))
         assert matching(text, wanted.__contains__) == [t for t in tokens(text) if t[0] in wanted], text
+
+
+def test_token_texts_are_the_tokenizers_tokens_without_places() -> None:
+    r = random.Random(5)
+    pieces = ["ab", "Ab", "cd", "x", "_", "-", " ", "9", "é", "e\u0301", "\u0301", "Đà", "Straße", ".", "ภาษา", "中文字", "ﬁ", "\n"]
+    for _ in range(5000):
+        text = "".join(r.choice(pieces) for _ in range(r.randint(0, 20)))
+        assert token_texts(text) == [t for t, _, _ in tokens(text)], text
+
+
+def test_the_index_format_gives_whooshs_postings_byte_for_byte() -> None:
+    """The text field's format runs the analyzer inline; Whoosh's own Positions format is the reference."""
+    from whoosh.formats import Positions
+
+    field = schema()["text"]
+    reference = Positions(field_boost=field.format.field_boost)
+    r = random.Random(11)
+    pieces = [*WORDS, "the", "What", "is", "a", "Deploying", "Nhà", "hàng", "nha\u0300", "café", "ภาษาไทย", "東京都",
+              "it's", "e-mail", "x", "9", "_", " ", " ", ", ", ".\n", "?", "\u0301"]
+    for _ in range(3000):
+        text = "".join(r.choice(pieces) + r.choice(["", " "]) for _ in range(r.randint(0, 40)))
+        ours = field.format.word_values(text, field.analyzer, mode="index")
+        assert ours == list(reference.word_values(text, field.analyzer, mode="index")), text
+    # anything but one string through this analyzer goes Whoosh's way
+    assert list(field.format.word_values(["deploy", "deploy"], field.analyzer)) == list(
+        reference.word_values(["deploy", "deploy"], field.analyzer))
+    assert type(field.analyzer) is MemfileAnalyzer
