@@ -205,8 +205,9 @@ class Catalog:
             db.executemany("INSERT OR REPLACE INTO files VALUES (?, ?, ?, ?, ?)", [row[:5] for row in rows])
             gone = [(p,) for p in removed] + [(row[0],) for row in rows if row[3] is None]  # removed, or unreadable now
             db.executemany("DELETE FROM entries WHERE path = ?", gone)
-            db.executemany("INSERT OR REPLACE INTO entries VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                           [(row[0], *row[4:]) for row in rows if row[3] is not None])
+            # in the table's key order (recall order), a bulk load appends instead of splitting pages: half the time
+            entries = sorted(((row[0], *row[4:]) for row in rows if row[3] is not None), key=_recall_key)
+            db.executemany("INSERT OR REPLACE INTO entries VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", entries)
             version = str(time.time())
             db.executemany("INSERT OR REPLACE INTO meta VALUES (?, ?)", [
                 ("state", marshal.dumps(recorded)), ("segments", json.dumps(segments)), ("last_update", version),
@@ -251,6 +252,12 @@ class Catalog:
             "SELECT path, issue_line, issue_reason FROM files INDEXED BY files_issues WHERE issue_reason IS NOT NULL"
         )
         return sorted((ParseIssue(path, line, reason) for path, line, reason in rows), key=lambda i: i.path)
+
+
+def _recall_key(entry: tuple[Any, ...]) -> tuple[Any, ...]:
+    """An `entries` row's place in the table's key: rank, updated DESC, ref, path."""
+    path, ref, rank, updated = entry[:4]
+    return rank, -updated, ref, path
 
 
 def memory_row(path: str, memory: Memory, blob: bytes, entry: str) -> Row:

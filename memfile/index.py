@@ -433,10 +433,13 @@ def _bulk_options(count: int) -> dict[str, Any]:
     """Writer options. Segments stay separate files, not one compound file: opening a compound
     segment copies it out of its mmap (whoosh3's BufferFile), ~0.4 s per search at 100,000
     memories. A big batch uses both cores, but never from a threaded process (forking it is unsafe).
+    The codec writes Whoosh's files, faster (analysis.WriteCodec).
     """
+    from .analysis import WriteCodec
+
     if count < BULK or threading.active_count() > 1:
-        return {"compound": False}
-    return {"compound": False, "procs": 2, "multisegment": True, "limitmb": 256, "batchsize": 500}
+        return {"compound": False, "codec": WriteCodec()}
+    return {"compound": False, "codec": WriteCodec(), "procs": 2, "multisegment": True, "limitmb": 256, "batchsize": 500}
 
 
 def _segment_files(folder: Path) -> list[Path]:

@@ -760,3 +760,34 @@ def test_a_process_running_threads_has_a_fresh_process_build_a_big_index(tmp_pat
     with ix.searcher() as searcher:
         assert len(searcher.reader().leaf_readers()) == 2 and searcher.doc_count() == BULK + 1
     reader.close()
+
+
+def test_the_write_codec_writes_whooshs_files_byte_for_byte(tmp_path: Path) -> None:
+    """analysis.WriteCodec only reads lengths faster: every file of its segment equals Whoosh's own codec's,
+    and the segment names Whoosh's codec (an index never refers to memfile's)."""
+    import random
+
+    from whoosh.codec.whoosh3 import W3Codec
+    from whoosh.filedb.filestore import FileStorage
+
+    from memfile.analysis import WriteCodec, schema
+
+    r = random.Random(2)
+    words = "alpha bravo charlie deploy deploying nhà hàng café ภาษาไทย the a of".split()
+    documents = [{"path": f"m/{n}.md", "category": r.choice(["fact", "note"]), "tags": ",".join(r.sample(words, 2)),
+                  "text": " ".join(r.choice(words) for _ in range(r.randint(0, 400))), "doc": b"x"}
+                 for n in range(700)]  # long and empty texts: lengths over 255 are coded, and a zero byte reads as None
+    built = {}
+    for name, codec in (("whoosh", W3Codec()), ("memfile", WriteCodec())):
+        folder = tmp_path / name
+        folder.mkdir()
+        ix = FileStorage(str(folder)).create_index(schema())
+        writer = ix.writer(codec=codec, compound=False)
+        for document in documents:
+            writer.add_document(**document)
+        writer.commit()
+        assert [type(segment.codec()) for segment in ix._segments()] == [W3Codec]
+        built[name] = {p.name.split(".", 1)[1]: p.read_bytes()  # the name without the segment's random id
+                       for p in folder.iterdir() if p.suffix != ".toc" and not p.name.endswith("LOCK")}
+    assert built["memfile"] == built["whoosh"]
+    assert {"pst", "trm", "_text_len.col", "_tags_len.col"} <= set(built["whoosh"])
