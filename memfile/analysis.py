@@ -95,6 +95,15 @@ class IndexPositions(Positions):
         boost, encode = self.field_boost, self.encode
         return [(term, len(found), len(found) * boost, encode(found)) for term, found in places.items()]
 
+    def encode(self, poslist: Any) -> bytes:
+        """Whoosh's encoding; that of a term found once (most of them) is made once per position."""
+        return _one_place(poslist[0]) if len(poslist) == 1 else super().encode(poslist)
+
+
+@lru_cache(maxsize=100_000)
+def _one_place(pos: int) -> bytes:
+    return Positions().encode([pos])
+
 
 class WriteCodec(W3Codec):
     """Whoosh's codec for writing segments: a new segment's postings look up each field's

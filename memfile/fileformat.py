@@ -145,7 +145,7 @@ def _expanded_size(value: Any, memo: dict[int, int]) -> int:
     if id(value) not in memo:
         memo[id(value)] = 0  # a recursive alias counts once
         children = value.values() if isinstance(value, dict) else value
-        memo[id(value)] = 1 + sum(_expanded_size(child, memo) for child in children)
+        memo[id(value)] = 1 + sum(_expanded_size(child, memo) if isinstance(child, dict | list) else 1 for child in children)
     return memo[id(value)]
 
 

@@ -76,6 +76,8 @@ def tokens(text: str) -> Iterator[tuple[str, int, int]]:
 def token_texts(text: str) -> list[str]:
     """The texts of `tokens(text)`, in order, without their places: what indexing needs."""
     words, no_space = _patterns()
+    if text.isascii():  # the common case: lowercasing folds every word and moves no boundary
+        return words.findall(text.lower())
     if no_space.search(text) is None:
         folded = (word.lower() if word.isascii() else fold(word) for word in words.findall(text))
         return [word for word in folded if word]

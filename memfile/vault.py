@@ -282,12 +282,11 @@ class Vault(Writes, History, Sync, Doctor, Recalling):
         """One file's stat and memory, read so that the stat belongs to the bytes parsed."""
         path = self.root / relpath  # from our own walk; _read_bytes refuses symlinks leading out
         for _ in range(3):
-            before = _stat(path)
-            data = self._read_bytes(path, relpath)
-            if before is not None and before == _stat(path):
+            data, before = self._read_bytes(path, relpath)
+            if before == _stat(path):
                 break
-        mtime = datetime.fromtimestamp((before or (0, 0, 0))[1] // 1_000_000_000, timezone.utc)
-        return before or (0, 0, 0), fileformat.parse(data, relpath, mtime)
+        mtime = datetime.fromtimestamp(before[1] // 1_000_000_000, timezone.utc)
+        return before, fileformat.parse(data, relpath, mtime)
 
     def _parse_all(self) -> list[Memory]:
         """Every memory, parsed from the files (when the index cannot be used)."""
@@ -300,7 +299,8 @@ class Vault(Writes, History, Sync, Doctor, Recalling):
                 self.issues.append(ParseIssue(exc.path, exc.line, exc.reason))
         return found
 
-    def _read_bytes(self, path: Path, relpath: str) -> bytes:
+    def _read_bytes(self, path: Path, relpath: str) -> tuple[bytes, Stat]:
+        """A file's bytes and its stat taken just before reading them."""
         if path.is_symlink() and not is_inside(path, self.mind_dir):
             raise FileParseError(relpath, None, "symlink leads outside the mind folder")
         try:
@@ -309,7 +309,7 @@ class Vault(Writes, History, Sync, Doctor, Recalling):
                 raise FileParseError(relpath, None, "not a regular file")
             if info.st_size > fileformat.MAX_FILE_BYTES:
                 raise FileParseError(relpath, None, f"file is larger than {fileformat.MAX_FILE_BYTES // 2**20} MB")
-            return path.read_bytes()
+            return path.read_bytes(), (info.st_size, info.st_mtime_ns, info.st_ino)
         except OSError as exc:
             raise FileParseError(relpath, None, f"cannot be read: {exc.strerror}") from None
 
