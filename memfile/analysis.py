@@ -100,7 +100,7 @@ class IndexPositions(Positions):
         return _one_place(poslist[0]) if len(poslist) == 1 else super().encode(poslist)
 
 
-@lru_cache(maxsize=100_000)
+@lru_cache(maxsize=20_000)
 def _one_place(pos: int) -> bytes:
     return Positions().encode([pos])
 
