@@ -72,17 +72,27 @@ def stat_walk(mind_dir: Path, root: Path, stat: bool = True, part: int | None = 
     pending = [str(mind_dir)]
     while pending:
         folder = pending.pop()
-        try:
-            entries = os.scandir(folder)
-        except OSError:
-            continue
         relative = folder[prefix:].replace(os.sep, "/") + "/"
         try:
-            with entries:
-                _list_folder(entries, relative, stat, found, pending, part)
-        except OSError:  # the folder went away while it was read
+            with _opened_folder(folder) as listed, os.scandir(listed) as entries:
+                _list_folder(entries, folder, relative, stat, found, pending, part)
+        except OSError:  # the folder went away before or while it was read
             continue
     return found
+
+
+@contextmanager
+def _opened_folder(folder: str) -> Iterator[int | str]:
+    """What `os.scandir` lists `folder` from: a descriptor of it where the system allows, so that each
+    entry's stat looks up its name in the folder (`fstatat`) instead of its whole path (a sixth faster)."""
+    if os.scandir not in os.supports_fd:
+        yield folder
+        return
+    descriptor = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        yield descriptor
+    finally:
+        os.close(descriptor)
 
 
 def half_of(path: str) -> int:
@@ -106,7 +116,7 @@ def split_walk(mind_dir: Path, root: Path) -> dict[str, Any]:
     return found
 
 
-def _list_folder(entries: Iterator[os.DirEntry[str]], relative: str, stat: bool, found: dict[str, Any],
+def _list_folder(entries: Iterator[os.DirEntry[Any]], folder: str, relative: str, stat: bool, found: dict[str, Any],
                  pending: list[str], part: int | None) -> None:
     """`stat_walk`'s hot loop, over one folder: every read without a watcher runs it; cheapest test first."""
     for entry in entries:
@@ -121,7 +131,7 @@ def _list_folder(entries: Iterator[os.DirEntry[str]], relative: str, stat: bool,
                 info = entry.stat() if stat else None
                 found[relative + name] = (info.st_size, info.st_mtime_ns, info.st_ino) if info else None
             elif entry.is_dir(follow_symlinks=False) and not is_ignored_name(name):
-                pending.append(entry.path)
+                pending.append(folder + os.sep + name)
         except OSError:
             continue
 

@@ -128,6 +128,27 @@ def test_the_halves_of_a_walk_make_the_whole_walk_and_its_digest(tmp_path: Path)
     assert fingerprint("1.0", whole) != fingerprint("2.0", whole)
 
 
+def test_a_walk_gives_each_memory_files_stat_and_leaves_no_descriptor_open(tmp_path: Path) -> None:
+    """Folders are listed from a descriptor (each stat looks up a name, not a path): the stats are os.stat's,
+    a symlinked file is followed, dot-folders, symlinked folders and other files are skipped."""
+    mind = tmp_path / "mind"
+    for folder in ("fact/deep/deeper", ".git", "skill"):
+        (mind / folder).mkdir(parents=True, exist_ok=True)
+    for name in ("fact/a.md", "fact/deep/deeper/b.md", ".git/c.md", "skill/d.txt", "skill/e.md"):
+        (mind / name).write_text(name, encoding="utf-8")
+    (mind / "skill" / "link.md").symlink_to(mind / "fact" / "a.md")
+    (mind / "linked").symlink_to(mind / "fact", target_is_directory=True)
+    open_before = len(os.listdir("/proc/self/fd")) if os.path.isdir("/proc/self/fd") else None
+    walked = stat_walk(mind, tmp_path)
+    assert sorted(walked) == ["mind/fact/a.md", "mind/fact/deep/deeper/b.md", "mind/skill/e.md", "mind/skill/link.md"]
+    for path, stat in walked.items():
+        info = os.stat(tmp_path / path)
+        assert stat == (info.st_size, info.st_mtime_ns, info.st_ino)
+    assert stat_walk(mind / "fact" / "a.md", tmp_path) == {} and stat_walk(mind / "gone", tmp_path) == {}
+    if open_before is not None:
+        assert len(os.listdir("/proc/self/fd")) == open_before
+
+
 def test_the_child_gives_its_bytes_however_many(tmp_path: Path) -> None:
     big = os.urandom(1_000_000)  # far more than a pipe holds: the child waits for the parent to read
     aside = Aside.start(lambda: big)
