@@ -107,7 +107,7 @@ def _one_place(pos: int) -> bytes:
 
 class WriteCodec(W3Codec):
     """Whoosh's codec for writing segments: a new segment's postings look up each field's
-    lengths in a list read once, not on disk once per posting (a tenth of a bulk load's CPU).
+    lengths in a list read once, not on disk once per posting (a tenth of the indexing processes' CPU).
 
     Whoosh reads the length of every posting's document as it writes the postings
     (for the blocks' length bounds), through a seek and a read each. The files
