@@ -22,6 +22,7 @@ from __future__ import annotations
 import gc
 import json
 import marshal
+import os
 import sqlite3
 import struct
 import threading
@@ -429,8 +430,15 @@ def _merge_policy(writer: Any, segments: list[Any]) -> list[Any]:
     return MERGE_SMALL(writer, segments)
 
 
-#: The memory (MB) each Whoosh writer may hold postings in before it spills them to disk (see _bulk_options).
-POOL_MB = 1024
+def pool_mb() -> int:
+    """The memory (MB) each Whoosh writer may hold postings in before it spills them to disk (see
+    _bulk_options): an eighth of the machine's memory, from 256 MB to 1 GB (256 where it is unknown),
+    so that the two writers of a big load take at most a quarter of it."""
+    try:
+        total = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE") // 2**20
+    except (AttributeError, OSError, ValueError):
+        return 256
+    return max(256, min(1024, total // 8))
 
 
 def _bulk_options(count: int) -> dict[str, Any]:
@@ -438,12 +446,12 @@ def _bulk_options(count: int) -> dict[str, Any]:
     segment copies it out of its mmap (whoosh3's BufferFile), ~0.4 s per search at 100,000
     memories. A big batch uses both cores, but never from a threaded process (forking it is unsafe).
     The codec writes Whoosh's files, faster (analysis.WriteCodec). A writer holds its postings in
-    memory up to POOL_MB: past that, Whoosh sorts them through files on disk, which doubled the time
+    memory up to `pool_mb()`: past that, Whoosh sorts them through files on disk, which doubled the time
     per memory of a 100,000-memory load (at 256 MB); a small write never comes near it.
     """
     from .analysis import WriteCodec
 
-    options = {"compound": False, "codec": WriteCodec(), "limitmb": POOL_MB}
+    options = {"compound": False, "codec": WriteCodec(), "limitmb": pool_mb()}
     if count < BULK or threading.active_count() > 1:
         return options
     return options | {"procs": 2, "multisegment": True, "batchsize": 500}

@@ -791,3 +791,18 @@ def test_the_write_codec_writes_whooshs_files_byte_for_byte(tmp_path: Path) -> N
                        for p in folder.iterdir() if p.suffix != ".toc" and not p.name.endswith("LOCK")}
     assert built["memfile"] == built["whoosh"]
     assert {"pst", "trm", "_text_len.col", "_tags_len.col"} <= set(built["whoosh"])
+
+
+def test_a_writer_holds_an_eighth_of_the_machines_memory_from_256_mb_to_1_gb(monkeypatch: pytest.MonkeyPatch) -> None:
+    from memfile import index
+
+    page = 4096
+    for total_mb, expected in ((1024, 256), (2048, 256), (4096, 512), (6000, 750), (24 * 1024, 1024), (10**6, 1024)):
+        monkeypatch.setattr(index.os, "sysconf", lambda name, mb=total_mb: mb * 2**20 // page if name == "SC_PHYS_PAGES" else page)
+        assert index.pool_mb() == expected, total_mb
+
+    def unknown(name: str) -> int:
+        raise ValueError(f"unrecognized configuration name {name}")
+
+    monkeypatch.setattr(index.os, "sysconf", unknown)
+    assert index.pool_mb() == 256
