@@ -120,11 +120,8 @@ class Vault(Writes, History, Sync, Doctor, Recalling):
     # --- reading ---------------------------------------------------------
 
     def memories(self) -> list[Memory]:
-        """Every memory of the mind as it is on disk now; unreadable files go to `issues`.
-
-        The index is brought in line with the files first (see `refresh`), then
-        read, so this does not parse every file.
-        """
+        """Every memory of the mind as it is on disk now (unreadable files go to `issues`): the index is
+        brought in line with the files first (see `refresh`) and read, so not every file is parsed."""
         return self._read(self._memories)
 
     def _memories(self, report: SyncReport) -> list[Memory]:
@@ -251,7 +248,7 @@ class Vault(Writes, History, Sync, Doctor, Recalling):
         for attempt in (1, 2, 3):
             try:
                 if attempt == 1 and paths is None and threading.active_count() > 1 and self._index.is_bulk(disk):
-                    apart = _build_apart(self.root, self.mind)  # then the sync below finds little or nothing to do
+                    apart = _build_apart(self.root, self.mind, progress)  # the sync below then finds little to do
                 report = self._index.sync(disk, self._load, paths, progress=progress, wait=wait,
                                           present=lambda path: _stat(self.root / path) is not None)
                 report.added, report.updated, report.removed = map(sum, zip(apart, (report.added, report.updated, report.removed)))
@@ -579,21 +576,24 @@ def _stat(path: Path) -> Stat | None:
     return stat.st_size, stat.st_mtime_ns, stat.st_ino
 
 
-def _build_apart(root: Path, mind: str) -> tuple[int, int, int]:
-    """Bring a mind's index in line in a fresh Python process; (added, updated, removed) there. A process
-    running threads (the MCP server, the watcher) may not fork, so a bulk load there uses one core (at
-    10,000 memories: 14 s, against 8-11 s apart). Best effort: what it leaves undone, the caller does."""
+def _build_apart(root: Path, mind: str, progress: Callable[[int, int], None] | None = None) -> tuple[int, int, int]:
+    """(added, updated, removed) by a fresh Python process bringing a mind's index in line, its progress relayed:
+    a process running threads (MCP server, watcher) may not fork, and would load on one core. Best effort."""
     import subprocess
     import sys
 
-    code = ("import sys\nfrom memfile import Vault\nreport = Vault.open(sys.argv[1], sys.argv[2]).refresh()\n"
-            "print(report.added, report.updated, report.removed)")
+    code = ("import sys\nfrom memfile import Vault\ntell = lambda d, t: (d % 100 == 0 or d == t) and print(d, t, file=sys.stderr)\n"
+            "r = Vault.open(sys.argv[1], sys.argv[2]).refresh(tell)\nprint(r.added, r.updated, r.removed)")
     here = str(Path(__file__).resolve().parent.parent)  # this memfile, wherever it was imported from
     env = os.environ | {"PYTHONPATH": os.pathsep.join(filter(None, [here, os.environ.get("PYTHONPATH")]))}
     try:  # never the caller's standard streams: the MCP server speaks on them
-        done = subprocess.run([sys.executable, "-c", code, str(root), mind], env=env, capture_output=True,
-                              stdin=subprocess.DEVNULL, text=True, check=True).stdout.split()
-        added, updated, removed = map(int, done)
-    except (OSError, ValueError, subprocess.CalledProcessError):  # no interpreter to start, or it failed
+        with subprocess.Popen([sys.executable, "-c", code, str(root), mind], env=env, stdin=subprocess.DEVNULL,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) as child:
+            for line in child.stderr or ():  # to its end first: the one line on stdout never fills a pipe
+                if progress is not None and len(told := line.split()) == 2 and "".join(told).isdigit():
+                    progress(int(told[0]), int(told[1]))
+            done = (child.stdout.read() if child.stdout else "").split()
+        added, updated, removed = map(int, done) if child.returncode == 0 else (0, 0, 0)
+    except (OSError, ValueError):  # no interpreter to start, or it failed
         return 0, 0, 0
     return added, updated, removed

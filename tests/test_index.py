@@ -750,11 +750,15 @@ def test_a_process_running_threads_has_a_fresh_process_build_a_big_index(tmp_pat
 
     vault = _big_mind(tmp_path, BULK + 1)
     (vault.mind_dir / "fact" / "broken.md").write_text("---\ncategory: [\n---\nx\n", encoding="utf-8")
+    told: list[tuple[int, int]] = []
     with another_thread_running():
         reader = Vault.open(vault.root, "m")
-        report = reader.refresh()
+        report = reader.refresh(progress=lambda done, total: told.append((done, total)))
         hits = reader.search("lighthouse 1234")
     assert (report.added, report.updated, report.removed) == (BULK + 1, 0, 0)  # counted where they were done
+    # the fresh process's progress comes through, every hundred files and at the end (the broken file included)
+    assert told[0] == (100, BULK + 2) and told[-1] == (BULK + 2, BULK + 2) and len(told) == (BULK + 2) // 100 + 1
+    assert [done for done, _ in told] == sorted(done for done, _ in told)
     assert hits[0].memory.key == "k1234" and any("broken.md" in str(issue) for issue in reader.issues)
     ix = whoosh_index.open_dir(vault.root / ".memfile" / "index" / "m", indexname=INDEX_NAME)
     with ix.searcher() as searcher:
