@@ -20,7 +20,8 @@ import marshal
 import sqlite3
 import time
 from array import array
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -137,11 +138,16 @@ class Catalog:
 
     def _write_if_free(self, sql: str, parameters: tuple[Any, ...]) -> None:
         """Run one write for a read, unless another process is writing the catalog: a read never waits."""
+        with self._never_waiting() as db, db:
+            db.execute(sql, parameters)
+
+    @contextmanager
+    def _never_waiting(self) -> Iterator[sqlite3.Connection]:
+        """The connection, for statements skipped rather than waited for when the catalog is busy."""
         db = self._connection()
+        db.execute("PRAGMA busy_timeout = 0")
         try:
-            db.execute("PRAGMA busy_timeout = 0")
-            with db:
-                db.execute(sql, parameters)
+            yield db
         except sqlite3.Error:
             pass  # busy, or a vault this process may only read
         finally:
@@ -155,14 +161,8 @@ class Catalog:
         10,000 memories) by a process that ended without closing its connection (a read-only
         command's quick exit), every later command spent 15 ms on it.
         """
-        db = self._connection()
-        try:
-            db.execute("PRAGMA busy_timeout = 0")
+        with self._never_waiting() as db:
             db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-        except sqlite3.Error:
-            pass  # busy, or a vault this process may only read
-        finally:
-            db.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT * 1000}")
 
     # --- the superseded and expired documents of a version of the full-text index -------
 

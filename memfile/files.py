@@ -151,6 +151,11 @@ def roomy_pipe(fd: int) -> None:
         pass
 
 
+def may_fork() -> bool:
+    """Whether this process may fork: no other thread runs (a child would copy the locks they hold)."""
+    return threading.active_count() == 1
+
+
 class Aside:
     """`compute()` run in a forked child while this process goes on (on the other core).
 
@@ -166,7 +171,7 @@ class Aside:
 
     @classmethod
     def start(cls, compute: Callable[[], bytes]) -> Aside | None:
-        if sys.platform != "linux" or threading.active_count() != 1:
+        if sys.platform != "linux" or not may_fork():
             return None
         read_end, write_end = os.pipe()
         try:

@@ -25,7 +25,6 @@ import marshal
 import os
 import sqlite3
 import struct
-import threading
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -40,6 +39,7 @@ except ImportError:  # not CPython
 
 from .catalog import Catalog, Row, Stat, diff, issue_row, memory_row
 from .errors import FileParseError, LockTimeout
+from .files import may_fork
 from .model import Memory, ParseIssue, SearchHit, memory_to_row
 from .query import weighting
 from .warm import Warm, hidden_docs, stored_memory
@@ -452,7 +452,7 @@ def _bulk_options(count: int) -> dict[str, Any]:
     from .analysis import WriteCodec
 
     options = {"compound": False, "codec": WriteCodec(), "limitmb": pool_mb()}
-    if count < BULK or threading.active_count() > 1:
+    if count < BULK or not may_fork():
         return options
     return options | {"procs": 2, "multisegment": True, "batchsize": 500}
 

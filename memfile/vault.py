@@ -10,7 +10,6 @@ from __future__ import annotations
 import errno
 import os
 import stat
-import threading
 from collections import Counter
 from collections.abc import Callable
 from datetime import datetime, timedelta, timezone
@@ -21,7 +20,7 @@ from . import fileformat
 from .config import STATE_DIR, Config, caller_source, find_vault, load_config, select_mind
 from .errors import FileParseError, InvalidInput
 from .catalog import half_digest, joined
-from .files import Aside, lock_holder, split_walk, stat_walk
+from .files import Aside, lock_holder, may_fork, split_walk, stat_walk
 from .gitstore import GitStore
 from .index import CORRUPTION, Index, SearchOptions, Stat, SyncReport
 from .model import (
@@ -247,7 +246,7 @@ class Vault(Writes, History, Sync, Doctor, Recalling):
             disk = {p: stat for p in paths if (stat := _stat(self.root / p)) is not None}
         for attempt in (1, 2, 3):
             try:
-                if attempt == 1 and paths is None and threading.active_count() > 1 and self._index.is_bulk(disk):
+                if attempt == 1 and paths is None and not may_fork() and self._index.is_bulk(disk):
                     apart = _build_apart(self.root, self.mind, progress)  # the sync below then finds little to do
                 report = self._index.sync(disk, self._load, paths, progress=progress, wait=wait,
                                           present=lambda path: _stat(self.root / path) is not None)

@@ -47,7 +47,7 @@ LAYERS = {
     **{part: CORE for part in PARTS},
     # The Whoosh classes pickled into the index, used by index.py alone; the catalog is index.py's SQLite half.
     "analysis": {"text"}, "query": {"errors", "analysis"}, "warm": {"model", "query"}, "catalog": {"model", "files"},
-    "index": CORE | {"analysis", "query", "warm", "catalog"},
+    "index": CORE | {"analysis", "query", "warm", "catalog", "files"},
     # Vault is split in two modules: writes.py holds its write methods (a mixin).
     "merge": CORE, "sync": CORE | PARTS | {"merge"},
     # The store queue sits on the file primitives; only the write half of Vault uses it.
