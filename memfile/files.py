@@ -7,6 +7,7 @@ import fcntl
 import gc
 import marshal
 import os
+import stat
 import sys
 import threading
 import time
@@ -15,10 +16,40 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from .errors import LockTimeout
-from .paths import is_ignored_name, is_utf8_name
+from .errors import FileParseError, LockTimeout
+from .fileformat import MAX_FILE_BYTES
+from .paths import is_ignored_name, is_inside, is_utf8_name
 
 TEMP_PREFIX = ".memfile-tmp-"
+def read_file(path: str, relpath: str, mind_dir: Path) -> tuple[bytes, tuple[int, int, int], tuple[int, int, int]]:
+    """A memory file's bytes, and its (size, mtime_ns, inode) from the open file just before and just after
+    reading them (a short read or a change shows as a difference: read again).
+
+    Raises:
+        FileParseError: a symlink leading out of `mind_dir`, not a regular file, too big, unreadable.
+    """
+    try:
+        try:  # one system call for a plain file, where a look first takes two; opening never blocks on a FIFO
+            fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW)
+        except OSError:
+            if not os.path.islink(path):  # ELOOP on Linux and macOS, EMLINK on FreeBSD
+                raise
+            if not is_inside(Path(path), mind_dir):
+                raise FileParseError(relpath, None, "symlink leads outside the mind folder") from None
+            fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+        try:
+            info = os.fstat(fd)
+            if not stat.S_ISREG(info.st_mode):  # a FIFO or device named *.md would block or never end
+                raise FileParseError(relpath, None, "not a regular file")
+            if info.st_size > MAX_FILE_BYTES:
+                raise FileParseError(relpath, None, f"file is larger than {MAX_FILE_BYTES // 2**20} MB")
+            data = os.read(fd, info.st_size + 1)
+            after = os.fstat(fd)
+        finally:
+            os.close(fd)
+    except OSError as exc:
+        raise FileParseError(relpath, None, f"cannot be read: {exc.strerror}") from None
+    return data, (info.st_size, info.st_mtime_ns, info.st_ino), (after.st_size, after.st_mtime_ns, after.st_ino)
 
 
 def atomic_write(path: Path, data: bytes, durable: bool = True) -> None:

@@ -45,7 +45,7 @@ from .query import weighting
 from .warm import Warm, hidden_docs, stored_memory
 from .text import normalize
 
-SCHEMA_VERSION = 11
+SCHEMA_VERSION = 12
 INDEX_NAME = f"memories_v{SCHEMA_VERSION}"
 CATALOG_NAME = f"catalog_v{SCHEMA_VERSION}.sqlite"
 #: From this many files to (re)read, a sync is a bulk load: both cores, no garbage collection pauses.

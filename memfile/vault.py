@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import errno
 import os
-import stat
 from collections import Counter
 from collections.abc import Callable
 from datetime import datetime, timedelta, timezone
@@ -20,7 +19,7 @@ from . import fileformat
 from .config import STATE_DIR, Config, caller_source, find_vault, load_config, select_mind
 from .errors import FileParseError, InvalidInput
 from .catalog import half_digest, joined
-from .files import Aside, lock_holder, may_fork, split_walk, stat_walk
+from .files import Aside, lock_holder, may_fork, read_file, split_walk, stat_walk
 from .gitstore import GitStore
 from .index import CORRUPTION, Index, SearchOptions, Stat, SyncReport
 from .model import (
@@ -41,7 +40,7 @@ from .model import (
 )
 from .doctor import Doctor
 from .history import History
-from .paths import is_inside, shown_path
+from .paths import shown_path
 from .recall import Recallable, full_entry
 from .recalling import Recalling
 from .sync import Sync
@@ -276,10 +275,10 @@ class Vault(Writes, History, Sync, Doctor, Recalling):
 
     def _load(self, relpath: str) -> tuple[Stat, Memory]:
         """One file's stat and memory, read so that the stat belongs to the bytes parsed."""
-        path = self.root / relpath  # from our own walk; _read_bytes refuses symlinks leading out
+        path = os.path.join(self.root, relpath)  # from our own walk; read_file refuses symlinks leading out
         for _ in range(3):
-            data, before = self._read_bytes(path, relpath)
-            if before == _stat(path):
+            data, before, after = read_file(path, relpath, self.mind_dir)
+            if before == after and len(data) == before[0]:
                 break
         mtime = datetime.fromtimestamp(before[1] // 1_000_000_000, timezone.utc)
         return before, fileformat.parse(data, relpath, mtime)
@@ -294,20 +293,6 @@ class Vault(Writes, History, Sync, Doctor, Recalling):
             except FileParseError as exc:
                 self.issues.append(ParseIssue(exc.path, exc.line, exc.reason))
         return found
-
-    def _read_bytes(self, path: Path, relpath: str) -> tuple[bytes, Stat]:
-        """A file's bytes and its stat taken just before reading them."""
-        if path.is_symlink() and not is_inside(path, self.mind_dir):
-            raise FileParseError(relpath, None, "symlink leads outside the mind folder")
-        try:
-            info = path.stat()
-            if not stat.S_ISREG(info.st_mode):  # a FIFO or device named *.md would block or never end
-                raise FileParseError(relpath, None, "not a regular file")
-            if info.st_size > fileformat.MAX_FILE_BYTES:
-                raise FileParseError(relpath, None, f"file is larger than {fileformat.MAX_FILE_BYTES // 2**20} MB")
-            return path.read_bytes(), (info.st_size, info.st_mtime_ns, info.st_ino)
-        except OSError as exc:
-            raise FileParseError(relpath, None, f"cannot be read: {exc.strerror}") from None
 
     def _find(self, ref: str) -> Memory:
         return resolve_ref(ref, self.memories(), self.mind)

@@ -18,6 +18,7 @@ import sys
 import textwrap
 import time
 from collections.abc import Iterator
+from typing import Any
 from pathlib import Path
 
 import pytest
@@ -766,35 +767,88 @@ def test_a_process_running_threads_has_a_fresh_process_build_a_big_index(tmp_pat
     reader.close()
 
 
-def test_the_write_codec_writes_whooshs_files_byte_for_byte(tmp_path: Path) -> None:
-    """analysis.WriteCodec only reads lengths faster: every file of its segment equals Whoosh's own codec's,
-    and the segment names Whoosh's codec (an index never refers to memfile's)."""
+def _varied_documents(count: int) -> list[dict[str, Any]]:
     import random
-
-    from whoosh.codec.whoosh3 import W3Codec
-    from whoosh.filedb.filestore import FileStorage
-
-    from memfile.analysis import WriteCodec, schema
 
     r = random.Random(2)
     words = "alpha bravo charlie deploy deploying nhà hàng café ภาษาไทย the a of".split()
-    documents = [{"path": f"m/{n}.md", "category": r.choice(["fact", "note"]), "tags": ",".join(r.sample(words, 2)),
-                  "text": " ".join(r.choice(words) for _ in range(r.randint(0, 400))), "doc": b"x"}
-                 for n in range(700)]  # long and empty texts: lengths over 255 are coded, and a zero byte reads as None
+    return [{"path": f"m/{r.choice(words)} {n}.md", "category": r.choice(["fact", "note", "", " spaced "]),
+             "priority": r.choice(["high", "low"]), "source": "user", "verified": "true", "status": "active",
+             "tags": ",".join(r.sample(words, 2)), "text": " ".join(r.choice(words) for _ in range(r.randint(0, 400))),
+             "doc": b"x", **({"expires": 1.7e9 + r.randint(0, 10**6) / r.choice([1, 7])} if n % 3 else {})}
+            for n in range(count)]  # long and empty texts: lengths over 255 are coded, and a zero byte reads as None
+
+
+def _build(folder: Path, fields: Any, codec: Any, documents: list[dict[str, Any]]) -> Any:
+    from whoosh.filedb.filestore import FileStorage
+
+    folder.mkdir()
+    ix = FileStorage(str(folder)).create_index(fields)
+    writer = ix.writer(codec=codec, compound=False)
+    for document in documents:
+        writer.add_document(**document)
+    writer.commit()
+    return ix
+
+
+def test_the_write_codec_writes_whooshs_files_byte_for_byte(tmp_path: Path) -> None:
+    """analysis.WriteCodec only reads lengths faster: every file of its segment equals Whoosh's own codec's,
+    and the segment names Whoosh's codec (an index never refers to memfile's)."""
+    from whoosh.codec.whoosh3 import W3Codec
+
+    from memfile.analysis import WriteCodec, schema
+
+    documents = _varied_documents(700)
     built = {}
     for name, codec in (("whoosh", W3Codec()), ("memfile", WriteCodec())):
-        folder = tmp_path / name
-        folder.mkdir()
-        ix = FileStorage(str(folder)).create_index(schema())
-        writer = ix.writer(codec=codec, compound=False)
-        for document in documents:
-            writer.add_document(**document)
-        writer.commit()
+        ix = _build(tmp_path / name, schema(), codec, documents)
         assert [type(segment.codec()) for segment in ix._segments()] == [W3Codec]
         built[name] = {p.name.split(".", 1)[1]: p.read_bytes()  # the name without the segment's random id
-                       for p in folder.iterdir() if p.suffix != ".toc" and not p.name.endswith("LOCK")}
+                       for p in (tmp_path / name).iterdir() if p.suffix != ".toc" and not p.name.endswith("LOCK")}
     assert built["memfile"] == built["whoosh"]
     assert {"pst", "trm", "_text_len.col", "_tags_len.col"} <= set(built["whoosh"])
+
+
+def test_the_fields_formats_index_what_whooshs_own_formats_do(tmp_path: Path) -> None:
+    """IndexPositions and IndexExistence only make the same terms faster: every term of every field
+    reads back with the same statistics and postings (ids, weights, encoded positions) as with Whoosh's
+    Positions and Existence. (A block's pickle may share a posting value that is one object, so the
+    files need not match byte for byte.)"""
+    from whoosh.codec.whoosh3 import W3Codec
+    from whoosh.formats import Existence, Positions
+
+    from memfile.analysis import IndexExistence, IndexPositions, schema
+
+    whooshs, ours = schema(), schema()
+    assert {type(ours[name].format) for name in ("path", "category", "status")} == {IndexExistence}
+    assert type(ours["text"].format) is IndexPositions
+    for name in whooshs.names():
+        kind = {IndexExistence: Existence, IndexPositions: Positions}.get(type(whooshs[name].format))
+        if kind is not None:
+            whooshs[name].format = kind(field_boost=whooshs[name].format.field_boost)
+    documents = _varied_documents(700)
+    readers = [_build(tmp_path / name, fields, W3Codec(), documents).reader()
+               for name, fields in (("whoosh", whooshs), ("memfile", ours))]
+    try:
+        seen = 0
+        for field in ours.names():
+            if not ours[field].indexed:
+                continue
+            lexicons = [list(reader.lexicon(field)) for reader in readers]
+            assert lexicons[0] == lexicons[1], field
+            for term in lexicons[0]:
+                infos = [reader.term_info(field, term) for reader in readers]
+                assert len({(i.weight(), i.doc_frequency(), i.max_weight(), i.min_length(), i.max_length())
+                            for i in infos}) == 1, (field, term)
+                postings = [list(reader.postings(field, term).items_as("weight")) for reader in readers]
+                values = [list(reader.postings(field, term).all_items()) for reader in readers]
+                assert postings[0] == postings[1] and values[0] == values[1], (field, term)
+                seen += 1
+        assert seen > 1000
+        assert [list(r.all_stored_fields()) for r in readers][0] == list(readers[1].all_stored_fields())
+    finally:
+        for reader in readers:
+            reader.close()
 
 
 def test_a_writer_holds_an_eighth_of_the_machines_memory_from_256_mb_to_1_gb(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -297,3 +297,20 @@ def test_the_index_format_gives_whooshs_postings_byte_for_byte() -> None:
     assert list(field.format.word_values(["deploy", "deploy"], field.analyzer)) == list(
         reference.word_values(["deploy", "deploy"], field.analyzer))
     assert type(field.analyzer) is MemfileAnalyzer
+
+
+def test_the_id_fields_format_gives_whooshs_postings() -> None:
+    """A plain ID is its own one term; anything else (a list, other options) goes Whoosh's way."""
+    from whoosh.formats import Existence
+
+    fields = schema()
+    for name in ("path", "category", "priority", "source", "verified", "status"):
+        field = fields[name]
+        reference = Existence(field_boost=field.format.field_boost)
+        for value in ("", "fact", " padded ", "m/Nhà hàng/ภาษา.md", "a,b"):
+            assert field.format.word_values(value, field.analyzer, mode="index") == list(
+                reference.word_values(value, field.analyzer, mode="index")), value
+        assert sorted(field.format.word_values(["a", "b", "a"], field.analyzer)) == sorted(
+            reference.word_values(["a", "b", "a"], field.analyzer))
+        assert sorted(field.format.word_values("x", field.analyzer, positions=True)) == sorted(
+            reference.word_values("x", field.analyzer, positions=True))
