@@ -81,23 +81,38 @@ class IndexPositions(Positions):
         if type(value) is not str or type(analyzer) is not MemfileAnalyzer or kwargs.keys() - {"mode"}:
             return super().word_values(value, analyzer, **kwargs)
         places: dict[str, list[int]] = {}
+        known = _INDEX_TERMS
         pos = None
         for index, word in enumerate(token_texts(normalize(value))):
-            if word in STOP_WORDS:
+            term = known.get(word)
+            if term is None:
+                term = _index_term(word)
+            if term is False:  # a stop word
                 continue
             pos = index if pos is None else pos + 1  # as MemfileAnalyzer numbers them
-            term = stem_word(word)
             found = places.get(term)
             if found is None:
                 places[term] = [pos]
             else:
                 found.append(pos)
-        boost, encode = self.field_boost, self.encode
-        return [(term, len(found), len(found) * boost, encode(found)) for term, found in places.items()]
+        boost, one = self.field_boost, _one_place
+        return [(term, 1, boost, one(found[0])) if len(found) == 1
+                else (term, len(found), len(found) * boost, Positions.encode(self, found)) for term, found in places.items()]
 
     def encode(self, poslist: Any) -> bytes:
         """Whoosh's encoding; that of a term found once (most of them) is made once per position."""
         return _one_place(poslist[0]) if len(poslist) == 1 else super().encode(poslist)
+
+
+#: word -> its term in the index (False for a stop word), for the first 50,000 words seen.
+_INDEX_TERMS: dict[str, str | bool] = {}
+
+
+def _index_term(word: str) -> str | bool:
+    term = False if word in STOP_WORDS else stem_word(word)
+    if len(_INDEX_TERMS) < 50_000:
+        _INDEX_TERMS[word] = term
+    return term
 
 
 class IndexExistence(Existence):

@@ -30,6 +30,9 @@ def _patterns() -> tuple[re.Pattern[str], re.Pattern[str]]:
     return words, no_space
 
 
+#: The words of ASCII text: what `_patterns()`'s words are there, found three times as fast.
+_ASCII_WORDS = re.compile(r"[A-Za-z0-9]+")
+
 _SPECIAL_FOLDS = str.maketrans({
     "đ": "d", "ø": "o", "ł": "l", "æ": "ae", "œ": "oe", "ß": "ss", "þ": "th", "ð": "d", "ı": "i", "ħ": "h",
 })
@@ -75,9 +78,9 @@ def tokens(text: str) -> Iterator[tuple[str, int, int]]:
 
 def token_texts(text: str) -> list[str]:
     """The texts of `tokens(text)`, in order, without their places: what indexing needs."""
-    words, no_space = _patterns()
     if text.isascii():  # the common case: lowercasing folds every word and moves no boundary
-        return words.findall(text.lower())
+        return _ASCII_WORDS.findall(text.lower())
+    words, no_space = _patterns()
     if no_space.search(text) is None:
         folded = (word.lower() if word.isascii() else fold(word) for word in words.findall(text))
         return [word for word in folded if word]
@@ -93,7 +96,7 @@ def matching(text: str, keep: Callable[[str], bool]) -> list[tuple[str, int, int
     if not text.isascii():
         return [place for place in tokens(text) if keep(place[0])]
     places = []
-    for word in set(_patterns()[0].findall(text)):
+    for word in set(_ASCII_WORDS.findall(text)):
         token = word.lower()
         if not keep(token):
             continue
