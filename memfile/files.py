@@ -18,15 +18,15 @@ from typing import Any
 
 from .errors import FileParseError, LockTimeout
 from .fileformat import MAX_FILE_BYTES
-from .paths import is_ignored_name, is_inside, is_utf8_name
+from .paths import is_ignored_name, is_utf8_name
 
 TEMP_PREFIX = ".memfile-tmp-"
-def read_file(path: str, relpath: str, mind_dir: Path) -> tuple[bytes, tuple[int, int, int], tuple[int, int, int]]:
+def read_file(path: str, relpath: str, follow: Callable[[str], bool]) -> tuple[bytes, tuple[int, int, int], tuple[int, int, int]]:
     """A memory file's bytes, and its (size, mtime_ns, inode) from the open file just before and just after
     reading them (a short read or a change shows as a difference: read again).
 
     Raises:
-        FileParseError: a symlink leading out of `mind_dir`, not a regular file, too big, unreadable.
+        FileParseError: a symlink that `follow(path)` refuses, not a regular file, too big, unreadable.
     """
     try:
         try:  # one system call for a plain file, where a look first takes two; opening never blocks on a FIFO
@@ -34,7 +34,7 @@ def read_file(path: str, relpath: str, mind_dir: Path) -> tuple[bytes, tuple[int
         except OSError:
             if not os.path.islink(path):  # ELOOP on Linux and macOS, EMLINK on FreeBSD
                 raise
-            if not is_inside(Path(path), mind_dir):
+            if not follow(path):
                 raise FileParseError(relpath, None, "symlink leads outside the mind folder") from None
             fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
         try:

@@ -40,7 +40,7 @@ from .model import (
 )
 from .doctor import Doctor
 from .history import History
-from .paths import shown_path
+from .paths import is_inside, shown_path
 from .recall import Recallable, full_entry
 from .recalling import Recalling
 from .sync import Sync
@@ -277,11 +277,14 @@ class Vault(Writes, History, Sync, Doctor, Recalling):
         """One file's stat and memory, read so that the stat belongs to the bytes parsed."""
         path = os.path.join(self.root, relpath)  # from our own walk; read_file refuses symlinks leading out
         for _ in range(3):
-            data, before, after = read_file(path, relpath, self.mind_dir)
+            data, before, after = read_file(path, relpath, self._leads_inside)
             if before == after and len(data) == before[0]:
                 break
         mtime = datetime.fromtimestamp(before[1] // 1_000_000_000, timezone.utc)
         return before, fileformat.parse(data, relpath, mtime)
+
+    def _leads_inside(self, path: str) -> bool:
+        return is_inside(Path(path), self.mind_dir)
 
     def _parse_all(self) -> list[Memory]:
         """Every memory, parsed from the files (when the index cannot be used)."""

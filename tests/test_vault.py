@@ -679,3 +679,30 @@ def test_a_store_sees_files_renamed_copied_or_edited_by_hand_just_before(vault: 
     shutil.copy(mind / "fact" / "car.md", mind / "fact" / "car-copy.md")  # copied by hand
     with pytest.raises(AmbiguousRef):
         vault.store("fact", "car", "third version")
+
+
+def test_a_file_is_read_with_its_stat_before_and_after_from_one_descriptor(tmp_path: Path) -> None:
+    """files.read_file: the bytes, and (size, mtime_ns, inode) as os.stat gives them; a symlink only when
+    `follow` allows it; a FIFO refused without blocking; a missing file a parse error, not an OSError."""
+    from memfile.errors import FileParseError
+    from memfile.files import read_file
+
+    note = tmp_path / "note.md"
+    note.write_bytes(b"---\nkey: x\n---\nbody\n")
+    info = os.stat(note)
+    data, before, after = read_file(str(note), "m/note.md", lambda path: False)
+    assert data == note.read_bytes() and before == after == (info.st_size, info.st_mtime_ns, info.st_ino)
+
+    link = tmp_path / "link.md"
+    link.symlink_to(note)
+    followed: list[str] = []
+    assert read_file(str(link), "m/link.md", lambda path: followed.append(path) or True)[0] == data
+    assert followed == [str(link)]
+    with pytest.raises(FileParseError, match="symlink leads outside"):
+        read_file(str(link), "m/link.md", lambda path: False)
+
+    os.mkfifo(tmp_path / "pipe.md")
+    with pytest.raises(FileParseError, match="not a regular file"):
+        read_file(str(tmp_path / "pipe.md"), "m/pipe.md", lambda path: True)
+    with pytest.raises(FileParseError, match="cannot be read"):
+        read_file(str(tmp_path / "gone.md"), "m/gone.md", lambda path: True)
