@@ -158,7 +158,7 @@ def _safe_load(fm_text: str) -> Any:
 def _memory(meta: dict[str, Any], content: str, relpath: str, mtime: datetime, has_front_matter: bool) -> Memory:
     parts = relpath.split("/")
     mind, folder, stem = parts[0], parts[-2] if len(parts) > 2 else "", parts[-1][:-3]
-    extra = tuple((str(k), v) for k, v in meta.items() if k not in KNOWN_FIELDS)
+    extra = () if meta.keys() <= KNOWN_FIELDS else tuple((str(k), v) for k, v in meta.items() if k not in KNOWN_FIELDS)
     if meta.get("category") is not None:
         category = parse_category(meta["category"])
     else:

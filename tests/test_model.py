@@ -67,7 +67,7 @@ def test_parse_category_passes_an_enum_member_through() -> None:
     assert parse_category(Category.SKILL) is Category.SKILL
 
 
-@pytest.mark.parametrize("bad", ["recipes", "", "projects", "note/x", None, 5])
+@pytest.mark.parametrize("bad", ["recipes", "", "projects", "note/x", None, 5, True, ["fact"], {"a": 1}])
 def test_parse_category_refuses_unknown_values_naming_field_value_and_allowed(bad: object) -> None:
     err = refused(parse_category, bad)
     assert err.field == "category"
