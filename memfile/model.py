@@ -158,17 +158,12 @@ def _jsonable(value: Any) -> Any:
 
 # --- validation: one function per kind -------------------------------------
 
-#: Each choice's members by value: a dict lookup, where calling the enum takes a few microseconds (bulk loads).
-_MEMBERS: dict[type[StrEnum], dict[Any, Any]] = {}
-
-
 def _choice(enum: type[StrEnum], value: object, field_name: str) -> Any:
     if isinstance(value, enum):
         return value
     text = str(value).strip().lower() if isinstance(value, str) else value
-    members = _MEMBERS.get(enum) or _MEMBERS.setdefault(enum, {member.value: member for member in enum})
-    try:
-        return members[text]
+    try:  # the members by value: a dict lookup, where calling the enum takes a few microseconds (bulk loads)
+        return enum._value2member_map_[text]
     except (KeyError, TypeError):  # TypeError: a value that cannot be a key (a list, a mapping)
         raise InvalidInput(field_name, value, [m.value for m in enum]) from None
 
