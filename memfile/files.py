@@ -21,7 +21,10 @@ from .fileformat import MAX_FILE_BYTES
 from .paths import is_ignored_name, is_utf8_name
 
 TEMP_PREFIX = ".memfile-tmp-"
-def read_file(path: str, relpath: str, follow: Callable[[str], bool]) -> tuple[bytes, tuple[int, int, int], tuple[int, int, int]]:
+
+
+def read_file(path: str, relpath: str,
+              follow: Callable[[str], bool]) -> tuple[bytes, tuple[int, int, int], tuple[int, int, int]]:
     """A memory file's bytes, and its (size, mtime_ns, inode) from the open file just before and just after
     reading them (a short read or a change shows as a difference: read again).
 

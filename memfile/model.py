@@ -59,7 +59,7 @@ class Status(StrEnum):
     SUPERSEDED = "superseded"
 
 
-#: Front-matter keys memfile owns, in the order new files are written.
+#: Front-matter keys memfile owns.
 KNOWN_FIELDS = frozenset((
     "id", "category", "key", "priority", "tags", "source", "verified",
     "confidence", "expires_at", "created_at", "updated_at", "status", "superseded_by",
