@@ -109,10 +109,9 @@ def parse(data: bytes, relpath: str, mtime: datetime) -> Memory:
             seen.add(found.group(1))
     import frontmatter
     import yaml
-    from frontmatter.default_handlers import YAMLHandler
 
     try:
-        meta, content = frontmatter.parse(text, handler=YAMLHandler())
+        meta, content = frontmatter.parse(text, handler=_handler())
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
         offset = text.count("\n", 0, fences[0].end()) if fences else 0
@@ -147,6 +146,35 @@ def _expanded_size(value: Any, memo: dict[int, int]) -> int:
         children = value.values() if isinstance(value, dict) else value
         memo[id(value)] = 1 + sum(_expanded_size(child, memo) if isinstance(child, dict | list) else 1 for child in children)
     return memo[id(value)]
+
+
+#: A timestamp in the one form memfile writes (`format_datetime`), ASCII digits only.
+_WRITTEN_TIMESTAMP = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}Z")
+
+
+@cache
+def _handler() -> Any:
+    """python-frontmatter's YAML handler, loading with PyYAML's safe loader (the C one where built) and
+    one shortcut: a timestamp in the form memfile writes is read by `datetime.fromisoformat`, to the
+    value PyYAML gives (tested), five times as fast as PyYAML's pattern; any other goes PyYAML's way."""
+    from frontmatter.default_handlers import SafeLoader, YAMLHandler
+
+    class Loader(SafeLoader):  # type: ignore[misc,valid-type]
+        def construct_yaml_timestamp(self, node: Any) -> Any:
+            if _WRITTEN_TIMESTAMP.fullmatch(node.value):
+                try:
+                    return datetime.fromisoformat(node.value)
+                except ValueError:  # no such day or time: PyYAML says so its own way
+                    pass
+            return super().construct_yaml_timestamp(node)
+
+    Loader.add_constructor("tag:yaml.org,2002:timestamp", Loader.construct_yaml_timestamp)
+
+    class Handler(YAMLHandler):  # type: ignore[misc,valid-type]
+        def load(self, fm: str, **kwargs: Any) -> Any:
+            return super().load(fm, Loader=Loader, **kwargs)
+
+    return Handler()
 
 
 def _safe_load(fm_text: str) -> Any:

@@ -790,3 +790,28 @@ def test_the_fence_is_the_one_python_frontmatter_splits_on() -> None:
 
     assert fileformat._FENCE.pattern == YAMLHandler.FM_BOUNDARY.pattern
     assert fileformat._FENCE.flags == YAMLHandler.FM_BOUNDARY.flags
+
+
+def test_a_timestamp_in_memfiles_form_reads_as_pyyaml_reads_it() -> None:
+    """The loader reads `YYYY-MM-DDTHH:MM:SSZ` with datetime.fromisoformat: the same value (and time zone), or
+    the same error, as PyYAML's own constructor; any other timestamp goes PyYAML's way."""
+    import random
+
+    import yaml
+
+    r = random.Random(4)
+    texts = [f"{r.randint(0, 9999):04d}-{r.randint(0, 13):02d}-{r.randint(0, 32):02d}T"
+             f"{r.randint(0, 25):02d}:{r.randint(0, 61):02d}:{r.randint(0, 61):02d}Z" for _ in range(3000)]
+    texts += ["2025-10-26", "2025-1-5T1:02:03.Z", "2025-10-26 23:32:59.5 +05:30", "2025-10-26t23:32:59z",
+              "2025-10-26T23:32:59.123456Z", "2025-10-26T23:32:59+02:00", "2024-02-29T00:00:00Z", "2023-02-29T00:00:00Z"]
+
+    def outcome(load: Callable[[str], object], text: str) -> object:
+        try:
+            value = load(f"t: {text}")["t"]  # type: ignore[index]
+        except (ValueError, yaml.YAMLError) as exc:
+            return type(exc)
+        return type(value), value, getattr(value, "tzinfo", None)
+
+    for text in texts:
+        assert outcome(fileformat._handler().load, text) == outcome(lambda fm: yaml.load(fm, Loader=yaml.SafeLoader), text), text
+    assert sum(isinstance(outcome(fileformat._handler().load, t), tuple) for t in texts) > 300  # valid ones too
