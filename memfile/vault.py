@@ -243,9 +243,10 @@ class Vault(Writes, History, Sync, Doctor, Recalling):
             disk = split_walk(self.mind_dir, self.root)
         else:
             disk = {p: stat for p in paths if (stat := _stat(self.root / p)) is not None}
-        for attempt in (1, 2, 3):
+        looks, rebuilt = 0, False  # fresh looks taken; whether the index was destroyed to be built anew
+        while True:
             try:
-                if attempt == 1 and paths is None and not may_fork() and self._index.is_bulk(disk):
+                if not (looks or rebuilt) and paths is None and not may_fork() and self._index.is_bulk(disk):
                     apart = _build_apart(self.root, self.mind, progress)  # the sync below then finds little to do
                 report = self._index.sync(disk, self._load, paths, progress=progress, wait=wait,
                                           present=lambda path: _stat(self.root / path) is not None)
@@ -254,18 +255,18 @@ class Vault(Writes, History, Sync, Doctor, Recalling):
                 return report
             except CORRUPTION as exc:
                 unwritable = isinstance(exc, OSError) and exc.errno in _CANNOT_WRITE
-                if attempt == 1 and not unwritable:
+                if not (unwritable or rebuilt) and (looks == 0 or looks == 1 and _merged_away(exc)):
+                    looks += 1
                     self._index.close()  # a fresh look first: another process may have changed it under us
                     continue
-                if attempt == 3 or unwritable:
+                if rebuilt or unwritable:
                     # A vault we may read but not write (or a full disk): answer from the files themselves.
                     self.notices.append(f"the index in {self._index.folder} cannot be used ({exc}); reading the files")
                     self._index = None
                     return SyncReport()
                 self.notices.append(f"the index was damaged ({type(exc).__name__}) and is rebuilt from the files")
                 self._index.destroy()
-                apart = (0, 0, 0)  # the rebuild counts every file again
-        raise AssertionError("unreachable")
+                rebuilt, apart = True, (0, 0, 0)  # the rebuild counts every file again
 
     def _tell_damage(self) -> None:
         """A notice when opening the index found it damaged and made it anew (once per finding)."""
@@ -457,17 +458,18 @@ class Vault(Writes, History, Sync, Doctor, Recalling):
 
     def _searching(self, search: Callable[[dict[str, Memory | None]], T], report: SyncReport) -> T:
         """Run `search(pending)` over the index; a failure first gets a fresh look (another process
-        merged segments under this reader: Whoosh opens a segment's columns lazily), then a rebuild."""
+        merged segments under this reader: Whoosh opens a segment's columns lazily), a second one too
+        when a file was missing again (a busy writer merged again), then a rebuild."""
         assert self._index is not None
-        try:
-            return search(report.pending)
-        except CORRUPTION:
-            self._index.close()
-        try:
-            return search(report.pending)
-        except CORRUPTION as exc:
-            self.notices.append(f"the index was damaged ({type(exc).__name__}) and is rebuilt from the files")
-            return search(self.reindex().pending)
+        for look in (1, 2, 3):
+            try:
+                return search(report.pending)
+            except CORRUPTION as exc:
+                self._index.close()
+                if look == 3 or not (look == 1 or _merged_away(exc)):
+                    self.notices.append(f"the index was damaged ({type(exc).__name__}) and is rebuilt from the files")
+                    return search(self.reindex().pending)
+        raise AssertionError("unreachable")
 
     def by_tag(self, tag: str, include_expired: bool = False) -> list[Memory]:
         """The memories carrying a tag (case-insensitive), newest first.
@@ -553,6 +555,11 @@ class Vault(Writes, History, Sync, Doctor, Recalling):
 
 
 _CANNOT_WRITE = (errno.EACCES, errno.EPERM, errno.EROFS, errno.ENOSPC)
+
+
+def _merged_away(exc: BaseException) -> bool:
+    """Whether a failure is a file of the index gone: a busy writer's commit merged it away just now."""
+    return isinstance(exc, FileNotFoundError)
 
 
 def _stat(path: Path) -> Stat | None:

@@ -706,3 +706,27 @@ def test_a_file_is_read_with_its_stat_before_and_after_from_one_descriptor(tmp_p
         read_file(str(tmp_path / "pipe.md"), "m/pipe.md", lambda path: True)
     with pytest.raises(FileParseError, match="cannot be read"):
         read_file(str(tmp_path / "gone.md"), "m/gone.md", lambda path: True)
+
+
+@pytest.mark.parametrize(("failures", "rebuilt"), [
+    ([FileNotFoundError], False), ([FileNotFoundError, FileNotFoundError], False),  # merged away, again
+    ([FileNotFoundError] * 3, True), ([ValueError, ValueError], True), ([ValueError, FileNotFoundError], False),
+])
+def test_a_search_looks_again_at_an_index_a_busy_writer_merged_under_it(
+        vault: Vault, failures: list[type[Exception]], rebuilt: bool) -> None:
+    """A file of the index gone is most likely merged away by another process's commit: a search
+    looks afresh twice for it before it rebuilds (once for any other failure)."""
+    from memfile.index import SyncReport
+
+    vault.store("fact", "alpha", "The alpha note talks about zeppelins.")
+    calls: list[int] = []
+
+    def search(pending: dict[str, object]) -> str:
+        calls.append(len(calls))
+        if len(calls) <= len(failures):
+            raise failures[len(calls) - 1]("a segment file")
+        return "answer"
+
+    assert vault._searching(search, SyncReport()) == "answer"
+    assert any("damaged" in notice for notice in vault.notices) is rebuilt
+    assert len(calls) == min(len(failures), 3 if failures[-1] is FileNotFoundError else 2) + 1
