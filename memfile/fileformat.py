@@ -153,11 +153,11 @@ _WRITTEN_TIMESTAMP = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[
 
 
 @cache
-def _handler() -> Any:
-    """python-frontmatter's YAML handler, loading with PyYAML's safe loader (the C one where built) and
-    one shortcut: a timestamp in the form memfile writes is read by `datetime.fromisoformat`, to the
-    value PyYAML gives (tested), in 0.7 µs instead of PyYAML's 7; any other form goes PyYAML's way."""
-    from frontmatter.default_handlers import SafeLoader, YAMLHandler
+def _loader() -> Any:
+    """The YAML loader every read uses: PyYAML's safe loader (the C one where built, as python-frontmatter
+    picks it) with one shortcut: a timestamp in the form memfile writes is read by `datetime.fromisoformat`,
+    to the value PyYAML gives (tested), in 0.7 µs instead of PyYAML's 7; any other form goes PyYAML's way."""
+    from frontmatter.default_handlers import SafeLoader
 
     class Loader(SafeLoader):  # type: ignore[misc,valid-type]
         def construct_yaml_timestamp(self, node: Any) -> Any:
@@ -169,10 +169,17 @@ def _handler() -> Any:
             return super().construct_yaml_timestamp(node)
 
     Loader.add_constructor("tag:yaml.org,2002:timestamp", Loader.construct_yaml_timestamp)
+    return Loader
+
+
+@cache
+def _handler() -> Any:
+    """python-frontmatter's YAML handler, loading with `_loader()`."""
+    from frontmatter.default_handlers import YAMLHandler
 
     class Handler(YAMLHandler):  # type: ignore[misc,valid-type]
         def load(self, fm: str, **kwargs: Any) -> Any:
-            return super().load(fm, Loader=Loader, **kwargs)
+            return super().load(fm, Loader=_loader(), **kwargs)
 
     return Handler()
 
@@ -180,7 +187,7 @@ def _handler() -> Any:
 def _safe_load(fm_text: str) -> Any:
     import yaml
 
-    return yaml.load(fm_text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+    return yaml.load(fm_text, Loader=_loader())
 
 
 def _memory(meta: dict[str, Any], content: str, relpath: str, mtime: datetime, has_front_matter: bool) -> Memory:

@@ -255,7 +255,7 @@ class Vault(Writes, History, Sync, Doctor, Recalling):
                 return report
             except CORRUPTION as exc:
                 unwritable = isinstance(exc, OSError) and exc.errno in _CANNOT_WRITE
-                if not (unwritable or rebuilt) and (looks == 0 or looks == 1 and _merged_away(exc)):
+                if not (unwritable or rebuilt) and _look_again(looks, exc):
                     looks += 1
                     self._index.close()  # a fresh look first: another process may have changed it under us
                     continue
@@ -457,19 +457,19 @@ class Vault(Writes, History, Sync, Doctor, Recalling):
             return False
 
     def _searching(self, search: Callable[[dict[str, Memory | None]], T], report: SyncReport) -> T:
-        """Run `search(pending)` over the index; a failure first gets a fresh look (another process
-        merged segments under this reader: Whoosh opens a segment's columns lazily), a second one too
-        when a file was missing again (a busy writer merged again), then a rebuild."""
+        """Run `search(pending)` over the index; a failure gets fresh looks (`_look_again`: another process
+        merged segments under this reader, and Whoosh opens a segment's columns lazily), then a rebuild."""
         assert self._index is not None
-        for look in (1, 2, 3):
+        looks = 0
+        while True:
             try:
                 return search(report.pending)
             except CORRUPTION as exc:
                 self._index.close()
-                if look == 3 or not (look == 1 or _merged_away(exc)):
+                if not _look_again(looks, exc):
                     self.notices.append(f"the index was damaged ({type(exc).__name__}) and is rebuilt from the files")
                     return search(self.reindex().pending)
-        raise AssertionError("unreachable")
+                looks += 1
 
     def by_tag(self, tag: str, include_expired: bool = False) -> list[Memory]:
         """The memories carrying a tag (case-insensitive), newest first.
@@ -557,9 +557,11 @@ class Vault(Writes, History, Sync, Doctor, Recalling):
 _CANNOT_WRITE = (errno.EACCES, errno.EPERM, errno.EROFS, errno.ENOSPC)
 
 
-def _merged_away(exc: BaseException) -> bool:
-    """Whether a failure is a file of the index gone: a busy writer's commit merged it away just now."""
-    return isinstance(exc, FileNotFoundError)
+def _look_again(looks: int, exc: BaseException) -> bool:
+    """Whether a read of the index that failed after `looks` fresh looks takes another before it calls the
+    index damaged: the first always (another process may have changed it under us), a second when a file
+    was gone again (a busy writer's commits merged segments away twice)."""
+    return looks == 0 or looks == 1 and isinstance(exc, FileNotFoundError)
 
 
 def _stat(path: Path) -> Stat | None:
