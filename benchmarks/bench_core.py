@@ -24,7 +24,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from common import compile_memfile
+from common import installed_memfile
 
 ROOT = Path(__file__).resolve().parent.parent
 MAKE_VAULT = ROOT.parent / "shared" / "bench" / "make_vault.py"
@@ -44,7 +44,7 @@ def main() -> int:
     parser.add_argument("--sizes", type=int, nargs="+", default=[1000, 10000])
     parser.add_argument("--runs", type=int, default=5)
     args = parser.parse_args()
-    compile_memfile()
+    installed_memfile()
     env = dict(os.environ, GIT_CONFIG_GLOBAL=os.devnull, GIT_CONFIG_NOSYSTEM="1")
     memfile = [sys.executable, "-m", "memfile"]
     results = {"baseline_python_s": timed([sys.executable, "-c", "pass"], env, args.runs)}

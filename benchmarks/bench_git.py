@@ -60,7 +60,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from common import compile_memfile, fmt_ms, p50, p95, print_columns
+from common import fmt_ms, installed_memfile, p50, p95, print_columns
 
 ROOT = Path(__file__).resolve().parent.parent
 MAKE_VAULT = ROOT.parent / "shared" / "bench" / "make_vault.py"
@@ -349,7 +349,7 @@ def main() -> int:
     args = parser.parse_args()
     if importlib.util.find_spec("memfile") is None:
         raise SystemExit(f"memfile is not importable by {sys.executable}; run with the project's venv")
-    compile_memfile()
+    installed_memfile()
     # for every process and for the in-process Vault calls alike
     os.environ.update(GIT_CONFIG_GLOBAL=os.devnull, GIT_CONFIG_NOSYSTEM="1")
     for name in ("MEMFILE_VAULT", "MEMFILE_MIND", "MEMFILE_SOURCE"):

@@ -13,7 +13,10 @@ here writes, and reads do not need a repository) and deleted at the end (`--keep
 Every figure is the median (p50) of several runs, all in this one run and each next to its
 baseline measured on the same vault: `rg -l -i -e W1 -e W2 <mind folder>` for search, an
 `os.scandir` walk with stat for the stat-only check, `python -c pass` and a process that only
-imports click, whoosh, git, frontmatter and watchdog for whole-process times. In-process
+imports click, whoosh, git, frontmatter and watchdog for whole-process times. Up to 20,000
+memories, a bare Whoosh index of the same files (`bare_whoosh.py`: stock schema, one writer)
+is built beside each cold reindex and searched beside each `memfile search`: the floor of any
+search from a Whoosh index in a new process (no memfile, click or stat check). In-process
 `Vault.search` also gives p95, over several different queries. Whole-process times are wall
 times of a fresh `python -m memfile` (what an agent pays per call).
 
@@ -40,10 +43,11 @@ import time
 from pathlib import Path
 from typing import Any
 
-from common import compile_memfile, fmt_ms, p50, p95, print_columns
+from common import fmt_ms, installed_memfile, p50, p95, print_columns
 
 ROOT = Path(__file__).resolve().parent.parent
 MAKE_VAULT = ROOT.parent / "shared" / "bench" / "make_vault.py"
+BARE_WHOOSH = Path(__file__).resolve().parent / "bare_whoosh.py"
 MIND = "bench"
 REINDEX_ONCE_ABOVE = 20_000
 
@@ -214,12 +218,20 @@ def bench_size(size: int, args: argparse.Namespace, work: Path, env: dict[str, s
     print(f"  generated in {time.perf_counter() - start:.1f} s", flush=True)
     base = [*memfile, "--vault", str(vault), "--mind", MIND]
 
-    # 1. cold reindex (the command deletes the index and rebuilds it)
+    # 1. cold reindex (the command deletes the index and rebuilds it), next to a bare Whoosh build of the same files
     runs = args.runs if size <= REINDEX_ONCE_ABOVE else 1
-    times = timed([*base, "reindex"], env, runs, warmup=False)
+    bare_ix = work / f"bare-whoosh-{size}" if size <= REINDEX_ONCE_ABOVE else None
+    times, bare_build = [], []
+    for _ in range(runs):
+        times.append(run_once([*base, "reindex"], env))
+        if bare_ix is not None:
+            shutil.rmtree(bare_ix, ignore_errors=True)
+            bare_build.append(run_once([sys.executable, str(BARE_WHOOSH), "build", str(bare_ix), str(mind_dir)], env))
     row("memfile reindex (cold, process)", size, times, limit_s=REINDEX_TARGET_S.get(size),
+        baseline="bare Whoosh build" if bare_build else None, base=bare_build or None,
         target=f"<= {REINDEX_TARGET_S[size]:g} s" if size in REINDEX_TARGET_S else "",
-        note="run once (minutes at this size)" if runs == 1 else "")
+        note="run once (minutes at this size)" if runs == 1 else
+        "bare Whoosh build: one writer, stock schema and analyzer, bodies only (benchmarks/bare_whoosh.py)")
 
     # 2. stat-only check, nothing changed, next to a bare os.scandir walk with stat
     Vault.open(vault, MIND).refresh()
@@ -242,16 +254,23 @@ def bench_size(size: int, args: argparse.Namespace, work: Path, env: dict[str, s
     pairs = word_pairs(mind_dir, max(args.runs, 5), args.seed)
     run_once([*base, "search", *pairs[0]], env)
     run_once([rg, "-l", "-i", "-e", pairs[0][0], "-e", pairs[0][1], str(mind_dir)], env, ok=(0, 1))
-    mf_times, rg_times = [], []
+    bare = [sys.executable, str(BARE_WHOOSH), "search", str(bare_ix)] if bare_ix is not None else None
+    mf_times, rg_times, bare_times = [], [], []
     for i in range(args.runs):
         w1, w2 = pairs[i % len(pairs)]
         mf_times.append(run_once([*base, "search", w1, w2], env))
         rg_times.append(run_once([rg, "-l", "-i", "-e", w1, "-e", w2, str(mind_dir)], env, ok=(0, 1)))
+        if bare is not None:
+            bare_times.append(run_once([*bare, w1, w2], env))
     factor = SEARCH_VS_RG.get(size)
     row("memfile search W1 W2 (process)", size, mf_times, baseline="rg -l -i", base=rg_times,
         limit_s=factor * p50(rg_times) if factor else None,
         target=(f"<= {factor:g}x rg" if factor != 1 else "<= rg") if factor else "",
         note="words: " + ", ".join(" ".join(p) for p in pairs[: args.runs]))
+    if bare_times:
+        row("bare Whoosh search W1 W2 (process)", size, bare_times, baseline="rg -l -i", base=rg_times,
+            note="the floor of any search from a Whoosh index in a new process: start Python, import Whoosh, "
+                 "open, search, print; no memfile, click or stat check (benchmarks/bare_whoosh.py)")
 
     # 3b. the same with a live watcher vouching for the index (commands skip the stat-only diff)
     watcher = subprocess.Popen([*base, "watch"], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -365,7 +384,7 @@ def main() -> int:
     args = parser.parse_args()
     if importlib.util.find_spec("memfile") is None:
         raise SystemExit(f"memfile is not importable by {sys.executable}; run with the project's venv")
-    compile_memfile()
+    installed_memfile()
     rg = find_rg()
     rg_version = subprocess.run([rg, "--version"], capture_output=True, text=True).stdout.split("\n")[0]
     env = dict(os.environ, GIT_CONFIG_GLOBAL=os.devnull, GIT_CONFIG_NOSYSTEM="1")

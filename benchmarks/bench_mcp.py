@@ -60,7 +60,7 @@ from pathlib import Path
 from typing import Any
 
 from bench_index import QUESTIONS, probe_questions, word_pairs
-from common import compile_memfile, fmt_ms, p50, p95, print_columns
+from common import fmt_ms, installed_memfile, p50, p95, print_columns
 
 ROOT = Path(__file__).resolve().parent.parent
 MAKE_VAULT = ROOT.parent / "shared" / "bench" / "make_vault.py"
@@ -265,7 +265,7 @@ def main() -> int:
 
     from memfile import Vault
 
-    compile_memfile()
+    installed_memfile()
     env = dict(os.environ, GIT_CONFIG_GLOBAL=os.devnull, GIT_CONFIG_NOSYSTEM="1")
     for name in ("MEMFILE_VAULT", "MEMFILE_MIND", "MEMFILE_SOURCE"):
         env.pop(name, None)

@@ -57,7 +57,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from common import compile_memfile
+from common import installed_memfile
 
 ROOT = Path(__file__).resolve().parent.parent
 BENCH = ROOT.parent / "shared" / "bench"
@@ -387,7 +387,7 @@ def main() -> int:
     for script in (CONVERT, EVAL):
         if not script.exists():
             raise SystemExit(f"{script} not found (expected ../shared/bench beside the project)")
-    compile_memfile()
+    installed_memfile()
     env = dict(os.environ, GIT_CONFIG_GLOBAL=os.devnull, GIT_CONFIG_NOSYSTEM="1")
     for name in ("MEMFILE_VAULT", "MEMFILE_MIND", "MEMFILE_SOURCE"):
         env.pop(name, None)

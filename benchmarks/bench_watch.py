@@ -54,7 +54,6 @@ The vault is deleted at the end (`--keep` keeps it).
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import json
 import math
 import os
@@ -73,6 +72,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+
+from common import installed_memfile
 
 ROOT = Path(__file__).resolve().parent.parent
 MAKE_VAULT = ROOT.parent / "shared" / "bench" / "make_vault.py"
@@ -724,8 +725,7 @@ def main() -> int:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--keep", action="store_true", help="keep the vault and the watcher's output")
     args = parser.parse_args()
-    if importlib.util.find_spec("memfile") is None:
-        raise SystemExit(f"memfile is not importable by {sys.executable}; run with the project's venv")
+    installed_memfile()
     if not sys.platform.startswith("linux"):
         raise SystemExit("this benchmark reads /proc: Linux only")
     env = dict(os.environ, GIT_CONFIG_GLOBAL=os.devnull, GIT_CONFIG_NOSYSTEM="1")
