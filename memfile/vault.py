@@ -13,7 +13,7 @@ from collections import Counter
 from collections.abc import Callable
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from . import fileformat
 from .config import STATE_DIR, Config, caller_source, find_vault, load_config, select_mind
@@ -41,10 +41,12 @@ from .model import (
 from .doctor import Doctor
 from .history import History
 from .paths import is_inside, shown_path
-from .recall import Recallable, full_entry
-from .recalling import Recalling
+from .recalling import Recalling, recall_entry
 from .sync import Sync
 from .writes import Writes
+
+if TYPE_CHECKING:
+    from .recall import Recallable
 
 T = TypeVar("T")
 
@@ -75,7 +77,7 @@ class Vault(Writes, History, Sync, Doctor, Recalling):
         self._watcher: Any = None
         self._cached: tuple[float | None, list[Memory]] | None = None  # (index version, catalog memories)
         self._recall_cache: tuple[tuple[float, bool], datetime, Recallable] | None = None  # see _recallable
-        self._index: Index | None = Index(root / STATE_DIR / "index" / mind, config.lock_timeout, full_entry)
+        self._index: Index | None = Index(root / STATE_DIR / "index" / mind, config.lock_timeout, recall_entry)
 
     # --- opening ---------------------------------------------------------
 
