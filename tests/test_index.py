@@ -660,7 +660,8 @@ SHOW_MODULES = textwrap.dedent(
         main(sys.argv[1:])
     except SystemExit:
         pass
-    loaded = sorted({name.split('.')[0] for name in sys.modules} & {'git', 'watchdog', 'whoosh', 'mcp'})
+    names = {name.split('.')[0] for name in sys.modules} | set(sys.modules)
+    loaded = sorted(names & {'git', 'watchdog', 'whoosh', 'mcp', 'memfile.recall'})
     print('MODULES ' + json.dumps(loaded))
     """
 )
@@ -689,6 +690,25 @@ def test_search_after_hand_edit_does_not_import_git(notes: Vault) -> None:
 def test_help_list_and_recall_never_import_whoosh(notes: Vault, command: list[str]) -> None:
     notes.refresh()
     assert "whoosh" not in loaded_modules("--vault", str(notes.root), *command)
+
+
+@pytest.mark.parametrize("command", [["search", "docker"], ["list"], ["show", "vps1_server"], ["--help"], ["tags"]])
+def test_commands_that_do_not_recall_never_import_memfile_recall(notes: Vault, command: list[str]) -> None:
+    assert "memfile.recall" not in loaded_modules("--vault", str(notes.root), *command)
+
+
+def test_recall_and_the_package_names_load_memfile_recall_when_used(notes: Vault) -> None:
+    assert "memfile.recall" in loaded_modules("--vault", str(notes.root), "recall")
+    assert "memfile.recall" in loaded_modules("--vault", str(notes.root), "recall", "--query", "docker")
+    script = ("import sys, memfile; assert 'memfile.recall' not in sys.modules; "
+              "from memfile import RecallItem, RecallReport, estimate_tokens; import memfile.recall as r; "
+              "assert (RecallItem, RecallReport, estimate_tokens) == (r.RecallItem, r.RecallReport, r.estimate_tokens); "
+              "assert 'RecallItem' in memfile.__all__; print(memfile.estimate_tokens('abcdefgh'))")
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=30)
+    assert result.returncode == 0 and result.stdout.strip() == "2", result.stderr
+    result = subprocess.run([sys.executable, "-c", "import memfile; memfile.nothing_here"], capture_output=True,
+                            text=True, timeout=30)
+    assert "AttributeError: module 'memfile' has no attribute 'nothing_here'" in result.stderr
 
 
 def test_reindex_does_not_count_skipped_files_as_added(vault: Vault) -> None:
