@@ -41,7 +41,7 @@ from .catalog import Catalog, Row, Stat, diff, issue_row, memory_row
 from .errors import FileParseError, LockTimeout
 from .files import may_fork
 from .model import Memory, ParseIssue, SearchHit, memory_to_row
-from .query import weighting
+from .query import defer_morphology, weighting
 from .warm import Warm, hidden_docs, stored_memory
 from .text import normalize
 
@@ -142,6 +142,7 @@ class Index:
 
     def _open(self) -> Any:
         if self._ix is None:
+            defer_morphology()
             from whoosh import index
 
             self.folder.mkdir(parents=True, exist_ok=True)

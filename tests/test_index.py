@@ -884,3 +884,49 @@ def test_a_writer_holds_an_eighth_of_the_machines_memory_from_256_mb_to_1_gb(mon
 
     monkeypatch.setattr(index.os, "sysconf", unknown)
     assert index.pool_mb() == 256
+
+
+MORPHOLOGY_CHECK = textwrap.dedent(
+    """\
+    import sys
+    from memfile.query import defer_morphology
+    defer_morphology()
+    import whoosh.query
+    from whoosh.fields import Schema, TEXT
+    from whoosh.filedb.filestore import RamStorage
+    stand_in = sys.modules['whoosh.lang.morph_en']
+    print('BUILT BEFORE USE', 'exceptions' in vars(stand_in))
+    ix = RamStorage().create_index(Schema(text=TEXT(stored=True)))
+    with ix.writer() as writer:
+        for text in ('she deployed it', 'deployment notes', 'a deploy', 'nothing here'):
+            writer.add_document(text=text)
+    with ix.searcher() as searcher:
+        found = sorted(hit['text'] for hit in searcher.search(whoosh.query.Variations('text', 'deploys')))
+    print('FOUND', found)
+    real = sys.modules['whoosh.lang.morph_en']
+    print('REAL NOW', real is not stand_in and 'exceptions' in vars(real))
+    print('SAME NAMES', stand_in.exceptions is real.exceptions, sorted(stand_in.variations('deploy')) == sorted(real.variations('deploy')))
+    """
+)
+
+
+def test_whoosh_morphology_is_built_on_first_use_with_whooshs_own_answers() -> None:
+    result = subprocess.run([sys.executable, "-c", MORPHOLOGY_CHECK], capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert lines[0] == "BUILT BEFORE USE False"
+    assert lines[1] == "FOUND ['a deploy', 'deployment notes', 'she deployed it']"  # Whoosh's own variations
+    assert lines[2:] == ["REAL NOW True", "SAME NAMES True True"]
+    plain = subprocess.run([sys.executable, "-c", "from whoosh.lang.morph_en import variations; "
+                            "print(sorted(variations('deploy')))"], capture_output=True, text=True, timeout=60)
+    deferred = subprocess.run([sys.executable, "-c", "from memfile.query import defer_morphology; defer_morphology(); "
+                               "from whoosh.lang.morph_en import variations; print(sorted(variations('deploy')))"],
+                              capture_output=True, text=True, timeout=60)
+    assert plain.stdout == deferred.stdout and "deployment" in plain.stdout
+
+
+def test_search_never_builds_whoosh_morphology(notes: Vault) -> None:
+    script = SHOW_MODULES.replace("print('MODULES '", "print('BUILT', 'exceptions' in vars(sys.modules['whoosh.lang.morph_en']))\nprint('MODULES '")
+    result = subprocess.run([sys.executable, "-c", script, "--vault", str(notes.root), "search", "docker"],
+                            capture_output=True, text=True, timeout=30)
+    assert "BUILT False" in result.stdout.splitlines(), (result.stdout, result.stderr)
