@@ -12,51 +12,24 @@ from __future__ import annotations
 import os
 import time
 from collections import Counter
-from dataclasses import dataclass, field
 from datetime import timedelta
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from . import batch
 from .config import STATE_DIR
 from .errors import GitError, MemfileError
 from .files import TEMP_PREFIX
-from .gitstore import GitStore
 from .model import Memory, ParseIssue, Source, utc_now
 from .paths import is_inside, is_utf8_name, memory_relpath, shown_path
+
+if TYPE_CHECKING:
+    from .gitstore import GitStore
+    from .reports import DoctorReport
 
 #: Unverified agent memories older than this are worth a person's look.
 REVIEW_AFTER = timedelta(days=30)
 #: A git lock or temp file older than this belongs to no running process.
 STALE_AFTER_S = 600
-
-
-@dataclass(frozen=True)
-class Finding:
-    """One thing doctor found: `kind` (stable, for programs), the file if any, and what it means."""
-
-    kind: str
-    message: str
-    path: str | None = None
-    problem: bool = True  # False: worth knowing, not wrong (expired, superseded counts)
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"kind": self.kind, "path": self.path, "message": self.message, "problem": self.problem}
-
-
-@dataclass
-class DoctorReport:
-    mind: str
-    findings: list[Finding] = field(default_factory=list)
-    fixed: list[str] = field(default_factory=list)
-
-    @property
-    def problems(self) -> list[Finding]:
-        return [f for f in self.findings if f.problem]
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"mind": self.mind, "problems": len(self.problems), "findings": [f.to_dict() for f in self.findings],
-                "fixed": self.fixed}
 
 
 class Doctor:
@@ -82,6 +55,8 @@ class Doctor:
         Returns:
             A DoctorReport: findings (problems and counts), and what `fix` did.
         """
+        from .reports import DoctorReport, Finding
+
         report = DoctorReport(self.mind)
         if fix:
             self._fix(report)
@@ -121,6 +96,9 @@ class Doctor:
 
     def _check_files(self, report: DoctorReport) -> None:
         """What no memory read shows: temp files, symlinks out, files outside minds, a git lock left over."""
+        from . import batch
+        from .reports import Finding
+
         add = report.findings.append
         for folder, dirs, files in os.walk(self.mind_dir, followlinks=False):
             for name in dirs + files:
@@ -169,6 +147,8 @@ class Doctor:
         return sorted(found)
 
     def _fix(self, report: DoctorReport) -> None:
+        from . import batch
+
         for folder, _, files in os.walk(self.mind_dir, followlinks=False):
             for name in files:
                 path = Path(folder) / name

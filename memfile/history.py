@@ -8,16 +8,18 @@ with the same reader as the files on disk.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from . import fileformat
 from .errors import Conflict, FileParseError, InvalidInput, NotFound, Refused
-from .gitstore import Commit, GitStore
 from .model import ID_PATTERN, Memory, Source, StoreResult, parse_category, parse_duration, resolve_ref, utc_now, validate_key
 from .paths import memory_relpath, safe_path
+
+if TYPE_CHECKING:
+    from .gitstore import Commit, GitStore
+    from .reports import LogEntry, Version
 
 #: The subjects of memfile's own commits (`store fact/x (agent)`, `record hand edit of fact/x`, ...).
 MEMFILE_SUBJECT = re.compile(
@@ -25,48 +27,6 @@ MEMFILE_SUBJECT = re.compile(
 )
 _SOURCE = re.compile(r"\((user|agent)\)")
 _REVERTS = re.compile(r"^reverts ([0-9a-f]{40})$", re.MULTILINE)
-
-
-@dataclass(frozen=True)
-class Version:
-    """One version of a memory: the commit that made it and what it changed.
-
-    `memory` is None when the commit removed the file (`forget`) or the file
-    could not be read at that commit (`problem` says why).
-    """
-
-    sha: str
-    date: str
-    author: str
-    source: str | None
-    message: str
-    memory: Memory | None
-    changed: tuple[str, ...] = ()  # front-matter fields (and `content`) that differ from the version before
-    diff: str = ""  # a short unified diff of the body against the version before
-    removed: bool = False
-    problem: str | None = None
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "commit": self.sha, "date": self.date, "author": self.author, "source": self.source,
-            "message": self.message, "removed": self.removed, "changed": list(self.changed), "diff": self.diff,
-            "problem": self.problem, "memory": self.memory.to_dict() if self.memory else None,
-        }
-
-
-@dataclass(frozen=True)
-class LogEntry:
-    """One commit of the vault's changelog."""
-
-    sha: str
-    date: str
-    author: str
-    message: str
-    paths: tuple[str, ...] = field(default=())
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"commit": self.sha, "date": self.date, "author": self.author, "message": self.message,
-                "paths": list(self.paths)}
 
 
 class History:
@@ -110,6 +70,8 @@ class History:
         Raises:
             NotFound: neither the files nor git history know the REF.
         """
+        from .reports import Version
+
         relpath = self._history_path(ref)
         commits = list(reversed(self._git.log(relpath)))  # oldest first, to diff each against the one before
         contents = self._git.read_all([(commit.sha, relpath) for commit in commits])
@@ -198,6 +160,8 @@ class History:
         commit (a person's, or a sync's) touched the same files, or they have
         uncommitted changes.
         """
+        from .reports import LogEntry
+
         with self._writing():
             commits = self._git.log()
             undone = {found.group(1) for c in commits for found in [_REVERTS.search(c.body)] if found}
@@ -226,6 +190,8 @@ class History:
         Raises:
             InvalidInput: `since` is neither a duration nor a date.
         """
+        from .reports import LogEntry
+
         moment = None
         if since is not None:
             try:

@@ -11,35 +11,20 @@ either side stays in history.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .config import STATE_DIR, Config
 from .errors import FileParseError, GitError, InvalidInput, MemfileError, Refused
 from .files import atomic_write
-from .gitstore import GitStore, merge_text
-from .merge import ATTRIBUTES, MERGE_RULE, merge_driver_command, merge_memory
 from .model import CONFLICT_KEY, Memory, Source, StoreResult, resolve_ref, utc_now
 
+if TYPE_CHECKING:
+    from .gitstore import GitStore
+    from .reports import SyncReport
+
 PUSH_ATTEMPTS = 3
-
-
-@dataclass
-class SyncReport:
-    """What `sync` did: commits and files that came in and went out, conflicts left to resolve."""
-
-    remote: str
-    branch: str
-    came_in: int = 0  # commits
-    went_out: int = 0  # commits
-    files_in: list[str] = field(default_factory=list)
-    hand_edits: str | None = None  # the commit of pending hand edits made first
-    conflicts: list[str] = field(default_factory=list)  # REFs whose body changed on both sides
-    kept_ours: list[str] = field(default_factory=list)  # files git could not merge: ours kept, theirs in history
-
-    def to_dict(self) -> dict[str, Any]:
-        return dict(self.__dict__)
 
 
 def run_merge_driver(base: str, ours: str, theirs: str, relpath: str) -> int:
@@ -49,6 +34,9 @@ def run_merge_driver(base: str, ours: str, theirs: str, relpath: str) -> int:
     line (`git merge-file`). When neither works, `ours` is left as it was and
     git reports the path unmerged: sync keeps ours, and theirs stays in the merge.
     """
+    from .gitstore import merge_text
+    from .merge import merge_memory
+
     base_data = Path(base).read_bytes()
     try:
         result = merge_memory(base_data or None, Path(ours).read_bytes(), Path(theirs).read_bytes(), relpath)
@@ -66,6 +54,8 @@ def run_merge_driver(base: str, ours: str, theirs: str, relpath: str) -> int:
 
 def configure_merge_driver(git: GitStore) -> bool:
     """Point the repository's config at memfile's merge driver; True when it had to."""
+    from .merge import merge_driver_command
+
     if git.get_config("merge.memfile.driver") == merge_driver_command():
         return False
     git.set_config("merge.memfile.name", "memfile: merge memories field by field")
@@ -75,6 +65,8 @@ def configure_merge_driver(git: GitStore) -> bool:
 
 def write_attributes(root: Path) -> bool:
     """Make .gitattributes send memory files to the merge driver; True when it had to be changed."""
+    from .merge import ATTRIBUTES, MERGE_RULE
+
     path = root / ATTRIBUTES
     text = path.read_text(encoding="utf-8") if path.exists() else ""
     if MERGE_RULE in text.splitlines():
@@ -104,6 +96,8 @@ class Sync:
         Returns:
             True when anything had to be set up.
         """
+        from .merge import ATTRIBUTES
+
         changed = configure_merge_driver(self._git)
         if write_attributes(self.root):
             self._git.commit([ATTRIBUTES], "merge memory files field by field (memfile merge driver)")
@@ -136,6 +130,8 @@ class Sync:
             return self._sync_locked(remote or self.config.sync_remote, branch)
 
     def _sync_locked(self, remote: str, branch: str | None) -> SyncReport:
+        from .reports import SyncReport
+
         self.ensure_merge_driver()
         branch = branch or self._git.branch()
         report = SyncReport(remote, branch, hand_edits=self._commit_changed(None))

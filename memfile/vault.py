@@ -20,7 +20,6 @@ from .config import STATE_DIR, Config, caller_source, find_vault, load_config, s
 from .errors import FileParseError, InvalidInput
 from .catalog import half_digest, joined
 from .files import Aside, lock_holder, may_fork, read_file, split_walk, stat_walk
-from .gitstore import GitStore
 from .index import CORRUPTION, Index, SearchOptions, Stat, SyncReport
 from .model import (
     Category,
@@ -73,7 +72,6 @@ class Vault(Writes, History, Sync, Doctor, Recalling):
         self.actor = actor
         self.issues: list[ParseIssue] = []
         self.notices: list[str] = []
-        self._git = GitStore(root, config.author_name, config.author_email)
         self._watcher: Any = None
         self._cached: tuple[float | None, list[Memory]] | None = None  # (index version, catalog memories)
         self._recall_cache: tuple[tuple[float, bool], datetime, Recallable] | None = None  # see _recallable

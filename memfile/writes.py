@@ -11,16 +11,16 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from functools import cached_property
 from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from . import batch, fileformat
+from . import fileformat
 from .config import CONFIG_NAME, STATE_DIR, Config, caller_source, load_config, mind_section, render_config
 from .errors import AmbiguousRef, Conflict, GitError, InvalidInput, LockTimeout, MemfileError, NotFound, Refused
 from .files import atomic_write, remove, writer_lock
-from .gitstore import GitStore
 from .index import Index, SyncReport
 from .model import (
     DEFAULT_CONFIDENCE,
@@ -41,8 +41,11 @@ from .model import (
     validate_key,
 )
 from .paths import memory_relpath, safe_path, validate_mind
-from .merge import ATTRIBUTES
 from .sync import configure_merge_driver, write_attributes
+
+if TYPE_CHECKING:
+    from . import batch
+    from .gitstore import GitStore
 
 UNSET: Any = object()
 
@@ -55,8 +58,15 @@ class Writes:
     config: Config
     actor: Source
     notices: list[str]
-    _git: GitStore
     _index: Index | None
+
+    @cached_property
+    def _git(self) -> GitStore:
+        """The vault's repository, made on first use: the git half of memfile (gitstore, the store
+        queue, history's and doctor's reports) is imported by what uses it, never by a read."""
+        from .gitstore import GitStore
+
+        return GitStore(self.root, self.config.author_name, self.config.author_email)
 
     def memories(self) -> list[Memory]: ...  # provided by Vault
     def _find(self, ref: str) -> Memory: ...  # provided by Vault
@@ -103,6 +113,8 @@ class Writes:
             keep = root / mind / ".gitkeep"
             keep.parent.mkdir(parents=True, exist_ok=True)
             keep.touch()
+            from .merge import ATTRIBUTES
+
             write_attributes(root)  # memory files merge field by field when vaults sync
             configure_merge_driver(vault._git)
             vault._git.commit([CONFIG_NAME, ".gitignore", ATTRIBUTES, f"{mind}/.gitkeep"], f"init mind {mind}")
@@ -292,6 +304,8 @@ class Writes:
             "expires": "unset" if new_expires is UNSET else new_expires.isoformat() if new_expires else None,
             "supersedes": supersedes,
         }
+        from . import batch  # here, like the git half's modules: reads never need it
+
         state = self.root / STATE_DIR
         return batch.submit(state / "lock", state / "queue" / self.mind, self.config.lock_timeout, request,
                             self._store_holding_lock)
@@ -299,6 +313,8 @@ class Writes:
     def _store_holding_lock(self, own: dict[str, Any] | None, ticket: batch.Ticket | None) -> StoreResult:
         """Store `own` (or this process's queued `ticket`) and the stores queued by other processes,
         up to batch.LIMIT of them in one commit; hand each queued one its result."""
+        from . import batch
+
         with self._ready_to_write():
             for _ in range(batch.LIMIT + 1):
                 first = [own] if own is not None else []

@@ -661,7 +661,8 @@ SHOW_MODULES = textwrap.dedent(
     except SystemExit:
         pass
     names = {name.split('.')[0] for name in sys.modules} | set(sys.modules)
-    loaded = sorted(names & {'git', 'watchdog', 'whoosh', 'mcp', 'memfile.recall'})
+    loaded = sorted(names & {'git', 'watchdog', 'whoosh', 'mcp', 'memfile.recall', 'memfile.gitstore', 'memfile.batch',
+                             'memfile.merge', 'memfile.reports'})
     print('MODULES ' + json.dumps(loaded))
     """
 )
@@ -695,6 +696,21 @@ def test_help_list_and_recall_never_import_whoosh(notes: Vault, command: list[st
 @pytest.mark.parametrize("command", [["search", "docker"], ["list"], ["show", "vps1_server"], ["--help"], ["tags"]])
 def test_commands_that_do_not_recall_never_import_memfile_recall(notes: Vault, command: list[str]) -> None:
     assert "memfile.recall" not in loaded_modules("--vault", str(notes.root), *command)
+
+
+GIT_HALF = {"memfile.gitstore", "memfile.batch", "memfile.merge", "memfile.reports"}
+
+
+@pytest.mark.parametrize("command", [["search", "docker"], ["list"], ["recall"], ["show", "vps1_server"], ["--help"],
+                                     ["stats"]])
+def test_reads_never_import_the_git_half(notes: Vault, command: list[str]) -> None:
+    assert loaded_modules("--vault", str(notes.root), *command) & GIT_HALF == set()
+
+
+def test_the_git_half_loads_when_used(notes: Vault) -> None:
+    assert {"memfile.gitstore", "memfile.batch"} <= loaded_modules("--vault", str(notes.root), "store", "fact", "x", "y")
+    assert {"memfile.gitstore", "memfile.reports"} <= loaded_modules("--vault", str(notes.root), "doctor")
+    assert {"memfile.gitstore", "memfile.reports"} <= loaded_modules("--vault", str(notes.root), "log")
 
 
 def test_recall_and_the_package_names_load_memfile_recall_when_used(notes: Vault) -> None:

@@ -40,7 +40,7 @@ def test_readme_documents_every_exit_code() -> None:
 
 # Which memfile modules each module may import: faces -> watch -> vault -> parts -> core.
 CORE = {"errors", "model", "paths", "fileformat", "text"}
-PARTS = {"files", "index", "gitstore", "recall", "config"}
+PARTS = {"files", "index", "gitstore", "recall", "config", "reports"}
 LAYERS = {
     "errors": set(), "model": {"errors"}, "paths": {"errors", "model"}, "fileformat": {"errors", "model", "paths"},
     "text": set(),
