@@ -1,9 +1,9 @@
 """The recall half of the Vault: recall for the context window, with or without a query, and its record.
 
 `Vault` inherits these methods (a mixin, as writes.py and history.py are).
-`memfile.recall` is imported where it is used: a command that does not recall
-(search, list, show, store) skips it, and its dataclasses (each one costs
-Python 3.11 about a millisecond to make: 4 % of a search process).
+`memfile.recall` is imported where it is used, so a command that does not
+recall (search, list, show) never makes its dataclasses: Python 3.11 takes
+about a millisecond to make each, 4 % of a search process in all.
 """
 
 from __future__ import annotations
@@ -143,13 +143,13 @@ class Recalling:
     def _recallable(self, report: SyncReport, now: datetime, include_superseded: bool) -> Recallable:
         """The mind's recallable memories, sorted and counted; kept while the catalog is unchanged
         and no memory has expired since (a long-lived Vault then skips a pass over the mind per recall)."""
+        from .recall import Recallable
+
         version = self._index.catalog.last_update() if self._index is not None and not report.pending else None
         cached = self._recall_cache
         if version is not None and cached and cached[0] == (version, include_superseded) and now < cached[1]:
             return cached[2]
         live = [m for m in self._memories(report) if not m.is_expired(now) and (include_superseded or not m.superseded)]
-        from .recall import Recallable
-
         recallable = Recallable.of(live)
         if version is not None:
             until = min((m.expires_at for m in live if m.expires_at is not None), default=datetime.max.replace(tzinfo=timezone.utc))
