@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import click
 
 from .cli import State, _json, _print_store, json_option, main
-from .errors import EXIT_PROBLEMS
+from .errors import EXIT_PROBLEMS, EXIT_SYNC_CONFLICTS, InvalidInput, Refused
 from .sync import run_merge_driver
 
 
@@ -37,11 +39,13 @@ def history(state: State, ref: str, as_json: bool) -> None:
 
 @main.command()
 @click.argument("ref")
-@click.option("--at", metavar="REV|DATE", help="Restore the version at this commit or date (default: the last one).")
+@click.option("--at", metavar="REV|DATE", help="Restore the version at this commit, date (a future date: the latest) or duration back (7d) (default: the last version).")
 @json_option
 @click.pass_obj
 def restore(state: State, ref: str, at: str | None, as_json: bool) -> None:
     """Bring back a forgotten memory, or an old version of one, as a new commit.
+
+    An agent's restore is the agent's memory: unverified, priority at most high.
 
     Example: memfile restore context/conference_trip_march
 
@@ -55,7 +59,9 @@ def restore(state: State, ref: str, at: str | None, as_json: bool) -> None:
 @json_option
 @click.pass_obj
 def undo(state: State, as_json: bool) -> None:
-    """Revert the last change memfile made, as a new commit.
+    """Revert this mind's last change made by memfile, as a new commit.
+
+    Another mind's changes are never undone.
 
     Refused (exit 2) when a later commit or an uncommitted edit touched the
     same memory: undoing would discard that work.
@@ -72,7 +78,7 @@ def undo(state: State, as_json: bool) -> None:
 @json_option
 @click.pass_obj
 def log(state: State, since: str | None, limit: int | None, as_json: bool) -> None:
-    """The vault's changelog, newest first.
+    """The mind's changelog (the commits that changed its files), newest first.
 
     Example: memfile log --since 7d
     """
@@ -85,23 +91,30 @@ def log(state: State, since: str | None, limit: int | None, as_json: bool) -> No
 
 
 @main.command()
-@click.option("--remote", default="origin", show_default=True, help="The git remote to sync with.")
+@click.option("--remote", help="The name of the git remote to sync with (default: [sync] remote, else origin).")
 @click.option("--branch", help="The remote branch (default: the current branch's name).")
+@click.option("--new-branch", is_flag=True, help="Create --branch on the remote when it exists on neither side.")
 @json_option
 @click.pass_obj
-def sync(state: State, remote: str, branch: str | None, as_json: bool) -> None:
+def sync(state: State, remote: str | None, branch: str | None, new_branch: bool, as_json: bool) -> None:
     """Commit hand edits, fetch, merge the remote's changes, push, update the index.
 
     Memory files merge field by field; a body changed on both sides keeps
-    both (see memfile resolve). Never force-pushes; an unreachable remote
-    changes nothing (exit 6).
+    both until memfile resolve, and sync then exits 8. Never force-pushes;
+    an unreachable remote changes nothing (exit 6).
 
     Example: memfile sync --remote origin
     """
-    report = state.vault().sync(remote, branch)
+    report = state.vault().sync(remote, branch, new_branch=new_branch)
     if as_json:
         _json(report.to_dict())
-        return
+    else:
+        _print_sync(report)
+    if report.conflicts:
+        raise SystemExit(EXIT_SYNC_CONFLICTS)
+
+
+def _print_sync(report: Any) -> None:
     click.echo(f"synced with {report.remote}/{report.branch}: {report.came_in} commits in "
                f"({len(report.files_in)} memory files changed), {report.went_out} commits out")
     if report.hand_edits:
@@ -122,7 +135,7 @@ def remote() -> None:
 
 @remote.command(name="add")
 @click.argument("url")
-@click.option("--name", default="origin", show_default=True)
+@click.option("--name", default="origin", show_default=True, help="The remote's name (another one when origin exists).")
 @click.pass_obj
 def remote_add(state: State, url: str, name: str) -> None:
     """Add a remote (plain `git remote add` works too).
@@ -135,26 +148,31 @@ def remote_add(state: State, url: str, name: str) -> None:
 
 @main.command()
 @click.argument("ref")
-@click.option("--ours", "take", flag_value="ours", help="Keep this machine's body.")
-@click.option("--theirs", "take", flag_value="theirs", help="Take the other side's body.")
-@click.option("--edit", "take", flag_value="edit", help="Edit both into one in $EDITOR.")
+@click.option("--ours", is_flag=True, help="Keep this machine's text.")
+@click.option("--theirs", is_flag=True, help="Take the other side's text.")
+@click.option("--edit", is_flag=True, help="Edit both into one in $EDITOR.")
 @json_option
 @click.pass_obj
-def resolve(state: State, ref: str, take: str | None, as_json: bool) -> None:
+def resolve(state: State, ref: str, ours: bool, theirs: bool, edit: bool, as_json: bool) -> None:
     """Finish a memory whose body changed on both sides of a sync, in one commit.
+
+    --ours is this machine's text on every machine, also on one that pulled
+    the conflict from another.
 
     Example: memfile resolve project/roadmap --theirs
     """
+    chosen = [name for name, on in (("--ours", ours), ("--theirs", theirs), ("--edit", edit)) if on]
+    if len(chosen) > 1:
+        raise InvalidInput("resolve options", " ".join(chosen), "exactly one of --ours, --theirs, --edit")
     vault = state.vault()
-    if take == "edit":
-        memory = vault.get(ref)
-        edited = click.edit(f"{memory.content}\n\n# ---- theirs (delete what you do not keep) ----\n\n{memory.conflict or ''}\n",
-                            extension=".md")
+    if edit:
+        edited = click.edit(vault.resolve_draft(ref), extension=".md")
         if edited is None:
-            raise click.UsageError("the editor was closed without saving; nothing changed")
+            raise Refused("the editor was closed without saving; nothing changed (save the file to resolve "
+                          f"with it, or pass --ours or --theirs): memfile resolve {ref} --edit")
         result = vault.resolve(ref, content=edited)
     else:
-        result = vault.resolve(ref, take)
+        result = vault.resolve(ref, "ours" if ours else "theirs" if theirs else None)
     _print_store(result, as_json, "resolved")
 
 

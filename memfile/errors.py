@@ -18,6 +18,7 @@ EXIT_CONFLICT = 4
 EXIT_PROBLEMS = 5
 EXIT_GIT = 6
 EXIT_NOT_A_VAULT = 7
+EXIT_SYNC_CONFLICTS = 8
 
 #: The public exit-code table: code -> meaning. Pinned by a test and the README.
 EXIT_CODES: dict[int, str] = {
@@ -29,6 +30,7 @@ EXIT_CODES: dict[int, str] = {
     EXIT_PROBLEMS: "a check found problems",
     EXIT_GIT: "git failed",
     EXIT_NOT_A_VAULT: "not a vault: no memfile vault could be found",
+    EXIT_SYNC_CONFLICTS: "sync done, but memories changed on both sides wait for memfile resolve",
 }
 
 
@@ -56,9 +58,10 @@ class InvalidInput(MemfileError):
         self.allowed = allowed if isinstance(allowed, str) else ", ".join(allowed)
         self.reason = reason
         why = f" ({reason})" if reason else ""
-        super().__init__(
-            f"invalid {field} {value!r}{why}; allowed: {self.allowed}."
-        )
+        if value is None:  # nothing was given: never show Python's None to a person
+            super().__init__(f"no {field} was given{why}; pass {self.allowed}.")
+        else:
+            super().__init__(f"invalid {field} {value!r}{why}; allowed: {self.allowed}.")
 
 
 class Refused(MemfileError):

@@ -3,18 +3,36 @@
 Commits go through the git command line (`repo.git.*`, ~8x faster than
 GitPython's index API), always with an explicit author and committer so they
 work on machines with no git identity, and every `Repo` is closed.
+
+No value from outside (a remote, a branch, a revision, a path, memfile.toml)
+reaches git as an option: each is checked (`_plain`) or passed after `--`, and
+the transports that run a command named in a URL (`ext::`, `fd::`) are off for
+every git memfile runs.
 """
 
 from __future__ import annotations
 
 import os
+import re
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from .errors import GitError
+from .errors import GitError, InvalidInput
 
-# Signing prompts would hang a headless agent; quoted paths would not match ours.
-_OPTIONS = ("-c", "commit.gpgsign=false", "-c", "core.quotepath=false")
+# Signing prompts would hang a headless agent; quoted paths would not match ours; a URL must never run a command.
+_OPTIONS = ("-c", "commit.gpgsign=false", "-c", "core.quotepath=false",
+            "-c", "protocol.ext.allow=never", "-c", "protocol.fd.allow=never")
+
+#: In .git/: exists while a sync runs git; its flock is held by that sync and every git process it started,
+#: so a killed sync's git still at work is told from one that is gone (memfile.sync.recover_interrupted_sync).
+SYNC_MARK = "MEMFILE_SYNC"
+#: The temporary files git gives a merge driver, in the work tree's top folder.
+MERGE_DEBRIS = ".merge_file_"
+#: A remote's name as memfile accepts it (git allows more; none of it may look like an option or a path).
+_REMOTE_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_./-]*")
+REMOTE_NAME_RULE = "a remote name: letters, digits, _ . / -, not starting with - . or /"
 
 
 @dataclass(frozen=True)
@@ -47,6 +65,7 @@ class GitStore:
             "GIT_CEILING_DIRECTORIES": str(root.parent),
         }
         self._clean_index: tuple[int, int, int] | None = None  # .git/index's stat when nothing was staged
+        self._inherit: tuple[int, ...] = ()  # file descriptors every git process gets (the sync mark's flock)
 
     def exists(self) -> bool:
         """True when the vault folder is the top of its own repository."""
@@ -69,6 +88,7 @@ class GitStore:
                 status, out, err = repo.git.execute(
                     [git.Git.GIT_PYTHON_GIT_EXECUTABLE, *_OPTIONS, *args],
                     with_extended_output=True, with_exceptions=False, env=self._env,
+                    **({"pass_fds": self._inherit} if self._inherit else {}),
                 )
         except (git.InvalidGitRepositoryError, git.NoSuchPathError) as exc:
             raise GitError(f"{self.root} is not a git repository ({exc}); run: memfile init {self.root}") from None
@@ -206,11 +226,13 @@ class GitStore:
         """A file's bytes as of a commit, or None when it did not exist there."""
         import git
 
+        spec = f"{_plain(rev, 'revision')}:{relpath}"
         try:
             with git.Repo(self.root) as repo:
                 status, out, _ = repo.git.execute(
-                    [git.Git.GIT_PYTHON_GIT_EXECUTABLE, *_OPTIONS, "cat-file", "blob", f"{rev}:{relpath}"],
+                    [git.Git.GIT_PYTHON_GIT_EXECUTABLE, *_OPTIONS, "cat-file", "blob", spec],
                     with_extended_output=True, with_exceptions=False, env=self._env, stdout_as_string=False,
+                    strip_newline_in_stdout=False,  # the file's bytes exactly, its last newline included
                 )
         except (git.InvalidGitRepositoryError, git.NoSuchPathError, git.GitCommandNotFound, OSError) as exc:
             raise GitError(f"git could not read {relpath} at {rev}: {_reason(exc)}") from None
@@ -245,7 +267,9 @@ class GitStore:
 
     def paths_that_held(self, text: str, folder: str) -> list[str]:
         """Files under `folder` whose history added or removed `text`, most recent first (git's pickaxe)."""
-        _, out = self._run("log", "--format=", "--name-only", "-S", text, "--", folder, check=False)
+        if not text:
+            return []
+        _, out = self._run("log", "--format=", "--name-only", f"-S{text}", "--", folder, check=False)
         return list(dict.fromkeys(p for p in out.splitlines() if p))
 
     def resolve(self, rev: str) -> str | None:
@@ -266,7 +290,7 @@ class GitStore:
         Raises:
             GitError: the revert does not apply cleanly (it was aborted).
         """
-        status, out = self._run("revert", "--no-commit", "--no-edit", sha, check=False)
+        status, out = self._run("revert", "--no-commit", "--no-edit", _plain(sha, "commit"), check=False)
         if status != 0:
             self._run("revert", "--abort", check=False)
             raise GitError(f"git could not undo {sha[:8]} cleanly: {out.strip() or 'conflict'}; nothing was changed")
@@ -276,46 +300,171 @@ class GitStore:
     # --- sync ---------------------------------------------------------------------
 
     def branch(self) -> str:
+        """The current branch's name.
+
+        Raises:
+            GitError: HEAD is detached (on no branch).
+        """
         _, out = self._run("symbolic-ref", "--short", "-q", "HEAD", check=False)
         if not out.strip():
-            raise GitError("HEAD is detached; check out a branch (git switch main) before syncing")
+            raise GitError("HEAD is detached (the vault is on no branch); get back on one with: git switch main "
+                           "(or git switch -c NAME to keep commits made since), then try again")
         return out.strip()
 
+    def valid_branch(self, name: str) -> bool:
+        """True when `name` can be a branch (git's rules), never one that looks like an option or HEAD."""
+        if not name or name.startswith("-") or name == "HEAD" or _CONTROL.search(name):
+            return False
+        return self._run("check-ref-format", f"refs/heads/{name}", check=False)[0] == 0
+
+    def has_branch(self, name: str) -> bool:
+        return self.has_ref(f"refs/heads/{name}")
+
     def set_config(self, name: str, value: str) -> None:
-        self._run("config", "--local", name, value)
+        self._run("config", "--local", "--", name, value)
 
     def get_config(self, name: str) -> str | None:
-        status, out = self._run("config", "--local", "--get", name, check=False)
+        status, out = self._run("config", "--local", "--get", "--", name, check=False)
         return out.strip() if status == 0 else None
 
+    def remotes(self) -> list[str]:
+        """The names of the repository's remotes (`git remote`)."""
+        return self._run("remote")[1].split()
+
+    def remote_url(self, name: str) -> str | None:
+        return self.get_config(f"remote.{_remote(name)}.url")
+
     def add_remote(self, name: str, url: str) -> None:
-        self._run("remote", "add", name, url)
+        self._run("remote", "add", "--", _remote(name), _plain(url, "URL"))
+
+    def set_upstream(self, remote: str, branch: str) -> bool:
+        """Make `remote`/`branch` the current branch's upstream when it has none (for `git status` and
+        `memfile status`); True when it was set."""
+        local = self.branch()
+        if self.get_config(f"branch.{local}.remote") or self.get_config(f"branch.{local}.merge"):
+            return False
+        self.set_config(f"branch.{local}.remote", _remote(remote))
+        self.set_config(f"branch.{local}.merge", f"refs/heads/{_plain(branch, 'branch')}")
+        return True
 
     def fetch(self, remote: str) -> None:
-        status, out = self._run("fetch", "--quiet", remote, check=False, errors=True)
+        status, out = self._run("fetch", "--quiet", "--no-recurse-submodules", "--", _remote(remote),
+                                check=False, errors=True)
         if status != 0:
             raise GitError(f"could not fetch from {remote!r} ({out.strip() or 'no answer'}); nothing was changed here")
 
     def has_ref(self, ref: str) -> bool:
-        return self._run("rev-parse", "--verify", "--quiet", ref, check=False)[0] == 0
+        return self._run("rev-parse", "--verify", "--quiet", _plain(ref, "revision"), check=False)[0] == 0
 
     def count(self, revisions: str) -> int:
-        return int(self._run("rev-list", "--count", revisions)[1].strip() or 0)
+        return int(self._run("rev-list", "--count", _plain(revisions, "revision"), "--")[1].strip() or 0)
 
     def changed_between(self, old: str, new: str) -> list[str]:
-        return [p for p in self._run("diff", "--name-only", "--no-renames", old, new)[1].splitlines() if p]
+        out = self._run("diff", "--name-only", "--no-renames", _plain(old, "commit"), _plain(new, "commit"), "--")[1]
+        return [p for p in out.splitlines() if p]
 
-    def merge(self, ref: str, message: str) -> list[str]:
-        """Merge `ref` into HEAD (a fast-forward when HEAD has nothing of its own); the paths left unmerged."""
-        status, merged = self._run("merge", "--no-edit", "-m", message, ref, check=False, errors=True)
+    @contextmanager
+    def syncing(self) -> Iterator[None]:
+        """Mark a sync at work: .git/MEMFILE_SYNC, whose flock this process and every git process it
+        starts meanwhile hold (they inherit it), so a sync killed mid-way is recognised, and its git
+        still at work is waited for, by `sync_processes_gone`. The mark goes when the sync ends."""
+        import fcntl
+
+        path = self.root / ".git" / SYNC_MARK
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            os.set_inheritable(fd, True)
+            self._inherit = (fd,)
+            yield
+        finally:  # every git this sync started has ended (a killed sync never gets here: its mark stays)
+            self._inherit = ()
+            path.unlink(missing_ok=True)
+            os.close(fd)
+
+    def sync_mark_left(self) -> bool:
+        """True when a sync that was killed left its mark (one stat)."""
+        return (self.root / ".git" / SYNC_MARK).exists()
+
+    def sync_processes_gone(self, timeout: float) -> bool:
+        """Wait up to `timeout` s for the git processes a killed sync started to end; True when none is left
+        (then the mark is removed: what they left behind is theirs to clean up)."""
+        import fcntl
+        import time
+
+        path = self.root / ".git" / SYNC_MARK
+        try:
+            fd = os.open(path, os.O_RDWR)
+        except FileNotFoundError:
+            return True
+        try:
+            deadline = time.monotonic() + timeout
+            while True:
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    break
+                except BlockingIOError:
+                    if time.monotonic() > deadline:
+                        return False
+                    time.sleep(0.02)
+            path.unlink(missing_ok=True)
+            return True
+        finally:
+            os.close(fd)
+
+    def merge_subject(self) -> str | None:
+        """The first line of the message of the merge in progress (MERGE_HEAD), or None when none is."""
+        git_dir = self.root / ".git"
+        if not (git_dir / "MERGE_HEAD").exists():
+            return None
+        try:
+            return (git_dir / "MERGE_MSG").read_text(encoding="utf-8", errors="replace").split("\n", 1)[0]
+        except OSError:
+            return ""
+
+    def merge_message(self) -> str:
+        """The message of the merge in progress, without git's comment lines."""
+        text = (self.root / ".git" / "MERGE_MSG").read_text(encoding="utf-8", errors="replace")
+        return "\n".join(line for line in text.splitlines() if not line.startswith("#")).strip()
+
+    def index_lock(self) -> Path | None:
+        path = self.root / ".git" / "index.lock"
+        return path if path.exists() else None
+
+    def merge_debris(self) -> list[Path]:
+        """Temporary files of a merge driver whose git was killed (`.merge_file_XXXXXX`, and memfile's
+        temp files of them), in the vault's top folder (one directory read)."""
+        try:
+            with os.scandir(self.root) as entries:
+                names = (MERGE_DEBRIS, f".memfile-tmp-{MERGE_DEBRIS}")
+                return [Path(e.path) for e in entries if e.name.startswith(names) and e.is_file(follow_symlinks=False)]
+        except OSError:
+            return []
+
+    def merge(self, ref: str, message: str, env: dict[str, str] | None = None) -> list[str]:
+        """Merge `ref` into HEAD (a fast-forward when HEAD has nothing of its own); the paths left unmerged.
+
+        Args:
+            env: more environment for git and the merge driver it runs.
+        """
+        saved = self._env
+        self._env = {**saved, **(env or {})}
+        try:
+            status, merged = self._run("merge", "--no-edit", "-m", message, "--", _plain(ref, "revision"),
+                                       check=False, errors=True)
+        finally:
+            self._env = saved
         if status == 0:
             return []
-        _, out = self._run("diff", "--name-only", "--diff-filter=U", check=False)
-        unmerged = [p for p in out.splitlines() if p]
+        unmerged = self.unmerged_paths()
         if not unmerged:
             self._run("merge", "--abort", check=False)
             raise GitError(f"git could not merge {ref} ({merged.strip() or 'no reason given'}); nothing was changed")
         return unmerged
+
+    def unmerged_paths(self) -> list[str]:
+        _, out = self._run("diff", "--name-only", "--diff-filter=U", check=False)
+        return [p for p in out.splitlines() if p]
 
     def unmerged_sides(self, relpath: str) -> set[int]:
         """Which versions an unmerged path has: 1 base, 2 ours, 3 theirs (absent: that side deleted it)."""
@@ -324,6 +473,8 @@ class GitStore:
 
     def take_side(self, relpath: str, side: str) -> None:
         """Resolve an unmerged path with one side's version (`ours` or `theirs`), or as deleted when it has none."""
+        if side not in ("ours", "theirs"):
+            raise ValueError(side)
         if (2 if side == "ours" else 3) in self.unmerged_sides(relpath):
             self._run("checkout", f"--{side}", "--", relpath)
             self._run("add", "--", relpath)
@@ -340,7 +491,8 @@ class GitStore:
 
     def push(self, remote: str, branch: str) -> bool:
         """Push HEAD to the remote branch (never forced); False when the remote moved on meanwhile."""
-        status, out = self._run("push", "--quiet", remote, f"HEAD:refs/heads/{branch}", check=False, errors=True)
+        status, out = self._run("push", "--quiet", "--recurse-submodules=no", "--", _remote(remote),
+                                f"HEAD:refs/heads/{_plain(branch, 'branch')}", check=False, errors=True)
         if status == 0:
             return True
         if ("fetch first" in out or "non-fast-forward" in out) and "remote rejected" not in out:
@@ -357,6 +509,40 @@ class GitStore:
         """The paths a listing command (`ls-files`, `ls-tree`) prints; none when it fails (no HEAD yet)."""
         status, out = self._run(*args, check=False)
         return set(out.splitlines()) if status == 0 else set()
+
+
+_CONTROL = re.compile(r"[\x00-\x20\x7f]")
+
+
+def _plain(value: str, what: str) -> str:
+    """`value`, which git must never read as an option (it does not start with `-`)."""
+    if not value or value.startswith("-") or "\0" in value or "\n" in value:
+        raise InvalidInput(what, value, f"a {what} that does not start with '-'")
+    return value
+
+
+def valid_remote_name(name: str) -> bool:
+    """True for a remote's name memfile passes to git: never an option, a URL or a path."""
+    return bool(_REMOTE_NAME.fullmatch(name or "")) and ".." not in name and not name.endswith("/")
+
+
+def _remote(name: str) -> str:
+    """A remote's name, checked (URLs and paths reach git only through `remote add`)."""
+    if not valid_remote_name(name):
+        raise InvalidInput("remote", name, REMOTE_NAME_RULE)
+    return name
+
+
+def config_here(name: str) -> str | None:
+    """A config value of the repository git runs this process in (a merge driver's), or None."""
+    import subprocess
+
+    try:  # GitPython's own variable for the git to run, without importing GitPython into a merge driver
+        done = subprocess.run([os.environ.get("GIT_PYTHON_GIT_EXECUTABLE") or "git", "config", "--get", "--", name],
+                              capture_output=True, text=True, check=False)
+    except OSError:
+        return None
+    return done.stdout.strip() or None if done.returncode == 0 else None
 
 
 def _stat_of(path: Path) -> tuple[int, int, int] | None:

@@ -10,6 +10,10 @@ ours and puts theirs in `conflict_theirs` (the memory is conflicted until
 `memfile resolve`), so recall and search never see conflict markers and
 neither version is lost. The same key created on both sides (no base) is
 merged into one memory keeping the older id.
+
+"Ours" is the machine that made the merge; a conflicted file travels as it
+is, so it records that machine in `conflict_body_from`, and every machine
+reads the sides from its own point of view (`conflict_sides`).
 """
 
 from __future__ import annotations
@@ -31,6 +35,8 @@ MERGE_RULE = "*/**/*.md merge=memfile"  # files in mind folders, not a README.md
 _SAME: Any = object()
 #: Between two conflicting bodies kept in `conflict_theirs` (a second conflict never drops the first).
 CONFLICT_SEPARATOR = "\n\n---- another version ----\n\n"
+#: Front-matter of a conflicted memory: the machine (`memfile.machine` in its git config) whose text is the body.
+CONFLICT_FROM = "conflict_body_from"
 
 
 def merge_driver_command() -> str:
@@ -45,11 +51,12 @@ class MergeResult:
 
 
 def merge_memory(base: bytes | None, ours: bytes, theirs: bytes, relpath: str,
-                 now: datetime | None = None) -> MergeResult:
+                 now: datetime | None = None, machine: str | None = None) -> MergeResult:
     """The merged file of two versions of a memory and their common ancestor (None: both created it).
 
     Args:
         now: stands in for a missing date (as a file's mtime does when memfile reads it).
+        machine: the machine merging (whose text `ours` is), recorded in a conflict it makes.
 
     Raises:
         FileParseError: one of the versions cannot be read, or one has no front-matter (the
@@ -95,6 +102,9 @@ def merge_memory(base: bytes | None, ours: bytes, theirs: bytes, relpath: str,
             earlier = [str(v) for v in (mine.conflict, other.conflict) if v is not None]
             versions = dict.fromkeys([*earlier, other.content])  # a second conflict keeps the first one's text
             extra[CONFLICT_KEY] = CONFLICT_SEPARATOR.join(v for v in versions if v != mine.content)
+            extra.pop(CONFLICT_FROM, None)
+            if machine:
+                extra[CONFLICT_FROM] = machine
     merged = replace(merged, extra=tuple(extra.items()))
     text = fileformat.update(fileformat.decode(ours, relpath), mine, merged)
     return MergeResult(text.encode("utf-8"), conflicted)
@@ -132,3 +142,18 @@ def _merge_extra(base: Memory | None, ours: Memory, theirs: Memory, later: Memor
         if value is not _SAME:
             merged[name] = value
     return merged
+
+
+def conflict_sides(memory: Memory, machine: str | None) -> tuple[str, str]:
+    """(this machine's text, the other side's) of a conflicted memory, for the machine named `machine`.
+
+    The body is the text of the machine that made the merge (`conflict_body_from`; when none is
+    recorded, this one). On another machine its own text is the other side's at that merge: the last
+    version in `conflict_theirs`; the other side is then the body and any earlier versions.
+    """
+    theirs = str(memory.conflict or "")
+    made_by = dict(memory.extra).get(CONFLICT_FROM)
+    if made_by is None or str(made_by) == machine:
+        return memory.content, theirs
+    versions = theirs.split(CONFLICT_SEPARATOR)
+    return versions[-1], CONFLICT_SEPARATOR.join([memory.content, *versions[:-1]])

@@ -64,7 +64,7 @@ def test_resolve_theirs_and_cli(two: tuple[Vault, Vault]) -> None:
     laptop.store("fact", "office", "Hamburg")
     server.store("fact", "office", "Munich")
     laptop.sync()
-    out = ok(in_vault(server.root, "sync")).stdout
+    out = fails(in_vault(server.root, "sync"), 8).stdout
     assert "conflict: fact/office" in out
     ok(in_vault(server.root, "resolve", "fact/office", "--theirs"))
     assert server.get("fact/office").content == "Hamburg" and server.get("fact/office").conflict is None
