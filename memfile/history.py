@@ -2,19 +2,25 @@
 
 A mixin of `Vault` (like `Writes`): git is the record of every version memfile
 wrote or saw, so history needs nothing of its own. Old versions are parsed
-with the same reader as the files on disk.
+with the same reader as the files on disk. Everything here stays in the Vault's
+mind: log and undo see only the commits that changed it, and an agent's
+restore writes only what an agent may write.
 """
 
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from . import fileformat
 from .errors import Conflict, FileParseError, InvalidInput, NotFound, Refused
-from .model import ID_PATTERN, Memory, Source, StoreResult, parse_category, parse_duration, resolve_ref, utc_now, validate_key
+from .model import (
+    ID_PATTERN, Memory, Priority, Source, StoreResult, parse_category, parse_duration, resolve_ref, utc_now,
+    validate_key,
+)
 from .paths import memory_relpath, safe_path
 
 if TYPE_CHECKING:
@@ -27,6 +33,14 @@ MEMFILE_SUBJECT = re.compile(
 )
 _SOURCE = re.compile(r"\((user|agent)\)")
 _REVERTS = re.compile(r"^reverts ([0-9a-f]{40})$", re.MULTILINE)
+_MIND = re.compile(r"^mind: (\S+)$", re.MULTILINE)
+_DURATION = re.compile(r"\d+\s*[mhdw]", re.IGNORECASE)
+_DATE = re.compile(r"\d{4}-\d{2}-\d{2}([T ][\d:.]+)?(Z|[+-]\d{2}:?\d{2})?")
+_AT_RULE = "a commit (sha, HEAD~2, a branch), a date (2026-05-01), or a duration back (7d)"
+_SINCE_RULE = "a duration (30m, 12h, 7d, 2w) or a date (2026-05-01)"
+_EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)  # git's dates start here: nothing in a repository is older
+#: The highest priority an agent may give (a person raises it): critical memories are pinned into every recall.
+AGENT_PRIORITY_CAP = Priority.HIGH
 
 
 class History:
@@ -90,57 +104,77 @@ class History:
             ))
         return list(reversed(versions))
 
-    def show_at(self, ref: str, at: str) -> Memory:
+    def show_at(self, ref: str, at: str | datetime) -> Memory:
         """A memory as it was at a revision (sha, `HEAD~3`, a branch), a date (`2026-05-01`) or a duration back (`7d`).
 
+        A date in the future means the latest version.
+
         Raises:
-            InvalidInput: `at` names no commit and no date.
+            InvalidInput: `at` names no commit and no real date, or a moment before the memory's first version.
             NotFound: the memory did not exist then.
         """
         relpath = self._history_path(ref)
         sha = self._revision(at, relpath)
-        data = self._git.read(sha, relpath)
+        data = self._version_bytes(sha, relpath)
         if data is None:
             raise NotFound(f"{ref} did not exist at {at} ({sha[:8]}); see: memfile history {ref}")
         commit = self._git.log(relpath, limit=1)
         moment = _commit_time(commit[0]) if commit else utc_now()
         return fileformat.parse(data, relpath, moment)
 
-    def _revision(self, at: str, relpath: str) -> str:
-        sha = self._git.resolve(at)
+    def _revision(self, at: str | datetime, relpath: str) -> str:
+        """The commit `at` names: a revision, else the last commit of `relpath` at the moment `at` names."""
+        sha = self._git.resolve(at) if isinstance(at, str) else None
         if sha is not None:
             return sha
-        try:  # a duration back from now: 7d, 12h
-            moment = (utc_now() - parse_duration(at, "at")).isoformat()
-        except InvalidInput:
-            moment = at
-        if not re.fullmatch(r"\d{4}-\d{2}-\d{2}([T ][\d:.]+)?(Z|[+-]\d{2}:?\d{2})?", moment.strip()):
-            raise InvalidInput("at", at, "a commit (sha, HEAD~2, a branch), a date (2026-05-01), or a duration back (7d)")
-        found = self._git.last_before(moment, relpath)
+        moment = _moment(at, "at", _AT_RULE)
+        found = None
+        if moment >= utc_now():  # the future: what is there now (also past a clock that ran ahead)
+            latest = self._git.log(relpath, limit=1)
+            found = latest[0].sha if latest else None
+        elif moment >= _EPOCH:
+            found = self._git.last_before(_git_date(moment), relpath)
         if found is None:
-            raise InvalidInput("at", at, "a commit (sha, HEAD~2, a branch), a date (2026-05-01), or a duration back (7d)",
-                               reason="no version of the memory is that old (or git cannot read that date)")
+            raise InvalidInput("at", at, _AT_RULE, reason="no version of the memory is that old")
         return found
 
-    def restore(self, ref: str, at: str | None = None) -> StoreResult:
+    def _version_bytes(self, sha: str, relpath: str) -> bytes | None:
+        # read_all, not read: the git CLI wrapper behind `read` drops a file's last newline.
+        return self._git.read_all([(sha, relpath)])[0]
+
+    def restore(self, ref: str, at: str | datetime | None = None) -> StoreResult:
         """Bring back a forgotten memory (its last version) or an old version (`at`), as a new commit.
+
+        A person gets the version as it was. An agent gets it as an agent may
+        write it: `source: agent`, `verified: false`, priority at most high; a
+        person verifies it or raises its priority afterwards.
 
         Raises:
             NotFound: nothing to restore (the memory never existed, or not at `at`).
+            InvalidInput: `at` names no commit and no real date.
             Refused: an agent would overwrite a memory a person verified.
         """
         with self._writing():
             relpath = self._history_path(ref)
             if at is None:  # the newest version git holds (before a forget, the last one)
-                sha = next((c.sha for c in self._git.log(relpath) if self._git.read(c.sha, relpath) is not None), "")
+                commits = self._git.log(relpath)
+                contents = self._git.read_all([(c.sha, relpath) for c in commits])
+                sha = next((c.sha for c, data in zip(commits, contents, strict=True) if data is not None), "")
                 if not sha:
                     raise NotFound(f"git holds no version of {ref}")
             else:
                 sha = self._revision(at, relpath)
-            data = self._git.read(sha, relpath)
+            data = self._version_bytes(sha, relpath)
             if data is None:
-                raise NotFound(f"{ref} did not exist at {at or sha[:8]}; see: memfile history {ref}")
+                raise NotFound(f"{ref} did not exist at {at} (commit {sha[:8]}); restore its last version with: "
+                               f"memfile restore {ref}, or pick one from: memfile history {ref}")
             old = fileformat.parse(data, relpath, utc_now())
+            if self.actor is Source.AGENT:  # never what the file said: a person's version stays the person's
+                data, mine = _agents_version(data, relpath, old)
+                if mine != old:
+                    self.notices.append(f"restored {old.ref} as the agent's memory (unverified, priority "
+                                        f"{mine.priority}); a person can verify it with: memfile verify {old.ref}")
+                old = mine
             current = next((m for m in self.memories() if m.path == relpath), None)
             if current is None and safe_path(self.root, relpath, self.mind).exists():
                 raise Conflict(f"{relpath} exists but cannot be read (see the warning above); fix or move it first")
@@ -153,12 +187,17 @@ class History:
                                notices=tuple(self.notices))
 
     def undo(self) -> LogEntry:
-        """Revert the last change memfile made, as a new commit `undo: <its message>`.
+        """Revert the mind's last change made by memfile, as a new commit `undo: <its message>`.
 
-        Undo again to walk further back: a change already undone (and the undo
-        itself) is skipped. Refused when it would discard later work: a later
-        commit (a person's, or a sync's) touched the same files, or they have
-        uncommitted changes.
+        Only this mind's commits count (see `log`): another mind's changes are
+        never undone from here. Undo again to walk further back: a change
+        already undone (and the undo itself) is skipped. Refused when it would
+        discard later work: a later commit (a person's, or a sync's) touched the
+        same files, or they have uncommitted changes; and when that change also
+        touched files outside the mind.
+
+        Raises:
+            Refused: nothing of the mind is left to undo, or undoing would discard or reach beyond it.
         """
         from .reports import LogEntry
 
@@ -166,11 +205,18 @@ class History:
             commits = self._git.log()
             undone = {found.group(1) for c in commits for found in [_REVERTS.search(c.body)] if found}
             settled = {c.sha for c in commits if c.sha in undone or _REVERTS.search(c.body)}
-            last = next((c for c in commits if c.sha not in settled and MEMFILE_SUBJECT.match(c.subject)), None)
+            last = next((c for c in commits if c.sha not in settled and MEMFILE_SUBJECT.match(c.subject)
+                         and _of_mind(c, self.mind)), None)
             if last is None or last.subject.startswith(("init", "ignore")) or last is commits[-1]:
-                raise Refused("there is no memfile change left to undo (only the vault's creation)")
+                raise Refused(f"mind {self.mind} has no memfile change left to undo (only its creation); "
+                              "see: memfile log")
             if self.actor is Source.AGENT and "(agent)" not in last.subject:
                 raise Refused(f"{last.subject!r} was a person's change; an agent can only undo its own changes")
+            outside = [p for p in last.paths if not p.startswith(f"{self.mind}/")]
+            if outside or not last.paths:
+                raise Refused(f"{last.subject!r} (commit {last.sha[:8]}) also changed "
+                              f"{', '.join(outside) or 'no file'}, outside mind {self.mind}, so its undo would "
+                              "reach beyond this mind; change the memory instead, or see: memfile log")
             later = [c for c in commits[: commits.index(last)] if c.sha not in settled]
             clash = sorted({p for c in later for p in c.paths} & set(last.paths))
             if clash:
@@ -181,26 +227,26 @@ class History:
                 raise Refused(f"{', '.join(dirty)} has changes not yet committed; commit or discard them first")
             subject = f"undo: {last.subject}"
             sha = self._git.revert(last.sha, f"{subject}\n\nreverts {last.sha}\nmind: {self.mind}")
-            self._sync([p for p in last.paths if p.startswith(f"{self.mind}/")], wait=True)
+            self._sync(list(last.paths), wait=True)
             return LogEntry(sha or "", utc_now().isoformat(), "", subject, last.paths)
 
-    def log(self, since: str | None = None, limit: int | None = None) -> list[LogEntry]:
-        """The vault's changelog, newest first (`since`: a duration such as `7d`, or a date).
+    def log(self, since: str | datetime | None = None, limit: int | None = None) -> list[LogEntry]:
+        """The mind's changelog, newest first: the commits that changed its files (`since`: a duration such as
+        `7d`, or a date), each with the mind's files it touched.
 
         Raises:
-            InvalidInput: `since` is neither a duration nor a date.
+            InvalidInput: `since` is neither a duration nor a real date, or reaches back before the year 1.
         """
         from .reports import LogEntry
 
-        moment = None
+        after = None
         if since is not None:
-            try:
-                moment = (utc_now() - parse_duration(since, "since")).isoformat()
-            except InvalidInput:
-                if not re.fullmatch(r"\d{4}-\d{2}-\d{2}([T ][\d:]+)?(Z|[+-]\d{2}:?\d{2})?", since.strip()):
-                    raise InvalidInput("since", since, "a duration (30m, 12h, 7d, 2w) or a date (2026-05-01)") from None
-                moment = since.strip()
-        return [LogEntry(c.sha, c.date, c.author, c.subject, c.paths) for c in self._git.log(since=moment, limit=limit)]
+            moment = _moment(since, "since", _SINCE_RULE)
+            if moment > utc_now():
+                return []
+            after = _git_date(moment) if moment >= _EPOCH else None
+        commits = self._git.log(self.mind, since=after, limit=limit)
+        return [LogEntry(c.sha, c.date, c.author, c.subject, c.paths) for c in commits]
 
     def _sync(self, paths: list[str] | None, wait: bool) -> Any: ...  # provided by Vault
 
@@ -231,3 +277,67 @@ def _body_diff(before: Memory | None, after: Memory | None, lines: int = 12) -> 
     diff = difflib.unified_diff(before.content.splitlines(), after.content.splitlines(), lineterm="", n=1)
     body = [line for line in diff if not line.startswith(("---", "+++"))]
     return "\n".join(body[:lines] + (["…"] if len(body) > lines else []))
+
+
+def _of_mind(commit: Commit, mind: str) -> bool:
+    """True when `commit` changed `mind`: memfile's own commits name their mind (`mind: NAME`); any other
+    commit (a person's, a sync's merge) by the paths it touched."""
+    named = _MIND.findall(commit.body)
+    if named and MEMFILE_SUBJECT.match(commit.subject):
+        return named[-1] == mind
+    return any(path.startswith(f"{mind}/") for path in commit.paths)
+
+
+def _moment(value: str | datetime, field: str, rule: str) -> datetime:
+    """The moment `value` names: a duration back from now (`7d`) or a date (local time unless it says so).
+
+    Raises:
+        InvalidInput: `value` is neither, names a day no calendar has, or reaches back before the year 1.
+    """
+    if isinstance(value, datetime):  # from the Python API
+        return value if value.tzinfo is not None else value.astimezone()
+    text = value.strip() if isinstance(value, str) else ""
+    if _DURATION.fullmatch(text):
+        try:
+            return utc_now() - parse_duration(text, field)
+        except (InvalidInput, OverflowError):
+            raise InvalidInput(field, value, rule, reason="that reaches back before the year 1") from None
+    if not _DATE.fullmatch(text):
+        raise InvalidInput(field, value, rule)
+    try:
+        moment = datetime.fromisoformat(text)
+    except ValueError:
+        raise InvalidInput(field, value, rule, reason="no calendar has that day or time") from None
+    if moment.tzinfo is not None:
+        return moment
+    try:
+        return moment.astimezone()  # as git reads a date without an offset: this machine's time
+    except (OverflowError, OSError, ValueError):  # the first or last days of the calendar
+        return moment.replace(tzinfo=timezone.utc)
+
+
+def _git_date(moment: datetime) -> str:
+    """`moment` as git reads it without guessing (seconds since 1970)."""
+    return f"@{int(moment.timestamp())} +0000"
+
+
+def _agents_version(data: bytes, relpath: str, memory: Memory) -> tuple[bytes, Memory]:
+    """A version of a memory as an agent may write it: its own (`source: agent`), unverified, priority at most high.
+
+    Raises:
+        Refused: the file cannot be rewritten so that it reads back that way.
+    """
+    priority = AGENT_PRIORITY_CAP if memory.priority.rank < AGENT_PRIORITY_CAP.rank else memory.priority
+    mine = replace(memory, source=Source.AGENT, verified=False, priority=priority, id_derived=False)
+    if mine == memory:
+        return data, memory
+    refusal = Refused(f"{memory.ref} cannot be restored as an agent's memory (its file would still read as a "
+                      "person's); ask the user to restore it: memfile restore " + memory.ref)
+    try:
+        rewritten = fileformat.rewrite(data, relpath, memory, mine)
+        check = fileformat.parse(rewritten, relpath, memory.updated_at)
+    except FileParseError:
+        raise refusal from None
+    if check.source is not Source.AGENT or check.verified or check.priority.rank < AGENT_PRIORITY_CAP.rank:
+        raise refusal
+    return rewritten, check

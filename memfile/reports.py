@@ -43,7 +43,7 @@ class Version:
 
 @dataclass(frozen=True)
 class LogEntry:
-    """One commit of the vault's changelog."""
+    """One commit of a mind's changelog: `paths` are the files of the mind it touched."""
 
     sha: str
     date: str
