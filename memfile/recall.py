@@ -1,19 +1,24 @@
 """Recall: choose and render memories for an agent's context window. Pure.
 
+Only a person's word is pinned: a memory is recalled with its priority, except
+that an unverified `critical` one (an agent's) counts as `high` (`recall_priority`),
+so it never makes a budget impossible nor pushes a person's memories out.
+
 Without a query: priority (critical first), then recency (newest `updated_at`
 first). Under a budget the output is cut in this order until it fits: low
 memories are shortened (oldest first), then left out (oldest first); then the
 same for normal, then high; critical memories are shortened as a last resort
 but never left out.
 
-With a query (`recall_query`): the pinned memories first (every critical
-memory and every high one of the identity and preference categories), in the
-order above; then the memories matching the query, best score first (see
-`score`), together with the neighbours of the best matches (`with_neighbours`:
-what was stored just before and after them, like the turns around a line of a
-conversation). Under a budget the lowest-scored match is shortened, then left out,
-then the next lowest, ...; then pinned high memories as above; critical ones
-are never left out.
+With a query (`recall_query`): the pinned memories first (every verified critical
+memory and every verified high one of the identity and preference categories), in
+the order above; then the memories matching the query, best score first (see
+`score`), then the neighbours of the best matches (`with_neighbours`: what was
+stored just before and after them), marked as such. A neighbour never outranks
+a real match, except that a turn of a conversation (`context`) next to a matching
+turn may pass weaker matching turns. Under a budget the lowest-ranked entry is
+shortened, then left out, then the next lowest, ...; then pinned high memories
+as above; critical ones are never left out.
 
 Tokens are estimated as one token per 4 characters of the rendered text,
 rounded up (`estimate_tokens`), and the whole text never exceeds the budget.
@@ -47,6 +52,11 @@ PROFILE = (Category.IDENTITY, Category.PREFERENCE)
 #: Tuned on LoCoMo conversations 0-4 only (3/2/0.7: recall@10 0.645 -> 0.710).
 NEIGHBOUR_OF, NEIGHBOURS, NEIGHBOUR_WEIGHT = 3, 2, 0.7
 NEIGHBOUR_WINDOW = timedelta(minutes=10)
+#: The category of conversation turns: the only memories whose order of storing says they belong
+#: together. A person's facts, notes and projects written in one sitting were stored together but
+#: may be about anything: their neighbours come after every real match. A turn next to a matching
+#: turn may pass weaker matching turns, never a match outside the conversation.
+CONVERSATION = Category.CONTEXT
 
 
 def estimate_tokens(text: str) -> int:
@@ -66,7 +76,7 @@ class RecallItem:
     neighbour_of: str | None = None  # the REF of the match this memory was stored next to
 
     def to_dict(self) -> dict[str, Any]:
-        data = self.memory.to_dict() | {"shortened": self.shortened}
+        data = self.memory.to_dict() | {"shortened": self.shortened, "conflicted": self.memory.conflict is not None}
         if self.score is not None or self.pinned:
             data |= {"pinned": self.pinned, "score": self.score, "score_parts": dict(self.parts),
                      "neighbour_of": self.neighbour_of}
@@ -148,10 +158,12 @@ class Recallable:
 def with_neighbours(matches: list[Match], memories: list[Memory] | Recallable) -> list[Match]:
     """`matches` (best first) plus the neighbours of the best ones (see NEIGHBOURS).
 
-    Memories stored one after another belong together more often than not
-    (the turns of one conversation, the notes of one session), so what was
-    stored right around a strong match is worth recalling with it. A memory
-    keeps the better of its own text score and its score as a neighbour.
+    Memories stored one after another may belong together (the turns of one
+    conversation: the turn right after a matching question is often its
+    answer), so what was stored right around a strong match is worth recalling
+    with it, though never before a real match but among turns of a
+    conversation (`score`). A memory keeps the better of its own text score
+    and its score as a neighbour.
     """
     mind = memories if isinstance(memories, Recallable) else Recallable.of(memories)
     timeline, position = mind.timeline, mind.position
@@ -170,9 +182,19 @@ def with_neighbours(matches: list[Match], memories: list[Memory] | Recallable) -
     return sorted(best.values(), key=lambda m: -m.text_score)
 
 
+def recall_priority(memory: Memory) -> Priority:
+    """The priority recall ranks and cuts a memory by: its own, but `high` for an unverified critical
+    one. Only what a person verified is kept beyond a budget: an agent's critical memories are shown
+    when they fit, never at the cost of the person's, and never make a budget impossible."""
+    if memory.priority is Priority.CRITICAL and not memory.verified:
+        return Priority.HIGH
+    return memory.priority
+
+
 def is_pinned(memory: Memory) -> bool:
-    """Critical memories, and high ones of the profile categories, are always recalled."""
-    return memory.priority is Priority.CRITICAL or (memory.priority is Priority.HIGH and memory.category in PROFILE)
+    """Verified critical memories, and verified high ones of the profile categories, are always recalled."""
+    return memory.verified and (memory.priority is Priority.CRITICAL
+                                or (memory.priority is Priority.HIGH and memory.category in PROFILE))
 
 
 def score(matches: list[Match], now: datetime, half_life_days: float) -> list[Scored]:
@@ -180,29 +202,47 @@ def score(matches: list[Match], now: datetime, half_life_days: float) -> list[Sc
 
     Parts, each 0..1: relevance = the text score / the best text score (a
     neighbour's text score is NEIGHBOUR_WEIGHT x its match's);
-    priority = low 0, normal 1/3, high 2/3, critical 1; recency =
-    0.5 ** (days since `updated_at` / half-life) (decay ranks, never deletes);
-    confidence; verified = 1 or 0.
+    priority = low 0, normal 1/3, high 2/3, critical 1 (by `recall_priority`);
+    recency = 0.5 ** (days since `updated_at` / half-life) (decay ranks, never
+    deletes); confidence; verified = 1 or 0.
+
+    A neighbour never outranks a real match (pinned ones aside: they come first
+    anyway), but a turn of a conversation next to a matching turn (both
+    CONVERSATION) may outrank weaker matching turns: its score is at most the
+    lowest score of those matches, and on a tie it comes after them.
     """
     best = max((m.text_score for m in matches), default=0.0) or 1.0
     names, weights = tuple(WEIGHTS), tuple(WEIGHTS.values())
-    ranked = []
+    ranked: list[Scored] = []
+    turns: set[str] = set()  # the paths of neighbours that are turns of a conversation next to a matching turn
     for match in matches:  # a recall ranks a hundred or more: plain tuples, no dict per match
         memory = match.memory
         age_days = max(0.0, (now - memory.updated_at).total_seconds() / 86400)
-        values = (match.text_score / best, PRIORITY_VALUE[memory.priority], math.pow(0.5, age_days / half_life_days),
+        values = (match.text_score / best, PRIORITY_VALUE[recall_priority(memory)],
+                  math.pow(0.5, age_days / half_life_days),
                   memory.confidence, 1.0 if memory.verified else 0.0)  # in the order of WEIGHTS
         total = sum(weight * value for weight, value in zip(weights, values))
         ranked.append(Scored(memory, round(total, 6), tuple(zip(names, (round(v, 6) for v in values))),
                              match.via.ref if match.via else None))
-    return sorted(ranked, key=lambda s: (-s.score, s.memory.ref, s.memory.path))
+        if match.via is not None and memory.category is CONVERSATION and match.via.category is CONVERSATION:
+            turns.add(memory.path)
+    real = [s for s in ranked if s.neighbour_of is None and not is_pinned(s.memory)]
+    below = min((s.score for s in real), default=None)  # every real match's
+    below_outside = min((s.score for s in real if s.memory.category is not CONVERSATION), default=None)
+
+    def capped(s: Scored) -> Scored:
+        floor = below_outside if s.memory.path in turns else below
+        return replace(s, score=floor) if floor is not None and s.score > floor else s
+
+    ranked = [capped(s) if s.neighbour_of is not None else s for s in ranked]
+    return sorted(ranked, key=lambda s: (-s.score, s.neighbour_of is not None, s.memory.ref, s.memory.path))
 
 
 def order(memories: list[Memory]) -> list[Memory]:
-    """Priority first (critical on top), then newest first, then by REF for stability."""
+    """Priority first (critical on top, by `recall_priority`), then newest first, then by REF for stability."""
     by_ref = sorted(memories, key=_BY_REF)  # categories are strings: they sort by their names
     by_recency = sorted(by_ref, key=_BY_UPDATE, reverse=True)
-    return sorted(by_recency, key=lambda m: _RANK[m.priority])
+    return sorted(by_recency, key=lambda m: _RANK[recall_priority(m)])
 
 
 _BY_REF, _BY_UPDATE = attrgetter("category", "key", "path"), attrgetter("updated_at")
@@ -215,10 +255,16 @@ def _short(content: str) -> str:
     return (first[: SHORT_CHARS - 1].rstrip() + "…") if len(first) > SHORT_CHARS else first + (" …" if cut else "")
 
 
-def _entry(memory: Memory, shortened: bool) -> str:
-    """An entry without its `[NNN] ` number (numbers are added once the selection is final)."""
+def _entry(memory: Memory, shortened: bool, neighbour_of: str | None = None) -> str:
+    """An entry without its `[NNN] ` number (numbers are added once the selection is final); its first
+    line says when the memory is conflicted and what it is a neighbour of."""
     state = "verified" if memory.verified else "unverified"
-    text = f"{str(memory.category)} ({memory.priority.upper()}) [{state}]\n  {memory.key}"  # str(): no enum lookup
+    text = f"{str(memory.category)} ({memory.priority.upper()}) [{state}]"  # str(): no enum lookup
+    if memory.conflict is not None:
+        text += f" [conflicted: memfile resolve {memory.ref}]"
+    if neighbour_of is not None:
+        text += f" [neighbour of {neighbour_of}]"
+    text += f"\n  {memory.key}"
     body = _short(memory.content) if shortened else memory.content
     lines = [line.rstrip() for line in body.splitlines() if line and not line.isspace()]  # no blank lines
     if lines:
@@ -278,10 +324,11 @@ def _closing(left_out: int, shortened: int, budget: int | None) -> str:
 
 
 def _tier_steps(chosen: list[Memory], indexes: list[int]) -> list[tuple[int, str]]:
-    """Cuts by priority tier, low first: shorten the tier oldest first, then leave it out; critical only shortened."""
+    """Cuts by priority tier (`recall_priority`), low first: shorten the tier oldest first, then leave it
+    out; critical only shortened."""
     steps = []
     for tier in (Priority.LOW, Priority.NORMAL, Priority.HIGH, Priority.CRITICAL):
-        oldest_first = [i for i in reversed(indexes) if chosen[i].priority is tier]
+        oldest_first = [i for i in reversed(indexes) if recall_priority(chosen[i]) is tier]
         steps += [(i, _SHORT) for i in oldest_first]
         if tier is not Priority.CRITICAL:
             steps += [(i, _OUT) for i in oldest_first]
@@ -331,10 +378,20 @@ def recall_query(memories: list[Memory] | Recallable, ranked: list[Scored], quer
         lowest_first = reversed(range(len(pinned), len(items)))
         return [step for i in lowest_first for step in ((i, _SHORT), (i, _OUT))] + _tier_steps(chosen, list(range(len(pinned))))
 
+    near_before = [0]  # near_before[k]: the neighbours among the first k entries after the pinned ones
+    for item in items[len(pinned):]:
+        near_before.append(near_before[-1] + (item.neighbour_of is not None))
+    words = ' '.join(query.split())
+
     def header(left_out: int) -> str:
-        cut = f", {left_out} left out by the budget" if left_out else ""
-        best = max(0, len(shown) - left_out)  # matches are left out before any pinned memory
-        return f"{first_line}\nQuery: {' '.join(query.split())} ({matched} matched; {len(pinned)} pinned, {best} best shown{cut})"
+        """Counts of what is shown, which add up to its entries: the budget leaves out the lowest-ranked
+        entry after the pinned ones first, then pinned high memories (`steps`)."""
+        kept = max(0, len(shown) - left_out)
+        near = near_before[kept]
+        counts = f"{len(pinned) - max(0, left_out - len(shown))} pinned, {kept - near} best shown"
+        counts += f", {near} neighbour{'s' if near != 1 else ''}" if near else ""
+        counts += f", {left_out} left out by the budget" if left_out else ""
+        return f"{first_line}\nQuery: {words} ({matched} matched; {counts})"
 
     return _render(items, steps, header, budget, RecallReport(
         mind, mind_name, "", (), total, verified, 0, 0, budget, 0, query=query, matched=matched),
@@ -362,7 +419,7 @@ def _render(items: list[RecallItem], steps: Callable[[], list[tuple[int, str]]],
             return pinned_texts[place]
         text = rendered[mode][i]
         if text is None:
-            text = rendered[mode][i] = _entry(items[i].memory, mode == _SHORT)
+            text = rendered[mode][i] = _entry(items[i].memory, mode == _SHORT, items[i].neighbour_of)
         return text
 
     costs: dict[str, list[int]] = {_FULL: [-1] * len(items), _SHORT: [-1] * len(items), _OUT: [0] * len(items)}
@@ -415,7 +472,8 @@ def _render(items: list[RecallItem], steps: Callable[[], list[tuple[int, str]]],
             counts.update({_FULL: len(items), _SHORT: 0, _OUT: 0})
             fits = cut(cuts, budget * CHARS_PER_TOKEN, watch=True)
             raise InvalidInput(
-                "budget", budget, f"{fits} tokens or more for this mind (the header and its critical memories, shortened, need that)"
+                "budget", budget,
+                f"{fits} tokens or more for this mind (the header and its verified critical memories, shortened, need that)"
             )
 
     kept = [(i, mode) for i, mode in enumerate(modes) if mode != _OUT]

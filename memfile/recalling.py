@@ -17,7 +17,8 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from .config import STATE_DIR, Config
 from .errors import InvalidInput, NotFound
 from .files import atomic_write
-from .index import Index, SearchOptions, SyncReport
+from .index import Index, SearchOptions, SyncReport, search_memories
+from .query import check_query
 from .model import Memory, Source, format_datetime, utc_now
 from .writes import UNSET
 
@@ -26,8 +27,9 @@ if TYPE_CHECKING:
 
 T = TypeVar("T")
 
-#: Where the last recall served is recorded (in `.memfile/`).
-LAST_RECALL = "last_recall.json"
+#: Where the last recall served to a mind is recorded (in `.memfile/`): one record per mind, so that
+#: no mind (nor an agent bound to it) ever reads another's query or memory ids.
+LAST_RECALL = "last_recall-{mind}.json"
 #: How many of a query's best text matches recall ranks by its blend.
 CANDIDATES = 100
 
@@ -53,13 +55,16 @@ class Recalling:
 
     def recall_report(self, budget: int | None = UNSET, *, query: str | None = None, limit: int | None = 10,
                       include_superseded: bool = False) -> RecallReport:
-        """The recall of the mind (SPEC section 3) with what was chosen and cut.
+        """The recall of the mind with what was chosen and cut.
 
         Without a query: every memory, by priority then recency. With one: the
-        pinned memories (critical ones; high ones of identity and preference),
-        then the best matches by the blend in `memfile.recall.score` (text
-        relevance, priority, recency with a half-life of `[recall]
-        half_life_days`, confidence, verified).
+        pinned memories (verified critical ones; verified high ones of identity
+        and preference), then the best matches by the blend in
+        `memfile.recall.score` (text relevance, priority, recency with a
+        half-life of `[recall] half_life_days`, confidence, verified), then
+        their neighbours (marked; see `memfile.recall.with_neighbours`). An
+        unverified critical memory is ranked and cut as a high one: it never
+        makes a budget impossible. A conflicted memory is marked.
 
         Args:
             budget: the most tokens the text may take; default `[recall] budget` of memfile.toml; None or 0 = no limit.
@@ -71,6 +76,8 @@ class Recalling:
             InvalidInput: the budget or limit is not allowed, or the query cannot be parsed.
         """
         budget = self._checked(budget, limit)
+        if query is not None:
+            check_query(query)  # before any work: a 10 MB query is refused at once
         now = utc_now()
 
         def whole(report: SyncReport) -> RecallReport:
@@ -82,10 +89,12 @@ class Recalling:
             assert query is not None
             recallable = self._recallable(report, now, include_superseded)
             index = self._index
-            if index is None:
-                raise InvalidInput("query", query, "a vault whose .memfile/ folder memfile can write (a query needs the index)")
             options = SearchOptions(include_superseded=include_superseded, limit=max(CANDIDATES, limit or 0), snippets=False)
-            hits, matched = self._searching(lambda pending: index.search_counted(query, options, now, pending), report)
+            if index is None:  # no index can be made at all: search the memories read from the files
+                hits = search_memories(self._parse_all(), query, options, now)
+                matched = len(hits)
+            else:
+                hits, matched = self._searching(lambda pending: index.search_counted(query, options, now, pending), report)
             matches = with_neighbours([Match(hit.memory, hit.score) for hit in hits], recallable)
             ranked = score(matches, now, self.config.half_life_days)
             return recall_query(recallable, ranked, query, self.mind, self.name, budget, limit, matched)
@@ -124,12 +133,14 @@ class Recalling:
         def render(report: SyncReport) -> tuple[bytes, dict[str, Any]]:
             from .recall import whole_text
 
-            index = self._index
-            if index is None or report.pending:
+            index, rows = self._index, None
+            if index is not None and not report.pending:
+                rows = index.catalog.recall_entries(now.timestamp(), include_superseded)
+            if rows is None or any(not row[2] and _critical(row[3]) for row in rows):
+                # The catalog sorts by the written priority; an unverified critical memory recalls as high.
                 whole = self._whole(report, now, include_superseded, None)
                 return whole.text.encode("utf-8"), _record_of(whole)
             self._take_issues(report)
-            rows = index.catalog.recall_entries(now.timestamp(), include_superseded)
             text, tokens = whole_text([row[3] for row in rows], sum(row[4] for row in rows),
                                       sum(1 for row in rows if row[2]), self.name)
             return text, {"query": None, "matched": None, "budget": None, "tokens": tokens,
@@ -163,30 +174,38 @@ class Recalling:
 
     def _record(self, served: dict[str, Any]) -> None:
         record = {"served_at": format_datetime(utc_now()), "source": str(self.actor), "mind": self.mind} | served
+        name = LAST_RECALL.format(mind=self.mind)
         try:
             data = json.dumps(record, ensure_ascii=False).encode("utf-8")
-            atomic_write(self.root / STATE_DIR / LAST_RECALL, data, durable=False)  # a record, not a memory
+            atomic_write(self.root / STATE_DIR / name, data, durable=False)  # a record, not a memory
         except OSError as exc:  # a read-only vault still recalls
-            self.notices.append(f"could not record the recall in {STATE_DIR}/{LAST_RECALL}: {exc.strerror}")
+            self.notices.append(f"could not record the recall in {STATE_DIR}/{name}: {exc.strerror}")
 
     def last_recall(self) -> dict[str, Any]:
-        """What the last recall served (any caller, CLI or MCP): query, budget, tokens, and each memory
-        chosen with whether it was pinned or shortened, its score and what it was a neighbour of.
+        """What the last recall of this mind served (any caller, CLI or MCP): query, budget, tokens, and
+        each memory chosen with whether it was pinned or shortened, its score and what it was a neighbour of.
+        Each mind has its own record: another mind's recalls are never shown.
 
         Raises:
-            NotFound: no recall was served in this vault yet.
+            NotFound: no recall of this mind was recorded yet.
         """
-        path = self.root / STATE_DIR / LAST_RECALL
+        path = self.root / STATE_DIR / LAST_RECALL.format(mind=self.mind)
         try:
             record = json.loads(path.read_text(encoding="utf-8"))
         except (OSError, ValueError):
-            raise NotFound(f"no recall was recorded in {self.root} yet; run: memfile recall") from None
+            record = None
+        # A record copied from another mind, or damaged, is no record of this one.
+        if not isinstance(record, dict) or record.get("mind") != self.mind or not _RECORD_KEYS <= set(record) \
+                or not isinstance(record["memories"], list):
+            raise NotFound(f"no recall of mind {self.mind} was recorded in {self.root} yet; "
+                           f"run: memfile --mind {self.mind} recall")
         keys = ("ref", "id", "pinned", "shortened", "score", "neighbour_of")
-        return record | {"memories": [dict(zip(keys, entry, strict=False)) for entry in record.get("memories", [])]}
+        return record | {"memories": [dict(zip(keys, entry, strict=False)) for entry in record["memories"]
+                                      if isinstance(entry, list)]}
 
     def recall(self, budget: int | None = UNSET, *, query: str | None = None, limit: int | None = 10,
                include_superseded: bool = False) -> str:
-        """The recall text an agent puts in its context window (SPEC section 3).
+        """The recall text an agent puts in its context window (a query: at most 4,096 characters).
 
         Args:
             budget: the most tokens the text may take (estimate: characters / 4, rounded up).
@@ -213,14 +232,24 @@ class Recalling:
         return list(self.recall_report(budget, query=query, limit=limit, include_superseded=include_superseded).items)
 
 
+#: What every record holds (`_record` and `_record_of`).
+_RECORD_KEYS = {"served_at", "source", "mind", "query", "budget", "tokens", "total", "left_out", "shortened", "memories"}
+
+
 def _record_of(report: RecallReport) -> dict[str, Any]:
-    """What `last_recall.json` keeps of a recall (besides when, who and which mind)."""
+    """What the mind's record (`LAST_RECALL`) keeps of a recall (besides when, who and which mind)."""
     return {
         "query": report.query, "matched": report.matched, "budget": report.budget, "tokens": report.tokens,
         "total": report.total, "left_out": report.left_out, "shortened": report.shortened,
         "memories": [[item.memory.ref, item.memory.id, item.pinned, item.shortened, item.score, item.neighbour_of]
                      for item in report.items],
     }
+
+
+def _critical(entry: bytes) -> bool:
+    """Whether a catalog entry (`recall_entry`, UTF-8) is of a critical memory: its first line is
+    `category (CRITICAL) [state]`, then any marks."""
+    return b" (CRITICAL) [" in entry[: entry.find(b"\n")]
 
 
 def recall_entry(memory: Memory) -> str:

@@ -434,7 +434,7 @@ def test_recall_query_never_exceeds_the_budget(case: tuple[list[Memory], list[Sc
         budget = need
     assert estimate_tokens(report.text) <= budget
     assert report.tokens == estimate_tokens(report.text)
-    critical = {m.key for m in memories if m.priority is Priority.CRITICAL}
+    critical = {m.key for m in memories if m.priority is Priority.CRITICAL and m.verified}
     assert critical <= set(keys(report.items))
     pinned_flags = [item.pinned for item in report.items]
     assert pinned_flags == sorted(pinned_flags, reverse=True)  # pinned first
