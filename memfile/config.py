@@ -1,26 +1,36 @@
 """memfile.toml and the environment, read in one place.
 
 Finding the vault: `--vault`, else `MEMFILE_VAULT`, else the nearest parent
-folder holding `memfile.toml`. Choosing the mind: `--mind`, else
-`MEMFILE_MIND`, else `default_mind`, else the only mind folder.
+folder holding `memfile.toml`; a folder without one is never a vault (only
+`memfile init` makes one). Choosing the mind: `--mind`, else `MEMFILE_MIND`,
+else `default_mind`, else the only mind folder. Every setting is checked once,
+in `load_config`; memfile.toml is written (`render_config`, `mind_section`)
+with every string escaped, so it always reads back as written.
 """
 
 from __future__ import annotations
 
+import math
 import os
 import re
+import stat
 import tomllib
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .errors import InvalidInput, MemfileError, NotAVault, NotFound
+from .errors import Conflict, InvalidInput, MemfileError, NotAVault, NotFound
 from .model import Source, parse_source
-from .paths import MIND_PATTERN, mind_dirs, validate_mind
+from .paths import MIND_PATTERN, MIND_RULE, mind_dirs, validate_mind
 
 CONFIG_NAME = "memfile.toml"
 STATE_DIR = ".memfile"
 DEFAULT_AUTHOR = ("memfile", "memfile@localhost")
 DEFAULT_LOCK_TIMEOUT = 10.0
+DEFAULT_HALF_LIFE_DAYS = 30.0
+DEFAULT_REMOTE = "origin"
+DEFAULT_SYNC_INTERVAL = 300.0
+DEFAULT_MCP_RECALL_BUDGET = 2000
 
 
 class AmbiguousMind(MemfileError):
@@ -31,87 +41,243 @@ class AmbiguousMind(MemfileError):
 
 @dataclass(frozen=True)
 class Config:
-    """The settings of one vault (defaults when memfile.toml is absent)."""
+    """The settings of one vault (defaults when memfile.toml is absent), each checked by `load_config`.
+
+    Attributes:
+        recall_budget: `[recall] budget`, the token budget of a recall that names none; None = no limit
+            (absent, or 0 in the file).
+        mcp_recall_budget: `[mcp] recall_budget`, the token budget of an MCP `recall` that names none:
+            a whole number from 1 to 1,000,000,000; 2000 when the key (or the file) is absent; None = no
+            limit, written `recall_budget = 0`. Any other value (negative, fractional, text such as
+            "none", true) is an InvalidConfig.
+        lock_timeout: seconds to wait for the writer lock, above 0 and at most 3600.
+        half_life_days: recall's recency half-life, above 0 and at most 1e9 days.
+        sync_remote: a remote name or URL that cannot reach git as an option (`valid_remote`).
+        sync_interval: seconds between autosyncs, 10 to a year.
+    """
 
     default_mind: str | None = None
     mind_names: dict[str, str] = field(default_factory=dict)
     author_name: str = DEFAULT_AUTHOR[0]
     author_email: str = DEFAULT_AUTHOR[1]
     recall_budget: int | None = None
-    half_life_days: float = 30.0
+    half_life_days: float = DEFAULT_HALF_LIFE_DAYS
     lock_timeout: float = DEFAULT_LOCK_TIMEOUT
     autosync: bool = False  # writes push, `watch` pulls, at most every sync_interval seconds
-    sync_remote: str = "origin"
-    sync_interval: float = 300.0
+    sync_remote: str = DEFAULT_REMOTE
+    sync_interval: float = DEFAULT_SYNC_INTERVAL
+    mcp_recall_budget: int | None = DEFAULT_MCP_RECALL_BUDGET
 
     def display_name(self, mind: str) -> str:
         return self.mind_names.get(mind, mind)
 
 
-def _require(table: dict, name: str, kind: type | tuple[type, ...], allowed: str, where: str) -> object:
-    value = table.get(name)
-    if value is not None and (not isinstance(value, kind) or isinstance(value, bool) and kind is not bool):
-        raise InvalidInput(f"{where}{name} in {CONFIG_NAME}", value, allowed)
-    return value
+class InvalidConfig(InvalidInput):
+    """memfile.toml cannot be used: the file itself (`key` None), or one setting in it.
+
+    `str(e)` is "invalid memfile.toml: KEY = VALUE (why); allowed: ...; fix PATH".
+    """
+
+    def __init__(self, path: Path, key: str | None, value: object, allowed: str, *, reason: str = "",
+                 line: int | None = None) -> None:
+        super().__init__(key or CONFIG_NAME, value, allowed, reason=reason)
+        self.path = str(path)
+        self.key = key
+        self.line = line
+        why = f" ({reason})" if reason else ""
+        if key is None:
+            where = f"{path}:{line}" if line else str(path)
+            message = f"invalid {CONFIG_NAME}: {where}: {reason}; it must be {allowed}."
+        else:
+            message = f"invalid {CONFIG_NAME}: {key} = {_shown(value)}{why}; allowed: {allowed}; fix {path}."
+        self.args = (message,)
+
+
+def _shown(value: object) -> str:
+    text = repr(value)
+    return text if len(text) <= 80 else text[:60] + "..." + text[-10:]
+
+
+#: The most memfile.toml may hold; a settings file is a few hundred bytes.
+MAX_CONFIG_BYTES = 1024 * 1024
+#: The ranges of the numeric settings: finite, so float(), timers and sleeps never overflow nor wait forever.
+MAX_SECONDS = 3600
+MAX_DAYS = 1_000_000_000
+MAX_TOKENS = 1_000_000_000
+MIN_SYNC_INTERVAL, MAX_SYNC_INTERVAL = 10, 365 * 86400
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+
+
+def _read_config(path: Path) -> str | None:
+    """memfile.toml's text; None when there is none. Never blocks (a FIFO, a device) nor reads a huge file.
+
+    Raises:
+        InvalidConfig: it is not a regular file, cannot be read, is too big, or is not UTF-8.
+    """
+    if not os.path.lexists(path):
+        return None
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0))
+    except OSError as exc:
+        if os.path.isdir(path):
+            raise InvalidConfig(path, None, None, "a TOML file", reason="it is a folder, not a file") from None
+        raise InvalidConfig(path, None, None, "a readable TOML file",
+                            reason=f"cannot be read: {exc.strerror}") from None
+    try:
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            kind = "a folder" if stat.S_ISDIR(mode) else "a FIFO" if stat.S_ISFIFO(mode) else "not a regular file"
+            raise InvalidConfig(path, None, None, "a TOML file", reason=f"it is {kind}, not a file")
+        chunks, size = [], 0
+        while size <= MAX_CONFIG_BYTES and (chunk := os.read(fd, MAX_CONFIG_BYTES + 1 - size)):
+            chunks.append(chunk)
+            size += len(chunk)
+    except OSError as exc:
+        raise InvalidConfig(path, None, None, "a readable TOML file",
+                            reason=f"cannot be read: {exc.strerror}") from None
+    finally:
+        os.close(fd)
+    data = b"".join(chunks)
+    if len(data) > MAX_CONFIG_BYTES:
+        raise InvalidConfig(path, None, None, f"a TOML file of at most {MAX_CONFIG_BYTES // 1024} KB",
+                            reason="it is larger")
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        line = data[: exc.start].count(b"\n") + 1
+        raise InvalidConfig(path, None, None, "a TOML file in UTF-8", reason="not UTF-8 text", line=line) from None
+
+
+class _Settings:
+    """Reads and checks one table of memfile.toml: each getter names the key and its allowed values."""
+
+    def __init__(self, path: Path, data: dict, table: str | None, parent: str = "") -> None:
+        self.path = path
+        self.prefix = f"{parent}{table}." if table else ""
+        value = data.get(table, {}) if table else data
+        if not isinstance(value, dict):
+            raise InvalidConfig(path, parent + str(table), value, f"a table such as [{parent}{table}]")
+        self.table = value
+
+    def fail(self, name: str, value: object, allowed: str, reason: str = "") -> InvalidConfig:
+        return InvalidConfig(self.path, self.prefix + name, value, allowed, reason=reason)
+
+    def number(self, name: str, low: float, high: float, allowed: str, *, above_low: bool = False,
+               whole: bool = False) -> float | None:
+        value = self.table.get(name)
+        if value is None:
+            return None
+        kinds = (int,) if whole else (int, float)
+        if isinstance(value, bool) or not isinstance(value, kinds):
+            raise self.fail(name, value, allowed)
+        if isinstance(value, float) and not math.isfinite(value):
+            raise self.fail(name, value, allowed)
+        if value < low or value == low and above_low or value > high:
+            raise self.fail(name, value, allowed)
+        return value
+
+    def text(self, name: str, allowed: str, check: Callable[[str], object] = lambda _: True) -> str | None:
+        value = self.table.get(name)
+        if value is None:
+            return None
+        if not isinstance(value, str) or not check(value):
+            raise self.fail(name, value, allowed)
+        return value
+
+    def flag(self, name: str) -> bool | None:
+        value = self.table.get(name)
+        if value is not None and not isinstance(value, bool):
+            raise self.fail(name, value, "true or false")
+        return value
+
+
+def _is_ident(value: str) -> bool:
+    """Fit for a git author line (empty means the default)."""
+    return not _CONTROL.search(value) and not any(c in value for c in "<>")
+
+
+def valid_remote(value: object) -> bool:
+    """A git remote name or URL that git cannot take for an option (see `REMOTE_RULE`)."""
+    return (isinstance(value, str) and value == value.strip() != "" and not value.startswith("-")
+            and not _CONTROL.search(value))
+
+
+REMOTE_RULE = ("a git remote name or URL that does not start with -, without control characters "
+               "or spaces around it")
+BUDGET_RULE = f"a whole number of tokens from 0 (no limit) to {MAX_TOKENS}"
 
 
 def load_config(root: Path) -> Config:
-    """Read `root/memfile.toml`; a missing file gives the defaults.
+    """Read `root/memfile.toml`; a missing file gives the defaults (`memfile init` reads it before writing one).
+
+    Every setting is checked here, once: a wrong type, a value out of range (nan, inf, negative,
+    too big), or a file that is not a small UTF-8 TOML file is an `InvalidConfig` naming the key,
+    the value and the allowed values. Unknown keys and tables are ignored (newer memfiles may add some).
 
     Raises:
-        InvalidInput: the file is not valid TOML or a setting has the wrong type.
+        InvalidConfig: (an InvalidInput, exit 2) the file or a setting cannot be used.
     """
     path = root / CONFIG_NAME
-    try:
-        text = path.read_text(encoding="utf-8-sig")
-    except FileNotFoundError:
+    text = _read_config(path)
+    if text is None:
         return Config()
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
-        raise InvalidInput(CONFIG_NAME, str(path), "valid TOML", reason=str(exc)) from None
-    minds = data.get("minds", {})
-    if not isinstance(minds, dict):
-        raise InvalidInput(f"minds in {CONFIG_NAME}", minds, "tables such as [minds.michael]")
+        raise InvalidConfig(path, None, None, "valid TOML", reason=f"not valid TOML: {exc}",
+                            line=getattr(exc, "lineno", None)) from None
+    except RecursionError:
+        raise InvalidConfig(path, None, None, "TOML of a few levels", reason="values are nested too deeply") from None
+    except ValueError as exc:  # a number tomllib refuses to convert (more than 4300 digits)
+        raise InvalidConfig(path, None, None, "valid TOML", reason=f"a value cannot be read: {exc}") from None
+    top = _Settings(path, data, None)
     names = {}
-    for mind, table in minds.items():
-        name = table.get("name") if isinstance(table, dict) else None
-        if isinstance(name, str) and name.strip():
+    minds = _Settings(path, data, "minds")
+    for mind, table in minds.table.items():
+        name = _Settings(path, minds.table, mind, "minds.").text("name", "text")
+        if name is not None and name.strip():
             names[mind] = name.strip()
-    git = data.get("git", {}) if isinstance(data.get("git"), dict) else {}
-    recall = data.get("recall", {}) if isinstance(data.get("recall"), dict) else {}
-    default_mind = _require(data, "default_mind", str, "a mind folder name", "")
-    author_name = _require(git, "author_name", str, "a name", "git.") or DEFAULT_AUTHOR[0]
-    author_email = _require(git, "author_email", str, "an e-mail address", "git.") or DEFAULT_AUTHOR[1]
-    budget = _require(recall, "budget", int, "a whole number of tokens (0 = no limit)", "recall.")
-    half_life = _require(recall, "half_life_days", (int, float), "a number of days", "recall.")
-    timeout = _require(data, "lock_timeout", (int, float), "a number of seconds", "")
-    sync = data.get("sync", {}) if isinstance(data.get("sync"), dict) else {}
-    autosync = _require(sync, "autosync", bool, "true or false", "sync.")
-    remote = _require(sync, "remote", str, "a git remote name", "sync.")
-    interval = _require(sync, "interval", (int, float), "a number of seconds (at least 10)", "sync.")
-    if interval is not None and interval < 10:  # type: ignore[operator]
-        raise InvalidInput(f"sync.interval in {CONFIG_NAME}", interval, "a number of seconds (at least 10)")
+    git = _Settings(path, data, "git")
+    recall = _Settings(path, data, "recall")
+    sync = _Settings(path, data, "sync")
+    mcp = _Settings(path, data, "mcp")
+    default_mind = top.text("default_mind", f"a mind folder name: {MIND_RULE}", MIND_PATTERN.fullmatch)
+    author_name = git.text("author_name", "a name without control characters, < or >", _is_ident)
+    author_email = git.text("author_email", "an e-mail address without control characters, < or >", _is_ident)
+    budget = recall.number("budget", 0, MAX_TOKENS, BUDGET_RULE, whole=True)
+    half_life = recall.number("half_life_days", 0, MAX_DAYS, f"a number of days above 0, at most {MAX_DAYS}",
+                              above_low=True)
+    timeout = top.number("lock_timeout", 0, MAX_SECONDS, f"a number of seconds above 0, at most {MAX_SECONDS}",
+                         above_low=True)
+    autosync = sync.flag("autosync")
+    remote = sync.text("remote", REMOTE_RULE, valid_remote)
+    interval = sync.number("interval", MIN_SYNC_INTERVAL, MAX_SYNC_INTERVAL,
+                           f"a number of seconds from {MIN_SYNC_INTERVAL} to {MAX_SYNC_INTERVAL} (a year)")
+    mcp_budget = mcp.number("recall_budget", 0, MAX_TOKENS, BUDGET_RULE, whole=True)
     return Config(
-        default_mind=default_mind,  # type: ignore[arg-type]
+        default_mind=default_mind,
         mind_names=names,
-        author_name=str(author_name),
-        author_email=str(author_email),
-        recall_budget=int(budget) if budget else None,  # type: ignore[arg-type]
-        half_life_days=float(half_life) if half_life else 30.0,  # type: ignore[arg-type]
-        lock_timeout=float(timeout) if timeout else DEFAULT_LOCK_TIMEOUT,  # type: ignore[arg-type]
+        author_name=author_name or DEFAULT_AUTHOR[0],
+        author_email=author_email or DEFAULT_AUTHOR[1],
+        recall_budget=int(budget) or None if budget is not None else None,  # 0: no limit
+        half_life_days=float(half_life) if half_life is not None else DEFAULT_HALF_LIFE_DAYS,
+        lock_timeout=float(timeout) if timeout is not None else DEFAULT_LOCK_TIMEOUT,
         autosync=bool(autosync),
-        sync_remote=str(remote or "origin"),
-        sync_interval=float(interval) if interval else 300.0,  # type: ignore[arg-type]
+        sync_remote=remote or DEFAULT_REMOTE,
+        sync_interval=float(interval) if interval is not None else DEFAULT_SYNC_INTERVAL,
+        mcp_recall_budget=(int(mcp_budget) or None) if mcp_budget is not None else DEFAULT_MCP_RECALL_BUDGET,
     )
 
 
 def find_vault(explicit: str | os.PathLike[str] | None = None, start: Path | None = None) -> Path:
     """The vault root: explicit path, else `MEMFILE_VAULT`, else the nearest `memfile.toml` upwards.
 
+    A folder is a vault only when it holds memfile.toml (only `memfile init` makes one): memfile never
+    makes a repository of a folder it was merely pointed at.
+
     Raises:
-        NotAVault: nothing was given and no parent folder holds memfile.toml,
-            or the given folder does not exist.
+        NotAVault: nothing was given and no parent folder holds memfile.toml, or the given folder
+            does not exist, is inside a vault, or holds no memfile.toml.
     """
     given = explicit if explicit not in (None, "") else os.environ.get("MEMFILE_VAULT") or None
     if given is not None:
@@ -120,19 +286,28 @@ def find_vault(explicit: str | os.PathLike[str] | None = None, start: Path | Non
             what = "is not a folder" if root.exists() else "does not exist"
             raise NotAVault(f"vault folder {str(root)!r} {what}; create a vault with: memfile init PATH")
         root = root.resolve()
-        if not (root / CONFIG_NAME).is_file():
+        if not _has_config(root):
             for parent in root.parents:
-                if (parent / CONFIG_NAME).is_file():
+                if _has_config(parent):
                     raise NotAVault(f"{root} is a folder inside the vault {parent}; pass --vault {parent}")
+            raise NotAVault(
+                f"{root} is not a memfile vault: it holds no {CONFIG_NAME}, and memfile makes no vault of a folder "
+                f"by itself; make it one with: memfile init {root}"
+            )
         return root
     here = (start or Path.cwd()).resolve()
     for folder in (here, *here.parents):
-        if (folder / CONFIG_NAME).is_file():
+        if _has_config(folder):
             return folder
     raise NotAVault(
         f"no memfile vault here: no {CONFIG_NAME} in {here} or any parent folder; "
         "pass --vault PATH, set MEMFILE_VAULT, or create one with: memfile init PATH"
     )
+
+
+def _has_config(folder: Path) -> bool:
+    """memfile.toml is there, whatever it is: a folder or a FIFO of that name is then named by `load_config`."""
+    return os.path.lexists(folder / CONFIG_NAME)
 
 
 def select_mind(root: Path, config: Config, explicit: str | None = None) -> str:
@@ -176,15 +351,19 @@ def caller_source(explicit: str | Source | None = None) -> Source:
 
 
 def render_config(mind: str, name: str | None) -> str:
-    """The memfile.toml written by `memfile init`."""
+    """The memfile.toml written by `memfile init` (valid TOML whatever the name: see `toml_string`).
+
+    Raises:
+        InvalidInput: the mind or the name cannot be written (`validate_display_name`).
+    """
     lines = [
         "# memfile vault settings: see the README section \"memfile.toml\"",
-        f'default_mind = "{mind}"',
+        "default_mind = " + toml_string(validate_mind(mind)),
         "",
         f"[minds.{mind}]",
     ]
-    if name:
-        lines.append("name = " + _toml_string(name))
+    if validate_display_name(name):
+        lines.append("name = " + toml_string(name))  # type: ignore[arg-type]
     lines += [
         "",
         "# [git]",
@@ -194,6 +373,9 @@ def render_config(mind: str, name: str | None) -> str:
         "# [recall]",
         "# budget = 0            # default token budget of recall; 0 = no limit",
         "# half_life_days = 30   # recency half-life of recall --query",
+        "",
+        "# [mcp]",
+        f"# recall_budget = {DEFAULT_MCP_RECALL_BUDGET}  # token budget of an MCP recall that names none; 0 = no limit",
         "",
         "# [sync]",
         "# autosync = false      # writes push and `memfile watch` pulls, at most every interval",
@@ -205,11 +387,80 @@ def render_config(mind: str, name: str | None) -> str:
 
 
 def mind_section(mind: str, name: str | None) -> str:
-    """The lines appended to an existing memfile.toml for a new mind."""
-    text = f"\n[minds.{mind}]\n"
-    return text + ("name = " + _toml_string(name) + "\n" if name else "")
+    """The lines appended to an existing memfile.toml for a new mind.
+
+    Raises:
+        InvalidInput: the mind or the name cannot be written (`validate_display_name`).
+    """
+    text = f"\n[minds.{validate_mind(mind)}]\n"
+    return text + ("name = " + toml_string(name) + "\n" if validate_display_name(name) else "")  # type: ignore[arg-type]
 
 
-def _toml_string(value: str) -> str:
-    escaped = re.sub(r'(["\\])', r"\\\1", value)
-    return '"' + re.sub(r"[\x00-\x1f]", lambda m: f"\\u{ord(m.group()):04x}", escaped) + '"'
+def config_with_mind(text: str, mind: str, name: str | None) -> str:
+    """memfile.toml's `text` with the table `[minds.MIND]` naming the new mind added (unchanged without a name).
+
+    The result is parsed before it is returned, so a write of it never leaves invalid TOML behind.
+
+    Raises:
+        InvalidInput: the mind or the name cannot be written (`validate_display_name`).
+        Conflict: memfile.toml already declares that mind (say `[minds.carol]` kept from before).
+    """
+    if not validate_display_name(name):
+        return text
+    joined = text if not text or text.endswith("\n") else text + "\n"
+    result = joined + mind_section(mind, name)
+    try:
+        tomllib.loads(result)
+    except (tomllib.TOMLDecodeError, RecursionError, ValueError):
+        raise Conflict(
+            f"{CONFIG_NAME} already declares the mind {mind!r} (or cannot take another table); "
+            f"set its name there by hand (name = ...), or run memfile init without --name"
+        ) from None
+    return result
+
+
+def validate_display_name(name: object) -> str | None:
+    """A mind's display name as given (None stays None); any Unicode text is fine, it is escaped in TOML.
+
+    Raises:
+        InvalidInput: not text, or it holds bytes that are not UTF-8 (lone surrogates: a terminal
+            that is not UTF-8, or a split emoji), which no file can hold.
+    """
+    if name is None:
+        return None
+    if not isinstance(name, str):
+        raise InvalidInput("name", name, "text")
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        raise InvalidInput(
+            "name", name, "text in UTF-8", reason="it holds bytes that are not UTF-8; set a UTF-8 locale or retype it"
+        ) from None
+    return name
+
+
+_TOML_ESCAPES = {'"': '\\"', "\\": "\\\\", "\b": "\\b", "\t": "\\t", "\n": "\\n", "\f": "\\f", "\r": "\\r"}
+
+
+def toml_string(value: str) -> str:
+    """`value` as a TOML basic string that reads back as exactly `value`.
+
+    Quote and backslash are escaped, and so is every character that is not printable (controls
+    such as DEL, C1 controls, line and paragraph separators, format characters, unassigned code
+    points): TOML forbids some raw, and the others would hide in the file.
+
+    Raises:
+        InvalidInput: `value` holds a lone surrogate (TOML and UTF-8 cannot hold one).
+    """
+    validate_display_name(value)
+    out = []
+    for char in value:
+        if char in _TOML_ESCAPES:
+            out.append(_TOML_ESCAPES[char])
+        elif char.isprintable():
+            out.append(char)
+        elif ord(char) <= 0xFFFF:
+            out.append(f"\\u{ord(char):04X}")
+        else:
+            out.append(f"\\U{ord(char):08X}")
+    return '"' + "".join(out) + '"'

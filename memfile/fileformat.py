@@ -1,6 +1,9 @@
 """Parse and serialize one memory file.
 
-Reading uses python-frontmatter (PyYAML's safe loader); rewriting uses
+Front-matter exists only when the file's first line (after a BOM) is a `---`
+fence; otherwise the whole file is the content. Reading uses PyYAML's safe
+loader (python-frontmatter's choice), with every node checked before a value is
+built: no key twice, no recursive alias, no alias bomb. Rewriting uses
 ruamel.yaml round-trip, and only for the keys that change: their lines are
 spliced into the original front-matter, so every other byte (unknown keys,
 comments, quoting, indentation, CRLF, a BOM, the body) stays as it was.
@@ -10,6 +13,7 @@ from __future__ import annotations
 
 import io
 import re
+from collections.abc import Callable
 from datetime import datetime
 from functools import cache
 from typing import Any
@@ -38,6 +42,7 @@ from .model import (
 
 MAX_FILE_BYTES = 10 * 1024 * 1024
 MAX_YAML_NODES = 10_000
+MAX_YAML_DEPTH = 100
 BOM = "\ufeff"
 
 # python-frontmatter's YAML fence (YAMLHandler.FM_BOUNDARY, pinned by a test); frontmatter and
@@ -45,7 +50,6 @@ BOM = "\ufeff"
 _FENCE = re.compile(r"^-{3,}\s*$", re.MULTILINE)
 _CONFLICT_START = re.compile(r"^<{7}( |$)", re.MULTILINE)
 _CONFLICT_END = re.compile(r"^>{7}( |$)", re.MULTILINE)
-_TOP_KEY = re.compile(r"^([^\s#'\"\-?:][^:#]*?)\s*:(\s|$)", re.MULTILINE)
 
 
 # --- reading ----------------------------------------------------------------
@@ -64,9 +68,10 @@ def decode(data: bytes, path: str) -> str:
 
 
 def _locate(text: str) -> tuple[re.Match[str], re.Match[str]] | None:
-    """The opening and closing fence of the front-matter, as python-frontmatter finds them."""
-    start = len(text) - len(text.lstrip())
-    opening = _FENCE.match(text, start)
+    """The opening and closing fence of the front-matter: the opening one is the file's first line (after
+    a BOM, which `decode` took off), or there is no front-matter and the whole file is the content;
+    a `---` rule further down is Markdown's horizontal rule."""
+    opening = _FENCE.match(text)
     if opening is None:
         return None
     closing = _FENCE.search(text, opening.end())
@@ -99,35 +104,13 @@ def parse(data: bytes, relpath: str, mtime: datetime) -> Memory:
     if conflict and _CONFLICT_END.search(text, conflict.end()):
         raise FileParseError(relpath, text.count("\n", 0, conflict.start()) + 1, "contains git conflict markers")
     fences = _locate(text)
-    if fences is not None:
+    if fences is None:
+        meta: dict[str, Any] = {}
+        content = text.strip()
+    else:
         fm_text = text[fences[0].end() : fences[1].start()]
-        seen: set[str] = set()
-        for found in _TOP_KEY.finditer(fm_text):
-            if found.group(1) in seen:
-                line = text.count("\n", 0, fences[0].end() + found.start()) + 1
-                raise FileParseError(relpath, line, f"front-matter key {found.group(1)!r} appears twice")
-            seen.add(found.group(1))
-    import frontmatter
-    import yaml
-
-    try:
-        meta, content = frontmatter.parse(text, handler=_handler())
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
-        offset = text.count("\n", 0, fences[0].end()) if fences else 0
-        line = offset + mark.line + 1 if mark is not None else None
-        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
-        raise FileParseError(relpath, line, f"front-matter is not valid YAML: {problem}") from None
-    except (TypeError, ValueError) as exc:
-        raise FileParseError(relpath, None, f"front-matter cannot be read: {exc}") from None
-    try:
-        too_big = _expanded_size(meta, {}) > MAX_YAML_NODES
-    except RecursionError:
-        too_big = True
-    if too_big:
-        raise FileParseError(relpath, None, f"front-matter expands to more than {MAX_YAML_NODES} values (YAML aliases)")
-    if fences is not None and not meta and not isinstance(_safe_load(fm_text), dict | None):
-        raise FileParseError(relpath, text.count("\n", 0, fences[0].end()) + 2, "front-matter is not a mapping of keys to values")
+        content = text[fences[1].end() :].strip()
+        meta = _front_matter(fm_text, relpath, text.count("\n", 0, fences[0].end()))
     try:
         return _memory(meta, content, relpath, mtime, has_front_matter=fences is not None)
     except (OverflowError, ValueError) as exc:
@@ -137,15 +120,111 @@ def parse(data: bytes, relpath: str, mtime: datetime) -> Memory:
         raise FileParseError(relpath, _key_line(text, fences, field_name), str(exc).rstrip(".")) from None
 
 
-def _expanded_size(value: Any, memo: dict[int, int]) -> int:
-    """How many values the front-matter holds with every YAML alias expanded (counted, not built)."""
-    if not isinstance(value, dict | list):
-        return 1
-    if id(value) not in memo:
-        memo[id(value)] = 0  # a recursive alias counts once
-        children = value.values() if isinstance(value, dict) else value
-        memo[id(value)] = 1 + sum(_expanded_size(child, memo) if isinstance(child, dict | list) else 1 for child in children)
-    return memo[id(value)]
+def _front_matter(fm_text: str, relpath: str, offset: int) -> dict[str, Any]:
+    """The front-matter's mapping; `offset` is the number of lines before `fm_text` in the file.
+
+    Raises:
+        FileParseError: not YAML, not a mapping, a key given twice, a YAML alias that contains
+            itself or expands beyond `MAX_YAML_NODES` values or `MAX_FILE_BYTES` of text, or nested
+            deeper than `MAX_YAML_DEPTH`.
+    """
+    import yaml
+
+    try:
+        meta = _safe_load(fm_text)
+    except _Refused as exc:
+        raise FileParseError(relpath, offset + exc.line + 1 if exc.line is not None else None, exc.reason) from None
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
+        line = offset + mark.line + 1 if mark is not None else None
+        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        raise FileParseError(relpath, line, f"front-matter is not valid YAML: {problem}") from None
+    except RecursionError:  # PyYAML's pure-Python parser, where libyaml is missing, recurses per level
+        raise FileParseError(relpath, None, f"front-matter is nested more than {MAX_YAML_DEPTH} levels deep") from None
+    except (TypeError, ValueError) as exc:
+        raise FileParseError(relpath, None, f"front-matter cannot be read: {exc}") from None
+    if meta is None:
+        return {}
+    if not isinstance(meta, dict):
+        raise FileParseError(relpath, offset + 2, "front-matter is not a mapping of keys to values")
+    return meta
+
+
+class _Refused(Exception):
+    """Front-matter YAML refused before any value is built (line: 0-based within the front-matter)."""
+
+    def __init__(self, reason: str, line: int | None) -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.line = line
+
+
+def _check_nodes(root: Any, construct_key: Callable[[Any], Any]) -> None:
+    """Refuse a YAML node graph memfile cannot hold, before a value is built (an iterative walk: no recursion).
+
+    A mapping may not give one key twice, in whatever spelling (`priority`, `"priority"`,
+    `? priority`, `"pri\\x6frity"`): the keys are compared as the values they construct to, as the
+    dict would (merge keys `<<` are YAML's own overrides and are not counted). A node may not contain
+    itself (a recursive alias). With every alias expanded the front-matter may hold at most
+    `MAX_YAML_NODES` values and `MAX_FILE_BYTES` of text (the "billion laughs"), at most
+    `MAX_YAML_DEPTH` levels deep.
+
+    Raises:
+        _Refused: with the reason and the 0-based line of the node.
+    """
+    done: dict[int, tuple[int, int, int]] = {}  # id -> (values, characters, depth) with aliases expanded
+    active: set[int] = set()  # the collections on the current path
+    stack: list[tuple[Any, bool]] = [(root, False)]
+    while stack:
+        node, finished = stack.pop()
+        key, kind = id(node), node.id  # "scalar", "sequence" or "mapping"
+        if kind == "scalar":
+            continue
+        children = [n for pair in node.value for n in pair] if kind == "mapping" else node.value
+        if finished:
+            active.discard(key)
+            values, chars, depth = 1, 0, 1
+            for child in children:
+                if child.id == "scalar":
+                    values, chars = values + 1, chars + len(child.value)
+                else:
+                    inner = done[id(child)]
+                    values, chars, depth = values + inner[0], chars + inner[1], max(depth, inner[2] + 1)
+            if values > MAX_YAML_NODES or chars > MAX_FILE_BYTES:
+                raise _Refused(f"front-matter expands to more than {MAX_YAML_NODES} values or "
+                               f"{MAX_FILE_BYTES // 2**20} MB of text (YAML aliases)", node.start_mark.line)
+            if depth > MAX_YAML_DEPTH:
+                raise _Refused(f"front-matter is nested more than {MAX_YAML_DEPTH} levels deep", node.start_mark.line)
+            done[key] = (values, chars, depth)
+            continue
+        if key in done:
+            continue
+        if key in active:
+            raise _Refused("front-matter holds a recursive YAML alias (a value that contains itself)",
+                           node.start_mark.line)
+        if kind == "mapping":
+            _check_keys(node, construct_key)
+        active.add(key)
+        stack.append((node, True))
+        stack.extend((child, False) for child in reversed(children) if child.id != "scalar")
+
+
+_STR_TAG = "tag:yaml.org,2002:str"
+
+
+def _check_keys(node: Any, construct_key: Callable[[Any], Any]) -> None:
+    seen: set[Any] = set()
+    for key_node, _ in node.value:
+        if key_node.id != "scalar" or key_node.tag == "tag:yaml.org,2002:merge":
+            continue  # a merge is YAML's own override; a mapping or list key is refused by PyYAML (unhashable)
+        value = key_node.value if key_node.tag == _STR_TAG else construct_key(key_node)
+        try:
+            twice = value in seen
+        except TypeError:
+            continue
+        if twice:
+            raise _Refused(f"front-matter key {str(value)!r} appears twice", key_node.start_mark.line)
+        seen.add(value)
 
 
 #: A timestamp in the one form memfile writes (`format_datetime`), ASCII digits only.
@@ -168,20 +247,15 @@ def _loader() -> Any:
                     pass
             return super().construct_yaml_timestamp(node)
 
+        def get_single_data(self) -> Any:
+            node = self.get_single_node()
+            if node is None:
+                return None
+            _check_nodes(node, self.construct_object)
+            return self.construct_document(node)
+
     Loader.add_constructor("tag:yaml.org,2002:timestamp", Loader.construct_yaml_timestamp)
     return Loader
-
-
-@cache
-def _handler() -> Any:
-    """python-frontmatter's YAML handler, loading with `_loader()`."""
-    from frontmatter.default_handlers import YAMLHandler
-
-    class Handler(YAMLHandler):  # type: ignore[misc,valid-type]
-        def load(self, fm: str, **kwargs: Any) -> Any:
-            return super().load(fm, Loader=_loader(), **kwargs)
-
-    return Handler()
 
 
 def _safe_load(fm_text: str) -> Any:
@@ -264,7 +338,7 @@ def _represent_str(representer: Any, value: str) -> Any:
 
     try:
         plain_ok = _safe_load(f"v: {value}\nw: [{value}]") == {"v": value, "w": [value]}
-    except yaml.YAMLError:
+    except (yaml.YAMLError, _Refused, RecursionError):
         plain_ok = False
     if any(ch in value for ch in _LINE_BREAKS):  # raw in single quotes, a reader folds them into spaces
         return representer.represent_scalar("tag:yaml.org,2002:str", value, style='"')

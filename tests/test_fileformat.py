@@ -342,7 +342,7 @@ def test_broken_yaml_indentation_is_reported_at_its_line() -> None:
     assert "not valid YAML" in err.reason
 
 
-@pytest.mark.parametrize(("prefix", "shift"), [(b"", 0), (BOM, 0), (b"\n\n", 2)])
+@pytest.mark.parametrize(("prefix", "shift"), [(b"", 0), (BOM, 0)])
 def test_broken_yaml_line_counts_bom_and_leading_blank_lines_right(prefix: bytes, shift: int) -> None:
     assert parse_error(prefix + b"---\nid: mem_abcd\nkey: x\n  bad: indent\n---\nbody\n").line == 4 + shift
 
@@ -575,8 +575,12 @@ def test_update_of_content_without_a_final_newline_after_the_fence() -> None:
     assert _update("---\nid: mem_abcd\ncreated_at: 2026-01-01T00:00:00Z\n---", content="new body") == "---\nid: mem_abcd\ncreated_at: 2026-01-01T00:00:00Z\n---\nnew body\n"
 
 
-def test_update_keeps_blank_lines_before_the_front_matter() -> None:
-    assert _update("\n\n---\nid: mem_abcd\ncreated_at: 2026-01-01T00:00:00Z\n---\nbody\n", tags=("x",)) == "\n\n---\nid: mem_abcd\ncreated_at: 2026-01-01T00:00:00Z\ntags: [x]\n---\nbody\n"
+def test_blank_lines_before_a_fence_make_it_content() -> None:
+    """Front-matter opens only on the first line (issue 21): what follows blank lines is the body, kept whole."""
+    text = "\n\n---\nid: mem_abcd\ncreated_at: 2026-01-01T00:00:00Z\n---\nbody\n"
+    updated = _update(text, tags=("x",))
+    assert updated.startswith("---\nid: mem_") and "tags: [x]" in updated
+    assert updated.endswith("---\n" + text)
 
 
 # --- properties ---------------------------------------------------------------------
@@ -813,5 +817,5 @@ def test_a_timestamp_in_memfiles_form_reads_as_pyyaml_reads_it() -> None:
         return type(value), value, getattr(value, "tzinfo", None)
 
     for text in texts:
-        assert outcome(fileformat._handler().load, text) == outcome(lambda fm: yaml.load(fm, Loader=yaml.SafeLoader), text), text
-    assert sum(isinstance(outcome(fileformat._handler().load, t), tuple) for t in texts) > 300  # valid ones too
+        assert outcome(fileformat._safe_load, text) == outcome(lambda fm: yaml.load(fm, Loader=yaml.SafeLoader), text), text
+    assert sum(isinstance(outcome(fileformat._safe_load, t), tuple) for t in texts) > 300  # valid ones too

@@ -255,8 +255,7 @@ def variants(draw: st.DrawFn, memory: Memory) -> tuple[str, dict[str, Any]]:
         rest = rest.replace("\n", "\n\n\n", 1)
     if draw(st.booleans()):  # no newline at the end of the file
         rest = rest.rstrip("\n")
-    if draw(st.booleans()):  # blank lines before the opening fence
-        head = "\n\n" + head
+    # (no blank lines before the opening fence: front-matter opens only on the first line, issue 21)
     text = head + "".join(chunks) + rest
     if draw(st.booleans()):
         text = text.replace("\n", "\r\n")
