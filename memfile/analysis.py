@@ -245,6 +245,21 @@ def snippet(text: str, words: frozenset[str]) -> str:
     if not matched:
         return ""
     fragments = _FRAGMENTER.fragment_matches(text, matched)
-    return Marks().format(highlight.top_fragments(fragments, 2, _SCORER, highlight.FIRST))
+    return Marks().format(_merged(highlight.top_fragments(fragments, 2, _SCORER, highlight.FIRST)))
+
+
+def _merged(fragments: list[highlight.Fragment]) -> list[highlight.Fragment]:
+    """Passages in text order, those that overlap or touch joined into one: two passages around
+    nearby matches share text, which would otherwise be shown twice."""
+    joined: list[highlight.Fragment] = []
+    for fragment in sorted(fragments, key=lambda f: f.startchar):
+        last = joined[-1] if joined else None
+        if last is not None and fragment.startchar <= last.endchar:
+            seen = {token.startchar for token in last.matches}
+            matches = last.matches + [token for token in fragment.matches if token.startchar not in seen]
+            joined[-1] = highlight.Fragment(last.text, matches, last.startchar, max(last.endchar, fragment.endchar))
+        else:
+            joined.append(fragment)
+    return joined
 
 

@@ -3,7 +3,7 @@
 For every file: the parsed memory (a marshalled row) with what a whole recall
 reads instead (sort keys, expiry, state and the rendered entry), or the reason
 it could not be parsed. In `meta`: the stat of every file when it was read (size,
-mtime_ns, inode; one compact blob, `state`), the sizes of the full-text
+mtime_ns, ctime_ns, inode; one compact blob, `state`), the sizes of the full-text
 index's segment files, the version (`last_update`, changed by every write)
 and the digest of the last whole walk found unchanged (`fingerprint`).
 
@@ -11,6 +11,14 @@ Bringing the index in line with the files is a stat-only diff against
 `state`; when a whole walk has the digest recorded for the current version,
 not even that: nothing changed. `list`, `show` and `recall` read memories
 here instead of parsing every file, and never load Whoosh.
+
+A stat proves nothing about a file that changed just before it was read: a
+later change within the same tick of the file system's clock (a second, on
+file systems with 1-second timestamps) leaves every field as it was. So, as
+git does with its racily clean entries, such a file's stat is recorded as
+unsure (`settled`): the next look reads the file again, and records its stat
+for good once the change is safely older than that read (`Catalog.confirm`
+when the file still holds what the catalog has).
 """
 
 from __future__ import annotations
@@ -18,6 +26,7 @@ from __future__ import annotations
 import json
 import marshal
 import sqlite3
+import sys
 import time
 from array import array
 from collections.abc import Iterable, Iterator
@@ -25,7 +34,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from .files import half_of
+from .files import Stat, half_of
 from .model import Memory, ParseIssue, memory_from_row
 
 try:  # hashlib's own blake2b: importing hashlib loads OpenSSL too, 7 ms of every command
@@ -33,7 +42,27 @@ try:  # hashlib's own blake2b: importing hashlib loads OpenSSL too, 7 ms of ever
 except ImportError:  # not CPython
     from hashlib import blake2b
 
-Stat = tuple[int, int, int]  # size, mtime_ns, inode
+#: The size recorded for a file read too soon after its last change (see `settled`).
+UNSURE = -1
+
+
+def _tick_ns() -> int:
+    """How often the clock that stamps files moves: Linux stamps them from its coarse clock, one tick
+    (1 to 10 ms); 10 ms where that cannot be asked."""
+    if sys.platform != "linux":
+        return 10_000_000
+    try:  # CLOCK_REALTIME_COARSE is 5 on Linux (Python names it from 3.13)
+        return max(1_000_000, int(time.clock_getres(getattr(time, "CLOCK_REALTIME_COARSE", 5)) * 1e9))
+    except (OSError, AttributeError, ValueError):
+        return 10_000_000
+
+
+#: How much older than the read that records it a file's last change must be before its stat is
+#: trusted: two ticks of the kernel's clock and a little more where timestamps have sub-second digits
+#: (changes within one tick share them); 2 s where they are whole seconds (1-second file systems; FAT
+#: keeps even seconds).
+FINE_NS = 2 * _tick_ns() + 1_000_000
+COARSE_NS = 2_000_000_000
 #: Seconds a catalog write waits for another one (they take milliseconds).
 BUSY_TIMEOUT = 30
 #: Files in a write from which SQLite's log is emptied right after it (`Catalog._empty_log`).
@@ -65,6 +94,10 @@ class Catalog:
             self._inode = _inode(self.path)
         return self._db
 
+    def open(self) -> None:
+        """Open the catalog file, made when missing (raises what the file system or SQLite raises)."""
+        self._connection()
+
     def close(self) -> None:
         if self._db is not None:
             self._db.close()
@@ -90,11 +123,53 @@ class Catalog:
 
         The blob is unmarshalled again only when the catalog changed since this object last read it.
         """
+        return self.recorded_at()[1]
+
+    def recorded_at(self) -> tuple[Any, dict[str, Stat]]:
+        """(version, `recorded()`): the state with the catalog version it belongs to."""
         version = self.meta("last_update")
         if self._recorded is None or self._recorded[0] != version or version is None:
             rows = self._metas("last_update", "state")
             self._recorded = (rows.get("last_update"), marshal.loads(rows["state"]) if rows.get("state") else {})
-        return dict(self._recorded[1])
+        return self._recorded[0], dict(self._recorded[1])
+
+    def confirm(self, version: Any, stats: dict[str, tuple[Stat, Stat]], walk: dict[str, Stat] | None) -> None:
+        """Record new stats of files read again and found as the catalog holds them (`stats`: path ->
+        (the stat recorded when they were read, the new one)), while `version` is still the catalog's and
+        each path still has that stat; with `walk` (a whole walk), its digest too when the state is now
+        exactly that walk. The version stays: no memory changed. Best effort, and never waits (a read's write).
+        """
+        db = self._connection()
+        db.execute("PRAGMA busy_timeout = 0")
+        try:
+            db.execute("BEGIN IMMEDIATE")
+            try:
+                rows = dict(db.execute("SELECT name, value FROM meta WHERE name IN ('last_update', 'state')"))
+                if rows.get("last_update") != version or version is None:
+                    return
+                state = marshal.loads(rows["state"]) if rows.get("state") else {}
+                for path, (seen, stat) in stats.items():
+                    if state.get(path) == seen:
+                        state[path] = stat
+                db.execute("INSERT OR REPLACE INTO meta VALUES ('state', ?)", (marshal.dumps(state),))
+                if walk is not None and state == walk:
+                    db.execute("INSERT OR REPLACE INTO meta VALUES ('fingerprint', ?)", (fingerprint(version, walk),))
+                db.commit()
+                self._recorded = (version, state)
+            finally:
+                if db.in_transaction:
+                    db.rollback()
+        except sqlite3.Error:
+            pass  # busy, or a vault this process may only read: the next read confirms them
+        finally:
+            db.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT * 1000}")
+
+    def stored(self, paths: Iterable[str]) -> dict[str, tuple[int | None, str | None, bytes | None]]:
+        """path -> (issue line, issue reason, marshalled memory row) of these files, as the catalog holds them."""
+        db = self._connection()
+        return {path: (line, reason, blob) for path, line, reason, blob in (
+            row for path in paths
+            for row in db.execute("SELECT path, issue_line, issue_reason, memory FROM files WHERE path = ?", (path,)))}
 
     def has_state(self) -> bool:
         """Whether a state is recorded at all (a new index has none), without reading it."""
@@ -272,6 +347,20 @@ def memory_row(path: str, memory: Memory, blob: bytes, entry: str) -> Row:
 def issue_row(path: str, line: int | None, reason: str) -> Row:
     """The row of a file that could not be parsed."""
     return (path, line, reason, None, None, None, None, None, None, None, None, None, None)
+
+
+def settled(stat: Stat, read_at: int) -> Stat:
+    """`stat` as the index records it for a file read at `read_at` (`time.time_ns()`, taken before the
+    read): itself, or marked UNSURE while the file's last change is too recent for any later change to
+    be sure to show in its stat. The mtime counts as well as the ctime: a file system may keep no ctime."""
+    size, mtime, ctime, inode = stat
+    window = COARSE_NS if mtime % 1_000_000_000 == 0 and ctime % 1_000_000_000 == 0 else FINE_NS
+    return stat if max(mtime, ctime) + window <= read_at else (UNSURE, mtime, ctime, inode)
+
+
+def is_unsure(recorded: Stat | None, disk: Stat) -> bool:
+    """Whether `recorded` is an UNSURE stat that `disk` would have matched: only reading the file tells."""
+    return recorded is not None and recorded[0] == UNSURE and recorded[1:] == disk[1:]
 
 
 def fingerprint(version: str, disk: dict[str, Stat]) -> bytes:

@@ -19,7 +19,8 @@ from typing import TYPE_CHECKING, Any
 from .config import STATE_DIR
 from .errors import GitError, MemfileError
 from .files import TEMP_PREFIX
-from .model import Memory, ParseIssue, Source, utc_now
+from . import fileformat
+from .model import Category, Memory, ParseIssue, Source, derive_key, utc_now
 from .paths import is_inside, is_utf8_name, memory_relpath, shown_path
 
 if TYPE_CHECKING:
@@ -73,7 +74,7 @@ class Doctor:
                 add(Finding("duplicate", f"{category}/{key} is held by {count} files: {', '.join(paths)}", paths[0]))
         for memory in memories:
             expected = memory_relpath(self.mind, memory.category, memory.key).as_posix()
-            if memory.path != expected and memory.has_front_matter:
+            if self._misplaced(memory, expected):
                 add(Finding("misplaced", f"{memory.path} holds {memory.ref}, whose place is {expected}", memory.path))
             if memory.conflict is not None:
                 add(Finding("conflicted", f"{memory.ref}: changed on both sides of a sync; "
@@ -93,6 +94,18 @@ class Doctor:
             add(Finding("unreviewed", f"{memory.ref}: stored by an agent {(now - memory.created_at).days} days ago, "
                                       f"never verified; run: memfile verify {memory.ref}", memory.path, False))
         return report
+
+    def _misplaced(self, memory: Memory, expected: str) -> bool:
+        """Whether the file's front-matter names a category or key other than the ones its place gives.
+
+        A file at any depth is a memory: one whose front-matter names neither (or names the ones its
+        folder and name give) is where it belongs, wherever that is (`journal/2026/trip.md`).
+        """
+        if memory.path == expected or not memory.has_front_matter:
+            return False
+        category, key = _named(self.root, memory)
+        return (category is not None and category != _placed_category(memory.path)) or (
+            key is not None and key != derive_key(memory.path.rsplit("/", 1)[-1][:-3]))
 
     def _check_files(self, report: DoctorReport) -> None:
         """What no memory read shows: temp files, symlinks out, files outside minds, a git lock left over."""
@@ -173,7 +186,7 @@ class Doctor:
         with self._writing():
             for memory in memories:
                 expected = memory_relpath(self.mind, memory.category, memory.key).as_posix()
-                if memory.path == expected or not memory.has_front_matter or expected in taken:
+                if not self._misplaced(memory, expected) or expected in taken:
                     continue
                 try:
                     (self.root / expected).parent.mkdir(parents=True, exist_ok=True)
@@ -187,3 +200,26 @@ class Doctor:
         report.fixed.append("rebuilt the index from the files")
 
 
+
+
+def _placed_category(relpath: str) -> Category:
+    """The category a file without one in its front-matter takes from its folder (see fileformat)."""
+    parts = relpath.split("/")
+    folder = parts[-2] if len(parts) > 2 else ""
+    return Category(folder) if folder in Category.__members__.values() else Category.NOTE
+
+
+def _named(root: Path, memory: Memory) -> tuple[Category | None, str | None]:
+    """(category, key) as the file's front-matter names them, None for one it leaves to its place.
+
+    Parsed again at two other places: what is the same at both is named, not derived.
+    """
+    try:
+        data = (root / memory.path).read_bytes()
+        mind = memory.path.split("/", 1)[0]
+        first = fileformat.parse(data, f"{mind}/fact/a.md", memory.updated_at)
+        second = fileformat.parse(data, f"{mind}/skill/b.md", memory.updated_at)
+    except (OSError, MemfileError):
+        return memory.category, memory.key  # changed meanwhile: judged by what was read
+    return (first.category if first.category == second.category else None,
+            first.key if first.key == second.key else None)

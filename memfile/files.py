@@ -1,4 +1,9 @@
-"""The file system: atomic writes, the walk over a mind's files, the writer lock."""
+"""The file system: atomic writes, the walk over a mind's files, the writer lock.
+
+A file's stat, as the index records it, is (size, mtime_ns, ctime_ns, inode):
+the ctime moves on every change to a file, `os.utime` putting the mtime back
+included, and is set by the kernel, never by a program (git's stat data).
+"""
 
 from __future__ import annotations
 
@@ -23,9 +28,18 @@ from .paths import is_ignored_name, is_utf8_name
 TEMP_PREFIX = ".memfile-tmp-"
 
 
-def read_file(path: str, relpath: str,
-              follow: Callable[[str], bool]) -> tuple[bytes, tuple[int, int, int], tuple[int, int, int]]:
-    """A memory file's bytes, and its (size, mtime_ns, inode) from the open file just before and just after
+#: A file's stat as the index records it: (size, mtime_ns, ctime_ns, inode).
+Stat = tuple[int, int, int, int]
+#: The size in the stat of a folder that cannot be listed (the walk's entry `<folder>/`; its inode is the errno).
+UNLISTABLE = -2
+
+
+def stat_of(info: os.stat_result) -> Stat:
+    return info.st_size, info.st_mtime_ns, info.st_ctime_ns, info.st_ino
+
+
+def read_file(path: str, relpath: str, follow: Callable[[str], bool]) -> tuple[bytes, Stat, Stat]:
+    """A memory file's bytes, and its stat (`Stat`) from the open file just before and just after
     reading them (a short read or a change shows as a difference: read again).
 
     Raises:
@@ -52,7 +66,7 @@ def read_file(path: str, relpath: str,
             os.close(fd)
     except OSError as exc:
         raise FileParseError(relpath, None, f"cannot be read: {exc.strerror}") from None
-    return data, (info.st_size, info.st_mtime_ns, info.st_ino), (after.st_size, after.st_mtime_ns, after.st_ino)
+    return data, stat_of(info), stat_of(after)
 
 
 def atomic_write(path: Path, data: bytes, durable: bool = True) -> None:
@@ -94,10 +108,13 @@ def remove(path: Path) -> None:
 
 
 def stat_walk(mind_dir: Path, root: Path, stat: bool = True, part: int | None = None) -> dict[str, Any]:
-    """Vault-relative path -> (size, mtime_ns, inode) of every memory file under a mind folder.
+    """Vault-relative path -> `Stat` of every memory file under a mind folder.
 
     Dot-folders, editor temp files and symlinked folders are skipped (a symlinked
     folder could lead outside the mind); `os.scandir` gives the stat without a second call.
+    A folder that cannot be listed (no permission) is an entry of its own, its path with a
+    trailing `/` and the stat `unlistable(errno)`: unreadable, like a file that cannot be read,
+    never taken for empty. One that went away meanwhile is skipped.
     With `stat=False` only the names are listed (the values are None): a tenth of the time.
     With `part` (0 or 1), only the files of that half (`half_of`), in the order of a whole walk.
     """
@@ -110,9 +127,35 @@ def stat_walk(mind_dir: Path, root: Path, stat: bool = True, part: int | None = 
         try:
             with _opened_folder(folder) as listed, os.scandir(listed) as entries:
                 _list_folder(entries, folder, relative, stat, found, pending, part)
-        except OSError:  # the folder went away before or while it was read
-            continue
+        except OSError as exc:
+            if exc.errno in _GONE:  # the folder went away before or while it was read
+                continue
+            if part is None or half_of(relative) == part:
+                found[relative] = unlistable(exc.errno or 0) if stat else None
     return found
+
+
+#: What listing a folder that went away (or was replaced by a file) meanwhile raises.
+_GONE = (errno.ENOENT, errno.ENOTDIR)
+
+
+def unlistable(code: int) -> Stat:
+    """The stat the walk gives a folder it cannot list (`code`: the errno)."""
+    return UNLISTABLE, 0, 0, code
+
+
+def is_folder_entry(relpath: str) -> bool:
+    """Whether a walk's path is a folder that could not be listed (see `stat_walk`)."""
+    return relpath[-1:] == "/"
+
+
+def folder_stat(path: Path) -> Stat | None:
+    """A folder's entry stat as the walk gives it now: `unlistable(errno)`, None when it lists (or is gone)."""
+    try:
+        with os.scandir(path):
+            return None
+    except OSError as exc:
+        return None if exc.errno in _GONE else unlistable(exc.errno or 0)
 
 
 @contextmanager
@@ -131,7 +174,10 @@ def _opened_folder(folder: str) -> Iterator[int | str]:
 
 def half_of(path: str) -> int:
     """Which half of a walk a memory file is in (0 or 1), by its name alone: the two halves
-    of one walk are made in two processes (`split_walk`) and digested apart (`catalog.fingerprint`)."""
+    of one walk are made in two processes (`split_walk`) and digested apart (`catalog.fingerprint`).
+    A folder that could not be listed (`<folder>/`) goes by its length."""
+    if path[-1] == "/":
+        return len(path) & 1
     return (ord(path[-4]) + len(path) - path.rfind("/") - 1) & 1  # the last character before ".md", plus the name's length
 
 
@@ -163,7 +209,7 @@ def _list_folder(entries: Iterator[os.DirEntry[Any]], folder: str, relative: str
                 if (part is not None and (ord(name[-4]) + len(name)) & 1 != part) or (not name.isascii() and not is_utf8_name(name)):
                     continue
                 info = entry.stat() if stat else None
-                found[relative + name] = (info.st_size, info.st_mtime_ns, info.st_ino) if info else None
+                found[relative + name] = (info.st_size, info.st_mtime_ns, info.st_ctime_ns, info.st_ino) if info else None
             elif entry.is_dir(follow_symlinks=False) and not is_ignored_name(name):
                 pending.append(folder + os.sep + name)
         except OSError:
@@ -247,8 +293,7 @@ def writer_lock(lock_path: Path, timeout: float) -> Iterator[None]:
     Raises:
         LockTimeout: when another process holds it for longer than `timeout` seconds.
     """
-    lock_path.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o644)
+    fd = _lock_file(lock_path)
     try:
         deadline = time.monotonic() + timeout
         delay = 0.005
@@ -274,8 +319,7 @@ def writer_lock(lock_path: Path, timeout: float) -> Iterator[None]:
 @contextmanager
 def try_writer_lock(lock_path: Path) -> Iterator[bool]:
     """Take the vault's writer lock if it is free (True inside), without waiting for it (False)."""
-    lock_path.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o644)
+    fd = _lock_file(lock_path)
     try:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -290,6 +334,20 @@ def try_writer_lock(lock_path: Path) -> Iterator[bool]:
             fcntl.flock(fd, fcntl.LOCK_UN)
     finally:
         os.close(fd)
+
+
+def _lock_file(lock_path: Path) -> int:
+    """A descriptor of the lock file, made with its folder when missing.
+
+    Raises:
+        OSError: memfile's state folder cannot be written (read-only, full, or a file in the
+            way: then NotADirectoryError, as for any other path through a file).
+    """
+    try:
+        lock_path.parent.mkdir(parents=True, exist_ok=True)
+    except FileExistsError:  # mkdir's word for a file where the folder should be
+        raise NotADirectoryError(errno.ENOTDIR, "a file is in the way of a folder", str(lock_path.parent)) from None
+    return os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o644)
 
 
 def lock_holder(path: Path) -> int | None:

@@ -19,12 +19,14 @@ index writers; searches never take it.
 
 from __future__ import annotations
 
+import errno
 import gc
 import json
 import marshal
 import os
 import sqlite3
 import struct
+import time
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -37,7 +39,7 @@ try:  # what pickle raises, without importing pickle (3 ms of every command)
 except ImportError:  # not CPython
     from pickle import UnpicklingError
 
-from .catalog import Catalog, Row, Stat, diff, issue_row, memory_row
+from .catalog import Catalog, Row, Stat, diff, is_unsure, issue_row, memory_row, settled
 from .errors import FileParseError, LockTimeout
 from .files import may_fork
 from .model import Memory, ParseIssue, SearchHit, memory_to_row
@@ -45,11 +47,13 @@ from .query import defer_morphology, weighting
 from .warm import Warm, hidden_docs, stored_memory
 from .text import normalize
 
-SCHEMA_VERSION = 12
+SCHEMA_VERSION = 13  # 13: a stat holds the ctime too, and may be recorded as unsure (catalog.settled)
 INDEX_NAME = f"memories_v{SCHEMA_VERSION}"
 CATALOG_NAME = f"catalog_v{SCHEMA_VERSION}.sqlite"
 #: From this many files to (re)read, a sync is a bulk load: both cores, no garbage collection pauses.
 BULK = 2000
+#: At most this many files recorded as unsure are read again and confirmed without a write of the index.
+CONFIRM_MAX = 200
 
 #: What a damaged index raises while being opened or read.
 CORRUPTION = (OSError, EOFError, ValueError, KeyError, IndexError, TypeError, AttributeError,
@@ -137,6 +141,30 @@ class Index:
         self._searcher: Any = None
         self._warm: Warm | None = None
         self.damage: str | None = None  # what opening last found damaged (and made anew); the Vault tells it
+        self.temporary = False  # made in a temporary folder for one Vault (see `temporary`)
+
+    @classmethod
+    def temporary(cls, lock_timeout: float, entry: Callable[[Memory], str]) -> Index:
+        """An index in a new temporary folder, deleted when the index is (or at exit): for a vault whose
+        own index cannot be written (read-only media, a full disk). It is built from the files on first use.
+
+        Raises:
+            OSError: not even a temporary folder could be made and written.
+        """
+        import shutil
+        import tempfile
+        import weakref
+
+        folder = Path(tempfile.mkdtemp(prefix="memfile-index-"))
+        index = cls(folder, lock_timeout, entry)
+        index.temporary = True
+        weakref.finalize(index, shutil.rmtree, folder, True)
+        try:
+            index.catalog.open()
+        except sqlite3.Error as exc:
+            index.close()
+            raise OSError(errno.EIO, f"a temporary index cannot be made in {folder}: {exc}") from None
+        return index
 
     # --- opening, rebuilding ----------------------------------------------
 
@@ -249,7 +277,7 @@ class Index:
             LockTimeout: `wait` is true and another writer held the lock past the timeout.
         """
         report = SyncReport()
-        todo = self._stale(disk, paths)
+        todo = self._stale(disk, paths, load)
         if not todo:
             return report
         from whoosh.index import LockError
@@ -278,6 +306,7 @@ class Index:
         """`sync`'s part under the writer lock: re-read, commit the full-text index, then the catalog."""
         with _collector_paused(todo >= BULK):
             try:
+                read_at = time.time_ns()  # before any file is read: see catalog.settled
                 recorded = self.catalog.recorded()  # again, under the lock
                 changed, removed = diff(recorded, disk, paths)
                 if present is not None:
@@ -295,11 +324,11 @@ class Index:
                         stat, memory = load(path)
                         row = marshal.dumps(memory_to_row(memory))
                         add(**_document(memory, row))
-                        recorded[path] = stat
+                        recorded[path] = settled(stat, read_at)
                         rows.append(memory_row(path, memory, row, self.entry(memory)))
                     except FileParseError as exc:
                         writer.delete_by_term("path", path)
-                        recorded[path] = disk[path]
+                        recorded[path] = settled(disk[path], read_at)
                         report.skipped.append(ParseIssue(path, exc.line, exc.reason))
                         rows.append(issue_row(path, exc.line, exc.reason))
                     if progress:
@@ -326,12 +355,57 @@ class Index:
         """Whether bringing the index in line with `disk` (a whole walk) is a bulk load (BULK files or more)."""
         return self._stale(disk, None) >= BULK
 
-    def _stale(self, disk: dict[str, Stat], paths: Iterable[str] | None) -> int:
-        """How many files to re-read or drop (all of them when there is no full-text index yet)."""
+    def _stale(self, disk: dict[str, Stat], paths: Iterable[str] | None,
+               load: Callable[[str], tuple[Stat, Memory]] | None = None) -> int:
+        """How many files to re-read or drop (all of them when there is no full-text index yet).
+
+        With `load`, files recorded as unsure are read again first: when each still holds what the
+        catalog has, their new stats are recorded (`Catalog.confirm`) and nothing is left to do.
+        """
         if self._ix is None and not any(self.folder.glob(f"_{INDEX_NAME}_*.toc")):
             return max(len(disk), 1)  # a cheap look, so recall never loads Whoosh
         changed, removed = self.catalog.stale(disk, paths)
+        if changed and not removed and load is not None and len(changed) <= CONFIRM_MAX:
+            version, recorded = self.catalog.recorded_at()
+            if all(is_unsure(recorded.get(path), disk[path]) for path in changed):
+                read_at = time.time_ns()
+                really, same = self._compare(changed, disk, load, recorded)
+                if not really:
+                    self.catalog.confirm(version, {path: (recorded[path], settled(stat, read_at))
+                                                   for path, stat in same.items()}, disk if paths is None else None)
+                    return 0
         return len(changed) + len(removed)
+
+    def stale_paths(self, disk: dict[str, Stat], load: Callable[[str], tuple[Stat, Memory]]) -> list[str]:
+        """The files of a whole walk that changed since they were indexed, new or gone; those recorded
+        as unsure are read and compared with the catalog (nothing is written)."""
+        recorded = self.catalog.recorded()
+        changed, removed = diff(recorded, disk, None)
+        unsure = [path for path in changed if is_unsure(recorded.get(path), disk[path])]
+        really = self._compare(unsure, disk, load, recorded)[0] if unsure else []
+        return sorted(set(changed) - set(unsure) | set(really) | set(removed))
+
+    def _compare(self, paths: list[str], disk: dict[str, Stat], load: Callable[[str], tuple[Stat, Memory]],
+                 recorded: dict[str, Stat]) -> tuple[list[str], dict[str, Stat]]:
+        """(the `paths` whose file no longer holds what the catalog has, path -> stat of the others as read)."""
+        stored = self.catalog.stored(paths)
+        really: list[str] = []
+        same: dict[str, Stat] = {}
+        for path in paths:
+            line, reason, blob = stored.get(path, (None, None, None))
+            try:
+                stat, memory = load(path)
+            except FileParseError as exc:
+                if blob is None and (line, reason) == (exc.line, exc.reason):
+                    same[path] = disk[path]
+                else:
+                    really.append(path)
+                continue
+            if blob is not None and marshal.loads(blob) == memory_to_row(memory):
+                same[path] = stat
+            else:
+                really.append(path)
+        return really, same
 
     def _read_pending(self, disk: dict[str, Stat], load: Callable[[str], tuple[Stat, Memory]],
                       paths: Iterable[str] | None, report: SyncReport) -> SyncReport:
@@ -419,6 +493,37 @@ def _collector_paused(paused: bool) -> Iterator[None]:
 #: Small segments a one-file change may leave before they are merged: merging on every commit
 #: rewrites the small segments each time (about half of indexing one stored memory at 10,000).
 LOOSE_SEGMENTS = 6
+
+
+#: What the file system says when memfile may not write its index there.
+_CANNOT_WRITE = frozenset({errno.EACCES, errno.EPERM, errno.EROFS, errno.ENOSPC, errno.EDQUOT, errno.ENOTDIR,
+                           errno.EEXIST, errno.EISDIR})
+#: What SQLite says for the same (it gives no errno).
+_SQLITE_CANNOT_WRITE = ("readonly", "disk is full", "unable to open", "disk I/O error")
+
+
+def cannot_write(exc: BaseException) -> bool:
+    """Whether an error opening or writing the index means it cannot be written there (read-only media,
+    no permission, a full disk, a file where its folder should be), not that it is damaged."""
+    if isinstance(exc, OSError):
+        return exc.errno in _CANNOT_WRITE
+    return isinstance(exc, sqlite3.OperationalError) and any(word in str(exc) for word in _SQLITE_CANNOT_WRITE)
+
+
+def search_memories(memories: list[Memory], text: str, options: SearchOptions, now: datetime) -> list[SearchHit]:
+    """`Index.search` over these memories alone, through a full-text index made in memory: when no index
+    can be written at all.
+
+    Raises:
+        InvalidInput: the query cannot be parsed.
+    """
+    from .query import parse_query
+
+    parsed = parse_query(text, schema())
+    live = [m for m in memories if options.include_superseded or not m.superseded]
+    hits = _search_memories(live, parsed, _filter(options), options, now, count=False)[0] if live else []
+    hits.sort(key=lambda h: -h.score)
+    return [SearchHit(h.memory, h.score, h.snippet, rank) for rank, h in enumerate(hits[: options.limit], 1)]
 
 
 def _merge_policy(writer: Any, segments: list[Any]) -> list[Any]:

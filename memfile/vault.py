@@ -7,7 +7,6 @@ take the writer lock, write atomically and become one git commit each.
 
 from __future__ import annotations
 
-import errno
 import os
 from collections import Counter
 from collections.abc import Callable
@@ -19,8 +18,20 @@ from . import fileformat
 from .config import STATE_DIR, Config, caller_source, find_vault, load_config, select_mind
 from .errors import FileParseError, InvalidInput
 from .catalog import half_digest, joined
-from .files import Aside, lock_holder, may_fork, read_file, split_walk, stat_walk
-from .index import CORRUPTION, Index, SearchOptions, Stat, SyncReport
+from .files import (
+    Aside,
+    Stat,
+    folder_stat,
+    is_folder_entry,
+    lock_holder,
+    may_fork,
+    read_file,
+    split_walk,
+    stat_of,
+    stat_walk,
+)
+from .index import CORRUPTION, Index, SearchOptions, SyncReport, cannot_write, search_memories
+from .query import check_query
 from .model import (
     Category,
     Memory,
@@ -146,6 +157,7 @@ class Vault(Writes, History, Sync, Doctor, Recalling):
         knows holds `ref`; not seen until the next read: an edit inside another file that
         turns it into `ref` (the next read, or doctor, then names the two files).
         """
+        self._usable()
         if self._index is None or self._watcher_vouches():
             report = self.refresh()
         else:
@@ -199,6 +211,7 @@ class Vault(Writes, History, Sync, Doctor, Recalling):
         another process meanwhile, no fork here) gets `work` run after a real
         refresh, as before.
         """
+        self._usable()
         vouched = None if self._index is None or self._watcher_vouches() else self._index.catalog.vouched()
         if vouched is None:
             return work(self.refresh())
@@ -215,6 +228,32 @@ class Vault(Writes, History, Sync, Doctor, Recalling):
                 and self._index is not None and self._index.catalog.vouched() == vouched):
             return answer[0]
         return work(self.refresh())
+
+    def _usable(self) -> None:
+        """Make sure the index can be opened and written, else read through a temporary one
+        (`_without_index`): a vault on read-only media, a `.memfile` that is not a folder, a full disk."""
+        if self._index is None or self._index.temporary:
+            return
+        try:
+            self._index.catalog.open()
+        except Exception as exc:
+            if not cannot_write(exc):
+                raise
+            self._without_index(exc)
+
+    def _without_index(self, exc: BaseException) -> None:
+        """Leave the vault's index, which cannot be written (`exc` says why), for one made in a temporary
+        folder for this Vault (built from the files, deleted with it); none when that cannot be made either
+        (then reads parse every file, and search searches them in memory)."""
+        assert self._index is not None
+        folder = self._index.folder
+        self._index.close()
+        self.notices.append(f"the index in {folder} cannot be written ({_why(exc)}); reading the files "
+                            "(through a temporary index)")
+        try:
+            self._index = Index.temporary(self.config.lock_timeout, recall_entry)
+        except OSError:
+            self._index = None
 
     def _watcher_vouches(self) -> bool:
         """True when a live watcher of this mind has applied every change it has seen.
@@ -242,26 +281,32 @@ class Vault(Writes, History, Sync, Doctor, Recalling):
         if paths is None:
             disk = split_walk(self.mind_dir, self.root)
         else:
-            disk = {p: stat for p in paths if (stat := _stat(self.root / p)) is not None}
+            disk = {p: stat for p in paths if (stat := _stat(self.root, p)) is not None}
         looks, rebuilt = 0, False  # fresh looks taken; whether the index was destroyed to be built anew
         while True:
             try:
                 if not (looks or rebuilt) and paths is None and not may_fork() and self._index.is_bulk(disk):
                     apart = _build_apart(self.root, self.mind, progress)  # the sync below then finds little to do
                 report = self._index.sync(disk, self._load, paths, progress=progress, wait=wait,
-                                          present=lambda path: _stat(self.root / path) is not None)
+                                          present=lambda path: _stat(self.root, path) is not None)
                 report.added, report.updated, report.removed = map(sum, zip(apart, (report.added, report.updated, report.removed)))
                 self._tell_damage()
                 return report
             except CORRUPTION as exc:
-                unwritable = isinstance(exc, OSError) and exc.errno in _CANNOT_WRITE
+                unwritable = cannot_write(exc)
                 if not (unwritable or rebuilt) and _look_again(looks, exc):
                     looks += 1
                     self._index.close()  # a fresh look first: another process may have changed it under us
                     continue
+                if unwritable and not self._index.temporary:
+                    self._without_index(exc)  # then this sync again, in the temporary index
+                    looks, rebuilt, apart = 0, False, (0, 0, 0)
+                    if self._index is not None:
+                        continue
                 if rebuilt or unwritable:
-                    # A vault we may read but not write (or a full disk): answer from the files themselves.
-                    self.notices.append(f"the index in {self._index.folder} cannot be used ({exc}); reading the files")
+                    if self._index is not None:
+                        self.notices.append(f"the index in {self._index.folder} cannot be used ({exc}); reading the files")
+                        self._index.close()
                     self._index = None
                     return SyncReport()
                 self.notices.append(f"the index was damaged ({type(exc).__name__}) and is rebuilt from the files")
@@ -275,7 +320,14 @@ class Vault(Writes, History, Sync, Doctor, Recalling):
             self._index.damage = None
 
     def _load(self, relpath: str) -> tuple[Stat, Memory]:
-        """One file's stat and memory, read so that the stat belongs to the bytes parsed."""
+        """One file's stat and memory, read so that the stat belongs to the bytes parsed.
+
+        Raises:
+            FileParseError: the file cannot be read or parsed; for a folder the walk could not list
+                (`<folder>/`), why it cannot be listed.
+        """
+        if is_folder_entry(relpath):
+            raise FileParseError(relpath, None, f"folder cannot be read: {_unlistable_reason(self.root / relpath)}")
         path = os.path.join(self.root, relpath)  # from our own walk; read_file refuses symlinks leading out
         for _ in range(3):
             data, before, after = read_file(path, relpath, self._leads_inside)
@@ -288,7 +340,7 @@ class Vault(Writes, History, Sync, Doctor, Recalling):
         return is_inside(Path(path), self.mind_dir)
 
     def _parse_all(self) -> list[Memory]:
-        """Every memory, parsed from the files (when the index cannot be used)."""
+        """Every memory, parsed from the files (when the index cannot be used); the rest go to `issues`."""
         self.issues = []
         found = []
         for relpath in sorted(stat_walk(self.mind_dir, self.root)):
@@ -402,7 +454,7 @@ class Vault(Writes, History, Sync, Doctor, Recalling):
         text is found by any substring of two or more characters.
 
         Args:
-            query: what to look for.
+            query: what to look for (at most 4,096 characters).
             tags: only memories with all of these tags.
             category, priority, source: only this value.
             unverified: only unverified memories.
@@ -411,11 +463,14 @@ class Vault(Writes, History, Sync, Doctor, Recalling):
             limit: the most hits to return (1 to 1000).
 
         Returns:
-            SearchHit values (memory, score, snippet with **matches**, rank).
+            SearchHit values (memory, score, snippet with **matches**, rank). Where the vault's index
+            cannot be written (read-only media, a full disk), the files are searched through a
+            temporary index, or, when none can be made, in memory.
 
         Raises:
             InvalidInput: the query cannot be parsed or a filter is not allowed.
         """
+        check_query(query)  # before any work: a 10 MB query is refused at once
         if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= 1000:
             raise InvalidInput("limit", limit, "a whole number from 1 to 1000")
         options = SearchOptions(
@@ -431,8 +486,8 @@ class Vault(Writes, History, Sync, Doctor, Recalling):
                 self._tell_damage()
                 report = self.refresh()  # the new index knows no file yet
             index = self._index
-            if index is None:
-                raise InvalidInput("search", query, "a vault whose .memfile/ folder memfile can write (search needs its index)")
+            if index is None:  # not even a temporary index could be made: the files, searched in memory
+                return search_memories(self._parse_all(), query, options, utc_now())
             self.issues = index.catalog.issues()
             return self._searching(lambda pending: index.search(query, options, utc_now(), pending), report)
 
@@ -518,19 +573,33 @@ class Vault(Writes, History, Sync, Doctor, Recalling):
         """How the mind's files, index, watcher and git repository stand, without changing anything.
 
         Returns:
-            on_disk and indexed file counts, stale paths (changed on disk since indexed),
-            last index update, the watcher's pid (or None), uncommitted hand edits,
+            on_disk and indexed file counts, stale paths (changed on disk since indexed: a file whose
+            stat cannot prove it unchanged is read and compared), `unreadable`: the files (and folders,
+            `<folder>/`) that cannot be read, as last read, each a dict of `path`, `line` (or None) and
+            `reason`; last index update, the watcher's pid (or None), uncommitted hand edits,
             conflicted memories (as last indexed: a sync found their body changed on both sides),
             and the git upstream with ahead/behind counts (None without a repository).
         """
+        self._usable()
         disk = stat_walk(self.mind_dir, self.root)
-        recorded = self._index.catalog.recorded() if self._index is not None else {}
-        stale = sorted(p for p in disk.keys() | recorded.keys() if disk.get(p) != recorded.get(p))
+        if self._index is not None:
+            recorded = self._index.catalog.recorded()
+            stale = self._index.stale_paths(disk, self._load)
+            issues = {i.path: i for i in self._index.catalog.issues()}
+        else:
+            recorded, stale = {}, sorted(disk)
+            self._parse_all()
+            issues = {i.path: i for i in self.issues}
+        for path in disk:  # a folder that cannot be listed is named even before a read indexed it
+            if is_folder_entry(path) and path not in issues:
+                issues[path] = ParseIssue(path, None, f"folder cannot be read: {_unlistable_reason(self.root / path)}")
         return {
             "mind": self.mind,
-            "on_disk": len(disk),
-            "indexed": len(recorded),
+            "on_disk": sum(1 for path in disk if not is_folder_entry(path)),
+            "indexed": sum(1 for path in recorded if not is_folder_entry(path)),
             "stale": stale,
+            "unreadable": [{"path": i.path, "line": i.line, "reason": i.reason}
+                           for path, i in sorted(issues.items()) if path in disk],
             "last_index_update": self._last_index_update(),
             "watcher_pid": lock_holder(self.root / STATE_DIR / f"watch-{self.mind}.lock"),
             "uncommitted": [shown_path(p) for p in self._git.changed_paths(self.mind) if p.endswith(".md")]
@@ -554,7 +623,8 @@ class Vault(Writes, History, Sync, Doctor, Recalling):
         self.close()
 
 
-_CANNOT_WRITE = (errno.EACCES, errno.EPERM, errno.EROFS, errno.ENOSPC)
+def _why(exc: BaseException) -> str:
+    return exc.strerror or str(exc) if isinstance(exc, OSError) else str(exc)
 
 
 def _look_again(looks: int, exc: BaseException) -> bool:
@@ -564,12 +634,23 @@ def _look_again(looks: int, exc: BaseException) -> bool:
     return looks == 0 or looks == 1 and isinstance(exc, FileNotFoundError)
 
 
-def _stat(path: Path) -> Stat | None:
+def _stat(root: Path, relpath: str) -> Stat | None:
+    """The stat of a walk's path now, as the walk gives it (None: gone); for a folder the walk could not
+    list (`<folder>/`), its `unlistable` stat while it still cannot be listed."""
+    if is_folder_entry(relpath):
+        return folder_stat(root / relpath)
     try:
-        stat = path.stat()
+        return stat_of(os.stat(os.path.join(root, relpath)))
     except OSError:
         return None
-    return stat.st_size, stat.st_mtime_ns, stat.st_ino
+
+
+def _unlistable_reason(folder: Path) -> str:
+    try:
+        with os.scandir(folder):
+            return "it could not be listed"
+    except OSError as exc:
+        return exc.strerror or type(exc).__name__
 
 
 def _build_apart(root: Path, mind: str, progress: Callable[[int, int], None] | None = None) -> tuple[int, int, int]:

@@ -143,7 +143,7 @@ def test_a_walk_gives_each_memory_files_stat_and_leaves_no_descriptor_open(tmp_p
     assert sorted(walked) == ["mind/fact/a.md", "mind/fact/deep/deeper/b.md", "mind/skill/e.md", "mind/skill/link.md"]
     for path, stat in walked.items():
         info = os.stat(tmp_path / path)
-        assert stat == (info.st_size, info.st_mtime_ns, info.st_ino)
+        assert stat == (info.st_size, info.st_mtime_ns, info.st_ctime_ns, info.st_ino)
     assert stat_walk(mind / "fact" / "a.md", tmp_path) == {} and stat_walk(mind / "gone", tmp_path) == {}
     if open_before is not None:
         assert len(os.listdir("/proc/self/fd")) == open_before

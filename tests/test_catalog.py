@@ -46,6 +46,7 @@ def paths_found(vault: Vault, query: str) -> list[str]:
 
 
 def test_a_read_that_finds_nothing_changed_records_the_digest_and_the_next_read_uses_it(notes: Vault) -> None:
+    time.sleep(0.05)  # past the racy window of the last write: a walk now may vouch for every file
     notes.search("zeppelins")  # the stores were batches of given paths: no whole walk behind them yet
     catalog = catalog_of(notes)
     digest = recorded_digest(notes)
@@ -78,7 +79,8 @@ def test_two_files_swapping_names_keep_every_stat_and_are_still_seen(notes: Vaul
     os.rename(bravo, alpha)
     os.rename(folder / "swap.tmp", bravo)
     after = walk(notes)
-    assert sorted(before.values()) == sorted(after.values())  # the same stats, on other names
+    same = lambda stats: sorted((s[0], s[1], s[3]) for s in stats.values())  # noqa: E731 - a rename moves the ctime
+    assert same(before) == same(after)  # the same size, mtime and inode, on other names
     assert paths_found(notes, "zeppelins") == ["michael/fact/bravo.md"]
     assert paths_found(notes, "submarines") == ["michael/fact/alpha.md"]
 

@@ -691,7 +691,7 @@ def test_a_file_is_read_with_its_stat_before_and_after_from_one_descriptor(tmp_p
     note.write_bytes(b"---\nkey: x\n---\nbody\n")
     info = os.stat(note)
     data, before, after = read_file(str(note), "m/note.md", lambda path: False)
-    assert data == note.read_bytes() and before == after == (info.st_size, info.st_mtime_ns, info.st_ino)
+    assert data == note.read_bytes() and before == after == (info.st_size, info.st_mtime_ns, info.st_ctime_ns, info.st_ino)
 
     link = tmp_path / "link.md"
     link.symlink_to(note)

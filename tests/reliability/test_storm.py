@@ -622,7 +622,7 @@ def read_truth(root: Path) -> tuple[dict[str, tuple[int, int, int]], dict[str, M
     disk = stat_walk(root / MIND, root)
     memories: dict[str, Memory] = {}
     issues: dict[str, ParseIssue] = {}
-    for relpath, (_, mtime_ns, _) in sorted(disk.items()):
+    for relpath, (_, mtime_ns, *_) in sorted(disk.items()):
         mtime = datetime.fromtimestamp(mtime_ns // 1_000_000_000, timezone.utc)
         try:
             memories[relpath] = parse((root / relpath).read_bytes(), relpath, mtime)
