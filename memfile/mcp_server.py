@@ -6,22 +6,44 @@ unverified, and the library's agent rules apply) and bound to one mind: every
 tool goes through `Vault`, which refuses REFs that leave the mind. A watcher
 keeps the index in line with the files in process, so search and recall skip the
 stat check; between calls the server warms the index (`IdleWarmer`).
-Errors come back as tool errors that say what to do instead; the server
-itself never stops on a bad call.
+Errors come back as tool errors written for an agent (`for_agent`: the tool to
+call, or to ask the user; never a command line or an exit code); the server
+itself never stops on a bad call. Every request gets an answer: arguments a
+tool does not have are refused by name (`refuse_unknown_arguments`), and a
+message the SDK cannot read (a lone surrogate, JSON nested too deep, a line
+that is not JSON) gets a tool error or a JSON-RPC error (`unreadable_answer`)
+where the SDK would drop it and leave the client waiting.
 """
 
 from __future__ import annotations
 
 import asyncio
+import difflib
 import functools
 import inspect
+import json
+import re
 import time
+from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
+import anyio
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
-from mcp_types import ToolAnnotations
+from mcp.server.stdio import stdio_server
+from mcp.shared.message import SessionMessage
+from mcp_types import (
+    INVALID_REQUEST,
+    PARSE_ERROR,
+    CallToolResult,
+    ErrorData,
+    JSONRPCError,
+    JSONRPCMessage,
+    JSONRPCResponse,
+    TextContent,
+    ToolAnnotations,
+)
 
 from .errors import Conflict, MemfileError
 from .vault import Vault
@@ -44,8 +66,274 @@ DELETE = ToolAnnotations(read_only_hint=False, destructive_hint=True, idempotent
 
 
 def _doc(method: Any, when: str) -> str:
-    """A tool's description: when to use it, then the Vault method's own docstring."""
-    return f"{when}\n\n{inspect.getdoc(method) or ''}"
+    """A tool's description: when to use it, then the Vault method's own docstring (in an agent's terms)."""
+    return for_agent(f"{when}\n\n{inspect.getdoc(method) or ''}")
+
+
+# --- errors in an agent's terms -------------------------------------------------------------
+
+#: The tools, each named after the CLI command of the same verb (`memfile store` = the `store` tool).
+TOOL_NAMES = ("recall", "search", "store", "show", "list", "forget", "expiring", "tags")
+
+#: What an agent asks the user for, by the CLI command that does it (a command with no tool: for people).
+ASK_THE_USER = {
+    "verify": "ask the user to verify it", "reactivate": "ask the user to bring it back",
+    "doctor": "ask the user to check the vault", "sync": "ask the user to sync the vault",
+    "init": "ask the user to set up the vault", "resolve": "ask the user to resolve the conflict",
+    "edit": "ask the user to edit it", "history": "ask the user to look at its history",
+    "log": "ask the user to look at the history", "restore": "ask the user to restore it",
+    "undo": "ask the user to undo it", "remote": "ask the user to set up the remote",
+}
+
+#: The library's phrases written for the command line, and what an agent reads instead (before `_COMMAND`).
+_PHRASES = [
+    (re.compile(r"\s*\(SPEC section \d+\)"), ""),
+    (re.compile(r"list them with: memfile list"),
+     "find it with the `search` tool, or see them all with the `list` tool"),
+    (re.compile(r"ask the user to run: memfile verify \S+"), "ask the user to verify it"),
+    (re.compile(r" \(memfile (?:forget|reactivate) [^)]*\)"), ""),
+    (re.compile(r"a person can raise it with: memfile store [^;.]*"), "ask the user if it must be critical"),
+    (re.compile(r"`memfile doctor --fix` removes git locks older than ten minutes, or remove the file by hand"),
+     "ask the user to remove that lock file"),
+    (re.compile(r"\bmemfile edit is for people"), "editing a file is for people"),
+]
+
+#: A command line left in a message: `run: memfile verify REF`, `(memfile forget REF)`, `with memfile store`.
+_COMMAND = re.compile(
+    r"(?P<lead>\b(?:run|with|see|see all|read one whole):? |\(|`)?"
+    rf"memfile (?P<verb>{'|'.join(TOOL_NAMES + tuple(ASK_THE_USER))})\b[^;,)`\n]*`?"
+)
+
+
+def for_agent(message: str) -> str:
+    """`message` (written for a person at a terminal) as an agent can act on it: the tool to call, or
+    what to ask the user, where the library names a command line; no exit code, no file that does not ship."""
+    for pattern, instead in _PHRASES:
+        message = pattern.sub(instead, message)
+    return _COMMAND.sub(_command_for_agent, message)
+
+
+def _command_for_agent(match: re.Match[str]) -> str:
+    lead, verb = (match["lead"] or "").rstrip(": "), match["verb"]
+    opening = "(" if lead == "(" else ""
+    if verb not in TOOL_NAMES:
+        return opening + ASK_THE_USER[verb]
+    tool = f"the `{verb}` tool"
+    if lead == "run":
+        return f"call {tool}"
+    if lead in ("", "(", "`", "with"):
+        return opening + ("with " if lead == "with" else "") + tool
+    return f"{lead} with {tool}"
+
+
+#: The closing line of a recall that was cut (`recall._closing`): what was cut, and how to see it.
+_RECALL_CLOSING = re.compile(r"\(\d+ (?:left out|shortened)[^\n]* to fit \d+ tokens; [^\n]*\)\n?\Z")
+
+
+def _closing_for_agent(text: str) -> str:
+    """A recall's text with its closing line in an agent's terms; the memories' own text is left alone."""
+    closing = _RECALL_CLOSING.search(text)
+    if closing is None or (closing.start() and text[closing.start() - 1] != "\n"):
+        return text
+    return text[: closing.start()] + for_agent(closing.group())
+
+
+def _tool_error(message: str) -> CallToolResult:
+    return CallToolResult(content=[TextContent(type="text", text=message)], is_error=True)
+
+
+#: Why an argument an agent tried does not exist, when there is more to say than its name.
+_NO_SUCH_ARGUMENT = {
+    "verified": "only the user can verify a memory: ask the user",
+    "source": "an agent always stores as the agent",
+}
+
+
+def refuse_unknown_arguments(parameters: dict[str, tuple[str, ...]]) -> Callable[..., Any]:
+    """Middleware: a call of one of `parameters`' tools with an argument the tool does not have is a
+    tool error naming it (the SDK would drop it silently, and the agent believe it did something)."""
+
+    async def middleware(ctx: Any, call_next: Callable[[Any], Any]) -> Any:
+        params = ctx.params if ctx.method == "tools/call" and isinstance(ctx.params, Mapping) else {}
+        name, arguments = params.get("name"), params.get("arguments")
+        known = parameters.get(name) if isinstance(name, str) else None
+        if known is None or not isinstance(arguments, Mapping):
+            return await call_next(ctx)
+        unknown = [key for key in arguments if key not in known]
+        return _tool_error(_unknown_arguments(name, unknown, known)) if unknown else await call_next(ctx)
+
+    return middleware
+
+
+def _unknown_arguments(tool: str, unknown: list[str], known: tuple[str, ...]) -> str:
+    def why(name: str) -> str:
+        close = difflib.get_close_matches(name, known, n=1)
+        reason = _NO_SUCH_ARGUMENT.get(name) or (f"did you mean {close[0]!r}?" if close else "")
+        return f"{name!r}" + (f" ({reason})" if reason else "")
+
+    names = ", ".join(why(str(name)[:100]) for name in unknown)
+    allowed = f"its arguments are {', '.join(known)}" if known else "it takes no arguments"
+    plural = "s" if len(unknown) > 1 else ""
+    return f"the `{tool}` tool has no argument{plural} {names}; nothing was done: {allowed}."
+
+
+# --- messages the SDK cannot read --------------------------------------------------------------
+
+#: A JSON token of a line that does not parse whole: a string, a run of opening or closing brackets,
+#: a colon or comma, or a bare word (number, true, false, null).
+_JSON_TOKEN = re.compile(r'"(?:[^"\\]|\\.)*"|[\[{]+|[\]}]+|[:,]|[^\s\[\]{}:,"]+')
+
+
+def unreadable_answer(problem: Exception) -> JSONRPCMessage:
+    """The answer to a message the SDK's transport could not read (it hands over the exception, and the
+    SDK drops it: the client waits forever). A `tools/call` whose id can be found gets a tool error, so
+    the agent sees it; anything else a JSON-RPC error (`id: null` when the id cannot be found)."""
+    errors = problem.errors() if hasattr(problem, "errors") else []  # pydantic's ValidationError
+    reason = str(errors[0].get("msg", "")) if errors else f"{type(problem).__name__}: {problem}"
+    members, why, code = _read_again(_received(errors), reason)
+    request_id = members.get("id")
+    if isinstance(request_id, bool) or not isinstance(request_id, int | str):
+        request_id = None
+    if request_id is not None and members.get("method") == "tools/call":
+        result = _tool_error(why).model_dump(by_alias=True, mode="json", exclude_none=True)
+        return JSONRPCResponse(jsonrpc="2.0", id=request_id, result=result)
+    return JSONRPCError(jsonrpc="2.0", id=request_id, error=ErrorData(code=code, message=why))
+
+
+def _received(errors: list[Any]) -> Any:
+    """The message as received, from pydantic's errors: the line for invalid JSON; the parsed object
+    for JSON that is no JSON-RPC message (a top-level "field required" error holds it)."""
+    parsed = [e["input"] for e in errors if isinstance(e.get("input"), dict) and len(e.get("loc", ())) <= 2]
+    return parsed[0] if parsed else errors[0].get("input") if errors else None
+
+
+def _read_again(raw: Any, reason: str) -> tuple[dict[str, Any], str, int]:
+    """(the message's top-level members, why it cannot be read, the JSON-RPC error code)."""
+    if isinstance(raw, dict):  # JSON, but not a JSON-RPC message
+        return raw, f"not a JSON-RPC message the server can read ({reason}); nothing was done", INVALID_REQUEST
+    if not isinstance(raw, str):
+        return {}, f"the server could not read a message ({reason}); nothing was done", PARSE_ERROR
+    if "recursion limit" in reason:
+        return (_top_members(raw), "the request is nested too deep to read (JSON up to about 200 levels); "
+                "send plain values; nothing was done", PARSE_ERROR)
+    try:
+        message = json.loads(raw)
+    except RecursionError:
+        return (_top_members(raw), "the request is nested too deep to read; send plain values; nothing was done",
+                PARSE_ERROR)
+    except ValueError as exc:
+        return (_top_members(raw), f"the line is not JSON ({exc}); send one JSON-RPC message per line; "
+                "nothing was done", PARSE_ERROR)
+    members = message if isinstance(message, dict) else {}
+    where = _lone_surrogate(message)
+    if where is not None:
+        return (members, f"{where} holds a lone surrogate, half of a character (an emoji split in two?): "
+                "send whole characters; nothing was done", PARSE_ERROR)
+    return members, f"the request cannot be read ({reason}); nothing was done", PARSE_ERROR
+
+
+def _top_members(line: str) -> dict[str, Any]:
+    """The scalar members of the top-level object of a line that does not parse whole (cut short, nested
+    too deep): its `id` and `method`, when they are there, before or after any deep member."""
+    found: dict[str, Any] = {}
+    depth, key, previous = 0, None, ""
+    for match in _JSON_TOKEN.finditer(line):
+        token = match.group()
+        if token[0] in "[{":
+            depth += len(token)
+        elif token[0] in "]}":
+            depth -= len(token)
+        elif depth == 1 and token == ":" and previous.startswith('"'):
+            key, previous = previous, token
+            continue
+        elif depth == 1 and key is not None and token != ",":
+            try:
+                found.setdefault(json.loads(key), json.loads(token))
+            except ValueError:
+                pass
+            if "id" in found and "method" in found:
+                break
+        key, previous = None, token
+    return found
+
+
+def _lone_surrogate(message: Any) -> str | None:
+    """Where in a parsed message a string (a value or a key) holds a lone surrogate: `argument 'query'`."""
+    stack: list[tuple[tuple[str, ...], Any]] = [((), message)]
+    while stack:
+        path, item = stack.pop()
+        if isinstance(item, str) and not _encodes(item):
+            return _place(path)
+        if isinstance(item, dict):
+            for key, inner in item.items():
+                if not _encodes(key):
+                    return _place((*path, key))
+                stack.append(((*path, key), inner))
+        elif isinstance(item, list):
+            stack.extend(((*path, str(n)), inner) for n, inner in enumerate(item))
+    return None
+
+
+def _encodes(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def _place(path: tuple[str, ...]) -> str:
+    if len(path) >= 3 and path[:2] == ("params", "arguments"):
+        return f"argument {path[2]!r}"
+    return f"the request's {'.'.join(path)!r}"  # repr: the surrogate is written as an escape
+
+
+class _Answering:
+    """The stdio transport's read stream, with each message it could not read answered on `write`
+    (`unreadable_answer`) instead of handed to the SDK, which would drop it."""
+
+    def __init__(self, inner: Any, write: Any) -> None:
+        self.inner, self.write = inner, write
+
+    @property
+    def last_context(self) -> Any:  # the sender's context, which the SDK looks for on its read stream
+        return getattr(self.inner, "last_context", None)
+
+    async def receive(self) -> SessionMessage:
+        while True:
+            item = await self.inner.receive()
+            if not isinstance(item, Exception):
+                return item
+            try:
+                await self.write.send(SessionMessage(unreadable_answer(item)))
+            except (anyio.ClosedResourceError, anyio.BrokenResourceError):
+                pass  # the client is gone
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()
+
+    def __aiter__(self) -> _Answering:
+        return self
+
+    async def __anext__(self) -> SessionMessage:
+        try:
+            return await self.receive()
+        except anyio.EndOfStream:
+            raise StopAsyncIteration from None
+
+    async def __aenter__(self) -> _Answering:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+
+async def serve_stdio(server: MCPServer) -> None:
+    """`server.run("stdio")`, with every message answered (`_Answering`)."""
+    lowlevel = server._lowlevel_server  # noqa: SLF001 - how the SDK's own in-memory client runs a server on its streams
+    async with stdio_server() as (read_stream, write_stream):
+        answering = _Answering(read_stream, write_stream)
+        await lowlevel.run(answering, write_stream, lowlevel.create_initialization_options())
 
 
 class IdleWarmer:
@@ -86,16 +374,25 @@ class IdleWarmer:
 
 def build_server(vault: Vault, worker: ThreadPoolExecutor) -> MCPServer:
     """The MCP server of one opened vault (one mind); every Vault call runs in `worker`, a single thread."""
-    server = MCPServer("memfile", instructions=INSTRUCTIONS)
+    parameters: dict[str, tuple[str, ...]] = {}  # tool name -> its arguments, for refuse_unknown_arguments
+    server = MCPServer("memfile", instructions=INSTRUCTIONS, middleware=[refuse_unknown_arguments(parameters)])
     warmer = IdleWarmer(vault, worker)
+    recall_budget = vault.config.mcp_recall_budget  # `[mcp] recall_budget`; None: no limit
+
+    def tool(name: str | None = None, **options: Any) -> Callable[[Any], Any]:
+        def register(function: Any) -> Any:
+            parameters[name or function.__name__] = tuple(inspect.signature(function).parameters)
+            return server.tool(name=name, **options)(function)
+        return register
 
     def run(method: Any, *args: Any, **kwargs: Any) -> Any:
         try:
             return method(*args, **kwargs)
         except MemfileError as exc:
-            raise ToolError(f"{exc} (memfile error {type(exc).__name__}, exit code {exc.exit_code})") from None
+            raise ToolError(for_agent(str(exc))) from None
         except Exception as exc:  # noqa: BLE001 - a tool call must never take the server down
-            raise ToolError(f"memfile failed unexpectedly: {type(exc).__name__}: {exc}") from None
+            raise ToolError(f"memfile failed unexpectedly: {type(exc).__name__}: {exc} (a bug in memfile, "
+                            "not in this call: tell the user)") from None
 
     async def call(method: Any, *args: Any, **kwargs: Any) -> Any:
         warmer.waiting += 1
@@ -105,22 +402,22 @@ def build_server(vault: Vault, worker: ThreadPoolExecutor) -> MCPServer:
             warmer.waiting -= 1
             warmer.wake()
 
-    @server.tool(description=_doc(Vault.recall, "Call at the start of a task with the user's request as `query`: "
-                                  "the memories to keep in mind (pinned profile, then the best matches), within a budget."),
-                 annotations=READ)
+    default_budget = f"{recall_budget} tokens" if recall_budget else "no limit"
+    @tool(description=_doc(Vault.recall, "Call at the start of a task with the user's request as `query`: "
+                           "the memories to keep in mind (pinned profile, then the best matches), within a budget "
+                           f"(without `budget`: {default_budget}, the vault's `[mcp] recall_budget`)."),
+          annotations=READ)
     async def recall(query: str | None = None, budget: int | None = None, limit: int = 10) -> str:
-        options: dict[str, Any] = {"query": query, "limit": limit}
-        if budget is not None:
-            options["budget"] = budget
-        return await call(vault.recall, **options)
+        text = await call(vault.recall, query=query, limit=limit, budget=recall_budget if budget is None else budget)
+        return _closing_for_agent(text)
 
-    @server.tool(description=_doc(Vault.search, "Find memories about a topic, best first."), annotations=READ)
+    @tool(description=_doc(Vault.search, "Find memories about a topic, best first."), annotations=READ)
     async def search(query: str, tags: list[str] | None = None, category: str | None = None, priority: str | None = None,
                limit: int = 10) -> list[dict[str, Any]]:
         hits = await call(vault.search, query, tags=tags, category=category, priority=priority, limit=limit)
         return [hit.to_dict() for hit in hits]
 
-    @server.tool(description=_doc(Vault.store, "Remember something durable (a fact, preference, decision, mistake). "
+    @tool(description=_doc(Vault.store, "Remember something durable (a fact, preference, decision, mistake). "
                                   "Use `supersedes` with the REF of an older memory this one corrects."),
                  annotations=WRITE)
     async def store(category: str, key: str, content: str, priority: str | None = None, tags: list[str] | None = None,
@@ -134,29 +431,29 @@ def build_server(vault: Vault, worker: ThreadPoolExecutor) -> MCPServer:
             "superseded": result.superseded.ref if result.superseded else None,
         }
 
-    @server.tool(description=_doc(Vault.get, "Read one memory in full by REF (an id, category/key, or key)."),
+    @tool(description=_doc(Vault.get, "Read one memory in full by REF (an id, category/key, or key)."),
                  annotations=READ)
     async def show(ref: str) -> dict[str, Any]:
         return (await call(vault.get, ref)).to_dict()
 
-    @server.tool(name="list", description=_doc(Vault.list, "List memories by category, tags or priority."),
+    @tool(name="list", description=_doc(Vault.list, "List memories by category, tags or priority."),
                  annotations=READ)
     async def list_(category: str | None = None, tags: list[str] | None = None, priority: str | None = None,
               unverified: bool = False) -> list[dict[str, Any]]:
         memories = await call(vault.list, category=category, tags=tags, priority=priority, unverified=unverified)
         return [m.to_dict() for m in memories]
 
-    @server.tool(description=_doc(Vault.forget, "Remove a memory that is wrong or no longer wanted (git keeps it). "
+    @tool(description=_doc(Vault.forget, "Remove a memory that is wrong or no longer wanted (git keeps it). "
                                   "Prefer `store` with `supersedes` when correcting; a memory a person verified: ask the user."),
                  annotations=DELETE)
     async def forget(ref: str) -> dict[str, Any]:
         return (await call(vault.forget, ref)).to_dict()
 
-    @server.tool(description=_doc(Vault.expiring, "Memories that expire soon (to renew or let go)."), annotations=READ)
+    @tool(description=_doc(Vault.expiring, "Memories that expire soon (to renew or let go)."), annotations=READ)
     async def expiring(within: str = "7d") -> list[dict[str, Any]]:
         return [m.to_dict() for m in await call(vault.expiring, within)]
 
-    @server.tool(description=_doc(Vault.tags, "Every tag in use, with counts (to reuse tags when storing)."),
+    @tool(description=_doc(Vault.tags, "Every tag in use, with counts (to reuse tags when storing)."),
                  annotations=READ)
     async def tags() -> list[dict[str, Any]]:
         return [{"tag": tag, "count": count} for tag, count in await call(vault.tags)]
@@ -175,7 +472,7 @@ def serve(path: str | None, mind: str | None, watch: bool = True) -> None:
         vault = Vault.open(path, mind, source="agent")
     worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="memfile")  # one thread owns the Vault's files
     try:
-        build_server(vault, worker).run("stdio")
+        anyio.run(serve_stdio, build_server(vault, worker))
     finally:
         worker.submit(vault.close).result()
         worker.shutdown()
