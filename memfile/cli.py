@@ -23,6 +23,10 @@ from .model import Memory, StoreResult, format_datetime
 from .vault import Vault
 
 EXAMPLE_VAULT = "sample_vault"
+#: Commands that list unreadable files themselves: no summary line about them.
+LISTS_UNREADABLE = {"status", "doctor"}
+#: The distribution to install (the name `memfile` on the package index is another project).
+DISTRIBUTION = "memfile-vault"
 #: Commands that run until stopped: they keep Python's cyclic garbage collector.
 LONG_RUNNING = {"watch", "mcp"}
 RUNNING: dict[str, str | None] = {"command": None}  # the command `main` runs (for memfile.__main__)
@@ -43,6 +47,14 @@ class State:
 
 class MemfileGroup(click.Group):
     """Runs a command and translates MemfileError (and surprises) into exit codes."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        for arg in args:
+            try:
+                _check_utf8(arg, "argument")
+            except InvalidInput as exc:
+                raise click.UsageError(str(exc), ctx) from None
+        return super().parse_args(ctx, args)
 
     def invoke(self, ctx: click.Context) -> Any:
         try:
@@ -77,14 +89,37 @@ def _report_debug(ctx: click.Context, exc: BaseException) -> None:
 
 
 def _print_messages(ctx: click.Context) -> None:
+    """Notices, and one line about files that cannot be read (`status` and `doctor` list them)."""
     state = ctx.obj
     if not isinstance(state, State):
         return
     for vault in state.opened:
-        for issue in vault.issues:
-            click.echo(f"memfile: warning: {issue}", err=True)
+        if len(vault.issues) == 1:
+            click.echo(f"memfile: warning: {vault.issues[0]}", err=True)
+        elif vault.issues and ctx.invoked_subcommand not in LISTS_UNREADABLE:
+            click.echo(f"memfile: warning: {len(vault.issues)} files cannot be read and are skipped; "
+                       "see: memfile doctor", err=True)
         for notice in vault.notices:
             click.echo(f"memfile: {notice}", err=True)
+
+
+def _check_utf8(text: str, what: str) -> str:
+    """Refuse text that came from bytes that are not UTF-8 (Python keeps them as lone surrogates)."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        raw = text.encode("utf-8", "surrogateescape") if _escaped_bytes(text) else text.encode("utf-8", "replace")
+        raise InvalidInput(what, raw.decode("ascii", "backslashreplace"), "UTF-8 text (set the terminal to UTF-8)",
+                           reason="it is not valid UTF-8") from None
+    return text
+
+
+def _escaped_bytes(text: str) -> bool:
+    try:
+        text.encode("utf-8", "surrogateescape")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def _json(data: Any) -> None:
@@ -98,13 +133,16 @@ json_option = click.option("--json", "as_json", is_flag=True, help="Print JSON f
 @click.option("--vault", "vault_path", metavar="PATH", help="Vault folder (default: $MEMFILE_VAULT, else the nearest parent with memfile.toml).")
 @click.option("--mind", metavar="NAME", help="Mind to use (default: $MEMFILE_MIND, else default_mind, else the only mind).")
 @click.option("--debug", is_flag=True, help="Show tracebacks on errors.")
-@click.version_option(package_name="memfile", prog_name="memfile")
+@click.version_option(package_name=DISTRIBUTION, prog_name="memfile")
 @click.pass_context
 def main(ctx: click.Context, vault_path: str | None, mind: str | None, debug: bool) -> None:
     """Long-term memory for LLM agents, kept as Markdown files in git.
 
     Example: memfile --vault sample_vault recall
     """
+    for stream in (sys.stdout, sys.stderr):  # a terminal that cannot show a character gets an escape, not an error
+        if hasattr(stream, "reconfigure") and getattr(stream, "errors", "") == "strict":
+            stream.reconfigure(errors="backslashreplace")
     ctx.obj = State(vault_path, mind, debug)
     RUNNING["command"] = ctx.invoked_subcommand
     if ctx.invoked_subcommand not in LONG_RUNNING and gc.isenabled():
@@ -136,8 +174,14 @@ def _read_content(content: str | None) -> str:
         return content  # type: ignore[return-value]
     stream = sys.stdin
     if stream is None or stream.isatty():
-        raise InvalidInput("content", None, "text as the CONTENT argument, or piped on stdin")
-    return stream.read()
+        raise click.UsageError("no CONTENT given: pass the text as the CONTENT argument, or pipe it on stdin "
+                               "(echo TEXT | memfile store CATEGORY KEY)")
+    data = stream.buffer.read() if hasattr(stream, "buffer") else stream.read().encode("utf-8", "surrogateescape")
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise InvalidInput("content", f"stdin (byte {exc.start}: {data[exc.start:exc.start + 1]!r})",
+                           "UTF-8 text", reason="what was piped is not valid UTF-8") from None
 
 
 @main.command()
@@ -330,9 +374,12 @@ def edit(state: State, ref: str, as_json: bool) -> None:
     try:
         click.edit(filename=str(path))
     except click.ClickException as exc:
+        editor = os.environ.get("VISUAL") or os.environ.get("EDITOR")
+        if editor is None:
+            raise InvalidInput("EDITOR", "unset", "the editor to open memories with, e.g. EDITOR=nano memfile edit REF",
+                               reason=f"no editor could be started: {exc.message}") from None
         raise InvalidInput(
-            "EDITOR", os.environ.get("VISUAL") or os.environ.get("EDITOR"),
-            "a command that opens the file and exits with status 0", reason=exc.message,
+            "EDITOR", editor, "a command that opens the file and exits with status 0", reason=exc.message,
         ) from None
     try:
         result = vault.finish_edit(before)
@@ -583,7 +630,8 @@ def last_recall(state: State, as_json: bool) -> None:
 def mcp(state: State, no_watch: bool) -> None:
     """Serve one mind to an agent over the Model Context Protocol (stdio).
 
-    Needs the optional extra: pip install 'memfile[mcp]'. Everything the
+    Needs the optional extra: pip install 'memfile-vault[mcp]' (in a checkout:
+    pip install '.[mcp]'). Everything the
     agent stores is source agent, unverified; it cannot reach other minds.
 
     Example: memfile --vault ~/mind --mind michael mcp
@@ -591,7 +639,8 @@ def mcp(state: State, no_watch: bool) -> None:
     try:
         from .mcp_server import serve
     except ImportError as exc:
-        raise InvalidInput("mcp", str(exc), "the MCP SDK: pip install 'memfile[mcp]'") from None
+        raise InvalidInput("mcp", str(exc), f"the MCP SDK: pip install '{DISTRIBUTION}[mcp]' (in a checkout of "
+                           "memfile: pip install '.[mcp]')") from None
     serve(state.vault_path, state.mind, watch=not no_watch)
 
 

@@ -8,6 +8,7 @@ inherits these methods; faces call them through `Vault`.
 
 from __future__ import annotations
 
+import errno
 import os
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -18,9 +19,28 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from . import fileformat
-from .config import CONFIG_NAME, STATE_DIR, Config, caller_source, load_config, mind_section, render_config
-from .errors import AmbiguousRef, Conflict, GitError, InvalidInput, LockTimeout, MemfileError, NotFound, Refused
-from .files import atomic_write, remove, writer_lock
+from .config import (
+    CONFIG_NAME,
+    STATE_DIR,
+    Config,
+    caller_source,
+    config_with_mind,
+    load_config,
+    render_config,
+    validate_display_name,
+)
+from .errors import (
+    AmbiguousRef,
+    Conflict,
+    FileParseError,
+    GitError,
+    InvalidInput,
+    LockTimeout,
+    MemfileError,
+    NotFound,
+    Refused,
+)
+from .files import atomic_write, writer_lock
 from .index import Index, SyncReport
 from .model import (
     DEFAULT_CONFIDENCE,
@@ -48,6 +68,13 @@ if TYPE_CHECKING:
     from .gitstore import GitStore
 
 UNSET: Any = object()
+
+#: Why an agent's write of a critical memory is refused (critical memories are pinned into every recall).
+AGENT_PRIORITY_CAP = (
+    "an agent can store memories up to priority high, not critical (critical memories are pinned into "
+    "every recall and an agent cannot forget them); store it as high, and a person can raise it with: "
+    "memfile store CATEGORY KEY CONTENT --priority critical"
+)
 
 
 class Writes:
@@ -91,6 +118,7 @@ class Writes:
             Conflict: the mind already exists in that vault.
         """
         validate_mind(mind)
+        validate_display_name(name)  # before anything is made: a bad name leaves no folder, repository or index
         root = Path(path).expanduser().resolve()
         try:
             root.mkdir(parents=True, exist_ok=True)
@@ -99,17 +127,23 @@ class Writes:
         if (root / mind).exists() or (root / mind).is_symlink():
             raise Conflict(f"mind {mind!r} already exists in {root}; open it with: memfile --vault {root} --mind {mind} recall")
         vault = cls(root, mind, load_config(root), caller_source(Source.USER))
-        if not any(root.iterdir()):
-            # A new, empty folder: the whole vault is born in one commit, "init mind NAME".
-            vault._ensure_gitignore()
+        if not vault._git.exists():
+            # The vault is born in one commit, "init mind NAME", of memfile's own files only:
+            # whatever else the folder holds is never committed by memfile's init.
+            found = any(root.iterdir())
+            with _cannot_write(root):
+                vault._ensure_gitignore()
             vault._git.init()
+            if found:
+                vault.notices.append(f"initialized a git repository in {root}; the files already in the folder "
+                                     "were not committed (git add those that belong in the vault)")
         with vault._writing():  # an existing folder without a repository is first committed as found
             config_path = root / CONFIG_NAME
             if not config_path.exists():
                 atomic_write(config_path, render_config(mind, name).encode("utf-8"))
-            elif name:
-                with open(config_path, "a", encoding="utf-8") as handle:
-                    handle.write(mind_section(mind, name))
+            elif name:  # checked to parse before it is written: never a second [minds.MIND] table
+                atomic_write(config_path, config_with_mind(config_path.read_text(encoding="utf-8-sig"), mind, name)
+                             .encode("utf-8"))
             keep = root / mind / ".gitkeep"
             keep.parent.mkdir(parents=True, exist_ok=True)
             keep.touch()
@@ -127,14 +161,17 @@ class Writes:
     @contextmanager
     def _writing(self) -> Iterator[None]:
         """Hold the writer lock; make sure the vault is its own git repository."""
-        with writer_lock(self.root / STATE_DIR / "lock", self.config.lock_timeout), self._ready_to_write():
+        with _cannot_write(self.root), writer_lock(self.root / STATE_DIR / "lock", self.config.lock_timeout), \
+                self._ready_to_write():
             yield
 
     @contextmanager
     def _ready_to_write(self) -> Iterator[None]:
         """For a caller holding the writer lock: make sure the vault is its own git repository, no git
-        operation is half done and no other process writes the index."""
-        ignore_added = self._ensure_gitignore()
+        operation is half done, HEAD is on a branch and no other process writes the index."""
+        self._bases: dict[str, bytes | None] = {}  # see _record_hand_edit
+        with _cannot_write(self.root):
+            ignore_added = self._ensure_gitignore()
         if not self._git.exists():
             self._git.init()
             self._git.commit(["."], "init: record the vault as found")
@@ -145,27 +182,58 @@ class Writes:
             self._git.commit([".gitignore"], f"ignore {STATE_DIR}/ (memfile's local state)")
         if self._index is not None:
             self._index.wait_for_writer()  # fail (exit 4) before writing anything, not after
+        from .sync import recover_interrupted_sync
+
+        self.notices += recover_interrupted_sync(self._git)  # a killed sync's merge, lock or debris
         operation = self._git.unfinished_operation()
         if operation:
             raise GitError(
                 f"the vault's git repository is in the middle of a {operation}; finish it "
                 f"(git {operation} --continue) or abort it (git {operation} --abort), then try again"
             )
-        yield
+        if _detached_head(self.root, self._git):
+            raise GitError(
+                f"the vault's git repository in {self.root} has a detached HEAD (a commit is checked out, "
+                "not a branch), so a new commit would belong to no branch; nothing was written: get back on "
+                "a branch first (git switch main), then try again"
+            )
+        with _cannot_write(self.root):
+            yield
 
     def _ensure_gitignore(self) -> bool:
         """Make sure .gitignore lists .memfile/; True when it had to be added."""
         path = self.root / ".gitignore"
-        text = path.read_text(encoding="utf-8") if path.exists() else ""
+        if path.is_dir() or path.exists() and not path.is_file():
+            raise Conflict(f"{path} is in the way: it should be git's ignore file (a text file listing "
+                           f"{STATE_DIR}/), but it is a folder or a special file; move it away, then try again")
+        try:
+            text = path.read_text(encoding="utf-8") if path.exists() else ""
+        except UnicodeDecodeError:
+            raise Conflict(f"{path} is not UTF-8 text; memfile must add {STATE_DIR}/ to it: fix its encoding, "
+                           "then try again") from None
         if f"{STATE_DIR}/" in (line.strip() for line in text.splitlines()):
             return False
         atomic_write(path, (text + ("\n" if text and not text.endswith("\n") else "") + f"{STATE_DIR}/\n").encode("utf-8"))
         return True
 
-    def _record_hand_edit(self, memory: Memory) -> None:
-        """Commit the file as it is on disk when it differs from git, so that version stays in history."""
-        if self._git.is_changed(memory.path):
-            self._git.commit([memory.path], f"record hand edit of {memory.ref}\n\nmind: {self.mind}")
+    def _record_hand_edit(self, memory: Memory) -> bytes | None:
+        """Commit the file as it is on disk when it differs from git, so that version stays in history.
+
+        Returns:
+            The file's bytes as committed (None: it is gone), which the write to come is based on:
+            `_apply_all` replaces the file only while it still holds them (see memfile.swap).
+        """
+        path = safe_path(self.root, memory.path, self.mind)
+        for _ in range(3):
+            data = _read_or_none(path)
+            if self._git.is_changed(memory.path):
+                self._git.commit([memory.path], f"record hand edit of {memory.ref}\n\nmind: {self.mind}")
+            if _read_or_none(path) == data:  # no save between the read and the commit: these bytes are in git
+                break
+        else:
+            raise Conflict(f"{memory.path} keeps changing on disk; wait until it is saved, then try again")
+        self._bases[memory.path] = data
+        return data
 
     def _commit(self, relpath: str, verb: str, ref: str, source: Source) -> str | None:
         return self._git.commit([relpath], f"{verb} {ref} ({source})\n\nmind: {self.mind}")
@@ -177,16 +245,25 @@ class Writes:
     def _apply_all(self, changes: list[tuple[str, bytes | None]], subject: str) -> str | None:
         """Write (or, with None, remove) memory files and commit them together.
 
-        When the commit fails every file is put back as it was, so a change is
-        either on disk and in git, or in neither.
+        Each file is replaced only while it holds the bytes the change was based on
+        (`_record_hand_edit`; a file never read must not exist): a person's save that
+        lands meanwhile is kept and the write raises `EditedMeanwhile`. When the
+        commit fails every file is put back as it was, so a change is either on disk
+        and in git, or in neither.
         """
+        from .swap import put
+
         paths = [(relpath, safe_path(self.root, relpath, self.mind)) for relpath, _ in changes]
-        before = [path.read_bytes() if path.exists() else None for _, path in paths]
-        for (_, path), (_, data) in zip(paths, changes, strict=True):
-            if data is None:
-                remove(path)
-            else:
-                atomic_write(path, data)
+        for relpath, data in changes:
+            if data is not None:
+                _readable(data, relpath)
+        before: list[bytes | None] = []
+        try:
+            for (relpath, path), (_, data) in zip(paths, changes, strict=True):
+                before.append(put(path, relpath, data, self._bases.get(relpath)))
+        except BaseException:
+            self._put_back(paths[: len(before)], changes, before)  # what was written before the refusal
+            raise
         relpaths = [relpath for relpath, _ in paths]
         # git commits in its own process while this one updates the index: the two overlap on two cores.
         from concurrent.futures import ThreadPoolExecutor  # only a write needs a thread
@@ -201,16 +278,24 @@ class Writes:
             try:
                 sha = commit.result()
             except GitError:
-                for (relpath, path), old in zip(paths, before, strict=True):
-                    if old is None:
-                        path.unlink(missing_ok=True)
-                    else:
-                        atomic_write(path, old)
+                self._put_back(paths, changes, before)
+                for relpath in relpaths:
                     self._git.unstage(relpath)
                 self._resync(relpaths)
                 raise
         self._autosync()
         return sha
+
+    def _put_back(self, paths: list[tuple[str, Path]], changes: list[tuple[str, bytes | None]],
+                  before: list[bytes | None]) -> None:
+        """Undo written changes (newest first); a file saved by someone meanwhile keeps their save."""
+        from .swap import EditedMeanwhile, put
+
+        for (relpath, path), (_, data), old in reversed(list(zip(paths, changes, before))):
+            try:
+                put(path, relpath, old, data)
+            except EditedMeanwhile:
+                pass
 
     def _resync(self, relpaths: list[str]) -> None:
         """Best effort: the index back in line with files just put back (else the next command does it)."""
@@ -287,6 +372,14 @@ class Writes:
             raise InvalidInput("content", content, "non-empty text")
         if "\x00" in content:
             raise InvalidInput("content", "text with a NUL character", "text without NUL characters")
+        for name, text in (("content", content), *(("tag", tag) for tag in tags or () if isinstance(tags, list | tuple))):
+            if isinstance(text, str) and not text.isascii():
+                try:
+                    text.encode("utf-8")
+                except UnicodeEncodeError as exc:
+                    raise InvalidInput(name, text.encode("utf-8", "backslashreplace").decode("ascii", "replace")[:80],
+                                       "UTF-8 text", reason=f"character {exc.start} is a lone surrogate, "
+                                       "which is not valid UTF-8") from None
         content = content.replace("\r\n", "\n").strip()
         if len(content.encode("utf-8")) > fileformat.MAX_FILE_BYTES - 64 * 1024:
             raise InvalidInput("content", f"{len(content.encode('utf-8'))} bytes", "text of at most 10 MB")
@@ -297,6 +390,8 @@ class Writes:
         effective = parse_source(source) if source is not None else self.actor
         if self.actor is Source.AGENT and effective is Source.USER:
             raise Refused("an agent cannot store a memory as source user; store it as source agent")
+        if self.actor is Source.AGENT and new_priority is Priority.CRITICAL:
+            raise Refused(AGENT_PRIORITY_CAP)
         request = {
             "category": category.value, "key": key, "content": content, "now": now.isoformat(),
             "priority": new_priority.value if new_priority else None, "tags": new_tags,
@@ -307,8 +402,9 @@ class Writes:
         from . import batch  # here, like the git half's modules: reads never need it
 
         state = self.root / STATE_DIR
-        return batch.submit(state / "lock", state / "queue" / self.mind, self.config.lock_timeout, request,
-                            self._store_holding_lock)
+        with _cannot_write(self.root):
+            return batch.submit(state / "lock", state / "queue" / self.mind, self.config.lock_timeout, request,
+                                self._store_holding_lock)
 
     def _store_holding_lock(self, own: dict[str, Any] | None, ticket: batch.Ticket | None) -> StoreResult:
         """Store `own` (or this process's queued `ticket`) and the stores queued by other processes,
@@ -338,7 +434,28 @@ class Writes:
             raise Conflict(f"the store queue in {self.root / STATE_DIR / 'queue'} lost this store's request; try again")
 
     def _store_batch(self, requests: list[dict[str, Any]]) -> list[StoreResult | Exception]:
-        """Store several requests (see batch.joins) in one commit; each one's result or failure."""
+        """Store several requests (see batch.joins) in one commit; each one's result or failure.
+
+        A file saved by hand while the stores were prepared is kept; the stores are then
+        prepared again from it (recording it in history first), a few times at most.
+        """
+        from .swap import EditedMeanwhile
+
+        for _ in range(2):
+            try:
+                return self._store_batch_once(requests)
+            except EditedMeanwhile:
+                continue
+        try:
+            return self._store_batch_once(requests)
+        except EditedMeanwhile as exc:
+            return [exc for _ in requests]
+
+    def _store_batch_once(self, requests: list[dict[str, Any]]) -> list[StoreResult | Exception]:
+        """`_store_batch`, once; raises EditedMeanwhile when a file changed under the commit's writes."""
+        from .swap import EditedMeanwhile
+
+        self._bases = {}
         results: list[StoreResult | Exception | None] = [None] * len(requests)
         prepared = []
         for n, request in enumerate(requests):
@@ -356,6 +473,8 @@ class Writes:
             subject += f", superseding {superseded[0]}" if superseded else ""
             try:
                 sha = self._apply_all(changes, subject)
+            except EditedMeanwhile:
+                raise
             except Exception as exc:  # noqa: BLE001 - every store of the commit failed with it
                 for n, *_ in prepared:
                     results[n] = exc
@@ -413,6 +532,8 @@ class Writes:
             )
             created = True
             changes = [(relpath, fileformat.serialize(memory).encode("utf-8"))]
+        for relpath, data in changes:
+            _readable(data, relpath, field="content")
         superseded = None
         if old is not None:
             superseded = replace(old, status=Status.SUPERSEDED, superseded_by=memory.id, id_derived=False)
@@ -420,7 +541,9 @@ class Writes:
                 changes.append((old.path, self._rewritten(old, superseded)))
         if not changes and self._git.is_changed(memory.path):
             # A store that wrote this very file but died before its commit: commit it now.
-            changes = [(memory.path, safe_path(self.root, memory.path, self.mind).read_bytes())]
+            data = safe_path(self.root, memory.path, self.mind).read_bytes()
+            self._bases[memory.path] = data
+            changes = [(memory.path, data)]
         return memory, created, changes, superseded
 
     def _updated(
@@ -478,6 +601,9 @@ class Writes:
                 return StoreResult(memory, created=False, changed=False, notices=tuple(self.notices))
             if self.actor is Source.AGENT and memory.verified:
                 raise Refused(f"{memory.ref} was verified by a person, so an agent cannot change it; ask the user")
+            if self.actor is Source.AGENT and memory.priority is Priority.CRITICAL:
+                raise Refused(f"{memory.ref} is critical, so only a person can bring it back into recall; ask the user "
+                              f"(memfile reactivate {memory.ref})")
             new = replace(memory, status=Status.ACTIVE, superseded_by=None, id_derived=False)
             sha = self._rewrite(memory, new, "reactivate", self.actor)
             return StoreResult(new, created=False, changed=True, commit=sha, notices=tuple(self.notices))
@@ -584,3 +710,65 @@ class Writes:
                 after = stamped
             sha = self._commit(before.path, "edit", after.ref, Source.USER)
             return StoreResult(after, created=False, changed=True, commit=sha, notices=tuple(self.notices))
+
+
+@contextmanager
+def _cannot_write(root: Path) -> Iterator[None]:
+    """The file system refusing a write (read-only, full, a file where a folder must be) as a clear error."""
+    try:
+        yield
+    except OSError as exc:
+        reason = _WHY_NOT.get(exc.errno or 0)
+        if reason is None:
+            raise
+        where = f" ({exc.filename})" if exc.filename else ""
+        raise Conflict(f"memfile cannot write in the vault {root}{where}: {reason}; nothing was changed") from None
+
+
+_WHY_NOT = {
+    errno.EACCES: "permission denied (make the vault writable, or run as its owner)",
+    errno.EPERM: "the operation is not permitted there",
+    errno.EROFS: "the file system is read-only (reads still work)",
+    errno.ENOSPC: "the disk is full (free some space, then try again)",
+    errno.EDQUOT: "the disk quota is exceeded",
+    errno.ENOTDIR: "a file is in the way where memfile needs a folder (move that file away)",
+    errno.EEXIST: "a file is in the way where memfile needs a folder (move that file away)",
+    errno.EISDIR: "a folder is in the way where memfile needs a file (move that folder away)",
+}
+
+
+def _detached_head(root: Path, git: GitStore) -> bool:
+    """Whether HEAD names a commit rather than a branch (read from .git/HEAD; git asked for anything else)."""
+    try:
+        return not (root / ".git" / "HEAD").read_text(encoding="utf-8").startswith("ref: ")
+    except (OSError, UnicodeDecodeError):  # a worktree's or a submodule's .git file
+        try:
+            git.branch()
+        except GitError:
+            return True
+        return False
+
+
+def _read_or_none(path: Path) -> bytes | None:
+    try:
+        return path.read_bytes()
+    except FileNotFoundError:
+        return None
+
+
+def _readable(data: bytes, relpath: str, field: str | None = None) -> None:
+    """Refuse to write a file memfile could not read back (and would then skip as unreadable).
+
+    Raises:
+        InvalidInput: naming `field` when given (what the caller passed), else the file.
+    """
+    try:
+        fileformat.parse(data, relpath, utc_now())
+    except FileParseError as exc:
+        line = f" on line {exc.line}" if exc.line else ""
+        raise InvalidInput(
+            field or "memory file", relpath,
+            "text memfile can read back: no git conflict-marker lines (<<<<<<< ... >>>>>>>), "
+            f"at most {fileformat.MAX_FILE_BYTES // 2**20} MB with its tags and front-matter",
+            reason=f"the file would be unreadable{line}: {exc.reason}",
+        ) from None

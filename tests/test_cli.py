@@ -699,7 +699,7 @@ def test_a_read_ends_its_process_at_once_with_all_its_output_and_its_exit_code(r
     whole = subprocess.run([*command, "recall"], capture_output=True, text=True, timeout=60)
     assert whole.returncode == 0 and whole.stderr == ""
     assert whole.stdout == ok(in_vault(root, "recall")).stdout  # every byte, as the in-process command gives
-    assert json.loads((root / ".memfile" / "last_recall.json").read_text(encoding="utf-8"))["total"] == 60
+    assert Vault.open(root).last_recall()["total"] == 60
     missing = subprocess.run([*command, "show", "fact/nowhere"], capture_output=True, text=True, timeout=60)
     assert missing.returncode == 3 and "nowhere" in missing.stderr and "Traceback" not in missing.stderr
     bad = subprocess.run([*command, "search", "--limit", "0", "memory"], capture_output=True, text=True, timeout=60)
@@ -855,14 +855,14 @@ def test_a_store_that_died_before_its_commit_is_committed_by_the_retry(root: Pat
     assert git(root, "status", "--porcelain").strip() == ""
 
 
-def test_init_in_a_folder_with_files_commits_them_first(tmp_path: Path) -> None:
+def test_init_in_a_folder_with_files_commits_only_its_own(tmp_path: Path) -> None:
     folder = tmp_path / "notes"
     write(folder / "michael" / "identity" / "user_name.md", "Michael Schäfer\n")
     result = ok(run("init", folder, "--mind", "bob"))
-    assert "initialized a git repository" in result.stderr
-    assert git(folder, "status", "--porcelain").strip() == ""
-    assert "Michael Schäfer" in git(folder, "log", "-p")
-    assert git(folder, "log", "--format=%s").splitlines() == ["init mind bob", "init: record the vault as found"]
+    assert "initialized a git repository" in result.stderr and "were not committed" in result.stderr
+    assert git(folder, "status", "--porcelain").strip() == "?? michael/"
+    assert "Michael Schäfer" not in git(folder, "log", "-p")
+    assert git(folder, "log", "--format=%s").splitlines() == ["init mind bob"]
 
 
 def test_a_file_with_an_out_of_range_date_is_skipped(root: Path) -> None:

@@ -1,0 +1,172 @@
+"""Putting a memory file in place without losing a save that lands at the same moment.
+
+A write decides what to write from the bytes it read (`expected`). A person's
+editor may save the same file between that read and the write: by renaming a
+temp file over it (vim, VS Code, JetBrains) or by writing into it. A plain
+rename over the path would drop that save without a trace. `put` instead
+swaps the new file in and looks at what it displaced, in one step where the
+system allows it (Linux `renameat2(RENAME_EXCHANGE)`): whatever was there is
+in hand. When that is not what the write was based on, the save goes back in
+place and `EditedMeanwhile` tells the caller to look again.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+from pathlib import Path
+
+from .errors import Conflict
+from .files import TEMP_PREFIX, fsync_dir
+
+_RENAME_NOREPLACE, _RENAME_EXCHANGE = 1, 2
+_AT_FDCWD = -100
+_UNSUPPORTED = (errno.EINVAL, errno.ENOSYS, errno.EOPNOTSUPP, errno.ENOTSUP, errno.EPERM, errno.EXDEV)
+
+
+class EditedMeanwhile(Conflict):
+    """The file changed on disk after the write read it: the change is kept, nothing was written."""
+
+    def __init__(self, relpath: str) -> None:
+        self.relpath = relpath
+        super().__init__(
+            f"{relpath} was changed on disk while memfile was writing it; that change is kept as it is "
+            "and nothing was written; run the command again"
+        )
+
+
+def put(path: Path, relpath: str, data: bytes | None, expected: bytes | None) -> bytes | None:
+    """Make `path` hold `data` (None: remove it) when it holds `expected` (None: when it does not exist).
+
+    Returns:
+        What was there before (equal to `expected`).
+
+    Raises:
+        EditedMeanwhile: the file held something else; it is left (or put back) as it was.
+    """
+    if data is None:
+        return _remove(path, relpath, expected)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = _temp_file(path, data)
+    try:
+        if expected is None:
+            _create(tmp, path, relpath)
+            displaced = None
+        else:
+            displaced = _replace(tmp, path, relpath, expected, data)
+    finally:
+        tmp.unlink(missing_ok=True)
+    fsync_dir(path.parent)
+    return displaced
+
+
+def _temp_file(path: Path, data: bytes) -> Path:
+    tmp = path.parent / f"{TEMP_PREFIX}{path.name}.{os.urandom(6).hex()}"
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    return tmp
+
+
+def _create(tmp: Path, path: Path, relpath: str) -> None:
+    """`tmp` to `path`, never over a file that appeared there meanwhile."""
+    try:
+        os.link(tmp, path)
+    except FileExistsError:
+        raise EditedMeanwhile(relpath) from None
+    except OSError as exc:
+        if exc.errno not in _UNSUPPORTED:  # a file system without hard links
+            raise
+        if path.exists() or path.is_symlink():
+            raise EditedMeanwhile(relpath) from None
+        os.replace(tmp, path)
+
+
+def _replace(tmp: Path, path: Path, relpath: str, expected: bytes, data: bytes) -> bytes:
+    """Swap `tmp` (the new bytes) with `path`; a save found displaced goes back in place."""
+    swapped = exchange(tmp, path)
+    if swapped is None:  # this system cannot swap: look just before the rename
+        if _read(path) != expected:
+            raise EditedMeanwhile(relpath)
+        os.replace(tmp, path)
+        return expected
+    if not swapped:  # the file is gone (a save in the middle of renaming): look again later
+        raise EditedMeanwhile(relpath)
+    displaced = tmp.read_bytes()
+    if displaced == expected:
+        return displaced
+    # Someone saved between our read and the swap: their bytes go back. If they saved once more
+    # after the swap, that newest save stays (the one in between was theirs too, and older).
+    exchange(tmp, path)
+    if tmp.read_bytes() != data:
+        exchange(tmp, path)
+    raise EditedMeanwhile(relpath)
+
+
+def _remove(path: Path, relpath: str, expected: bytes | None) -> bytes | None:
+    aside = path.parent / f"{TEMP_PREFIX}{path.name}.{os.urandom(6).hex()}.old"
+    try:
+        os.rename(path, aside)
+    except FileNotFoundError:
+        if expected is not None:
+            raise EditedMeanwhile(relpath) from None
+        return None
+    displaced = aside.read_bytes()
+    if displaced != expected:
+        try:
+            os.link(aside, path)  # back in place, unless a newer save is there already
+        except FileExistsError:
+            pass
+        aside.unlink()
+        raise EditedMeanwhile(relpath)
+    aside.unlink()
+    fsync_dir(path.parent)
+    return displaced
+
+
+def exchange(one: Path, other: Path) -> bool | None:
+    """Swap two paths in one step: True when done, False when `other` does not exist, None where unsupported."""
+    renameat2 = _renameat2()
+    if renameat2 is None:
+        return None
+    import ctypes
+
+    if renameat2(_AT_FDCWD, os.fsencode(one), _AT_FDCWD, os.fsencode(other), _RENAME_EXCHANGE) == 0:
+        return True
+    code = ctypes.get_errno()
+    if code == errno.ENOENT:
+        return False
+    if code in _UNSUPPORTED:
+        return None
+    raise OSError(code, os.strerror(code), str(other))
+
+
+_LIBC: list[object] = []
+
+
+def _renameat2() -> object | None:
+    """glibc's renameat2 (Linux 3.15+, glibc 2.28+), or None."""
+    if not _LIBC:
+        try:
+            import ctypes
+
+            function = ctypes.CDLL(None, use_errno=True).renameat2
+            function.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_uint]
+            function.restype = ctypes.c_int
+            _LIBC.append(function)
+        except (OSError, AttributeError):
+            _LIBC.append(None)
+    return _LIBC[0]  # type: ignore[return-value]
+
+
+def _read(path: Path) -> bytes | None:
+    try:
+        return path.read_bytes()
+    except FileNotFoundError:
+        return None
