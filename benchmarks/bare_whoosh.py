@@ -2,6 +2,7 @@
 
     python benchmarks/bare_whoosh.py build INDEX_FOLDER MIND_FOLDER   # index every *.md body (stock analyzer)
     python benchmarks/bare_whoosh.py search INDEX_FOLDER WORD...      # print the paths of the 10 best
+    python benchmarks/bare_whoosh.py --smoke                          # build and search 3 files in a temp folder
 
 `bench_index.py` times `search` as a fresh process next to `rg` and `memfile search`, on the
 same vault and words: what any program that answers from a Whoosh index in a new Python process
@@ -12,7 +13,9 @@ parser by making an OR of the analysed words itself.
 
 from __future__ import annotations
 
+import shutil
 import sys
+import tempfile
 from pathlib import Path
 
 
@@ -44,7 +47,25 @@ def search(index_folder: Path, words: list[str]) -> list[str]:
         return [hit["path"] for hit in searcher.search(Or(terms), limit=10)]
 
 
+def smoke() -> int:
+    """Build an index of three memories in a temp folder and search it: 0 when the right one is found."""
+    work = Path(tempfile.mkdtemp(prefix="bare-whoosh-smoke-"))
+    try:
+        mind = work / "mind"
+        for name, body in (("a", "the billing service"), ("b", "deployment pipeline notes"), ("c", "lunch")):
+            (mind / "note").mkdir(parents=True, exist_ok=True)
+            (mind / "note" / f"{name}.md").write_text(f"---\nkey: {name}\n---\n{body}\n", encoding="utf-8")
+        count = build(work / "index", mind)
+        found = search(work / "index", ["pipeline"])
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    print(f"smoke: indexed {count} files, found {found}")
+    return 0 if count == 3 and found == ["note/b.md"] else 1
+
+
 def main(argv: list[str]) -> int:
+    if argv == ["--smoke"]:
+        return smoke()
     if len(argv) >= 3 and argv[0] == "build":
         print(f"indexed {build(Path(argv[1]), Path(argv[2]))} files")
         return 0

@@ -4,6 +4,7 @@ Run from the project root (one command):
 
     python benchmarks/bench_git.py                  # 10,000 memories, 100 versions, 5 runs
     python benchmarks/bench_git.py --runs 3 --keep --json-out git.json
+    python benchmarks/bench_git.py --smoke          # once, at 50 memories and 3 versions: does it still run?
 
 Setup (untimed, in a temp folder deleted at the end; `--keep` keeps it): a vault of
 `--size` memories from ../shared/bench/make_vault.py, made a git repository on `main`
@@ -47,24 +48,22 @@ plain git commands get one with `-c user.name=... -c user.email=...`.
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import json
 import os
 import platform
 import re
 import shutil
-import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Any
 
-from common import fmt_ms, installed_memfile, p50, p95, print_columns
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # common.py's folder; PYTHONSAFEPATH=1 leaves it out
+from common import (  # noqa: E402
+    MEMFILE, MIND, TIMING_COLUMNS, Table, bench_env, make_vault, memfile_commit, parse_args, run, say, timed,
+    timing_label,
+)
 
-ROOT = Path(__file__).resolve().parent.parent
-MAKE_VAULT = ROOT.parent / "shared" / "bench" / "make_vault.py"
-MIND = "bench"
 TARGET_SIZE = 10_000
 TARGET_VERSIONS = 100
 SYNC_TARGET_S = 2.0
@@ -74,63 +73,6 @@ IDENTITY = ["-c", "user.name=bench", "-c", "user.email=bench@localhost"]
 SYNCED = re.compile(r"(\d+) commits in \((\d+) memory files changed\), (\d+) commits out")
 
 
-# --- measuring ----------------------------------------------------------------
-
-def run(argv: list[str], env: dict[str, str], cwd: Path | None = None) -> tuple[float, str]:
-    """Run a process to the end; (wall seconds, stdout). Any failure stops the benchmark."""
-    start = time.perf_counter()
-    proc = subprocess.run(argv, env=env, cwd=cwd, capture_output=True, text=True)
-    took = time.perf_counter() - start
-    if proc.returncode != 0:
-        raise SystemExit(f"failed ({proc.returncode}): {' '.join(argv)}\n{proc.stdout[-2000:]}{proc.stderr[-2000:]}")
-    return took, proc.stdout
-
-
-def timed(argv: list[str], env: dict[str, str], runs: int) -> list[float]:
-    run(argv, env)  # warm-up
-    return [run(argv, env)[0] for _ in range(runs)]
-
-
-# --- the table --------------------------------------------------------------------
-
-ROWS: list[dict[str, Any]] = []
-
-
-def row(figure: str, size: int | None, times: list[float], *, p95_too: bool = True,
-        baseline: str | None = None, base: list[float] | None = None,
-        limit_s: float | None = None, target: str = "", note: str = "") -> dict[str, Any]:
-    r: dict[str, Any] = {"figure": figure, "size": size, "n": len(times), "p50_ms": p50(times) * 1000,
-                         "p95_ms": p95(times) * 1000 if p95_too else None,
-                         "baseline": baseline, "baseline_p50_ms": p50(base) * 1000 if base else None,
-                         "baseline_p95_ms": p95(base) * 1000 if base else None,
-                         "target": target or None, "limit_ms": limit_s * 1000 if limit_s is not None else None,
-                         "note": note or None}
-    if r["baseline_p50_ms"]:
-        r["ratio"] = r["p50_ms"] / r["baseline_p50_ms"]
-    if limit_s is None:
-        r["result"] = "info"
-    else:
-        r["result"] = "PASS" if r["p50_ms"] <= limit_s * 1000 else "MISS"
-        r["over_ms"] = max(0.0, r["p50_ms"] - limit_s * 1000)
-    ROWS.append(r)
-    print(f"  {figure} (N={size or '-'}): p50 {r['p50_ms']:,.1f} ms"
-          + (f", p95 {r['p95_ms']:,.1f} ms" if p95_too else "")
-          + (f"; {baseline} {r['baseline_p50_ms']:,.1f} ms" if base else "")
-          + (f"; target {target}: {r['result']}" if limit_s is not None else ""), flush=True)
-    return r
-
-
-def print_table() -> None:
-    head = ("figure", "N", "runs", "p50 ms", "p95 ms", "baseline", "base ms", "x base", "target", "result")
-    lines = []
-    for r in ROWS:
-        lines.append((r["figure"], f"{r['size']:,}" if r["size"] else "-", str(r["n"]), fmt_ms(r["p50_ms"]),
-                      fmt_ms(r["p95_ms"]), r["baseline"] or "-", fmt_ms(r["baseline_p50_ms"]),
-                      f"{r['ratio']:.2f}" if r.get("ratio") else "-", r["target"] or "-",
-                      r["result"] + (f" (+{fmt_ms(r['over_ms'])} ms)" if r.get("over_ms") else "")))
-    print_columns(head, lines, {1, 2, 3, 4, 6, 7}, [f"  {r['figure']} (N={r['size'] or '-'}): {r['note']}" for r in ROWS if r.get("note")])
-
-
 # --- the vaults ---------------------------------------------------------------------
 
 class Setup:
@@ -138,17 +80,14 @@ class Setup:
 
     def __init__(self, work: Path, env: dict[str, str], size: int, seed: int) -> None:
         self.env = env
-        self.memfile = [sys.executable, "-m", "memfile"]
+        self.memfile = MEMFILE
         self.vault = work / "vault"  # the first machine: every timed sync runs here
         self.clone = work / "clone"  # the second machine: its changes come in
         self.bare = work / "remote.git"
         self.plain_bare = work / "plain.git"
         self.plain_a = work / "plain-a"  # the baseline's first machine (timed)
         self.plain_b = work / "plain-b"
-        start = time.perf_counter()
-        run([sys.executable, str(MAKE_VAULT), "--n", str(size), "--seed", str(seed), "--out", str(self.vault),
-             "--mind", MIND], env)
-        print(f"  generated {size:,} memories in {time.perf_counter() - start:.1f} s", flush=True)
+        say(f"  generated {size:,} memories in {make_vault(self.vault, size, env, seed=seed):.1f} s")
         start = time.perf_counter()
         if not (self.vault / ".git").exists():  # make_vault leaves git to us (its --git picks no branch name)
             self.git(self.vault, "init", "-q", "-b", "main")
@@ -162,7 +101,7 @@ class Setup:
         self.git(None, "clone", "-q", "--bare", str(self.bare), str(self.plain_bare))
         self.git(None, "clone", "-q", str(self.plain_bare), str(self.plain_a))
         self.git(None, "clone", "-q", str(self.plain_bare), str(self.plain_b))
-        print(f"  git repositories, remotes, clones and first syncs in {time.perf_counter() - start:.1f} s", flush=True)
+        say(f"  git repositories, remotes, clones and first syncs in {time.perf_counter() - start:.1f} s")
 
     def git(self, repo: Path | None, *args: str) -> str:
         return run(["git", *IDENTITY, *(["-C", str(repo)] if repo else []), *args], self.env)[1]
@@ -251,9 +190,9 @@ def counts_note(counts: list[tuple[int, int, int]]) -> str:
 
 # --- the benchmark ------------------------------------------------------------------
 
-def bench_sync(s: Setup, args: argparse.Namespace) -> None:
+def bench_sync(s: Setup, args: argparse.Namespace, table: Table) -> None:
     size = args.size
-    print(f"\n== sync, {size:,} memories ==", flush=True)
+    say(f"\n== sync, {size:,} memories ==")
     on_target = size == TARGET_SIZE
     target = f"<= {SYNC_TARGET_S:g} s" if on_target else ""
     limit = SYNC_TARGET_S if on_target else None
@@ -274,9 +213,11 @@ def bench_sync(s: Setup, args: argparse.Namespace) -> None:
     for local, figure in ((False, "memfile sync: came in (process)"),
                           (True, "memfile sync: came in + went out (process)")):
         mf_times, counts, kinds, git_times = results[local]
-        row(figure, size, mf_times, baseline="git fetch+merge+push", base=git_times, limit_s=limit, target=target,
-            note=counts_note(counts) + "; HEAD after: " + ", ".join(f"{kinds.count(k)} {k}" for k in sorted(set(kinds)))
-            + "; baseline: the same change in a plain-git pair, three git processes")
+        table.timing(figure, size, mf_times, baseline="git fetch+merge+push", base=git_times, limit_s=limit,
+                     target=target,
+                     note=counts_note(counts) + "; HEAD after: "
+                     + ", ".join(f"{kinds.count(k)} {k}" for k in sorted(set(kinds)))
+                     + "; baseline: the same change in a plain-git pair, three git processes")
     same_times, same_counts, problems = [], [], []
     for i in range(args.runs):
         took, count, problem = s.memfile_sync_same_memory(str(i))
@@ -284,17 +225,17 @@ def bench_sync(s: Setup, args: argparse.Namespace) -> None:
         same_counts.append(count)
         if problem:
             problems.append(f"run {i}: {problem}")
-    row("memfile sync: same memory both sides (process)", size, same_times, limit_s=limit, target=target,
-        note=counts_note(same_counts) + "; different fields of one memory changed on both sides, so git runs "
-        "memfile's merge driver; plain git would stop on a conflict (updated_at)"
-        + ("; PROBLEMS: " + "; ".join(problems) if problems else "; merged field by field, no conflict"))
+    table.timing("memfile sync: same memory both sides (process)", size, same_times, limit_s=limit, target=target,
+                 note=counts_note(same_counts) + "; different fields of one memory changed on both sides, so git "
+                 "runs memfile's merge driver; plain git would stop on a conflict (updated_at)"
+                 + ("; PROBLEMS: " + "; ".join(problems) if problems else "; merged field by field, no conflict"))
 
 
-def bench_history(s: Setup, args: argparse.Namespace) -> None:
+def bench_history(s: Setup, args: argparse.Namespace, table: Table) -> None:
     from memfile import Vault
 
     size, versions = args.size, args.versions
-    print(f"\n== history, {versions} versions, {size:,} memories ==", flush=True)
+    say(f"\n== history, {versions} versions, {size:,} memories ==")
     vault = Vault.open(s.vault, MIND)
     store_times = []
     for k in range(versions):
@@ -304,7 +245,7 @@ def bench_history(s: Setup, args: argparse.Namespace) -> None:
         store_times.append(time.perf_counter() - start)
         if not result.changed:
             raise SystemExit(f"store {k + 1} of {HISTORY_REF} changed nothing")
-    row("Vault.store in process (making the versions)", size, store_times,
+    table.timing("Vault.store in process (making the versions)", size, store_times,
         note=f"{versions} stores of one memory, each a commit; the setup of the history figures")
     relpath = str(result.memory.path)
     found = vault.history(HISTORY_REF)
@@ -313,12 +254,12 @@ def bench_history(s: Setup, args: argparse.Namespace) -> None:
 
     on_target = size == TARGET_SIZE and versions == TARGET_VERSIONS
     base = timed(["git", "-C", str(s.vault), "log", "--format=%H", "--", relpath], s.env, args.runs)
-    row(f"memfile history REF, {versions} versions (process)", size,
+    table.timing(f"memfile history REF, {versions} versions (process)", size,
         timed([*s.memfile, "--vault", str(s.vault), "--mind", MIND, "history", HISTORY_REF], s.env, args.runs),
         baseline="git log --format=%H -- FILE", base=base,
         limit_s=HISTORY_TARGET_S if on_target else None,
         target=f"<= {HISTORY_TARGET_S * 1000:g} ms" if on_target else "")
-    row("  git log -p -- FILE (process, every version's diff)", size,
+    table.timing("  git log -p -- FILE (process, every version's diff)", size,
         timed(["git", "-C", str(s.vault), "log", "-p", "--format=%H", "--", relpath], s.env, args.runs),
         baseline="git log --format=%H -- FILE", base=base,
         note="what one git process costs to produce every version's change")
@@ -332,8 +273,8 @@ def bench_history(s: Setup, args: argparse.Namespace) -> None:
         vault.memories()
         resolving.append(time.perf_counter() - start)
     vault.close()
-    row(f"Vault.history(ref), {versions} versions (in process)", size, in_process)
-    row("  of which Vault.memories() (REF resolution)", size, resolving,
+    table.timing(f"Vault.history(ref), {versions} versions (in process)", size, in_process)
+    table.timing("  of which Vault.memories() (REF resolution)", size, resolving,
         note="history resolves the REF through every memory of the mind first")
 
 
@@ -344,43 +285,32 @@ def main() -> int:
                         help="versions of the memory whose history is read (default 100)")
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--keep", action="store_true", help="keep the vaults and repositories (their folder is printed)")
+    parser.add_argument("--keep", action="store_true",
+                        help="keep the vaults and repositories (their folder is printed)")
     parser.add_argument("--json-out", type=Path, help="also write the JSON blob to this file")
-    args = parser.parse_args()
-    if importlib.util.find_spec("memfile") is None:
-        raise SystemExit(f"memfile is not importable by {sys.executable}; run with the project's venv")
-    installed_memfile()
-    # for every process and for the in-process Vault calls alike
-    os.environ.update(GIT_CONFIG_GLOBAL=os.devnull, GIT_CONFIG_NOSYSTEM="1")
-    for name in ("MEMFILE_VAULT", "MEMFILE_MIND", "MEMFILE_SOURCE"):
-        os.environ.pop(name, None)
-    env = dict(os.environ)
-    git_version = subprocess.run(["git", "--version"], capture_output=True, text=True, env=env).stdout.strip()
-    repo = ["git", "-C", str(ROOT)]
-    commit = subprocess.run([*repo, "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
-    if subprocess.run([*repo, "status", "--porcelain", "--", "memfile"], capture_output=True, text=True).stdout.strip():
-        commit += "+changes"
-    print(f"memfile {commit or '?'}, python {platform.python_version()}, {os.cpu_count()} CPUs, {git_version}, "
-          f"runs {args.runs}", flush=True)
+    args = parse_args(parser, size=50, versions=3, runs=1)
+    env = bench_env()
+    git_version = run(["git", "--version"], env)[1].strip()
+    commit = memfile_commit()
+    say(f"memfile {commit}, python {platform.python_version()}, {os.cpu_count()} CPUs, {git_version}, runs {args.runs}")
+    table = Table(TIMING_COLUMNS, smoke=args.smoke, label=timing_label)
 
     work = Path(tempfile.mkdtemp(prefix="memfile-bench-git-"))
     try:
-        print("\n== setup ==", flush=True)
+        say("\n== setup ==")
         setup = Setup(work, env, args.size, args.seed)
-        bench_sync(setup, args)
-        bench_history(setup, args)
+        bench_sync(setup, args, table)
+        bench_history(setup, args, table)
     finally:
         if args.keep:
             print(f"\nvaults kept in {work}")
         else:
             shutil.rmtree(work, ignore_errors=True)
 
-    print_table()
-    misses = [r for r in ROWS if r["result"] == "MISS"]
-    print(f"\n{sum(r['result'] == 'PASS' for r in ROWS)} PASS, {len(misses)} MISS")
+    table.print()
     blob = json.dumps({"commit": commit, "python": platform.python_version(), "cpus": os.cpu_count(),
                        "git": git_version, "runs": args.runs, "size": args.size, "versions": args.versions,
-                       "seed": args.seed, "rows": ROWS}, indent=2)
+                       "seed": args.seed, "smoke": args.smoke, "rows": table.rows}, indent=2)
     print(blob)
     if args.json_out:
         args.json_out.write_text(blob + "\n", encoding="utf-8")

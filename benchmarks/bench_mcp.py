@@ -4,6 +4,7 @@ Run from the project root (one command):
 
     python benchmarks/bench_mcp.py                     # 10,000 memories, 200 calls of each tool
     python benchmarks/bench_mcp.py --n 2000 --calls 50 --keep --json-out mcp.json
+    python benchmarks/bench_mcp.py --smoke             # once, at 100 memories, 3 calls: does it still run?
 
 What an agent pays per call: the benchmark starts `python -m memfile --vault V --mind bench mcp`
 (the stdio server, with its watcher keeping the index warm) through the official SDK client
@@ -51,57 +52,46 @@ import json
 import os
 import platform
 import shutil
-import statistics
-import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
-from bench_index import QUESTIONS, probe_questions, word_pairs
-from common import fmt_ms, installed_memfile, p50, p95, print_columns
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # common.py's folder; PYTHONSAFEPATH=1 leaves it out
+from common import (  # noqa: E402
+    MIND, QUESTIONS, Column, IndexPeek, Table, bench_env, fmt_ms, fmt_size, make_vault, memfile_commit, parse_args,
+    probe_questions, say, word_pairs,
+)
 
-ROOT = Path(__file__).resolve().parent.parent
-MAKE_VAULT = ROOT.parent / "shared" / "bench" / "make_vault.py"
-MIND = "bench"
 TARGET_P95_S = {10_000: 0.020}  # size -> p95 limit for search and recall through MCP
 BUDGET = 800
 
 
 # --- measuring ----------------------------------------------------------------
 
-ROWS: list[dict[str, Any]] = []
+COLUMNS = [
+    Column("figure", lambda r: r["figure"]),
+    Column("N", lambda r: fmt_size(r["size"]), right=True),
+    Column("calls", lambda r: str(r["n"]), right=True),
+    Column("p50 ms", lambda r: fmt_ms(r["p50_ms"], fine=True), right=True),
+    Column("p95 ms", lambda r: fmt_ms(r["p95_ms"], fine=True), right=True),
+    Column("mean ms", lambda r: fmt_ms(r["mean_ms"], fine=True), right=True),
+    Column("max ms", lambda r: fmt_ms(r["max_ms"], fine=True), right=True),
+    Column("target", lambda r: r["target"] or "-"),
+    Column("result", lambda r: r["result"] + (f" (+{fmt_ms(r['over_ms'], fine=True)} ms)" if r.get("over_ms") else "")),
+]
+TABLE = Table(COLUMNS)
 
 
 def row(figure: str, size: int | None, times: list[float], *, limit_s: float | None = None,
         note: str = "") -> dict[str, Any]:
-    r: dict[str, Any] = {
-        "figure": figure, "size": size, "n": len(times), "p50_ms": p50(times) * 1000,
-        "p95_ms": p95(times) * 1000 if len(times) > 1 else None,
-        "mean_ms": statistics.fmean(times) * 1000 if len(times) > 1 else None,
-        "max_ms": max(times) * 1000,
-        "target": f"p95 <= {limit_s * 1000:g} ms" if limit_s is not None else None,
-        "limit_ms": limit_s * 1000 if limit_s is not None else None, "note": note or None,
-    }
-    if limit_s is None:
-        r["result"] = "info"
-    else:
-        r["result"] = "PASS" if r["p95_ms"] <= limit_s * 1000 else "MISS"
-        r["over_ms"] = max(0.0, r["p95_ms"] - limit_s * 1000)
-    ROWS.append(r)
-    print(f"  {figure}: p50 {r['p50_ms']:,.2f} ms"
-          + (f", p95 {r['p95_ms']:,.2f} ms, mean {r['mean_ms']:,.2f} ms" if r["p95_ms"] is not None else "")
-          + (f"; target {r['target']}: {r['result']}" if limit_s is not None else ""), flush=True)
+    """A row of times; with `limit_s`, judged on p95 (one time: p95, mean are not shown)."""
+    r = TABLE.timing(figure, size, times, p95_too=len(times) > 1, limit_s=limit_s, judge="p95",
+                     target=f"p95 <= {limit_s * 1000:g} ms" if limit_s is not None else "", note=note)
+    if len(times) == 1:
+        r["mean_ms"] = None
     return r
-
-
-def print_table() -> None:
-    head = ("figure", "N", "calls", "p50 ms", "p95 ms", "mean ms", "max ms", "target", "result")
-    lines = [(r["figure"], f"{r['size']:,}" if r["size"] else "-", str(r["n"]), fmt_ms(r["p50_ms"], fine=True),
-              fmt_ms(r["p95_ms"], fine=True), fmt_ms(r["mean_ms"], fine=True), fmt_ms(r["max_ms"], fine=True), r["target"] or "-",
-              r["result"] + (f" (+{fmt_ms(r['over_ms'], fine=True)} ms)" if r.get("over_ms") else "")) for r in ROWS]
-    print_columns(head, lines, {1, 2, 3, 4, 5, 6}, [f"  {r['figure']}: {r['note']}" for r in ROWS if r.get("note")])
 
 
 # --- the benchmark ------------------------------------------------------------------
@@ -139,12 +129,10 @@ async def wait_for_watcher(vault: Path, timeout: float) -> float:
     """Seconds until the server's watcher vouches for the index (its lock held and its clean marker written)."""
     import anyio
 
-    from memfile.files import lock_holder
-
-    state = vault / ".memfile"
+    peek = IndexPeek(vault, MIND)
     start = time.perf_counter()
     while time.perf_counter() - start < timeout:
-        if (state / f"watch-{MIND}.clean").exists() and lock_holder(state / f"watch-{MIND}.lock") is not None:
+        if peek.vouching():
             return time.perf_counter() - start
         await anyio.sleep(0.05)
     raise SystemExit(f"the server's watcher did not vouch for the index within {timeout:g} s")
@@ -219,7 +207,8 @@ async def in_process(args: argparse.Namespace, vault: Path, queries: list[str], 
 
     v = Vault.open(vault, MIND, source="agent")
     try:
-        assert v._watcher_vouches(), "the server's watcher should vouch for the index"
+        if not IndexPeek(vault, MIND).vouching():
+            raise SystemExit("the server's watcher should vouch for the index")
         for i in range(args.warmup):
             v.search(queries[i % len(queries)])
             v.recall(BUDGET, query=questions[i % len(questions)])
@@ -256,39 +245,27 @@ def main() -> int:
                         help="critical memories kept (the rest become normal; default 5): recall pins all of them")
     parser.add_argument("--keep", action="store_true", help="keep the generated vaults (their folder is printed)")
     parser.add_argument("--json-out", type=Path, help="also write the JSON result to this file")
-    args = parser.parse_args()
-    if importlib.util.find_spec("memfile") is None:
-        raise SystemExit(f"memfile is not importable by {sys.executable}; run with the project's venv")
+    args = parse_args(parser, n=100, calls=3, warmup=1)
+    TABLE.smoke = args.smoke
     if importlib.util.find_spec("mcp") is None:
         raise SystemExit(f"the MCP SDK is not installed for {sys.executable}: pip install '.[mcp]'")
     import anyio
 
     from memfile import Vault
 
-    installed_memfile()
-    env = dict(os.environ, GIT_CONFIG_GLOBAL=os.devnull, GIT_CONFIG_NOSYSTEM="1")
-    for name in ("MEMFILE_VAULT", "MEMFILE_MIND", "MEMFILE_SOURCE"):
-        env.pop(name, None)
-    os.environ.update(GIT_CONFIG_GLOBAL=os.devnull, GIT_CONFIG_NOSYSTEM="1")  # the in-process Vault too
-    git = ["git", "-C", str(ROOT)]
-    commit = subprocess.run([*git, "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
-    if subprocess.run([*git, "status", "--porcelain", "--", "memfile"], capture_output=True, text=True).stdout.strip():
-        commit += "+changes"
+    env = bench_env()
+    commit = memfile_commit()
     mcp_version = importlib.metadata.version("mcp")
-    print(f"memfile {commit or '?'}, python {platform.python_version()}, mcp {mcp_version}, {os.cpu_count()} CPUs, "
-          f"{args.n:,} memories, {args.calls} calls", flush=True)
+    say(f"memfile {commit}, python {platform.python_version()}, mcp {mcp_version}, {os.cpu_count()} CPUs, "
+        f"{args.n:,} memories, {args.calls} calls")
 
     work = Path(tempfile.mkdtemp(prefix="memfile-bench-mcp-"))
     try:
         vault = work / "vault"
         probes = work / "vault.probes.jsonl"
-        start = time.perf_counter()
-        subprocess.run([sys.executable, str(MAKE_VAULT), "--n", str(args.n), "--seed", str(args.seed), "--out",
-                        str(vault), "--mind", MIND, "--probes", "20", "--probes-out", str(probes)],
-                       check=True, capture_output=True, env=env)
-        print(f"  generated in {time.perf_counter() - start:.1f} s", flush=True)
+        say(f"  generated in {make_vault(vault, args.n, env, seed=args.seed, probes_out=probes):.1f} s")
         demoted = demote_critical(vault / MIND, args.critical)
-        print(f"  {demoted:,} critical memories made normal, {args.critical} kept critical", flush=True)
+        say(f"  {demoted:,} critical memories made normal, {args.critical} kept critical")
         Vault.init(work / "empty", MIND).close()
         queries = [" ".join(pair) for pair in word_pairs(vault / MIND, args.calls, args.seed)]
         questions = probe_questions(probes, 20) + QUESTIONS
@@ -299,13 +276,10 @@ def main() -> int:
         else:
             shutil.rmtree(work, ignore_errors=True)
 
-    print_table()
-    misses = [r for r in ROWS if r["result"] == "MISS"]
-    print(f"\n{sum(r['result'] == 'PASS' for r in ROWS)} PASS, {len(misses)} MISS")
+    TABLE.print()
     blob = {"commit": commit, "python": platform.python_version(), "mcp": mcp_version, "cpus": os.cpu_count(),
             "n": args.n, "calls": args.calls, "warmup": args.warmup, "seed": args.seed, "budget": BUDGET,
-            "critical_kept": args.critical,
-            "rows": ROWS}
+            "critical_kept": args.critical, "smoke": args.smoke, "rows": TABLE.rows}
     text = json.dumps(blob, indent=2)
     print(text)
     if args.json_out:

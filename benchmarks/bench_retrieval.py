@@ -5,9 +5,11 @@ Run from the project root (one command). A full run takes about 10-15 minutes on
 
     python benchmarks/bench_retrieval.py                          # convert LoCoMo into a temp folder, all 1,982 questions
     python benchmarks/bench_retrieval.py --work /tmp/locomo-bench # reuse (or make) a conversion there
-    python benchmarks/bench_retrieval.py --limit-queries 40       # quick smoke run (first 40 questions)
+    python benchmarks/bench_retrieval.py --limit-queries 40       # quick run (first 40 questions)
+    python benchmarks/bench_retrieval.py --smoke                  # one small conversation, 4 questions: does it run?
 
-Data: LoCoMo (snap-research/locomo, CC BY-NC 4.0), converted by ../shared/bench/locomo_to_vault.py
+Data: LoCoMo (snap-research/locomo, CC BY-NC 4.0) in ../shared/bench-data/locomo/ (read-only; a smoke run
+without it says so and exits 0), converted by ../shared/bench/locomo_to_vault.py
 into a vault with one mind per conversation and one memory per dialog turn, plus queries.jsonl
 (the question, its LoCoMo category and the keys of the gold evidence turns). `--work DIR` reuses
 DIR when DIR/queries.jsonl exists, else converts into DIR; without it everything goes to a temp
@@ -36,15 +38,14 @@ p50/p95 per split. If `Vault.recall_items` does not exist yet (or rejects these 
 
 `--limit-queries N` is passed to retrieval_eval, which then scores the first N lines of
 queries.jsonl: with N up to 997 these all come from the tuning conversations, so the held-out
-tables (and the verdict) are empty. It is meant for a smoke run.
+tables (and the verdict) are empty. `--smoke` converts one conversation only (conv-30, the smallest),
+scores its first 4 questions and times 3 per mind.
 """
 
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import json
-import math
 import os
 import platform
 import shlex
@@ -57,10 +58,11 @@ import time
 from pathlib import Path
 from typing import Any
 
-from common import installed_memfile
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # common.py's folder; PYTHONSAFEPATH=1 leaves it out
+from common import SHARED, bench_env, fmt_ms, memfile_commit, p50, p95, parse_args, say  # noqa: E402
 
-ROOT = Path(__file__).resolve().parent.parent
-BENCH = ROOT.parent / "shared" / "bench"
+BENCH = SHARED / "bench"
+LOCOMO = SHARED / "bench-data" / "locomo" / "locomo10.json"
 CONVERT = BENCH / "locomo_to_vault.py"
 EVAL = BENCH / "retrieval_eval.py"
 
@@ -76,19 +78,6 @@ REFERENCE = {"bm25": (0.493, 0.420), "bm25+stop": (0.550, 0.477)}
 
 
 # --- helpers ----------------------------------------------------------------------
-
-def p50(xs: list[float]) -> float:
-    return statistics.median(xs)
-
-
-def p95(xs: list[float]) -> float:
-    s = sorted(xs)
-    return s[max(0, math.ceil(0.95 * len(s)) - 1)]
-
-
-def say(msg: str) -> None:
-    print(msg, flush=True)
-
 
 def load_queries(path: Path) -> list[dict[str, Any]]:
     with open(path, encoding="utf-8") as f:
@@ -116,13 +105,14 @@ def split_of(index: int) -> str | None:
 
 # --- steps ------------------------------------------------------------------------
 
-def convert(work: Path, env: dict[str, str]) -> None:
+def convert(work: Path, convs: str, env: dict[str, str]) -> None:
     if (work / "queries.jsonl").exists():
         say(f"using the conversion in {work}")
         return
     say(f"converting LoCoMo into {work} ...")
     start = time.perf_counter()
-    proc = subprocess.run([sys.executable, str(CONVERT), "--out", str(work)], env=env, capture_output=True, text=True)
+    proc = subprocess.run([sys.executable, str(CONVERT), "--input", str(LOCOMO), "--out", str(work), "--convs", convs],
+                          env=env, capture_output=True, text=True)
     if proc.returncode != 0:
         raise SystemExit(f"locomo_to_vault.py failed ({proc.returncode}):\n{proc.stderr[-2000:]}")
     say(f"  converted in {time.perf_counter() - start:.1f} s")
@@ -247,12 +237,6 @@ def fmt(v: float | None) -> str:
     return "-" if v is None else f"{v:.3f}"
 
 
-def fmt_ms(v: float | None) -> str:
-    if v is None:
-        return "-"
-    return f"{v:,.0f}" if v >= 100 else f"{v:,.1f}"
-
-
 def row_labels(systems: dict[str, dict[str, Any]], sel: str) -> list[str]:
     labels: dict[str, None] = {}
     for s in systems.values():
@@ -283,8 +267,8 @@ def print_quality(systems: dict[str, dict[str, Any]], split_convs: dict[str, lis
         print(head2)
         print("-" * len(head2))
         for g in labels:
-            n = next((systems[name]["splits"][sel][g]["n"] for name in shown if g in systems[name]["splits"].get(sel, {})),
-                     0)
+            n = next((systems[name]["splits"][sel][g]["n"] for name in shown
+                      if g in systems[name]["splits"].get(sel, {})), 0)
             cells = []
             for name in shown:
                 agg = systems[name]["splits"].get(sel, {}).get(g)
@@ -381,27 +365,27 @@ def main() -> int:
     parser.add_argument("--keep", action="store_true", help="keep the temp folder (conversion, retrieval_eval "
                         "JSON and logs); its path is printed")
     parser.add_argument("--json-out", type=Path, help="write every number of this run here as JSON")
-    args = parser.parse_args()
-    if importlib.util.find_spec("memfile") is None:
-        raise SystemExit(f"memfile is not importable by {sys.executable}; run with the project's venv")
-    for script in (CONVERT, EVAL):
-        if not script.exists():
-            raise SystemExit(f"{script} not found (expected ../shared/bench beside the project)")
-    installed_memfile()
-    env = dict(os.environ, GIT_CONFIG_GLOBAL=os.devnull, GIT_CONFIG_NOSYSTEM="1")
-    for name in ("MEMFILE_VAULT", "MEMFILE_MIND", "MEMFILE_SOURCE"):
-        env.pop(name, None)
-    git = ["git", "-C", str(ROOT)]
-    commit = subprocess.run([*git, "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
-    if subprocess.run([*git, "status", "--porcelain", "--", "memfile"], capture_output=True, text=True).stdout.strip():
-        commit += "+changes"
-    say(f"memfile {commit or '?'}, python {platform.python_version()}, {os.cpu_count()} CPUs, jobs {args.jobs}"
+    parser.add_argument("--convs", default="all", help="conversations to convert, as locomo_to_vault.py's --convs "
+                        "(default all; the splits and the verdict assume all ten)")
+    args = parse_args(parser, convs="conv-30", limit_queries=4, latency_queries=3, jobs=1)
+    converted = args.work is not None and (args.work / "queries.jsonl").exists()
+    missing = [path for path in (EVAL, *([] if converted else [CONVERT, LOCOMO])) if not path.exists()]
+    if missing:
+        where = ", ".join(str(path) for path in missing)
+        if args.smoke:
+            say(f"bench_retrieval: smoke run skipped: {where} not found "
+                "(LoCoMo and ../shared/bench beside the project)")
+            return 0
+        raise SystemExit(f"{where} not found (expected ../shared/bench and ../shared/bench-data beside the project)")
+    env = bench_env()
+    commit = memfile_commit()
+    say(f"memfile {commit}, python {platform.python_version()}, {os.cpu_count()} CPUs, jobs {args.jobs}"
         + (f", first {args.limit_queries} questions only" if args.limit_queries else ""))
 
     tmp = Path(tempfile.mkdtemp(prefix="memfile-bench-retrieval-"))
     work = args.work.resolve() if args.work else tmp / "locomo"
     try:
-        convert(work, env)
+        convert(work, args.convs, env)
         queries_file = work / "queries.jsonl"
         queries = load_queries(queries_file)
         convs = conversations(work, queries)
@@ -437,11 +421,23 @@ def main() -> int:
     if args.json_out:
         args.json_out.write_text(json.dumps({
             "commit": commit, "python": platform.python_version(), "cpus": os.cpu_count(), "jobs": args.jobs,
-            "limit_queries": args.limit_queries, "work": str(work), "splits": dict(SPLITS),
+            "limit_queries": args.limit_queries, "convs": args.convs, "smoke": args.smoke, "work": str(work),
+            "splits": dict(SPLITS),
             "split_conversations": split_convs, "targets": {"R@10": TARGET_R10, "R@5": TARGET_R5},
             "systems": systems, "verdict": verdict, "latency": latency}, indent=1), encoding="utf-8")
         say(f"\nJSON written to {args.json_out}")
-    return 0
+    return smoke_failures(systems, latency) if args.smoke else 0
+
+
+def smoke_failures(systems: dict[str, dict[str, Any]], latency: dict[str, Any]) -> int:
+    """1 when memfile's part of a smoke run did not work (a full run reports it as "not available" instead)."""
+    failed = [f"{name}: not available ({s['error']})" if not s["available"] else f"{name}: {s['timing']['errors']} "
+              "questions failed" for name, s in systems.items() if not s["available"] or s["timing"].get("errors")]
+    if latency["recall_items_error"] or latency["recall_items_failures"]:
+        failed.append(f"Vault.recall_items: {latency['recall_items_error'] or latency['recall_items_failures']}")
+    if failed:
+        say("\nsmoke run FAILED: " + "; ".join(failed))
+    return 1 if failed else 0
 
 
 if __name__ == "__main__":

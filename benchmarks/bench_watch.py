@@ -4,6 +4,7 @@ Run from the project root (one command, a few minutes; keep other load off the m
 
     python benchmarks/bench_watch.py                        # 10,000 memories, 200 edits, 60 s idle
     python benchmarks/bench_watch.py --n 10000 --edits 200 --idle 60 --folders 5 --outs 5 --keep
+    python benchmarks/bench_watch.py --smoke    # once, at 100 memories, 8 edits, a 20-file checkout: does it run?
 
 What it does (figures and targets from issue 4, "Measure and report"):
 
@@ -17,11 +18,11 @@ What it does (figures and targets from issue 4, "Measure and report"):
    `sed -i` (temp `sedXXXXXX` in the folder, then `os.replace`); vim with `backupcopy=no`
    (`4913` probe, `.x.md.swp`, original renamed to `x.md~`, new `x.md` written, backup deleted);
    a new file; a delete; a rename within its folder; a move to another category folder. Every
-   content edit writes a unique token. After each edit this process polls the index's catalog
-   (`.memfile/index/bench/catalog_v*.sqlite`, read-only SQL: the row of the path and whether its
-   stored memory holds the token) every 10 ms, never through a `Vault` call, so the poller never
-   brings the index in line itself; the watcher alone must. The catalog is written after the
-   Whoosh commit, so a change seen there is searchable. Latency = first poll that sees the change
+   content edit writes a unique token. After each edit this process polls what the index holds
+   (`IndexPeek` in common.py: the row of the path in the index's catalog, read-only, and whether
+   its stored memory holds the token) every 10 ms, never through a `Vault` call, so the poller
+   never brings the index in line itself; the watcher alone must. The catalog is written after
+   the Whoosh commit, so a change seen there is searchable. Latency = first poll that sees the change
    minus the moment the file operation returned (10 ms resolution). Target: p95 <= 1 s.
    Besides, `--folders` times a folder of 5 files moved into the mind from outside (a folder event,
    which makes the watcher fall back to the full stat-only diff of all N files), and `--outs` a
@@ -33,7 +34,7 @@ What it does (figures and targets from issue 4, "Measure and report"):
    and after, as a percentage of one core (target < 1 %, "no polling loop"); also the thread
    count and the context switches per second of all its threads (how often it wakes up).
 4. Resident memory (VmRSS, and the peak VmHWM) of the watcher after the edits.
-5. A 1,000-file checkout: the edits are committed, 1,000 new files are written, committed on a
+5. A 1,000-file checkout (`--checkout-files`): the edits are committed, 1,000 new files are written, committed on a
    new branch (`git add -A`, commit) and the original branch checked out again (all while the
    watcher runs; it absorbs those too). Then `git checkout <branch>` is timed until all 1,000
    paths are recorded by the index, and the batches it took are counted from the watcher's stdout
@@ -62,8 +63,6 @@ import random
 import re
 import shutil
 import signal
-import sqlite3
-import statistics
 import string
 import subprocess
 import sys
@@ -73,11 +72,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from common import installed_memfile
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # common.py's folder; PYTHONSAFEPATH=1 leaves it out
+from common import (  # noqa: E402
+    MEMFILE, MIND, Column, IndexPeek, Table, bench_env, field, make_vault, memfile_commit, p50, p95, parse_args,
+    run as run_process, say, wait_until,
+)
 
-ROOT = Path(__file__).resolve().parent.parent
-MAKE_VAULT = ROOT.parent / "shared" / "bench" / "make_vault.py"
-MIND = "bench"
 CATEGORIES = ["identity", "preference", "fact", "project", "skill", "mistake", "context", "note"]
 KINDS = ["append", "jetbrains", "sed_i", "vim", "new", "delete", "rename", "move"]
 CONTENT_KINDS = {"append", "jetbrains", "sed_i", "vim", "new"}
@@ -88,25 +88,14 @@ IDLE_CPU_TARGET_PCT = 1.0
 STOP_TARGET_S = 2.0
 POLL_S = 0.010
 EDIT_TIMEOUT_S = 15.0
-CHECKOUT_FILES = 1000
 QUIET_S = 2.0  # no new watcher output for this long (> the 1 s batch cap) = the watcher is idle
 BATCH_LINE = re.compile(r"indexed (\d+) added, (\d+) updated, (\d+) removed \((\d+) paths\)")
 
 
 # --- measuring ------------------------------------------------------------------
 
-def p50(xs: list[float]) -> float:
-    return statistics.median(xs)
-
-
-def p95(xs: list[float]) -> float:
-    s = sorted(xs)
-    return s[max(0, math.ceil(0.95 * len(s)) - 1)]
-
-
 def proc_status(pid: int) -> dict[str, str]:
-    with open(f"/proc/{pid}/status", encoding="ascii", errors="replace") as f:
-        return dict(line.rstrip("\n").split(":\t", 1) for line in f if ":\t" in line)
+    return proc_status_path(f"/proc/{pid}/status")
 
 
 def cpu_ticks(pid: int) -> int:
@@ -161,17 +150,6 @@ def processes_touching(vault: Path, exclude: set[int]) -> list[str]:
     return found
 
 
-def wait_until(predicate: Callable[[], Any], timeout: float, interval: float = POLL_S) -> float | None:
-    """Seconds until `predicate()` is true (polled every `interval`), None on timeout."""
-    start = time.perf_counter()
-    while True:
-        if predicate():
-            return time.perf_counter() - start
-        if time.perf_counter() - start > timeout:
-            return None
-        time.sleep(interval)
-
-
 # --- the watcher's output ----------------------------------------------------------
 
 class WatcherLog:
@@ -205,59 +183,7 @@ class WatcherLog:
         return False
 
 
-# --- the catalog, read-only ------------------------------------------------------------
-
-class Catalog:
-    """Read-only SQL on the index's catalog: what the watcher has written, nothing brought in line."""
-
-    def __init__(self, vault: Path) -> None:
-        from memfile.config import STATE_DIR
-        from memfile.index import CATALOG_NAME
-
-        self.path = vault / STATE_DIR / "index" / MIND / CATALOG_NAME
-        self.folder = self.path.parent
-        self.db = sqlite3.connect(f"file:{self.path}?mode=ro", uri=True, timeout=5, isolation_level=None)
-
-    def has_token(self, path: str, token: str) -> bool:
-        row = self.db.execute("SELECT instr(memory, ?) FROM files WHERE path = ?", (token.encode(), path)).fetchone()
-        return bool(row and row[0])
-
-    def has_memory(self, path: str) -> bool:
-        found = self.db.execute("SELECT 1 FROM files WHERE path = ? AND memory IS NOT NULL", (path,)).fetchone()
-        return found is not None
-
-    def has_path(self, path: str) -> bool:
-        return self.db.execute("SELECT 1 FROM files WHERE path = ?", (path,)).fetchone() is not None
-
-    def count_like(self, pattern: str) -> int:
-        return self.db.execute("SELECT count(*) FROM files WHERE path LIKE ? AND memory IS NOT NULL",
-                               (pattern,)).fetchone()[0]
-
-    def recorded(self) -> dict[str, Any]:
-        """`Index.recorded()` of a fresh Index object (reads the catalog only)."""
-        from memfile.index import Index
-
-        index = Index(self.folder, 10)
-        try:
-            return index.catalog.recorded()
-        finally:
-            index.close()
-
-
 # --- the table ---------------------------------------------------------------------------
-
-ROWS: list[dict[str, Any]] = []
-
-
-def row(figure: str, value: float | str | None, unit: str = "", *, target: str = "", ok: bool | None = None,
-        note: str = "", **extra: Any) -> dict[str, Any]:
-    r = {"figure": figure, "value": value, "unit": unit, "target": target or None,
-         "result": "info" if ok is None else ("PASS" if ok else "MISS"), "note": note or None, **extra}
-    ROWS.append(r)
-    print(f"  {figure}: {fmt_value(value, unit)}" + (f"; target {target}: {r['result']}" if ok is not None else ""),
-          flush=True)
-    return r
-
 
 def fmt_value(value: Any, unit: str) -> str:
     if value is None:
@@ -269,23 +195,19 @@ def fmt_value(value: Any, unit: str) -> str:
     return f"{text} {unit}".strip()
 
 
-def print_table() -> None:
-    head = ("figure", "value", "target", "result")
-    lines = [(r["figure"], fmt_value(r["value"], r["unit"]), r["target"] or "-", r["result"]) for r in ROWS]
-    widths = [max(len(head[i]), *(len(line[i]) for line in lines)) for i in range(len(head))]
+TABLE = Table([
+    Column("figure", lambda r: r["figure"]),
+    Column("value", lambda r: fmt_value(r["value"], r["unit"]), right=True),
+    Column("target", lambda r: r["target"] or "-"),
+    Column("result", lambda r: r["result"]),
+])
 
-    def fmt(cols: tuple[str, ...]) -> str:
-        return "  ".join(c.rjust(w) if i == 1 else c.ljust(w) for i, (c, w) in enumerate(zip(cols, widths)))
 
-    print()
-    print(fmt(head))
-    print("  ".join("-" * w for w in widths))
-    for line in lines:
-        print(fmt(line))
-    notes = [f"  {r['figure']}: {r['note']}" for r in ROWS if r.get("note")]
-    if notes:
-        print("\nnotes:")
-        print("\n".join(notes))
+def row(figure: str, value: float | str | None, unit: str = "", *, target: str = "", ok: bool | None = None,
+        check: bool = False, note: str = "", **extra: Any) -> dict[str, Any]:
+    """A row of one value; `ok` None is info, else PASS or MISS (`check`: see Table)."""
+    return TABLE.add(figure, ok=ok, check=check, target=target, note=note, shown=fmt_value(value, unit),
+                     value=value, unit=unit, **extra)
 
 
 # --- edits ------------------------------------------------------------------------------
@@ -379,7 +301,7 @@ class Editor:
         return [], rel, tok
 
 
-def arrived(catalog: Catalog, gone: list[str], new: str | None, tok: str | None) -> Callable[[], bool]:
+def arrived(catalog: IndexPeek, gone: list[str], new: str | None, tok: str | None) -> Callable[[], bool]:
     def check() -> bool:
         if any(catalog.has_path(p) for p in gone):
             return False
@@ -402,17 +324,12 @@ def run(args: argparse.Namespace, work: Path, env: dict[str, str], info: dict[st
     from memfile import Vault
 
     vault = work / "vault"
-    memfile = [sys.executable, "-m", "memfile", "--vault", str(vault), "--mind", MIND]
+    memfile = [*MEMFILE, "--vault", str(vault), "--mind", MIND]
     r = random.Random(args.seed)
 
-    print(f"\n== setup: {args.n:,} memories ==", flush=True)
-    start = time.perf_counter()
-    subprocess.run([sys.executable, str(MAKE_VAULT), "--n", str(args.n), "--seed", str(args.seed), "--out", str(vault),
-                    "--mind", MIND, "--git"], check=True, capture_output=True, env=env)
-    print(f"  generated and committed in {time.perf_counter() - start:.1f} s", flush=True)
-    start = time.perf_counter()
-    subprocess.run([*memfile, "reindex"], check=True, capture_output=True, env=env)
-    row("memfile reindex (cold, process, before watching)", time.perf_counter() - start, "s")
+    say(f"\n== setup: {args.n:,} memories ==")
+    say(f"  generated and committed in {make_vault(vault, args.n, env, seed=args.seed, git=True):.1f} s")
+    row("memfile reindex (cold, process, before watching)", run_process([*memfile, "reindex"], env)[0], "s")
     branch = git(vault, env, "rev-parse", "--abbrev-ref", "HEAD")
 
     started: list[tuple[subprocess.Popen[bytes], WatcherLog]] = []
@@ -428,7 +345,7 @@ def run(args: argparse.Namespace, work: Path, env: dict[str, str], info: dict[st
 
         def watcher_pid() -> int | None:
             with Vault.open(vault, MIND) as v:
-                return v.status()["watcher_pid"]
+                return field(v.status(), "watcher_pid")
 
         if wait_until(lambda: proc.poll() is not None or watcher_pid() == proc.pid, 60, 0.05) is None \
                 or proc.poll() is not None:
@@ -469,12 +386,12 @@ def measure(args: argparse.Namespace, vault: Path, env: dict[str, str], proc: su
     from memfile import Vault
 
     pid = proc.pid
-    catalog = Catalog(vault)
+    catalog = IndexPeek(vault, MIND)
     editor = Editor(vault, r)
     rss_start = kib(proc_status(pid)["VmRSS"])
 
     # --- 2. latency --------------------------------------------------------------------------
-    print(f"\n== latency: {args.edits} edits ==", flush=True)
+    say(f"\n== latency: {args.edits} edits ==")
     for kind in ("append", "new", "rename"):  # warm-up, not counted
         gone, new, tok = editor.edit(kind)
         if wait_until(arrived(catalog, gone, new, tok), 30) is None:
@@ -507,7 +424,7 @@ def measure(args: argparse.Namespace, vault: Path, env: dict[str, str], proc: su
         else:
             per_kind[kind].append(time.perf_counter() - written)
         if (i + 1) % 50 == 0:
-            print(f"  {i + 1} edits done", flush=True)
+            say(f"  {i + 1} edits done")
     busy_cpu = (cpu_ticks(pid) - cpu0) / os.sysconf("SC_CLK_TCK") / (time.perf_counter() - wall0) * 100
     lat = [x for xs in per_kind.values() for x in xs]
     kind_note = "; ".join(f"{k} n={len(v)} p50 {p50(v) * 1000:.0f} p95 {p95(v) * 1000:.0f} max {max(v) * 1000:.0f}"
@@ -579,7 +496,7 @@ def measure(args: argparse.Namespace, vault: Path, env: dict[str, str], proc: su
                                                                  or "n/a"))
 
     # --- 3. idle CPU ---------------------------------------------------------------------------
-    print(f"\n== idle: {args.idle:g} s ==", flush=True)
+    say(f"\n== idle: {args.idle:g} s ==")
     log.wait_quiet()
     lines_before = len(log.lines())
     threads = int(proc_status(pid)["Threads"])
@@ -606,27 +523,28 @@ def measure(args: argparse.Namespace, vault: Path, env: dict[str, str], proc: su
         note=f"RSS right after start {rss_start / 1024:.1f} MiB; peak (VmHWM) so far {kib(st['VmHWM']) / 1024:.1f} MiB")
 
     # --- 5. a 1,000-file checkout --------------------------------------------------------------------
-    print(f"\n== checkout of {CHECKOUT_FILES:,} files ==", flush=True)
+    files = args.checkout_files
+    say(f"\n== checkout of {files:,} files ==")
     git(vault, env, "add", "-A")
     git(vault, env, *IDENT, "commit", "-q", "-m", "bench_watch: the edits")  # the work tree does not change
     pattern = f"{MIND}/%/checkout_%"
     start = time.perf_counter()
-    for i in range(CHECKOUT_FILES):
+    for i in range(files):
         write(vault / MIND / CATEGORIES[i % len(CATEGORIES)] / f"checkout_{i:04d}.md",
               hand_made(token(r), f"Checkout file {i}") + "Some more words about the release process. " * 5 + "\n")
     wrote = time.perf_counter() - start
-    took = wait_until(lambda: catalog.count_like(pattern) == CHECKOUT_FILES, 120)
-    row("1,000 files written by a program -> all indexed", took, "s",
+    took = wait_until(lambda: catalog.count_like(pattern) == files, 120)
+    row(f"{files:,} files written by a program -> all indexed", took, "s",
         note=f"writing took {wrote:.2f} s; measured from the last write")
     log.wait_quiet()
     git(vault, env, "checkout", "-q", "-b", "bench-checkout")
     git(vault, env, "add", "-A")
-    git(vault, env, *IDENT, "commit", "-q", "-m", f"bench_watch: {CHECKOUT_FILES} new files")
+    git(vault, env, *IDENT, "commit", "-q", "-m", f"bench_watch: {files} new files")
     git(vault, env, "checkout", "-q", branch)
     took = wait_until(lambda: catalog.count_like(pattern) == 0, 120)
     log.wait_quiet()
     if took is None:
-        raise SystemExit("switching back to the original branch: the 1,000 files never left the index")
+        raise SystemExit(f"switching back to the original branch: the {files:,} files never left the index")
 
     def checkout(to: str, want: int, label: str, target: str = "") -> None:
         before = len(log.batches())
@@ -638,38 +556,40 @@ def measure(args: argparse.Namespace, vault: Path, env: dict[str, str], proc: su
         log.wait_quiet()
         batches = log.batches()[before:]
         counts = [tuple(int(x) for x in BATCH_LINE.search(b).groups()) for b in batches]  # type: ignore[union-attr]
-        recorded = sum(1 for p in catalog.recorded() if "/checkout_" in p)
+        recorded = catalog.count_like(pattern, memories_only=False)
         row(label, total if took is not None else None, "s", target=target,
             ok=(took is not None and recorded == want) if target else None,
             note=f"git checkout itself {git_s:.2f} s; {len(batches)} batch(es): "
                  + "; ".join(f"{a} added, {u} updated, {d} removed, {n} paths" for a, u, d, n in counts)
-                 + f"; Index.recorded() holds {recorded} of them afterwards", batches=len(batches))
+                 + f"; the index records {recorded} of them afterwards", batches=len(batches))
         row("  batches for it", len(batches), "", target="1 (one batch)" if target else "",
             ok=(len(batches) == 1) if target else None)
 
-    checkout("bench-checkout", CHECKOUT_FILES, f"git checkout adding {CHECKOUT_FILES:,} files -> all indexed",
-             target=f"all {CHECKOUT_FILES:,} recorded")
-    checkout(branch, 0, f"git checkout removing {CHECKOUT_FILES:,} files -> all gone")
+    checkout("bench-checkout", files, f"git checkout adding {files:,} files -> all indexed",
+             target=f"all {files:,} recorded")
+    checkout(branch, 0, f"git checkout removing {files:,} files -> all gone")
     st = proc_status(pid)
     row("watcher RSS after the checkouts", kib(st["VmRSS"]) / 1024, "MiB",
         note=f"peak (VmHWM) {kib(st['VmHWM']) / 1024:.1f} MiB")
 
     # --- the index is in line, and searchable --------------------------------------------------
     git(vault, env, "checkout", "-q", "bench-checkout")
-    wait_until(lambda: catalog.count_like(pattern) == CHECKOUT_FILES, 120)
+    wait_until(lambda: catalog.count_like(pattern) == files, 120)
     log.wait_quiet()
     with Vault.open(vault, MIND) as v:
         status = v.status()  # reads only; does not bring the index in line
+        stale = field(status, "stale")
         sample = r.sample(sorted(editor.survivors.items()), min(20, len(editor.survivors)))
         found = sum(1 for path, tok in sample
                     if any(h.memory.path == path for h in v.search(tok, include_expired=True)))
-    row("stale files after everything (status())", len(status["stale"]), "", target="0", ok=not status["stale"],
-        note=("stale: " + ", ".join(status["stale"][:10])) if status["stale"] else
-             f"{status['on_disk']} on disk, {status['indexed']} indexed")
-    row("sampled tokens found by Vault.search", found, f"of {len(sample)}", target="all", ok=found == len(sample))
+    row("stale files after everything (status())", len(stale), "", target="0", ok=not stale, check=True,
+        note=("stale: " + ", ".join(stale[:10])) if stale else
+             f"{field(status, 'on_disk')} on disk, {field(status, 'indexed')} indexed")
+    row("sampled tokens found by Vault.search", found, f"of {len(sample)}", target="all", ok=found == len(sample),
+        check=True)
 
     # --- 6. SIGTERM -----------------------------------------------------------------------------------
-    print("\n== SIGTERM ==", flush=True)
+    say("\n== SIGTERM ==")
 
     def sigterm(proc: subprocess.Popen[bytes], label: str) -> list[int]:
         pid = proc.pid
@@ -685,7 +605,7 @@ def measure(args: argparse.Namespace, vault: Path, env: dict[str, str], proc: su
         row(f"SIGTERM, {label} -> process exited", stop_s, "s", target=f"<= {STOP_TARGET_S:g} s",
             ok=stop_s is not None and stop_s <= STOP_TARGET_S,
             note=f"{threads} threads and child processes {kids or 'none'} just before the signal")
-        row("  exit code", code, "", target="0", ok=code == 0)
+        row("  exit code", code, "", target="0", ok=code == 0, check=True)
         return kids
 
     # a: the watcher measured above, idle (nothing pending)
@@ -702,17 +622,18 @@ def measure(args: argparse.Namespace, vault: Path, env: dict[str, str], proc: su
     time.sleep(0.05)  # the event is recorded, the 0.3 s debounce has not passed: a batch is pending
     kids += sigterm(proc, "a batch pending")
     applied = arrived(catalog, gone, new, tok)()
-    row("  the pending edit reached the index", "yes" if applied else "no", "", target="yes", ok=applied)
+    row("  the pending edit reached the index", "yes" if applied else "no", "", target="yes", ok=applied, check=True)
     with Vault.open(vault, MIND) as v:
-        holder = v.status()["watcher_pid"]
+        holder = field(v.status(), "watcher_pid")
     row("one-watcher lock released", "yes" if holder is None else f"no (pid {holder})", "", target="yes",
-        ok=holder is None)
-    row("vouching marker removed", "no" if marker.exists() else "yes", "", target="yes", ok=not marker.exists())
+        ok=holder is None, check=True)
+    row("vouching marker removed", "no" if marker.exists() else "yes", "", target="yes", ok=not marker.exists(),
+        check=True)
     left = [k for k in kids if Path(f"/proc/{k}").exists()]
     others = processes_touching(vault, {os.getpid()})
-    row("processes left behind", len(left) + len(others), "", target="0", ok=not left and not others,
+    row("processes left behind", len(left) + len(others), "", target="0", ok=not left and not others, check=True,
         note="; ".join([f"child {k}" for k in left] + others))
-    catalog.db.close()
+    catalog.close()
 
 
 def main() -> int:
@@ -722,44 +643,39 @@ def main() -> int:
     parser.add_argument("--idle", type=float, default=60.0, help="seconds the idle watcher is watched (default 60)")
     parser.add_argument("--folders", type=int, default=5, help="folders of 5 files moved in, timed (default 5)")
     parser.add_argument("--outs", type=int, default=5, help="files moved out of the vault, timed (default 5)")
+    parser.add_argument("--checkout-files", type=int, default=1000,
+                        help="files the timed git checkout adds and removes (default 1,000)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--keep", action="store_true", help="keep the vault and the watcher's output")
-    args = parser.parse_args()
-    installed_memfile()
+    args = parse_args(parser, n=100, edits=len(KINDS), idle=1.0, folders=1, outs=1, checkout_files=20)
+    TABLE.smoke = args.smoke
     if not sys.platform.startswith("linux"):
         raise SystemExit("this benchmark reads /proc: Linux only")
-    env = dict(os.environ, GIT_CONFIG_GLOBAL=os.devnull, GIT_CONFIG_NOSYSTEM="1")
-    for name in ("MEMFILE_VAULT", "MEMFILE_MIND", "MEMFILE_SOURCE"):
-        env.pop(name, None)
-    git_root = ["git", "-C", str(ROOT)]
-    commit = subprocess.run([*git_root, "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
-    changes = subprocess.run([*git_root, "status", "--porcelain", "--", "memfile"], capture_output=True, text=True)
-    if changes.stdout.strip():
-        commit += "+changes"
+    env = bench_env()
+    commit = memfile_commit()
     import watchdog.version
 
     info: dict[str, Any] = {"commit": commit, "python": platform.python_version(), "cpus": os.cpu_count(),
                             "watchdog": watchdog.version.VERSION_STRING, "n": args.n, "edits": args.edits,
-                            "idle_s": args.idle, "seed": args.seed, "load_average_at_start": os.getloadavg()}
-    print(f"memfile {commit or '?'}, python {platform.python_version()}, watchdog {info['watchdog']}, "
-          f"{os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.2f}", flush=True)
+                            "idle_s": args.idle, "checkout_files": args.checkout_files, "seed": args.seed,
+                            "smoke": args.smoke, "load_average_at_start": os.getloadavg()}
+    say(f"memfile {commit}, python {platform.python_version()}, watchdog {info['watchdog']}, "
+        f"{os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.2f}")
 
     work = Path(tempfile.mkdtemp(prefix="memfile-bench-watch-"))
     try:
         run(args, work, env, info)
     finally:
         if args.keep:
-            print(f"\nvault and watcher output kept in {work}")
+            say(f"\nvault and watcher output kept in {work}")
         else:
             shutil.rmtree(work, ignore_errors=True)
 
-    print_table()
-    misses = [r for r in ROWS if r["result"] == "MISS"]
-    print(f"\n{sum(r['result'] == 'PASS' for r in ROWS)} PASS, {len(misses)} MISS")
+    TABLE.print()
     if info.get("watcher_stderr", "").strip():
         print("\nwatcher stderr (tail):\n" + info["watcher_stderr"][-1500:])
-    print(json.dumps({**info, "rows": ROWS}, indent=2))
-    return 0
+    print(json.dumps({**info, "rows": TABLE.rows}, indent=2))
+    return TABLE.exit_code()
 
 
 if __name__ == "__main__":

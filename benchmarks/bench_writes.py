@@ -5,6 +5,7 @@ Run from the project root (one command):
     python benchmarks/bench_writes.py                          # 10,000 memories, 50 stores, 1/4/8 writers x 20
     python benchmarks/bench_writes.py --n 2000 --writers 1 8 --per-writer 10 --keep --json-out writes.json
     python benchmarks/bench_writes.py --profile                # also cProfile one store (done anyway on a MISS)
+    python benchmarks/bench_writes.py --smoke                  # once, at 100 memories, 1 and 2 writers: does it run?
 
 Setup (untimed, in a temp folder deleted at the end; `--keep` keeps it): a vault of `--n`
 memories from ../shared/bench/make_vault.py, with `lock_timeout = 60` added to its
@@ -45,7 +46,6 @@ from __future__ import annotations
 
 import argparse
 import cProfile
-import importlib.util
 import io
 import json
 import os
@@ -59,11 +59,12 @@ import time
 from pathlib import Path
 from typing import Any
 
-from common import fmt_ms, installed_memfile, p50, p95, print_columns
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # common.py's folder; PYTHONSAFEPATH=1 leaves it out
+from common import (  # noqa: E402
+    MIND, Column, IndexPeek, Table, bench_env, fmt_ms, fmt_size, make_vault, memfile_commit, p50, p95, parse_args,
+    run, say, wait_until,
+)
 
-ROOT = Path(__file__).resolve().parent.parent
-MAKE_VAULT = ROOT.parent / "shared" / "bench" / "make_vault.py"
-MIND = "bench"
 TARGET_SIZE = 10_000
 STORE_TARGET_S = 0.100  # p50 of one Vault.store in process
 WRITERS_TARGET = 8  # with this many writer processes...
@@ -74,25 +75,17 @@ CATEGORIES = ["fact", "note", "project", "context", "preference", "skill", "mist
 
 # --- measuring ----------------------------------------------------------------
 
-def run(argv: list[str], env: dict[str, str], cwd: Path | None = None) -> str:
-    """Run a process to the end; its stdout. Any failure stops the benchmark."""
-    proc = subprocess.run(argv, env=env, cwd=cwd, capture_output=True, text=True)
-    if proc.returncode != 0:
-        raise SystemExit(f"failed ({proc.returncode}): {' '.join(argv)}\n{proc.stdout[-2000:]}{proc.stderr[-2000:]}")
-    return proc.stdout
-
-
 def content_for(key: str, writer: str, i: int) -> str:
     return (f"Benchmark memory {key}: {writer} stored item {i}. The deployment pipeline for the billing "
             f"service now runs the migration step before the release, and the team owns the rollback notes.")
 
 
 def commit_count(vault: Path, env: dict[str, str]) -> int:
-    return int(run(["git", "-C", str(vault), "rev-list", "--count", "HEAD"], env).strip())
+    return int(run(["git", "-C", str(vault), "rev-list", "--count", "HEAD"], env)[1].strip())
 
 
 def git_status(vault: Path, env: dict[str, str]) -> str:
-    return run(["git", "-C", str(vault), "status", "--porcelain"], env).strip()
+    return run(["git", "-C", str(vault), "status", "--porcelain"], env)[1].strip()
 
 
 # --- the writer process -----------------------------------------------------------
@@ -135,44 +128,37 @@ def worker(vault: str, name: str, count: int) -> int:
 
 # --- the table --------------------------------------------------------------------
 
-ROWS: list[dict[str, Any]] = []
+COLUMNS = [
+    Column("figure", lambda r: r["figure"]),
+    Column("N", lambda r: fmt_size(r["size"]), right=True),
+    Column("stores", lambda r: "-" if r["stores"] is None else str(r["stores"]), right=True),
+    Column("errors", lambda r: "-" if r["errors"] is None else str(r["errors"]), right=True),
+    Column("wall s", lambda r: "-" if r["wall_s"] is None else f"{r['wall_s']:.2f}", right=True),
+    Column("stores/s", lambda r: "-" if r["stores_per_s"] is None else f"{r['stores_per_s']:.1f}", right=True),
+    Column("p50 ms", lambda r: fmt_ms(r["p50_ms"]), right=True),
+    Column("p95 ms", lambda r: fmt_ms(r["p95_ms"]), right=True),
+    Column("target", lambda r: r["target"] or "-"),
+    Column("result", lambda r: r["result"]),
+]
+TABLE = Table(COLUMNS)
 
 
 def row(figure: str, size: int | None, *, times: list[float] | None = None, stores: int | None = None,
-        errors: int | None = None, wall_s: float | None = None, ok: bool | None = None,
+        errors: int | None = None, wall_s: float | None = None, ok: bool | None = None, check: bool = False,
         target: str = "", note: str = "") -> dict[str, Any]:
-    """One line of the table; `ok` None is info, else PASS or MISS."""
-    r: dict[str, Any] = {"figure": figure, "size": size, "stores": stores, "errors": errors, "wall_s": wall_s,
-                         "stores_per_s": stores / wall_s if stores is not None and wall_s else None,
-                         "p50_ms": p50(times) * 1000 if times else None,
-                         "p95_ms": p95(times) * 1000 if times else None,
-                         "target": target or None, "note": note or None,
-                         "result": "info" if ok is None else ("PASS" if ok else "MISS")}
-    ROWS.append(r)
-    parts = [f"  {figure} (N={size or '-'}):"]
+    """One line of the table; `ok` None is info, else PASS or MISS (`check`: see Table)."""
+    rate = stores / wall_s if stores is not None and wall_s else None
+    shown = []
     if times:
-        parts.append(f"p50 {r['p50_ms']:,.1f} ms, p95 {r['p95_ms']:,.1f} ms;")
-    if r["stores_per_s"] is not None:
-        parts.append(f"{stores} stores in {wall_s:.2f} s = {r['stores_per_s']:.1f}/s;")
+        shown.append(f"p50 {p50(times) * 1000:,.1f} ms, p95 {p95(times) * 1000:,.1f} ms;")
+    if rate is not None:
+        shown.append(f"{stores} stores in {wall_s:.2f} s = {rate:.1f}/s;")
     if errors is not None:
-        parts.append(f"{errors} errors;")
-    if ok is not None:
-        parts.append(f"target {target}: {r['result']}")
-    print(" ".join(parts).rstrip(";"), flush=True)
-    return r
-
-
-def print_table() -> None:
-    head = ("figure", "N", "stores", "errors", "wall s", "stores/s", "p50 ms", "p95 ms", "target", "result")
-    lines = []
-    for r in ROWS:
-        lines.append((r["figure"], f"{r['size']:,}" if r["size"] else "-",
-                      "-" if r["stores"] is None else str(r["stores"]),
-                      "-" if r["errors"] is None else str(r["errors"]),
-                      "-" if r["wall_s"] is None else f"{r['wall_s']:.2f}",
-                      "-" if r["stores_per_s"] is None else f"{r['stores_per_s']:.1f}",
-                      fmt_ms(r["p50_ms"]), fmt_ms(r["p95_ms"]), r["target"] or "-", r["result"]))
-    print_columns(head, lines, {1, 2, 3, 4, 5, 6, 7}, [f"  {r['figure']}: {r['note']}" for r in ROWS if r.get("note")])
+        shown.append(f"{errors} errors;")
+    return TABLE.add(figure, ok=ok, check=check, target=target, note=note,
+                     shown=f"(N={size or '-'}) " + " ".join(shown).rstrip(";"),
+                     size=size, stores=stores, errors=errors, wall_s=wall_s, stores_per_s=rate,
+                     p50_ms=p50(times) * 1000 if times else None, p95_ms=p95(times) * 1000 if times else None)
 
 
 # --- the benchmark ------------------------------------------------------------------
@@ -180,11 +166,8 @@ def print_table() -> None:
 def setup_vault(vault: Path, args: argparse.Namespace, env: dict[str, str]) -> None:
     from memfile import Vault
 
-    print("\n== setup ==", flush=True)
-    start = time.perf_counter()
-    run([sys.executable, str(MAKE_VAULT), "--n", str(args.n), "--seed", str(args.seed), "--out", str(vault),
-         "--mind", MIND], env)
-    print(f"  generated {args.n:,} memories in {time.perf_counter() - start:.1f} s", flush=True)
+    say("\n== setup ==")
+    say(f"  generated {args.n:,} memories in {make_vault(vault, args.n, env, seed=args.seed):.1f} s")
     config = vault / "memfile.toml"  # a top-level key, so before the first [table]
     config.write_text(f"lock_timeout = {LOCK_TIMEOUT}\n" + config.read_text(encoding="utf-8"), encoding="utf-8")
     if (vault / ".git").exists():
@@ -197,7 +180,7 @@ def setup_vault(vault: Path, args: argparse.Namespace, env: dict[str, str]) -> N
     took = time.perf_counter() - start
     v.close()
     commits = commit_count(vault, env)
-    first = run(["git", "-C", str(vault), "log", "--reverse", "--format=%s"], env).splitlines()[0]
+    first = run(["git", "-C", str(vault), "log", "--reverse", "--format=%s"], env)[1].splitlines()[0]
     ok = result.changed and commits == 2 and first.startswith("init") and not git_status(vault, env)
     row("first store (untimed setup: git init, commit as found, index)", args.n, times=[took], stores=1,
         note=f"{commits} commits after it (first: {first!r}); notices: {'; '.join(result.notices) or 'none'}")
@@ -226,7 +209,7 @@ def check_phase(what: str, vault: Path, env: dict[str, str], before: int, stored
         problems.append(f"{len(not_in_commit)} stores not in the commit they reported, e.g. {not_in_commit[0]}")
     if status:
         problems.append(f"git status not empty: {status.splitlines()[:3]}")
-    row(f"  check: {what}", size, ok=not problems, target="every store in its commit, tree clean",
+    row(f"  check: {what}", size, ok=not problems, check=True, target="every store in its commit, tree clean",
         note="; ".join(problems) or f"commits {before} -> {after} (+{after - before}) for {len(paths)} stores, each "
         "file in the commit its store reported, git status --porcelain empty")
 
@@ -235,7 +218,7 @@ def bench_in_process(vault: Path, args: argparse.Namespace, env: dict[str, str],
     from memfile import Vault
 
     how = "a watcher vouching for the index" if watch else "no watcher"
-    print(f"\n== one writer in process, {args.stores} stores, {how} ==", flush=True)
+    say(f"\n== one writer in process, {args.stores} stores, {how} ==")
     before = commit_count(vault, env)
     v = Vault.open(vault, MIND, watch=watch)
     if watch:
@@ -264,17 +247,13 @@ def bench_in_process(vault: Path, args: argparse.Namespace, env: dict[str, str],
 
 
 def wait_for_watcher(vault: Path, timeout: float = 120.0) -> None:
-    """Until the watcher vouches for the index (its marker file; see Vault.refresh)."""
-    marker = vault / ".memfile" / f"watch-{MIND}.clean"
-    deadline = time.monotonic() + timeout
-    while not marker.exists():
-        if time.monotonic() > deadline:
-            raise SystemExit("the watcher did not vouch for the index in time")
-        time.sleep(0.05)
+    """Until the watcher vouches for the index (see Vault.refresh)."""
+    if wait_until(IndexPeek(vault, MIND).vouching, timeout, 0.05) is None:
+        raise SystemExit("the watcher did not vouch for the index in time")
 
 
 def bench_writers(vault: Path, count: int, args: argparse.Namespace, env: dict[str, str]) -> bool:
-    print(f"\n== {count} writer process{'es' if count > 1 else ''} x {args.per_writer} stores ==", flush=True)
+    say(f"\n== {count} writer process{'es' if count > 1 else ''} x {args.per_writer} stores ==")
     before = commit_count(vault, env)
     launched = time.perf_counter()
     procs = [subprocess.Popen([sys.executable, str(Path(__file__).resolve()), "--worker", str(vault), f"w{count}p{k}",
@@ -334,7 +313,7 @@ def profile_store(vault: Path, top: int) -> dict[str, Any]:
     """cProfile one `Vault.store` of a new key (after a warm-up store); the top functions by cumulative time."""
     from memfile import Vault
 
-    print("\n== profile of one Vault.store ==", flush=True)
+    say("\n== profile of one Vault.store ==")
     v = Vault.open(vault, MIND)
     v.store("note", "bench_profile_warmup", content_for("bench_profile_warmup", "profile", 0), tags=["bench"])
     prof = cProfile.Profile()
@@ -368,24 +347,15 @@ def main() -> int:
     parser.add_argument("--keep", action="store_true", help="keep the vault (its folder is printed)")
     parser.add_argument("--json-out", type=Path, help="also write the JSON blob to this file")
     parser.add_argument("--worker", nargs=3, metavar=("VAULT", "NAME", "COUNT"), help=argparse.SUPPRESS)
-    args = parser.parse_args()
+    args = parse_args(parser, n=100, stores=3, per_writer=2, writers=[1, 2])
     if args.worker:
         return worker(args.worker[0], args.worker[1], int(args.worker[2]))
-    if importlib.util.find_spec("memfile") is None:
-        raise SystemExit(f"memfile is not importable by {sys.executable}; run with the project's venv")
-    installed_memfile()
-    # for every process and for the in-process Vault calls alike
-    os.environ.update(GIT_CONFIG_GLOBAL=os.devnull, GIT_CONFIG_NOSYSTEM="1")
-    for name in ("MEMFILE_VAULT", "MEMFILE_MIND", "MEMFILE_SOURCE"):
-        os.environ.pop(name, None)
-    env = dict(os.environ)
-    git_version = subprocess.run(["git", "--version"], capture_output=True, text=True, env=env).stdout.strip()
-    repo = ["git", "-C", str(ROOT)]
-    commit = subprocess.run([*repo, "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
-    if subprocess.run([*repo, "status", "--porcelain", "--", "memfile"], capture_output=True, text=True).stdout.strip():
-        commit += "+changes"
-    print(f"memfile {commit or '?'}, python {platform.python_version()}, {os.cpu_count()} CPUs, {git_version}, "
-          f"N {args.n:,}, {args.stores} in-process stores, writers {args.writers} x {args.per_writer}", flush=True)
+    TABLE.smoke = args.smoke
+    env = bench_env()
+    git_version = run(["git", "--version"], env)[1].strip()
+    commit = memfile_commit()
+    say(f"memfile {commit}, python {platform.python_version()}, {os.cpu_count()} CPUs, {git_version}, "
+          f"N {args.n:,}, {args.stores} in-process stores, writers {args.writers} x {args.per_writer}")
 
     work = Path(tempfile.mkdtemp(prefix="memfile-bench-writes-"))
     vault = work / "vault"
@@ -397,14 +367,14 @@ def main() -> int:
         bench_in_process(vault, args, env, watch=True)
         for count in args.writers:
             bench_writers(vault, count, args, env)
-        total = sum(r["stores"] or 0 for r in ROWS if r["figure"].startswith(("Vault.store", "stores with")))
+        total = sum(r["stores"] or 0 for r in TABLE.rows if r["figure"].startswith(("Vault.store", "stores with")))
         end_commits = commit_count(vault, env)
         status = git_status(vault, env)
-        row("check: whole run", args.n, ok=0 < end_commits - start_commits <= total and not status,
+        row("check: whole run", args.n, ok=0 < end_commits - start_commits <= total and not status, check=True,
             target="at most 1 commit per store, tree clean",
             note=f"commits {start_commits} -> {end_commits} (+{end_commits - start_commits}) for {total} successful "
             f"stores after the first; git status --porcelain {'empty' if not status else repr(status[:200])}")
-        if args.profile or any(r["result"] == "MISS" for r in ROWS):
+        if args.profile or any(r["result"] == "MISS" for r in TABLE.rows):
             profile = profile_store(vault, 25)
     finally:
         if args.keep:
@@ -412,17 +382,16 @@ def main() -> int:
         else:
             shutil.rmtree(work, ignore_errors=True)
 
-    print_table()
-    misses = [r for r in ROWS if r["result"] == "MISS"]
-    print(f"\n{sum(r['result'] == 'PASS' for r in ROWS)} PASS, {len(misses)} MISS")
+    TABLE.print()
     blob = json.dumps({"commit": commit, "python": platform.python_version(), "cpus": os.cpu_count(),
                        "git": git_version, "n": args.n, "stores": args.stores, "per_writer": args.per_writer,
-                       "writers": args.writers, "seed": args.seed, "lock_timeout": LOCK_TIMEOUT, "rows": ROWS,
+                       "writers": args.writers, "seed": args.seed, "lock_timeout": LOCK_TIMEOUT, "smoke": args.smoke,
+                       "rows": TABLE.rows,
                        "profile": profile}, indent=2)
     print(blob)
     if args.json_out:
         args.json_out.write_text(blob + "\n", encoding="utf-8")
-    return 0
+    return TABLE.exit_code()
 
 
 if __name__ == "__main__":

@@ -1,0 +1,81 @@
+"""Every benchmark runs: each script once with `--smoke` (a tiny size, seconds), as a real process.
+
+A benchmark that crashes (it reached into memfile's private classes, lost an import, a step no longer
+works) fails here instead of on the day someone needs its numbers. The runs start the scripts with
+PYTHONSAFEPATH=1, as the benchmarks start their own processes.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import REPO
+
+BENCHMARKS = REPO / "benchmarks"
+SCRIPTS = ["bare_whoosh", "bench_core", "bench_git", "bench_index", "bench_mcp", "bench_retrieval", "bench_watch",
+           "bench_writes"]
+TIMEOUT_S = 600  # each smoke run takes seconds; a loaded 2-core machine may be ten times slower
+
+
+def smoke(script: Path, cwd: Path = REPO) -> subprocess.CompletedProcess[str]:
+    env = dict(os.environ, PYTHONSAFEPATH="1")
+    return subprocess.run([sys.executable, str(script), "--smoke"], cwd=cwd, env=env, capture_output=True, text=True,
+                          timeout=TIMEOUT_S)
+
+
+def test_every_benchmark_has_a_smoke_run() -> None:
+    found = sorted(p.stem for p in BENCHMARKS.glob("*.py") if p.stem != "common")
+    assert found == sorted(SCRIPTS), "a benchmark script was added or removed: list it in SCRIPTS"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", SCRIPTS)
+def test_benchmark_runs_with_smoke(name: str) -> None:
+    if name == "bench_watch" and not sys.platform.startswith("linux"):
+        pytest.skip("bench_watch reads /proc: Linux only")
+    proc = smoke(BENCHMARKS / f"{name}.py")
+    assert proc.returncode == 0, f"{name} --smoke: exit {proc.returncode}\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
+    assert "Traceback" not in proc.stderr, proc.stderr[-3000:]
+
+
+def test_a_smoke_run_that_misses_a_check_fails(tmp_path: Path) -> None:
+    """A check (what the figures rest on) is judged in a smoke run; a speed target is not."""
+    script = tmp_path / "bench_checks.py"
+    script.write_text(
+        "import sys\n"
+        f"sys.path.insert(0, {str(BENCHMARKS)!r})\n"
+        "from common import TIMING_COLUMNS, Table\n"
+        "table = Table(TIMING_COLUMNS, smoke=True)\n"
+        "table.timing('slow', 10, [5.0], limit_s=0.1, target='<= 100 ms')\n"
+        "table.add('tree clean', ok=sys.argv[1] == 'clean', check=True, target='clean')\n"
+        "table.print()\n"
+        "sys.exit(table.exit_code())\n",
+        encoding="utf-8",
+    )
+    run = [sys.executable, str(script)]
+    clean = subprocess.run([*run, "clean"], capture_output=True, text=True, timeout=60)
+    assert clean.returncode == 0, clean.stdout + clean.stderr
+    assert "1 PASS, 0 MISS (1 targets not judged: a smoke run)" in clean.stdout
+    dirty = subprocess.run([*run, "dirty"], capture_output=True, text=True, timeout=60)
+    assert dirty.returncode == 1
+    assert "smoke run FAILED its checks: tree clean" in dirty.stdout
+
+
+def test_retrieval_smoke_without_the_data_skips_with_a_message(tmp_path: Path) -> None:
+    """A checkout with no ../shared beside it (no LoCoMo data): the smoke run says so and exits 0."""
+    checkout = tmp_path / "checkout" / "benchmarks"
+    checkout.mkdir(parents=True)
+    for name in ("bench_retrieval.py", "common.py"):
+        shutil.copy(BENCHMARKS / name, checkout / name)
+    proc = smoke(checkout / "bench_retrieval.py", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "smoke run skipped" in proc.stdout and "locomo10.json" in proc.stdout
+    full = subprocess.run([sys.executable, str(checkout / "bench_retrieval.py")], cwd=tmp_path, capture_output=True,
+                          text=True, timeout=60)
+    assert full.returncode == 1 and "not found" in full.stderr
