@@ -590,6 +590,10 @@ def status(state: State, as_json: bool) -> None:
     watcher = data["watcher_pid"]
     click.echo(f"Watcher: {'running, pid ' + str(watcher) if watcher else 'not running'}")
     click.echo(f"Uncommitted hand edits: {len(data['uncommitted'])}" + "".join(f"\n  {p}" for p in data["uncommitted"][:20]))
+    unreadable = data.get("unreadable") or []
+    if unreadable:
+        click.echo(f"Unreadable (skipped; memfile never changes them): {len(unreadable)}" + "".join(
+            f"\n  {u['path']}{':' + str(u['line']) if u['line'] else ''}: {u['reason']}" for u in unreadable))
     if data["conflicts"]:
         click.echo("Conflicts (memfile resolve REF --ours|--theirs|--edit):" + "".join(f"\n  {r}" for r in data["conflicts"]))
     git = data["git"]

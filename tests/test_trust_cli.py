@@ -123,3 +123,13 @@ def test_reads_print_one_line_about_several_unreadable_files(vault: Vault) -> No
         assert warnings == ["memfile: warning: 2 files cannot be read and are skipped; see: memfile doctor"], args
     doctor = in_vault(vault.root, "doctor")
     assert "broken1.md" in doctor.stdout + doctor.stderr and "broken2.md" in doctor.stdout + doctor.stderr
+
+
+def test_status_lists_every_unreadable_file_with_its_reason(vault: Vault) -> None:
+    write(vault.root / "michael" / "fact" / "broken1.md", BROKEN)
+    write(vault.root / "michael" / "fact" / "broken2.md", BROKEN)
+    assert "2 files cannot be read" in ok(in_vault(vault.root, "list")).stderr  # the read that finds them
+    result = ok(in_vault(vault.root, "status"))
+    assert "Unreadable (skipped; memfile never changes them): 2" in result.stdout
+    assert "michael/fact/broken1.md:4:" in result.stdout and "michael/fact/broken2.md:4:" in result.stdout
+    assert "warning" not in result.stderr  # listed once, on stdout
