@@ -18,7 +18,7 @@ from .config import STATE_DIR, Config
 from .errors import InvalidInput, NotFound
 from .files import atomic_write
 from .index import Index, SearchOptions, SyncReport, search_memories
-from .query import check_query
+from .index.query import check_query
 from .model import Memory, Source, format_datetime, utc_now
 from .writes import UNSET
 

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from . import fileformat
 from .config import STATE_DIR, Config, caller_source, find_vault, load_config, select_mind
 from .errors import FileParseError, InvalidInput
-from .catalog import half_digest, joined
+from .index.catalog import half_digest, joined
 from .files import (
     Aside,
     Stat,
@@ -31,7 +31,7 @@ from .files import (
     stat_walk,
 )
 from .index import CORRUPTION, Index, SearchOptions, SyncReport, cannot_write, search_memories
-from .query import check_query
+from .index.query import check_query
 from .model import (
     Category,
     Memory,

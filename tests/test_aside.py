@@ -16,7 +16,7 @@ import pytest
 from helpers import another_thread_running
 
 from memfile import Vault, files
-from memfile.catalog import fingerprint, half_digest, joined
+from memfile.index.catalog import fingerprint, half_digest, joined
 from memfile.files import Aside, split_walk, stat_walk
 from memfile.index import SyncReport
 

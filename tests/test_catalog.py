@@ -16,7 +16,7 @@ import time
 import pytest
 
 from memfile import Vault
-from memfile.catalog import Catalog, fingerprint
+from memfile.index.catalog import Catalog, fingerprint
 from memfile.files import stat_walk
 from memfile.index import CATALOG_NAME
 
@@ -140,7 +140,7 @@ def generation_of(vault: Vault) -> str:
 
 
 def test_a_search_keeps_its_mask_for_the_next_process_which_takes_it(notes: Vault, monkeypatch: pytest.MonkeyPatch) -> None:
-    from memfile import warm
+    from memfile.index import score_cache as warm
 
     notes.store("fact", "old", "The zeppelin hangar was in Friedrichshafen.")
     notes.store("fact", "new", "The zeppelin hangar is now a museum.", supersedes="fact/old")
@@ -243,7 +243,7 @@ def test_a_segment_file_that_vanishes_while_checked_is_not_taken_for_damage(note
 
 def test_a_big_write_leaves_the_log_empty_and_a_small_one_never_waits_for_readers(tmp_path) -> None:
     """Every process's first connection reads the whole log: a bulk write empties it at once."""
-    from memfile.catalog import BIG_WRITE, issue_row
+    from memfile.index.catalog import BIG_WRITE, issue_row
 
     catalog = Catalog(tmp_path / "catalog.sqlite")
     log = tmp_path / "catalog.sqlite-wal"

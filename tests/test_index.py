@@ -832,7 +832,8 @@ def test_the_write_codec_writes_whooshs_files_byte_for_byte(tmp_path: Path) -> N
     and the segment names Whoosh's codec (an index never refers to memfile's)."""
     from whoosh.codec.whoosh3 import W3Codec
 
-    from memfile.analysis import WriteCodec, schema
+    from memfile.index.fastpath import WriteCodec
+    from memfile.index.persisted import schema
 
     documents = _varied_documents(700)
     built = {}
@@ -853,7 +854,7 @@ def test_the_fields_formats_index_what_whooshs_own_formats_do(tmp_path: Path) ->
     from whoosh.codec.whoosh3 import W3Codec
     from whoosh.formats import Existence, Positions
 
-    from memfile.analysis import IndexExistence, IndexPositions, schema
+    from memfile.index.persisted import IndexExistence, IndexPositions, schema
 
     whooshs, ours = schema(), schema()
     assert {type(ours[name].format) for name in ("path", "category", "status")} == {IndexExistence}
@@ -888,7 +889,7 @@ def test_the_fields_formats_index_what_whooshs_own_formats_do(tmp_path: Path) ->
 
 
 def test_a_writer_holds_an_eighth_of_the_machines_memory_from_256_mb_to_1_gb(monkeypatch: pytest.MonkeyPatch) -> None:
-    from memfile import index
+    from memfile.index import store as index
 
     page = 4096
     for total_mb, expected in ((1024, 256), (2048, 256), (4096, 512), (6000, 750), (24 * 1024, 1024), (10**6, 1024)):
@@ -905,7 +906,7 @@ def test_a_writer_holds_an_eighth_of_the_machines_memory_from_256_mb_to_1_gb(mon
 MORPHOLOGY_CHECK = textwrap.dedent(
     """\
     import sys
-    from memfile.query import defer_morphology
+    from memfile.index.query import defer_morphology
     defer_morphology()
     import whoosh.query
     from whoosh.fields import Schema, TEXT
@@ -935,7 +936,7 @@ def test_whoosh_morphology_is_built_on_first_use_with_whooshs_own_answers() -> N
     assert lines[2:] == ["REAL NOW True", "SAME NAMES True True"]
     plain = subprocess.run([sys.executable, "-c", "from whoosh.lang.morph_en import variations; "
                             "print(sorted(variations('deploy')))"], capture_output=True, text=True, timeout=60)
-    deferred = subprocess.run([sys.executable, "-c", "from memfile.query import defer_morphology; defer_morphology(); "
+    deferred = subprocess.run([sys.executable, "-c", "from memfile.index.query import defer_morphology; defer_morphology(); "
                                "from whoosh.lang.morph_en import variations; print(sorted(variations('deploy')))"],
                               capture_output=True, text=True, timeout=60)
     assert plain.stdout == deferred.stdout and "deployment" in plain.stdout

@@ -343,7 +343,7 @@ def test_the_server_warms_its_index_between_calls_and_answers_the_same(vault: Va
     from concurrent.futures import ThreadPoolExecutor
 
     from memfile.mcp_server import build_server
-    from memfile.warm import WARM_FROM
+    from memfile.index.score_cache import WARM_FROM
 
     words = "alpha bravo charlie delta echo foxtrot".split()
     for n in range(2 * WARM_FROM):  # each word in two thirds of them: frequent enough to be warmed

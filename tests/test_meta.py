@@ -45,21 +45,19 @@ LAYERS = {
     "errors": set(), "model": {"errors"}, "paths": {"errors", "model"}, "fileformat": {"errors", "model", "paths"},
     "text": set(),
     **{part: CORE for part in PARTS},
-    # The Whoosh classes pickled into the index, used by index.py alone; the catalog is index.py's SQLite half.
-    "analysis": {"text"}, "query": {"errors", "analysis"}, "warm": {"model", "query"}, "catalog": {"model", "files"},
-    "index": CORE | {"analysis", "query", "warm", "catalog", "files"},
+    # The index is a package (memfile/index/): its own layering test is in test_index_package.py.
     # Vault is split in two modules: writes.py holds its write methods (a mixin).
     "merge": CORE, "sync": CORE | PARTS | {"merge"},
     # The store queue sits on the file primitives; only the write half of Vault uses it.
     "batch": CORE | {"files"}, "swap": CORE | {"files"},
     "writes": CORE | PARTS | {"merge", "sync", "batch", "swap"}, "history": CORE | PARTS,
-    "doctor": CORE | PARTS | {"batch"}, "recalling": CORE | PARTS | {"writes", "query"},
-    "vault": CORE | PARTS | {"writes", "history", "sync", "doctor", "recalling", "catalog", "query"}, "watch": CORE | PARTS | {"vault"},
+    "doctor": CORE | PARTS | {"batch"}, "recalling": CORE | PARTS | {"writes"},
+    "vault": CORE | PARTS | {"writes", "history", "sync", "doctor", "recalling"}, "watch": CORE | PARTS | {"vault"},
     "cli": CORE | PARTS | {"vault", "watch", "cli_git", "mcp_server"}, "cli_git": {"cli", "sync", "errors"}, "mcp_server": CORE | PARTS | {"vault", "watch"},
     "__init__": CORE | PARTS | {"vault", "watch"}, "__main__": {"cli", "files"},
 }
 # Each third-party library lives in exactly one module.
-THIRD_PARTY_HOME = {"click": {"cli", "cli_git"}, "whoosh": {"index", "analysis", "query", "warm"}, "git": {"gitstore"},
+THIRD_PARTY_HOME = {"click": {"cli", "cli_git"}, "whoosh": set(), "git": {"gitstore"},
                     "frontmatter": {"fileformat"}, "yaml": {"fileformat"}, "ruamel": {"fileformat"},
                     "watchdog": {"watch"}, "mcp": {"mcp_server"}}
 

@@ -26,7 +26,7 @@ from conftest import SAMPLE_VAULT, git
 from helpers import commit_by_hand, fails, in_vault, ok, write
 
 from memfile import Vault
-from memfile.analysis import snippet
+from memfile.index.snippet import snippet
 from memfile.files import stat_walk
 
 NOTE = "---\ncategory: fact\nkey: door\n---\nThe door code is 1234.\n"
@@ -138,7 +138,7 @@ def test_a_file_read_within_its_racy_window_is_read_again_even_when_its_whole_st
 
 
 def test_a_racy_file_that_did_not_change_is_confirmed_without_a_full_text_write(vault: Vault) -> None:
-    from memfile.catalog import FINE_NS, UNSURE
+    from memfile.index.catalog import FINE_NS, UNSURE
 
     root = vault.root
     path = write(root / "michael" / "fact" / "door.md", NOTE)

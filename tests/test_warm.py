@@ -1,4 +1,4 @@
-"""Warm searches: cached word scores give exactly Whoosh's ranking, and a long-lived Vault never serves stale hits."""
+"""ScoreCache searches: cached word scores give exactly Whoosh's ranking, and a long-lived Vault never serves stale hits."""
 
 from __future__ import annotations
 
@@ -9,10 +9,11 @@ from pathlib import Path
 import pytest
 
 from memfile import Vault
-from memfile.analysis import MemfileAnalyzer, snippet, schema
-from memfile.query import parse_query
+from memfile.index.persisted import MemfileAnalyzer, schema
+from memfile.index.snippet import snippet
+from memfile.index.query import parse_query
 from memfile.text import matching, token_texts, tokens
-from memfile.warm import WARM_FROM, Warm, plain_terms
+from memfile.index.score_cache import WARM_FROM, ScoreCache, plain_terms
 
 WORDS = ("alpha bravo charlie delta echo foxtrot golf hotel india juliet kilo lima mike november oscar papa "
          "deploy deploying database servers cache queue").split()
@@ -39,11 +40,11 @@ def words_vault(vault: Vault) -> Vault:
     return vault
 
 
-def whoosh_and_warm(vault: Vault) -> tuple[object, Warm]:
+def whoosh_and_warm(vault: Vault) -> tuple[object, ScoreCache]:
     index = vault._index
     assert index is not None
     vault.search("alpha")  # opens the searcher
-    return index._searcher, Warm(index._searcher)
+    return index._searcher, ScoreCache(index._searcher)
 
 
 def assert_same(expected: list[tuple[float, int]], got: list[tuple[float, int]]) -> None:
@@ -76,7 +77,7 @@ def test_warm_scores_equal_whoosh_over_several_segments_with_deletions(words_vau
         compare_random_queries(words_vault, seed=round_)
 
 
-def compare_random_queries(vault: Vault, seed: int, warm: Warm | None = None) -> None:
+def compare_random_queries(vault: Vault, seed: int, warm: ScoreCache | None = None) -> None:
     from whoosh import query
 
     searcher, fresh = whoosh_and_warm(vault)
@@ -130,12 +131,12 @@ def test_a_searchers_first_uncounted_query_goes_to_whoosh_and_later_ones_are_war
     parsed = parse_query("alpha bravo", searcher.schema)
     assert warm.top(parsed, None, set(), 10, count=False) is None
     assert warm.top(parsed, None, set(), 10, count=False) is not None
-    assert Warm(searcher).top(parsed, None, set(), 10, count=True) is not None  # counting walks every posting anyway
+    assert ScoreCache(searcher).top(parsed, None, set(), 10, count=True) is not None  # counting walks every posting anyway
 
 
 def test_a_small_budget_drops_old_words_and_still_answers_right(words_vault: Vault) -> None:
     searcher, _ = whoosh_and_warm(words_vault)
-    warm = Warm(searcher, budget=150)
+    warm = ScoreCache(searcher, budget=150)
     for word in WORDS:
         parsed = parse_query(word, searcher.schema)
         top = warm.top(parsed, None, set(), 10)
@@ -162,8 +163,8 @@ def frequent_words(searcher: object) -> set[str]:
     return {text.decode() for text, info in reader.iter_field("text") if info.doc_frequency() >= WARM_FROM}
 
 
-def warm_up(warm: Warm) -> int:
-    """Warm pause by pause (a zero time budget stops at the first pause); how many pauses it took."""
+def warm_up(warm: ScoreCache) -> int:
+    """ScoreCache pause by pause (a zero time budget stops at the first pause); how many pauses it took."""
     pauses = 0
     while warm.warm_some(0.0):
         pauses += 1
@@ -203,7 +204,7 @@ def test_warming_stops_at_the_first_pause_when_asked_to(words_vault: Vault) -> N
 
 def test_warming_keeps_to_half_the_budget(words_vault: Vault) -> None:
     searcher, _ = whoosh_and_warm(words_vault)
-    warm = Warm(searcher, budget=1000)
+    warm = ScoreCache(searcher, budget=1000)
     warm_up(warm)
     assert 0 < warm._held <= 500
     parsed = parse_query("alpha bravo zulu", searcher.schema)

@@ -81,7 +81,7 @@ POLL_TIMEOUT_S = 3.0
 FORK_SERVER = r"""
 import json, os, random, sys, traceback
 from memfile import NotFound, Vault
-import git, whoosh.index, memfile.analysis, memfile.index  # loaded once: each worker is a fork of this process
+import git, whoosh.index, memfile.index.persisted, memfile.index  # loaded once: each worker is a fork of this process
 
 
 def work(root, pool, order):

@@ -5,7 +5,7 @@ their names and both rebuilt from the files whenever missing, corrupt or
 older:
 
 - a Whoosh full-text index (BM25F over content, key and tags, weighted by
-  repetition in one field; the analyzer is in analysis.py) holding each
+  repetition in one field; the analyzer is in persisted.py) holding each
   memory as one stored blob for search hits;
 - a catalog (SQLite, catalog.py): for every file, the stat it had when it
   was read, the parsed memory, or the reason it could not be parsed.
@@ -40,14 +40,14 @@ except ImportError:  # not CPython
     from pickle import UnpicklingError
 
 from .catalog import Catalog, Row, Stat, diff, is_unsure, issue_row, memory_row, settled
-from .errors import FileParseError, LockTimeout
-from .files import may_fork
-from .model import Memory, ParseIssue, SearchHit, memory_to_row
+from ..errors import FileParseError, LockTimeout
+from ..files import may_fork
+from ..model import Memory, ParseIssue, SearchHit, memory_to_row
 from .query import defer_morphology, weighting
-from .warm import Warm, hidden_docs, stored_memory
-from .text import normalize
+from .score_cache import ScoreCache, hidden_docs, stored_memory
+from ..text import normalize
 
-SCHEMA_VERSION = 13  # 13: a stat holds the ctime too, and may be recorded as unsure (catalog.settled)
+SCHEMA_VERSION = 14  # 14: the pickled classes moved to memfile.index.persisted (13: stats hold the ctime too)
 INDEX_NAME = f"memories_v{SCHEMA_VERSION}"
 CATALOG_NAME = f"catalog_v{SCHEMA_VERSION}.sqlite"
 #: From this many files to (re)read, a sync is a bulk load: both cores, no garbage collection pauses.
@@ -61,13 +61,13 @@ CORRUPTION = (OSError, EOFError, ValueError, KeyError, IndexError, TypeError, At
 
 
 def schema() -> Any:
-    from .analysis import schema as whoosh_schema
+    from .persisted import schema as whoosh_schema
 
     return whoosh_schema()
 
 
 def highlight(text: str, words: frozenset[str]) -> str:
-    from .analysis import snippet
+    from .snippet import snippet
 
     return snippet(text, words)
 
@@ -80,7 +80,7 @@ TAG_WEIGHT = 2
 def _document(memory: Memory, row: bytes) -> dict[str, Any]:
     """The Whoosh document of a memory (`row`: its marshalled catalog row); `text` starts with the content.
 
-    A memory that never expires has no `expires` (the expiry queries, warm.hidden_docs, only ever
+    A memory that never expires has no `expires` (the expiry queries, score_cache.hidden_docs, only ever
     look for dates): Whoosh indexes a number as 16 terms, a fifth of a memory's postings.
     """
     key = " ".join([memory.key.replace("_", " ")] * KEY_WEIGHT)
@@ -139,7 +139,7 @@ class Index:
         self._ix: Any = None
         self.catalog = Catalog(folder / CATALOG_NAME)
         self._searcher: Any = None
-        self._warm: Warm | None = None
+        self._warm: ScoreCache | None = None
         self.damage: str | None = None  # what opening last found damaged (and made anew); the Vault tells it
         self.temporary = False  # made in a temporary folder for one Vault (see `temporary`)
 
@@ -437,7 +437,7 @@ class Index:
 
     def warm(self, seconds: float, stop: Callable[[], bool] | None = None) -> bool:
         """Spend about `seconds` working out the scores of the index's most frequent words
-        (`Warm.warm_some`); True while there is more to do. Nothing when no search opened the index."""
+        (`ScoreCache.warm_some`); True while there is more to do. Nothing when no search opened the index."""
         if self._ix is None:
             return False
         self._current()
@@ -445,14 +445,14 @@ class Index:
         return self._warm.warm_some(seconds, stop)
 
     def _current(self) -> None:
-        """A searcher of the index as it is now, with its `Warm` (both new after any change)."""
+        """A searcher of the index as it is now, with its `ScoreCache` (both new after any change)."""
         ix = self._open()
         if self._searcher is not None and not self._searcher.up_to_date():
             self._searcher.close()
             self._searcher = None
         if self._searcher is None:
             self._searcher = ix.searcher(weighting=weighting())
-            self._warm = Warm(self._searcher, masks=Masks(self.catalog, _generation(self._searcher)))
+            self._warm = ScoreCache(self._searcher, masks=Masks(self.catalog, _generation(self._searcher)))
 
     def _search(self, text: str, options: SearchOptions, now: datetime,
                 pending: dict[str, Memory | None] | None, count: bool) -> tuple[list[SearchHit], int]:
@@ -551,11 +551,11 @@ def _bulk_options(count: int) -> dict[str, Any]:
     """Writer options. Segments stay separate files, not one compound file: opening a compound
     segment copies it out of its mmap (whoosh3's BufferFile), ~0.4 s per search at 100,000
     memories. A big batch uses both cores, but never from a threaded process (forking it is unsafe).
-    The codec writes Whoosh's files, faster (analysis.WriteCodec). A writer holds its postings in
+    The codec writes Whoosh's files, faster (fastpath.WriteCodec). A writer holds its postings in
     memory up to `pool_mb()`: past that, Whoosh sorts them through files on disk, which doubled the time
     per memory of a 100,000-memory load (at 256 MB); a small write never comes near it.
     """
-    from .analysis import WriteCodec
+    from .fastpath import WriteCodec
 
     options = {"compound": False, "codec": WriteCodec(), "limitmb": pool_mb()}
     if count < BULK or not may_fork():
@@ -571,7 +571,7 @@ def _segment_files(folder: Path) -> list[Path]:
 @dataclass(frozen=True)
 class Masks:
     """The masks (superseded and expired documents) the catalog keeps for one generation of the
-    full-text index, as `Warm.masks`: a one-shot search takes one instead of finding it again."""
+    full-text index, as `ScoreCache.masks`: a one-shot search takes one instead of finding it again."""
 
     catalog: Catalog
     generation: str  # see _generation
@@ -610,7 +610,7 @@ def _filter(options: SearchOptions) -> Any:
 
 
 def _live(searcher: Any, parsed: Any, allow: Any, hidden: set[int], options: SearchOptions,
-          count: bool = False, warm: Warm | None = None) -> tuple[list[SearchHit], int]:
+          count: bool = False, warm: ScoreCache | None = None) -> tuple[list[SearchHit], int]:
     """The best hits but the `hidden` documents, and with `count` how many match in all.
 
     Plain words are scored from `warm` (cached word scores) when given. Expired and
@@ -632,7 +632,7 @@ def _live(searcher: Any, parsed: Any, allow: Any, hidden: set[int], options: Sea
 
 
 def _hits(searcher: Any, parsed: Any, best: list[tuple[float, int]], options: SearchOptions,
-          warm: Warm | None) -> list[SearchHit]:
+          warm: ScoreCache | None) -> list[SearchHit]:
     """The `best` (score, docnum) as hits, with snippets if asked; memories decoded through `warm` when given."""
     text = searcher.schema["text"]
     words = frozenset(text.from_bytes(term) for _, term in parsed.existing_terms(

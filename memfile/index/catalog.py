@@ -34,8 +34,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from .files import Stat, half_of
-from .model import Memory, ParseIssue, memory_from_row
+from ..files import Stat, half_of
+from ..model import Memory, ParseIssue, memory_from_row
 
 try:  # hashlib's own blake2b: importing hashlib loads OpenSSL too, 7 ms of every command
     from _blake2 import blake2b

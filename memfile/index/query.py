@@ -2,7 +2,7 @@
 
 `parse_query` is the one way from typed text to a query: every search and
 every recall with a query passes through it (Vault.search, Vault.recall and
-friends, in the index's `Warm.parsed`), so its size cap holds on every face.
+friends, in the index's `ScoreCache.parsed`), so its size cap holds on every face.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import sys
 from types import ModuleType
 from typing import Any
 
-from .errors import InvalidInput
+from ..errors import InvalidInput
 
 #: The longest query, in characters. A question or a task description fits many times over; a pasted
 #: document does not, and Whoosh's parser and the phrase of a long no-space run grow with its length.
@@ -114,7 +114,7 @@ def _prefix_or_stem(node: Any) -> Any:
     """`deploy*` also as `deploi*`: the index holds stems, a prefix must reach them too."""
     from whoosh import query
 
-    from .analysis import stem_word
+    from .persisted import stem_word
 
     if isinstance(node, query.Prefix) and stem_word(node.text) != node.text:
         return query.Or([node, query.Prefix(node.fieldname, stem_word(node.text), boost=node.boost)])
@@ -144,7 +144,7 @@ def defer_morphology() -> None:
     if spec is None or spec.loader is None:
         return
     loader = spec.loader
-    stand_in = ModuleType(MORPHOLOGY, "Whoosh's English morphology, loaded on first use (memfile.query.defer_morphology).")
+    stand_in = ModuleType(MORPHOLOGY, "Whoosh's English morphology, loaded on first use (memfile.index.query.defer_morphology).")
 
     def real() -> ModuleType:
         module = sys.modules.get(MORPHOLOGY)

@@ -1,10 +1,11 @@
-"""The search analyzer and schema (the Whoosh classes pickled into the index), and snippets.
+"""What is pickled into every index: the analyzer, the field formats and the schema.
 
-Whoosh stores the analyzer inside the index, so these classes keep this
-import path (`memfile.analysis`); changing what they produce means bumping
-`SCHEMA_VERSION` in index.py so old indexes are rebuilt. Only index.py
-imports this module, and only when it needs Whoosh: `recall` and `--help`
-never load Whoosh.
+Whoosh stores the schema, with these classes' import paths, inside the index's
+TOC. So their paths are API: `PICKLED` lists them, a test pins their module
+(`memfile.index.persisted`), and any change to what they produce or where they
+live needs a new `SCHEMA_VERSION` (memfile.index.store), so old indexes are
+rebuilt rather than unpickled (tests/test_index_package.py fingerprints both).
+Imported only when Whoosh is needed: `recall` and `--help` never load Whoosh.
 """
 
 from __future__ import annotations
@@ -12,16 +13,13 @@ from __future__ import annotations
 from functools import lru_cache
 from typing import Any
 
-from whoosh import highlight
-from whoosh.codec.whoosh3 import LENGTHS_COLUMN, W3Codec, W3PerDocReader, _lenfield
 from whoosh.analysis import STOP_WORDS as WHOOSH_STOP_WORDS
 from whoosh.analysis import IDTokenizer, Token, Tokenizer
 from whoosh.fields import ID, KEYWORD, NUMERIC, STORED, TEXT, Schema
 from whoosh.formats import Existence, Positions
 from whoosh.lang.porter import stem
-from whoosh.util.numeric import byte_to_length
 
-from .text import fold, matching, normalize, token_texts, tokens
+from ..text import fold, normalize, token_texts, tokens
 
 
 class MemfileAnalyzer(Tokenizer):
@@ -126,32 +124,6 @@ def _one_place(pos: int) -> bytes:
     return Positions().encode([pos])
 
 
-class WriteCodec(W3Codec):
-    """Whoosh's codec for writing segments: a new segment's postings look up each field's
-    lengths in a list read once, not on disk once per posting (a tenth of the indexing processes' CPU).
-
-    Whoosh reads the length of every posting's document as it writes the postings
-    (for the blocks' length bounds), through a seek and a read each. The files
-    written are the same, byte for byte (tested), and a segment names Whoosh's own
-    codec, so an index never refers to this class.
-    """
-
-    def new_segment(self, storage: Any, indexname: str) -> Any:
-        return W3Codec(self._blocklimit, self._compression, self._inlinelimit).new_segment(storage, indexname)
-
-    def per_document_reader(self, storage: Any, segment: Any) -> Any:
-        return _LengthsAtOnce(storage, segment)
-
-
-class _LengthsAtOnce(W3PerDocReader):
-    def doc_field_length_reader(self, fieldname: str, default: int = 0) -> Any:
-        reader = self._cached_reader(_lenfield(fieldname), LENGTHS_COLUMN)
-        if reader is None:
-            return super().doc_field_length_reader(fieldname, default)
-        lengths = [None] + [byte_to_length(code) for code in range(1, 256)]  # a zero byte reads as None, as in Whoosh
-        return [lengths[code] for code in reader.load()].__getitem__
-
-
 stem_word = lru_cache(maxsize=50_000)(stem)
 
 #: Whoosh's English stop words plus the question and pronoun words people type into a search box.
@@ -192,74 +164,6 @@ def _id(**options: Any) -> ID:
     return field
 
 
-class Marks(highlight.Formatter):
-    """Highlights matched words as **word**."""
-
-    between = " … "
-
-    def format_token(self, text: str, token: Any, replace: bool = False) -> str:
-        return "**" + highlight.get_text(text, token, replace) + "**"
-
-
-class Passages(highlight.PinpointFragmenter):
-    """Whoosh's PinpointFragmenter, trimming only a word a passage cuts in two.
-
-    Whoosh trims to the first and last space of every passage, and so drops a
-    whole word at the start or end of the text ("We **deploy** on Monday"
-    became "**deploy** on").
-    """
-
-    @staticmethod
-    def _autotrim(fragment: highlight.Fragment) -> None:
-        text, start, end = fragment.text, fragment.startchar, fragment.endchar
-        if start > 0 and not text[start - 1].isspace() and (space := text.find(" ", start, end)) > 0:
-            start = space + 1
-        if end < len(text) and not text[end].isspace() and (space := text.rfind(" ", start, end)) > 0:
-            end = space
-        if fragment.matches:
-            start, end = min(start, fragment.matches[0].startchar), max(end, fragment.matches[-1].endchar)
-        fragment.startchar, fragment.endchar = start, end
-
-
-_FRAGMENTER = Passages(maxchars=160, surround=40, autotrim=True)
-_SCORER = highlight.BasicFragmentScorer()
-
-
-def snippet(text: str, words: frozenset[str]) -> str:
-    """Up to two passages of NFC `text` around the `words` searched for (index terms), matches
-    in **bold**; "" when none is there.
-
-    Passages are cut around the matched words alone (Whoosh's PinpointFragmenter), so
-    only those become Token objects. Running the whole text through the analyzer and a
-    context fragmenter instead cost more than scoring the search itself.
-    """
-    def term(word: str) -> str:
-        return word if word in STOP_WORDS else stem_word(word)
-
-    matched: list[Token] = []
-    for word, start, end in matching(text, lambda word: term(word) in words):
-        if matched and start <= matched[-1].endchar:  # overlapping bigrams: one highlight
-            matched[-1].endchar = max(matched[-1].endchar, end)
-        else:
-            matched.append(Token(text=term(word), startchar=start, endchar=end, boost=1.0, matched=True))
-    if not matched:
-        return ""
-    fragments = _FRAGMENTER.fragment_matches(text, matched)
-    return Marks().format(_merged(highlight.top_fragments(fragments, 2, _SCORER, highlight.FIRST)))
-
-
-def _merged(fragments: list[highlight.Fragment]) -> list[highlight.Fragment]:
-    """Passages in text order, those that overlap or touch joined into one: two passages around
-    nearby matches share text, which would otherwise be shown twice."""
-    joined: list[highlight.Fragment] = []
-    for fragment in sorted(fragments, key=lambda f: f.startchar):
-        last = joined[-1] if joined else None
-        if last is not None and fragment.startchar <= last.endchar:
-            seen = {token.startchar for token in last.matches}
-            matches = last.matches + [token for token in fragment.matches if token.startchar not in seen]
-            joined[-1] = highlight.Fragment(last.text, matches, last.startchar, max(last.endchar, fragment.endchar))
-        else:
-            joined.append(fragment)
-    return joined
-
-
+#: The classes an index's TOC names by import path (pickled with the schema): moving or renaming one
+#: breaks every existing index unless SCHEMA_VERSION changes in the same commit.
+PICKLED = (MemfileAnalyzer, IndexPositions, IndexExistence)

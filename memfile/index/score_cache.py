@@ -14,7 +14,7 @@ None and goes to Whoosh. The memories that hits decode to, the parsed
 queries and the superseded and expired documents (until the next expiry)
 are kept the same way.
 
-A `Warm` belongs to one searcher: a new searcher, after any change to the
+A `ScoreCache` belongs to one searcher: a new searcher, after any change to the
 index, starts with a new, empty one. It keeps at most `POSTINGS` scores,
 dropping the least recently used words first, and at most `KEPT` memories
 and queries.
@@ -31,7 +31,7 @@ from collections.abc import Callable, Iterator
 from datetime import datetime, timedelta
 from typing import Any
 
-from .model import Memory, memory_from_row
+from ..model import Memory, memory_from_row
 from .query import parse_query
 
 #: The most (document, score) pairs kept: 12 bytes each, so about 50 MB.
@@ -44,11 +44,11 @@ KEPT = 20_000
 STRIDE = 256
 #: `warm_some` works out words with at least this many postings (a walk of fewer costs a search little).
 WARM_FROM = 100
-#: The full-text field of plain words (see analysis.schema).
+#: The full-text field of plain words (see persisted.schema).
 TEXT_FIELD = "text"
 
 
-class Warm:
+class ScoreCache:
     """Cached word scores, decoded hits and parsed queries of one Whoosh searcher."""
 
     def __init__(self, searcher: Any, budget: int = POSTINGS, masks: Any = None) -> None:
