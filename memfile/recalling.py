@@ -9,23 +9,20 @@ about a millisecond to make each, 4 % of a search process in all.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any
 
 from .config import STATE_DIR, Config
 from .errors import InvalidInput, NotFound
 from .files import atomic_write
-from .index import Index, SearchOptions, SyncReport, search_memories
+from .index import Index, SearchOptions, View
 from .index.query import check_query
 from .model import Memory, Source, format_datetime, utc_now
 from .writes import UNSET
 
 if TYPE_CHECKING:
     from .recall import Recallable, RecallItem, RecallReport
-
-T = TypeVar("T")
 
 #: Where the last recall served to a mind is recorded (in `.memfile/`): one record per mind, so that
 #: no mind (nor an agent bound to it) ever reads another's query or memory ids.
@@ -42,16 +39,11 @@ class Recalling:
     config: Config
     actor: Source
     notices: list[str]
-    _index: Index | None
+    _index: Index
     _recall_cache: tuple[tuple[float, bool], datetime, Recallable] | None
 
     @property
     def name(self) -> str: ...  # provided by Vault
-    def refresh(self, progress: Callable[[int, int], None] | None = None) -> SyncReport: ...  # provided by Vault
-    def _read(self, work: Callable[[SyncReport], T]) -> T: ...  # provided by Vault
-    def _memories(self, report: SyncReport) -> list[Memory]: ...  # provided by Vault
-    def _take_issues(self, report: SyncReport) -> None: ...  # provided by Vault
-    def _searching(self, search: Callable[[dict[str, Memory | None]], T], report: SyncReport) -> T: ...  # by Vault
 
     def recall_report(self, budget: int | None = UNSET, *, query: str | None = None, limit: int | None = 10,
                       include_superseded: bool = False) -> RecallReport:
@@ -80,26 +72,21 @@ class Recalling:
             check_query(query)  # before any work: a 10 MB query is refused at once
         now = utc_now()
 
-        def whole(report: SyncReport) -> RecallReport:
-            return self._whole(report, now, include_superseded, budget)
+        def whole(view: View) -> RecallReport:
+            return self._whole(view, now, include_superseded, budget)
 
-        def matching(report: SyncReport) -> RecallReport:
+        def matching(view: View) -> RecallReport:
             from .recall import Match, recall_query, score, with_neighbours
 
             assert query is not None
-            recallable = self._recallable(report, now, include_superseded)
-            index = self._index
+            recallable = self._recallable(view, now, include_superseded)
             options = SearchOptions(include_superseded=include_superseded, limit=max(CANDIDATES, limit or 0), snippets=False)
-            if index is None:  # no index can be made at all: search the memories read from the files
-                hits = search_memories(self._parse_all(), query, options, now)
-                matched = len(hits)
-            else:
-                hits, matched = self._searching(lambda pending: index.search_counted(query, options, now, pending), report)
+            hits, matched = view.search(query, options, now, count=True)
             matches = with_neighbours([Match(hit.memory, hit.score) for hit in hits], recallable)
             ranked = score(matches, now, self.config.half_life_days)
             return recall_query(recallable, ranked, query, self.mind, self.name, budget, limit, matched)
 
-        return self._served(self._read(whole if query is None else matching))
+        return self._served(self._index.read(whole if query is None else matching))
 
     def _checked(self, budget: int | None | object, limit: int | None) -> int | None:
         """The budget asked for, or `[recall] budget` of memfile.toml; None for no limit (0 asks for none).
@@ -117,11 +104,11 @@ class Recalling:
             raise InvalidInput("budget", budget, "a whole number of tokens (0 = no limit)")
         return budget  # type: ignore[return-value]
 
-    def _whole(self, report: SyncReport, now: datetime, include_superseded: bool, budget: int | None) -> RecallReport:
+    def _whole(self, view: View, now: datetime, include_superseded: bool, budget: int | None) -> RecallReport:
         """The recall of every memory not expired at `now`, from Memory objects."""
         from .recall import recall
 
-        live = [m for m in self._memories(report) if not m.is_expired(now) and (include_superseded or not m.superseded)]
+        live = [m for m in view.memories() if not m.is_expired(now) and (include_superseded or not m.superseded)]
         return recall(live, self.mind, self.name, budget)
 
     def _whole_text(self, include_superseded: bool) -> bytes:
@@ -130,37 +117,35 @@ class Recalling:
         (another process holds the writer lock) are overlaid the ordinary way, `_whole`."""
         now = utc_now()
 
-        def render(report: SyncReport) -> tuple[bytes, dict[str, Any]]:
+        def render(view: View) -> tuple[bytes, dict[str, Any]]:
             from .recall import whole_text
 
-            index, rows = self._index, None
-            if index is not None and not report.pending:
-                rows = index.catalog.recall_entries(now.timestamp(), include_superseded)
+            rows = view.recall_entries(now.timestamp(), include_superseded)
             if rows is None or any(not row[2] and _critical(row[3]) for row in rows):
                 # The catalog sorts by the written priority; an unverified critical memory recalls as high.
-                whole = self._whole(report, now, include_superseded, None)
+                whole = self._whole(view, now, include_superseded, None)
                 return whole.text.encode("utf-8"), _record_of(whole)
-            self._take_issues(report)
+            view.take_issues()
             text, tokens = whole_text([row[3] for row in rows], sum(row[4] for row in rows),
                                       sum(1 for row in rows if row[2]), self.name)
             return text, {"query": None, "matched": None, "budget": None, "tokens": tokens,
                           "total": len(rows), "left_out": 0, "shortened": 0,
                           "memories": [[ref, id_, False, False, None, None] for ref, id_, _, _, _ in rows]}
 
-        text, record = self._read(render)  # rendered while the files are walked; recorded once the answer stands
+        text, record = self._index.read(render)  # rendered while the files are walked; recorded once the answer stands
         self._record(record)
         return text
 
-    def _recallable(self, report: SyncReport, now: datetime, include_superseded: bool) -> Recallable:
+    def _recallable(self, view: View, now: datetime, include_superseded: bool) -> Recallable:
         """The mind's recallable memories, sorted and counted; kept while the catalog is unchanged
         and no memory has expired since (a long-lived Vault then skips a pass over the mind per recall)."""
         from .recall import Recallable
 
-        version = self._index.catalog.last_update() if self._index is not None and not report.pending else None
+        version = view.version
         cached = self._recall_cache
         if version is not None and cached and cached[0] == (version, include_superseded) and now < cached[1]:
             return cached[2]
-        live = [m for m in self._memories(report) if not m.is_expired(now) and (include_superseded or not m.superseded)]
+        live = [m for m in view.memories() if not m.is_expired(now) and (include_superseded or not m.superseded)]
         recallable = Recallable.of(live)
         if version is not None:
             until = min((m.expires_at for m in live if m.expires_at is not None), default=datetime.max.replace(tzinfo=timezone.utc))

@@ -22,7 +22,7 @@ from typing import Any
 
 from .config import STATE_DIR
 from .errors import Conflict, LockTimeout, MemfileError
-from .index import SyncReport
+from .index import RefreshReport
 from .paths import is_memory_name
 from .vault import Vault
 
@@ -39,7 +39,7 @@ class Watcher:
         debounce: float = DEFAULT_DEBOUNCE,
         max_wait: float = MAX_WAIT,
         autocommit: bool = False,
-        on_batch: Callable[[SyncReport, list[str]], None] | None = None,
+        on_batch: Callable[[RefreshReport, list[str]], None] | None = None,
     ) -> None:
         self.root, self.mind = vault.root, vault.mind
         self.debounce, self.max_wait, self.autocommit = debounce, max(max_wait, debounce), autocommit
@@ -221,7 +221,7 @@ class Watcher:
             self._wake.set()
             return
         except Exception as exc:  # noqa: BLE001 - the watcher never dies on bad input; the next batch retries
-            report = SyncReport()
+            report = RefreshReport()
             message = str(exc) if isinstance(exc, MemfileError) else f"{type(exc).__name__}: {exc}"
             vault.notices.append(f"watcher: {message}")
             _logger("memfile.watch").warning("watcher: %s", message)

@@ -41,7 +41,7 @@ from .errors import (
     Refused,
 )
 from .files import atomic_write, writer_lock
-from .index import Index, SyncReport
+from .index import Index, RefreshReport
 from .model import (
     DEFAULT_CONFIDENCE,
     Category,
@@ -85,7 +85,7 @@ class Writes:
     config: Config
     actor: Source
     notices: list[str]
-    _index: Index | None
+    _index: Index
 
     @cached_property
     def _git(self) -> GitStore:
@@ -99,7 +99,7 @@ class Writes:
     def _find(self, ref: str) -> Memory: ...  # provided by Vault
     def _memories_named(self, ref: str, place: str) -> list[Memory]: ...  # provided by Vault
     def _load(self, relpath: str) -> tuple[Any, Memory]: ...  # provided by Vault
-    def _sync(self, paths: list[str] | None, wait: bool) -> SyncReport: ...  # provided by Vault
+    def _sync(self, paths: list[str] | None, wait: bool) -> RefreshReport: ...  # provided by Vault
     _autosync: Callable[[], None]  # provided by Sync
 
     @classmethod
@@ -180,8 +180,7 @@ class Writes:
             )
         elif ignore_added:
             self._git.commit([".gitignore"], f"ignore {STATE_DIR}/ (memfile's local state)")
-        if self._index is not None:
-            self._index.wait_for_writer()  # fail (exit 4) before writing anything, not after
+        self._index.wait_for_writer()  # fail (exit 4) before writing anything, not after
         from .sync import recover_interrupted_sync
 
         self.notices += recover_interrupted_sync(self._git)  # a killed sync's merge, lock or debris

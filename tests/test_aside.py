@@ -18,7 +18,7 @@ from helpers import another_thread_running
 from memfile import Vault, files
 from memfile.index.catalog import fingerprint, half_digest, joined
 from memfile.files import Aside, split_walk, stat_walk
-from memfile.index import SyncReport
+from memfile.index import RefreshReport, View
 
 pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="reads walk beside their work on Linux only")
 
@@ -45,18 +45,18 @@ def started(monkeypatch: pytest.MonkeyPatch) -> list[Aside | None]:
     return found
 
 
-def keys_read(vault: Vault, calls: list[SyncReport]) -> list[str]:
-    """A read through `Vault._read` that records each report its work was given."""
+def keys_read(vault: Vault, calls: list[RefreshReport]) -> list[str]:
+    """A read through `Index.read` that records each report its work was given."""
 
-    def work(report: SyncReport) -> list[str]:
-        calls.append(report)
-        return sorted(m.key for m in vault._memories(report))
+    def work(view: View) -> list[str]:
+        calls.append(view.report)
+        return sorted(m.key for m in view.memories())
 
-    return vault._read(work)
+    return vault._index.read(work)
 
 
 def test_a_read_of_an_unchanged_mind_runs_its_work_once_beside_the_walk(notes: Vault, started: list[Aside | None]) -> None:
-    calls: list[SyncReport] = []
+    calls: list[RefreshReport] = []
     assert keys_read(notes, calls) == ["alpha", "bravo"]
     assert len(calls) == 1 and calls[0].changed == 0
     assert len(started) == 2 and None not in started  # one child per half of the walk
@@ -64,7 +64,7 @@ def test_a_read_of_an_unchanged_mind_runs_its_work_once_beside_the_walk(notes: V
 
 def test_an_edit_made_before_the_read_gets_the_work_run_again_after_a_refresh(notes: Vault, started: list[Aside | None]) -> None:
     (notes.mind_dir / "fact" / "charlie.md").write_text("Charlie talks about lighthouses.\n", encoding="utf-8")
-    calls: list[SyncReport] = []
+    calls: list[RefreshReport] = []
     assert keys_read(notes, calls) == ["alpha", "bravo", "charlie"]
     assert len(calls) == 2 and calls[1].added == 1
     assert [hit.memory.key for hit in notes.search("lighthouses")] == ["charlie"]
@@ -82,22 +82,22 @@ def test_every_read_sees_an_edit_made_after_the_digest_was_recorded(notes: Vault
 
 def test_a_write_by_another_process_during_the_work_gets_the_work_run_again(notes: Vault, started: list[Aside | None]) -> None:
     other = Vault.open(notes.root, notes.mind)
-    calls: list[SyncReport] = []
+    calls: list[RefreshReport] = []
 
-    def work(report: SyncReport) -> list[str]:
-        calls.append(report)
-        keys = sorted(m.key for m in notes._memories(report))
+    def work(view: View) -> list[str]:
+        calls.append(view.report)
+        keys = sorted(m.key for m in view.memories())
         if len(calls) == 1:
             other.store("fact", "delta", "Delta was stored while the first read worked.")
         return keys
 
-    assert notes._read(work) == ["alpha", "bravo", "delta"]
+    assert notes._index.read(work) == ["alpha", "bravo", "delta"]
     assert len(calls) == 2
 
 
 def test_no_child_is_forked_while_other_threads_run(notes: Vault, started: list[Aside | None]) -> None:
     with another_thread_running():
-        calls: list[SyncReport] = []
+        calls: list[RefreshReport] = []
         assert keys_read(notes, calls) == ["alpha", "bravo"]
         assert started and all(aside is None for aside in started) and len(calls) == 1
 

@@ -134,7 +134,7 @@ def test_a_read_never_waits_for_a_writer_of_the_catalog(notes: Vault) -> None:
 
 
 def generation_of(vault: Vault) -> str:
-    index = vault._index
+    index = vault._index.store
     assert index is not None and index._warm is not None and index._warm.masks is not None
     return index._warm.masks.generation
 
@@ -173,7 +173,7 @@ def test_a_kept_mask_holds_until_the_next_memory_expires(notes: Vault) -> None:
 
     soon = datetime.now(timezone.utc).replace(microsecond=0) + timedelta(seconds=30)
     notes.store("note", "ticket", "The zeppelin ticket is valid today.", expires=soon.isoformat())
-    index = notes._index
+    index = notes._index.store
     assert index is not None
     now = datetime.now(timezone.utc)
     assert [h.memory.key for h in index.search("ticket", SearchOptions(), now)] == ["ticket"]
@@ -183,8 +183,8 @@ def test_a_kept_mask_holds_until_the_next_memory_expires(notes: Vault) -> None:
     assert catalog_of(notes).mask(generation_of(notes), (False, False), later.timestamp()) is None
     fresh = Vault.open(notes.root, notes.mind)
     fresh.refresh()
-    assert fresh._index is not None
-    assert fresh._index.search("ticket", SearchOptions(), later) == []  # expired by then: found again
+    assert fresh._index.store is not None
+    assert fresh._index.store.search("ticket", SearchOptions(), later) == []  # expired by then: found again
     fresh.close()
 
 
@@ -227,9 +227,9 @@ def test_a_segment_file_that_vanishes_while_checked_is_not_taken_for_damage(note
     kept = folder / "kept-aside"
     (folder / recorded).rename(kept)
     (folder / recorded).symlink_to(folder / "gone")  # listed by the check, then not found
-    assert notes._index is not None
+    assert notes._index.store is not None
     try:
-        notes._index._check_segments()  # no error: not damage
+        notes._index.store._check_segments()  # no error: not damage
     finally:
         (folder / recorded).unlink()
         kept.rename(folder / recorded)

@@ -745,12 +745,12 @@ def test_a_full_diff_listed_before_another_writer_stored_never_drops_that_memory
     listed = stat_walk(watcher.mind_dir, watcher.root)  # the watcher's snapshot, before the store
     writer = Vault.open(watcher.root, "michael")
     writer.store("fact", "new", "Stored while the watcher was listing")
-    assert watcher._index is not None
-    watcher._index.sync(listed, watcher._load, None, wait=True,
-                        present=lambda path: (watcher.root / path).exists())
+    store = watcher._index.store
+    assert store is not None
+    store.sync(listed, watcher._load, None, wait=True, present=lambda path: (watcher.root / path).exists())
     # what a vouching watcher lets every command read without a diff: the catalog itself
-    assert {m.key for m in watcher._index.catalog.memories()} == {"old", "new"}
-    assert [h.memory.key for h in watcher._index.search("stored while listing", SearchOptions(), utc_now())] == ["new"]
+    assert {m.key for m in store.catalog.memories()} == {"old", "new"}
+    assert [h.memory.key for h in store.search("stored while listing", SearchOptions(), utc_now())] == ["new"]
 
 
 def _big_mind(tmp_path: Path, files: int) -> Vault:
@@ -832,7 +832,7 @@ def test_the_write_codec_writes_whooshs_files_byte_for_byte(tmp_path: Path) -> N
     and the segment names Whoosh's codec (an index never refers to memfile's)."""
     from whoosh.codec.whoosh3 import W3Codec
 
-    from memfile.index.fastpath import WriteCodec
+    from memfile.index.write_codec import WriteCodec
     from memfile.index.persisted import schema
 
     documents = _varied_documents(700)

@@ -4,8 +4,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+from helpers import run
+
 from memfile import Vault
-from memfile.index import INDEX_NAME
+from memfile.index import CATALOG_NAME, INDEX_NAME
 
 
 def index_dir(vault: Vault) -> Path:
@@ -26,3 +29,108 @@ def test_the_pickled_classes_live_where_every_index_names_them(vault: Vault) -> 
     assert (type(text.analyzer).__module__, type(text.analyzer).__name__) == ("memfile.index.persisted", "MemfileAnalyzer")
     assert {type(ix.schema[name].format) for name in ("text", "path")} <= set(PICKLED)
     ix.close()
+
+
+# --- the error net: damage is rebuilt, a bug in memfile is not taken for damage ----------------------
+
+
+def index_files(vault: Vault) -> dict[str, bytes]:
+    folder = index_dir(vault)
+    return {p.name: p.read_bytes() for p in folder.iterdir() if p.is_file() and not p.name.endswith("WRITELOCK")}
+
+
+@pytest.fixture
+def stored(vault: Vault) -> Vault:
+    vault.store("fact", "door", "The door code is 1234")
+    vault.store("fact", "wifi", "The wifi password is hunter2")
+    assert [hit.memory.key for hit in vault.search("door")] == ["door"]
+    (vault.mind_dir / "fact" / "door.md").write_text("The door code is 5678, changed by hand.\n", encoding="utf-8")
+    vault.close()
+    return vault
+
+
+def broken_document(*args: object, **kwargs: object) -> dict[str, object]:
+    raise AttributeError("'Memory' object has no attribute 'headline' (a bug in memfile)")
+
+
+def broken_word_values(self: object, *args: object, **kwargs: object) -> object:
+    raise AttributeError("a bug in memfile's analyzer, called from inside Whoosh")
+
+
+@pytest.mark.parametrize("command", [["search", "door"], ["list"], ["recall"], ["store", "fact", "mail", "Mail at noon"]])
+@pytest.mark.parametrize("bug", ["document", "analyzer"])
+def test_a_bug_in_indexing_code_reaches_the_user_and_leaves_the_index_alone(
+        stored: Vault, monkeypatch: pytest.MonkeyPatch, command: list[str], bug: str) -> None:
+    from memfile.index import persisted, store
+
+    before = index_files(stored)
+    if bug == "document":
+        monkeypatch.setattr(store, "_document", broken_document)
+    else:
+        monkeypatch.setattr(persisted.IndexPositions, "word_values", broken_word_values)
+    result = run("--debug", "--vault", stored.root, *command)
+    assert result.exit_code == 1, (result.stdout, result.stderr)
+    assert "Traceback (most recent call last)" in result.stderr and "AttributeError" in result.stderr
+    assert "damaged" not in result.stderr and "cannot be used" not in result.stderr
+    plain = run("--vault", stored.root, *command)
+    assert plain.exit_code == 1 and "unexpected error" in plain.stderr and "Traceback" not in plain.stderr
+    assert index_dir(stored).is_dir()
+    after = index_files(stored)
+    assert {name for name in before if not name.endswith(("-wal", "-shm"))} <= set(after)  # nothing deleted
+    monkeypatch.undo()
+    assert [hit.memory.key for hit in Vault.open(stored.root).search("door")] == ["door"]  # the hand edit, now
+
+
+def test_a_bug_in_indexing_code_reaches_the_python_api_as_itself(stored: Vault, monkeypatch: pytest.MonkeyPatch) -> None:
+    from memfile.index import store
+
+    monkeypatch.setattr(store, "_document", broken_document)
+    vault = Vault.open(stored.root)
+    with pytest.raises(AttributeError, match="a bug in memfile"):
+        vault.search("door")
+    with pytest.raises(AttributeError, match="a bug in memfile"):
+        vault.list()
+    assert vault.notices == []
+
+
+def test_a_segment_garbled_in_place_is_rebuilt_with_a_notice(stored: Vault) -> None:
+    """Same size, other bytes: only Whoosh decoding them finds the damage."""
+    vault = Vault.open(stored.root)
+    vault.refresh()
+    vault.close()
+    segments = [p for p in index_dir(stored).glob(f"{INDEX_NAME}_*") if not p.name.endswith("WRITELOCK")]
+    for segment in segments:
+        segment.write_bytes(bytes(range(256)) * (segment.stat().st_size // 256) + b"\xff" * (segment.stat().st_size % 256))
+    result = run("--vault", stored.root, "search", "--json", "door")
+    assert result.exit_code == 0, result.stderr
+    assert "the index was damaged" in result.stderr
+    assert '"door"' in result.stdout and "5678" in result.stdout
+
+
+def test_a_garbled_catalog_is_rebuilt_through_the_python_api(stored: Vault) -> None:
+    vault = Vault.open(stored.root)
+    vault.refresh()
+    vault.close()
+    catalog = index_dir(stored) / CATALOG_NAME
+    for extra in ("-wal", "-shm"):
+        Path(f"{catalog}{extra}").unlink(missing_ok=True)
+    data = bytearray(catalog.read_bytes())
+    data[100:4096] = b"\x5a" * (4096 - 100)  # the header's tail and the first page: SQLite reads it as damage
+    catalog.write_bytes(bytes(data))
+    vault = Vault.open(stored.root)
+    assert sorted(m.key for m in vault.memories()) == ["door", "wifi"]
+    assert [hit.memory.key for hit in vault.search("hunter2")] == ["wifi"]
+
+
+def test_a_memory_row_garbled_in_the_catalog_is_damage_not_a_bug(stored: Vault) -> None:
+    import sqlite3
+
+    vault = Vault.open(stored.root)
+    vault.refresh()
+    vault.close()
+    with sqlite3.connect(index_dir(stored) / CATALOG_NAME) as db:
+        db.execute("UPDATE files SET memory = ?", (b"\x00not marshal",))
+    db.close()
+    vault = Vault.open(stored.root)
+    assert sorted(m.key for m in vault.memories()) == ["door", "wifi"]
+    assert any("damaged" in notice for notice in vault.notices), vault.notices

@@ -356,7 +356,7 @@ def test_the_server_warms_its_index_between_calls_and_answers_the_same(vault: Va
     worker = ThreadPoolExecutor(max_workers=1)
 
     def warmed() -> set[str]:
-        warm = served._index._warm if served._index is not None else None
+        warm = served._index.store._warm if served._index.store is not None else None
         return {word for _, word in warm._words} if warm is not None else set()
 
     async def scenario() -> tuple[Any, Any, Any, set[str]]:

@@ -169,7 +169,7 @@ def test_a_memory_whose_sort_keys_change_is_recalled_once_in_its_new_place(vault
 
 def test_a_whole_recall_overlays_files_another_process_is_about_to_index(vault: Vault) -> None:
     vault.store("fact", "alpha", "Alpha was indexed.")
-    index = vault._index
+    index = vault._index.store
     assert index is not None
     held = index._open().writer(timeout=1.0)  # another writer holds the index while a file changes
     try:

@@ -125,7 +125,7 @@ def test_a_file_read_within_its_racy_window_is_read_again_even_when_its_whole_st
     soon = (time.time_ns() // 1_000_000_000 + 3) * 1_000_000_000
     os.utime(path, ns=(soon, soon))
     vault.list()
-    index = vault._index
+    index = vault._index.store
     assert index is not None
     walk = stat_walk(vault.mind_dir, root)
     recorded = index.catalog.recorded()[path.relative_to(root).as_posix()]

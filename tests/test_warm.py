@@ -41,7 +41,7 @@ def words_vault(vault: Vault) -> Vault:
 
 
 def whoosh_and_warm(vault: Vault) -> tuple[object, ScoreCache]:
-    index = vault._index
+    index = vault._index.store
     assert index is not None
     vault.search("alpha")  # opens the searcher
     return index._searcher, ScoreCache(index._searcher)

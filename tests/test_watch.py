@@ -147,18 +147,18 @@ def test_memfile_watch_process_follows_edits_and_stops_on_sigterm(vault: Vault) 
 
 
 def test_an_idle_watcher_vouches_for_the_index_and_stops_when_a_change_is_pending(watched: Vault) -> None:
-    assert wait_until(lambda: Vault.open(watched.root)._watcher_vouches())
+    assert wait_until(lambda: Vault.open(watched.root)._index.watcher_vouches())
     watched._watcher._set_clean(False)  # what the event callback does first
-    assert not Vault.open(watched.root)._watcher_vouches()
+    assert not Vault.open(watched.root)._index.watcher_vouches()
     write(watched.root / "michael" / "fact" / "wifi.md", "zebra42\n")
-    assert wait_until(lambda: Vault.open(watched.root)._watcher_vouches())
+    assert wait_until(lambda: Vault.open(watched.root)._index.watcher_vouches())
     assert [h.memory.key for h in Vault.open(watched.root).search("zebra42")] == ["wifi"]
 
 
 def test_a_marker_without_a_live_watcher_vouches_for_nothing(vault: Vault) -> None:
     write(vault.root / ".memfile" / "watch-michael.clean", "12345\n")
     write(vault.root / "michael" / "fact" / "wifi.md", "zebra42\n")
-    assert not vault._watcher_vouches()
+    assert not vault._index.watcher_vouches()
     assert [h.memory.key for h in vault.search("zebra42")] == ["wifi"]
 
 
@@ -252,12 +252,12 @@ def test_a_touch_is_heard_and_editor_junk_keeps_the_watcher_vouching(vault: Vaul
         os.utime(path)  # `touch wifi.md`: a metadata-only change
         assert wait_until(lambda: watcher.batches > before and watcher.wait_idle(0.1), 10)
         reader = Vault.open(root, "michael")
-        assert reader._watcher_vouches() and reader.status()["stale"] == []
+        assert reader._index.watcher_vouches() and reader.status()["stale"] == []
         assert reader.get("fact/wifi").updated_at.year >= 2026  # the catalog followed the new mtime
         batches = watcher.batches
         (root / "michael" / "fact" / ".wifi.md.swp").write_text("vim swap", encoding="utf-8")
         (root / "michael" / "fact" / "wifi.md~").write_text("backup", encoding="utf-8")
         time.sleep(1.0)  # well past the debounce: had they counted, a batch would have run by now
-        assert watcher.wait_idle(0.1) and reader._watcher_vouches() and watcher.batches == batches
+        assert watcher.wait_idle(0.1) and reader._index.watcher_vouches() and watcher.batches == batches
     finally:
         watcher.stop()

@@ -1,32 +1,419 @@
 """The index: the cache of a mind's files, for fast search and fast bulk reads.
 
 The only place memfile imports whoosh and sqlite3. The files are the truth;
-everything here can be deleted and is rebuilt from them.
+everything here can be deleted and is rebuilt from them. `Index` is what the
+Vault sees: every read is answered as fresh as the files (`refresh`: a
+stat-only diff, then only what changed is read again), and the index repairs
+itself: damaged stored bytes (`IndexDamaged`) are rebuilt from the files with
+a notice; an index that cannot be written (read-only media, a full disk) is
+replaced by one in a temporary folder, or by reading the files. A bug in
+memfile is never taken for damage: it goes on to the caller, and the index
+stays as it is.
 
-- store.py: the Whoosh full-text index and the catalog of one folder, brought
-  in line with the files by a stat-only diff, and searched;
-- catalog.py: the SQLite half (each file's stat, parsed memory, recall entry);
-- persisted.py: what is pickled into an index (its import path is API);
-- query.py: typed text to a Whoosh query, and the BM25 parameters;
-- score_cache.py: word scores, decoded hits and parsed queries of one searcher;
-- snippet.py: the passages shown with a hit;
-- fastpath.py: the speed tricks, each equal to the plain path (MEMFILE_PLAIN=1 turns them off).
+Modules: store.py (the Whoosh index and the catalog of one folder), catalog.py
+(the SQLite half), persisted.py (what is pickled into an index), query.py
+(typed text to a Whoosh query; BM25 parameters), score_cache.py (what a
+searcher keeps between queries), snippet.py (a hit's passages), damage.py
+(damage versus bugs), source.py (reading the files), fastpath.py (the speed
+tricks; `MEMFILE_PLAIN=1` turns them off).
 """
 
 from __future__ import annotations
 
-from .store import (
-    BULK,
-    CATALOG_NAME,
-    CORRUPTION,
-    INDEX_NAME,
-    SCHEMA_VERSION,
-    Index,
-    SearchOptions,
-    SyncReport,
-    cannot_write,
-    search_memories,
-)
+from collections.abc import Callable
+from datetime import datetime
+from pathlib import Path
+from typing import TypeVar
 
-__all__ = ["BULK", "CATALOG_NAME", "CORRUPTION", "INDEX_NAME", "SCHEMA_VERSION", "Index", "SearchOptions", "SyncReport",
-           "cannot_write", "search_memories"]
+from ..config import STATE_DIR
+from ..files import Stat, is_folder_entry, may_fork, split_walk, stat_walk
+from ..model import Memory, ParseIssue, SearchHit, utc_now
+from . import source
+from .catalog import Catalog
+from .damage import IndexDamaged, IndexUnwritable, stored_bytes
+from .store import BULK, CATALOG_NAME, INDEX_NAME, SCHEMA_VERSION, RefreshReport, SearchOptions, Store, search_memories
+
+__all__ = ["BULK", "CATALOG_NAME", "INDEX_NAME", "SCHEMA_VERSION", "Index", "IndexDamaged", "IndexStatus",
+           "RefreshReport", "SearchOptions", "View"]
+
+T = TypeVar("T")
+
+
+class Index:
+    """The cache of one mind, always answering as fresh as the files, and repairing itself.
+
+    `notify` is told what the caller should hear about (the index was damaged and
+    rebuilt; it cannot be written and the files are read instead). `issues` holds the
+    files the last read could not parse, with line and reason.
+    """
+
+    def __init__(self, root: Path, mind: str, lock_timeout: float, entry: Callable[[Memory], str],
+                 notify: Callable[[str], None]) -> None:
+        """`entry`: a memory's entry in a whole recall, kept in the catalog (`View.recall_entries`)."""
+        self.root = root
+        self.mind = mind
+        self.mind_dir = root / mind
+        self.folder = root / STATE_DIR / "index" / mind
+        self.lock_timeout = lock_timeout
+        self.issues: list[ParseIssue] = []
+        self._entry = entry
+        self._notify = notify
+        self._store: Store | None = Store(self.folder, lock_timeout, entry)
+        self._cached: tuple[float | None, list[Memory]] | None = None  # (catalog version, its memories)
+
+    @property
+    def store(self) -> Store | None:
+        """The Whoosh index and catalog now in use (a temporary one, or None: the files are read)."""
+        return self._store
+
+    @property
+    def catalog(self) -> Catalog | None:
+        return self._store.catalog if self._store is not None else None
+
+    # --- freshness ---------------------------------------------------------------------
+
+    def refresh(self, progress: Callable[[int, int], None] | None = None, *, paths: list[str] | None = None,
+                wait: bool = False, trust_watcher: bool = False) -> RefreshReport:
+        """Bring the index in line with the files: a stat-only diff, then re-read only what changed.
+
+        Args:
+            progress: called with (files read, files to read).
+            paths: only these vault-relative paths (after a write); default the whole mind.
+            wait: wait for another process writing the index (up to the lock timeout); else what
+                changed is read and overlaid (the report's `pending`).
+            trust_watcher: skip the diff while a live watcher vouches for the index (and no
+                `progress` is asked for).
+
+        Raises:
+            LockTimeout: `wait` is true and another process kept the writer lock past the timeout.
+        """
+        if trust_watcher and progress is None and paths is None and source.watcher_vouches(self.root, self.mind):
+            return RefreshReport()
+        if self._store is None:
+            return RefreshReport()
+        from .fastpath import build_apart
+
+        apart = (0, 0, 0)  # added, updated, removed by a fresh process
+        if paths is None:
+            disk = split_walk(self.mind_dir, self.root)
+        else:
+            disk = {p: stat for p in paths if (stat := source.stat_now(self.root, p)) is not None}
+        looks, rebuilt = 0, False  # fresh looks taken; whether the index was destroyed to be built anew
+        while True:
+            store = self._store
+            assert store is not None
+            try:
+                with stored_bytes():
+                    if not (looks or rebuilt) and paths is None and not may_fork() and store.is_bulk(disk):
+                        apart = build_apart(self.root, self.mind, progress)  # the sync below then finds little to do
+                    report = store.sync(disk, self.load, paths, progress=progress, wait=wait,
+                                        present=lambda path: source.stat_now(self.root, path) is not None)
+                report.added, report.updated, report.removed = (
+                    a + b for a, b in zip(apart, (report.added, report.updated, report.removed), strict=True))
+                self._tell_damage()
+                return report
+            except (IndexDamaged, IndexUnwritable) as exc:
+                unwritable = isinstance(exc, IndexUnwritable)
+                if not (unwritable or rebuilt) and _look_again(looks, exc):
+                    looks += 1
+                    store.close()  # a fresh look first: another process may have changed it under us
+                    continue
+                if unwritable and not store.temporary:
+                    self._without_index(exc)  # then this refresh again, in the temporary index
+                    looks, rebuilt, apart = 0, False, (0, 0, 0)
+                    if self._store is not None:
+                        continue
+                if rebuilt or unwritable:
+                    if self._store is not None:
+                        self._notify(f"the index in {self._store.folder} cannot be used ({exc}); reading the files")
+                        self._store.close()
+                    self._store = None
+                    return RefreshReport()
+                self._notify(_damaged(exc))
+                store.destroy()
+                rebuilt, apart = True, (0, 0, 0)  # the rebuild counts every file again
+
+    def rebuild(self, progress: Callable[[int, int], None] | None = None) -> RefreshReport:
+        """Throw the index away and build it again from the files.
+
+        Raises:
+            LockTimeout: another process kept the index's writer lock past the timeout.
+        """
+        if self._store is not None:
+            self._store.destroy()
+        return self.refresh(progress, wait=True)
+
+    def wait_for_writer(self) -> None:
+        """Wait (up to the lock timeout) until no other process writes the index.
+
+        Raises:
+            LockTimeout: another process held the index's writer lock past the timeout.
+        """
+        if self._store is not None:
+            self._store.wait_for_writer()
+
+    def _tell_damage(self) -> None:
+        """A notice when opening the index found it damaged and made it anew (once per finding)."""
+        if self._store is not None and self._store.damage is not None:
+            self._notify(f"the index was damaged ({self._store.damage}) and is rebuilt from the files")
+            self._store.damage = None
+
+    def _usable(self) -> None:
+        """Make sure the index can be opened and written, else read through a temporary one
+        (`_without_index`): a vault on read-only media, a `.memfile` that is not a folder, a full disk."""
+        if self._store is None or self._store.temporary:
+            return
+        try:
+            with stored_bytes():
+                self._store.catalog.open()
+        except IndexUnwritable as exc:
+            self._without_index(exc)
+
+    def _without_index(self, exc: IndexUnwritable) -> None:
+        """Leave the vault's index, which cannot be written (`exc` says why), for one made in a temporary
+        folder (built from the files, deleted with it); none when that cannot be made either (then reads
+        parse every file, and search searches them in memory)."""
+        assert self._store is not None
+        folder = self._store.folder
+        self._store.close()
+        self._notify(f"the index in {folder} cannot be written ({exc.why}); reading the files "
+                     "(through a temporary index)")
+        try:
+            self._store = Store.temporary(self.lock_timeout, self._entry)
+        except OSError:
+            self._store = None
+
+    # --- reads ------------------------------------------------------------------------
+
+    def read(self, work: Callable[[View], T]) -> T:
+        """`work` on a view of the index as fresh as the files; the stat walk of the refresh runs beside
+        the work when that can be (`fastpath.beside_walk`), else before it."""
+        from .fastpath import beside_walk
+
+        self._usable()
+        try:
+            answer = beside_walk(self, work)
+            if answer is not None:
+                return answer[0]
+            return work(View(self, self.refresh(trust_watcher=True)))
+        except IndexDamaged as exc:  # what the work read was damaged: once more, on an index made anew
+            self._notify(_damaged(exc))
+            self._cached = None
+            return work(View(self, self.rebuild()))
+
+    def memories(self) -> list[Memory]:
+        """Every memory of the mind as on disk now (`issues`: the files that cannot be parsed)."""
+        return self.read(View.memories)
+
+    def named(self, ref: str, place: str) -> list[Memory]:
+        """The memories holding `category/key` on disk now: a store's lookup, without a stat of every file.
+
+        Files added, removed or renamed anywhere in the mind are seen (their names are listed),
+        and so is any change to `place` (the memory's own path) and to every file the catalog
+        knows holds `ref`; not seen until the next read: an edit inside another file that
+        turns it into `ref` (the next read, or doctor, then names the two files).
+        """
+        self._usable()
+        store = self._store
+        if store is None or source.watcher_vouches(self.root, self.mind):
+            report = self.refresh(trust_watcher=True)
+        else:
+            listed = stat_walk(self.mind_dir, self.root, stat=False)
+            with stored_bytes():
+                known = {m.path for m in store.catalog.memories_named(ref)} | {place}
+                paths = sorted(known | (listed.keys() ^ store.catalog.recorded().keys()))
+            report = self.refresh(paths=paths)
+        if self._store is None:
+            memories, self.issues = source.parse_all(self.root, self.mind_dir)
+            return [m for m in memories if m.ref == ref]
+        pending = report.pending
+        with stored_bytes():
+            found = [m for m in self._store.catalog.memories_named(ref) if m.path not in pending]
+        return found + [m for m in pending.values() if m is not None and m.ref == ref]
+
+    def warm(self, seconds: float, stop: Callable[[], bool] | None = None) -> bool:
+        """Spend about `seconds` working out scores for the searches to come; True while there is more.
+        A damaged index is left to the next search to rebuild."""
+        if self._store is None:
+            return False
+        try:
+            with stored_bytes():
+                return self._store.warm(seconds, stop)
+        except (IndexDamaged, IndexUnwritable):
+            self._store.close()
+            return False
+
+    def watcher_vouches(self) -> bool:
+        """Whether a live watcher of this mind vouches that the index is in line with the files."""
+        return source.watcher_vouches(self.root, self.mind)
+
+    def close(self) -> None:
+        """Release the index's files (it opens them again when used)."""
+        if self._store is not None:
+            self._store.close()
+
+    def load(self, relpath: str) -> tuple[Stat, Memory]:
+        """One file's stat and memory (`source.load`).
+
+        Raises:
+            FileParseError: the file cannot be read or parsed.
+        """
+        return source.load(self.root, self.mind_dir, relpath)
+
+    def last_update(self) -> float | None:
+        """When the index last changed (a timestamp), None when never or no index is in use."""
+        return self._store.catalog.last_update() if self._store is not None else None
+
+    def size(self) -> int:
+        """The bytes the mind's index takes on disk."""
+        folder = self.folder
+        return sum(f.stat().st_size for f in folder.iterdir() if f.is_file()) if folder.is_dir() else 0
+
+    def status(self) -> IndexStatus:
+        """How the files and the index stand, without changing anything (files recorded as unsure are read
+        and compared)."""
+        self._usable()
+        disk = stat_walk(self.mind_dir, self.root)
+        store = self._store
+        if store is not None:
+            with stored_bytes():
+                recorded = store.catalog.recorded()
+                stale = store.stale_paths(disk, self.load)
+                issues = {i.path: i for i in store.catalog.issues()}
+                conflicts = sorted(m.ref for m in store.catalog.memories() if m.conflict is not None)
+        else:
+            recorded, stale, conflicts = {}, sorted(disk), []
+            self.issues = source.parse_all(self.root, self.mind_dir)[1]
+            issues = {i.path: i for i in self.issues}
+        for path in disk:  # a folder that cannot be listed is named even before a read indexed it
+            if is_folder_entry(path) and path not in issues:
+                issues[path] = ParseIssue(path, None,
+                                          f"folder cannot be read: {source.unlistable_reason(self.root / path)}")
+        return IndexStatus(
+            on_disk=sum(1 for path in disk if not is_folder_entry(path)),
+            indexed=sum(1 for path in recorded if not is_folder_entry(path)),
+            stale=stale,
+            unreadable=[issue for path, issue in sorted(issues.items()) if path in disk],
+            conflicts=conflicts,
+        )
+
+
+class IndexStatus:
+    """How the files and the index stand (`Index.status`)."""
+
+    __slots__ = ("on_disk", "indexed", "stale", "unreadable", "conflicts")
+
+    def __init__(self, on_disk: int, indexed: int, stale: list[str], unreadable: list[ParseIssue],
+                 conflicts: list[str]) -> None:
+        self.on_disk, self.indexed, self.stale = on_disk, indexed, stale
+        self.unreadable, self.conflicts = unreadable, conflicts
+
+
+class View:
+    """The index for one read, as fresh as the files: what was read but could not be indexed yet
+    (another process held the writer lock) is overlaid (`report.pending`)."""
+
+    def __init__(self, index: Index, report: RefreshReport) -> None:
+        self.index = index
+        self.report = report
+
+    @property
+    def version(self) -> float | None:
+        """The catalog's version this view reads (None: files are overlaid, or no index is in use)."""
+        return self.index.last_update() if not self.report.pending else None
+
+    def memories(self) -> list[Memory]:
+        """Every memory of the mind (`index.issues`: the files that cannot be parsed)."""
+        index = self.index
+        if index._store is None:
+            memories, index.issues = source.parse_all(index.root, index.mind_dir)
+            return memories
+        pending = self.report.pending
+        found = [m for m in self._catalog_memories() if m.path not in pending]
+        found += [m for m in pending.values() if m is not None]
+        self.take_issues()
+        return found
+
+    def take_issues(self) -> None:
+        """`index.issues`: the files the catalog could not parse, with what this read found."""
+        index, pending = self.index, self.report.pending
+        assert index._store is not None
+        with stored_bytes():
+            issues = {i.path: i for i in index._store.catalog.issues() if i.path not in pending}
+        issues.update((i.path, i) for i in self.report.skipped)
+        index.issues = sorted(issues.values(), key=lambda i: i.path)
+
+    def _catalog_memories(self) -> list[Memory]:
+        """The catalog's memories, read again only when the index changed since this Index last read them
+        (a long-lived Vault, such as the MCP server's, then skips reading 10,000 rows per call)."""
+        index = self.index
+        assert index._store is not None
+        with stored_bytes():
+            version = index._store.catalog.last_update()
+            if index._cached is None or index._cached[0] != version or version is None:
+                index._cached = (version, index._store.catalog.memories())
+        return list(index._cached[1])
+
+    def recall_entries(self, now: float, include_superseded: bool) -> list[tuple[str, str, bool, bytes, int]] | None:
+        """The catalog's rendered entries of every memory not expired at `now`, in recall order
+        (`Catalog.recall_entries`); None when files are overlaid or no index is in use."""
+        store = self.index._store
+        if store is None or self.report.pending:
+            return None
+        with stored_bytes():
+            return store.catalog.recall_entries(now, include_superseded)
+
+    def search(self, text: str, options: SearchOptions, now: datetime | None = None,
+               count: bool = False) -> tuple[list[SearchHit], int]:
+        """BM25F search (hits, and with `count` how many match in all). A failure gets fresh looks
+        (another process merged segments under this reader, and Whoosh opens a segment's columns
+        lazily), then a rebuild; where no index can be made, the files are searched in memory.
+
+        Raises:
+            InvalidInput: the query cannot be parsed.
+        """
+        index = self.index
+        now = now or utc_now()
+        if index._store is not None:
+            with stored_bytes():
+                made_anew = index._store.check()  # opened here: the walk has started by now
+            if made_anew:
+                index._tell_damage()
+                self.report = index.refresh(trust_watcher=True)  # the new index knows no file yet
+        store = index._store
+        if store is None:  # not even a temporary index could be made: the files, searched in memory
+            memories, index.issues = source.parse_all(index.root, index.mind_dir)
+            hits = search_memories(memories, text, options, now)
+            return hits, len(hits)
+        with stored_bytes():
+            index.issues = store.catalog.issues()
+        looks = 0
+        while True:
+            try:
+                with stored_bytes():
+                    return store.search_counted(text, options, now, self.report.pending, count)
+            except IndexDamaged as exc:
+                store.close()
+                if _look_again(looks, exc):
+                    looks += 1
+                    continue
+                index._notify(_damaged(exc))
+                self.report = index.rebuild()
+                if index._store is None:
+                    memories, index.issues = source.parse_all(index.root, index.mind_dir)
+                    hits = search_memories(memories, text, options, now)
+                    return hits, len(hits)
+                store = index._store
+                with stored_bytes():
+                    return store.search_counted(text, options, now, self.report.pending, count)
+
+
+def _damaged(exc: IndexDamaged) -> str:
+    return f"the index was damaged ({exc.kind}) and is rebuilt from the files"
+
+
+def _look_again(looks: int, exc: BaseException) -> bool:
+    """Whether a use of the index that failed after `looks` fresh looks takes another before it calls the
+    index damaged: the first always (another process may have changed it under us), a second when a file
+    was gone again (a busy writer's commits merged segments away twice)."""
+    return looks == 0 or looks == 1 and isinstance(exc.__cause__, FileNotFoundError)

@@ -36,6 +36,7 @@ from typing import Any
 
 from ..files import Stat, half_of
 from ..model import Memory, ParseIssue, memory_from_row
+from .damage import decoding
 
 try:  # hashlib's own blake2b: importing hashlib loads OpenSSL too, 7 ms of every command
     from _blake2 import blake2b
@@ -130,7 +131,7 @@ class Catalog:
         version = self.meta("last_update")
         if self._recorded is None or self._recorded[0] != version or version is None:
             rows = self._metas("last_update", "state")
-            self._recorded = (rows.get("last_update"), marshal.loads(rows["state"]) if rows.get("state") else {})
+            self._recorded = (rows.get("last_update"), _state(rows.get("state")))
         return self._recorded[0], dict(self._recorded[1])
 
     def confirm(self, version: Any, stats: dict[str, tuple[Stat, Stat]], walk: dict[str, Stat] | None) -> None:
@@ -147,7 +148,7 @@ class Catalog:
                 rows = dict(db.execute("SELECT name, value FROM meta WHERE name IN ('last_update', 'state')"))
                 if rows.get("last_update") != version or version is None:
                     return
-                state = marshal.loads(rows["state"]) if rows.get("state") else {}
+                state = _state(rows.get("state"))
                 for path, (seen, stat) in stats.items():
                     if state.get(path) == seen:
                         state[path] = stat
@@ -305,7 +306,7 @@ class Catalog:
 
     def memories(self) -> list[Memory]:
         rows = self._connection().execute("SELECT memory FROM files WHERE memory IS NOT NULL")
-        return [memory_from_row(marshal.loads(row[0])) for row in rows]
+        return _memories(rows)
 
     def recall_entries(self, now: float, include_superseded: bool) -> list[tuple[str, str, bool, bytes, int]]:
         """(REF, id, verified, rendered entry in UTF-8, its characters) of every memory not expired at `now`,
@@ -319,7 +320,7 @@ class Catalog:
     def memories_named(self, ref: str) -> list[Memory]:
         """The memories the catalog holds for `category/key` (more than one only when files were copied)."""
         rows = self._connection().execute("SELECT memory FROM files INDEXED BY files_refs WHERE ref = ?", (ref,))
-        return [memory_from_row(marshal.loads(row[0])) for row in rows]
+        return _memories(rows)
 
     def issues(self) -> list[ParseIssue]:
         # Through the partial index of issues: ORDER BY path in SQL would walk every row (and its memory).
@@ -327,6 +328,21 @@ class Catalog:
             "SELECT path, issue_line, issue_reason FROM files INDEXED BY files_issues WHERE issue_reason IS NOT NULL"
         )
         return sorted((ParseIssue(path, line, reason) for path, line, reason in rows), key=lambda i: i.path)
+
+
+def _state(blob: bytes | None) -> dict[str, Stat]:
+    """The recorded state (see `recorded`) from its stored blob."""
+    with decoding("the catalog's state"):
+        state = marshal.loads(blob) if blob else {}
+        if not isinstance(state, dict):
+            raise TypeError(f"a state of {type(state).__name__}")
+        return state
+
+
+def _memories(rows: Iterable[tuple[Any, ...]]) -> list[Memory]:
+    """The memories of catalog rows (their marshalled memory first)."""
+    with decoding("a memory in the catalog"):
+        return [memory_from_row(marshal.loads(row[0])) for row in rows]
 
 
 def _recall_key(entry: tuple[Any, ...]) -> tuple[Any, ...]:

@@ -32,6 +32,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from ..model import Memory, memory_from_row
+from .damage import decoding
 from .query import parse_query
 
 #: The most (document, score) pairs kept: 12 bytes each, so about 50 MB.
@@ -235,7 +236,9 @@ def hidden_docs(searcher: Any, include_superseded: bool, include_expired: bool, 
 
 def stored_memory(searcher: Any, docnum: int) -> Memory:
     """The memory a Whoosh document stores (its `doc` blob)."""
-    return memory_from_row(marshal.loads(searcher.stored_fields(docnum)["doc"]))
+    stored = searcher.stored_fields(docnum)["doc"]
+    with decoding("a memory stored in the full-text index"):
+        return memory_from_row(marshal.loads(stored))
 
 
 def _kept(kept: dict[Any, Any], key: Any, make: Callable[[], Any], most: int = KEPT) -> Any:

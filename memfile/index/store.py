@@ -25,7 +25,6 @@ import json
 import marshal
 import os
 import sqlite3
-import struct
 import time
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
@@ -34,12 +33,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-try:  # what pickle raises, without importing pickle (3 ms of every command)
-    from _pickle import UnpicklingError
-except ImportError:  # not CPython
-    from pickle import UnpicklingError
-
 from .catalog import Catalog, Row, Stat, diff, is_unsure, issue_row, memory_row, settled
+from .damage import IndexDamaged, decoding, is_damage
 from ..errors import FileParseError, LockTimeout
 from ..files import may_fork
 from ..model import Memory, ParseIssue, SearchHit, memory_to_row
@@ -54,11 +49,6 @@ CATALOG_NAME = f"catalog_v{SCHEMA_VERSION}.sqlite"
 BULK = 2000
 #: At most this many files recorded as unsure are read again and confirmed without a write of the index.
 CONFIRM_MAX = 200
-
-#: What a damaged index raises while being opened or read.
-CORRUPTION = (OSError, EOFError, ValueError, KeyError, IndexError, TypeError, AttributeError,
-              sqlite3.DatabaseError, struct.error, UnpicklingError)
-
 
 def schema() -> Any:
     from .persisted import schema as whoosh_schema
@@ -99,7 +89,7 @@ def _document(memory: Memory, row: bytes) -> dict[str, Any]:
 
 
 @dataclass
-class SyncReport:
+class RefreshReport:
     """What bringing the index in line with the files did."""
 
     added: int = 0
@@ -128,8 +118,11 @@ class SearchOptions:
     snippets: bool = True  # recall ranks many hits and shows none of their snippets
 
 
-class Index:
-    """The Whoosh index and the catalog of one mind, in `folder` (`.memfile/index/<mind>/`)."""
+class Store:
+    """The Whoosh index and the catalog of one mind, in `folder` (`.memfile/index/<mind>/`).
+
+    Its errors are raw: the `Index` (memfile.index) around it tells damage from bugs and recovers.
+    """
 
     def __init__(self, folder: Path, lock_timeout: float, entry: Callable[[Memory], str]) -> None:
         """`entry`: a memory's entry in a recall, kept in the catalog for whole recalls (`Catalog.recall_entries`)."""
@@ -144,7 +137,7 @@ class Index:
         self.temporary = False  # made in a temporary folder for one Vault (see `temporary`)
 
     @classmethod
-    def temporary(cls, lock_timeout: float, entry: Callable[[Memory], str]) -> Index:
+    def temporary(cls, lock_timeout: float, entry: Callable[[Memory], str]) -> Store:
         """An index in a new temporary folder, deleted when the index is (or at exit): for a vault whose
         own index cannot be written (read-only media, a full disk). It is built from the files on first use.
 
@@ -178,9 +171,11 @@ class Index:
                 if index.exists_in(self.folder, INDEX_NAME):
                     self._check_segments()
                     self._ix = index.open_dir(self.folder, indexname=INDEX_NAME)
-            except (*CORRUPTION, index.IndexError) as exc:
+            except Exception as exc:
+                if not is_damage(exc):
+                    raise
                 self._ix = None
-                self.damage = type(exc).__name__
+                self.damage = exc.kind if isinstance(exc, IndexDamaged) else type(exc).__name__
                 self.destroy()
                 self.folder.mkdir(parents=True, exist_ok=True)
             if self._ix is None:
@@ -190,20 +185,21 @@ class Index:
         return self._ix
 
     def _check_segments(self) -> None:
-        """Raise ValueError when a segment file differs in size from when it was written.
+        """Raise IndexDamaged when a segment file differs in size from when it was written.
 
         Segment files never change once written, so a different size means a
         damaged index (Whoosh itself may read a truncated segment as empty).
         """
         recorded = self.catalog.meta("segments")
-        sizes = json.loads(recorded) if recorded else {}
+        with decoding("the sizes of the segments"):
+            sizes = json.loads(recorded) if recorded else {}
         for path in _segment_files(self.folder):
             try:
                 size = path.stat().st_size
             except FileNotFoundError:  # merged away by another process's commit just now: not damage
                 continue
             if path.name in sizes and size != sizes[path.name]:
-                raise ValueError(f"segment {path.name} was {sizes[path.name]} bytes and is now {size}")
+                raise IndexDamaged("ValueError", f"segment {path.name} was {sizes[path.name]} bytes and is now {size}")
 
     def _record_segments(self) -> dict[str, int]:
         return {path.name: path.stat().st_size for path in _segment_files(self.folder)}
@@ -259,7 +255,7 @@ class Index:
         progress: Callable[[int, int], None] | None = None,
         wait: bool = True,
         present: Callable[[str], bool] | None = None,
-    ) -> SyncReport:
+    ) -> RefreshReport:
         """Re-read what changed on disk since it was indexed, drop what is gone.
 
         Args:
@@ -276,7 +272,7 @@ class Index:
         Raises:
             LockTimeout: `wait` is true and another writer held the lock past the timeout.
         """
-        report = SyncReport()
+        report = RefreshReport()
         todo = self._stale(disk, paths, load)
         if not todo:
             return report
@@ -302,7 +298,7 @@ class Index:
 
     def _write_batch(self, ix: Any, writer: Any, disk: dict[str, Stat], load: Callable[[str], tuple[Stat, Memory]],
                      paths: Iterable[str] | None, progress: Callable[[int, int], None] | None, todo: int,
-                     report: SyncReport, present: Callable[[str], bool] | None = None) -> SyncReport:
+                     report: RefreshReport, present: Callable[[str], bool] | None = None) -> RefreshReport:
         """`sync`'s part under the writer lock: re-read, commit the full-text index, then the catalog."""
         with _collector_paused(todo >= BULK):
             try:
@@ -401,14 +397,16 @@ class Index:
                 else:
                     really.append(path)
                 continue
-            if blob is not None and marshal.loads(blob) == memory_to_row(memory):
+            with decoding(f"the catalog's memory of {path}"):
+                held = marshal.loads(blob) if blob is not None else None
+            if held is not None and held == memory_to_row(memory):
                 same[path] = stat
             else:
                 really.append(path)
         return really, same
 
     def _read_pending(self, disk: dict[str, Stat], load: Callable[[str], tuple[Stat, Memory]],
-                      paths: Iterable[str] | None, report: SyncReport) -> SyncReport:
+                      paths: Iterable[str] | None, report: RefreshReport) -> RefreshReport:
         changed, removed = diff(self.catalog.recorded(), disk, paths)
         for path in changed:
             try:
@@ -431,9 +429,9 @@ class Index:
         return self._search(text, options, now, pending, count=False)[0]
 
     def search_counted(self, text: str, options: SearchOptions, now: datetime,
-                       pending: dict[str, Memory | None] | None = None) -> tuple[list[SearchHit], int]:
-        """`search`, and how many memories match in all (not only the `limit` best)."""
-        return self._search(text, options, now, pending, count=True)
+                       pending: dict[str, Memory | None] | None = None, count: bool = True) -> tuple[list[SearchHit], int]:
+        """`search`, and with `count` how many memories match in all (not only the `limit` best; else 0)."""
+        return self._search(text, options, now, pending, count=count)
 
     def warm(self, seconds: float, stop: Callable[[], bool] | None = None) -> bool:
         """Spend about `seconds` working out the scores of the index's most frequent words
@@ -495,21 +493,6 @@ def _collector_paused(paused: bool) -> Iterator[None]:
 LOOSE_SEGMENTS = 6
 
 
-#: What the file system says when memfile may not write its index there.
-_CANNOT_WRITE = frozenset({errno.EACCES, errno.EPERM, errno.EROFS, errno.ENOSPC, errno.EDQUOT, errno.ENOTDIR,
-                           errno.EEXIST, errno.EISDIR})
-#: What SQLite says for the same (it gives no errno).
-_SQLITE_CANNOT_WRITE = ("readonly", "disk is full", "unable to open", "disk I/O error")
-
-
-def cannot_write(exc: BaseException) -> bool:
-    """Whether an error opening or writing the index means it cannot be written there (read-only media,
-    no permission, a full disk, a file where its folder should be), not that it is damaged."""
-    if isinstance(exc, OSError):
-        return exc.errno in _CANNOT_WRITE
-    return isinstance(exc, sqlite3.OperationalError) and any(word in str(exc) for word in _SQLITE_CANNOT_WRITE)
-
-
 def search_memories(memories: list[Memory], text: str, options: SearchOptions, now: datetime) -> list[SearchHit]:
     """`Index.search` over these memories alone, through a full-text index made in memory: when no index
     can be written at all.
@@ -551,11 +534,11 @@ def _bulk_options(count: int) -> dict[str, Any]:
     """Writer options. Segments stay separate files, not one compound file: opening a compound
     segment copies it out of its mmap (whoosh3's BufferFile), ~0.4 s per search at 100,000
     memories. A big batch uses both cores, but never from a threaded process (forking it is unsafe).
-    The codec writes Whoosh's files, faster (fastpath.WriteCodec). A writer holds its postings in
+    The codec writes Whoosh's files, faster (write_codec.WriteCodec). A writer holds its postings in
     memory up to `pool_mb()`: past that, Whoosh sorts them through files on disk, which doubled the time
     per memory of a 100,000-memory load (at 256 MB); a small write never comes near it.
     """
-    from .fastpath import WriteCodec
+    from .write_codec import WriteCodec
 
     options = {"compound": False, "codec": WriteCodec(), "limitmb": pool_mb()}
     if count < BULK or not may_fork():

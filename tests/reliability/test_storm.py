@@ -533,7 +533,7 @@ while True:
     stats["fresh_vaults"] += fresh
     path, token = pinned[i % len(pinned)]
     try:
-        stats["vouched"] += vault._watcher_vouches()
+        stats["vouched"] += vault._index.watcher_vouches()
         got = [h.memory.path for h in vault.search(token, limit=5)]
         stats["searches"] += 1
         if got != [path]:
@@ -767,7 +767,7 @@ def run_storm(tmp_path: Path, operations: int, seed_files: int, subfolders: int,
         def ready() -> bool:
             assert watcher.poll() is None, f"{tag} the watcher died at start: {(logs / 'watch.err').read_text()}"
             with Vault.open(root, MIND) as probe:
-                return probe.status()["watcher_pid"] == watcher.pid and probe._watcher_vouches()
+                return probe.status()["watcher_pid"] == watcher.pid and probe._index.watcher_vouches()
         assert wait_until(ready, 30), \
             f"{tag} the watcher did not index the seeded files: {(logs / 'watch.err').read_text()}"
         timings["watcher_start"] = time.monotonic() - started - timings["seed"]
@@ -827,7 +827,7 @@ def run_storm(tmp_path: Path, operations: int, seed_files: int, subfolders: int,
                 last_state["why"] = "waiting for watchdog to let a move out of the vault through"
                 return False
             with Vault.open(root, MIND) as probe:
-                if not probe._watcher_vouches():
+                if not probe._index.watcher_vouches():
                     last_state["why"] = "no vouching"
                     return False
                 stale = probe.status()["stale"]
@@ -839,7 +839,7 @@ def run_storm(tmp_path: Path, operations: int, seed_files: int, subfolders: int,
                     return False
                 found = [h.memory.path for h in probe.search(sentinel_token)]
                 last_state["why"] = f"sentinel search gave {found}"
-                return found == [sentinel] and probe._watcher_vouches()
+                return found == [sentinel] and probe._index.watcher_vouches()
 
         def catch_up(coda: list[str], name: str) -> None:
             """Until the watcher vouches for an index whose recorded stats are the files' and that holds
@@ -870,15 +870,15 @@ def run_storm(tmp_path: Path, operations: int, seed_files: int, subfolders: int,
 
             def snapshot() -> bool:
                 """The catalog, read while the watcher vouches (no stat check) from start to end."""
-                if vouched._watcher_vouches():
+                if vouched._index.watcher_vouches():
                     memories = vouched.memories()
-                    if vouched._watcher_vouches():
+                    if vouched._index.watcher_vouches():
                         taken.append((memories, vouched.issues))
                 return bool(taken)
             assert wait_until(snapshot, 10), f"{tag} the watcher stopped vouching after it caught up"
             memories, issues = taken[0]
             mismatches += differences("vouched catalog", memories, issues, truth, truth_issues)
-            if vouched._index is None:
+            if vouched._index.store is None:
                 mismatches.append("vouched: no index")
             elif vouched._index.catalog.recorded() != disk:
                 mismatches.append("vouched: the recorded stats are not the files'")
@@ -886,7 +886,7 @@ def run_storm(tmp_path: Path, operations: int, seed_files: int, subfolders: int,
             found, vouched_searches = search_differences("vouched search", vouched, truth, live, dead)
             timings["vouched_searches"] = time.monotonic() - searches_started
             mismatches += found
-            assert wait_until(vouched._watcher_vouches, 10), f"{tag} the watcher stopped vouching during the checks"
+            assert wait_until(vouched._index.watcher_vouches, 10), f"{tag} the watcher stopped vouching during the checks"
         timings["vouched_checks"] = time.monotonic() - checks_started
 
         summary.update({
@@ -922,7 +922,7 @@ def run_storm(tmp_path: Path, operations: int, seed_files: int, subfolders: int,
         # Without the watcher: a stat-only diff finds nothing to re-read; a rebuild gives the same.
         alone_started = time.monotonic()
         with Vault.open(root, MIND) as alone:
-            assert not alone._watcher_vouches() and alone.status()["watcher_pid"] is None
+            assert not alone._index.watcher_vouches() and alone.status()["watcher_pid"] is None
             report = alone.refresh()
             assert (report.changed, report.skipped, report.pending) == (0, [], {}), f"{tag} {report}"
             assert alone.status()["stale"] == []
