@@ -1,4 +1,4 @@
-"""`doctor`: one read-only look at everything that can be wrong in a vault, and the safe repairs (a Vault mixin).
+"""`doctor`: one read-only look at everything that can be wrong in a vault, and the safe repairs (the Vault's `Doctor`).
 
 Problems make `memfile doctor` exit 5; `--fix` applies only repairs that
 cannot lose anything (rebuild the index, commit hand edits, remove memfile's
@@ -14,6 +14,7 @@ import time
 from collections import Counter
 from datetime import timedelta
 from pathlib import Path
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from .config import STATE_DIR
@@ -24,7 +25,9 @@ from .model import Category, Memory, ParseIssue, Source, derive_key, utc_now
 from .paths import is_inside, is_utf8_name, memory_relpath, shown_path
 
 if TYPE_CHECKING:
-    from .gitstore import GitStore
+    from .git import GitStore
+    from .index import Index
+    from .writer import Writer
     from .reports import DoctorReport
 
 #: Unverified agent memories older than this are worth a person's look.
@@ -34,28 +37,33 @@ STALE_AFTER_S = 600
 
 
 class Doctor:
-    """`Vault.doctor` (mixed into `Vault`)."""
+    """`Vault.doctor`: checks of one mind over its index, its writer (and git store) and its status."""
 
-    root: Path
-    mind: str
-    issues: list[ParseIssue]
-    _git: GitStore
-
-    def memories(self) -> list[Memory]: ...  # noqa: D102 - provided by Vault
-    def status(self) -> dict[str, Any]: ...  # noqa: D102 - provided by Vault
-    def reindex(self, progress: Any = None) -> Any: ...  # noqa: D102 - provided by Vault
-    def commit_hand_edits(self, relpaths: list[str] | None = None) -> str | None: ...  # noqa: D102
-    def _writing(self) -> Any: ...  # noqa: D102 - provided by Writes
+    def __init__(self, writer: Writer, index: Index, status: Callable[[], dict[str, Any]]) -> None:
+        self.root = writer.root
+        self.mind = writer.mind
+        self.mind_dir = writer.root / writer.mind
+        self._writer = writer
+        self._index = index
+        self.status = status
 
     @property
-    def mind_dir(self) -> Path: ...  # noqa: D102 - provided by Vault
+    def _git(self) -> GitStore:
+        return self._writer.git
+
+    @property
+    def issues(self) -> list[ParseIssue]:
+        return self._index.issues
+
+    def memories(self) -> list[Memory]:
+        return self._index.memories()
+
+    def commit_hand_edits(self) -> str | None:
+        with self._writer.transaction():
+            return self._writer.commit_changed(None)
 
     def doctor(self, fix: bool = False) -> DoctorReport:
-        """Check the mind's files, index and git state; with `fix`, apply the safe repairs.
-
-        Returns:
-            A DoctorReport: findings (problems and counts), and what `fix` did.
-        """
+        """`Vault.doctor` (its docstring says what it does)."""
         from .reports import DoctorReport, Finding
 
         report = DoctorReport(self.mind)
@@ -109,7 +117,7 @@ class Doctor:
 
     def _check_files(self, report: DoctorReport) -> None:
         """What no memory read shows: temp files, symlinks out, files outside minds, a git lock left over."""
-        from . import batch
+        from . import store_queue
         from .reports import Finding
 
         add = report.findings.append
@@ -137,7 +145,7 @@ class Doctor:
             add(Finding("stale_lock", f"{lock} is left over from a git command that died (git refuses to write "
                                       "while it is there)", lock))
         queue = self._queue_folder()
-        for name, what in batch.leftovers(queue):
+        for name, what in store_queue.leftovers(queue):
             relpath = (queue / name).relative_to(self.root).as_posix()
             add(Finding("queue_leftover", f"{relpath}: {what}", relpath))
 
@@ -160,7 +168,7 @@ class Doctor:
         return sorted(found)
 
     def _fix(self, report: DoctorReport) -> None:
-        from . import batch
+        from . import store_queue
 
         for folder, _, files in os.walk(self.mind_dir, followlinks=False):
             for name in files:
@@ -171,8 +179,8 @@ class Doctor:
         for lock in self._stale_git_locks():
             (self.root / lock).unlink(missing_ok=True)
             report.fixed.append(f"removed {lock} left over from a git command that died")
-        with self._writing():  # the queue is cleared by lock holders only
-            for name in batch.sweep(self._queue_folder()):
+        with self._writer.transaction():  # the queue is cleared by lock holders only
+            for name in store_queue.sweep(self._queue_folder()):
                 report.fixed.append(f"removed {STATE_DIR}/queue/{self.mind}/{name}, left over in the store queue")
         try:
             sha = self.commit_hand_edits()
@@ -183,7 +191,7 @@ class Doctor:
                 report.fixed.append(f"committed hand edits ({sha[:8]})")
         memories = self.memories()
         taken = {m.path for m in memories}
-        with self._writing():
+        with self._writer.transaction():
             for memory in memories:
                 expected = memory_relpath(self.mind, memory.category, memory.key).as_posix()
                 if not self._misplaced(memory, expected) or expected in taken:
@@ -196,7 +204,7 @@ class Doctor:
                     continue
                 taken.add(expected)
                 report.fixed.append(f"moved {memory.path} to {expected}")
-        self.reindex()
+        self._index.rebuild()
         report.fixed.append("rebuilt the index from the files")
 
 

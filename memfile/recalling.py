@@ -1,9 +1,9 @@
-"""The recall half of the Vault: recall for the context window, with or without a query, and its record.
+"""The Vault's `Recaller`: recall for the context window, with or without a query, and its record.
 
-`Vault` inherits these methods (a mixin, as writes.py and history.py are).
-`memfile.recall` is imported where it is used, so a command that does not
-recall (search, list, show) never makes its dataclasses: Python 3.11 takes
-about a millisecond to make each, 4 % of a search process in all.
+`memfile.recall` (pure: what is chosen and how it is rendered) is imported where
+it is used, so a command that does not recall (search, list, show) never makes
+its dataclasses: Python 3.11 takes about a millisecond to make each, 4 % of a
+search process in all.
 """
 
 from __future__ import annotations
@@ -18,8 +18,7 @@ from .errors import InvalidInput, NotFound
 from .files import atomic_write
 from .index import Index, SearchOptions, View
 from .index.query import check_query
-from .model import Memory, Source, format_datetime, utc_now
-from .writes import UNSET
+from .model import UNSET, Memory, Source, format_datetime, utc_now
 
 if TYPE_CHECKING:
     from .recall import Recallable, RecallItem, RecallReport
@@ -31,42 +30,26 @@ LAST_RECALL = "last_recall-{mind}.json"
 CANDIDATES = 100
 
 
-class Recalling:
-    """Mixin of `Vault`: recall and what it last served."""
+class Recaller:
+    """Recall of one mind over its index, and the record of what it last served."""
 
-    root: Path
-    mind: str
-    config: Config
-    actor: Source
-    notices: list[str]
-    _index: Index
-    _recall_cache: tuple[tuple[float, bool], datetime, Recallable] | None
+    def __init__(self, root: Path, mind: str, config: Config, actor: Source, index: Index,
+                 notices: list[str]) -> None:
+        self.root = root
+        self.mind = mind
+        self.config = config
+        self.actor = actor
+        self.notices = notices
+        self._index = index
+        self._recall_cache: tuple[tuple[float, bool], datetime, Recallable] | None = None  # see _recallable
 
     @property
-    def name(self) -> str: ...  # provided by Vault
+    def name(self) -> str:
+        return self.config.display_name(self.mind)
 
     def recall_report(self, budget: int | None = UNSET, *, query: str | None = None, limit: int | None = 10,
                       include_superseded: bool = False) -> RecallReport:
-        """The recall of the mind with what was chosen and cut.
-
-        Without a query: every memory, by priority then recency. With one: the
-        pinned memories (verified critical ones; verified high ones of identity
-        and preference), then the best matches by the blend in
-        `memfile.recall.score` (text relevance, priority, recency with a
-        half-life of `[recall] half_life_days`, confidence, verified), then
-        their neighbours (marked; see `memfile.recall.with_neighbours`). An
-        unverified critical memory is ranked and cut as a high one: it never
-        makes a budget impossible. A conflicted memory is marked.
-
-        Args:
-            budget: the most tokens the text may take; default `[recall] budget` of memfile.toml; None or 0 = no limit.
-            query: what the agent is working on; None = the whole mind.
-            limit: with a query, the most matches shown besides the pinned memories (1 to 1000; None = all).
-            include_superseded: also memories marked superseded.
-
-        Raises:
-            InvalidInput: the budget or limit is not allowed, or the query cannot be parsed.
-        """
+        """`Vault.recall_report` (its docstring says what it does)."""
         budget = self._checked(budget, limit)
         if query is not None:
             check_query(query)  # before any work: a 10 MB query is refused at once
@@ -167,13 +150,7 @@ class Recalling:
             self.notices.append(f"could not record the recall in {STATE_DIR}/{name}: {exc.strerror}")
 
     def last_recall(self) -> dict[str, Any]:
-        """What the last recall of this mind served (any caller, CLI or MCP): query, budget, tokens, and
-        each memory chosen with whether it was pinned or shortened, its score and what it was a neighbour of.
-        Each mind has its own record: another mind's recalls are never shown.
-
-        Raises:
-            NotFound: no recall of this mind was recorded yet.
-        """
+        """`Vault.last_recall` (its docstring says what it does)."""
         path = self.root / STATE_DIR / LAST_RECALL.format(mind=self.mind)
         try:
             record = json.loads(path.read_text(encoding="utf-8"))
@@ -190,30 +167,19 @@ class Recalling:
 
     def recall(self, budget: int | None = UNSET, *, query: str | None = None, limit: int | None = 10,
                include_superseded: bool = False) -> str:
-        """The recall text an agent puts in its context window (a query: at most 4,096 characters).
-
-        Args:
-            budget: the most tokens the text may take (estimate: characters / 4, rounded up).
-            query: what the agent is working on: pinned memories, then the best matches.
-            limit: with a query, the most matches besides the pinned memories.
-            include_superseded: also memories marked superseded.
-
-        Returns:
-            The plain-text recall.
-        """
+        """`Vault.recall` (its docstring says what it does)."""
         return self.recall_bytes(budget, query=query, limit=limit, include_superseded=include_superseded).decode("utf-8")
 
     def recall_bytes(self, budget: int | None = UNSET, *, query: str | None = None, limit: int | None = 10,
                      include_superseded: bool = False) -> bytes:
-        """`recall`'s text in UTF-8, as `memfile recall` writes it. A whole recall (no query, no budget)
-        is made of the catalog's bytes and never decoded (`recall.whole_text`)."""
+        """`Vault.recall_bytes` (its docstring says what it does)."""
         if query is None and self._checked(budget, limit) is None:
             return self._whole_text(include_superseded)
         return self.recall_report(budget, query=query, limit=limit, include_superseded=include_superseded).text.encode("utf-8")
 
     def recall_items(self, budget: int | None = UNSET, *, query: str | None = None, limit: int | None = 10,
                      include_superseded: bool = False) -> list[RecallItem]:
-        """The memories recall chooses, in order, each with `pinned`, `score` and its parts (with a query)."""
+        """`Vault.recall_items` (its docstring says what it does)."""
         return list(self.recall_report(budget, query=query, limit=limit, include_superseded=include_superseded).items)
 
 

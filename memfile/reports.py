@@ -1,4 +1,4 @@
-"""What the git half of the Vault returns: versions and changelog (history.py), doctor's findings, a sync's report.
+"""What the git half of the Vault returns: versions and changelog (memfile.git.history), doctor's findings, a sync's report.
 
 They live here, imported on first use by the methods that make them, rather than
 beside those methods: every command makes the Vault, and Python 3.11 takes about

@@ -1,8 +1,14 @@
 """The Vault: the one facade over files, git, config and recall.
 
 Every face (CLI, watcher, MCP server) calls these methods and nothing below
-them. Reads go to the files every time (the files are the truth); writes
-take the writer lock, write atomically and become one git commit each.
+them. Each public verb is here, a few lines with its docstring (the MCP tool
+descriptions come from them), and delegates to the collaborators the Vault is
+made with: the index (`memfile.index`: the cache of the files, which owns its
+freshness and recovery), the writer (`memfile.writer`: one write transaction),
+the recaller (`memfile.recalling`), and, made on first git use, history and
+remote sync (`memfile.git`) and the doctor. Reads go to the files every time
+(the files are the truth); writes take the writer lock, write atomically and
+become one git commit each.
 """
 
 from __future__ import annotations
@@ -12,10 +18,11 @@ from collections import Counter
 from collections.abc import Callable
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
+from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
-from .config import STATE_DIR, Config, caller_source, find_vault, load_config, select_mind
-from .errors import InvalidInput
+from .config import STATE_DIR, Config, caller_source, find_vault, load_config, select_mind, validate_display_name
+from .errors import Conflict, InvalidInput
 from .files import Stat, lock_holder
 from .index import Index, RefreshReport, SearchOptions
 from .index.query import check_query
@@ -24,8 +31,10 @@ from .model import (
     Memory,
     ParseIssue,
     Priority,
+    UNSET,
     SearchHit,
     Source,
+    StoreResult,
     add_duration,
     parse_category,
     parse_duration,
@@ -35,16 +44,15 @@ from .model import (
     resolve_ref,
     utc_now,
 )
-from .doctor import Doctor
-from .history import History
-from .paths import shown_path
-from .recalling import Recalling, recall_entry
-from .sync import Sync
-from .writes import Writes
+from .paths import shown_path, validate_mind
+from .recalling import Recaller, recall_entry
+from .writer import Writer
 
 if TYPE_CHECKING:
-    from .recall import Recallable
-
+    from .doctor import Doctor
+    from .git import GitStore, History, Remote
+    from .recall import RecallItem, RecallReport
+    from .reports import DoctorReport, LogEntry, SyncReport, Version
 
 
 
@@ -52,7 +60,7 @@ if TYPE_CHECKING:
 STATUS_FILTERS = ("active", "superseded", "all")
 
 
-class Vault(Writes, History, Sync, Doctor, Recalling):
+class Vault:
     """A vault folder bound to one mind.
 
     Attributes:
@@ -70,8 +78,39 @@ class Vault(Writes, History, Sync, Doctor, Recalling):
         self.actor = actor
         self.notices: list[str] = []
         self._watcher: Any = None
-        self._recall_cache: tuple[tuple[float, bool], datetime, Recallable] | None = None  # see _recallable
         self._index = Index(root, mind, config.lock_timeout, recall_entry, self.notices.append)
+        self._writer = Writer(root, mind, config, actor, self._index, self.notices)
+        self._writer.after_write = self._autosync
+        self._recaller = Recaller(root, mind, config, actor, self._index, self.notices)
+
+    # --- collaborators made on first git use: reads never import memfile.git -----------------
+
+    @property
+    def _git(self) -> GitStore:
+        return self._writer.git
+
+    @cached_property
+    def _history(self) -> History:
+        from .git import History
+
+        return History(self._writer, self._index)
+
+    @cached_property
+    def _remote(self) -> Remote:
+        from .git import Remote
+
+        return Remote(self._writer, self._index)
+
+    @cached_property
+    def _doctor(self) -> Doctor:
+        from .doctor import Doctor
+
+        return Doctor(self._writer, self._index, self.status)
+
+    def _autosync(self) -> None:
+        """After each write's commit, inside its transaction: `[sync] autosync` (see `Remote.autosync`)."""
+        if self.config.autosync:
+            self._remote.autosync()
 
     @property
     def issues(self) -> list[ParseIssue]:
@@ -83,6 +122,40 @@ class Vault(Writes, History, Sync, Doctor, Recalling):
         self._index.issues = list(issues)
 
     # --- opening ---------------------------------------------------------
+
+    @classmethod
+    def init(cls, path: str | os.PathLike[str], mind: str = "default", name: str | None = None) -> Vault:
+        """Create a vault (or add a mind to one): memfile.toml, the mind folder, .gitignore, a git repository.
+
+        Args:
+            path: the vault folder (created if missing).
+            mind: the first mind's folder name.
+            name: the mind's display name, shown by recall.
+
+        Returns:
+            The new vault, bound to `mind`.
+
+        Raises:
+            Conflict: the mind already exists in that vault.
+        """
+        validate_mind(mind)
+        validate_display_name(name)  # before anything is made: a bad name leaves no folder, repository or index
+        root = Path(path).expanduser().resolve()
+        try:
+            root.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise InvalidInput("PATH", str(path), "a folder memfile can create", reason=exc.strerror) from None
+        if (root / mind).exists() or (root / mind).is_symlink():
+            raise Conflict(f"mind {mind!r} already exists in {root}; open it with: memfile --vault {root} --mind {mind} recall")
+        maker = cls(root, mind, load_config(root), caller_source(Source.USER))
+        try:
+            maker._writer.create_mind(name)
+        finally:
+            maker.close()
+        vault = cls(root, mind, load_config(root), maker.actor)
+        vault.notices += maker.notices
+        return vault
+
 
     #: Set by memfile.watch (which sits above this module): starts a Watcher over a Vault.
     watcher_factory: Callable[..., Any] | None = None
@@ -380,6 +453,303 @@ class Vault(Writes, History, Sync, Doctor, Recalling):
             "conflicts": index.conflicts,
             "git": self._git.remote_status(),
         }
+
+    # --- writing (memfile.writer) ----------------------------------------------------------
+
+    def commit_hand_edits(self, relpaths: list[str] | None = None) -> str | None:
+        """Commit memory files changed by hand (all of the mind's, or these) in one commit.
+
+        Returns:
+            The commit's sha, or None when nothing differed from git.
+        """
+        return self._writer.commit_hand_edits(relpaths)
+
+    def store(
+        self,
+        category: str | Category,
+        key: str,
+        content: str,
+        *,
+        priority: str | Priority | None = None,
+        tags: str | list[str] | tuple[str, ...] | None = None,
+        confidence: float | str | None = None,
+        expires: str | datetime | None = UNSET,
+        source: str | Source | None = None,
+        supersedes: str | None = None,
+    ) -> StoreResult:
+        """Store a memory: create it, or update the one with the same (category, key) in place.
+
+        An update keeps `id`, `created_at`, unknown front-matter keys and the
+        formatting of what did not change; storing identical content changes
+        nothing and makes no commit. Each change is one git commit.
+
+        Args:
+            category: one of identity, preference, fact, project, skill, mistake, context, note.
+            key: snake_case, unique in the category.
+            content: the memory's text (Markdown).
+            priority: low, normal (default for new memories), high or critical.
+            tags: a list, or a comma-separated string; stored lowercase.
+            confidence: 0.0 to 1.0; default 1.0 for user memories, 0.7 for agent ones.
+            expires: a duration (`7d`), an ISO-8601 moment, or `never`; omitted keeps the current value.
+            source: `user` or `agent`; default the caller. An agent cannot store as `user`.
+            supersedes: REF of an older memory this one replaces: in the same commit it is
+                marked `status: superseded` with `superseded_by: <this id>`, which keeps it on
+                disk but out of recall and search (`reactivate` brings it back).
+
+        Returns:
+            A StoreResult with the memory as written, whether anything changed, and the superseded memory.
+
+        Raises:
+            InvalidInput: a field is not allowed (the message names it and the allowed values).
+            Refused: an agent tried to store as a user, or to supersede a memory a person verified.
+            Conflict: another file holds the memory's path, or the lock timed out.
+        """
+        return self._writer.store(category, key, content, priority=priority, tags=tags, confidence=confidence, expires=expires, source=source, supersedes=supersedes)
+
+    def reactivate(self, ref: str) -> StoreResult:
+        """Bring a superseded memory back into recall and search (`status: active`).
+
+        Args:
+            ref: an id, `category/key`, or a key unique in the mind.
+
+        Returns:
+            A StoreResult; `changed` is false when it was not superseded.
+
+        Raises:
+            Refused: an agent tried to change a memory a person verified.
+            NotFound, InvalidInput, AmbiguousRef: the REF does not name one memory.
+        """
+        return self._writer.reactivate(ref)
+
+    def forget(self, ref: str) -> Memory:
+        """Remove a memory's file in one commit; `git log` keeps every version of it.
+
+        Args:
+            ref: an id, `category/key`, or a key unique in the mind.
+
+        Returns:
+            The memory as it was before it was removed.
+
+        Raises:
+            Refused: an agent tried to forget a critical memory or one a person verified.
+            NotFound, InvalidInput, AmbiguousRef: the REF does not name one memory.
+        """
+        return self._writer.forget(ref)
+
+    def verify(self, ref: str) -> StoreResult:
+        """Mark a memory as checked by a person (`verified: true`).
+
+        Args:
+            ref: an id, `category/key`, or a key unique in the mind.
+
+        Returns:
+            A StoreResult; `changed` is false when it was already verified.
+
+        Raises:
+            Refused: the caller is an agent (only a person can verify).
+            NotFound, InvalidInput, AmbiguousRef: the REF does not name one memory.
+        """
+        return self._writer.verify(ref)
+
+    def begin_edit(self, ref: str) -> tuple[Memory, Path]:
+        """Prepare a memory for editing by hand: commit any pending hand edit, return its file.
+
+        Returns:
+            The memory before the edit and the absolute path to open in an editor.
+        """
+        return self._writer.begin_edit(ref)
+
+    def finish_edit(self, before: Memory) -> StoreResult:
+        """Validate and commit a memory after it was edited by hand (see `begin_edit`).
+
+        When the content changed and the edit left `updated_at` alone, it is
+        moved to now. A file that no longer parses is left exactly as it is.
+
+        Raises:
+            FileParseError: the edited file cannot be read (file, line and reason); nothing is discarded.
+            NotFound: the file is gone.
+        """
+        return self._writer.finish_edit(before)
+
+    def history(self, ref: str) -> list[Version]:
+        """Every version of one memory, newest first, also of a forgotten one (`category/key` or id).
+
+        Raises:
+            NotFound: neither the files nor git history know the REF.
+        """
+        return self._history.history(ref)
+
+    def show_at(self, ref: str, at: str | datetime) -> Memory:
+        """A memory as it was at a revision (sha, `HEAD~3`, a branch), a date (`2026-05-01`) or a duration back (`7d`).
+
+        A date in the future means the latest version.
+
+        Raises:
+            InvalidInput: `at` names no commit and no real date, or a moment before the memory's first version.
+            NotFound: the memory did not exist then.
+        """
+        return self._history.show_at(ref, at)
+
+    def restore(self, ref: str, at: str | datetime | None = None) -> StoreResult:
+        """Bring back a forgotten memory (its last version) or an old version (`at`), as a new commit.
+
+        A person gets the version as it was. An agent gets it as an agent may
+        write it: `source: agent`, `verified: false`, priority at most high; a
+        person verifies it or raises its priority afterwards.
+
+        Raises:
+            NotFound: nothing to restore (the memory never existed, or not at `at`).
+            InvalidInput: `at` names no commit and no real date.
+            Refused: an agent would overwrite a memory a person verified.
+        """
+        return self._history.restore(ref, at)
+
+    def undo(self) -> LogEntry:
+        """Revert the mind's last change made by memfile, as a new commit `undo: <its message>`.
+
+        Only this mind's commits count (see `log`): another mind's changes are
+        never undone from here. Undo again to walk further back: a change
+        already undone (and the undo itself) is skipped. Refused when it would
+        discard later work: a later commit (a person's, or a sync's) touched the
+        same files, or they have uncommitted changes; and when that change also
+        touched files outside the mind.
+
+        Raises:
+            Refused: nothing of the mind is left to undo, or undoing would discard or reach beyond it.
+        """
+        return self._history.undo()
+
+    def log(self, since: str | datetime | None = None, limit: int | None = None) -> list[LogEntry]:
+        """The mind's changelog, newest first: the commits that changed its files (`since`: a duration such as
+        `7d`, or a date), each with the mind's files it touched.
+
+        Raises:
+            InvalidInput: `since` is neither a duration nor a real date, or reaches back before the year 1.
+        """
+        return self._history.log(since, limit)
+
+    def ensure_merge_driver(self) -> bool:
+        """Set up the merge driver for memory files (.gitattributes, committed, and the repository's config).
+
+        Returns:
+            True when anything had to be set up.
+        """
+        return self._remote.ensure_merge_driver()
+
+    def add_remote(self, url: str, name: str = "origin") -> None:
+        """Add a git remote to sync with (plain `git remote add` works too).
+
+        Raises:
+            InvalidInput: the name or URL is not usable (a URL that runs a command, `ext::`, is refused).
+            Conflict: a remote of that name exists already.
+        """
+        return self._remote.add_remote(url, name)
+
+    def sync(self, remote: str | None = None, branch: str | None = None, new_branch: bool = False) -> SyncReport:
+        """Commit hand edits, fetch, merge the remote's changes, push, and bring the index in line.
+
+        Args:
+            remote: the name of a git remote; default `[sync] remote` of memfile.toml (`origin`).
+            branch: the remote branch; default the current branch's name.
+            new_branch: create `branch` on the remote even when it exists on neither side.
+
+        Returns:
+            What came in and went out; `conflicts` lists the memories left to `resolve`.
+
+        Raises:
+            InvalidInput: the remote is not one of the repository's remotes (the message names them),
+                the branch is not a branch name, or it exists on neither side (without `new_branch`).
+            GitError: the remote cannot be reached or refuses the push (nothing is lost:
+                local commits stay, and the message says what to do).
+        """
+        return self._remote.sync(remote, branch, new_branch)
+
+    def resolve(self, ref: str, take: str | None = None, content: str | None = None) -> StoreResult:
+        """Finish a conflicted memory in one commit: keep `ours` (this machine's text, on every machine),
+        take `theirs` (the other side's), or give the new `content` (guide lines of `resolve_draft` left
+        in it are removed).
+
+        Raises:
+            InvalidInput: neither or both of take and content, or take is not ours/theirs.
+            Refused: the memory is not conflicted.
+        """
+        return self._remote.resolve(ref, take, content)
+
+    def resolve_draft(self, ref: str) -> str:
+        """The text `resolve --edit` opens: this machine's text, then the other side's, each under a guide line.
+
+        Raises:
+            Refused: the memory is not conflicted.
+        """
+        return self._remote.resolve_draft(ref)
+
+    def doctor(self, fix: bool = False) -> DoctorReport:
+        """Check the mind's files, index and git state; with `fix`, apply the safe repairs.
+
+        Returns:
+            A DoctorReport: findings (problems and counts), and what `fix` did.
+        """
+        return self._doctor.doctor(fix)
+
+    def recall_report(self, budget: int | None = UNSET, *, query: str | None = None, limit: int | None = 10,
+                      include_superseded: bool = False) -> RecallReport:
+        """The recall of the mind with what was chosen and cut.
+
+        Without a query: every memory, by priority then recency. With one: the
+        pinned memories (verified critical ones; verified high ones of identity
+        and preference), then the best matches by the blend in
+        `memfile.recall.score` (text relevance, priority, recency with a
+        half-life of `[recall] half_life_days`, confidence, verified), then
+        their neighbours (marked; see `memfile.recall.with_neighbours`). An
+        unverified critical memory is ranked and cut as a high one: it never
+        makes a budget impossible. A conflicted memory is marked.
+
+        Args:
+            budget: the most tokens the text may take; default `[recall] budget` of memfile.toml; None or 0 = no limit.
+            query: what the agent is working on; None = the whole mind.
+            limit: with a query, the most matches shown besides the pinned memories (1 to 1000; None = all).
+            include_superseded: also memories marked superseded.
+
+        Raises:
+            InvalidInput: the budget or limit is not allowed, or the query cannot be parsed.
+        """
+        return self._recaller.recall_report(budget, query=query, limit=limit, include_superseded=include_superseded)
+
+    def last_recall(self) -> dict[str, Any]:
+        """What the last recall of this mind served (any caller, CLI or MCP): query, budget, tokens, and
+        each memory chosen with whether it was pinned or shortened, its score and what it was a neighbour of.
+        Each mind has its own record: another mind's recalls are never shown.
+
+        Raises:
+            NotFound: no recall of this mind was recorded yet.
+        """
+        return self._recaller.last_recall()
+
+    def recall(self, budget: int | None = UNSET, *, query: str | None = None, limit: int | None = 10,
+               include_superseded: bool = False) -> str:
+        """The recall text an agent puts in its context window (a query: at most 4,096 characters).
+
+        Args:
+            budget: the most tokens the text may take (estimate: characters / 4, rounded up).
+            query: what the agent is working on: pinned memories, then the best matches.
+            limit: with a query, the most matches besides the pinned memories.
+            include_superseded: also memories marked superseded.
+
+        Returns:
+            The plain-text recall.
+        """
+        return self._recaller.recall(budget, query=query, limit=limit, include_superseded=include_superseded)
+
+    def recall_bytes(self, budget: int | None = UNSET, *, query: str | None = None, limit: int | None = 10,
+                     include_superseded: bool = False) -> bytes:
+        """`recall`'s text in UTF-8, as `memfile recall` writes it. A whole recall (no query, no budget)
+        is made of the catalog's bytes and never decoded (`recall.whole_text`)."""
+        return self._recaller.recall_bytes(budget, query=query, limit=limit, include_superseded=include_superseded)
+
+    def recall_items(self, budget: int | None = UNSET, *, query: str | None = None, limit: int | None = 10,
+                     include_superseded: bool = False) -> list[RecallItem]:
+        """The memories recall chooses, in order, each with `pinned`, `score` and its parts (with a query)."""
+        return self._recaller.recall_items(budget, query=query, limit=limit, include_superseded=include_superseded)
 
     def close(self) -> None:
         """Stop the watcher, if any, and release the index's files (the Vault may not be used afterwards)."""

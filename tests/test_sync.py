@@ -9,7 +9,7 @@ from conftest import commit_count, git
 from helpers import fails, in_vault, ok
 
 from memfile import GitError, Refused, Vault
-from memfile.merge import merge_memory
+from memfile.git import merge_memory
 
 
 

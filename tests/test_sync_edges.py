@@ -11,7 +11,7 @@ from conftest import commit_count, git
 from helpers import commit_by_hand, write
 
 from memfile import GitError, Refused, Vault
-from memfile.merge import merge_memory
+from memfile.git import merge_memory
 
 
 

@@ -1,4 +1,4 @@
-"""The store queue (memfile/batch.py): stores that wait for the writer lock are committed together.
+"""The store queue (memfile/store_queue.py): stores that wait for the writer lock are committed together.
 
 The test holds the vault's writer lock itself, starts real `memfile store` processes (they queue
 their requests), waits until every request is in the queue, then lets the lock go: whichever process
@@ -19,7 +19,7 @@ from typing import Iterator
 import pytest
 from conftest import commit_count, git
 
-from memfile import Vault, batch
+from memfile import Vault, store_queue
 from memfile.errors import LockTimeout, Refused
 from memfile.files import writer_lock
 
@@ -132,12 +132,12 @@ def orphan_request(key: str) -> dict[str, object]:
 
 def test_a_request_claimed_by_a_killed_holder_is_stored_by_the_next_one(vault: Vault) -> None:
     root = vault.root
-    ticket = batch.enqueue(queue(root), orphan_request("orphan"))  # queued by this (live) process
+    ticket = store_queue.enqueue(queue(root), orphan_request("orphan"))  # queued by this (live) process
     os.rename(ticket.file("req"), ticket.file("claimed"))  # what a holder killed mid-store leaves
     vault.store("fact", "next", "the next store")
     orphan = vault.get("fact/orphan")
     assert (orphan.content, orphan.tags, orphan.verified) == ("orphan: asked for, holder killed", ("kept",), True)
-    assert batch.decode(batch.take_result(ticket)).memory.key == "orphan"  # its result waits for its process
+    assert store_queue.decode(store_queue.take_result(ticket)).memory.key == "orphan"  # its result waits for its process
     assert git(root, "status", "--porcelain").strip() == ""
 
 
@@ -146,7 +146,7 @@ def test_a_request_whose_process_is_gone_is_dropped(vault: Vault) -> None:
     dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
     pid = int(dead.stdout)
     for state, key in (("req", "stale_waiting"), ("claimed", "stale_claimed")):
-        ticket = batch.Ticket(queue(root), f"{time.time_ns():020d}-{pid}-abcd")
+        ticket = store_queue.Ticket(queue(root), f"{time.time_ns():020d}-{pid}-abcd")
         queue(root).mkdir(parents=True, exist_ok=True)
         ticket.file(state).write_bytes(__import__("marshal").dumps(orphan_request(key)))
     vault.store("fact", "now", "stored now")
@@ -166,15 +166,15 @@ def test_a_supersede_is_committed_on_its_own(vault: Vault) -> None:
 
 
 def test_results_carry_errors_with_their_class_and_fields(tmp_path: Path) -> None:
-    ticket = batch.Ticket(tmp_path, "t")
-    batch.settle(ticket, batch.encode(Refused("an agent cannot do that; ask the user")))
+    ticket = store_queue.Ticket(tmp_path, "t")
+    store_queue.settle(ticket, store_queue.encode(Refused("an agent cannot do that; ask the user")))
     with pytest.raises(Refused, match="ask the user"):
-        batch.decode(batch.take_result(ticket))
+        store_queue.decode(store_queue.take_result(ticket))
     from memfile.errors import InvalidInput
-    batch.settle(ticket, batch.encode(InvalidInput("supersedes", "x", "another memory")))
+    store_queue.settle(ticket, store_queue.encode(InvalidInput("supersedes", "x", "another memory")))
     with pytest.raises(InvalidInput) as caught:
-        batch.decode(batch.take_result(ticket))
+        store_queue.decode(store_queue.take_result(ticket))
     assert caught.value.field == "supersedes" and caught.value.exit_code == 2
-    batch.settle(ticket, batch.encode(OSError(28, "No space left on device")))
+    store_queue.settle(ticket, store_queue.encode(OSError(28, "No space left on device")))
     with pytest.raises(Exception, match="failed unexpectedly.*No space left"):
-        batch.decode(batch.take_result(ticket))
+        store_queue.decode(store_queue.take_result(ticket))

@@ -1,8 +1,8 @@
-"""Syncing a vault through a git remote, and finishing the conflicts a sync can leave (a `Vault` mixin).
+"""Syncing a vault through a git remote, and finishing the conflicts a sync can leave (the Vault's `Remote`).
 
 `sync` commits pending hand edits, fetches, merges the remote's work with a
 merge commit (git's merge driver for memory files merges them field by
-field: memfile.merge), pushes (never forced), and brings the index in line.
+field: memfile.git.merge), pushes (never forced), and brings the index in line.
 A body changed on both sides is kept on both: ours in the body, theirs in
 `conflict_theirs`, until `resolve`. Nothing is ever lost: every commit of
 either side stays in history.
@@ -21,16 +21,18 @@ import re
 import time
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from .config import CONFIG_NAME, STATE_DIR, Config
-from .errors import Conflict, FileParseError, GitError, InvalidInput, MemfileError, Refused
-from .files import atomic_write
-from .model import CONFLICT_KEY, Memory, Source, StoreResult, resolve_ref, utc_now
+from ..config import CONFIG_NAME, STATE_DIR
+from ..errors import Conflict, FileParseError, GitError, InvalidInput, MemfileError, Refused
+from ..files import atomic_write
+from ..model import CONFLICT_KEY, Memory, Source, StoreResult, resolve_ref, utc_now
 
 if TYPE_CHECKING:
-    from .gitstore import GitStore
-    from .reports import SyncReport
+    from ..index import Index
+    from ..reports import SyncReport
+    from ..writer import Writer
+    from .store import GitStore
 
 PUSH_ATTEMPTS = 3
 #: The subject of every merge commit sync makes (how its interrupted merge is told from a person's).
@@ -51,7 +53,7 @@ def run_merge_driver(base: str, ours: str, theirs: str, relpath: str) -> int:
     line (`git merge-file`). When neither works, `ours` is left as it was and
     git reports the path unmerged: sync keeps ours, and theirs stays in the merge.
     """
-    from .gitstore import merge_text
+    from .store import merge_text
     from .merge import merge_memory
 
     base_data = Path(base).read_bytes()
@@ -72,7 +74,7 @@ def run_merge_driver(base: str, ours: str, theirs: str, relpath: str) -> int:
 
 def _driver_machine() -> str | None:
     """The machine merging: given by sync, else (a plain `git merge`) from the repository's config."""
-    from .gitstore import config_here
+    from .store import config_here
 
     return os.environ.get("MEMFILE_MACHINE") or config_here(MACHINE_CONFIG)
 
@@ -189,27 +191,27 @@ def _settle(git: GitStore, unmerged: list[str], name: str, mind: str) -> list[st
     return kept
 
 
-class Sync:
-    """Vault methods for remotes (mixed into `Vault`)."""
+class Remote:
+    """The remote verbs of one mind (sync, resolve), over its git store, its index and its writer."""
 
-    root: Path
-    mind: str
-    actor: Source
-    config: Config
-    notices: list[str]
-    _git: GitStore
+    def __init__(self, writer: Writer, index: Index) -> None:
+        self.root = writer.root
+        self.mind = writer.mind
+        self.actor = writer.actor
+        self.config = writer.config
+        self.notices = writer.notices
+        self._writer = writer
+        self._index = index
 
-    def memories(self) -> list[Memory]: ...  # noqa: D102 - provided by Vault
-    def _writing(self) -> Any: ...  # noqa: D102 - provided by Writes
-    def _commit_changed(self, relpaths: list[str] | None) -> str | None: ...  # noqa: D102 - provided by Writes
-    def _rewrite(self, old: Memory, new: Memory, verb: str, source: Source) -> str | None: ...  # noqa: D102
+    @property
+    def _git(self) -> GitStore:
+        return self._writer.git
+
+    def memories(self) -> list[Memory]:
+        return self._index.memories()
 
     def ensure_merge_driver(self) -> bool:
-        """Set up the merge driver for memory files (.gitattributes, committed, and the repository's config).
-
-        Returns:
-            True when anything had to be set up.
-        """
+        """`Vault.ensure_merge_driver` (its docstring says what it does)."""
         from .merge import ATTRIBUTES
 
         changed = configure_merge_driver(self._git)
@@ -219,13 +221,8 @@ class Sync:
         return changed
 
     def add_remote(self, url: str, name: str = "origin") -> None:
-        """Add a git remote to sync with (plain `git remote add` works too).
-
-        Raises:
-            InvalidInput: the name or URL is not usable (a URL that runs a command, `ext::`, is refused).
-            Conflict: a remote of that name exists already.
-        """
-        from .gitstore import REMOTE_NAME_RULE, valid_remote_name
+        """`Vault.add_remote` (its docstring says what it does)."""
+        from .store import REMOTE_NAME_RULE, valid_remote_name
 
         if not valid_remote_name(name):
             raise InvalidInput("--name", name, REMOTE_NAME_RULE)
@@ -238,27 +235,12 @@ class Sync:
         self._git.add_remote(name, url)
 
     def sync(self, remote: str | None = None, branch: str | None = None, new_branch: bool = False) -> SyncReport:
-        """Commit hand edits, fetch, merge the remote's changes, push, and bring the index in line.
-
-        Args:
-            remote: the name of a git remote; default `[sync] remote` of memfile.toml (`origin`).
-            branch: the remote branch; default the current branch's name.
-            new_branch: create `branch` on the remote even when it exists on neither side.
-
-        Returns:
-            What came in and went out; `conflicts` lists the memories left to `resolve`.
-
-        Raises:
-            InvalidInput: the remote is not one of the repository's remotes (the message names them),
-                the branch is not a branch name, or it exists on neither side (without `new_branch`).
-            GitError: the remote cannot be reached or refuses the push (nothing is lost:
-                local commits stay, and the message says what to do).
-        """
-        with self._writing():
+        """`Vault.sync` (its docstring says what it does)."""
+        with self._writer.transaction():
             return self._sync_locked(remote, branch, new_branch)
 
     def _sync_locked(self, remote: str | None, branch: str | None, new_branch: bool = False) -> SyncReport:
-        from .reports import SyncReport
+        from ..reports import SyncReport
 
         remote = self._known_remote(remote)
         branch = self._branch_name(branch)
@@ -271,7 +253,7 @@ class Sync:
                 raise InvalidInput("--branch", branch, f"a branch that exists here or on {remote}",
                                    reason=f"it exists neither here nor on {remote}; to create it on {remote}, "
                                           "pass --new-branch")
-            report = SyncReport(remote, branch, hand_edits=self._commit_changed(None))
+            report = SyncReport(remote, branch, hand_edits=self._writer.commit_changed(None))
             before = self._git.resolve("HEAD")
             for attempt in range(PUSH_ATTEMPTS):
                 if attempt:
@@ -289,7 +271,7 @@ class Sync:
         after = self._git.resolve("HEAD")
         if before and after and before != after:
             report.files_in = [p for p in self._git.changed_between(before, after) if p.startswith(f"{self.mind}/")]
-        self._sync(None, wait=True)
+        self._index.refresh(wait=True)
         report.conflicts = sorted(m.ref for m in self.memories() if m.conflict is not None)
         (self.root / STATE_DIR / f"synced-{self.mind}").touch()
         return report
@@ -302,7 +284,7 @@ class Sync:
         """
         field = "--remote" if remote is not None else f"[sync] remote in {CONFIG_NAME}"
         name = remote if remote is not None else self.config.sync_remote
-        from .gitstore import valid_remote_name
+        from .store import valid_remote_name
 
         remotes = self._git.remotes()
         if valid_remote_name(name) and name in remotes:
@@ -320,7 +302,7 @@ class Sync:
                                "no .., no :, not HEAD)")
         return name
 
-    def _autosync(self) -> None:
+    def autosync(self) -> None:
         """After a write: with `[sync] autosync`, sync when the last sync is `interval` seconds old.
 
         A failed autosync never fails the write: the change is committed here
@@ -356,14 +338,7 @@ class Sync:
             raise
 
     def resolve(self, ref: str, take: str | None = None, content: str | None = None) -> StoreResult:
-        """Finish a conflicted memory in one commit: keep `ours` (this machine's text, on every machine),
-        take `theirs` (the other side's), or give the new `content` (guide lines of `resolve_draft` left
-        in it are removed).
-
-        Raises:
-            InvalidInput: neither or both of take and content, or take is not ours/theirs.
-            Refused: the memory is not conflicted.
-        """
+        """`Vault.resolve` (its docstring says what it does)."""
         if take is None and content is None:
             raise InvalidInput("way to resolve", None, "--ours (this machine's text), --theirs (the other side's) "
                                "or --edit (in Python: take='ours' or 'theirs', or content=...)")
@@ -378,7 +353,7 @@ class Sync:
                 raise InvalidInput("content", content, "non-empty text")
         from .merge import CONFLICT_FROM, conflict_sides
 
-        with self._writing():
+        with self._writer.transaction():
             memory = resolve_ref(ref, self.memories(), self.mind)
             if memory.conflict is None:
                 raise Refused(f"{memory.ref} has no conflict to resolve")
@@ -388,15 +363,11 @@ class Sync:
             body = ours if take == "ours" else theirs if take == "theirs" else content
             extra = tuple((k, v) for k, v in memory.extra if k not in (CONFLICT_KEY, CONFLICT_FROM))
             new = replace(memory, content=str(body).strip(), extra=extra, updated_at=utc_now(), id_derived=False)
-            sha = self._rewrite(memory, new, "resolve", self.actor, f"{new.ref} with {take or 'an edit'}")
+            sha = self._writer.rewrite(memory, new, "resolve", self.actor, f"{new.ref} with {take or 'an edit'}")
             return StoreResult(new, created=False, changed=True, commit=sha, notices=tuple(self.notices))
 
     def resolve_draft(self, ref: str) -> str:
-        """The text `resolve --edit` opens: this machine's text, then the other side's, each under a guide line.
-
-        Raises:
-            Refused: the memory is not conflicted.
-        """
+        """`Vault.resolve_draft` (its docstring says what it does)."""
         from .merge import conflict_sides
 
         memory = resolve_ref(ref, self.memories(), self.mind)
@@ -404,6 +375,4 @@ class Sync:
             raise Refused(f"{memory.ref} has no conflict to resolve")
         ours, theirs = conflict_sides(memory, machine_name(self._git) if self._git.exists() else None)
         return f"{GUIDE_OURS}\n\n{ours}\n\n{GUIDE_THEIRS}\n\n{theirs}\n"
-
-    def _sync(self, paths: list[str] | None, wait: bool) -> Any: ...  # noqa: D102 - provided by Vault
 

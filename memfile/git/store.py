@@ -19,14 +19,14 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from .errors import GitError, InvalidInput
+from ..errors import GitError, InvalidInput
 
 # Signing prompts would hang a headless agent; quoted paths would not match ours; a URL must never run a command.
 _OPTIONS = ("-c", "commit.gpgsign=false", "-c", "core.quotepath=false",
             "-c", "protocol.ext.allow=never", "-c", "protocol.fd.allow=never")
 
 #: In .git/: exists while a sync runs git; its flock is held by that sync and every git process it started,
-#: so a killed sync's git still at work is told from one that is gone (memfile.sync.recover_interrupted_sync).
+#: so a killed sync's git still at work is told from one that is gone (memfile.git.remote.recover_interrupted_sync).
 SYNC_MARK = "MEMFILE_SYNC"
 #: The temporary files git gives a merge driver, in the work tree's top folder.
 MERGE_DEBRIS = ".merge_file_"

@@ -1,7 +1,8 @@
 """History of a vault, read from its git repository: versions of a memory, old versions, restore, undo, log.
 
-A mixin of `Vault` (like `Writes`): git is the record of every version memfile
-wrote or saw, so history needs nothing of its own. Old versions are parsed
+The Vault's `History` collaborator: git is the record of every version memfile
+wrote or saw, so history needs nothing of its own; restore and undo write
+through the Vault's `Writer`. Old versions are parsed
 with the same reader as the files on disk. Everything here stays in the Vault's
 mind: log and undo see only the commits that changed it, and an agent's
 restore writes only what an agent may write.
@@ -12,20 +13,21 @@ from __future__ import annotations
 import re
 from dataclasses import replace
 from datetime import datetime, timezone
-from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from . import fileformat
-from .errors import Conflict, FileParseError, InvalidInput, NotFound, Refused
-from .model import (
+from .. import fileformat
+from ..errors import Conflict, FileParseError, InvalidInput, NotFound, Refused
+from ..model import (
     ID_PATTERN, Memory, Priority, Source, StoreResult, parse_category, parse_duration, resolve_ref, utc_now,
     validate_key,
 )
-from .paths import memory_relpath, safe_path
+from ..paths import memory_relpath, safe_path
 
 if TYPE_CHECKING:
-    from .gitstore import Commit, GitStore
-    from .reports import LogEntry, Version
+    from ..index import Index
+    from ..reports import LogEntry, Version
+    from ..writer import Writer
+    from .store import Commit, GitStore
 
 #: The subjects of memfile's own commits (`store fact/x (agent)`, `record hand edit of fact/x`, ...).
 MEMFILE_SUBJECT = re.compile(
@@ -44,19 +46,22 @@ AGENT_PRIORITY_CAP = Priority.HIGH
 
 
 class History:
-    """Vault methods over git history (mixed into `Vault`)."""
+    """The history verbs of one mind, over its git store, its index (the memories now) and its writer."""
 
-    root: Path
-    mind: str
-    actor: Source
-    notices: list[str]
-    _git: GitStore
+    def __init__(self, writer: Writer, index: Index) -> None:
+        self.root = writer.root
+        self.mind = writer.mind
+        self.actor = writer.actor
+        self.notices = writer.notices
+        self._writer = writer
+        self._index = index
 
-    # provided by Vault / Writes
-    def memories(self) -> list[Memory]: ...  # noqa: D102
-    def _writing(self) -> Any: ...  # noqa: D102
-    def _apply(self, relpath: str, data: bytes | None, verb: str, ref: str, source: Source) -> str | None: ...  # noqa: D102
-    def _record_hand_edit(self, memory: Memory) -> None: ...  # noqa: D102
+    @property
+    def _git(self) -> GitStore:
+        return self._writer.git
+
+    def memories(self) -> list[Memory]:
+        return self._index.memories()
 
     def _history_path(self, ref: str) -> str:
         """The file of a REF, for a memory on disk or one that only git remembers (forgotten)."""
@@ -79,12 +84,8 @@ class History:
         raise NotFound(f"no memory {ref!r} in mind {self.mind}, on disk or in its history; see: memfile log")
 
     def history(self, ref: str) -> list[Version]:
-        """Every version of one memory, newest first, also of a forgotten one (`category/key` or id).
-
-        Raises:
-            NotFound: neither the files nor git history know the REF.
-        """
-        from .reports import Version
+        """`Vault.history` (its docstring says what it does)."""
+        from ..reports import Version
 
         relpath = self._history_path(ref)
         commits = list(reversed(self._git.log(relpath)))  # oldest first, to diff each against the one before
@@ -105,14 +106,7 @@ class History:
         return list(reversed(versions))
 
     def show_at(self, ref: str, at: str | datetime) -> Memory:
-        """A memory as it was at a revision (sha, `HEAD~3`, a branch), a date (`2026-05-01`) or a duration back (`7d`).
-
-        A date in the future means the latest version.
-
-        Raises:
-            InvalidInput: `at` names no commit and no real date, or a moment before the memory's first version.
-            NotFound: the memory did not exist then.
-        """
+        """`Vault.show_at` (its docstring says what it does)."""
         relpath = self._history_path(ref)
         sha = self._revision(at, relpath)
         data = self._version_bytes(sha, relpath)
@@ -143,18 +137,8 @@ class History:
         return self._git.read_all([(sha, relpath)])[0]
 
     def restore(self, ref: str, at: str | datetime | None = None) -> StoreResult:
-        """Bring back a forgotten memory (its last version) or an old version (`at`), as a new commit.
-
-        A person gets the version as it was. An agent gets it as an agent may
-        write it: `source: agent`, `verified: false`, priority at most high; a
-        person verifies it or raises its priority afterwards.
-
-        Raises:
-            NotFound: nothing to restore (the memory never existed, or not at `at`).
-            InvalidInput: `at` names no commit and no real date.
-            Refused: an agent would overwrite a memory a person verified.
-        """
-        with self._writing():
+        """`Vault.restore` (its docstring says what it does)."""
+        with self._writer.transaction():
             relpath = self._history_path(ref)
             if at is None:  # the newest version git holds (before a forget, the last one)
                 commits = self._git.log(relpath)
@@ -181,27 +165,16 @@ class History:
             if current is not None:
                 if self.actor is Source.AGENT and current.verified:
                     raise Refused(f"{current.ref} was verified by a person, so an agent cannot change it; ask the user")
-                self._record_hand_edit(current)
-            sha_new = self._apply(relpath, data, "restore", f"{old.ref} from {sha[:8]}", self.actor)
+                self._writer.record_hand_edit(current)
+            sha_new = self._writer.apply(relpath, data, "restore", f"{old.ref} from {sha[:8]}", self.actor)
             return StoreResult(old, created=current is None, changed=sha_new is not None, commit=sha_new,
                                notices=tuple(self.notices))
 
     def undo(self) -> LogEntry:
-        """Revert the mind's last change made by memfile, as a new commit `undo: <its message>`.
+        """`Vault.undo` (its docstring says what it does)."""
+        from ..reports import LogEntry
 
-        Only this mind's commits count (see `log`): another mind's changes are
-        never undone from here. Undo again to walk further back: a change
-        already undone (and the undo itself) is skipped. Refused when it would
-        discard later work: a later commit (a person's, or a sync's) touched the
-        same files, or they have uncommitted changes; and when that change also
-        touched files outside the mind.
-
-        Raises:
-            Refused: nothing of the mind is left to undo, or undoing would discard or reach beyond it.
-        """
-        from .reports import LogEntry
-
-        with self._writing():
+        with self._writer.transaction():
             commits = self._git.log()
             undone = {found.group(1) for c in commits for found in [_REVERTS.search(c.body)] if found}
             settled = {c.sha for c in commits if c.sha in undone or _REVERTS.search(c.body)}
@@ -227,17 +200,12 @@ class History:
                 raise Refused(f"{', '.join(dirty)} has changes not yet committed; commit or discard them first")
             subject = f"undo: {last.subject}"
             sha = self._git.revert(last.sha, f"{subject}\n\nreverts {last.sha}\nmind: {self.mind}")
-            self._sync(list(last.paths), wait=True)
+            self._index.refresh(paths=list(last.paths), wait=True)
             return LogEntry(sha or "", utc_now().isoformat(), "", subject, last.paths)
 
     def log(self, since: str | datetime | None = None, limit: int | None = None) -> list[LogEntry]:
-        """The mind's changelog, newest first: the commits that changed its files (`since`: a duration such as
-        `7d`, or a date), each with the mind's files it touched.
-
-        Raises:
-            InvalidInput: `since` is neither a duration nor a real date, or reaches back before the year 1.
-        """
-        from .reports import LogEntry
+        """`Vault.log` (its docstring says what it does)."""
+        from ..reports import LogEntry
 
         after = None
         if since is not None:
@@ -247,8 +215,6 @@ class History:
             after = _git_date(moment) if moment >= _EPOCH else None
         commits = self._git.log(self.mind, since=after, limit=limit)
         return [LogEntry(c.sha, c.date, c.author, c.subject, c.paths) for c in commits]
-
-    def _sync(self, paths: list[str] | None, wait: bool) -> Any: ...  # provided by Vault
 
 
 def _commit_time(commit: Commit) -> datetime:

@@ -1,15 +1,18 @@
-"""The write half of the Vault: store, forget, verify, edit, init.
+"""The writer of one mind: every change to a vault is one write transaction here.
 
-Every write takes the vault's writer lock, writes one file atomically, makes
-one git commit (after committing any hand edit of that file, so every version
-memfile saw is in history) and updates the index in the same call. `Vault`
-inherits these methods; faces call them through `Vault`.
+A transaction (`transaction()`) holds the vault's writer lock, makes sure the
+vault is its own git repository on a branch with no git operation half done,
+records any hand edit of a file before it is changed (so every version memfile
+saw is in history), writes files so that a save landing meanwhile is kept
+(memfile.swap), commits them while the index takes them in, and puts them back
+when the commit fails. store, forget, verify, edit, reactivate (here), resolve,
+restore and undo (memfile.git) all write through it. The `Vault` owns one
+`Writer`; faces never call it directly.
 """
 
 from __future__ import annotations
 
 import errno
-import os
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from functools import cached_property
@@ -23,11 +26,8 @@ from .config import (
     CONFIG_NAME,
     STATE_DIR,
     Config,
-    caller_source,
     config_with_mind,
-    load_config,
     render_config,
-    validate_display_name,
 )
 from .errors import (
     AmbiguousRef,
@@ -41,7 +41,7 @@ from .errors import (
     Refused,
 )
 from .files import atomic_write, writer_lock
-from .index import Index, RefreshReport
+from .index import Index
 from .model import (
     DEFAULT_CONFIDENCE,
     Category,
@@ -49,6 +49,7 @@ from .model import (
     Priority,
     Source,
     Status,
+    UNSET,
     StoreResult,
     new_id,
     parse_category,
@@ -57,17 +58,16 @@ from .model import (
     parse_priority,
     parse_source,
     parse_tags,
+    resolve_ref,
     utc_now,
     validate_key,
 )
-from .paths import memory_relpath, safe_path, validate_mind
-from .sync import configure_merge_driver, write_attributes
+from .paths import memory_relpath, safe_path
 
 if TYPE_CHECKING:
-    from . import batch
-    from .gitstore import GitStore
+    from . import store_queue
+    from .git import GitStore
 
-UNSET: Any = object()
 
 #: Why an agent's write of a critical memory is refused (critical memories are pinned into every recall).
 AGENT_PRIORITY_CAP = (
@@ -77,67 +77,49 @@ AGENT_PRIORITY_CAP = (
 )
 
 
-class Writes:
-    """Mixin of `Vault`: the methods that change a vault."""
+class Writer:
+    """The write transactions of one mind (see the module docstring).
 
-    root: Path
-    mind: str
-    config: Config
-    actor: Source
-    notices: list[str]
-    _index: Index
+    Attributes:
+        after_write: called inside the transaction after each commit (the remote's autosync).
+    """
+
+    def __init__(self, root: Path, mind: str, config: Config, actor: Source, index: Index,
+                 notices: list[str]) -> None:
+        self.root = root
+        self.mind = mind
+        self.config = config
+        self.actor = actor
+        self.notices = notices
+        self._index = index
+        self._bases: dict[str, bytes | None] = {}  # see record_hand_edit
+        self.after_write: Callable[[], None] | None = None
 
     @cached_property
-    def _git(self) -> GitStore:
-        """The vault's repository, made on first use: the git half of memfile (gitstore, the store
-        queue, history's and doctor's reports) is imported by what uses it, never by a read."""
-        from .gitstore import GitStore
+    def git(self) -> GitStore:
+        """The vault's repository, made on first use: memfile.git is imported by what uses it, never by a read."""
+        from .git import GitStore
 
         return GitStore(self.root, self.config.author_name, self.config.author_email)
 
-    def memories(self) -> list[Memory]: ...  # provided by Vault
-    def _find(self, ref: str) -> Memory: ...  # provided by Vault
-    def _memories_named(self, ref: str, place: str) -> list[Memory]: ...  # provided by Vault
-    def _load(self, relpath: str) -> tuple[Any, Memory]: ...  # provided by Vault
-    def _sync(self, paths: list[str] | None, wait: bool) -> RefreshReport: ...  # provided by Vault
-    _autosync: Callable[[], None]  # provided by Sync
+    def find(self, ref: str) -> Memory:
+        return resolve_ref(ref, self._index.memories(), self.mind)
 
-    @classmethod
-    def init(cls, path: str | os.PathLike[str], mind: str = "default", name: str | None = None) -> Any:
-        """Create a vault (or add a mind to one): memfile.toml, the mind folder, .gitignore, a git repository.
+    def create_mind(self, name: str | None) -> None:
+        """`Vault.init`'s work: memfile.toml, the mind folder, .gitignore, the merge driver, in one commit
+        ("init mind NAME"); a folder with no repository gets one holding memfile's files only."""
+        from .git import ATTRIBUTES, configure_merge_driver, write_attributes
 
-        Args:
-            path: the vault folder (created if missing).
-            mind: the first mind's folder name.
-            name: the mind's display name, shown by recall.
-
-        Returns:
-            The new vault, bound to `mind`.
-
-        Raises:
-            Conflict: the mind already exists in that vault.
-        """
-        validate_mind(mind)
-        validate_display_name(name)  # before anything is made: a bad name leaves no folder, repository or index
-        root = Path(path).expanduser().resolve()
-        try:
-            root.mkdir(parents=True, exist_ok=True)
-        except OSError as exc:
-            raise InvalidInput("PATH", str(path), "a folder memfile can create", reason=exc.strerror) from None
-        if (root / mind).exists() or (root / mind).is_symlink():
-            raise Conflict(f"mind {mind!r} already exists in {root}; open it with: memfile --vault {root} --mind {mind} recall")
-        vault = cls(root, mind, load_config(root), caller_source(Source.USER))
-        if not vault._git.exists():
-            # The vault is born in one commit, "init mind NAME", of memfile's own files only:
-            # whatever else the folder holds is never committed by memfile's init.
+        root, mind = self.root, self.mind
+        if not self.git.exists():
             found = any(root.iterdir())
             with _cannot_write(root):
-                vault._ensure_gitignore()
-            vault._git.init()
+                self.ensure_gitignore()
+            self.git.init()
             if found:
-                vault.notices.append(f"initialized a git repository in {root}; the files already in the folder "
-                                     "were not committed (git add those that belong in the vault)")
-        with vault._writing():  # an existing folder without a repository is first committed as found
+                self.notices.append(f"initialized a git repository in {root}; the files already in the folder "
+                                    "were not committed (git add those that belong in the vault)")
+        with self.transaction():  # an existing folder without a repository is first committed as found
             config_path = root / CONFIG_NAME
             if not config_path.exists():
                 atomic_write(config_path, render_config(mind, name).encode("utf-8"))
@@ -147,50 +129,45 @@ class Writes:
             keep = root / mind / ".gitkeep"
             keep.parent.mkdir(parents=True, exist_ok=True)
             keep.touch()
-            from .merge import ATTRIBUTES
-
             write_attributes(root)  # memory files merge field by field when vaults sync
-            configure_merge_driver(vault._git)
-            vault._git.commit([CONFIG_NAME, ".gitignore", ATTRIBUTES, f"{mind}/.gitkeep"], f"init mind {mind}")
-        vault.config = load_config(root)
-        return vault
-
+            configure_merge_driver(self.git)
+            self.git.commit([CONFIG_NAME, ".gitignore", ATTRIBUTES, f"{mind}/.gitkeep"], f"init mind {mind}")
 
     # --- writing ---------------------------------------------------------
 
     @contextmanager
-    def _writing(self) -> Iterator[None]:
+    def transaction(self) -> Iterator[None]:
         """Hold the writer lock; make sure the vault is its own git repository."""
         with _cannot_write(self.root), writer_lock(self.root / STATE_DIR / "lock", self.config.lock_timeout), \
-                self._ready_to_write():
+                self.holding_lock():
             yield
 
     @contextmanager
-    def _ready_to_write(self) -> Iterator[None]:
+    def holding_lock(self) -> Iterator[None]:
         """For a caller holding the writer lock: make sure the vault is its own git repository, no git
         operation is half done, HEAD is on a branch and no other process writes the index."""
-        self._bases: dict[str, bytes | None] = {}  # see _record_hand_edit
+        self._bases: dict[str, bytes | None] = {}  # see record_hand_edit
         with _cannot_write(self.root):
-            ignore_added = self._ensure_gitignore()
-        if not self._git.exists():
-            self._git.init()
-            self._git.commit(["."], "init: record the vault as found")
+            ignore_added = self.ensure_gitignore()
+        if not self.git.exists():
+            self.git.init()
+            self.git.commit(["."], "init: record the vault as found")
             self.notices.append(
                 f"initialized a git repository in {self.root}: the vault had none of its own"
             )
         elif ignore_added:
-            self._git.commit([".gitignore"], f"ignore {STATE_DIR}/ (memfile's local state)")
+            self.git.commit([".gitignore"], f"ignore {STATE_DIR}/ (memfile's local state)")
         self._index.wait_for_writer()  # fail (exit 4) before writing anything, not after
-        from .sync import recover_interrupted_sync
+        from .git import recover_interrupted_sync
 
-        self.notices += recover_interrupted_sync(self._git)  # a killed sync's merge, lock or debris
-        operation = self._git.unfinished_operation()
+        self.notices += recover_interrupted_sync(self.git)  # a killed sync's merge, lock or debris
+        operation = self.git.unfinished_operation()
         if operation:
             raise GitError(
                 f"the vault's git repository is in the middle of a {operation}; finish it "
                 f"(git {operation} --continue) or abort it (git {operation} --abort), then try again"
             )
-        if _detached_head(self.root, self._git):
+        if _detached_head(self.root, self.git):
             raise GitError(
                 f"the vault's git repository in {self.root} has a detached HEAD (a commit is checked out, "
                 "not a branch), so a new commit would belong to no branch; nothing was written: get back on "
@@ -199,7 +176,7 @@ class Writes:
         with _cannot_write(self.root):
             yield
 
-    def _ensure_gitignore(self) -> bool:
+    def ensure_gitignore(self) -> bool:
         """Make sure .gitignore lists .memfile/; True when it had to be added."""
         path = self.root / ".gitignore"
         if path.is_dir() or path.exists() and not path.is_file():
@@ -215,18 +192,18 @@ class Writes:
         atomic_write(path, (text + ("\n" if text and not text.endswith("\n") else "") + f"{STATE_DIR}/\n").encode("utf-8"))
         return True
 
-    def _record_hand_edit(self, memory: Memory) -> bytes | None:
+    def record_hand_edit(self, memory: Memory) -> bytes | None:
         """Commit the file as it is on disk when it differs from git, so that version stays in history.
 
         Returns:
             The file's bytes as committed (None: it is gone), which the write to come is based on:
-            `_apply_all` replaces the file only while it still holds them (see memfile.swap).
+            `apply_all` replaces the file only while it still holds them (see memfile.swap).
         """
         path = safe_path(self.root, memory.path, self.mind)
         for _ in range(3):
             data = _read_or_none(path)
-            if self._git.is_changed(memory.path):
-                self._git.commit([memory.path], f"record hand edit of {memory.ref}\n\nmind: {self.mind}")
+            if self.git.is_changed(memory.path):
+                self.git.commit([memory.path], f"record hand edit of {memory.ref}\n\nmind: {self.mind}")
             if _read_or_none(path) == data:  # no save between the read and the commit: these bytes are in git
                 break
         else:
@@ -234,18 +211,18 @@ class Writes:
         self._bases[memory.path] = data
         return data
 
-    def _commit(self, relpath: str, verb: str, ref: str, source: Source) -> str | None:
-        return self._git.commit([relpath], f"{verb} {ref} ({source})\n\nmind: {self.mind}")
+    def commit(self, relpath: str, verb: str, ref: str, source: Source) -> str | None:
+        return self.git.commit([relpath], f"{verb} {ref} ({source})\n\nmind: {self.mind}")
 
-    def _apply(self, relpath: str, data: bytes | None, verb: str, ref: str, source: Source) -> str | None:
-        """Write (or, with None, remove) one memory file and commit it (see `_apply_all`)."""
-        return self._apply_all([(relpath, data)], f"{verb} {ref} ({source})")
+    def apply(self, relpath: str, data: bytes | None, verb: str, ref: str, source: Source) -> str | None:
+        """Write (or, with None, remove) one memory file and commit it (see `apply_all`)."""
+        return self.apply_all([(relpath, data)], f"{verb} {ref} ({source})")
 
-    def _apply_all(self, changes: list[tuple[str, bytes | None]], subject: str) -> str | None:
+    def apply_all(self, changes: list[tuple[str, bytes | None]], subject: str) -> str | None:
         """Write (or, with None, remove) memory files and commit them together.
 
         Each file is replaced only while it holds the bytes the change was based on
-        (`_record_hand_edit`; a file never read must not exist): a person's save that
+        (`record_hand_edit`; a file never read must not exist): a person's save that
         lands meanwhile is kept and the write raises `EditedMeanwhile`. When the
         commit fails every file is put back as it was, so a change is either on disk
         and in git, or in neither.
@@ -268,9 +245,9 @@ class Writes:
         from concurrent.futures import ThreadPoolExecutor  # only a write needs a thread
 
         with ThreadPoolExecutor(max_workers=1, thread_name_prefix="memfile-commit") as pool:
-            commit = pool.submit(self._git.commit, relpaths, f"{subject}\n\nmind: {self.mind}")
+            commit = pool.submit(self.git.commit, relpaths, f"{subject}\n\nmind: {self.mind}")
             try:
-                self._sync(relpaths, wait=True)
+                self._index.refresh(paths=relpaths, wait=True)
             except LockTimeout:
                 # The change is on disk and in git; the index catches up at the next command.
                 self.notices.append("the index was busy; it will include this change at the next command")
@@ -279,10 +256,11 @@ class Writes:
             except GitError:
                 self._put_back(paths, changes, before)
                 for relpath in relpaths:
-                    self._git.unstage(relpath)
+                    self.git.unstage(relpath)
                 self._resync(relpaths)
                 raise
-        self._autosync()
+        if self.after_write is not None:
+            self.after_write()
         return sha
 
     def _put_back(self, paths: list[tuple[str, Path]], changes: list[tuple[str, bytes | None]],
@@ -299,22 +277,18 @@ class Writes:
     def _resync(self, relpaths: list[str]) -> None:
         """Best effort: the index back in line with files just put back (else the next command does it)."""
         try:
-            self._sync(relpaths, wait=False)
+            self._index.refresh(paths=relpaths, wait=False)
         except MemfileError:
             pass
 
     def commit_hand_edits(self, relpaths: list[str] | None = None) -> str | None:
-        """Commit memory files changed by hand (all of the mind's, or these) in one commit.
+        """`Vault.commit_hand_edits` (its docstring says what it does)."""
+        with self.transaction():
+            return self.commit_changed(relpaths)
 
-        Returns:
-            The commit's sha, or None when nothing differed from git.
-        """
-        with self._writing():
-            return self._commit_changed(relpaths)
-
-    def _commit_changed(self, relpaths: list[str] | None) -> str | None:
+    def commit_changed(self, relpaths: list[str] | None) -> str | None:
         """`commit_hand_edits` for a caller holding the writer lock."""
-        changed = self._git.changed_paths(self.mind)
+        changed = self.git.changed_paths(self.mind)
         if relpaths is not None:
             wanted = set(relpaths)
             changed = [p for p in changed if p in wanted or not (self.root / p).exists() and p in wanted]
@@ -322,7 +296,7 @@ class Writes:
         if not changed:
             return None
         refs = ", ".join(p.split("/", 1)[1][:-3] for p in changed[:20]) + (", ..." if len(changed) > 20 else "")
-        return self._git.commit(changed, f"record hand edits ({len(changed)}): {refs}\n\nmind: {self.mind}")
+        return self.git.commit(changed, f"record hand edits ({len(changed)}): {refs}\n\nmind: {self.mind}")
 
     def store(
         self,
@@ -337,33 +311,7 @@ class Writes:
         source: str | Source | None = None,
         supersedes: str | None = None,
     ) -> StoreResult:
-        """Store a memory: create it, or update the one with the same (category, key) in place.
-
-        An update keeps `id`, `created_at`, unknown front-matter keys and the
-        formatting of what did not change; storing identical content changes
-        nothing and makes no commit. Each change is one git commit.
-
-        Args:
-            category: one of identity, preference, fact, project, skill, mistake, context, note.
-            key: snake_case, unique in the category.
-            content: the memory's text (Markdown).
-            priority: low, normal (default for new memories), high or critical.
-            tags: a list, or a comma-separated string; stored lowercase.
-            confidence: 0.0 to 1.0; default 1.0 for user memories, 0.7 for agent ones.
-            expires: a duration (`7d`), an ISO-8601 moment, or `never`; omitted keeps the current value.
-            source: `user` or `agent`; default the caller. An agent cannot store as `user`.
-            supersedes: REF of an older memory this one replaces: in the same commit it is
-                marked `status: superseded` with `superseded_by: <this id>`, which keeps it on
-                disk but out of recall and search (`reactivate` brings it back).
-
-        Returns:
-            A StoreResult with the memory as written, whether anything changed, and the superseded memory.
-
-        Raises:
-            InvalidInput: a field is not allowed (the message names it and the allowed values).
-            Refused: an agent tried to store as a user, or to supersede a memory a person verified.
-            Conflict: another file holds the memory's path, or the lock timed out.
-        """
+        """`Vault.store` (its docstring says what it does)."""
         now = utc_now()
         category = parse_category(category)
         validate_key(key)
@@ -398,23 +346,23 @@ class Writes:
             "expires": "unset" if new_expires is UNSET else new_expires.isoformat() if new_expires else None,
             "supersedes": supersedes,
         }
-        from . import batch  # here, like the git half's modules: reads never need it
+        from . import store_queue  # here, like the git half's modules: reads never need it
 
         state = self.root / STATE_DIR
         with _cannot_write(self.root):
-            return batch.submit(state / "lock", state / "queue" / self.mind, self.config.lock_timeout, request,
+            return store_queue.submit(state / "lock", state / "queue" / self.mind, self.config.lock_timeout, request,
                                 self._store_holding_lock)
 
-    def _store_holding_lock(self, own: dict[str, Any] | None, ticket: batch.Ticket | None) -> StoreResult:
+    def _store_holding_lock(self, own: dict[str, Any] | None, ticket: store_queue.Ticket | None) -> StoreResult:
         """Store `own` (or this process's queued `ticket`) and the stores queued by other processes,
-        up to batch.LIMIT of them in one commit; hand each queued one its result."""
-        from . import batch
+        up to store_queue.LIMIT of them in one commit; hand each queued one its result."""
+        from . import store_queue
 
-        with self._ready_to_write():
-            for _ in range(batch.LIMIT + 1):
+        with self.holding_lock():
+            for _ in range(store_queue.LIMIT + 1):
                 first = [own] if own is not None else []
-                taken = batch.claim(self.root / STATE_DIR / "queue" / self.mind,
-                                    lambda r, t: batch.joins(r, first + t), batch.LIMIT - len(first))
+                taken = store_queue.claim(self.root / STATE_DIR / "queue" / self.mind,
+                                    lambda r, t: store_queue.joins(r, first + t), store_queue.LIMIT - len(first))
                 results = self._store_batch(first + [request for _, request in taken])
                 mine = results[0] if own is not None else None
                 for (queued, _), result in zip(taken, results[len(first):], strict=True):
@@ -422,9 +370,9 @@ class Writes:
                         mine = result
                         queued.file("claimed").unlink(missing_ok=True)
                     else:
-                        batch.settle(queued, batch.encode(result))
-                if mine is None and ticket is not None and (done := batch.take_result(ticket)) is not None:
-                    return batch.decode(done)
+                        store_queue.settle(queued, store_queue.encode(result))
+                if mine is None and ticket is not None and (done := store_queue.take_result(ticket)) is not None:
+                    return store_queue.decode(done)
                 if mine is not None:
                     if isinstance(mine, Exception):
                         raise mine
@@ -433,7 +381,7 @@ class Writes:
             raise Conflict(f"the store queue in {self.root / STATE_DIR / 'queue'} lost this store's request; try again")
 
     def _store_batch(self, requests: list[dict[str, Any]]) -> list[StoreResult | Exception]:
-        """Store several requests (see batch.joins) in one commit; each one's result or failure.
+        """Store several requests (see store_queue.joins) in one commit; each one's result or failure.
 
         A file saved by hand while the stores were prepared is kept; the stores are then
         prepared again from it (recording it in history first), a few times at most.
@@ -471,7 +419,7 @@ class Writes:
                           if old is not None and old.path in dict(changed)]
             subject += f", superseding {superseded[0]}" if superseded else ""
             try:
-                sha = self._apply_all(changes, subject)
+                sha = self.apply_all(changes, subject)
             except EditedMeanwhile:
                 raise
             except Exception as exc:  # noqa: BLE001 - every store of the commit failed with it
@@ -496,13 +444,13 @@ class Writes:
         priority = Priority(request["priority"]) if request["priority"] else None
         tags = tuple(request["tags"]) if request["tags"] is not None else None
         confidence, supersedes = request["confidence"], request["supersedes"]
-        existing = self._memories_named(f"{category}/{key}", memory_relpath(self.mind, category, key).as_posix())
+        existing = self._index.named(f"{category}/{key}", memory_relpath(self.mind, category, key).as_posix())
         if len(existing) > 1:
             raise AmbiguousRef(
                 f"{category}/{key}", sorted(m.path for m in existing),
                 "these files hold the same memory (a copy?): remove or rename all but one",
             )
-        old = self._find(supersedes) if supersedes is not None else None
+        old = self.find(supersedes) if supersedes is not None else None
         if old is not None and old.category is category and old.key == key:
             raise InvalidInput("supersedes", supersedes, f"another memory than {category}/{key}, the one being stored")
         if old is not None and actor is Source.AGENT and old.verified:
@@ -513,7 +461,7 @@ class Writes:
         if existing:
             memory = self._updated(existing[0], content, priority, tags, confidence, expires, effective, now, actor)
             created = False
-            changes = [] if memory == existing[0] else [(memory.path, self._rewritten(existing[0], memory))]
+            changes = [] if memory == existing[0] else [(memory.path, self.rewritten(existing[0], memory))]
         else:
             relpath = memory_relpath(self.mind, category, key).as_posix()
             full = safe_path(self.root, relpath, self.mind)
@@ -537,8 +485,8 @@ class Writes:
         if old is not None:
             superseded = replace(old, status=Status.SUPERSEDED, superseded_by=memory.id, id_derived=False)
             if superseded != old:
-                changes.append((old.path, self._rewritten(old, superseded)))
-        if not changes and self._git.is_changed(memory.path):
+                changes.append((old.path, self.rewritten(old, superseded)))
+        if not changes and self.git.is_changed(memory.path):
             # A store that wrote this very file but died before its commit: commit it now.
             data = safe_path(self.root, memory.path, self.mind).read_bytes()
             self._bases[memory.path] = data
@@ -576,26 +524,15 @@ class Writes:
             )
         return replace(new, updated_at=now, id_derived=False)
 
-    def _rewritten(self, old: Memory, new: Memory) -> bytes:
+    def rewritten(self, old: Memory, new: Memory) -> bytes:
         """The bytes of `old`'s file holding `new` (any hand edit of it committed first)."""
-        self._record_hand_edit(old)
+        self.record_hand_edit(old)
         return fileformat.rewrite(safe_path(self.root, old.path, self.mind).read_bytes(), old.path, old, new)
 
     def reactivate(self, ref: str) -> StoreResult:
-        """Bring a superseded memory back into recall and search (`status: active`).
-
-        Args:
-            ref: an id, `category/key`, or a key unique in the mind.
-
-        Returns:
-            A StoreResult; `changed` is false when it was not superseded.
-
-        Raises:
-            Refused: an agent tried to change a memory a person verified.
-            NotFound, InvalidInput, AmbiguousRef: the REF does not name one memory.
-        """
-        with self._writing():
-            memory = self._find(ref)
+        """`Vault.reactivate` (its docstring says what it does)."""
+        with self.transaction():
+            memory = self.find(ref)
             if not memory.superseded:
                 return StoreResult(memory, created=False, changed=False, notices=tuple(self.notices))
             if self.actor is Source.AGENT and memory.verified:
@@ -604,28 +541,17 @@ class Writes:
                 raise Refused(f"{memory.ref} is critical, so only a person can bring it back into recall; ask the user "
                               f"(memfile reactivate {memory.ref})")
             new = replace(memory, status=Status.ACTIVE, superseded_by=None, id_derived=False)
-            sha = self._rewrite(memory, new, "reactivate", self.actor)
+            sha = self.rewrite(memory, new, "reactivate", self.actor)
             return StoreResult(new, created=False, changed=True, commit=sha, notices=tuple(self.notices))
 
-    def _rewrite(self, old: Memory, new: Memory, verb: str, source: Source, what: str | None = None) -> str | None:
+    def rewrite(self, old: Memory, new: Memory, verb: str, source: Source, what: str | None = None) -> str | None:
         """Write `new` over `old`'s file (after committing any hand edit), then commit `verb what (source)`."""
-        return self._apply(old.path, self._rewritten(old, new), verb, what or new.ref, source)
+        return self.apply(old.path, self.rewritten(old, new), verb, what or new.ref, source)
 
     def forget(self, ref: str) -> Memory:
-        """Remove a memory's file in one commit; `git log` keeps every version of it.
-
-        Args:
-            ref: an id, `category/key`, or a key unique in the mind.
-
-        Returns:
-            The memory as it was before it was removed.
-
-        Raises:
-            Refused: an agent tried to forget a critical memory or one a person verified.
-            NotFound, InvalidInput, AmbiguousRef: the REF does not name one memory.
-        """
-        with self._writing():
-            memory = self._find(ref)
+        """`Vault.forget` (its docstring says what it does)."""
+        with self.transaction():
+            memory = self.find(ref)
             if self.actor is Source.AGENT and (memory.verified or memory.priority is Priority.CRITICAL):
                 why = " and ".join(w for w, on in (("critical", memory.priority is Priority.CRITICAL),
                                                     ("verified by a person", memory.verified)) if on)
@@ -634,63 +560,40 @@ class Writes:
                     f"{memory.ref} is {why}, so an agent cannot forget it; ask the user to forget it "
                     f"(memfile forget {memory.ref}){instead}"
                 )
-            self._record_hand_edit(memory)
-            self._apply(memory.path, None, "forget", memory.ref, self.actor)
+            self.record_hand_edit(memory)
+            self.apply(memory.path, None, "forget", memory.ref, self.actor)
             return memory
 
     def verify(self, ref: str) -> StoreResult:
-        """Mark a memory as checked by a person (`verified: true`).
-
-        Args:
-            ref: an id, `category/key`, or a key unique in the mind.
-
-        Returns:
-            A StoreResult; `changed` is false when it was already verified.
-
-        Raises:
-            Refused: the caller is an agent (only a person can verify).
-            NotFound, InvalidInput, AmbiguousRef: the REF does not name one memory.
-        """
+        """`Vault.verify` (its docstring says what it does)."""
         if self.actor is Source.AGENT:
             raise Refused(
                 "agents cannot verify memories: only a person can; ask the user to run: memfile verify " + str(ref)
             )
-        with self._writing():
-            memory = self._find(ref)
+        with self.transaction():
+            memory = self.find(ref)
             if memory.verified:
                 return StoreResult(memory, created=False, changed=False, notices=tuple(self.notices))
             new = replace(memory, verified=True, id_derived=False)
-            sha = self._rewrite(memory, new, "verify", Source.USER)
+            sha = self.rewrite(memory, new, "verify", Source.USER)
             return StoreResult(new, created=False, changed=True, commit=sha, notices=tuple(self.notices))
 
     def begin_edit(self, ref: str) -> tuple[Memory, Path]:
-        """Prepare a memory for editing by hand: commit any pending hand edit, return its file.
-
-        Returns:
-            The memory before the edit and the absolute path to open in an editor.
-        """
+        """`Vault.begin_edit` (its docstring says what it does)."""
         if self.actor is Source.AGENT:
             raise Refused("memfile edit is for people; an agent changes memories with memfile store")
-        with self._writing():
-            memory = self._find(ref)
-            self._record_hand_edit(memory)
+        with self.transaction():
+            memory = self.find(ref)
+            self.record_hand_edit(memory)
             return memory, safe_path(self.root, memory.path, self.mind)
 
     def finish_edit(self, before: Memory) -> StoreResult:
-        """Validate and commit a memory after it was edited by hand (see `begin_edit`).
-
-        When the content changed and the edit left `updated_at` alone, it is
-        moved to now. A file that no longer parses is left exactly as it is.
-
-        Raises:
-            FileParseError: the edited file cannot be read (file, line and reason); nothing is discarded.
-            NotFound: the file is gone.
-        """
-        with self._writing():
+        """`Vault.finish_edit` (its docstring says what it does)."""
+        with self.transaction():
             path = safe_path(self.root, before.path, self.mind)
             if not path.exists():
                 raise NotFound(f"{before.path} no longer exists after the edit")
-            after = self._load(before.path)[1]
+            after = self._index.load(before.path)[1]
             for name, old_value, new_value in (
                 ("category", before.category, after.category), ("key", before.key, after.key),
                 ("id", before.id, after.id if not before.id_derived else before.id),
@@ -707,7 +610,7 @@ class Writes:
                 stamped = replace(after, updated_at=utc_now())
                 atomic_write(path, fileformat.rewrite(path.read_bytes(), before.path, after, stamped))
                 after = stamped
-            sha = self._commit(before.path, "edit", after.ref, Source.USER)
+            sha = self.commit(before.path, "edit", after.ref, Source.USER)
             return StoreResult(after, created=False, changed=True, commit=sha, notices=tuple(self.notices))
 
 

@@ -24,9 +24,9 @@ from dataclasses import dataclass, replace
 from datetime import datetime, timezone
 from typing import Any
 
-from . import fileformat
-from .errors import FileParseError
-from .model import CONFLICT_KEY, Memory, Source
+from .. import fileformat
+from ..errors import FileParseError
+from ..model import CONFLICT_KEY, Memory, Source
 
 #: The attribute line that sends memory files to the driver, and the file it lives in (committed).
 ATTRIBUTES = ".gitattributes"

@@ -1,0 +1,27 @@
+"""The git half of memfile: the only home of GitPython and the git command line.
+
+`store` runs git (every change one readable commit), `merge` merges two
+versions of a memory field by field, `history` reads and restores versions,
+`remote` syncs with a remote. The package is imported as one unit on the first
+git use (a write, history, sync, doctor's git checks); reads never import it.
+"""
+
+from __future__ import annotations
+
+from .history import History
+from .merge import ATTRIBUTES, merge_memory
+from .remote import Remote, configure_merge_driver, recover_interrupted_sync, run_merge_driver, write_attributes
+from .store import Commit, GitStore
+
+__all__ = [
+    "ATTRIBUTES",
+    "Commit",
+    "GitStore",
+    "History",
+    "Remote",
+    "configure_merge_driver",
+    "merge_memory",
+    "recover_interrupted_sync",
+    "run_merge_driver",
+    "write_attributes",
+]
