@@ -371,6 +371,8 @@ def edit(state: State, ref: str, as_json: bool) -> None:
     """
     vault = state.vault()
     before, path = vault.begin_edit(ref)
+    for notice in vault.notices:  # the next call's notices replace them
+        click.echo(f"memfile: {notice}", err=True)
     try:
         click.edit(filename=str(path))
     except click.ClickException as exc:
@@ -498,7 +500,7 @@ def stats(state: State, as_json: bool) -> None:
     """
     data = state.vault().stats()
     if as_json:
-        _json(data)
+        _json(data.to_dict())
         return
     click.echo(f"Mind: {data['name']} ({data['mind']})")
     click.echo(f"Memories: {data['total']} ({data['verified']} verified, {data['unverified']} unverified, "
@@ -582,7 +584,7 @@ def status(state: State, as_json: bool) -> None:
     """
     data = state.vault().status()
     if as_json:
-        _json(data)
+        _json(data.to_dict())
         return
     click.echo(f"Mind: {data['mind']}")
     click.echo(f"Files: {data['on_disk']} on disk, {data['indexed']} indexed, {len(data['stale'])} stale "
@@ -615,7 +617,7 @@ def last_recall(state: State, as_json: bool) -> None:
     """
     record = state.vault().last_recall()
     if as_json:
-        _json(record)
+        _json(record.to_dict())
         return
     click.echo(f"{record['served_at']}  {record['source']}  mind {record['mind']}"
                + (f"  query: {record['query']}" if record.get("query") else ""))

@@ -12,15 +12,16 @@ from __future__ import annotations
 import os
 import time
 from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from datetime import timedelta
 from pathlib import Path
-from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from . import fileformat
 from .config import STATE_DIR
 from .errors import GitError, MemfileError
 from .files import TEMP_PREFIX
-from . import fileformat
 from .model import Category, Memory, ParseIssue, Source, derive_key, utc_now
 from .paths import is_inside, is_utf8_name, memory_relpath, shown_path
 
@@ -28,7 +29,34 @@ if TYPE_CHECKING:
     from .git import GitStore
     from .index import Index
     from .writer import Writer
-    from .reports import DoctorReport
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One thing doctor found: `kind` (stable, for programs), the file if any, and what it means."""
+
+    kind: str
+    message: str
+    path: str | None = None
+    problem: bool = True  # False: worth knowing, not wrong (expired, superseded counts)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"kind": self.kind, "path": self.path, "message": self.message, "problem": self.problem}
+
+
+@dataclass
+class DoctorReport:
+    mind: str
+    findings: list[Finding] = field(default_factory=list)
+    fixed: list[str] = field(default_factory=list)
+
+    @property
+    def problems(self) -> list[Finding]:
+        return [f for f in self.findings if f.problem]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"mind": self.mind, "problems": len(self.problems), "findings": [f.to_dict() for f in self.findings],
+                "fixed": self.fixed}
 
 #: Unverified agent memories older than this are worth a person's look.
 REVIEW_AFTER = timedelta(days=30)
@@ -64,7 +92,6 @@ class Doctor:
 
     def doctor(self, fix: bool = False) -> DoctorReport:
         """`Vault.doctor` (its docstring says what it does)."""
-        from .reports import DoctorReport, Finding
 
         report = DoctorReport(self.mind)
         if fix:
@@ -118,7 +145,6 @@ class Doctor:
     def _check_files(self, report: DoctorReport) -> None:
         """What no memory read shows: temp files, symlinks out, files outside minds, a git lock left over."""
         from . import store_queue
-        from .reports import Finding
 
         add = report.findings.append
         for folder, dirs, files in os.walk(self.mind_dir, followlinks=False):

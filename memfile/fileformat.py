@@ -426,7 +426,6 @@ def _splice(fm_text: str, changes: dict[str, Any], newline: str, ensure: dict[st
     creation time derived from the path or mtime must not drift).
     """
     from ruamel.yaml.comments import CommentedMap, CommentedSeq
-
     from ruamel.yaml.error import YAMLError
 
     try:

@@ -15,7 +15,6 @@ from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta, timezone
 from enum import StrEnum
 from typing import Any
-
 from urllib.parse import unquote
 
 from .errors import AmbiguousRef, InvalidInput, NotFound
@@ -407,6 +406,24 @@ class ParseIssue:
         where = f"{self.path}:{self.line}" if self.line else self.path
         return f"{where}: {self.reason} (skipped; memfile leaves the file as it is)"
 
+
+
+class Report:
+    """A typed result that also reads like the dict it replaced: `report["total"]`, `report.get("x")`,
+    and `to_dict()` for JSON. Subclasses are dataclasses."""
+
+    def to_dict(self) -> dict[str, Any]:
+        from dataclasses import asdict
+
+        return asdict(self)  # type: ignore[call-overload]
+
+    def __getitem__(self, name: str) -> Any:
+        if name not in getattr(self, "__dataclass_fields__", {}):
+            raise KeyError(name)
+        return getattr(self, name)
+
+    def get(self, name: str, default: Any = None) -> Any:
+        return self[name] if name in getattr(self, "__dataclass_fields__", {}) else default
 
 @dataclass(frozen=True)
 class StoreResult:

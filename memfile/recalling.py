@@ -9,6 +9,7 @@ search process in all.
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -18,7 +19,7 @@ from .errors import InvalidInput, NotFound
 from .files import atomic_write
 from .index import Index, SearchOptions, View
 from .index.query import check_query
-from .model import UNSET, Memory, Source, format_datetime, utc_now
+from .model import UNSET, Memory, Report, Source, format_datetime, utc_now
 
 if TYPE_CHECKING:
     from .recall import Recallable, RecallItem, RecallReport
@@ -28,6 +29,24 @@ if TYPE_CHECKING:
 LAST_RECALL = "last_recall-{mind}.json"
 #: How many of a query's best text matches recall ranks by its blend.
 CANDIDATES = 100
+
+
+@dataclass(frozen=True)
+class RecallRecord(Report):
+    """What the last recall of a mind served (`Vault.last_recall()`): when, by whom, the query and budget,
+    the tokens used, and each memory chosen (`ref`, `id`, `pinned`, `shortened`, `score`, `neighbour_of`)."""
+
+    served_at: str
+    source: str
+    mind: str
+    query: str | None
+    matched: int | None
+    budget: int | None
+    tokens: int
+    total: int
+    left_out: int
+    shortened: int
+    memories: list[dict[str, Any]]
 
 
 class Recaller:
@@ -149,7 +168,7 @@ class Recaller:
         except OSError as exc:  # a read-only vault still recalls
             self.notices.append(f"could not record the recall in {STATE_DIR}/{name}: {exc.strerror}")
 
-    def last_recall(self) -> dict[str, Any]:
+    def last_recall(self) -> RecallRecord:
         """`Vault.last_recall` (its docstring says what it does)."""
         path = self.root / STATE_DIR / LAST_RECALL.format(mind=self.mind)
         try:
@@ -162,8 +181,8 @@ class Recaller:
             raise NotFound(f"no recall of mind {self.mind} was recorded in {self.root} yet; "
                            f"run: memfile --mind {self.mind} recall")
         keys = ("ref", "id", "pinned", "shortened", "score", "neighbour_of")
-        return record | {"memories": [dict(zip(keys, entry, strict=False)) for entry in record["memories"]
-                                      if isinstance(entry, list)]}
+        memories = [dict(zip(keys, entry, strict=False)) for entry in record["memories"] if isinstance(entry, list)]
+        return RecallRecord(**{name: record.get(name) for name in _RECORD_KEYS | {"matched"}} | {"memories": memories})
 
     def recall(self, budget: int | None = UNSET, *, query: str | None = None, limit: int | None = 10,
                include_superseded: bool = False) -> str:

@@ -14,24 +14,35 @@ become one git commit each.
 from __future__ import annotations
 
 import os
+import threading
 from collections import Counter
 from collections.abc import Callable
 from datetime import datetime, timedelta, timezone
+from dataclasses import dataclass
+from functools import cached_property, wraps
 from pathlib import Path
-from functools import cached_property
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
-from .config import STATE_DIR, Config, caller_source, find_vault, load_config, select_mind, validate_display_name
+from .config import (
+    STATE_DIR,
+    Config,
+    caller_source,
+    find_vault,
+    load_config,
+    select_mind,
+    validate_display_name,
+)
 from .errors import Conflict, InvalidInput
 from .files import Stat, lock_holder
 from .index import Index, RefreshReport, SearchOptions
 from .index.query import check_query
 from .model import (
+    UNSET,
     Category,
     Memory,
     ParseIssue,
     Priority,
-    UNSET,
+    Report,
     SearchHit,
     Source,
     StoreResult,
@@ -49,15 +60,73 @@ from .recalling import Recaller, recall_entry
 from .writer import Writer
 
 if TYPE_CHECKING:
-    from .doctor import Doctor
-    from .git import GitStore, History, Remote
+    from .doctor import Doctor, DoctorReport
+    from .git import GitStore, History, LogEntry, Remote, RemoteReport, Version
     from .recall import RecallItem, RecallReport
-    from .reports import DoctorReport, LogEntry, SyncReport, Version
+    from .recalling import RecallRecord
 
 
+
+
+@dataclass(frozen=True)
+class StatsReport(Report):
+    """`Vault.stats()`: counts of the mind's memories and facts about its index."""
+
+    mind: str
+    name: str
+    total: int
+    by_category: dict[str, int]
+    by_priority: dict[str, int]
+    by_source: dict[str, int]
+    verified: int
+    unverified: int
+    expired: int
+    superseded: int
+    unreadable_files: int
+    index_bytes: int
+    last_index_update: str | None
+
+
+@dataclass(frozen=True)
+class StatusReport(Report):
+    """`Vault.status()`: how the mind's files, index, watcher and git repository stand."""
+
+    mind: str
+    on_disk: int
+    indexed: int
+    stale: list[str]
+    unreadable: list[dict[str, Any]]  # path, line (or None), reason
+    last_index_update: str | None
+    watcher_pid: int | None
+    uncommitted: list[str]
+    conflicts: list[str]
+    git: dict[str, Any] | None  # upstream, remotes, ahead, behind; None without a repository
+
+T = TypeVar("T")
 
 #: What `list --status` accepts.
 STATUS_FILTERS = ("active", "superseded", "all")
+
+
+_CALLS = threading.local()  # how deep this thread is in the Vault's verbs (a verb may call another)
+
+
+def _verb(method: Callable[..., T]) -> Callable[..., T]:
+    """A public verb of the Vault: `notices` (and `issues`) tell about one call, the outermost one of this
+    thread, never pile up over a process's life; a StoreResult carries the notices of its own call."""
+
+    @wraps(method)
+    def verb(self: Vault, *args: Any, **kwargs: Any) -> T:
+        depth = getattr(_CALLS, "depth", 0)
+        if depth == 0:
+            self.notices.clear()
+        _CALLS.depth = depth + 1
+        try:
+            return method(self, *args, **kwargs)
+        finally:
+            _CALLS.depth = depth
+
+    return verb
 
 
 class Vault:
@@ -195,6 +264,7 @@ class Vault:
 
     # --- reading ---------------------------------------------------------
 
+    @_verb
     def memories(self) -> list[Memory]:
         """Every memory of the mind as it is on disk now (unreadable files go to `issues`): the index is
         brought in line with the files first (see `refresh`) and read, so not every file is parsed."""
@@ -204,7 +274,9 @@ class Vault:
         """The memories holding `category/key` on disk now: a store's lookup (`Index.named`)."""
         return self._index.named(ref, place)
 
-    def refresh(self, progress: Callable[[int, int], None] | None = None) -> RefreshReport:
+    @_verb
+    def refresh(self, progress: Callable[[int, int], None] | None = None, *,
+                paths: list[str] | None = None, wait: bool = False) -> RefreshReport:
         """Bring the index in line with the mind's files: a stat-only diff, then re-read only what changed.
 
         Every read calls this first, so hand edits, `git pull`, checkouts and
@@ -215,12 +287,18 @@ class Vault:
 
         Args:
             progress: called with (files read, files to read).
+            paths: only these files (vault-relative); by default every file of the mind, by the stat-only diff.
+            wait: wait for another process writing the index and apply the changes now, instead of
+                overlaying them (the watcher's batches); a watcher's word is then not taken either.
 
         Returns:
             A RefreshReport: counts of added, updated and removed files, and the files skipped with reasons.
         """
+        if paths is not None or wait:
+            return self._index.refresh(progress, paths=paths, wait=wait)
         return self._index.refresh(progress, trust_watcher=True)
 
+    @_verb
     def reindex(self, progress: Callable[[int, int], None] | None = None) -> RefreshReport:
         """Throw the index away and rebuild it from the files.
 
@@ -228,10 +306,6 @@ class Vault:
             LockTimeout: another process kept the index's writer lock past the timeout.
         """
         return self._index.rebuild(progress)
-
-    def _sync(self, paths: list[str] | None, wait: bool) -> RefreshReport:
-        """The index in line with these files (all of the mind's with None), after a write."""
-        return self._index.refresh(paths=paths, wait=wait)
 
     def _load(self, relpath: str) -> tuple[Stat, Memory]:
         """One file's stat and memory (`Index.load`).
@@ -244,6 +318,7 @@ class Vault:
     def _find(self, ref: str) -> Memory:
         return resolve_ref(ref, self.memories(), self.mind)
 
+    @_verb
     def get(self, ref: str) -> Memory:
         """One memory by REF.
 
@@ -262,6 +337,7 @@ class Vault:
 
     show = get
 
+    @_verb
     def list(
         self,
         category: str | Category | None = None,
@@ -306,6 +382,7 @@ class Vault:
             key=lambda m: (str(m.category), m.key, m.path),
         )
 
+    @_verb
     def expiring(self, within: str | timedelta = "7d") -> list[Memory]:
         """Memories that expire within the given time from now, soonest first.
 
@@ -322,6 +399,7 @@ class Vault:
 
     # --- search -------------------------------------------------------------
 
+    @_verb
     def search(
         self,
         query: str,
@@ -386,6 +464,7 @@ class Vault:
         """
         return self._index.warm(seconds, stop)
 
+    @_verb
     def by_tag(self, tag: str, include_expired: bool = False) -> list[Memory]:
         """The memories carrying a tag (case-insensitive), newest first.
 
@@ -398,37 +477,39 @@ class Vault:
         memories = self.list(tags=wanted, include_expired=include_expired)
         return sorted(memories, key=lambda m: (m.updated_at, m.ref), reverse=True)
 
+    @_verb
     def tags(self) -> list[tuple[str, int]]:
         """Every tag of the mind's unexpired memories with how many carry it, most used first."""
         counts = Counter(tag for memory in self.list() for tag in memory.tags)
         return sorted(counts.items(), key=lambda item: (-item[1], item[0]))
 
-    def stats(self) -> dict[str, Any]:
+    @_verb
+    def stats(self) -> StatsReport:
         """Counts of the mind's memories (per category, priority, source; verified; expired; superseded) and index facts."""
         memories = self.memories()
         now = utc_now()
-        size = self._index.size()
-        return {
-            "mind": self.mind,
-            "name": self.name,
-            "total": len(memories),
-            "by_category": {str(c): sum(1 for m in memories if m.category is c) for c in Category},
-            "by_priority": {str(p): sum(1 for m in memories if m.priority is p) for p in Priority},
-            "by_source": {str(s): sum(1 for m in memories if m.source is s) for s in Source},
-            "verified": sum(1 for m in memories if m.verified),
-            "unverified": sum(1 for m in memories if not m.verified),
-            "expired": sum(1 for m in memories if m.is_expired(now)),
-            "superseded": sum(1 for m in memories if m.superseded),
-            "unreadable_files": len(self.issues),
-            "index_bytes": size,
-            "last_index_update": self._last_index_update(),
-        }
+        return StatsReport(
+            mind=self.mind,
+            name=self.name,
+            total=len(memories),
+            by_category={str(c): sum(1 for m in memories if m.category is c) for c in Category},
+            by_priority={str(p): sum(1 for m in memories if m.priority is p) for p in Priority},
+            by_source={str(s): sum(1 for m in memories if m.source is s) for s in Source},
+            verified=sum(1 for m in memories if m.verified),
+            unverified=sum(1 for m in memories if not m.verified),
+            expired=sum(1 for m in memories if m.is_expired(now)),
+            superseded=sum(1 for m in memories if m.superseded),
+            unreadable_files=len(self.issues),
+            index_bytes=self._index.size(),
+            last_index_update=self._last_index_update(),
+        )
 
     def _last_index_update(self) -> str | None:
         last = self._index.last_update()
         return datetime.fromtimestamp(last, timezone.utc).isoformat() if last else None
 
-    def status(self) -> dict[str, Any]:
+    @_verb
+    def status(self) -> StatusReport:
         """How the mind's files, index, watcher and git repository stand, without changing anything.
 
         Returns:
@@ -440,22 +521,23 @@ class Vault:
             and the git upstream with ahead/behind counts (None without a repository).
         """
         index = self._index.status()
-        return {
-            "mind": self.mind,
-            "on_disk": index.on_disk,
-            "indexed": index.indexed,
-            "stale": index.stale,
-            "unreadable": [{"path": i.path, "line": i.line, "reason": i.reason} for i in index.unreadable],
-            "last_index_update": self._last_index_update(),
-            "watcher_pid": lock_holder(self.root / STATE_DIR / f"watch-{self.mind}.lock"),
-            "uncommitted": [shown_path(p) for p in self._git.changed_paths(self.mind) if p.endswith(".md")]
+        return StatusReport(
+            mind=self.mind,
+            on_disk=index.on_disk,
+            indexed=index.indexed,
+            stale=index.stale,
+            unreadable=[{"path": i.path, "line": i.line, "reason": i.reason} for i in index.unreadable],
+            last_index_update=self._last_index_update(),
+            watcher_pid=lock_holder(self.root / STATE_DIR / f"watch-{self.mind}.lock"),
+            uncommitted=[shown_path(p) for p in self._git.changed_paths(self.mind) if p.endswith(".md")]
             if self._git.exists() else [],
-            "conflicts": index.conflicts,
-            "git": self._git.remote_status(),
-        }
+            conflicts=index.conflicts,
+            git=self._git.remote_status(),
+        )
 
     # --- writing (memfile.writer) ----------------------------------------------------------
 
+    @_verb
     def commit_hand_edits(self, relpaths: list[str] | None = None) -> str | None:
         """Commit memory files changed by hand (all of the mind's, or these) in one commit.
 
@@ -464,6 +546,7 @@ class Vault:
         """
         return self._writer.commit_hand_edits(relpaths)
 
+    @_verb
     def store(
         self,
         category: str | Category,
@@ -506,6 +589,7 @@ class Vault:
         """
         return self._writer.store(category, key, content, priority=priority, tags=tags, confidence=confidence, expires=expires, source=source, supersedes=supersedes)
 
+    @_verb
     def reactivate(self, ref: str) -> StoreResult:
         """Bring a superseded memory back into recall and search (`status: active`).
 
@@ -521,6 +605,7 @@ class Vault:
         """
         return self._writer.reactivate(ref)
 
+    @_verb
     def forget(self, ref: str) -> Memory:
         """Remove a memory's file in one commit; `git log` keeps every version of it.
 
@@ -536,6 +621,7 @@ class Vault:
         """
         return self._writer.forget(ref)
 
+    @_verb
     def verify(self, ref: str) -> StoreResult:
         """Mark a memory as checked by a person (`verified: true`).
 
@@ -551,6 +637,7 @@ class Vault:
         """
         return self._writer.verify(ref)
 
+    @_verb
     def begin_edit(self, ref: str) -> tuple[Memory, Path]:
         """Prepare a memory for editing by hand: commit any pending hand edit, return its file.
 
@@ -559,6 +646,7 @@ class Vault:
         """
         return self._writer.begin_edit(ref)
 
+    @_verb
     def finish_edit(self, before: Memory) -> StoreResult:
         """Validate and commit a memory after it was edited by hand (see `begin_edit`).
 
@@ -571,6 +659,7 @@ class Vault:
         """
         return self._writer.finish_edit(before)
 
+    @_verb
     def history(self, ref: str) -> list[Version]:
         """Every version of one memory, newest first, also of a forgotten one (`category/key` or id).
 
@@ -579,6 +668,7 @@ class Vault:
         """
         return self._history.history(ref)
 
+    @_verb
     def show_at(self, ref: str, at: str | datetime) -> Memory:
         """A memory as it was at a revision (sha, `HEAD~3`, a branch), a date (`2026-05-01`) or a duration back (`7d`).
 
@@ -590,6 +680,7 @@ class Vault:
         """
         return self._history.show_at(ref, at)
 
+    @_verb
     def restore(self, ref: str, at: str | datetime | None = None) -> StoreResult:
         """Bring back a forgotten memory (its last version) or an old version (`at`), as a new commit.
 
@@ -604,6 +695,7 @@ class Vault:
         """
         return self._history.restore(ref, at)
 
+    @_verb
     def undo(self) -> LogEntry:
         """Revert the mind's last change made by memfile, as a new commit `undo: <its message>`.
 
@@ -619,6 +711,7 @@ class Vault:
         """
         return self._history.undo()
 
+    @_verb
     def log(self, since: str | datetime | None = None, limit: int | None = None) -> list[LogEntry]:
         """The mind's changelog, newest first: the commits that changed its files (`since`: a duration such as
         `7d`, or a date), each with the mind's files it touched.
@@ -628,6 +721,7 @@ class Vault:
         """
         return self._history.log(since, limit)
 
+    @_verb
     def ensure_merge_driver(self) -> bool:
         """Set up the merge driver for memory files (.gitattributes, committed, and the repository's config).
 
@@ -636,6 +730,7 @@ class Vault:
         """
         return self._remote.ensure_merge_driver()
 
+    @_verb
     def add_remote(self, url: str, name: str = "origin") -> None:
         """Add a git remote to sync with (plain `git remote add` works too).
 
@@ -645,7 +740,8 @@ class Vault:
         """
         return self._remote.add_remote(url, name)
 
-    def sync(self, remote: str | None = None, branch: str | None = None, new_branch: bool = False) -> SyncReport:
+    @_verb
+    def sync(self, remote: str | None = None, branch: str | None = None, new_branch: bool = False) -> RemoteReport:
         """Commit hand edits, fetch, merge the remote's changes, push, and bring the index in line.
 
         Args:
@@ -664,6 +760,7 @@ class Vault:
         """
         return self._remote.sync(remote, branch, new_branch)
 
+    @_verb
     def resolve(self, ref: str, take: str | None = None, content: str | None = None) -> StoreResult:
         """Finish a conflicted memory in one commit: keep `ours` (this machine's text, on every machine),
         take `theirs` (the other side's), or give the new `content` (guide lines of `resolve_draft` left
@@ -675,6 +772,7 @@ class Vault:
         """
         return self._remote.resolve(ref, take, content)
 
+    @_verb
     def resolve_draft(self, ref: str) -> str:
         """The text `resolve --edit` opens: this machine's text, then the other side's, each under a guide line.
 
@@ -683,6 +781,7 @@ class Vault:
         """
         return self._remote.resolve_draft(ref)
 
+    @_verb
     def doctor(self, fix: bool = False) -> DoctorReport:
         """Check the mind's files, index and git state; with `fix`, apply the safe repairs.
 
@@ -691,6 +790,7 @@ class Vault:
         """
         return self._doctor.doctor(fix)
 
+    @_verb
     def recall_report(self, budget: int | None = UNSET, *, query: str | None = None, limit: int | None = 10,
                       include_superseded: bool = False) -> RecallReport:
         """The recall of the mind with what was chosen and cut.
@@ -715,7 +815,8 @@ class Vault:
         """
         return self._recaller.recall_report(budget, query=query, limit=limit, include_superseded=include_superseded)
 
-    def last_recall(self) -> dict[str, Any]:
+    @_verb
+    def last_recall(self) -> RecallRecord:
         """What the last recall of this mind served (any caller, CLI or MCP): query, budget, tokens, and
         each memory chosen with whether it was pinned or shortened, its score and what it was a neighbour of.
         Each mind has its own record: another mind's recalls are never shown.
@@ -725,6 +826,7 @@ class Vault:
         """
         return self._recaller.last_recall()
 
+    @_verb
     def recall(self, budget: int | None = UNSET, *, query: str | None = None, limit: int | None = 10,
                include_superseded: bool = False) -> str:
         """The recall text an agent puts in its context window (a query: at most 4,096 characters).
@@ -740,12 +842,14 @@ class Vault:
         """
         return self._recaller.recall(budget, query=query, limit=limit, include_superseded=include_superseded)
 
+    @_verb
     def recall_bytes(self, budget: int | None = UNSET, *, query: str | None = None, limit: int | None = 10,
                      include_superseded: bool = False) -> bytes:
         """`recall`'s text in UTF-8, as `memfile recall` writes it. A whole recall (no query, no budget)
         is made of the catalog's bytes and never decoded (`recall.whole_text`)."""
         return self._recaller.recall_bytes(budget, query=query, limit=limit, include_superseded=include_superseded)
 
+    @_verb
     def recall_items(self, budget: int | None = UNSET, *, query: str | None = None, limit: int | None = 10,
                      include_superseded: bool = False) -> list[RecallItem]:
         """The memories recall chooses, in order, each with `pinned`, `score` and its parts (with a query)."""

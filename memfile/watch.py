@@ -211,7 +211,7 @@ class Watcher:
             self._finish_batch()
             return
         try:
-            report = vault._sync(None if full else paths, wait=True)
+            report = vault.refresh(paths=None if full else paths, wait=True)
             if self.autocommit:
                 vault.commit_hand_edits(None if full else paths)
         except LockTimeout:

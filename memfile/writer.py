@@ -15,9 +15,9 @@ from __future__ import annotations
 import errno
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from functools import cached_property
 from dataclasses import replace
 from datetime import datetime
+from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -44,12 +44,12 @@ from .files import atomic_write, writer_lock
 from .index import Index
 from .model import (
     DEFAULT_CONFIDENCE,
+    UNSET,
     Category,
     Memory,
     Priority,
     Source,
     Status,
-    UNSET,
     StoreResult,
     new_id,
     parse_category,
@@ -346,7 +346,9 @@ class Writer:
             "expires": "unset" if new_expires is UNSET else new_expires.isoformat() if new_expires else None,
             "supersedes": supersedes,
         }
-        from . import store_queue  # here, like the git half's modules: reads never need it
+        from . import (
+            store_queue,  # here, like the git half's modules: reads never need it
+        )
 
         state = self.root / STATE_DIR
         with _cannot_write(self.root):

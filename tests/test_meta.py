@@ -41,13 +41,12 @@ def test_readme_documents_every_exit_code() -> None:
 # The design, by package prefix (STYLE.md "The shape of the house"): faces -> vault -> writer, recaller,
 # doctor -> index/, git/ -> core. Each module may import the units listed for its prefix; an exception
 # carries its reason. Imports under `if TYPE_CHECKING:` are annotations only and are not counted.
-CORE = {"errors", "model", "paths", "fileformat", "config", "text", "files", "swap", "recall", "reports"}
+CORE = {"errors", "model", "paths", "fileformat", "config", "text", "files", "swap", "recall"}
 FACE_MAY_USE = {"vault", "model", "errors", "config"}
 MAY_IMPORT: dict[str, set[str]] = {
     "errors": set(), "text": set(), "model": {"errors"}, "paths": {"errors", "model"},
     "fileformat": {"errors", "model"}, "config": {"errors", "model", "paths"},
     "files": {"errors", "paths", "fileformat"}, "swap": {"errors", "files"}, "recall": {"errors", "model"},
-    "reports": {"model"},
     "index": CORE | {"index"},  # the cache: its own package and the core, nothing above
     "git": CORE | {"git"},  # the git half: its own package and the core (the writer and index come in as objects)
     "store_queue": CORE,
@@ -151,7 +150,8 @@ def test_no_import_cycles_between_modules() -> None:
 def test_modules_stay_small_and_documented() -> None:
     for path in MODULES:
         source = path.read_text(encoding="utf-8")
-        assert len(source.splitlines()) <= 800, path.name  # size follows cohesion (STYLE.md)
+        # Size follows cohesion (STYLE.md); the facade holds every public verb with its docstring (issue 22).
+        assert len(source.splitlines()) <= (1000 if path.name == "vault.py" else 800), path.name
         assert ast.get_docstring(ast.parse(source)), f"{path.name} has no module docstring"
 
 

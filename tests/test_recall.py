@@ -107,7 +107,7 @@ def test_json_report_has_parts(sample_copy: Path) -> None:
 
 
 def served(vault: Vault) -> dict:
-    record = vault.last_recall()
+    record = vault.last_recall().to_dict()
     record.pop("served_at")
     return record
 

@@ -87,7 +87,7 @@ def test_a_record_left_by_an_older_memfile_for_the_whole_vault_is_not_shown_to_a
     """Before one record per mind, `.memfile/last_recall.json` held whichever mind recalled last."""
     with Vault.open(alice_and_bob, "bob") as bob:
         bob.recall(query="salary negotiation")
-        shared = json.dumps(bob.last_recall() | {"memories": [["fact/salary", "mem_x", False, False, 0.9, None]]})
+        shared = json.dumps(bob.last_recall().to_dict() | {"memories": [["fact/salary", "mem_x", False, False, 0.9, None]]})
     write(alice_and_bob / ".memfile" / "last_recall.json", shared)
     fails(in_vault(alice_and_bob, "--mind", "alice", "last-recall"), 3)
     with Vault.open(alice_and_bob, "alice") as alice:

@@ -736,3 +736,30 @@ def test_a_search_looks_again_at_an_index_a_busy_writer_merged_under_it(
     assert vault._index.read(lambda view: view.search("zeppelins", SearchOptions())) == ([], 7)
     assert any("damaged" in notice for notice in vault.notices) is rebuilt
     assert len(calls) == min(len(failures), 3 if failures[-1] is FileNotFoundError else 2) + 1
+
+
+def test_notices_tell_about_one_call_and_never_pile_up(tmp_path: Path) -> None:
+    """Issue 22: a third store no longer reports the repository the first one made."""
+    from helpers import plain_vault
+
+    root = plain_vault(tmp_path / "v", michael={})
+    vault = Vault.open(root, "michael")
+    first = vault.store("fact", "a", "one")
+    assert any("initialized a git repository" in n for n in first.notices)
+    second = vault.store("fact", "b", "two")
+    third = vault.store("fact", "c", "three")
+    assert second.notices == third.notices == () and vault.notices == []
+
+
+def test_status_stats_and_last_recall_are_typed_and_read_like_their_dicts(vault: Vault) -> None:
+    from memfile.recalling import RecallRecord
+    from memfile.vault import StatsReport, StatusReport
+
+    vault.store("fact", "a", "one")
+    vault.recall()
+    status, stats, record = vault.status(), vault.stats(), vault.last_recall()
+    assert isinstance(status, StatusReport) and isinstance(stats, StatsReport) and isinstance(record, RecallRecord)
+    assert status.on_disk == status["on_disk"] == status.to_dict()["on_disk"] == 1
+    assert stats.total == 1 and record.total == 1 and record.memories[0]["ref"] == "fact/a"
+    with pytest.raises(KeyError):
+        status["to_dict"]

@@ -8,9 +8,15 @@ git use (a write, history, sync, doctor's git checks); reads never import it.
 
 from __future__ import annotations
 
-from .history import History
+from .history import History, LogEntry, Version
 from .merge import ATTRIBUTES, merge_memory
-from .remote import Remote, configure_merge_driver, recover_interrupted_sync, run_merge_driver, write_attributes
+from .remote import (
+    Remote,
+    configure_merge_driver,
+    recover_interrupted_sync,
+    run_merge_driver,
+    write_attributes,
+)
 from .store import Commit, GitStore
 
 __all__ = [
@@ -18,7 +24,10 @@ __all__ = [
     "Commit",
     "GitStore",
     "History",
+    "LogEntry",
     "Remote",
+    "RemoteReport",
+    "Version",
     "configure_merge_driver",
     "merge_memory",
     "recover_interrupted_sync",

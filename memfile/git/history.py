@@ -11,23 +11,72 @@ restore writes only what an agent may write.
 from __future__ import annotations
 
 import re
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from .. import fileformat
 from ..errors import Conflict, FileParseError, InvalidInput, NotFound, Refused
 from ..model import (
-    ID_PATTERN, Memory, Priority, Source, StoreResult, parse_category, parse_duration, resolve_ref, utc_now,
+    ID_PATTERN,
+    Memory,
+    Priority,
+    Source,
+    StoreResult,
+    parse_category,
+    parse_duration,
+    resolve_ref,
+    utc_now,
     validate_key,
 )
 from ..paths import memory_relpath, safe_path
 
 if TYPE_CHECKING:
     from ..index import Index
-    from ..reports import LogEntry, Version
     from ..writer import Writer
     from .store import Commit, GitStore
+
+
+@dataclass(frozen=True)
+class Version:
+    """One version of a memory: the commit that made it and what it changed.
+
+    `memory` is None when the commit removed the file (`forget`) or the file
+    could not be read at that commit (`problem` says why).
+    """
+
+    sha: str
+    date: str
+    author: str
+    source: str | None
+    message: str
+    memory: Memory | None
+    changed: tuple[str, ...] = ()  # front-matter fields (and `content`) that differ from the version before
+    diff: str = ""  # a short unified diff of the body against the version before
+    removed: bool = False
+    problem: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "commit": self.sha, "date": self.date, "author": self.author, "source": self.source,
+            "message": self.message, "removed": self.removed, "changed": list(self.changed), "diff": self.diff,
+            "problem": self.problem, "memory": self.memory.to_dict() if self.memory else None,
+        }
+
+
+@dataclass(frozen=True)
+class LogEntry:
+    """One commit of a mind's changelog: `paths` are the files of the mind it touched."""
+
+    sha: str
+    date: str
+    author: str
+    message: str
+    paths: tuple[str, ...] = field(default=())
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"commit": self.sha, "date": self.date, "author": self.author, "message": self.message,
+                "paths": list(self.paths)}
 
 #: The subjects of memfile's own commits (`store fact/x (agent)`, `record hand edit of fact/x`, ...).
 MEMFILE_SUBJECT = re.compile(
@@ -85,7 +134,6 @@ class History:
 
     def history(self, ref: str) -> list[Version]:
         """`Vault.history` (its docstring says what it does)."""
-        from ..reports import Version
 
         relpath = self._history_path(ref)
         commits = list(reversed(self._git.log(relpath)))  # oldest first, to diff each against the one before
@@ -172,7 +220,6 @@ class History:
 
     def undo(self) -> LogEntry:
         """`Vault.undo` (its docstring says what it does)."""
-        from ..reports import LogEntry
 
         with self._writer.transaction():
             commits = self._git.log()
@@ -205,7 +252,6 @@ class History:
 
     def log(self, since: str | datetime | None = None, limit: int | None = None) -> list[LogEntry]:
         """`Vault.log` (its docstring says what it does)."""
-        from ..reports import LogEntry
 
         after = None
         if since is not None:

@@ -19,20 +19,43 @@ from __future__ import annotations
 import os
 import re
 import time
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ..config import CONFIG_NAME, STATE_DIR
-from ..errors import Conflict, FileParseError, GitError, InvalidInput, MemfileError, Refused
+from ..errors import (
+    Conflict,
+    FileParseError,
+    GitError,
+    InvalidInput,
+    MemfileError,
+    Refused,
+)
 from ..files import atomic_write
 from ..model import CONFLICT_KEY, Memory, Source, StoreResult, resolve_ref, utc_now
 
 if TYPE_CHECKING:
     from ..index import Index
-    from ..reports import SyncReport
     from ..writer import Writer
     from .store import GitStore
+
+
+@dataclass
+class RemoteReport:
+    """What `sync` did: commits and files that came in and went out, conflicts left to resolve."""
+
+    remote: str
+    branch: str
+    came_in: int = 0  # commits
+    went_out: int = 0  # commits
+    files_in: list[str] = field(default_factory=list)
+    hand_edits: str | None = None  # the commit of pending hand edits made first
+    conflicts: list[str] = field(default_factory=list)  # REFs whose body changed on both sides
+    kept_ours: list[str] = field(default_factory=list)  # files git could not merge: ours kept, theirs in history
+
+    def to_dict(self) -> dict[str, Any]:
+        return dict(self.__dict__)
 
 PUSH_ATTEMPTS = 3
 #: The subject of every merge commit sync makes (how its interrupted merge is told from a person's).
@@ -53,8 +76,8 @@ def run_merge_driver(base: str, ours: str, theirs: str, relpath: str) -> int:
     line (`git merge-file`). When neither works, `ours` is left as it was and
     git reports the path unmerged: sync keeps ours, and theirs stays in the merge.
     """
-    from .store import merge_text
     from .merge import merge_memory
+    from .store import merge_text
 
     base_data = Path(base).read_bytes()
     try:
@@ -234,13 +257,12 @@ class Remote:
                            f"(or change it: git remote set-url {name} URL)")
         self._git.add_remote(name, url)
 
-    def sync(self, remote: str | None = None, branch: str | None = None, new_branch: bool = False) -> SyncReport:
+    def sync(self, remote: str | None = None, branch: str | None = None, new_branch: bool = False) -> RemoteReport:
         """`Vault.sync` (its docstring says what it does)."""
         with self._writer.transaction():
             return self._sync_locked(remote, branch, new_branch)
 
-    def _sync_locked(self, remote: str | None, branch: str | None, new_branch: bool = False) -> SyncReport:
-        from ..reports import SyncReport
+    def _sync_locked(self, remote: str | None, branch: str | None, new_branch: bool = False) -> RemoteReport:
 
         remote = self._known_remote(remote)
         branch = self._branch_name(branch)
@@ -253,7 +275,7 @@ class Remote:
                 raise InvalidInput("--branch", branch, f"a branch that exists here or on {remote}",
                                    reason=f"it exists neither here nor on {remote}; to create it on {remote}, "
                                           "pass --new-branch")
-            report = SyncReport(remote, branch, hand_edits=self._writer.commit_changed(None))
+            report = RemoteReport(remote, branch, hand_edits=self._writer.commit_changed(None))
             before = self._git.resolve("HEAD")
             for attempt in range(PUSH_ATTEMPTS):
                 if attempt:
@@ -324,7 +346,7 @@ class Remote:
             self.notices.append(f"autosync left a conflict: {ref} changed on both sides; finish it with: "
                                 f"memfile resolve {ref} --ours|--theirs|--edit")
 
-    def _merge(self, upstream: str, report: SyncReport, machine: str | None = None) -> None:
+    def _merge(self, upstream: str, report: RemoteReport, machine: str | None = None) -> None:
         report.came_in += self._git.count(f"HEAD..{upstream}")
         name = upstream.removeprefix("refs/remotes/")
         unmerged = self._git.merge(upstream, f"{MERGE_SUBJECT}{name}\n\nmind: {self.mind}",

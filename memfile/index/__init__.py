@@ -31,7 +31,16 @@ from ..model import Memory, ParseIssue, SearchHit, utc_now
 from . import source
 from .catalog import Catalog
 from .damage import IndexDamaged, IndexUnwritable, stored_bytes
-from .store import BULK, CATALOG_NAME, INDEX_NAME, SCHEMA_VERSION, RefreshReport, SearchOptions, Store, search_memories
+from .store import (
+    BULK,
+    CATALOG_NAME,
+    INDEX_NAME,
+    SCHEMA_VERSION,
+    RefreshReport,
+    SearchOptions,
+    Store,
+    search_memories,
+)
 
 __all__ = ["BULK", "CATALOG_NAME", "INDEX_NAME", "SCHEMA_VERSION", "Index", "IndexDamaged", "IndexStatus",
            "RefreshReport", "SearchOptions", "View"]

@@ -13,7 +13,15 @@ from pathlib import Path
 from .. import fileformat
 from ..config import STATE_DIR
 from ..errors import FileParseError
-from ..files import Stat, folder_stat, is_folder_entry, lock_holder, read_file, stat_of, stat_walk
+from ..files import (
+    Stat,
+    folder_stat,
+    is_folder_entry,
+    lock_holder,
+    read_file,
+    stat_of,
+    stat_walk,
+)
 from ..model import Memory, ParseIssue
 from ..paths import is_inside
 

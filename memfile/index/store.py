@@ -33,14 +33,14 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from .catalog import Catalog, Row, Stat, diff, is_unsure, issue_row, memory_row, settled
-from .damage import IndexDamaged, decoding, is_damage
 from ..errors import FileParseError, LockTimeout
 from ..files import may_fork
 from ..model import Memory, ParseIssue, SearchHit, memory_to_row
+from ..text import normalize
+from .catalog import Catalog, Row, Stat, diff, is_unsure, issue_row, memory_row, settled
+from .damage import IndexDamaged, decoding, is_damage
 from .query import defer_morphology, weighting
 from .score_cache import ScoreCache, hidden_docs, stored_memory
-from ..text import normalize
 
 SCHEMA_VERSION = 14  # 14: the pickled classes moved to memfile.index.persisted (13: stats hold the ctime too)
 INDEX_NAME = f"memories_v{SCHEMA_VERSION}"
