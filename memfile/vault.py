@@ -38,7 +38,7 @@ from .model import (
 from .doctor import Doctor
 from .history import History
 from .paths import shown_path
-from .recalling import Recalling, recall_entry
+from .recalling import Recalling
 from .sync import Sync
 from .writes import Writes
 
@@ -71,7 +71,7 @@ class Vault(Writes, History, Sync, Doctor, Recalling):
         self.notices: list[str] = []
         self._watcher: Any = None
         self._recall_cache: tuple[tuple[float, bool], datetime, Recallable] | None = None  # see _recallable
-        self._index = Index(root, mind, config.lock_timeout, recall_entry, self.notices.append)
+        self._index = Index(root, mind, config.lock_timeout, self.notices.append)
 
     @property
     def issues(self) -> list[ParseIssue]:

@@ -17,7 +17,7 @@ from click.testing import Result
 from helpers import BROKEN, HAND_MADE, commit_by_hand, fails, files_outside_git, in_vault, last_subject, ok, plain_vault, run, write
 from conftest import SAMPLE_VAULT, commit_count, git
 
-from memfile import Vault, files
+from memfile import Vault
 
 CATEGORIES = ("identity", "preference", "fact", "project", "skill", "mistake", "context", "note")
 
@@ -704,27 +704,6 @@ def test_a_read_ends_its_process_at_once_with_all_its_output_and_its_exit_code(r
     assert missing.returncode == 3 and "nowhere" in missing.stderr and "Traceback" not in missing.stderr
     bad = subprocess.run([*command, "search", "--limit", "0", "memory"], capture_output=True, text=True, timeout=60)
     assert bad.returncode == 2 and "limit" in bad.stderr
-
-
-@pytest.mark.skipif(sys.platform != "linux", reason="pipe buffer sizes are a Linux feature")
-def test_a_command_writing_into_a_pipe_makes_its_buffer_roomy(root: Path) -> None:
-    import fcntl
-
-    read_end, write_end = os.pipe()
-    try:
-        with subprocess.Popen([sys.executable, "-m", "memfile", "--vault", str(root), "recall"], stdout=write_end) as proc:
-            os.close(write_end)
-            write_end = -1
-            output = b"".join(iter(lambda: os.read(read_end, 65536), b""))
-        assert proc.returncode == 0 and output.startswith(b"Mind: Michael's Mind\n")
-        assert fcntl.fcntl(read_end, fcntl.F_GETPIPE_SZ) == files.PIPE_BYTES
-    finally:
-        os.close(read_end)
-        if write_end != -1:
-            os.close(write_end)
-    with open(root / "out.txt", "wb") as regular:  # not a pipe: nothing happens, nothing is raised
-        files.roomy_pipe(regular.fileno())
-    files.roomy_pipe(9999)  # no such descriptor
 
 
 def test_a_read_whose_reader_leaves_early_ends_quietly(root: Path) -> None:
