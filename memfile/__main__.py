@@ -1,4 +1,7 @@
-"""The `memfile` command and `python -m memfile`: the command line (memfile.cli) as a process of its own."""
+"""The `memfile` command and `python -m memfile`: the command line (memfile.cli) as a process of its own.
+
+Its one speed trick, the quick exit of read-only commands, is the only one outside memfile/index/.
+"""
 
 from __future__ import annotations
 
@@ -6,7 +9,7 @@ import os
 import sys
 
 from .cli import RUNNING, main
-from .files import roomy_pipe
+from .config import plain
 
 #: Read-only commands: once their output is flushed, the process ends without the interpreter's
 #: teardown (freeing a recall's 10,000 memories one by one takes 20-40 ms). A read has committed
@@ -16,12 +19,11 @@ QUICK_EXIT = frozenset({"search", "recall", "list", "show", "by-tag", "tags", "s
 
 def run() -> None:
     """`main`; a read-only command (QUICK_EXIT) then ends the process at once, with the exit
-    code `main` gave, after flushing its output. Output into a pipe gets a roomy one (`roomy_pipe`)."""
-    roomy_pipe(1)  # standard output
+    code `main` gave, after flushing its output (a speed trick: `MEMFILE_PLAIN=1` turns it off)."""
     try:
         main()
     except SystemExit as exc:
-        if RUNNING["command"] not in QUICK_EXIT:
+        if RUNNING["command"] not in QUICK_EXIT or plain("quick_exit"):
             raise
         code = exc.code if isinstance(exc.code, int) else 0 if exc.code is None else 1
         if not isinstance(exc.code, int | None):

@@ -7,7 +7,6 @@ into messages and exit codes in one place (`MemfileGroup.invoke`).
 
 from __future__ import annotations
 
-import gc
 import json
 import os
 import re
@@ -27,8 +26,6 @@ EXAMPLE_VAULT = "sample_vault"
 LISTS_UNREADABLE = {"status", "doctor"}
 #: The distribution to install (the name `memfile` on the package index is another project).
 DISTRIBUTION = "memfile-vault"
-#: Commands that run until stopped: they keep Python's cyclic garbage collector.
-LONG_RUNNING = {"watch", "mcp"}
 RUNNING: dict[str, str | None] = {"command": None}  # the command `main` runs (for memfile.__main__)
 
 
@@ -145,9 +142,6 @@ def main(ctx: click.Context, vault_path: str | None, mind: str | None, debug: bo
             stream.reconfigure(errors="backslashreplace")
     ctx.obj = State(vault_path, mind, debug)
     RUNNING["command"] = ctx.invoked_subcommand
-    if ctx.invoked_subcommand not in LONG_RUNNING and gc.isenabled():
-        gc.disable()  # a command that ends soon frees by reference counting; collecting cycles only costs it time
-        ctx.call_on_close(gc.enable)  # (for a program that runs commands in its own process, as tests do)
 
 
 @main.command()

@@ -93,6 +93,18 @@ class InvalidConfig(InvalidInput):
         self.args = (message,)
 
 
+#: The environment variable that turns memfile's speed tricks off: `1` turns every one off (the plain
+#: path runs; CI runs the search, recall and index tests once more so); a comma-separated list of
+#: trick names turns off those alone (to measure one). The tricks and their names: docs/internals.md.
+PLAIN = "MEMFILE_PLAIN"
+
+
+def plain(trick: str) -> bool:
+    """Whether the speed trick named `trick` is turned off (`MEMFILE_PLAIN`), read at every call."""
+    value = os.environ.get(PLAIN)
+    return bool(value) and (value == "1" or trick in value.split(","))
+
+
 def _shown(value: object) -> str:
     text = repr(value)
     return text if len(text) <= 80 else text[:60] + "..." + text[-10:]

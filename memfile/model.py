@@ -163,9 +163,9 @@ def _choice(enum: type[StrEnum], value: object, field_name: str) -> Any:
     if isinstance(value, enum):
         return value
     text = str(value).strip().lower() if isinstance(value, str) else value
-    try:  # the members by value: a dict lookup, where calling the enum takes a few microseconds (bulk loads)
-        return enum._value2member_map_[text]
-    except (KeyError, TypeError):  # TypeError: a value that cannot be a key (a list, a mapping)
+    try:
+        return enum(text)
+    except (ValueError, TypeError):  # TypeError: a value that cannot be a key (a list, a mapping)
         raise InvalidInput(field_name, value, [m.value for m in enum]) from None
 
 
@@ -355,30 +355,19 @@ def memory_to_row(memory: Memory) -> tuple[Any, ...]:
     )
 
 
-_CATEGORIES, _PRIORITIES, _SOURCES, _STATUSES = (e._value2member_map_ for e in (Category, Priority, Source, Status))
-
-
 def memory_from_row(row: tuple[Any, ...]) -> Memory:
-    """The Memory of a `memory_to_row` tuple.
-
-    The catalog and the index hold rows of memories already checked, and a
-    recall of a big mind decodes all of them: the fields are set at once
-    rather than one by one through the frozen dataclass's `__init__` (half the
-    time; `tests/test_model.py` checks every field comes back).
-    """
+    """The Memory of a `memory_to_row` tuple (`tests/test_model.py` checks every field comes back)."""
     (id_, mind, category, key, content, path, created, updated, priority, tags, source, verified, confidence,
      expires, extra, has_front_matter, id_derived, status, superseded_by) = row
-    memory = object.__new__(Memory)
-    memory.__dict__.update(
-        id=id_, mind=mind, category=_CATEGORIES[category], key=key, content=content, path=path,
+    return Memory(
+        id=id_, mind=mind, category=Category(category), key=key, content=content, path=path,
         created_at=datetime.fromisoformat(created), updated_at=datetime.fromisoformat(updated),
-        priority=_PRIORITIES[priority], tags=tuple(tags), source=_SOURCES[source],
+        priority=Priority(priority), tags=tuple(tags), source=Source(source),
         verified=verified, confidence=confidence, expires_at=datetime.fromisoformat(expires) if expires else None,
-        status=_STATUSES[status] if status else None, superseded_by=superseded_by,
+        status=Status(status) if status else None, superseded_by=superseded_by,
         extra=tuple((k, v) for k, v in json.loads(extra)) if extra else (),
         has_front_matter=has_front_matter, id_derived=id_derived,
     )
-    return memory
 
 
 @dataclass(frozen=True)

@@ -31,7 +31,6 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
-from itertools import chain
 from operator import attrgetter
 from typing import Any
 
@@ -238,15 +237,28 @@ def score(matches: list[Match], now: datetime, half_life_days: float) -> list[Sc
     return sorted(ranked, key=lambda s: (-s.score, s.neighbour_of is not None, s.memory.ref, s.memory.path))
 
 
+#: Recall order, defined here once: the keys a whole recall lists memories by, first to last, each
+#: with whether it runs descending. `order` sorts by it; the index's catalog keeps every memory's
+#: rendered entry in it, its table key and `ORDER BY` built from it (memfile.index.catalog), so a
+#: whole recall reads the table front to back. The keys: `rank` (of `recall_priority`: critical
+#: first), `updated` (`updated_at`), `ref` (category, then key: no category holds `/`), `path`.
+ORDER: tuple[tuple[str, bool], ...] = (("rank", False), ("updated", True), ("ref", False), ("path", False))
+
+
 def order(memories: list[Memory]) -> list[Memory]:
-    """Priority first (critical on top, by `recall_priority`), then newest first, then by REF for stability."""
-    by_ref = sorted(memories, key=_BY_REF)  # categories are strings: they sort by their names
-    by_recency = sorted(by_ref, key=_BY_UPDATE, reverse=True)
-    return sorted(by_recency, key=lambda m: _RANK[recall_priority(m)])
+    """The memories in recall order (`ORDER`): priority first (critical on top, by `recall_priority`),
+    then newest first, then by REF and path for stability."""
+    for name, descending in reversed(ORDER):  # stable sorts, the last key first
+        memories = sorted(memories, key=_ORDER_KEYS[name], reverse=descending)
+    return memories
 
 
-_BY_REF, _BY_UPDATE = attrgetter("category", "key", "path"), attrgetter("updated_at")
 _RANK = {priority: priority.rank for priority in Priority}
+#: How `order` reads each key of `ORDER` from a memory (categories are strings: they sort by their names).
+_ORDER_KEYS: dict[str, Callable[[Memory], Any]] = {
+    "rank": lambda memory: _RANK[recall_priority(memory)], "updated": attrgetter("updated_at"),
+    "ref": attrgetter("category", "key"), "path": attrgetter("path"),
+}
 
 
 def _short(content: str) -> str:
@@ -272,30 +284,6 @@ def _entry(memory: Memory, shortened: bool, neighbour_of: str | None = None) -> 
     if memory.tags:
         text += "\n  Tags: " + ", ".join(memory.tags)
     return text
-
-
-def full_entry(memory: Memory) -> str:
-    """A memory's whole entry without its `[NNN] ` number. The catalog keeps it as rendered when the
-    memory was indexed (`whole_text`): a change to what `_entry` renders needs a new index.SCHEMA_VERSION."""
-    return _entry(memory, False)
-
-
-def whole_text(entries: list[bytes], characters: int, verified: int, mind_name: str) -> tuple[bytes, int]:
-    """The text `recall` renders without a budget, in UTF-8, and its token estimate, from every
-    memory's `full_entry` (UTF-8; `characters` in all) in recall order: what a whole recall reads
-    from the catalog instead of making a Memory of each.
-
-    Bytes from the catalog to the output: at 10,000 memories the text is 6 MB, not all
-    ASCII, and as a str it cost decoding, copying each entry (two bytes a character) to
-    number it, and encoding again: about 30 ms of 70-100. Entries are joined between their
-    numbers, never copied one by one. The layout is `_text`'s, with no closing line.
-    """
-    width = _width(len(entries))
-    header = _mind_header(mind_name, len(entries), verified)
-    numbers = [b"\n\n[%0*d] " % (width, n) for n in range(1, len(entries) + 1)]  # ASCII: a character a byte
-    text = b"".join([header.encode(), *chain.from_iterable(zip(numbers, entries)), b"\n"])
-    characters += len(header) + sum(map(len, numbers)) + 1
-    return text, -(-characters // CHARS_PER_TOKEN)
 
 
 def _mind_header(mind_name: str, total: int, verified: int) -> str:

@@ -14,12 +14,12 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .config import STATE_DIR, Config
+from .config import STATE_DIR, Config, plain
 from .errors import InvalidInput, NotFound
 from .files import atomic_write
 from .index import Index, SearchOptions, View
 from .index.query import check_query
-from .model import UNSET, Memory, Report, Source, format_datetime, utc_now
+from .model import UNSET, Report, Source, format_datetime, utc_now
 
 if TYPE_CHECKING:
     from .recall import Recallable, RecallItem, RecallReport
@@ -113,31 +113,6 @@ class Recaller:
         live = [m for m in view.memories() if not m.is_expired(now) and (include_superseded or not m.superseded)]
         return recall(live, self.mind, self.name, budget)
 
-    def _whole_text(self, include_superseded: bool) -> bytes:
-        """The text (UTF-8) of a whole recall without a budget, from the catalog's rendered entries:
-        no Memory is made (a third of the time at 10,000 memories). Files read but not yet indexed
-        (another process holds the writer lock) are overlaid the ordinary way, `_whole`."""
-        now = utc_now()
-
-        def render(view: View) -> tuple[bytes, dict[str, Any]]:
-            from .recall import whole_text
-
-            rows = view.recall_entries(now.timestamp(), include_superseded)
-            if rows is None or any(not row[2] and _critical(row[3]) for row in rows):
-                # The catalog sorts by the written priority; an unverified critical memory recalls as high.
-                whole = self._whole(view, now, include_superseded, None)
-                return whole.text.encode("utf-8"), _record_of(whole)
-            view.take_issues()
-            text, tokens = whole_text([row[3] for row in rows], sum(row[4] for row in rows),
-                                      sum(1 for row in rows if row[2]), self.name)
-            return text, {"query": None, "matched": None, "budget": None, "tokens": tokens,
-                          "total": len(rows), "left_out": 0, "shortened": 0,
-                          "memories": [[ref, id_, False, False, None, None] for ref, id_, _, _, _ in rows]}
-
-        text, record = self._index.read(render)  # rendered while the files are walked; recorded once the answer stands
-        self._record(record)
-        return text
-
     def _recallable(self, view: View, now: datetime, include_superseded: bool) -> Recallable:
         """The mind's recallable memories, sorted and counted; kept while the catalog is unchanged
         and no memory has expired since (a long-lived Vault then skips a pass over the mind per recall)."""
@@ -145,7 +120,8 @@ class Recaller:
 
         version = view.version
         cached = self._recall_cache
-        if version is not None and cached and cached[0] == (version, include_superseded) and now < cached[1]:
+        if (version is not None and cached and cached[0] == (version, include_superseded) and now < cached[1]
+                and not plain("catalog_cache")):
             return cached[2]
         live = [m for m in view.memories() if not m.is_expired(now) and (include_superseded or not m.superseded)]
         recallable = Recallable.of(live)
@@ -192,8 +168,6 @@ class Recaller:
     def recall_bytes(self, budget: int | None = UNSET, *, query: str | None = None, limit: int | None = 10,
                      include_superseded: bool = False) -> bytes:
         """`Vault.recall_bytes` (its docstring says what it does)."""
-        if query is None and self._checked(budget, limit) is None:
-            return self._whole_text(include_superseded)
         return self.recall_report(budget, query=query, limit=limit, include_superseded=include_superseded).text.encode("utf-8")
 
     def recall_items(self, budget: int | None = UNSET, *, query: str | None = None, limit: int | None = 10,
@@ -214,16 +188,3 @@ def _record_of(report: RecallReport) -> dict[str, Any]:
         "memories": [[item.memory.ref, item.memory.id, item.pinned, item.shortened, item.score, item.neighbour_of]
                      for item in report.items],
     }
-
-
-def _critical(entry: bytes) -> bool:
-    """Whether a catalog entry (`recall_entry`, UTF-8) is of a critical memory: its first line is
-    `category (CRITICAL) [state]`, then any marks."""
-    return b" (CRITICAL) [" in entry[: entry.find(b"\n")]
-
-
-def recall_entry(memory: Memory) -> str:
-    """A memory's entry in a whole recall (`recall.full_entry`), which the catalog keeps of each memory it reads."""
-    from .recall import full_entry
-
-    return full_entry(memory)

@@ -56,7 +56,7 @@ from .model import (
     utc_now,
 )
 from .paths import shown_path, validate_mind
-from .recalling import Recaller, recall_entry
+from .recalling import Recaller
 from .writer import Writer
 
 if TYPE_CHECKING:
@@ -147,7 +147,7 @@ class Vault:
         self.actor = actor
         self.notices: list[str] = []
         self._watcher: Any = None
-        self._index = Index(root, mind, config.lock_timeout, recall_entry, self.notices.append)
+        self._index = Index(root, mind, config.lock_timeout, self.notices.append)
         self._writer = Writer(root, mind, config, actor, self._index, self.notices)
         self._writer.after_write = self._autosync
         self._recaller = Recaller(root, mind, config, actor, self._index, self.notices)
@@ -845,8 +845,7 @@ class Vault:
     @_verb
     def recall_bytes(self, budget: int | None = UNSET, *, query: str | None = None, limit: int | None = 10,
                      include_superseded: bool = False) -> bytes:
-        """`recall`'s text in UTF-8, as `memfile recall` writes it. A whole recall (no query, no budget)
-        is made of the catalog's bytes and never decoded (`recall.whole_text`)."""
+        """`recall`'s text in UTF-8, as `memfile recall` writes it."""
         return self._recaller.recall_bytes(budget, query=query, limit=limit, include_superseded=include_superseded)
 
     @_verb

@@ -15,12 +15,16 @@ from pathlib import Path
 import pytest
 from helpers import another_thread_running
 
-from memfile import Vault, files
+from memfile import Vault
+from memfile.config import plain
+from memfile.index import fastpath
 from memfile.index.catalog import fingerprint, half_digest, joined
-from memfile.files import Aside, split_walk, stat_walk
+from memfile.index.fastpath import Aside, split_walk
+from memfile.index.source import stat_walk
 from memfile.index import RefreshReport, View
 
-pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="reads walk beside their work on Linux only")
+pytestmark = [pytest.mark.skipif(sys.platform != "linux", reason="reads walk beside their work on Linux only"),
+              pytest.mark.skipif(plain("walk"), reason="tests the trick itself: MEMFILE_PLAIN turns it off")]
 
 
 @pytest.fixture
@@ -41,7 +45,7 @@ def started(monkeypatch: pytest.MonkeyPatch) -> list[Aside | None]:
         found.append(real(cls, compute))
         return found[-1]
 
-    monkeypatch.setattr(files.Aside, "start", classmethod(start))
+    monkeypatch.setattr(fastpath.Aside, "start", classmethod(start))
     return found
 
 
@@ -119,7 +123,7 @@ def test_the_halves_of_a_walk_make_the_whole_walk_and_its_digest(tmp_path: Path)
     whole = stat_walk(mind, tmp_path)
     halves = [stat_walk(mind, tmp_path, part=part) for part in (0, 1)]
     assert halves[0] and halves[1] and not halves[0].keys() & halves[1].keys()
-    assert all(files.half_of(path) == part for part in (0, 1) for path in halves[part])
+    assert all(fastpath.half_of(path) == part for part in (0, 1) for path in halves[part])
     assert halves[0] | halves[1] == whole == split_walk(mind, tmp_path)
     for half in halves:  # each half lists its files in the order of the whole walk
         assert list(half) == [path for path in whole if path in half]

@@ -17,8 +17,9 @@ import pytest
 
 from memfile import Vault
 from memfile.index.catalog import Catalog, fingerprint
-from memfile.files import stat_walk
+from memfile.index.source import stat_walk
 from memfile.index import CATALOG_NAME
+from memfile.config import plain
 
 
 @pytest.fixture
@@ -139,6 +140,7 @@ def generation_of(vault: Vault) -> str:
     return index._warm.masks.generation
 
 
+@pytest.mark.skipif(plain("masks") or plain("score_cache"), reason="tests the trick itself: MEMFILE_PLAIN turns it off")
 def test_a_search_keeps_its_mask_for_the_next_process_which_takes_it(notes: Vault, monkeypatch: pytest.MonkeyPatch) -> None:
     from memfile.index import score_cache as warm
 
@@ -156,6 +158,7 @@ def test_a_search_keeps_its_mask_for_the_next_process_which_takes_it(notes: Vaul
     other.close()
 
 
+@pytest.mark.skipif(plain("masks") or plain("score_cache"), reason="tests the trick itself: MEMFILE_PLAIN turns it off")
 def test_a_mask_of_another_generation_is_never_taken(notes: Vault) -> None:
     notes.search("zeppelins")
     before = generation_of(notes)
@@ -166,6 +169,7 @@ def test_a_mask_of_another_generation_is_never_taken(notes: Vault) -> None:
     other.close()
 
 
+@pytest.mark.skipif(plain("masks") or plain("score_cache"), reason="tests the trick itself: MEMFILE_PLAIN turns it off")
 def test_a_kept_mask_holds_until_the_next_memory_expires(notes: Vault) -> None:
     from datetime import datetime, timedelta, timezone
 
@@ -188,6 +192,7 @@ def test_a_kept_mask_holds_until_the_next_memory_expires(notes: Vault) -> None:
     fresh.close()
 
 
+@pytest.mark.skipif(plain("masks") or plain("score_cache"), reason="tests the trick itself: MEMFILE_PLAIN turns it off")
 def test_a_damaged_mask_row_is_ignored_and_written_anew(notes: Vault) -> None:
     notes.search("zeppelins")
     with sqlite3.connect(catalog_of(notes).path) as db:
@@ -198,6 +203,7 @@ def test_a_damaged_mask_row_is_ignored_and_written_anew(notes: Vault) -> None:
     other.close()
 
 
+@pytest.mark.skipif(plain("masks") or plain("score_cache"), reason="tests the trick itself: MEMFILE_PLAIN turns it off")
 def test_a_mask_kept_before_the_index_was_rebuilt_is_never_taken(notes: Vault) -> None:
     """Whoosh numbers generations from 0 again in a rebuilt index; a process still reading the old one
     may write its mask into the new catalog. The segments' random ids tell the two apart."""

@@ -17,7 +17,7 @@ from click.testing import Result
 from helpers import BROKEN, HAND_MADE, commit_by_hand, fails, files_outside_git, in_vault, last_subject, ok, plain_vault, run, write
 from conftest import SAMPLE_VAULT, commit_count, git
 
-from memfile import Vault, files
+from memfile import Vault
 
 CATEGORIES = ("identity", "preference", "fact", "project", "skill", "mistake", "context", "note")
 
@@ -706,27 +706,6 @@ def test_a_read_ends_its_process_at_once_with_all_its_output_and_its_exit_code(r
     assert bad.returncode == 2 and "limit" in bad.stderr
 
 
-@pytest.mark.skipif(sys.platform != "linux", reason="pipe buffer sizes are a Linux feature")
-def test_a_command_writing_into_a_pipe_makes_its_buffer_roomy(root: Path) -> None:
-    import fcntl
-
-    read_end, write_end = os.pipe()
-    try:
-        with subprocess.Popen([sys.executable, "-m", "memfile", "--vault", str(root), "recall"], stdout=write_end) as proc:
-            os.close(write_end)
-            write_end = -1
-            output = b"".join(iter(lambda: os.read(read_end, 65536), b""))
-        assert proc.returncode == 0 and output.startswith(b"Mind: Michael's Mind\n")
-        assert fcntl.fcntl(read_end, fcntl.F_GETPIPE_SZ) == files.PIPE_BYTES
-    finally:
-        os.close(read_end)
-        if write_end != -1:
-            os.close(write_end)
-    with open(root / "out.txt", "wb") as regular:  # not a pipe: nothing happens, nothing is raised
-        files.roomy_pipe(regular.fileno())
-    files.roomy_pipe(9999)  # no such descriptor
-
-
 def test_a_read_whose_reader_leaves_early_ends_quietly(root: Path) -> None:
     for i in range(60):
         ok(in_vault(root, "store", "fact", f"long_{i}", "A long memory " * 100))
@@ -901,7 +880,6 @@ def test_content_over_10_mb_is_refused(root: Path) -> None:
 
 def test_created_at_of_a_hand_made_file_stays_put(root: Path) -> None:
     path = write(root / "michael" / "note" / "partial.md", "---\nkey: partial\n---\nbody\n")
-    import os
     os.utime(path, (1_735_689_600, 1_735_689_600))  # 2025-01-01
     ok(in_vault(root, "store", "note", "partial", "v2"))
     ok(in_vault(root, "store", "note", "partial", "v3"))

@@ -134,3 +134,66 @@ def test_a_memory_row_garbled_in_the_catalog_is_damage_not_a_bug(stored: Vault) 
     vault = Vault.open(stored.root)
     assert sorted(m.key for m in vault.memories()) == ["door", "wifi"]
     assert any("damaged" in notice for notice in vault.notices), vault.notices
+
+
+# --- the schema version follows what the index persists ---------------------------------------------
+
+#: The fingerprint of what an index persists (`persisted_fingerprint`), by the SCHEMA_VERSION it belongs to.
+#: When this test fails, something an existing index holds would now be made differently: bump
+#: SCHEMA_VERSION in memfile/index/store.py (old indexes are then rebuilt, never misread) and record the
+#: new fingerprint here under the new version.
+FINGERPRINTS = {15: "5380e8adf5f7503c06e8b3a9835d303ac202e6ecd0e0223b504ad2a0becd4ff5"}
+
+#: Text that runs the analyzer through every path: stop words, a question, stems, accents, no-space scripts.
+SAMPLE = ("What did we deploy? Deploying the servers' databases, nhà hàng phở, ภาษาไทยง่าย, 東京の天気, "
+          "e-mail x_y 42 the THE running")
+
+
+def persisted_fingerprint(tmp_path: Path) -> str:
+    """A digest of what an index persists: a golden memory's catalog row and its Whoosh document (with
+    the memory's marshalled row), the analyzer's terms and positions, the pickled schema, the catalog's tables."""
+    import hashlib
+    import marshal
+    import pickle
+    import sqlite3
+    from datetime import datetime, timezone
+
+    from helpers import HAND_MADE
+
+    from memfile import fileformat
+    from memfile.index import store
+    from memfile.index.catalog import Catalog, memory_row
+    from memfile.index.persisted import STOP_WORDS, IndexPositions, MemfileAnalyzer, schema
+    from memfile.model import memory_to_row
+
+    memory = fileformat.parse(HAND_MADE.encode("utf-8"), "michael/fact/office_hours.md",
+                              datetime(2020, 1, 3, tzinfo=timezone.utc))
+    row = marshal.dumps(memory_to_row(memory))
+    catalog = Catalog(tmp_path / "fingerprint.sqlite")
+    catalog.open()
+    with sqlite3.connect(catalog.path) as db:
+        tables = sorted(sql for (sql,) in db.execute("SELECT sql FROM sqlite_master WHERE sql IS NOT NULL"))
+    db.close()
+    catalog.close()
+    analyzer = MemfileAnalyzer()
+    parts = [
+        repr(memory_row(memory.path, row, memory.ref)),
+        repr(sorted(store._document(memory, row).items())),
+        repr([(t.text, t.pos, t.startchar, t.endchar) for t in analyzer(SAMPLE, positions=True, chars=True)]),
+        repr(sorted(IndexPositions().word_values(SAMPLE, analyzer))),
+        repr(sorted(STOP_WORDS)),
+        pickle.dumps(schema(), protocol=2).hex(),
+        repr(tables),
+        str(marshal.version),
+    ]
+    return hashlib.sha256("\n\0".join(parts).encode("utf-8")).hexdigest()
+
+
+def test_the_schema_version_changes_with_what_the_index_persists(tmp_path: Path) -> None:
+    from memfile.index import SCHEMA_VERSION
+
+    found = persisted_fingerprint(tmp_path)
+    assert persisted_fingerprint(tmp_path / "again") == found  # deterministic
+    assert FINGERPRINTS.get(SCHEMA_VERSION) == found, (
+        f"what an index persists changed (fingerprint {found}) but SCHEMA_VERSION is still {SCHEMA_VERSION}: "
+        "bump it in memfile/index/store.py and record the fingerprint in FINGERPRINTS under the new version")

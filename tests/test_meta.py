@@ -58,14 +58,14 @@ MAY_IMPORT: dict[str, set[str]] = {
     # `mcp` commands), `cli_git` is the second half of the command line; `__main__` runs `cli`.
     "cli": FACE_MAY_USE | {"cli_git", "watch", "mcp_server"}, "cli_git": FACE_MAY_USE | {"cli", "git"},
     "mcp_server": FACE_MAY_USE | {"watch"}, "watch": FACE_MAY_USE | {"paths", "index"},
-    "__main__": {"cli", "files"}, "__init__": FACE_MAY_USE | {"recall", "watch", "store_queue"},
+    "__main__": {"cli", "config"}, "__init__": FACE_MAY_USE | {"recall", "watch", "store_queue"},
 }
 #: Why a face imports more than FACE_MAY_USE, one line each.
 FACE_EXCEPTIONS = {
     ("cli_git", "git"): "the hidden merge-file command is git's merge driver (git.run_merge_driver), imported when run",
     ("watch", "paths"): "which file names are memories (is_ignored_name) decides what an event is about",
     ("watch", "index"): "the watcher vouches for the index (its marker) so reads may skip the stat walk",
-    ("__main__", "files"): "roomy_pipe: a larger output pipe before the command runs",
+    ("__main__", "config"): "MEMFILE_PLAIN (config.plain) decides whether a read-only command may end at once",
 }
 # Each third-party library lives in one home (a package prefix or a module).
 THIRD_PARTY_HOME = {"click": {"cli", "cli_git"}, "whoosh": {"index"}, "sqlite3": {"index"}, "git": {"git"},
@@ -145,6 +145,67 @@ def test_no_import_cycles_between_modules() -> None:
 
     for unit in sorted(graph):
         visit(unit, ())
+
+
+def _absolute_imports(path: Path, root: Path = REPO) -> tuple[set[str], set[str]]:
+    """(memfile modules by absolute name, top-level third-party packages) imported anywhere in a module."""
+    package = ".".join(path.relative_to(root).with_suffix("").parts[:-1])  # memfile, memfile.index, ...
+    internal, external = set(), set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.ImportFrom) and node.level:
+            base = ".".join(package.split(".")[: len(package.split(".")) - node.level + 1])
+            if node.module:
+                internal.add(f"{base}.{node.module}")
+            else:
+                internal |= {f"{base}.{alias.name}" for alias in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            (internal if node.module.split(".")[0] == "memfile" else external).add(
+                node.module if node.module.startswith("memfile") else node.module.split(".")[0])
+        elif isinstance(node, ast.Import):
+            for alias in node.names:
+                (internal if alias.name.split(".")[0] == "memfile" else external).add(
+                    alias.name if alias.name.startswith("memfile") else alias.name.split(".")[0])
+    return internal, external
+
+
+def _module_name(path: Path) -> str:
+    return ".".join(path.relative_to(REPO).with_suffix("").parts).removesuffix(".__init__")
+
+
+#: The core: what every part may import (memfile.index sits on these alone).
+CORE_MODULES = {f"memfile.{name}" for name in ("errors", "model", "paths", "fileformat", "config", "text", "files")}
+ALL_MODULES = sorted(PACKAGE.rglob("*.py"))
+
+
+def _beyond_the_core(internal: set[str]) -> set[str]:
+    """What an index module imports besides its own package and the core (`from ..x import name` counts as x)."""
+    return {name for name in internal if not name.startswith("memfile.index.") and name != "memfile.index"
+            and name not in CORE_MODULES and name.rsplit(".", 1)[0] not in CORE_MODULES}
+
+
+@pytest.mark.parametrize("path", sorted((PACKAGE / "index").glob("*.py")), ids=lambda p: p.stem)
+def test_the_index_package_imports_only_the_core_and_itself(path: Path) -> None:
+    outside = _beyond_the_core(_absolute_imports(path)[0])
+    assert not outside, f"{_module_name(path)} imports {outside}: the index sits on the core alone (STYLE.md)"
+
+
+@pytest.mark.parametrize("path", ALL_MODULES, ids=_module_name)
+def test_whoosh_and_sqlite3_are_imported_only_in_the_index_package(path: Path) -> None:
+    _, external = _absolute_imports(path)
+    if external & {"whoosh", "sqlite3"}:
+        assert _module_name(path).startswith("memfile.index"), \
+            f"{_module_name(path)} imports {external & {'whoosh', 'sqlite3'}}: they belong in memfile/index/"
+
+
+def test_the_layering_rules_can_fail(tmp_path: Path) -> None:
+    """The rules above catch imports that break them (they state a design, not today's imports)."""
+    probe = tmp_path / "memfile" / "index" / "probe.py"
+    probe.parent.mkdir(parents=True)
+    probe.write_text("from ..recall import ORDER\nfrom .. import vault\nfrom ..errors import NotFound\n"
+                     "from .store import Store\nimport memfile.git\nimport sqlite3\n", encoding="utf-8")
+    internal, external = _absolute_imports(probe, tmp_path)
+    assert _beyond_the_core(internal) == {"memfile.recall", "memfile.vault", "memfile.git"}
+    assert "sqlite3" in external
 
 
 def test_modules_stay_small_and_documented() -> None:

@@ -20,7 +20,6 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 import pytest
-from conftest import git
 from helpers import fails, in_vault, ok, run, write
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st

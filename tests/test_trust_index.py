@@ -27,7 +27,7 @@ from helpers import commit_by_hand, fails, in_vault, ok, write
 
 from memfile import Vault
 from memfile.index.snippet import snippet
-from memfile.files import stat_walk
+from memfile.index.source import stat_walk
 
 NOTE = "---\ncategory: fact\nkey: door\n---\nThe door code is 1234.\n"
 

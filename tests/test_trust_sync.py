@@ -11,7 +11,6 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-import pytest
 from conftest import git
 from helpers import commit_by_hand, fails, in_vault, ok, write
 

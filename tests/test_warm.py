@@ -14,6 +14,7 @@ from memfile.index.snippet import snippet
 from memfile.index.query import parse_query
 from memfile.text import matching, token_texts, tokens
 from memfile.index.score_cache import WARM_FROM, ScoreCache, plain_terms
+from memfile.config import plain
 
 WORDS = ("alpha bravo charlie delta echo foxtrot golf hotel india juliet kilo lima mike november oscar papa "
          "deploy deploying database servers cache queue").split()
@@ -281,6 +282,7 @@ def test_token_texts_are_the_tokenizers_tokens_without_places() -> None:
         assert token_texts(text) == [t for t, _, _ in tokens(text)], text
 
 
+@pytest.mark.skipif(plain("formats"), reason="tests the trick itself: MEMFILE_PLAIN turns it off")
 def test_the_index_format_gives_whooshs_postings_byte_for_byte() -> None:
     """The text field's format runs the analyzer inline; Whoosh's own Positions format is the reference."""
     from whoosh.formats import Positions
@@ -300,6 +302,7 @@ def test_the_index_format_gives_whooshs_postings_byte_for_byte() -> None:
     assert type(field.analyzer) is MemfileAnalyzer
 
 
+@pytest.mark.skipif(plain("formats"), reason="tests the trick itself: MEMFILE_PLAIN turns it off")
 def test_the_id_fields_format_gives_whooshs_postings() -> None:
     """A plain ID is its own one term; anything else (a list, other options) goes Whoosh's way."""
     from whoosh.formats import Existence

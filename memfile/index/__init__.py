@@ -25,10 +25,12 @@ from datetime import datetime
 from pathlib import Path
 from typing import TypeVar
 
-from ..config import STATE_DIR
-from ..files import Stat, is_folder_entry, may_fork, split_walk, stat_walk
+from ..config import STATE_DIR, plain
+from ..files import Stat
 from ..model import Memory, ParseIssue, SearchHit, utc_now
 from . import source
+from .fastpath import may_fork, split_walk
+from .source import is_folder_entry, stat_walk
 from .catalog import Catalog
 from .damage import IndexDamaged, IndexUnwritable, stored_bytes
 from .store import (
@@ -56,18 +58,15 @@ class Index:
     files the last read could not parse, with line and reason.
     """
 
-    def __init__(self, root: Path, mind: str, lock_timeout: float, entry: Callable[[Memory], str],
-                 notify: Callable[[str], None]) -> None:
-        """`entry`: a memory's entry in a whole recall, kept in the catalog (`View.recall_entries`)."""
+    def __init__(self, root: Path, mind: str, lock_timeout: float, notify: Callable[[str], None]) -> None:
         self.root = root
         self.mind = mind
         self.mind_dir = root / mind
         self.folder = root / STATE_DIR / "index" / mind
         self.lock_timeout = lock_timeout
         self.issues: list[ParseIssue] = []
-        self._entry = entry
         self._notify = notify
-        self._store: Store | None = Store(self.folder, lock_timeout, entry)
+        self._store: Store | None = Store(self.folder, lock_timeout)
         self._cached: tuple[float | None, list[Memory]] | None = None  # (catalog version, its memories)
 
     @property
@@ -113,7 +112,8 @@ class Index:
             assert store is not None
             try:
                 with stored_bytes():
-                    if not (looks or rebuilt) and paths is None and not may_fork() and store.is_bulk(disk):
+                    if (not (looks or rebuilt) and paths is None and not may_fork() and not plain("bulk_child")
+                            and store.is_bulk(disk)):
                         apart = build_apart(self.root, self.mind, progress)  # the sync below then finds little to do
                     report = store.sync(disk, self.load, paths, progress=progress, wait=wait,
                                         present=lambda path: source.stat_now(self.root, path) is not None)
@@ -188,7 +188,7 @@ class Index:
         self._notify(f"the index in {folder} cannot be written ({exc.why}); reading the files "
                      "(through a temporary index)")
         try:
-            self._store = Store.temporary(self.lock_timeout, self._entry)
+            self._store = Store.temporary(self.lock_timeout)
         except OSError:
             self._store = None
 
@@ -359,18 +359,9 @@ class View:
         assert index._store is not None
         with stored_bytes():
             version = index._store.catalog.last_update()
-            if index._cached is None or index._cached[0] != version or version is None:
+            if index._cached is None or index._cached[0] != version or version is None or plain("catalog_cache"):
                 index._cached = (version, index._store.catalog.memories())
         return list(index._cached[1])
-
-    def recall_entries(self, now: float, include_superseded: bool) -> list[tuple[str, str, bool, bytes, int]] | None:
-        """The catalog's rendered entries of every memory not expired at `now`, in recall order
-        (`Catalog.recall_entries`); None when files are overlaid or no index is in use."""
-        store = self.index._store
-        if store is None or self.report.pending:
-            return None
-        with stored_bytes():
-            return store.catalog.recall_entries(now, include_superseded)
 
     def search(self, text: str, options: SearchOptions, now: datetime | None = None,
                count: bool = False) -> tuple[list[SearchHit], int]:

@@ -1,8 +1,7 @@
 """The catalog: what the index knows of each file of a mind, in SQLite (standard library).
 
-For every file: the parsed memory (a marshalled row) with what a whole recall
-reads instead (sort keys, expiry, state and the rendered entry), or the reason
-it could not be parsed. In `meta`: the stat of every file when it was read (size,
+For every file: the parsed memory (a marshalled row), or the reason it could
+not be parsed. In `meta`: the stat of every file when it was read (size,
 mtime_ns, ctime_ns, inode; one compact blob, `state`), the sizes of the full-text
 index's segment files, the version (`last_update`, changed by every write)
 and the digest of the last whole walk found unchanged (`fingerprint`).
@@ -34,14 +33,12 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from ..files import Stat, half_of
+from ..config import plain
+from ..files import Stat
 from ..model import Memory, ParseIssue, memory_from_row
 from .damage import decoding
 
-try:  # hashlib's own blake2b: importing hashlib loads OpenSSL too, 7 ms of every command
-    from _blake2 import blake2b
-except ImportError:  # not CPython
-    from hashlib import blake2b
+from hashlib import blake2b
 
 #: The size recorded for a file read too soon after its last change (see `settled`).
 UNSURE = -1
@@ -183,12 +180,12 @@ class Catalog:
         last one found unchanged; when the full diff finds nothing changed, its
         digest is recorded for the next check.
         """
-        if paths is None:
+        if paths is None and not plain("digest"):
             vouched = self.vouched()
             if vouched is not None and vouched[1] == fingerprint(vouched[0], disk):
                 return [], []
         changed, removed = diff(self.recorded(), disk, paths)
-        if paths is None and not changed and not removed:
+        if paths is None and not changed and not removed and not plain("digest"):
             assert self._recorded is not None
             self._vouch(disk, self._recorded[0])
         return changed, removed
@@ -278,12 +275,7 @@ class Catalog:
         """
         with self._connection() as db:
             db.executemany("DELETE FROM files WHERE path = ?", [(p,) for p in removed])
-            db.executemany("INSERT OR REPLACE INTO files VALUES (?, ?, ?, ?, ?)", [row[:5] for row in rows])
-            gone = [(p,) for p in removed] + [(row[0],) for row in rows if row[3] is None]  # removed, or unreadable now
-            db.executemany("DELETE FROM entries WHERE path = ?", gone)
-            # in the table's key order (recall order), a bulk load appends instead of splitting pages: half the time
-            entries = sorted(((row[0], *row[4:]) for row in rows if row[3] is not None), key=_recall_key)
-            db.executemany("INSERT OR REPLACE INTO entries VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", entries)
+            db.executemany("INSERT OR REPLACE INTO files VALUES (?, ?, ?, ?, ?)", rows)
             version = str(time.time())
             db.executemany("INSERT OR REPLACE INTO meta VALUES (?, ?)", [
                 ("state", marshal.dumps(recorded)), ("segments", json.dumps(segments)), ("last_update", version),
@@ -298,7 +290,6 @@ class Catalog:
         """A new full-text index knows no file yet: nothing is recorded."""
         with self._connection() as db:
             db.execute("DELETE FROM files")
-            db.execute("DELETE FROM entries")
             db.execute("DELETE FROM meta WHERE name IN ('state', 'segments', 'fingerprint', 'masks')")
             db.execute("INSERT OR REPLACE INTO meta VALUES ('last_update', ?)", (str(time.time()),))
 
@@ -307,15 +298,6 @@ class Catalog:
     def memories(self) -> list[Memory]:
         rows = self._connection().execute("SELECT memory FROM files WHERE memory IS NOT NULL")
         return _memories(rows)
-
-    def recall_entries(self, now: float, include_superseded: bool) -> list[tuple[str, str, bool, bytes, int]]:
-        """(REF, id, verified, rendered entry in UTF-8, its characters) of every memory not expired at `now`,
-        in recall order (`memfile.recall.order`: priority, newest first, REF, path): a whole recall
-        without making a Memory of each. REF sorts as category then key (no category holds '/')."""
-        state = "" if include_superseded else "AND NOT superseded "
-        return self._connection().execute(  # the table's own order: no sort
-            "SELECT ref, id, verified, CAST(entry AS BLOB), chars FROM entries WHERE (expires IS NULL OR expires > ?) "
-            f"{state}ORDER BY rank, updated DESC, ref, path", (now,)).fetchall()
 
     def memories_named(self, ref: str) -> list[Memory]:
         """The memories the catalog holds for `category/key` (more than one only when files were copied)."""
@@ -345,24 +327,14 @@ def _memories(rows: Iterable[tuple[Any, ...]]) -> list[Memory]:
         return [memory_from_row(marshal.loads(row[0])) for row in rows]
 
 
-def _recall_key(entry: tuple[Any, ...]) -> tuple[Any, ...]:
-    """An `entries` row's place in the table's key: rank, updated DESC, ref, path."""
-    path, ref, rank, updated = entry[:4]
-    return rank, -updated, ref, path
-
-
-def memory_row(path: str, memory: Memory, blob: bytes, entry: str) -> Row:
-    """The row of a parsed file: its memory (`blob`, marshalled) and what a whole recall reads
-    instead of the memory: the sort keys, expiry, state, id, verified, its rendered `entry` and how
-    many characters that is (a recall of UTF-8 entries counts its tokens without decoding them)."""
-    expires = memory.expires_at.timestamp() if memory.expires_at is not None else None
-    return (path, None, None, blob, memory.ref, memory.priority.rank, memory.updated_at.timestamp(), expires,
-            memory.superseded, memory.id, memory.verified, entry, len(entry))
+def memory_row(path: str, blob: bytes, ref: str) -> Row:
+    """The row of a parsed file: its memory (`blob`, marshalled) and its REF."""
+    return (path, None, None, blob, ref)
 
 
 def issue_row(path: str, line: int | None, reason: str) -> Row:
     """The row of a file that could not be parsed."""
-    return (path, line, reason, None, None, None, None, None, None, None, None, None, None)
+    return (path, line, reason, None, None)
 
 
 def settled(stat: Stat, read_at: int) -> Stat:
@@ -382,11 +354,13 @@ def is_unsure(recorded: Stat | None, disk: Stat) -> bool:
 def fingerprint(version: str, disk: dict[str, Stat]) -> bytes:
     """A digest of a walk (paths with their stats, see `half_digest`) and the catalog version it matches.
 
-    The walk is digested in its two halves (`files.half_of`), so that two
+    The walk is digested in its two halves (`fastpath.half_of`), so that two
     processes may walk one half each (`half_digest` of each, then `joined`).
     An unchanged folder lists in the same order, so an unchanged mind gives the
     same digest; anything else only costs the full diff.
     """
+    from .fastpath import half_of
+
     halves: tuple[dict[str, Stat], dict[str, Stat]] = ({}, {})
     for path, stat in disk.items():
         halves[half_of(path)][path] = stat
@@ -432,12 +406,6 @@ def _connect(path: Path) -> sqlite3.Connection:
     db.execute("PRAGMA synchronous=NORMAL")
     db.execute("CREATE TABLE IF NOT EXISTS files "
                "(path TEXT PRIMARY KEY, issue_line INTEGER, issue_reason TEXT, memory TEXT, ref TEXT)")
-    # What a whole recall reads, apart from the memories (their blobs would be read past on every row),
-    # stored in recall order: a whole recall reads it front to back, not row by row through an index.
-    db.execute("CREATE TABLE IF NOT EXISTS entries (path TEXT NOT NULL, ref TEXT, rank INTEGER, updated REAL, "
-               "expires REAL, superseded INTEGER, id TEXT, verified INTEGER, entry TEXT, chars INTEGER, "
-               "PRIMARY KEY (rank, updated DESC, ref, path)) WITHOUT ROWID")
-    db.execute("CREATE UNIQUE INDEX IF NOT EXISTS entries_paths ON entries (path)")
     db.execute("CREATE INDEX IF NOT EXISTS files_issues ON files (issue_reason) WHERE issue_reason IS NOT NULL")
     db.execute("CREATE INDEX IF NOT EXISTS files_refs ON files (ref) WHERE ref IS NOT NULL")
     db.execute("CREATE TABLE IF NOT EXISTS meta (name TEXT PRIMARY KEY, value BLOB)")

@@ -30,10 +30,7 @@ import zlib
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-try:  # what pickle raises, without importing pickle (3 ms of every command)
-    from _pickle import UnpicklingError
-except ImportError:  # not CPython
-    from pickle import UnpicklingError
+from pickle import UnpicklingError
 
 
 class IndexDamaged(Exception):

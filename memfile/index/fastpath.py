@@ -1,27 +1,42 @@
-"""The index's speed tricks that are not Whoosh's: faster routes to the same answers as the plain path.
+"""The index's process-level speed tricks: faster routes to the same answers as the plain path.
 
-Each is proven equal to the plain path by a test, and `MEMFILE_PLAIN=1` turns
-them all off. Whoosh is never imported here: every read runs this module.
+Every speed trick of memfile lives in memfile/index/ (and one, the quick exit,
+in memfile/__main__.py). Each is proven equal to the plain path by
+tests/test_plain_equivalence.py, and `MEMFILE_PLAIN=1` turns them all off
+(`config.plain`; a comma-separated list of the names below turns off those
+alone, to measure one). Their measured gains: docs/internals.md.
+
+Here (Whoosh is never imported: every read runs this module):
+- `walk`: the stat walk of a refresh in two halves, one in a forked child (`split_walk`, `Aside`);
+- `walk`, `digest`: a read answered from the index while two children walk (`beside_walk`), when
+  the catalog vouches by digest for the last whole walk (catalog.fingerprint, Catalog.stale);
+- `bulk_child`: a bulk build in a fresh interpreter when this process runs threads (`build_apart`).
+Elsewhere in the package: `scandir_fd` (source._opened_folder), `procs` and `gc` (store._bulk_options,
+store._collector_paused), `formats` (persisted.IndexPositions/IndexExistence), `score_cache`
+(score_cache.py), `masks` (store.Masks), `catalog_cache` (View._catalog_memories; the Vault's recall cache).
 """
 
 from __future__ import annotations
 
+import gc
+import marshal
 import os
+import sys
+import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
-from ..files import Aside, stat_walk
+from ..config import plain
 from . import source
-from .catalog import half_digest, joined
-from .store import RefreshReport
+from .source import stat_walk
 
 T = TypeVar("T")
 
 
 def beside_walk(index: Any, work: Callable[[Any], T]) -> tuple[T] | None:
     """`(work(view),)` on the index as it is, while two forked children walk one half of the files each
-    (`files.Aside`; a one-shot command then costs about the longer of the work and half a walk, not
+    (`Aside`; a one-shot command then costs about the longer of the work and half a walk, not
     their sum); None when that answer cannot stand, and the caller refreshes first, as ever.
 
     It stands when the catalog recorded the digest of a walk that found nothing changed at its current
@@ -30,10 +45,12 @@ def beside_walk(index: Any, work: Callable[[Any], T]) -> tuple[T] | None:
     instead) gets None.
     """
     from . import View
+    from .catalog import half_digest, joined
     from .damage import IndexDamaged, stored_bytes
+    from .store import RefreshReport
 
     store = index.store
-    if store is None or source.watcher_vouches(index.root, index.mind):
+    if store is None or plain("walk") or plain("digest") or source.watcher_vouches(index.root, index.mind):
         return None
     try:
         with stored_bytes():
@@ -82,3 +99,85 @@ def build_apart(root: Path, mind: str, progress: Callable[[int, int], None] | No
     except (OSError, ValueError):  # no interpreter to start, or it failed
         return 0, 0, 0
     return added, updated, removed
+
+
+def half_of(path: str) -> int:
+    """Which half of a walk a memory file is in (0 or 1), by its name alone: the two halves
+    of one walk are made in two processes (`split_walk`) and digested apart (`catalog.fingerprint`).
+    A folder that could not be listed (`<folder>/`) goes by its length."""
+    if path[-1] == "/":
+        return len(path) & 1
+    return (ord(path[-4]) + len(path) - path.rfind("/") - 1) & 1  # the last character before ".md", plus the name's length
+
+
+def split_walk(mind_dir: Path, root: Path) -> dict[str, Any]:
+    """`stat_walk` on both cores: a forked child stats one half of the files (see `Aside`)."""
+    if plain("walk"):
+        return stat_walk(mind_dir, root)
+    other = Aside.start(lambda: marshal.dumps(stat_walk(mind_dir, root, part=1)))
+    if other is None:
+        return stat_walk(mind_dir, root)
+    try:
+        found = stat_walk(mind_dir, root, part=0)
+    finally:
+        theirs = other.result()
+    if theirs is None:  # the child failed: walk that half here
+        return found | stat_walk(mind_dir, root, part=1)
+    found.update(marshal.loads(theirs))
+    return found
+
+
+
+def may_fork() -> bool:
+    """Whether this process may fork: no other thread runs (a child would copy the locks they hold)."""
+    return threading.active_count() == 1
+
+
+class Aside:
+    """`compute()` run in a forked child while this process goes on (on the other core).
+
+    `result()` waits for the child and gives the bytes it computed, or None when
+    it failed. `start` gives None (nothing runs) where a fork is not safe: off
+    Linux, or with other threads running (the child would copy locks they hold).
+    The child leaves with `os._exit`: no exit handler, buffer or finaliser of
+    this process runs twice.
+    """
+
+    def __init__(self, pid: int, pipe: int) -> None:
+        self._pid, self._pipe = pid, pipe
+
+    @classmethod
+    def start(cls, compute: Callable[[], bytes]) -> Aside | None:
+        if sys.platform != "linux" or not may_fork():
+            return None
+        read_end, write_end = os.pipe()
+        try:
+            pid = os.fork()
+        except OSError:
+            os.close(read_end)
+            os.close(write_end)
+            return None
+        if pid == 0:  # the child
+            code = 1
+            try:
+                gc.disable()  # no finaliser of an object this process shares with its parent
+                os.close(read_end)
+                view = memoryview(compute())
+                while view:
+                    view = view[os.write(write_end, view):]
+                code = 0
+            finally:
+                os._exit(code)
+        os.close(write_end)
+        return cls(pid, read_end)
+
+    def result(self) -> bytes | None:
+        """The child's bytes (None when it failed); waits for it. Call it once, also on the way out of an error."""
+        chunks = []
+        try:
+            while chunk := os.read(self._pipe, 65536):
+                chunks.append(chunk)
+        finally:
+            os.close(self._pipe)
+            status = os.waitpid(self._pid, 0)[1]
+        return b"".join(chunks) if os.waitstatus_to_exitcode(status) == 0 else None

@@ -19,6 +19,7 @@ from whoosh.fields import ID, KEYWORD, NUMERIC, STORED, TEXT, Schema
 from whoosh.formats import Existence, Positions
 from whoosh.lang.porter import stem
 
+from ..config import plain
 from ..text import fold, normalize, token_texts, tokens
 
 
@@ -76,7 +77,7 @@ class IndexPositions(Positions):
     """
 
     def word_values(self, value: Any, analyzer: Any, **kwargs: Any) -> Any:
-        if type(value) is not str or type(analyzer) is not MemfileAnalyzer or kwargs.keys() - {"mode"}:
+        if type(value) is not str or type(analyzer) is not MemfileAnalyzer or kwargs.keys() - {"mode"} or plain("formats"):
             return super().word_values(value, analyzer, **kwargs)
         places: dict[str, list[int]] = {}
         known = _INDEX_TERMS
@@ -114,7 +115,7 @@ class IndexExistence(Existence):
     without a Token and two generators (the same postings, tested). Pickled into the index, keep its path."""
 
     def word_values(self, value: Any, analyzer: Any, **kwargs: Any) -> Any:
-        if type(value) is not str or type(analyzer) is not IDTokenizer or kwargs.keys() - {"mode"}:
+        if type(value) is not str or type(analyzer) is not IDTokenizer or kwargs.keys() - {"mode"} or plain("formats"):
             return super().word_values(value, analyzer, **kwargs)
         return [(value, 1, self.field_boost, b"")]
 

@@ -33,16 +33,16 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from ..errors import FileParseError, LockTimeout
-from ..files import may_fork
-from ..model import Memory, ParseIssue, SearchHit, memory_to_row
-from ..text import normalize
 from .catalog import Catalog, Row, Stat, diff, is_unsure, issue_row, memory_row, settled
 from .damage import IndexDamaged, decoding, is_damage
-from .query import defer_morphology, weighting
+from ..config import plain
+from ..errors import FileParseError, LockTimeout
+from ..model import Memory, ParseIssue, SearchHit, memory_to_row
+from .query import weighting
 from .score_cache import ScoreCache, hidden_docs, stored_memory
+from ..text import normalize
 
-SCHEMA_VERSION = 14  # 14: the pickled classes moved to memfile.index.persisted (13: stats hold the ctime too)
+SCHEMA_VERSION = 15  # 15: the catalog keeps no recall entries; 14: the pickled classes moved to memfile.index.persisted
 INDEX_NAME = f"memories_v{SCHEMA_VERSION}"
 CATALOG_NAME = f"catalog_v{SCHEMA_VERSION}.sqlite"
 #: From this many files to (re)read, a sync is a bulk load: both cores, no garbage collection pauses.
@@ -124,11 +124,9 @@ class Store:
     Its errors are raw: the `Index` (memfile.index) around it tells damage from bugs and recovers.
     """
 
-    def __init__(self, folder: Path, lock_timeout: float, entry: Callable[[Memory], str]) -> None:
-        """`entry`: a memory's entry in a recall, kept in the catalog for whole recalls (`Catalog.recall_entries`)."""
+    def __init__(self, folder: Path, lock_timeout: float) -> None:
         self.folder = folder
         self.lock_timeout = lock_timeout
-        self.entry = entry
         self._ix: Any = None
         self.catalog = Catalog(folder / CATALOG_NAME)
         self._searcher: Any = None
@@ -137,7 +135,7 @@ class Store:
         self.temporary = False  # made in a temporary folder for one Vault (see `temporary`)
 
     @classmethod
-    def temporary(cls, lock_timeout: float, entry: Callable[[Memory], str]) -> Store:
+    def temporary(cls, lock_timeout: float) -> Store:
         """An index in a new temporary folder, deleted when the index is (or at exit): for a vault whose
         own index cannot be written (read-only media, a full disk). It is built from the files on first use.
 
@@ -149,7 +147,7 @@ class Store:
         import weakref
 
         folder = Path(tempfile.mkdtemp(prefix="memfile-index-"))
-        index = cls(folder, lock_timeout, entry)
+        index = cls(folder, lock_timeout)
         index.temporary = True
         weakref.finalize(index, shutil.rmtree, folder, True)
         try:
@@ -163,7 +161,6 @@ class Store:
 
     def _open(self) -> Any:
         if self._ix is None:
-            defer_morphology()
             from whoosh import index
 
             self.folder.mkdir(parents=True, exist_ok=True)
@@ -321,7 +318,7 @@ class Store:
                         row = marshal.dumps(memory_to_row(memory))
                         add(**_document(memory, row))
                         recorded[path] = settled(stat, read_at)
-                        rows.append(memory_row(path, memory, row, self.entry(memory)))
+                        rows.append(memory_row(path, row, memory.ref))
                     except FileParseError as exc:
                         writer.delete_by_term("path", path)
                         recorded[path] = settled(disk[path], read_at)
@@ -450,7 +447,8 @@ class Store:
             self._searcher = None
         if self._searcher is None:
             self._searcher = ix.searcher(weighting=weighting())
-            self._warm = ScoreCache(self._searcher, masks=Masks(self.catalog, _generation(self._searcher)))
+            masks = None if plain("masks") else Masks(self.catalog, _generation(self._searcher))
+            self._warm = ScoreCache(self._searcher, masks=masks)
 
     def _search(self, text: str, options: SearchOptions, now: datetime,
                 pending: dict[str, Memory | None] | None, count: bool) -> tuple[list[SearchHit], int]:
@@ -459,12 +457,19 @@ class Store:
         pending = pending or {}
         self._current()
         assert self._warm is not None
-        parsed = self._warm.parsed(text)
+        warm = None if plain("score_cache") else self._warm
+        if warm is None:  # the plain path: Whoosh parses, masks and scores every query afresh
+            from .query import parse_query
+
+            parsed = parse_query(text, self._searcher.schema)
+            hidden = hidden_docs(self._searcher, options.include_superseded, options.include_expired, now)[0]
+        else:
+            parsed = warm.parsed(text)
+            hidden = warm.hidden(options.include_superseded, options.include_expired, now)
         allow = _filter(options)
-        hidden = self._warm.hidden(options.include_superseded, options.include_expired, now)
         if pending:  # read, not yet indexed: their indexed versions are out of date
             hidden = hidden | set(self._searcher.docs_for_query(query.Or([query.Term("path", p) for p in pending])))
-        hits, matched = _live(self._searcher, parsed, allow, hidden, options, count, self._warm)
+        hits, matched = _live(self._searcher, parsed, allow, hidden, options, count, warm)
         fresh = [m for m in pending.values() if m is not None and (options.include_superseded or not m.superseded)]
         if fresh:
             more, more_matched = _search_memories(fresh, parsed, allow, options, now, count)
@@ -478,7 +483,7 @@ class Store:
 def _collector_paused(paused: bool) -> Iterator[None]:
     """No cyclic garbage collection while a big batch is indexed: its many live objects make every
     collection walk them all again (about a tenth of a cold reindex). Collected right after."""
-    if not paused or not gc.isenabled():
+    if not paused or not gc.isenabled() or plain("gc"):
         yield
         return
     gc.disable()
@@ -534,14 +539,14 @@ def _bulk_options(count: int) -> dict[str, Any]:
     """Writer options. Segments stay separate files, not one compound file: opening a compound
     segment copies it out of its mmap (whoosh3's BufferFile), ~0.4 s per search at 100,000
     memories. A big batch uses both cores, but never from a threaded process (forking it is unsafe).
-    The codec writes Whoosh's files, faster (write_codec.WriteCodec). A writer holds its postings in
+    A writer holds its postings in
     memory up to `pool_mb()`: past that, Whoosh sorts them through files on disk, which doubled the time
     per memory of a 100,000-memory load (at 256 MB); a small write never comes near it.
     """
-    from .write_codec import WriteCodec
+    from .fastpath import may_fork
 
-    options = {"compound": False, "codec": WriteCodec(), "limitmb": pool_mb()}
-    if count < BULK or not may_fork():
+    options: dict[str, Any] = {"compound": False, "limitmb": pool_mb()}
+    if count < BULK or not may_fork() or plain("procs"):
         return options
     return options | {"procs": 2, "multisegment": True, "batchsize": 500}
 

@@ -64,7 +64,7 @@ from conftest import git  # noqa: E402
 from memfile import Memory, ParseIssue, Vault  # noqa: E402
 from memfile.errors import FileParseError  # noqa: E402
 from memfile.fileformat import parse  # noqa: E402
-from memfile.files import stat_walk  # noqa: E402
+from memfile.index.source import stat_walk  # noqa: E402
 from memfile.model import derive_key  # noqa: E402
 
 MIND = "michael"
