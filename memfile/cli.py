@@ -26,7 +26,8 @@ EXAMPLE_VAULT = "sample_vault"
 LISTS_UNREADABLE = {"status", "doctor"}
 #: The distribution to install (the name `memfile` on the package index is another project).
 DISTRIBUTION = "memfile-vault"
-RUNNING: dict[str, str | None] = {"command": None}  # the command `main` runs (for memfile.__main__)
+#: The command `main` runs, and the entry point's hook told of it once it is known (memfile.__main__).
+RUNNING: dict[str, Any] = {"command": None, "started": None}
 
 
 @dataclass
@@ -142,6 +143,8 @@ def main(ctx: click.Context, vault_path: str | None, mind: str | None, debug: bo
             stream.reconfigure(errors="backslashreplace")
     ctx.obj = State(vault_path, mind, debug)
     RUNNING["command"] = ctx.invoked_subcommand
+    if RUNNING["started"] is not None:
+        RUNNING["started"](ctx.invoked_subcommand)
 
 
 @main.command()

@@ -829,6 +829,25 @@ def _build(folder: Path, fields: Any, codec: Any, documents: list[dict[str, Any]
     return ix
 
 
+def test_the_write_codec_writes_whooshs_files_byte_for_byte(tmp_path: Path) -> None:
+    """write_codec.WriteCodec only reads lengths faster: every file of its segment equals Whoosh's own codec's,
+    and the segment names Whoosh's codec (an index never refers to memfile's)."""
+    from whoosh.codec.whoosh3 import W3Codec
+
+    from memfile.index.write_codec import WriteCodec
+    from memfile.index.persisted import schema
+
+    documents = _varied_documents(700)
+    built = {}
+    for name, codec in (("whoosh", W3Codec()), ("memfile", WriteCodec())):
+        ix = _build(tmp_path / name, schema(), codec, documents)
+        assert [type(segment.codec()) for segment in ix._segments()] == [W3Codec]
+        built[name] = {p.name.split(".", 1)[1]: p.read_bytes()  # the name without the segment's random id
+                       for p in (tmp_path / name).iterdir() if p.suffix != ".toc" and not p.name.endswith("LOCK")}
+    assert built["memfile"] == built["whoosh"]
+    assert {"pst", "trm", "_text_len.col", "_tags_len.col"} <= set(built["whoosh"])
+
+
 def test_the_fields_formats_index_what_whooshs_own_formats_do(tmp_path: Path) -> None:
     """IndexPositions and IndexExistence only make the same terms faster: every term of every field
     reads back with the same statistics and postings (ids, weights, encoded positions) as with Whoosh's
@@ -886,3 +905,49 @@ def test_a_writer_holds_an_eighth_of_the_machines_memory_from_256_mb_to_1_gb(mon
     assert index.pool_mb() == 256
 
 
+MORPHOLOGY_CHECK = textwrap.dedent(
+    """\
+    import sys
+    from memfile.index.query import defer_morphology
+    defer_morphology()
+    import whoosh.query
+    from whoosh.fields import Schema, TEXT
+    from whoosh.filedb.filestore import RamStorage
+    stand_in = sys.modules['whoosh.lang.morph_en']
+    print('BUILT BEFORE USE', 'exceptions' in vars(stand_in))
+    ix = RamStorage().create_index(Schema(text=TEXT(stored=True)))
+    with ix.writer() as writer:
+        for text in ('she deployed it', 'deployment notes', 'a deploy', 'nothing here'):
+            writer.add_document(text=text)
+    with ix.searcher() as searcher:
+        found = sorted(hit['text'] for hit in searcher.search(whoosh.query.Variations('text', 'deploys')))
+    print('FOUND', found)
+    real = sys.modules['whoosh.lang.morph_en']
+    print('REAL NOW', real is not stand_in and 'exceptions' in vars(real))
+    print('SAME NAMES', stand_in.exceptions is real.exceptions, sorted(stand_in.variations('deploy')) == sorted(real.variations('deploy')))
+    """
+)
+
+
+@pytest.mark.skipif(plain("morphology"), reason="tests the trick itself: MEMFILE_PLAIN turns it off")
+def test_whoosh_morphology_is_built_on_first_use_with_whooshs_own_answers() -> None:
+    result = subprocess.run([sys.executable, "-c", MORPHOLOGY_CHECK], capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert lines[0] == "BUILT BEFORE USE False"
+    assert lines[1] == "FOUND ['a deploy', 'deployment notes', 'she deployed it']"  # Whoosh's own variations
+    assert lines[2:] == ["REAL NOW True", "SAME NAMES True True"]
+    plain = subprocess.run([sys.executable, "-c", "from whoosh.lang.morph_en import variations; "
+                            "print(sorted(variations('deploy')))"], capture_output=True, text=True, timeout=60)
+    deferred = subprocess.run([sys.executable, "-c", "from memfile.index.query import defer_morphology; defer_morphology(); "
+                               "from whoosh.lang.morph_en import variations; print(sorted(variations('deploy')))"],
+                              capture_output=True, text=True, timeout=60)
+    assert plain.stdout == deferred.stdout and "deployment" in plain.stdout
+
+
+@pytest.mark.skipif(plain("morphology"), reason="tests the trick itself: MEMFILE_PLAIN turns it off")
+def test_search_never_builds_whoosh_morphology(notes: Vault) -> None:
+    script = SHOW_MODULES.replace("print('MODULES '", "print('BUILT', 'exceptions' in vars(sys.modules['whoosh.lang.morph_en']))\nprint('MODULES '")
+    result = subprocess.run([sys.executable, "-c", script, "--vault", str(notes.root), "search", "docker"],
+                            capture_output=True, text=True, timeout=30)
+    assert "BUILT False" in result.stdout.splitlines(), (result.stdout, result.stderr)

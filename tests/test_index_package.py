@@ -197,3 +197,27 @@ def test_the_schema_version_changes_with_what_the_index_persists(tmp_path: Path)
     assert FINGERPRINTS.get(SCHEMA_VERSION) == found, (
         f"what an index persists changed (fingerprint {found}) but SCHEMA_VERSION is still {SCHEMA_VERSION}: "
         "bump it in memfile/index/store.py and record the fingerprint in FINGERPRINTS under the new version")
+
+
+def test_the_fast_row_decoder_gives_the_memory_the_plain_one_does(vault: Vault) -> None:
+    """`fastpath.row_decoder` (no dataclass `__init__`) against `model.memory_from_row`, every field."""
+    from dataclasses import fields
+
+    from helpers import HAND_MADE, write
+
+    from memfile.index.fastpath import _memory_from_row
+    from memfile.model import memory_from_row, memory_to_row
+
+    vault.store("fact", "door", "The door code is 1234", tags=["home", "codes"], priority="high",
+                expires="2099-01-01T00:00:00Z")
+    vault.store("note", "old", "Superseded", source="agent")
+    vault.store("note", "new", "Newer", supersedes="note/old")
+    write(vault.mind_dir / "fact" / "office_hours.md", HAND_MADE)
+    memories = vault.list(status="all", include_expired=True)
+    assert len(memories) == 4
+    for memory in memories:
+        row = memory_to_row(memory)
+        fast, plain = _memory_from_row(row), memory_from_row(row)
+        assert fast == plain == memory
+        assert [getattr(fast, f.name) for f in fields(fast)] == [getattr(plain, f.name) for f in fields(plain)]
+        assert {type(getattr(fast, f.name)) for f in fields(fast)} == {type(getattr(plain, f.name)) for f in fields(plain)}

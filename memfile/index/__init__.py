@@ -14,8 +14,8 @@ Modules: store.py (the Whoosh index and the catalog of one folder), catalog.py
 (the SQLite half), persisted.py (what is pickled into an index), query.py
 (typed text to a Whoosh query; BM25 parameters), score_cache.py (what a
 searcher keeps between queries), snippet.py (a hit's passages), damage.py
-(damage versus bugs), source.py (reading the files), fastpath.py (the speed
-tricks; `MEMFILE_PLAIN=1` turns them off).
+(damage versus bugs), source.py (reading the files), fastpath.py and
+write_codec.py (speed tricks; `MEMFILE_PLAIN=1` turns them all off).
 """
 
 from __future__ import annotations

@@ -35,7 +35,7 @@ from typing import Any
 
 from ..config import plain
 from ..files import Stat
-from ..model import Memory, ParseIssue, memory_from_row
+from ..model import Memory, ParseIssue
 from .damage import decoding
 
 from hashlib import blake2b
@@ -323,8 +323,11 @@ def _state(blob: bytes | None) -> dict[str, Stat]:
 
 def _memories(rows: Iterable[tuple[Any, ...]]) -> list[Memory]:
     """The memories of catalog rows (their marshalled memory first)."""
+    from .fastpath import row_decoder
+
+    decoded = row_decoder()
     with decoding("a memory in the catalog"):
-        return [memory_from_row(marshal.loads(row[0])) for row in rows]
+        return [decoded(marshal.loads(row[0])) for row in rows]
 
 
 def memory_row(path: str, blob: bytes, ref: str) -> Row:

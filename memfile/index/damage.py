@@ -23,14 +23,9 @@ from __future__ import annotations
 import errno
 import os
 import sqlite3
-import struct
 import sys
-import sysconfig
-import zlib
 from collections.abc import Iterator
 from contextlib import contextmanager
-
-from pickle import UnpicklingError
 
 
 class IndexDamaged(Exception):
@@ -62,8 +57,9 @@ _CANNOT_WRITE = frozenset({errno.EACCES, errno.EPERM, errno.EROFS, errno.ENOSPC,
                            errno.EEXIST, errno.EISDIR})
 #: What SQLite says for the same (it gives no errno).
 _SQLITE_CANNOT_WRITE = ("readonly", "disk is full", "unable to open", "disk I/O error")
-#: Raised by reading damaged bytes, wherever they are read.
-_DECODING = (OSError, EOFError, struct.error, zlib.error, UnpicklingError)
+#: Raised by reading damaged bytes, wherever they are read: (module, name); a module not loaded yet
+#: raised nothing (Whoosh loads pickle, struct and zlib to read its files).
+_DECODING = (("struct", "error"), ("zlib", "error"), ("_pickle", "UnpicklingError"), ("pickle", "UnpicklingError"))
 
 
 def cannot_write(exc: BaseException) -> bool:
@@ -84,8 +80,12 @@ def is_damage(exc: BaseException) -> bool:
         return True
     if isinstance(exc, sqlite3.DatabaseError):
         return not isinstance(exc, sqlite3.ProgrammingError | sqlite3.InterfaceError)
-    if isinstance(exc, _DECODING):
+    if isinstance(exc, OSError | EOFError):
         return True
+    for module, name in _DECODING:
+        loaded = sys.modules.get(module)
+        if loaded is not None and isinstance(exc, getattr(loaded, name)):
+            return True
     return isinstance(exc, Exception) and _raised_in_whoosh(exc)
 
 
@@ -115,8 +115,8 @@ def decoding(what: str) -> Iterator[None]:
         raise IndexDamaged(type(exc).__name__, f"{what}: {exc}") from exc
 
 
-_STDLIB = tuple(os.path.normcase(path) + os.sep for path in
-                {sysconfig.get_paths()["stdlib"], sysconfig.get_paths()["platstdlib"]})
+#: The standard library's folder (pickle, struct and importlib frames sit between Whoosh and an error).
+_STDLIB = os.path.normcase(os.path.dirname(os.__file__)) + os.sep
 
 
 def _raised_in_whoosh(exc: BaseException) -> bool:

@@ -31,8 +31,9 @@ from collections.abc import Callable, Iterator
 from datetime import datetime, timedelta
 from typing import Any
 
-from ..model import Memory, memory_from_row
+from ..model import Memory
 from .damage import decoding
+from .fastpath import row_decoder
 from .query import parse_query
 
 #: The most (document, score) pairs kept: 12 bytes each, so about 50 MB.
@@ -238,7 +239,7 @@ def stored_memory(searcher: Any, docnum: int) -> Memory:
     """The memory a Whoosh document stores (its `doc` blob)."""
     stored = searcher.stored_fields(docnum)["doc"]
     with decoding("a memory stored in the full-text index"):
-        return memory_from_row(marshal.loads(stored))
+        return row_decoder()(marshal.loads(stored))
 
 
 def _kept(kept: dict[Any, Any], key: Any, make: Callable[[], Any], most: int = KEPT) -> Any:

@@ -38,7 +38,7 @@ from .damage import IndexDamaged, decoding, is_damage
 from ..config import plain
 from ..errors import FileParseError, LockTimeout
 from ..model import Memory, ParseIssue, SearchHit, memory_to_row
-from .query import weighting
+from .query import defer_morphology, weighting
 from .score_cache import ScoreCache, hidden_docs, stored_memory
 from ..text import normalize
 
@@ -161,6 +161,7 @@ class Store:
 
     def _open(self) -> Any:
         if self._ix is None:
+            defer_morphology()
             from whoosh import index
 
             self.folder.mkdir(parents=True, exist_ok=True)
@@ -544,8 +545,11 @@ def _bulk_options(count: int) -> dict[str, Any]:
     per memory of a 100,000-memory load (at 256 MB); a small write never comes near it.
     """
     from .fastpath import may_fork
+    from .write_codec import WriteCodec
 
     options: dict[str, Any] = {"compound": False, "limitmb": pool_mb()}
+    if not plain("codec"):  # writes Whoosh's files, faster (write_codec.WriteCodec)
+        options["codec"] = WriteCodec()
     if count < BULK or not may_fork() or plain("procs"):
         return options
     return options | {"procs": 2, "multisegment": True, "batchsize": 500}
