@@ -13,6 +13,7 @@ become one git commit each.
 
 from __future__ import annotations
 
+import builtins
 import os
 import threading
 from collections import Counter
@@ -347,7 +348,7 @@ class Vault:
         unverified: bool = False,
         include_expired: bool = False,
         status: str = "active",
-    ) -> list[Memory]:
+    ) -> builtins.list[Memory]:
         """The mind's memories that pass every filter given, by category then key.
 
         Args:
@@ -383,7 +384,7 @@ class Vault:
         )
 
     @_verb
-    def expiring(self, within: str | timedelta = "7d") -> list[Memory]:
+    def expiring(self, within: str | timedelta = "7d") -> builtins.list[Memory]:
         """Memories that expire within the given time from now, soonest first.
 
         Args:
@@ -412,7 +413,7 @@ class Vault:
         include_expired: bool = False,
         include_superseded: bool = False,
         limit: int = 10,
-    ) -> list[SearchHit]:
+    ) -> builtins.list[SearchHit]:
         """Full-text search of the mind, best first (BM25F over content, key and tags).
 
         Use it to find what is known about a topic before answering or storing.
@@ -465,7 +466,7 @@ class Vault:
         return self._index.warm(seconds, stop)
 
     @_verb
-    def by_tag(self, tag: str, include_expired: bool = False) -> list[Memory]:
+    def by_tag(self, tag: str, include_expired: bool = False) -> builtins.list[Memory]:
         """The memories carrying a tag (case-insensitive), newest first.
 
         Raises:
@@ -478,7 +479,7 @@ class Vault:
         return sorted(memories, key=lambda m: (m.updated_at, m.ref), reverse=True)
 
     @_verb
-    def tags(self) -> list[tuple[str, int]]:
+    def tags(self) -> builtins.list[tuple[str, int]]:
         """Every tag of the mind's unexpired memories with how many carry it, most used first."""
         counts = Counter(tag for memory in self.list() for tag in memory.tags)
         return sorted(counts.items(), key=lambda item: (-item[1], item[0]))
@@ -538,7 +539,7 @@ class Vault:
     # --- writing (memfile.writer) ----------------------------------------------------------
 
     @_verb
-    def commit_hand_edits(self, relpaths: list[str] | None = None) -> str | None:
+    def commit_hand_edits(self, relpaths: builtins.list[str] | None = None) -> str | None:
         """Commit memory files changed by hand (all of the mind's, or these) in one commit.
 
         Returns:
@@ -660,7 +661,7 @@ class Vault:
         return self._writer.finish_edit(before)
 
     @_verb
-    def history(self, ref: str) -> list[Version]:
+    def history(self, ref: str) -> builtins.list[Version]:
         """Every version of one memory, newest first, also of a forgotten one (`category/key` or id).
 
         Raises:
@@ -712,7 +713,7 @@ class Vault:
         return self._history.undo()
 
     @_verb
-    def log(self, since: str | datetime | None = None, limit: int | None = None) -> list[LogEntry]:
+    def log(self, since: str | datetime | None = None, limit: int | None = None) -> builtins.list[LogEntry]:
         """The mind's changelog, newest first: the commits that changed its files (`since`: a duration such as
         `7d`, or a date), each with the mind's files it touched.
 
@@ -850,7 +851,7 @@ class Vault:
 
     @_verb
     def recall_items(self, budget: int | None = UNSET, *, query: str | None = None, limit: int | None = 10,
-                     include_superseded: bool = False) -> list[RecallItem]:
+                     include_superseded: bool = False) -> builtins.list[RecallItem]:
         """The memories recall chooses, in order, each with `pinned`, `score` and its parts (with a query)."""
         return self._recaller.recall_items(budget, query=query, limit=limit, include_superseded=include_superseded)
 
