@@ -34,7 +34,7 @@ from .config import (
     validate_display_name,
 )
 from .errors import Conflict, InvalidInput
-from .files import Stat, lock_holder
+from .files import lock_holder
 from .index import Index, RefreshReport, SearchOptions
 from .index.query import check_query
 from .model import (
@@ -307,14 +307,6 @@ class Vault:
             LockTimeout: another process kept the index's writer lock past the timeout.
         """
         return self._index.rebuild(progress)
-
-    def _load(self, relpath: str) -> tuple[Stat, Memory]:
-        """One file's stat and memory (`Index.load`).
-
-        Raises:
-            FileParseError: the file cannot be read or parsed.
-        """
-        return self._index.load(relpath)
 
     def _find(self, ref: str) -> Memory:
         return resolve_ref(ref, self.memories(), self.mind)
