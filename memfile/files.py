@@ -70,6 +70,18 @@ def atomic_write(path: Path, data: bytes, durable: bool = True) -> None:
     fsyncs, for records a power cut may lose (never a memory).
     """
     path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = temp_file(path, data, durable)
+    try:
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    if durable:
+        fsync_dir(path.parent)
+
+
+def temp_file(path: Path, data: bytes, durable: bool = True) -> Path:
+    """A new file holding `data` beside `path`: unique, dot-prefixed (no walk reads it), fsynced when durable."""
     tmp = path.parent / f"{TEMP_PREFIX}{path.name}.{os.urandom(6).hex()}"
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
     try:
@@ -78,12 +90,10 @@ def atomic_write(path: Path, data: bytes, durable: bool = True) -> None:
             handle.flush()
             if durable:
                 os.fsync(handle.fileno())
-        os.replace(tmp, path)
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
-    if durable:
-        fsync_dir(path.parent)
+    return tmp
 
 
 def fsync_dir(folder: Path) -> None:

@@ -17,7 +17,7 @@ import os
 from pathlib import Path
 
 from .errors import Conflict
-from .files import TEMP_PREFIX, fsync_dir
+from .files import TEMP_PREFIX, fsync_dir, temp_file
 
 _RENAME_NOREPLACE, _RENAME_EXCHANGE = 1, 2
 _AT_FDCWD = -100
@@ -47,7 +47,7 @@ def put(path: Path, relpath: str, data: bytes | None, expected: bytes | None) ->
     if data is None:
         return _remove(path, relpath, expected)
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = _temp_file(path, data)
+    tmp = temp_file(path, data)
     try:
         if expected is None:
             _create(tmp, path, relpath)
@@ -58,20 +58,6 @@ def put(path: Path, relpath: str, data: bytes | None, expected: bytes | None) ->
         tmp.unlink(missing_ok=True)
     fsync_dir(path.parent)
     return displaced
-
-
-def _temp_file(path: Path, data: bytes) -> Path:
-    tmp = path.parent / f"{TEMP_PREFIX}{path.name}.{os.urandom(6).hex()}"
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
-    return tmp
 
 
 def _create(tmp: Path, path: Path, relpath: str) -> None:
