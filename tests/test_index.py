@@ -748,7 +748,7 @@ def test_a_full_diff_listed_before_another_writer_stored_never_drops_that_memory
     writer.store("fact", "new", "Stored while the watcher was listing")
     store = watcher._index.store
     assert store is not None
-    store.sync(listed, watcher._load, None, wait=True, present=lambda path: (watcher.root / path).exists())
+    store.sync(listed, watcher._index.load, None, wait=True, present=lambda path: (watcher.root / path).exists())
     # what a vouching watcher lets every command read without a diff: the catalog itself
     assert {m.key for m in store.catalog.memories()} == {"old", "new"}
     assert [h.memory.key for h in store.search("stored while listing", SearchOptions(), utc_now())] == ["new"]

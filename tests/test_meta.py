@@ -239,3 +239,15 @@ def test_ci_runs_the_readme_test_command() -> None:
     command = next(line for line in ci.splitlines() if "pytest" in line)
     assert command in README
     assert "sample_vault recall" in README.split("## ", 1)[0]
+
+
+def test_every_package_of_memfile_is_installed() -> None:
+    """A non-editable install carries memfile/index/ and memfile/git/ too (the packages pyproject finds)."""
+    import fnmatch
+    import tomllib
+
+    found = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["setuptools"]["packages"]["find"]
+    packages = {".".join(p.parent.relative_to(REPO).parts) for p in PACKAGE.rglob("__init__.py")}
+    assert packages >= {"memfile", "memfile.index", "memfile.git"}
+    for package in packages:
+        assert any(fnmatch.fnmatch(package, pattern) for pattern in found["include"]), package

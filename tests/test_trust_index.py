@@ -132,7 +132,7 @@ def test_a_file_read_within_its_racy_window_is_read_again_even_when_its_whole_st
     assert recorded != walk["michael/fact/door.md"]  # read within its racy window: recorded as unsure
     path.write_text(NOTE.replace("1234", "5678"), encoding="utf-8")
     # what a coarse file system would report: the very stat the walk saw before the edit
-    report = index.sync(walk, vault._load)
+    report = index.sync(walk, vault._index.load)
     assert report.updated == 1
     assert vault._index.catalog.memories()[0].content.startswith("The door code is 5678")
 
