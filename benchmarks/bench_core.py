@@ -23,7 +23,16 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # common.py's folder; PYTHONSAFEPATH=1 leaves it out
 from common import (  # noqa: E402
-    MEMFILE, TIMING_COLUMNS, Table, bench_env, make_vault, p50, parse_args, run, timed, timing_label,
+    MEMFILE,
+    TIMING_COLUMNS,
+    Table,
+    bench_env,
+    make_vault,
+    p50,
+    parse_args,
+    run,
+    timed,
+    timing_label,
 )
 
 
@@ -44,8 +53,10 @@ def main() -> int:
             make_vault(vault, size, env, git=True)
             base = [*MEMFILE, "--vault", str(vault), "--mind", "bench"]
             counter = iter(range(10**6))
-            store_times = [run([*base, "store", "fact", f"bench_key_{next(counter)}", "benchmark content"], env)[0]
-                           for _ in range(args.runs)]
+            store_times = [
+                run([*base, "store", "fact", f"bench_key_{next(counter)}", "benchmark content"], env)[0]
+                for _ in range(args.runs)
+            ]
             times = {
                 "recall_s": timed([*base, "recall"], env, args.runs, warmup=False),
                 "recall_budget_30000_s": timed([*base, "recall", "--budget", "30000"], env, args.runs, warmup=False),
@@ -54,10 +65,12 @@ def main() -> int:
             }
         finally:
             shutil.rmtree(work, ignore_errors=True)
-        for name, figure in (("recall_s", "memfile recall (process)"),
-                             ("recall_budget_30000_s", "memfile recall --budget 30000 (process)"),
-                             ("list_json_s", "memfile list --json (process)"),
-                             ("store_new_s", "memfile store, new key (process)")):
+        for name, figure in (
+            ("recall_s", "memfile recall (process)"),
+            ("recall_budget_30000_s", "memfile recall --budget 30000 (process)"),
+            ("list_json_s", "memfile list --json (process)"),
+            ("store_new_s", "memfile store, new key (process)"),
+        ):
             table.timing(figure, size, times[name], p95_too=False, baseline="python -c pass", base=py)
         results[str(size)] = {name: p50(xs) for name, xs in times.items()}
     table.print()

@@ -60,7 +60,17 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # common.py's folder; PYTHONSAFEPATH=1 leaves it out
 from common import (  # noqa: E402
-    MEMFILE, MIND, TIMING_COLUMNS, Table, bench_env, make_vault, memfile_commit, parse_args, run, say, timed,
+    MEMFILE,
+    MIND,
+    TIMING_COLUMNS,
+    Table,
+    bench_env,
+    make_vault,
+    memfile_commit,
+    parse_args,
+    run,
+    say,
+    timed,
     timing_label,
 )
 
@@ -74,6 +84,7 @@ SYNCED = re.compile(r"(\d+) commits in \((\d+) memory files changed\), (\d+) com
 
 
 # --- the vaults ---------------------------------------------------------------------
+
 
 class Setup:
     """The vault, its bare remote, the second machine, and the plain-git pair."""
@@ -149,8 +160,11 @@ class Setup:
         if local:
             self.plain_commit(self.plain_a, f"outgoing_{tag}", "Stored on the first machine")
         took = 0.0
-        for args in (["fetch", "-q", "origin"], ["merge", "-q", "--no-edit", "origin/main"],
-                     ["push", "-q", "origin", "HEAD:refs/heads/main"]):
+        for args in (
+            ["fetch", "-q", "origin"],
+            ["merge", "-q", "--no-edit", "origin/main"],
+            ["push", "-q", "origin", "HEAD:refs/heads/main"],
+        ):
             took += run(["git", *IDENTITY, "-C", str(self.plain_a), *args], self.env)[0]
         self.check_synced(self.plain_a, f"plain sync ({tag})", merge=local)
         return took
@@ -166,8 +180,10 @@ class Setup:
         parents = self.git(repo, "rev-list", "--parents", "-n", "1", "HEAD").split()
         head, remote = self.git(repo, "rev-parse", "HEAD", "origin/main").split()
         if head != remote or merge and len(parents) != 3:
-            raise SystemExit(f"{what}: expected {'a merge commit' if merge else 'HEAD'} pushed to origin/main, "
-                             f"got HEAD {head[:8]} with {len(parents) - 1} parents, origin/main {remote[:8]}")
+            raise SystemExit(
+                f"{what}: expected {'a merge commit' if merge else 'HEAD'} pushed to origin/main, "
+                f"got HEAD {head[:8]} with {len(parents) - 1} parents, origin/main {remote[:8]}"
+            )
         return "merge" if len(parents) == 3 else "fast-forward"
 
 
@@ -184,11 +200,14 @@ def counts_note(counts: list[tuple[int, int, int]]) -> str:
     def span(xs: list[int]) -> str:
         return f"{min(xs)}" if min(xs) == max(xs) else f"{min(xs)}-{max(xs)}"
 
-    return (f"commits in {span([c[0] for c in counts])} ({span([c[1] for c in counts])} memory files), "
-            f"commits out {span([c[2] for c in counts])}")
+    return (
+        f"commits in {span([c[0] for c in counts])} ({span([c[1] for c in counts])} memory files), "
+        f"commits out {span([c[2] for c in counts])}"
+    )
 
 
 # --- the benchmark ------------------------------------------------------------------
+
 
 def bench_sync(s: Setup, args: argparse.Namespace, table: Table) -> None:
     size = args.size
@@ -210,14 +229,24 @@ def bench_sync(s: Setup, args: argparse.Namespace, table: Table) -> None:
             kinds.append(kind)
             git_times.append(s.plain_sync(tag, local))
         results[local] = (mf_times, counts, kinds, git_times)
-    for local, figure in ((False, "memfile sync: came in (process)"),
-                          (True, "memfile sync: came in + went out (process)")):
+    for local, figure in (
+        (False, "memfile sync: came in (process)"),
+        (True, "memfile sync: came in + went out (process)"),
+    ):
         mf_times, counts, kinds, git_times = results[local]
-        table.timing(figure, size, mf_times, baseline="git fetch+merge+push", base=git_times, limit_s=limit,
-                     target=target,
-                     note=counts_note(counts) + "; HEAD after: "
-                     + ", ".join(f"{kinds.count(k)} {k}" for k in sorted(set(kinds)))
-                     + "; baseline: the same change in a plain-git pair, three git processes")
+        table.timing(
+            figure,
+            size,
+            mf_times,
+            baseline="git fetch+merge+push",
+            base=git_times,
+            limit_s=limit,
+            target=target,
+            note=counts_note(counts)
+            + "; HEAD after: "
+            + ", ".join(f"{kinds.count(k)} {k}" for k in sorted(set(kinds)))
+            + "; baseline: the same change in a plain-git pair, three git processes",
+        )
     same_times, same_counts, problems = [], [], []
     for i in range(args.runs):
         took, count, problem = s.memfile_sync_same_memory(str(i))
@@ -225,10 +254,16 @@ def bench_sync(s: Setup, args: argparse.Namespace, table: Table) -> None:
         same_counts.append(count)
         if problem:
             problems.append(f"run {i}: {problem}")
-    table.timing("memfile sync: same memory both sides (process)", size, same_times, limit_s=limit, target=target,
-                 note=counts_note(same_counts) + "; different fields of one memory changed on both sides, so git "
-                 "runs memfile's merge driver; plain git would stop on a conflict (updated_at)"
-                 + ("; PROBLEMS: " + "; ".join(problems) if problems else "; merged field by field, no conflict"))
+    table.timing(
+        "memfile sync: same memory both sides (process)",
+        size,
+        same_times,
+        limit_s=limit,
+        target=target,
+        note=counts_note(same_counts) + "; different fields of one memory changed on both sides, so git "
+        "runs memfile's merge driver; plain git would stop on a conflict (updated_at)"
+        + ("; PROBLEMS: " + "; ".join(problems) if problems else "; merged field by field, no conflict"),
+    )
 
 
 def bench_history(s: Setup, args: argparse.Namespace, table: Table) -> None:
@@ -240,13 +275,21 @@ def bench_history(s: Setup, args: argparse.Namespace, table: Table) -> None:
     store_times = []
     for k in range(versions):
         start = time.perf_counter()
-        result = vault.store("project", HISTORY_REF.split("/", 1)[1],
-                             f"Roadmap, version {k + 1}: step {k + 1} is done, step {k + 2} is next.", tags=["bench"])
+        result = vault.store(
+            "project",
+            HISTORY_REF.split("/", 1)[1],
+            f"Roadmap, version {k + 1}: step {k + 1} is done, step {k + 2} is next.",
+            tags=["bench"],
+        )
         store_times.append(time.perf_counter() - start)
         if not result.changed:
             raise SystemExit(f"store {k + 1} of {HISTORY_REF} changed nothing")
-    table.timing("Vault.store in process (making the versions)", size, store_times,
-        note=f"{versions} stores of one memory, each a commit; the setup of the history figures")
+    table.timing(
+        "Vault.store in process (making the versions)",
+        size,
+        store_times,
+        note=f"{versions} stores of one memory, each a commit; the setup of the history figures",
+    )
     relpath = str(result.memory.path)
     found = vault.history(HISTORY_REF)
     if len(found) != versions:
@@ -254,15 +297,23 @@ def bench_history(s: Setup, args: argparse.Namespace, table: Table) -> None:
 
     on_target = size == TARGET_SIZE and versions == TARGET_VERSIONS
     base = timed(["git", "-C", str(s.vault), "log", "--format=%H", "--", relpath], s.env, args.runs)
-    table.timing(f"memfile history REF, {versions} versions (process)", size,
+    table.timing(
+        f"memfile history REF, {versions} versions (process)",
+        size,
         timed([*s.memfile, "--vault", str(s.vault), "--mind", MIND, "history", HISTORY_REF], s.env, args.runs),
-        baseline="git log --format=%H -- FILE", base=base,
+        baseline="git log --format=%H -- FILE",
+        base=base,
         limit_s=HISTORY_TARGET_S if on_target else None,
-        target=f"<= {HISTORY_TARGET_S * 1000:g} ms" if on_target else "")
-    table.timing("  git log -p -- FILE (process, every version's diff)", size,
+        target=f"<= {HISTORY_TARGET_S * 1000:g} ms" if on_target else "",
+    )
+    table.timing(
+        "  git log -p -- FILE (process, every version's diff)",
+        size,
         timed(["git", "-C", str(s.vault), "log", "-p", "--format=%H", "--", relpath], s.env, args.runs),
-        baseline="git log --format=%H -- FILE", base=base,
-        note="what one git process costs to produce every version's change")
+        baseline="git log --format=%H -- FILE",
+        base=base,
+        note="what one git process costs to produce every version's change",
+    )
 
     in_process, resolving = [], []
     for _ in range(max(args.runs, 5)):
@@ -274,19 +325,28 @@ def bench_history(s: Setup, args: argparse.Namespace, table: Table) -> None:
         resolving.append(time.perf_counter() - start)
     vault.close()
     table.timing(f"Vault.history(ref), {versions} versions (in process)", size, in_process)
-    table.timing("  of which Vault.memories() (REF resolution)", size, resolving,
-        note="history resolves the REF through every memory of the mind first")
+    table.timing(
+        "  of which Vault.memories() (REF resolution)",
+        size,
+        resolving,
+        note="history resolves the REF through every memory of the mind first",
+    )
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--size", type=int, default=TARGET_SIZE, help="memories in the vault (default 10,000)")
-    parser.add_argument("--versions", type=int, default=TARGET_VERSIONS,
-                        help="versions of the memory whose history is read (default 100)")
+    parser.add_argument(
+        "--versions",
+        type=int,
+        default=TARGET_VERSIONS,
+        help="versions of the memory whose history is read (default 100)",
+    )
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--keep", action="store_true",
-                        help="keep the vaults and repositories (their folder is printed)")
+    parser.add_argument(
+        "--keep", action="store_true", help="keep the vaults and repositories (their folder is printed)"
+    )
     parser.add_argument("--json-out", type=Path, help="also write the JSON blob to this file")
     args = parse_args(parser, size=50, versions=3, runs=1)
     env = bench_env()
@@ -308,9 +368,21 @@ def main() -> int:
             shutil.rmtree(work, ignore_errors=True)
 
     table.print()
-    blob = json.dumps({"commit": commit, "python": platform.python_version(), "cpus": os.cpu_count(),
-                       "git": git_version, "runs": args.runs, "size": args.size, "versions": args.versions,
-                       "seed": args.seed, "smoke": args.smoke, "rows": table.rows}, indent=2)
+    blob = json.dumps(
+        {
+            "commit": commit,
+            "python": platform.python_version(),
+            "cpus": os.cpu_count(),
+            "git": git_version,
+            "runs": args.runs,
+            "size": args.size,
+            "versions": args.versions,
+            "seed": args.seed,
+            "smoke": args.smoke,
+            "rows": table.rows,
+        },
+        indent=2,
+    )
     print(blob)
     if args.json_out:
         args.json_out.write_text(blob + "\n", encoding="utf-8")

@@ -44,8 +44,23 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # common.py's folder; PYTHONSAFEPATH=1 leaves it out
 from common import (  # noqa: E402
-    MEMFILE, MIND, QUESTIONS, TIMING_COLUMNS, IndexPeek, Table, bench_env, make_vault, memfile_commit, p50,
-    parse_args, probe_questions, run, say, timed, timing_label, word_pairs,
+    MEMFILE,
+    MIND,
+    QUESTIONS,
+    TIMING_COLUMNS,
+    IndexPeek,
+    Table,
+    bench_env,
+    make_vault,
+    memfile_commit,
+    p50,
+    parse_args,
+    probe_questions,
+    run,
+    say,
+    timed,
+    timing_label,
+    word_pairs,
 )
 
 BARE_WHOOSH = Path(__file__).resolve().parent / "bare_whoosh.py"
@@ -61,6 +76,7 @@ RECALL_TARGET_S = {10_000: 0.250}
 
 
 # --- measuring ----------------------------------------------------------------
+
 
 def imported_modules(argv: list[str], env: dict[str, str]) -> set[str]:
     """Top-level packages a Python process imports (from `-X importtime`)."""
@@ -89,9 +105,14 @@ def scandir_walk(folder: str) -> int:
 
 def check_row(table: Table, figure: str, found: set[str], target: str, size: int | None = None) -> None:
     """A row that checks which packages a process imported: none of `found` may be there (`target` None: info)."""
-    table.add(figure, ok=not found if target else None, target=target, size=size,
-              note=("imports " + ", ".join(sorted(found))) if found else "none imported",
-              shown=", ".join(sorted(found)) or "none imported")
+    table.add(
+        figure,
+        ok=not found if target else None,
+        target=target,
+        size=size,
+        note=("imports " + ", ".join(sorted(found))) if found else "none imported",
+        shown=", ".join(sorted(found)) or "none imported",
+    )
 
 
 def in_process(calls: list[tuple[Any, str, list[float]]], runs: int) -> None:
@@ -105,20 +126,31 @@ def in_process(calls: list[tuple[Any, str, list[float]]], runs: int) -> None:
 
 # --- the benchmark ------------------------------------------------------------------
 
+
 def find_rg(required: bool) -> str | None:
     rg = shutil.which("rg")
     beside = Path(sys.executable).parent / ("rg.exe" if os.name == "nt" else "rg")
     if rg is None and beside.exists():
         rg = str(beside)
     if rg is None and required:
-        raise SystemExit("ripgrep (`rg`) not found on PATH or next to this Python; install it with "
-                         f"`{sys.executable} -m pip install ripgrep` "
-                         "(or `pip install --only-binary :all: ripgrep` if pip tries to build it)")
+        raise SystemExit(
+            "ripgrep (`rg`) not found on PATH or next to this Python; install it with "
+            f"`{sys.executable} -m pip install ripgrep` "
+            "(or `pip install --only-binary :all: ripgrep` if pip tries to build it)"
+        )
     return rg
 
 
-def bench_size(size: int, args: argparse.Namespace, work: Path, env: dict[str, str], rg: str | None,
-               table: Table, first: bool, py: list[float]) -> None:
+def bench_size(
+    size: int,
+    args: argparse.Namespace,
+    work: Path,
+    env: dict[str, str],
+    rg: str | None,
+    table: Table,
+    first: bool,
+    py: list[float],
+) -> None:
     from memfile import Vault
 
     vault = work / f"vault-{size}"
@@ -142,11 +174,19 @@ def bench_size(size: int, args: argparse.Namespace, work: Path, env: dict[str, s
         if bare_ix is not None:
             shutil.rmtree(bare_ix, ignore_errors=True)
             bare_build.append(run([sys.executable, str(BARE_WHOOSH), "build", str(bare_ix), str(mind_dir)], env)[0])
-    table.timing("memfile reindex (cold, process)", size, times, p95_too=False, limit_s=REINDEX_TARGET_S.get(size),
-                 baseline="bare Whoosh build" if bare_build else None, base=bare_build or None,
-                 target=f"<= {REINDEX_TARGET_S[size]:g} s" if size in REINDEX_TARGET_S else "",
-                 note="run once (minutes at this size)" if runs == 1 and size > REINDEX_ONCE_ABOVE else
-                 "bare Whoosh build: one writer, stock schema and analyzer, bodies only (benchmarks/bare_whoosh.py)")
+    table.timing(
+        "memfile reindex (cold, process)",
+        size,
+        times,
+        p95_too=False,
+        limit_s=REINDEX_TARGET_S.get(size),
+        baseline="bare Whoosh build" if bare_build else None,
+        base=bare_build or None,
+        target=f"<= {REINDEX_TARGET_S[size]:g} s" if size in REINDEX_TARGET_S else "",
+        note="run once (minutes at this size)"
+        if runs == 1 and size > REINDEX_ONCE_ABOVE
+        else "bare Whoosh build: one writer, stock schema and analyzer, bodies only (benchmarks/bare_whoosh.py)",
+    )
 
     # 2. stat-only check, nothing changed, next to a bare os.scandir walk with stat
     Vault.open(vault, MIND).refresh()
@@ -163,9 +203,16 @@ def bench_size(size: int, args: argparse.Namespace, work: Path, env: dict[str, s
         scandir_walk(str(mind_dir))
         walk_times.append(time.perf_counter() - start)
     limit = STAT_TARGET_S.get(size)
-    table.timing("stat-only check (Vault.open().refresh())", size, stat_times, p95_too=False,
-                 baseline="os.scandir+stat", base=walk_times, limit_s=limit,
-                 target=f"<= {limit * 1000:g} ms" if limit else "")
+    table.timing(
+        "stat-only check (Vault.open().refresh())",
+        size,
+        stat_times,
+        p95_too=False,
+        baseline="os.scandir+stat",
+        base=walk_times,
+        limit_s=limit,
+        target=f"<= {limit * 1000:g} ms" if limit else "",
+    )
 
     # 3. memfile search vs rg, as processes, same words, interleaved
     pairs = word_pairs(mind_dir, max(args.runs, 5), args.seed)
@@ -180,16 +227,28 @@ def bench_size(size: int, args: argparse.Namespace, work: Path, env: dict[str, s
         if bare is not None:
             bare_times.append(run([*bare, w1, w2], env)[0])
     factor = SEARCH_VS_RG.get(size)
-    table.timing("memfile search W1 W2 (process)", size, mf_times, p95_too=False,
-                 baseline="rg -l -i" if rg_times else None,
-                 base=rg_times or None, limit_s=factor * p50(rg_times) if factor and rg_times else None,
-                 target=(f"<= {factor:g}x rg" if factor != 1 else "<= rg") if factor else "",
-                 note="words: " + ", ".join(" ".join(p) for p in pairs[: args.runs]))
+    table.timing(
+        "memfile search W1 W2 (process)",
+        size,
+        mf_times,
+        p95_too=False,
+        baseline="rg -l -i" if rg_times else None,
+        base=rg_times or None,
+        limit_s=factor * p50(rg_times) if factor and rg_times else None,
+        target=(f"<= {factor:g}x rg" if factor != 1 else "<= rg") if factor else "",
+        note="words: " + ", ".join(" ".join(p) for p in pairs[: args.runs]),
+    )
     if bare_times:
-        table.timing("bare Whoosh search W1 W2 (process)", size, bare_times, p95_too=False,
-                     baseline="rg -l -i" if rg_times else None, base=rg_times or None,
-                     note="the floor of any search from a Whoosh index in a new process: start Python, import "
-                          "Whoosh, open, search, print; no memfile, click or stat check (benchmarks/bare_whoosh.py)")
+        table.timing(
+            "bare Whoosh search W1 W2 (process)",
+            size,
+            bare_times,
+            p95_too=False,
+            baseline="rg -l -i" if rg_times else None,
+            base=rg_times or None,
+            note="the floor of any search from a Whoosh index in a new process: start Python, import "
+            "Whoosh, open, search, print; no memfile, click or stat check (benchmarks/bare_whoosh.py)",
+        )
 
     # 3b. the same with a live watcher vouching for the index (commands skip the stat-only diff)
     watcher = subprocess.Popen([*base, "watch"], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -211,22 +270,40 @@ def bench_size(size: int, args: argparse.Namespace, work: Path, env: dict[str, s
         w_question: list[float] = []
         with Vault.open(vault, MIND) as wv:
             wv.search(queries_w[0])
-            in_process([(wv.search, q, w_two) for q in queries_w] + [(wv.search, q, w_question) for q in questions],
-                       args.runs)
+            in_process(
+                [(wv.search, q, w_two) for q in queries_w] + [(wv.search, q, w_question) for q in questions], args.runs
+            )
     finally:
         watcher.terminate()
         watcher.wait(10)
     half = {100_000: 0.5}.get(size)
-    table.timing("memfile search W1 W2 (process, watcher vouching)", size, watched_times, p95_too=False,
-                 baseline="rg -l -i" if watched_rg else None, base=watched_rg or None,
-                 limit_s=half * p50(watched_rg) if half and watched_rg else None, target="<= rg / 2" if half else "",
-                 note="a `memfile watch` process vouches for the index, so search skips the stat-only check")
-    table.timing("Vault.search two words (watcher vouching)", size, w_two,
-                 limit_s=0.025 if size == 100_000 else None, target="p50 <= 25 ms" if size == 100_000 else "",
-                 note="the stat-only check is skipped: the index part of Vault.search")
-    table.timing("Vault.search question (watcher vouching)", size, w_question,
-                 limit_s=0.1 if size == 100_000 else None, target="p50 <= 100 ms" if size == 100_000 else "",
-                 note=f"{len(questions)} questions x {args.runs}")
+    table.timing(
+        "memfile search W1 W2 (process, watcher vouching)",
+        size,
+        watched_times,
+        p95_too=False,
+        baseline="rg -l -i" if watched_rg else None,
+        base=watched_rg or None,
+        limit_s=half * p50(watched_rg) if half and watched_rg else None,
+        target="<= rg / 2" if half else "",
+        note="a `memfile watch` process vouches for the index, so search skips the stat-only check",
+    )
+    table.timing(
+        "Vault.search two words (watcher vouching)",
+        size,
+        w_two,
+        limit_s=0.025 if size == 100_000 else None,
+        target="p50 <= 25 ms" if size == 100_000 else "",
+        note="the stat-only check is skipped: the index part of Vault.search",
+    )
+    table.timing(
+        "Vault.search question (watcher vouching)",
+        size,
+        w_question,
+        limit_s=0.1 if size == 100_000 else None,
+        target="p50 <= 100 ms" if size == 100_000 else "",
+        note=f"{len(questions)} questions x {args.runs}",
+    )
 
     # 4. Vault.search in process: two-word queries and natural-language questions
     queries2 = [" ".join(p) for p in word_pairs(mind_dir, 10, args.seed + 1)]
@@ -236,20 +313,44 @@ def bench_size(size: int, args: argparse.Namespace, work: Path, env: dict[str, s
         v.search(queries2[0])  # opens the index
         in_process([(v.search, q, t2) for q in queries2] + [(v.search, q, tq) for q in questions], args.runs)
     limit = SEARCH_TWO_WORDS_S.get(size)
-    table.timing("Vault.search two words", size, t2, limit_s=limit,
-                 target=f"p50 <= {limit * 1000:g} ms" if limit else "",
-                 note=f"{len(queries2)} queries x {args.runs}: " + "; ".join(queries2))
+    table.timing(
+        "Vault.search two words",
+        size,
+        t2,
+        limit_s=limit,
+        target=f"p50 <= {limit * 1000:g} ms" if limit else "",
+        note=f"{len(queries2)} queries x {args.runs}: " + "; ".join(queries2),
+    )
     limit = SEARCH_QUESTION_S.get(size)
-    table.timing("Vault.search question", size, tq, limit_s=limit,
-                 target=f"p50 <= {limit * 1000:g} ms" if limit else "",
-                 note=f"{len(questions)} questions x {args.runs}, e.g. {questions[0]!r}, {questions[-1]!r}")
+    table.timing(
+        "Vault.search question",
+        size,
+        tq,
+        limit_s=limit,
+        target=f"p50 <= {limit * 1000:g} ms" if limit else "",
+        note=f"{len(questions)} questions x {args.runs}, e.g. {questions[0]!r}, {questions[-1]!r}",
+    )
 
     # 5. recall and list as processes
     limit = RECALL_TARGET_S.get(size)
-    table.timing("memfile recall (process)", size, timed([*base, "recall"], env, args.runs), p95_too=False,
-                 baseline="python -c pass", base=py, limit_s=limit, target=f"<= {limit * 1000:g} ms" if limit else "")
-    table.timing("memfile list --json (process)", size, timed([*base, "list", "--json"], env, args.runs),
-                 p95_too=False, baseline="python -c pass", base=py)
+    table.timing(
+        "memfile recall (process)",
+        size,
+        timed([*base, "recall"], env, args.runs),
+        p95_too=False,
+        baseline="python -c pass",
+        base=py,
+        limit_s=limit,
+        target=f"<= {limit * 1000:g} ms" if limit else "",
+    )
+    table.timing(
+        "memfile list --json (process)",
+        size,
+        timed([*base, "list", "--json"], env, args.runs),
+        p95_too=False,
+        baseline="python -c pass",
+        base=py,
+    )
 
     if first:
         found = imported_modules([*base, "search", *pairs[0]], env) & {"git", "gitdb", "watchdog", "mcp"}
@@ -267,8 +368,11 @@ def main() -> int:
     args = parse_args(parser, sizes=[100], runs=1)
     env = bench_env()
     rg = find_rg(required=not args.smoke)
-    rg_version = (subprocess.run([rg, "--version"], capture_output=True, text=True).stdout.split("\n")[0] if rg
-                  else "no rg (smoke run: no ripgrep baseline)")
+    rg_version = (
+        subprocess.run([rg, "--version"], capture_output=True, text=True).stdout.split("\n")[0]
+        if rg
+        else "no rg (smoke run: no ripgrep baseline)"
+    )
     commit = memfile_commit()
     say(f"memfile {commit}, python {platform.python_version()}, {os.cpu_count()} CPUs, {rg_version}, runs {args.runs}")
     table = Table(TIMING_COLUMNS, smoke=args.smoke, label=timing_label)
@@ -277,12 +381,23 @@ def main() -> int:
     py = timed([sys.executable, "-c", "pass"], env, args.runs)
     table.timing("python -c pass", None, py, p95_too=False)
     deps = timed([sys.executable, "-c", "import click, whoosh, git, frontmatter, watchdog"], env, args.runs)
-    table.timing("import click,whoosh,git,frontmatter,watchdog", None, deps, p95_too=False,
-                 baseline="python -c pass", base=py)
-    table.timing("memfile --help (process)", None, timed([*MEMFILE, "--help"], env, args.runs), p95_too=False,
-                 baseline="python -c pass", base=py)
-    check_row(table, "lazy imports: --help imports no whoosh", imported_modules([*MEMFILE, "--help"], env) & {"whoosh"},
-              "none")
+    table.timing(
+        "import click,whoosh,git,frontmatter,watchdog", None, deps, p95_too=False, baseline="python -c pass", base=py
+    )
+    table.timing(
+        "memfile --help (process)",
+        None,
+        timed([*MEMFILE, "--help"], env, args.runs),
+        p95_too=False,
+        baseline="python -c pass",
+        base=py,
+    )
+    check_row(
+        table,
+        "lazy imports: --help imports no whoosh",
+        imported_modules([*MEMFILE, "--help"], env) & {"whoosh"},
+        "none",
+    )
 
     work = Path(tempfile.mkdtemp(prefix="memfile-bench-index-"))
     try:
@@ -295,9 +410,22 @@ def main() -> int:
             shutil.rmtree(work, ignore_errors=True)
 
     table.print()
-    print(json.dumps({"commit": commit, "python": platform.python_version(), "cpus": os.cpu_count(), "rg": rg_version,
-                      "runs": args.runs, "sizes": args.sizes, "seed": args.seed, "smoke": args.smoke,
-                      "rows": table.rows}, indent=2))
+    print(
+        json.dumps(
+            {
+                "commit": commit,
+                "python": platform.python_version(),
+                "cpus": os.cpu_count(),
+                "rg": rg_version,
+                "runs": args.runs,
+                "sizes": args.sizes,
+                "seed": args.seed,
+                "smoke": args.smoke,
+                "rows": table.rows,
+            },
+            indent=2,
+        )
+    )
     return 0
 
 

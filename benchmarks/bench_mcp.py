@@ -60,8 +60,20 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # common.py's folder; PYTHONSAFEPATH=1 leaves it out
 from common import (  # noqa: E402
-    MIND, QUESTIONS, Column, IndexPeek, Table, bench_env, fmt_ms, fmt_size, make_vault, memfile_commit, parse_args,
-    probe_questions, say, word_pairs,
+    MIND,
+    QUESTIONS,
+    Column,
+    IndexPeek,
+    Table,
+    bench_env,
+    fmt_ms,
+    fmt_size,
+    make_vault,
+    memfile_commit,
+    parse_args,
+    probe_questions,
+    say,
+    word_pairs,
 )
 
 TARGET_P95_S = {10_000: 0.020}  # size -> p95 limit for search and recall through MCP
@@ -84,17 +96,27 @@ COLUMNS = [
 TABLE = Table(COLUMNS)
 
 
-def row(figure: str, size: int | None, times: list[float], *, limit_s: float | None = None,
-        note: str = "") -> dict[str, Any]:
+def row(
+    figure: str, size: int | None, times: list[float], *, limit_s: float | None = None, note: str = ""
+) -> dict[str, Any]:
     """A row of times; with `limit_s`, judged on p95 (one time: p95, mean are not shown)."""
-    r = TABLE.timing(figure, size, times, p95_too=len(times) > 1, limit_s=limit_s, judge="p95",
-                     target=f"p95 <= {limit_s * 1000:g} ms" if limit_s is not None else "", note=note)
+    r = TABLE.timing(
+        figure,
+        size,
+        times,
+        p95_too=len(times) > 1,
+        limit_s=limit_s,
+        judge="p95",
+        target=f"p95 <= {limit_s * 1000:g} ms" if limit_s is not None else "",
+        note=note,
+    )
     if len(times) == 1:
         r["mean_ms"] = None
     return r
 
 
 # --- the benchmark ------------------------------------------------------------------
+
 
 def demote_critical(mind_dir: Path, keep: int) -> int:
     """Make all but `keep` critical memories normal; returns how many were changed.
@@ -121,8 +143,9 @@ def demote_critical(mind_dir: Path, keep: int) -> int:
 def server_params(vault: Path, env: dict[str, str]) -> Any:
     from mcp.client.stdio import StdioServerParameters
 
-    return StdioServerParameters(command=sys.executable, args=["-m", "memfile", "--vault", str(vault), "--mind", MIND,
-                                                               "mcp"], env=env)
+    return StdioServerParameters(
+        command=sys.executable, args=["-m", "memfile", "--vault", str(vault), "--mind", MIND, "mcp"], env=env
+    )
 
 
 async def wait_for_watcher(vault: Path, timeout: float) -> float:
@@ -147,8 +170,9 @@ async def timed_call(session: Any, name: str, args: dict[str, Any]) -> float:
     return took
 
 
-async def run_mcp(args: argparse.Namespace, vault: Path, empty: Path, env: dict[str, str],
-                  queries: list[str], questions: list[str]) -> None:
+async def run_mcp(
+    args: argparse.Namespace, vault: Path, empty: Path, env: dict[str, str], queries: list[str], questions: list[str]
+) -> None:
     from mcp.client.session import ClientSession
     from mcp.client.stdio import stdio_client
 
@@ -157,8 +181,10 @@ async def run_mcp(args: argparse.Namespace, vault: Path, empty: Path, env: dict[
     errlog = open(vault.parent / "server.err", "w", encoding="utf-8")  # noqa: SIM115 - closed below
     try:
         start = time.perf_counter()
-        async with stdio_client(server_params(vault, env), errlog=errlog) as (read, write), \
-                ClientSession(read, write, read_timeout_seconds=900) as session:
+        async with (
+            stdio_client(server_params(vault, env), errlog=errlog) as (read, write),
+            ClientSession(read, write, read_timeout_seconds=900) as session,
+        ):
             await session.initialize()
             started = time.perf_counter() - start
             row("server start + initialize", size, [started], note="spawn of python -m memfile ... mcp to initialize")
@@ -166,8 +192,10 @@ async def run_mcp(args: argparse.Namespace, vault: Path, empty: Path, env: dict[
             row("first search (builds the index)", size, [first])
             row("watcher vouching (after the first search)", size, [await wait_for_watcher(vault, 600)])
 
-            async with stdio_client(server_params(empty, env), errlog=errlog) as (read2, write2), \
-                    ClientSession(read2, write2, read_timeout_seconds=60) as trivial:
+            async with (
+                stdio_client(server_params(empty, env), errlog=errlog) as (read2, write2),
+                ClientSession(read2, write2, read_timeout_seconds=60) as trivial,
+            ):
                 await trivial.initialize()
                 for i in range(args.warmup):  # untimed: the same calls as below
                     await session.send_ping()
@@ -182,16 +210,31 @@ async def run_mcp(args: argparse.Namespace, vault: Path, empty: Path, env: dict[
                     ping.append(time.perf_counter() - start)
                     tags.append(await timed_call(trivial, "tags", {}))
                     search.append(await timed_call(session, "search", {"query": queries[i % len(queries)]}))
-                    recall.append(await timed_call(session, "recall", {"query": questions[i % len(questions)],
-                                                                       "budget": BUDGET}))
+                    recall.append(
+                        await timed_call(session, "recall", {"query": questions[i % len(questions)], "budget": BUDGET})
+                    )
                     expiring.append(await timed_call(session, "expiring", {"within": "7d"}))
             row("MCP ping (protocol round trip)", size, ping, note="baseline: JSON-RPC over stdio, no tool")
-            row("MCP tags on an empty vault (tool baseline)", 0, tags,
-                note="baseline: a tool call that does no work (second server, empty vault)")
-            row("MCP search, two words", size, search, limit_s=limit,
-                note=f"{len(queries)} pairs cycled, e.g. {queries[0]!r}, {queries[-1]!r}")
-            row(f"MCP recall, question, budget {BUDGET}", size, recall, limit_s=limit,
-                note=f"{len(questions)} questions cycled, e.g. {questions[0]!r}")
+            row(
+                "MCP tags on an empty vault (tool baseline)",
+                0,
+                tags,
+                note="baseline: a tool call that does no work (second server, empty vault)",
+            )
+            row(
+                "MCP search, two words",
+                size,
+                search,
+                limit_s=limit,
+                note=f"{len(queries)} pairs cycled, e.g. {queries[0]!r}, {queries[-1]!r}",
+            )
+            row(
+                f"MCP recall, question, budget {BUDGET}",
+                size,
+                recall,
+                limit_s=limit,
+                note=f"{len(questions)} questions cycled, e.g. {questions[0]!r}",
+            )
             row("MCP expiring 7d", size, expiring, note="reads every memory's metadata from the index")
             await in_process(args, vault, queries, questions)
     finally:
@@ -241,8 +284,12 @@ def main() -> int:
     parser.add_argument("--calls", type=int, default=200, help="timed calls of each tool (default 200)")
     parser.add_argument("--warmup", type=int, default=20, help="untimed calls of each tool first (default 20)")
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--critical", type=int, default=5,
-                        help="critical memories kept (the rest become normal; default 5): recall pins all of them")
+    parser.add_argument(
+        "--critical",
+        type=int,
+        default=5,
+        help="critical memories kept (the rest become normal; default 5): recall pins all of them",
+    )
     parser.add_argument("--keep", action="store_true", help="keep the generated vaults (their folder is printed)")
     parser.add_argument("--json-out", type=Path, help="also write the JSON result to this file")
     args = parse_args(parser, n=100, calls=3, warmup=1)
@@ -256,8 +303,10 @@ def main() -> int:
     env = bench_env()
     commit = memfile_commit()
     mcp_version = importlib.metadata.version("mcp")
-    say(f"memfile {commit}, python {platform.python_version()}, mcp {mcp_version}, {os.cpu_count()} CPUs, "
-        f"{args.n:,} memories, {args.calls} calls")
+    say(
+        f"memfile {commit}, python {platform.python_version()}, mcp {mcp_version}, {os.cpu_count()} CPUs, "
+        f"{args.n:,} memories, {args.calls} calls"
+    )
 
     work = Path(tempfile.mkdtemp(prefix="memfile-bench-mcp-"))
     try:
@@ -277,9 +326,20 @@ def main() -> int:
             shutil.rmtree(work, ignore_errors=True)
 
     TABLE.print()
-    blob = {"commit": commit, "python": platform.python_version(), "mcp": mcp_version, "cpus": os.cpu_count(),
-            "n": args.n, "calls": args.calls, "warmup": args.warmup, "seed": args.seed, "budget": BUDGET,
-            "critical_kept": args.critical, "smoke": args.smoke, "rows": TABLE.rows}
+    blob = {
+        "commit": commit,
+        "python": platform.python_version(),
+        "mcp": mcp_version,
+        "cpus": os.cpu_count(),
+        "n": args.n,
+        "calls": args.calls,
+        "warmup": args.warmup,
+        "seed": args.seed,
+        "budget": BUDGET,
+        "critical_kept": args.critical,
+        "smoke": args.smoke,
+        "rows": TABLE.rows,
+    }
     text = json.dumps(blob, indent=2)
     print(text)
     if args.json_out:

@@ -79,6 +79,7 @@ REFERENCE = {"bm25": (0.493, 0.420), "bm25+stop": (0.550, 0.477)}
 
 # --- helpers ----------------------------------------------------------------------
 
+
 def load_queries(path: Path) -> list[dict[str, Any]]:
     with open(path, encoding="utf-8") as f:
         return [json.loads(line) for line in f if line.strip()]
@@ -105,14 +106,19 @@ def split_of(index: int) -> str | None:
 
 # --- steps ------------------------------------------------------------------------
 
+
 def convert(work: Path, convs: str, env: dict[str, str]) -> None:
     if (work / "queries.jsonl").exists():
         say(f"using the conversion in {work}")
         return
     say(f"converting LoCoMo into {work} ...")
     start = time.perf_counter()
-    proc = subprocess.run([sys.executable, str(CONVERT), "--input", str(LOCOMO), "--out", str(work), "--convs", convs],
-                          env=env, capture_output=True, text=True)
+    proc = subprocess.run(
+        [sys.executable, str(CONVERT), "--input", str(LOCOMO), "--out", str(work), "--convs", convs],
+        env=env,
+        capture_output=True,
+        text=True,
+    )
     if proc.returncode != 0:
         raise SystemExit(f"locomo_to_vault.py failed ({proc.returncode}):\n{proc.stderr[-2000:]}")
     say(f"  converted in {time.perf_counter() - start:.1f} s")
@@ -122,20 +128,34 @@ def warm_indexes(vault: Path, minds: list[str], env: dict[str, str]) -> None:
     say(f"building the index of each mind ({len(minds)} minds, `memfile reindex`) ...")
     for mind in minds:
         start = time.perf_counter()
-        proc = subprocess.run([sys.executable, "-m", "memfile", "--vault", str(vault), "--mind", mind, "reindex"],
-                              env=env, capture_output=True, text=True)
+        proc = subprocess.run(
+            [sys.executable, "-m", "memfile", "--vault", str(vault), "--mind", mind, "reindex"],
+            env=env,
+            capture_output=True,
+            text=True,
+        )
         if proc.returncode != 0:
             raise SystemExit(f"memfile reindex failed for {mind} ({proc.returncode}):\n{proc.stderr[-2000:]}")
         say(f"  {mind}: {time.perf_counter() - start:.1f} s")
 
 
-def run_eval(label: str, extra: list[str], queries: Path, out: Path, args: argparse.Namespace,
-             env: dict[str, str]) -> dict[str, Any]:
+def run_eval(
+    label: str, extra: list[str], queries: Path, out: Path, args: argparse.Namespace, env: dict[str, str]
+) -> dict[str, Any]:
     """One retrieval_eval run; returns {available, error, name, timing, splits}."""
     json_out = out / f"eval-{label}.json"
     log = out / f"eval-{label}.log"
-    argv = [sys.executable, str(EVAL), "--queries", str(queries), *extra, "--jobs", str(args.jobs),
-            "--json-out", str(json_out)]
+    argv = [
+        sys.executable,
+        str(EVAL),
+        "--queries",
+        str(queries),
+        *extra,
+        "--jobs",
+        str(args.jobs),
+        "--json-out",
+        str(json_out),
+    ]
     for sel, _ in SPLITS:
         argv += ["--split", sel]
     if args.limit_queries:
@@ -158,15 +178,25 @@ def run_eval(label: str, extra: list[str], queries: Path, out: Path, args: argpa
         say(f"  {label}: not available ({error})")
         return {"available": False, "error": error, "seconds": round(took, 1), "argv": argv}
     report = json.loads(json_out.read_text(encoding="utf-8"))
-    (name, system), = report["systems"].items()
-    say(f"  {label}: done in {took:.1f} s" + (f", {system['timing']['errors']} failed queries (see {log})"
-                                              if system["timing"].get("errors") else ""))
-    return {"available": True, "error": None, "name": name, "seconds": round(took, 1),
-            "timing": system["timing"], "splits": system["splits"], "argv": argv}
+    ((name, system),) = report["systems"].items()
+    say(
+        f"  {label}: done in {took:.1f} s"
+        + (f", {system['timing']['errors']} failed queries (see {log})" if system["timing"].get("errors") else "")
+    )
+    return {
+        "available": True,
+        "error": None,
+        "name": name,
+        "seconds": round(took, 1),
+        "timing": system["timing"],
+        "splits": system["splits"],
+        "argv": argv,
+    }
 
 
-def measure_latency(vault: Path, convs: list[tuple[str, str]], queries: list[dict[str, Any]],
-                    per_mind: int) -> dict[str, Any]:
+def measure_latency(
+    vault: Path, convs: list[tuple[str, str]], queries: list[dict[str, Any]], per_mind: int
+) -> dict[str, Any]:
     """In-process Vault.search and Vault.recall_items times per split. Only question texts reach memfile."""
     from memfile import Vault
 
@@ -214,24 +244,44 @@ def measure_latency(vault: Path, convs: list[tuple[str, str]], queries: list[dic
             v.close()
         times["search"].setdefault(split, []).extend(mind_s)
         times["recall_items"].setdefault(split, []).extend(mind_r)
-        say(f"  {mind}: {len(qs)} questions; Vault.search p50 {p50(mind_s) * 1000:.1f} ms"
-            + (f", Vault.recall_items p50 {p50(mind_r) * 1000:.1f} ms" if mind_r else ""))
+        say(
+            f"  {mind}: {len(qs)} questions; Vault.search p50 {p50(mind_s) * 1000:.1f} ms"
+            + (f", Vault.recall_items p50 {p50(mind_r) * 1000:.1f} ms" if mind_r else "")
+        )
     rows = []
-    for call, label in (("recall_items", "Vault.recall_items(query=q, limit=10, budget=0)"),
-                        ("search", "Vault.search(q, limit=10)")):
+    for call, label in (
+        ("recall_items", "Vault.recall_items(query=q, limit=10, budget=0)"),
+        ("search", "Vault.search(q, limit=10)"),
+    ):
         for sel, name in SPLITS:
             xs = times[call].get(sel, [])
-            rows.append({"call": label, "split": sel, "split_name": name, "n": len(xs),
-                         "p50_ms": p50(xs) * 1000 if xs else None, "p95_ms": p95(xs) * 1000 if xs else None,
-                         "mean_ms": statistics.fmean(xs) * 1000 if xs else None,
-                         "available": call == "search" or recall_error is None,
-                         "note": (f"not available ({recall_error}); Vault.search timed instead"
-                                  if call == "recall_items" and recall_error else None)})
-    return {"per_mind": per_mind, "rows": rows, "recall_items_error": recall_error,
-            "recall_items_failures": recall_failures}
+            rows.append(
+                {
+                    "call": label,
+                    "split": sel,
+                    "split_name": name,
+                    "n": len(xs),
+                    "p50_ms": p50(xs) * 1000 if xs else None,
+                    "p95_ms": p95(xs) * 1000 if xs else None,
+                    "mean_ms": statistics.fmean(xs) * 1000 if xs else None,
+                    "available": call == "search" or recall_error is None,
+                    "note": (
+                        f"not available ({recall_error}); Vault.search timed instead"
+                        if call == "recall_items" and recall_error
+                        else None
+                    ),
+                }
+            )
+    return {
+        "per_mind": per_mind,
+        "rows": rows,
+        "recall_items_error": recall_error,
+        "recall_items_failures": recall_failures,
+    }
 
 
 # --- printing ------------------------------------------------------------------------
+
 
 def fmt(v: float | None) -> str:
     return "-" if v is None else f"{v:.3f}"
@@ -261,14 +311,14 @@ def print_quality(systems: dict[str, dict[str, Any]], split_convs: dict[str, lis
         cw = max(len("category"), *(len(g) for g in labels))
         group = 6 * len(METRICS) - 1
         head1 = " " * (cw + 7) + "".join(" | " + name.center(group) for name in shown)
-        head2 = f"{'category':<{cw}}  {'n':>5}" + "".join(
-            " | " + " ".join(f"{m:>5}" for m in METRICS) for _ in shown)
+        head2 = f"{'category':<{cw}}  {'n':>5}" + "".join(" | " + " ".join(f"{m:>5}" for m in METRICS) for _ in shown)
         print(head1)
         print(head2)
         print("-" * len(head2))
         for g in labels:
-            n = next((systems[name]["splits"][sel][g]["n"] for name in shown
-                      if g in systems[name]["splits"].get(sel, {})), 0)
+            n = next(
+                (systems[name]["splits"][sel][g]["n"] for name in shown if g in systems[name]["splits"].get(sel, {})), 0
+            )
             cells = []
             for name in shown:
                 agg = systems[name]["splits"].get(sel, {}).get(g)
@@ -276,8 +326,7 @@ def print_quality(systems: dict[str, dict[str, Any]], split_convs: dict[str, lis
             if g == "overall":
                 print("-" * len(head2))
             print(f"{g:<{cw}}  {n:>5}" + "".join(" | " + c for c in cells))
-    print("\n(overall = categories 1-4, all = 1-5; R@k = share of the gold turns in the top k; "
-          "MRR over the top 20)")
+    print("\n(overall = categories 1-4, all = 1-5; R@k = share of the gold turns in the top k; MRR over the top 20)")
 
 
 def verdicts(systems: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
@@ -285,9 +334,13 @@ def verdicts(systems: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
     for name in ("recall", "search", "bm25", "bm25+stop"):
         s = systems.get(name)
         overall = s["splits"].get("5-9", {}).get("overall") if s and s["available"] else None
-        v: dict[str, Any] = {"system": name, "available": bool(s and s["available"]),
-                             "n": overall["n"] if overall else 0,
-                             "R@10": overall["R@10"] if overall else None, "R@5": overall["R@5"] if overall else None}
+        v: dict[str, Any] = {
+            "system": name,
+            "available": bool(s and s["available"]),
+            "n": overall["n"] if overall else 0,
+            "R@10": overall["R@10"] if overall else None,
+            "R@5": overall["R@5"] if overall else None,
+        }
         if name in ("recall", "search"):
             if overall:
                 ok10, ok5 = overall["R@10"] >= TARGET_R10, overall["R@5"] >= TARGET_R5
@@ -303,7 +356,7 @@ def verdicts(systems: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
 
 def print_verdict(rows: list[dict[str, Any]]) -> None:
     n = max((r["n"] for r in rows), default=0)
-    print(f"\n== targets: held out (conversations 5-9), categories 1-4 (\"overall\"), {n} questions ==")
+    print(f'\n== targets: held out (conversations 5-9), categories 1-4 ("overall"), {n} questions ==')
     print(f"{'system':<10}  {'R@10':>6}  {'R@5':>6}  result")
     print("-" * 66)
     for r in rows:
@@ -324,16 +377,20 @@ def print_verdict(rows: list[dict[str, Any]]) -> None:
 
 
 def print_timing(systems: dict[str, dict[str, Any]], jobs: int) -> None:
-    print(f"\n== retrieval_eval times (scored questions; command systems run {jobs} at a time, "
-          "latency includes process start-up) ==")
+    print(
+        f"\n== retrieval_eval times (scored questions; command systems run {jobs} at a time, "
+        "latency includes process start-up) =="
+    )
     print(f"{'system':<10}  {'queries':>7}  {'failed':>6}  {'wall s':>7}  {'p50 ms':>7}  {'p95 ms':>7}  scored as")
     for name, s in systems.items():
         if not s["available"]:
             print(f"{name:<10}  {'-':>7}  {'-':>6}  {'-':>7}  {'-':>7}  {'-':>7}  not available")
             continue
         t = s["timing"]
-        print(f"{name:<10}  {t['queries']:>7}  {t['errors']:>6}  {t['query_wall_seconds']:>7.1f}  "
-              f"{fmt_ms(t['latency_ms_p50']):>7}  {fmt_ms(t['latency_ms_p95']):>7}  {s['name']}")
+        print(
+            f"{name:<10}  {t['queries']:>7}  {t['errors']:>6}  {t['query_wall_seconds']:>7.1f}  "
+            f"{fmt_ms(t['latency_ms_p50']):>7}  {fmt_ms(t['latency_ms_p95']):>7}  {s['name']}"
+        )
 
 
 def print_latency(lat: dict[str, Any]) -> None:
@@ -345,42 +402,67 @@ def print_latency(lat: dict[str, Any]) -> None:
             if r["split"] == SPLITS[0][0]:
                 print(f"{r['call']:<{cw}}  {r['note']}")
             continue
-        print(f"{r['call']:<{cw}}  {r['split_name']:<10}  {r['n']:>5}  {fmt_ms(r['p50_ms']):>7}  "
-              f"{fmt_ms(r['p95_ms']):>7}  {fmt_ms(r['mean_ms']):>7}")
+        print(
+            f"{r['call']:<{cw}}  {r['split_name']:<10}  {r['n']:>5}  {fmt_ms(r['p50_ms']):>7}  "
+            f"{fmt_ms(r['p95_ms']):>7}  {fmt_ms(r['mean_ms']):>7}"
+        )
     if lat["recall_items_failures"]:
         print(f"  recall_items raised on {lat['recall_items_failures']} questions (not timed)")
 
 
 # --- main ----------------------------------------------------------------------------
 
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--work", type=Path, help="conversion folder: reused when DIR/queries.jsonl exists, "
-                        "else LoCoMo is converted into it (kept); default a temp folder")
+    parser.add_argument(
+        "--work",
+        type=Path,
+        help="conversion folder: reused when DIR/queries.jsonl exists, "
+        "else LoCoMo is converted into it (kept); default a temp folder",
+    )
     parser.add_argument("--jobs", type=int, default=2, help="parallel command runs in retrieval_eval (default 2)")
-    parser.add_argument("--limit-queries", type=int, default=0,
-                        help="score only the first N questions (passed to retrieval_eval; smoke runs)")
-    parser.add_argument("--latency-queries", type=int, default=50,
-                        help="questions per mind for the in-process latency (default 50; 0 = all)")
-    parser.add_argument("--keep", action="store_true", help="keep the temp folder (conversion, retrieval_eval "
-                        "JSON and logs); its path is printed")
+    parser.add_argument(
+        "--limit-queries",
+        type=int,
+        default=0,
+        help="score only the first N questions (passed to retrieval_eval; smoke runs)",
+    )
+    parser.add_argument(
+        "--latency-queries",
+        type=int,
+        default=50,
+        help="questions per mind for the in-process latency (default 50; 0 = all)",
+    )
+    parser.add_argument(
+        "--keep",
+        action="store_true",
+        help="keep the temp folder (conversion, retrieval_eval JSON and logs); its path is printed",
+    )
     parser.add_argument("--json-out", type=Path, help="write every number of this run here as JSON")
-    parser.add_argument("--convs", default="all", help="conversations to convert, as locomo_to_vault.py's --convs "
-                        "(default all; the splits and the verdict assume all ten)")
+    parser.add_argument(
+        "--convs",
+        default="all",
+        help="conversations to convert, as locomo_to_vault.py's --convs "
+        "(default all; the splits and the verdict assume all ten)",
+    )
     args = parse_args(parser, convs="conv-30", limit_queries=4, latency_queries=3, jobs=1)
     converted = args.work is not None and (args.work / "queries.jsonl").exists()
     missing = [path for path in (EVAL, *([] if converted else [CONVERT, LOCOMO])) if not path.exists()]
     if missing:
         where = ", ".join(str(path) for path in missing)
         if args.smoke:
-            say(f"bench_retrieval: smoke run skipped: {where} not found "
-                "(LoCoMo and ../shared/bench beside the project)")
+            say(
+                f"bench_retrieval: smoke run skipped: {where} not found (LoCoMo and ../shared/bench beside the project)"
+            )
             return 0
         raise SystemExit(f"{where} not found (expected ../shared/bench and ../shared/bench-data beside the project)")
     env = bench_env()
     commit = memfile_commit()
-    say(f"memfile {commit}, python {platform.python_version()}, {os.cpu_count()} CPUs, jobs {args.jobs}"
-        + (f", first {args.limit_queries} questions only" if args.limit_queries else ""))
+    say(
+        f"memfile {commit}, python {platform.python_version()}, {os.cpu_count()} CPUs, jobs {args.jobs}"
+        + (f", first {args.limit_queries} questions only" if args.limit_queries else "")
+    )
 
     tmp = Path(tempfile.mkdtemp(prefix="memfile-bench-retrieval-"))
     work = args.work.resolve() if args.work else tmp / "locomo"
@@ -396,15 +478,37 @@ def main() -> int:
 
         py = shlex.quote(sys.executable)
         systems: dict[str, dict[str, Any]] = {}
-        systems["recall"] = run_eval("recall", [
-            "--cmd", f"{py} -m memfile --vault {{vault}} --mind {{mind}} recall --query {{query}} --limit {{k}} "
-                     "--budget 0 --format json", "--name", "recall"], queries_file, tmp, args, env)
-        systems["search"] = run_eval("search", [
-            "--cmd", f"{py} -m memfile --vault {{vault}} --mind {{mind}} search --json --limit {{k}} -- {{query}}",
-            "--name", "search"], queries_file, tmp, args, env)
+        systems["recall"] = run_eval(
+            "recall",
+            [
+                "--cmd",
+                f"{py} -m memfile --vault {{vault}} --mind {{mind}} recall --query {{query}} --limit {{k}} "
+                "--budget 0 --format json",
+                "--name",
+                "recall",
+            ],
+            queries_file,
+            tmp,
+            args,
+            env,
+        )
+        systems["search"] = run_eval(
+            "search",
+            [
+                "--cmd",
+                f"{py} -m memfile --vault {{vault}} --mind {{mind}} search --json --limit {{k}} -- {{query}}",
+                "--name",
+                "search",
+            ],
+            queries_file,
+            tmp,
+            args,
+            env,
+        )
         systems["bm25"] = run_eval("bm25", ["--baseline", "bm25"], queries_file, tmp, args, env)
-        systems["bm25+stop"] = run_eval("bm25+stop", ["--baseline", "bm25", "--stopwords"], queries_file, tmp,
-                                        args, env)
+        systems["bm25+stop"] = run_eval(
+            "bm25+stop", ["--baseline", "bm25", "--stopwords"], queries_file, tmp, args, env
+        )
         latency = measure_latency(vault, convs, queries, args.latency_queries)
     finally:
         if args.keep:
@@ -419,20 +523,41 @@ def main() -> int:
     print_latency(latency)
 
     if args.json_out:
-        args.json_out.write_text(json.dumps({
-            "commit": commit, "python": platform.python_version(), "cpus": os.cpu_count(), "jobs": args.jobs,
-            "limit_queries": args.limit_queries, "convs": args.convs, "smoke": args.smoke, "work": str(work),
-            "splits": dict(SPLITS),
-            "split_conversations": split_convs, "targets": {"R@10": TARGET_R10, "R@5": TARGET_R5},
-            "systems": systems, "verdict": verdict, "latency": latency}, indent=1), encoding="utf-8")
+        args.json_out.write_text(
+            json.dumps(
+                {
+                    "commit": commit,
+                    "python": platform.python_version(),
+                    "cpus": os.cpu_count(),
+                    "jobs": args.jobs,
+                    "limit_queries": args.limit_queries,
+                    "convs": args.convs,
+                    "smoke": args.smoke,
+                    "work": str(work),
+                    "splits": dict(SPLITS),
+                    "split_conversations": split_convs,
+                    "targets": {"R@10": TARGET_R10, "R@5": TARGET_R5},
+                    "systems": systems,
+                    "verdict": verdict,
+                    "latency": latency,
+                },
+                indent=1,
+            ),
+            encoding="utf-8",
+        )
         say(f"\nJSON written to {args.json_out}")
     return smoke_failures(systems, latency) if args.smoke else 0
 
 
 def smoke_failures(systems: dict[str, dict[str, Any]], latency: dict[str, Any]) -> int:
     """1 when memfile's part of a smoke run did not work (a full run reports it as "not available" instead)."""
-    failed = [f"{name}: not available ({s['error']})" if not s["available"] else f"{name}: {s['timing']['errors']} "
-              "questions failed" for name, s in systems.items() if not s["available"] or s["timing"].get("errors")]
+    failed = [
+        f"{name}: not available ({s['error']})"
+        if not s["available"]
+        else f"{name}: {s['timing']['errors']} questions failed"
+        for name, s in systems.items()
+        if not s["available"] or s["timing"].get("errors")
+    ]
     if latency["recall_items_error"] or latency["recall_items_failures"]:
         failed.append(f"Vault.recall_items: {latency['recall_items_error'] or latency['recall_items_failures']}")
     if failed:

@@ -74,8 +74,23 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # common.py's folder; PYTHONSAFEPATH=1 leaves it out
 from common import (  # noqa: E402
-    MEMFILE, MIND, Column, IndexPeek, Table, bench_env, field, make_vault, memfile_commit, p50, p95, parse_args,
-    run as run_process, say, wait_until,
+    MEMFILE,
+    MIND,
+    Column,
+    IndexPeek,
+    Table,
+    bench_env,
+    field,
+    make_vault,
+    memfile_commit,
+    p50,
+    p95,
+    parse_args,
+    say,
+    wait_until,
+)
+from common import (
+    run as run_process,
 )
 
 CATEGORIES = ["identity", "preference", "fact", "project", "skill", "mistake", "context", "note"]
@@ -93,6 +108,7 @@ BATCH_LINE = re.compile(r"indexed (\d+) added, (\d+) updated, (\d+) removed \((\
 
 
 # --- measuring ------------------------------------------------------------------
+
 
 def proc_status(pid: int) -> dict[str, str]:
     return proc_status_path(f"/proc/{pid}/status")
@@ -152,6 +168,7 @@ def processes_touching(vault: Path, exclude: set[int]) -> list[str]:
 
 # --- the watcher's output ----------------------------------------------------------
 
+
 class WatcherLog:
     """The watcher's stdout/stderr, redirected to files (PYTHONUNBUFFERED: a line per batch at once)."""
 
@@ -185,6 +202,7 @@ class WatcherLog:
 
 # --- the table ---------------------------------------------------------------------------
 
+
 def fmt_value(value: Any, unit: str) -> str:
     if value is None:
         return "-"
@@ -195,22 +213,43 @@ def fmt_value(value: Any, unit: str) -> str:
     return f"{text} {unit}".strip()
 
 
-TABLE = Table([
-    Column("figure", lambda r: r["figure"]),
-    Column("value", lambda r: fmt_value(r["value"], r["unit"]), right=True),
-    Column("target", lambda r: r["target"] or "-"),
-    Column("result", lambda r: r["result"]),
-])
+TABLE = Table(
+    [
+        Column("figure", lambda r: r["figure"]),
+        Column("value", lambda r: fmt_value(r["value"], r["unit"]), right=True),
+        Column("target", lambda r: r["target"] or "-"),
+        Column("result", lambda r: r["result"]),
+    ]
+)
 
 
-def row(figure: str, value: float | str | None, unit: str = "", *, target: str = "", ok: bool | None = None,
-        check: bool = False, note: str = "", **extra: Any) -> dict[str, Any]:
+def row(
+    figure: str,
+    value: float | str | None,
+    unit: str = "",
+    *,
+    target: str = "",
+    ok: bool | None = None,
+    check: bool = False,
+    note: str = "",
+    **extra: Any,
+) -> dict[str, Any]:
     """A row of one value; `ok` None is info, else PASS or MISS (`check`: see Table)."""
-    return TABLE.add(figure, ok=ok, check=check, target=target, note=note, shown=fmt_value(value, unit),
-                     value=value, unit=unit, **extra)
+    return TABLE.add(
+        figure,
+        ok=ok,
+        check=check,
+        target=target,
+        note=note,
+        shown=fmt_value(value, unit),
+        value=value,
+        unit=unit,
+        **extra,
+    )
 
 
 # --- edits ------------------------------------------------------------------------------
+
 
 def token(r: random.Random) -> str:
     # letters only, so the analyzer keeps it one word; "tok" + 12 letters is unique in this vault
@@ -308,6 +347,7 @@ def arrived(catalog: IndexPeek, gone: list[str], new: str | None, tok: str | Non
         if new is None:
             return True
         return catalog.has_token(new, tok) if tok else catalog.has_memory(new)
+
     return check
 
 
@@ -319,6 +359,7 @@ def git(vault: Path, env: dict[str, str], *args: str) -> str:
 
 
 # --- the benchmark ---------------------------------------------------------------------------
+
 
 def run(args: argparse.Namespace, work: Path, env: dict[str, str], info: dict[str, Any]) -> None:
     from memfile import Vault
@@ -339,16 +380,23 @@ def run(args: argparse.Namespace, work: Path, env: dict[str, str], info: dict[st
         """Start `memfile watch`: (process, its output, s until status() names it, s until it vouches)."""
         log = WatcherLog(work, name)
         start = time.perf_counter()
-        proc = subprocess.Popen([*memfile, "watch"], stdout=log.out, stderr=log.err, stdin=subprocess.DEVNULL,
-                                env=dict(env, PYTHONUNBUFFERED="1"))
+        proc = subprocess.Popen(
+            [*memfile, "watch"],
+            stdout=log.out,
+            stderr=log.err,
+            stdin=subprocess.DEVNULL,
+            env=dict(env, PYTHONUNBUFFERED="1"),
+        )
         started.append((proc, log))
 
         def watcher_pid() -> int | None:
             with Vault.open(vault, MIND) as v:
                 return field(v.status(), "watcher_pid")
 
-        if wait_until(lambda: proc.poll() is not None or watcher_pid() == proc.pid, 60, 0.05) is None \
-                or proc.poll() is not None:
+        if (
+            wait_until(lambda: proc.poll() is not None or watcher_pid() == proc.pid, 60, 0.05) is None
+            or proc.poll() is not None
+        ):
             raise SystemExit(f"the watcher did not start (exit {proc.poll()}):\n{log.stderr()[-3000:]}")
         took = time.perf_counter() - start
         # the first pass is a full stat-only diff; a watcher that has applied it vouches for the index
@@ -359,8 +407,12 @@ def run(args: argparse.Namespace, work: Path, env: dict[str, str], info: dict[st
         proc, log, took, vouch = start_watcher("watch")
         info["watcher_pid"] = proc.pid
         row("watcher start until status() shows its pid", took, "s")
-        row("watcher start until it vouches for the index", vouch, "s",
-            note="" if vouch is not None else f"no {marker.name} marker appeared (memfile without vouching?)")
+        row(
+            "watcher start until it vouches for the index",
+            vouch,
+            "s",
+            note="" if vouch is not None else f"no {marker.name} marker appeared (memfile without vouching?)",
+        )
         measure(args, vault, env, proc, log, r, branch, info, start_watcher, marker)
     finally:
         for proc, log in started:
@@ -380,9 +432,18 @@ def marker_window(marker: Path, since: float, limit: float = 3.0) -> float | Non
     return time.perf_counter() - since
 
 
-def measure(args: argparse.Namespace, vault: Path, env: dict[str, str], proc: subprocess.Popen[bytes],
-            log: WatcherLog, r: random.Random, branch: str, info: dict[str, Any],
-            start_watcher: Callable[[str], Any], marker: Path) -> None:
+def measure(
+    args: argparse.Namespace,
+    vault: Path,
+    env: dict[str, str],
+    proc: subprocess.Popen[bytes],
+    log: WatcherLog,
+    r: random.Random,
+    branch: str,
+    info: dict[str, Any],
+    start_watcher: Callable[[str], Any],
+    marker: Path,
+) -> None:
     from memfile import Vault
 
     pid = proc.pid
@@ -427,24 +488,41 @@ def measure(args: argparse.Namespace, vault: Path, env: dict[str, str], proc: su
             say(f"  {i + 1} edits done")
     busy_cpu = (cpu_ticks(pid) - cpu0) / os.sysconf("SC_CLK_TCK") / (time.perf_counter() - wall0) * 100
     lat = [x for xs in per_kind.values() for x in xs]
-    kind_note = "; ".join(f"{k} n={len(v)} p50 {p50(v) * 1000:.0f} p95 {p95(v) * 1000:.0f} max {max(v) * 1000:.0f}"
-                          for k, v in per_kind.items() if v)
+    kind_note = "; ".join(
+        f"{k} n={len(v)} p50 {p50(v) * 1000:.0f} p95 {p95(v) * 1000:.0f} max {max(v) * 1000:.0f}"
+        for k, v in per_kind.items()
+        if v
+    )
     ok = not missed and bool(lat)
-    row("edits measured", len(lat), f"of {len(kinds)}", target=f"all {len(kinds)} within {EDIT_TIMEOUT_S:g} s",
-        ok=ok, note=("missed: " + "; ".join(missed[:10])) if missed else "")
+    row(
+        "edits measured",
+        len(lat),
+        f"of {len(kinds)}",
+        target=f"all {len(kinds)} within {EDIT_TIMEOUT_S:g} s",
+        ok=ok,
+        note=("missed: " + "; ".join(missed[:10])) if missed else "",
+    )
     row("write -> indexed, p50", p50(lat) * 1000 if lat else None, "ms", note=f"ms per kind: {kind_note}")
-    row("write -> indexed, p95", p95(lat) * 1000 if lat else None, "ms",
+    row(
+        "write -> indexed, p95",
+        p95(lat) * 1000 if lat else None,
+        "ms",
         target=f"<= {LATENCY_P95_TARGET_S * 1000:g} ms",
-        ok=bool(lat) and not missed and p95(lat) <= LATENCY_P95_TARGET_S)
+        ok=bool(lat) and not missed and p95(lat) <= LATENCY_P95_TARGET_S,
+    )
     row("write -> indexed, max", max(lat) * 1000 if lat else None, "ms")
     row("watcher CPU while editing", busy_cpu, "% of a core")
     if windows or stuck:
-        row("write -> watcher stops vouching, p95", p95(windows) * 1000 if windows else None, "ms",
+        row(
+            "write -> watcher stops vouching, p95",
+            p95(windows) * 1000 if windows else None,
+            "ms",
             note=f"{len(windows) + stuck} edits made while the watcher vouched; window p50 "
-                 f"{p50(windows) * 1000:.2f} ms, max {max(windows) * 1000:.2f} ms"
-                 + (f"; {stuck} kept the marker > 3 s" if stuck else "")
-                 + ". A read in this window skips the stat-only diff and answers from the index as it was "
-                   "before the write (no read-your-writes for hand edits)")
+            f"{p50(windows) * 1000:.2f} ms, max {max(windows) * 1000:.2f} ms"
+            + (f"; {stuck} kept the marker > 3 s" if stuck else "")
+            + ". A read in this window skips the stat-only diff and answers from the index as it was "
+            "before the write (no read-your-writes for hand edits)",
+        )
     info["vouch_window_ms"] = [round(x * 1000, 2) for x in windows]
     info["latency_ms"] = {k: [round(x * 1000, 1) for x in v] for k, v in per_kind.items()}
 
@@ -468,10 +546,16 @@ def measure(args: argparse.Namespace, vault: Path, env: dict[str, str], proc: su
         folder_lat.append(time.perf_counter() - written if check() else math.inf)
         log.wait_quiet()
     if folder_lat:
-        row("folder of 5 moved in -> indexed, p50", p50(folder_lat) * 1000, "ms",
-            target=f"<= {LATENCY_P95_TARGET_S * 1000:g} ms", ok=p50(folder_lat) <= LATENCY_P95_TARGET_S,
-            note=f"{len(folder_lat)} folders, ms: " + ", ".join(f"{x * 1000:.0f}" for x in folder_lat)
-                 + f"; child processes of the watcher seen meanwhile: {sorted(folder_kids) or 'none'}")
+        row(
+            "folder of 5 moved in -> indexed, p50",
+            p50(folder_lat) * 1000,
+            "ms",
+            target=f"<= {LATENCY_P95_TARGET_S * 1000:g} ms",
+            ok=p50(folder_lat) <= LATENCY_P95_TARGET_S,
+            note=f"{len(folder_lat)} folders, ms: "
+            + ", ".join(f"{x * 1000:.0f}" for x in folder_lat)
+            + f"; child processes of the watcher seen meanwhile: {sorted(folder_kids) or 'none'}",
+        )
 
     # a memory moved out of the vault (a file manager's "move to trash"): an unpaired IN_MOVED_FROM
     out_lat, out_windows = [], []
@@ -489,11 +573,17 @@ def measure(args: argparse.Namespace, vault: Path, env: dict[str, str], proc: su
         took = wait_until(lambda: not catalog.has_path(rel), 30)  # noqa: B023
         out_lat.append((time.perf_counter() - written) if took is not None else math.inf)
     if out_lat:
-        row("file moved out of the vault -> gone from index, p50", p50(out_lat) * 1000, "ms",
-            target=f"<= {LATENCY_P95_TARGET_S * 1000:g} ms", ok=p50(out_lat) <= LATENCY_P95_TARGET_S,
-            note=f"{len(out_lat)} moves, ms: " + ", ".join(f"{x * 1000:.0f}" for x in out_lat)
-                 + "; write -> watcher stops vouching, ms: " + (", ".join(f"{x * 1000:.0f}" for x in out_windows)
-                                                                 or "n/a"))
+        row(
+            "file moved out of the vault -> gone from index, p50",
+            p50(out_lat) * 1000,
+            "ms",
+            target=f"<= {LATENCY_P95_TARGET_S * 1000:g} ms",
+            ok=p50(out_lat) <= LATENCY_P95_TARGET_S,
+            note=f"{len(out_lat)} moves, ms: "
+            + ", ".join(f"{x * 1000:.0f}" for x in out_lat)
+            + "; write -> watcher stops vouching, ms: "
+            + (", ".join(f"{x * 1000:.0f}" for x in out_windows) or "n/a"),
+        )
 
     # --- 3. idle CPU ---------------------------------------------------------------------------
     say(f"\n== idle: {args.idle:g} s ==")
@@ -507,20 +597,33 @@ def measure(args: argparse.Namespace, vault: Path, env: dict[str, str], proc: su
     cpu1, cs1, wall1 = cpu_ticks(pid), context_switches(pid), time.perf_counter()
     elapsed = wall1 - wall0
     idle_pct = (cpu1 - cpu0) / tck / elapsed * 100
-    row("idle watcher CPU", idle_pct, "% of a core", target=f"< {IDLE_CPU_TARGET_PCT:g} %",
+    row(
+        "idle watcher CPU",
+        idle_pct,
+        "% of a core",
+        target=f"< {IDLE_CPU_TARGET_PCT:g} %",
         ok=idle_pct < IDLE_CPU_TARGET_PCT,
         note=f"{cpu1 - cpu0} ticks of 1/{tck} s over {elapsed:.1f} s; load average before {load0[0]:.2f}, "
-             f"after {os.getloadavg()[0]:.2f}; watcher printed {len(log.lines()) - lines_before} lines meanwhile")
+        f"after {os.getloadavg()[0]:.2f}; watcher printed {len(log.lines()) - lines_before} lines meanwhile",
+    )
     per_thread = sorted(((cs1.get(t, 0) - c) / elapsed, t) for t, c in cs0.items())
-    row("idle wake-ups (context switches, all threads)", sum(w for w, _ in per_thread), "/s",
+    row(
+        "idle wake-ups (context switches, all threads)",
+        sum(w for w, _ in per_thread),
+        "/s",
         note="per thread (tid: /s, main thread = pid): "
-             + ", ".join(f"{t}: {w:.1f}" for w, t in sorted(per_thread, key=lambda x: x[1])))
+        + ", ".join(f"{t}: {w:.1f}" for w, t in sorted(per_thread, key=lambda x: x[1])),
+    )
     row("watcher threads", threads, "")
 
     # --- 4. memory -------------------------------------------------------------------------------
     st = proc_status(pid)
-    row(f"watcher RSS at {args.n:,} memories, after the edits", kib(st["VmRSS"]) / 1024, "MiB",
-        note=f"RSS right after start {rss_start / 1024:.1f} MiB; peak (VmHWM) so far {kib(st['VmHWM']) / 1024:.1f} MiB")
+    row(
+        f"watcher RSS at {args.n:,} memories, after the edits",
+        kib(st["VmRSS"]) / 1024,
+        "MiB",
+        note=f"RSS right after start {rss_start / 1024:.1f} MiB; peak (VmHWM) so far {kib(st['VmHWM']) / 1024:.1f} MiB",
+    )
 
     # --- 5. a 1,000-file checkout --------------------------------------------------------------------
     files = args.checkout_files
@@ -530,12 +633,18 @@ def measure(args: argparse.Namespace, vault: Path, env: dict[str, str], proc: su
     pattern = f"{MIND}/%/checkout_%"
     start = time.perf_counter()
     for i in range(files):
-        write(vault / MIND / CATEGORIES[i % len(CATEGORIES)] / f"checkout_{i:04d}.md",
-              hand_made(token(r), f"Checkout file {i}") + "Some more words about the release process. " * 5 + "\n")
+        write(
+            vault / MIND / CATEGORIES[i % len(CATEGORIES)] / f"checkout_{i:04d}.md",
+            hand_made(token(r), f"Checkout file {i}") + "Some more words about the release process. " * 5 + "\n",
+        )
     wrote = time.perf_counter() - start
     took = wait_until(lambda: catalog.count_like(pattern) == files, 120)
-    row(f"{files:,} files written by a program -> all indexed", took, "s",
-        note=f"writing took {wrote:.2f} s; measured from the last write")
+    row(
+        f"{files:,} files written by a program -> all indexed",
+        took,
+        "s",
+        note=f"writing took {wrote:.2f} s; measured from the last write",
+    )
     log.wait_quiet()
     git(vault, env, "checkout", "-q", "-b", "bench-checkout")
     git(vault, env, "add", "-A")
@@ -557,20 +666,36 @@ def measure(args: argparse.Namespace, vault: Path, env: dict[str, str], proc: su
         batches = log.batches()[before:]
         counts = [tuple(int(x) for x in BATCH_LINE.search(b).groups()) for b in batches]  # type: ignore[union-attr]
         recorded = catalog.count_like(pattern, memories_only=False)
-        row(label, total if took is not None else None, "s", target=target,
+        row(
+            label,
+            total if took is not None else None,
+            "s",
+            target=target,
             ok=(took is not None and recorded == want) if target else None,
             note=f"git checkout itself {git_s:.2f} s; {len(batches)} batch(es): "
-                 + "; ".join(f"{a} added, {u} updated, {d} removed, {n} paths" for a, u, d, n in counts)
-                 + f"; the index records {recorded} of them afterwards", batches=len(batches))
-        row("  batches for it", len(batches), "", target="1 (one batch)" if target else "",
-            ok=(len(batches) == 1) if target else None)
+            + "; ".join(f"{a} added, {u} updated, {d} removed, {n} paths" for a, u, d, n in counts)
+            + f"; the index records {recorded} of them afterwards",
+            batches=len(batches),
+        )
+        row(
+            "  batches for it",
+            len(batches),
+            "",
+            target="1 (one batch)" if target else "",
+            ok=(len(batches) == 1) if target else None,
+        )
 
-    checkout("bench-checkout", files, f"git checkout adding {files:,} files -> all indexed",
-             target=f"all {files:,} recorded")
+    checkout(
+        "bench-checkout", files, f"git checkout adding {files:,} files -> all indexed", target=f"all {files:,} recorded"
+    )
     checkout(branch, 0, f"git checkout removing {files:,} files -> all gone")
     st = proc_status(pid)
-    row("watcher RSS after the checkouts", kib(st["VmRSS"]) / 1024, "MiB",
-        note=f"peak (VmHWM) {kib(st['VmHWM']) / 1024:.1f} MiB")
+    row(
+        "watcher RSS after the checkouts",
+        kib(st["VmRSS"]) / 1024,
+        "MiB",
+        note=f"peak (VmHWM) {kib(st['VmHWM']) / 1024:.1f} MiB",
+    )
 
     # --- the index is in line, and searchable --------------------------------------------------
     git(vault, env, "checkout", "-q", "bench-checkout")
@@ -580,13 +705,28 @@ def measure(args: argparse.Namespace, vault: Path, env: dict[str, str], proc: su
         status = v.status()  # reads only; does not bring the index in line
         stale = field(status, "stale")
         sample = r.sample(sorted(editor.survivors.items()), min(20, len(editor.survivors)))
-        found = sum(1 for path, tok in sample
-                    if any(h.memory.path == path for h in v.search(tok, include_expired=True)))
-    row("stale files after everything (status())", len(stale), "", target="0", ok=not stale, check=True,
-        note=("stale: " + ", ".join(stale[:10])) if stale else
-             f"{field(status, 'on_disk')} on disk, {field(status, 'indexed')} indexed")
-    row("sampled tokens found by Vault.search", found, f"of {len(sample)}", target="all", ok=found == len(sample),
-        check=True)
+        found = sum(
+            1 for path, tok in sample if any(h.memory.path == path for h in v.search(tok, include_expired=True))
+        )
+    row(
+        "stale files after everything (status())",
+        len(stale),
+        "",
+        target="0",
+        ok=not stale,
+        check=True,
+        note=("stale: " + ", ".join(stale[:10]))
+        if stale
+        else f"{field(status, 'on_disk')} on disk, {field(status, 'indexed')} indexed",
+    )
+    row(
+        "sampled tokens found by Vault.search",
+        found,
+        f"of {len(sample)}",
+        target="all",
+        ok=found == len(sample),
+        check=True,
+    )
 
     # --- 6. SIGTERM -----------------------------------------------------------------------------------
     say("\n== SIGTERM ==")
@@ -602,9 +742,14 @@ def measure(args: argparse.Namespace, vault: Path, env: dict[str, str], proc: su
             stop_s = time.perf_counter() - start
         except subprocess.TimeoutExpired:
             code, stop_s = None, None
-        row(f"SIGTERM, {label} -> process exited", stop_s, "s", target=f"<= {STOP_TARGET_S:g} s",
+        row(
+            f"SIGTERM, {label} -> process exited",
+            stop_s,
+            "s",
+            target=f"<= {STOP_TARGET_S:g} s",
             ok=stop_s is not None and stop_s <= STOP_TARGET_S,
-            note=f"{threads} threads and child processes {kids or 'none'} just before the signal")
+            note=f"{threads} threads and child processes {kids or 'none'} just before the signal",
+        )
         row("  exit code", code, "", target="0", ok=code == 0, check=True)
         return kids
 
@@ -615,8 +760,7 @@ def measure(args: argparse.Namespace, vault: Path, env: dict[str, str], proc: su
 
     # b: a fresh watcher (its start is a full stat-only diff of the whole vault), with a batch pending
     proc, log, took, vouch = start_watcher("watch2")
-    row("second watcher: start until it vouches (full diff)", vouch, "s",
-        note=f"status() named it after {took:.2f} s")
+    row("second watcher: start until it vouches (full diff)", vouch, "s", note=f"status() named it after {took:.2f} s")
     log.wait_quiet(1.0)
     gone, new, tok = editor.edit("append")
     time.sleep(0.05)  # the event is recorded, the 0.3 s debounce has not passed: a batch is pending
@@ -625,14 +769,33 @@ def measure(args: argparse.Namespace, vault: Path, env: dict[str, str], proc: su
     row("  the pending edit reached the index", "yes" if applied else "no", "", target="yes", ok=applied, check=True)
     with Vault.open(vault, MIND) as v:
         holder = field(v.status(), "watcher_pid")
-    row("one-watcher lock released", "yes" if holder is None else f"no (pid {holder})", "", target="yes",
-        ok=holder is None, check=True)
-    row("vouching marker removed", "no" if marker.exists() else "yes", "", target="yes", ok=not marker.exists(),
-        check=True)
+    row(
+        "one-watcher lock released",
+        "yes" if holder is None else f"no (pid {holder})",
+        "",
+        target="yes",
+        ok=holder is None,
+        check=True,
+    )
+    row(
+        "vouching marker removed",
+        "no" if marker.exists() else "yes",
+        "",
+        target="yes",
+        ok=not marker.exists(),
+        check=True,
+    )
     left = [k for k in kids if Path(f"/proc/{k}").exists()]
     others = processes_touching(vault, {os.getpid()})
-    row("processes left behind", len(left) + len(others), "", target="0", ok=not left and not others, check=True,
-        note="; ".join([f"child {k}" for k in left] + others))
+    row(
+        "processes left behind",
+        len(left) + len(others),
+        "",
+        target="0",
+        ok=not left and not others,
+        check=True,
+        note="; ".join([f"child {k}" for k in left] + others),
+    )
     catalog.close()
 
 
@@ -643,8 +806,9 @@ def main() -> int:
     parser.add_argument("--idle", type=float, default=60.0, help="seconds the idle watcher is watched (default 60)")
     parser.add_argument("--folders", type=int, default=5, help="folders of 5 files moved in, timed (default 5)")
     parser.add_argument("--outs", type=int, default=5, help="files moved out of the vault, timed (default 5)")
-    parser.add_argument("--checkout-files", type=int, default=1000,
-                        help="files the timed git checkout adds and removes (default 1,000)")
+    parser.add_argument(
+        "--checkout-files", type=int, default=1000, help="files the timed git checkout adds and removes (default 1,000)"
+    )
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--keep", action="store_true", help="keep the vault and the watcher's output")
     args = parse_args(parser, n=100, edits=len(KINDS), idle=1.0, folders=1, outs=1, checkout_files=20)
@@ -655,12 +819,23 @@ def main() -> int:
     commit = memfile_commit()
     import watchdog.version
 
-    info: dict[str, Any] = {"commit": commit, "python": platform.python_version(), "cpus": os.cpu_count(),
-                            "watchdog": watchdog.version.VERSION_STRING, "n": args.n, "edits": args.edits,
-                            "idle_s": args.idle, "checkout_files": args.checkout_files, "seed": args.seed,
-                            "smoke": args.smoke, "load_average_at_start": os.getloadavg()}
-    say(f"memfile {commit}, python {platform.python_version()}, watchdog {info['watchdog']}, "
-        f"{os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.2f}")
+    info: dict[str, Any] = {
+        "commit": commit,
+        "python": platform.python_version(),
+        "cpus": os.cpu_count(),
+        "watchdog": watchdog.version.VERSION_STRING,
+        "n": args.n,
+        "edits": args.edits,
+        "idle_s": args.idle,
+        "checkout_files": args.checkout_files,
+        "seed": args.seed,
+        "smoke": args.smoke,
+        "load_average_at_start": os.getloadavg(),
+    }
+    say(
+        f"memfile {commit}, python {platform.python_version()}, watchdog {info['watchdog']}, "
+        f"{os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.2f}"
+    )
 
     work = Path(tempfile.mkdtemp(prefix="memfile-bench-watch-"))
     try:

@@ -61,8 +61,21 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # common.py's folder; PYTHONSAFEPATH=1 leaves it out
 from common import (  # noqa: E402
-    MIND, Column, IndexPeek, Table, bench_env, fmt_ms, fmt_size, make_vault, memfile_commit, p50, p95, parse_args,
-    run, say, wait_until,
+    MIND,
+    Column,
+    IndexPeek,
+    Table,
+    bench_env,
+    fmt_ms,
+    fmt_size,
+    make_vault,
+    memfile_commit,
+    p50,
+    p95,
+    parse_args,
+    run,
+    say,
+    wait_until,
 )
 
 TARGET_SIZE = 10_000
@@ -75,9 +88,12 @@ CATEGORIES = ["fact", "note", "project", "context", "preference", "skill", "mist
 
 # --- measuring ----------------------------------------------------------------
 
+
 def content_for(key: str, writer: str, i: int) -> str:
-    return (f"Benchmark memory {key}: {writer} stored item {i}. The deployment pipeline for the billing "
-            f"service now runs the migration step before the release, and the team owns the rollback notes.")
+    return (
+        f"Benchmark memory {key}: {writer} stored item {i}. The deployment pipeline for the billing "
+        f"service now runs the migration step before the release, and the team owns the rollback notes."
+    )
 
 
 def commit_count(vault: Path, env: dict[str, str]) -> int:
@@ -89,6 +105,7 @@ def git_status(vault: Path, env: dict[str, str]) -> str:
 
 
 # --- the writer process -----------------------------------------------------------
+
 
 def worker(vault: str, name: str, count: int) -> int:
     """One writer: open the vault, say ready, wait for "go" on stdin, store `count` memories, print JSON."""
@@ -120,8 +137,20 @@ def worker(vault: str, name: str, count: int) -> int:
             commits.append(result.commit)
         else:
             errors.append(f"store of {key} reported no change (changed={result.changed}, commit={result.commit})")
-    print(json.dumps({"name": name, "times": times, "paths": paths, "commits": commits, "errors": errors,
-                      "notices": sorted(notices), "elapsed": time.perf_counter() - began}), flush=True)
+    print(
+        json.dumps(
+            {
+                "name": name,
+                "times": times,
+                "paths": paths,
+                "commits": commits,
+                "errors": errors,
+                "notices": sorted(notices),
+                "elapsed": time.perf_counter() - began,
+            }
+        ),
+        flush=True,
+    )
     v.close()
     return 0
 
@@ -143,9 +172,19 @@ COLUMNS = [
 TABLE = Table(COLUMNS)
 
 
-def row(figure: str, size: int | None, *, times: list[float] | None = None, stores: int | None = None,
-        errors: int | None = None, wall_s: float | None = None, ok: bool | None = None, check: bool = False,
-        target: str = "", note: str = "") -> dict[str, Any]:
+def row(
+    figure: str,
+    size: int | None,
+    *,
+    times: list[float] | None = None,
+    stores: int | None = None,
+    errors: int | None = None,
+    wall_s: float | None = None,
+    ok: bool | None = None,
+    check: bool = False,
+    target: str = "",
+    note: str = "",
+) -> dict[str, Any]:
     """One line of the table; `ok` None is info, else PASS or MISS (`check`: see Table)."""
     rate = stores / wall_s if stores is not None and wall_s else None
     shown = []
@@ -155,13 +194,25 @@ def row(figure: str, size: int | None, *, times: list[float] | None = None, stor
         shown.append(f"{stores} stores in {wall_s:.2f} s = {rate:.1f}/s;")
     if errors is not None:
         shown.append(f"{errors} errors;")
-    return TABLE.add(figure, ok=ok, check=check, target=target, note=note,
-                     shown=f"(N={size or '-'}) " + " ".join(shown).rstrip(";"),
-                     size=size, stores=stores, errors=errors, wall_s=wall_s, stores_per_s=rate,
-                     p50_ms=p50(times) * 1000 if times else None, p95_ms=p95(times) * 1000 if times else None)
+    return TABLE.add(
+        figure,
+        ok=ok,
+        check=check,
+        target=target,
+        note=note,
+        shown=f"(N={size or '-'}) " + " ".join(shown).rstrip(";"),
+        size=size,
+        stores=stores,
+        errors=errors,
+        wall_s=wall_s,
+        stores_per_s=rate,
+        p50_ms=p50(times) * 1000 if times else None,
+        p95_ms=p95(times) * 1000 if times else None,
+    )
 
 
 # --- the benchmark ------------------------------------------------------------------
+
 
 def setup_vault(vault: Path, args: argparse.Namespace, env: dict[str, str]) -> None:
     from memfile import Vault
@@ -182,22 +233,35 @@ def setup_vault(vault: Path, args: argparse.Namespace, env: dict[str, str]) -> N
     commits = commit_count(vault, env)
     first = run(["git", "-C", str(vault), "log", "--reverse", "--format=%s"], env)[1].splitlines()[0]
     ok = result.changed and commits == 2 and first.startswith("init") and not git_status(vault, env)
-    row("first store (untimed setup: git init, commit as found, index)", args.n, times=[took], stores=1,
-        note=f"{commits} commits after it (first: {first!r}); notices: {'; '.join(result.notices) or 'none'}")
+    row(
+        "first store (untimed setup: git init, commit as found, index)",
+        args.n,
+        times=[took],
+        stores=1,
+        note=f"{commits} commits after it (first: {first!r}); notices: {'; '.join(result.notices) or 'none'}",
+    )
     if not ok:
-        raise SystemExit(f"the first store did not leave 2 commits and a clean tree: {commits} commits, "
-                         f"first {first!r}, status {git_status(vault, env)!r}")
+        raise SystemExit(
+            f"the first store did not leave 2 commits and a clean tree: {commits} commits, "
+            f"first {first!r}, status {git_status(vault, env)!r}"
+        )
 
 
-def check_phase(what: str, vault: Path, env: dict[str, str], before: int, stored: list[tuple[str, str]],
-                size: int) -> None:
+def check_phase(
+    what: str, vault: Path, env: dict[str, str], before: int, stored: list[tuple[str, str]], size: int
+) -> None:
     """Every store's file is in the commit it reported, commits grew by 1..stores (stores that waited for the
     lock share a commit), the files exist, the tree is clean."""
     after = commit_count(vault, env)
     paths = [path for _, path in stored]
     missing = [p for p in paths if not (vault / p).is_file()]
-    check = subprocess.run(["git", "-C", str(vault), "cat-file", "--batch-check"], input="".join(
-        f"{commit}:{path}\n" for commit, path in stored), capture_output=True, text=True, env=env).stdout
+    check = subprocess.run(
+        ["git", "-C", str(vault), "cat-file", "--batch-check"],
+        input="".join(f"{commit}:{path}\n" for commit, path in stored),
+        capture_output=True,
+        text=True,
+        env=env,
+    ).stdout
     not_in_commit = [line for line in check.splitlines() if line.endswith("missing")]
     status = git_status(vault, env)
     problems = []
@@ -209,9 +273,16 @@ def check_phase(what: str, vault: Path, env: dict[str, str], before: int, stored
         problems.append(f"{len(not_in_commit)} stores not in the commit they reported, e.g. {not_in_commit[0]}")
     if status:
         problems.append(f"git status not empty: {status.splitlines()[:3]}")
-    row(f"  check: {what}", size, ok=not problems, check=True, target="every store in its commit, tree clean",
-        note="; ".join(problems) or f"commits {before} -> {after} (+{after - before}) for {len(paths)} stores, each "
-        "file in the commit its store reported, git status --porcelain empty")
+    row(
+        f"  check: {what}",
+        size,
+        ok=not problems,
+        check=True,
+        target="every store in its commit, tree clean",
+        note="; ".join(problems)
+        or f"commits {before} -> {after} (+{after - before}) for {len(paths)} stores, each "
+        "file in the commit its store reported, git status --porcelain empty",
+    )
 
 
 def bench_in_process(vault: Path, args: argparse.Namespace, env: dict[str, str], watch: bool = False) -> None:
@@ -236,13 +307,22 @@ def bench_in_process(vault: Path, args: argparse.Namespace, env: dict[str, str],
             errors.append(key)
     v.close()
     on_target = args.n == TARGET_SIZE
-    row(f"Vault.store, new key (in process, 1 writer, {how})", args.n, times=times, stores=len(stored),
-        errors=len(errors), ok=(p50(times) <= STORE_TARGET_S and not errors) if on_target else None,
+    row(
+        f"Vault.store, new key (in process, 1 writer, {how})",
+        args.n,
+        times=times,
+        stores=len(stored),
+        errors=len(errors),
+        ok=(p50(times) <= STORE_TARGET_S and not errors) if on_target else None,
         target=f"p50 <= {STORE_TARGET_S * 1000:g} ms" if on_target else "",
         note=f"{args.stores} stores through one Vault object (the first includes opening the index); "
-        + ("the stat-only check of the mind is skipped while the watcher vouches; " if watch else
-           "each store first runs the stat-only check of the mind's files; ")
-        + f"notices: {'; '.join(sorted(notices)) or 'none'}")
+        + (
+            "the stat-only check of the mind is skipped while the watcher vouches; "
+            if watch
+            else "each store first runs the stat-only check of the mind's files; "
+        )
+        + f"notices: {'; '.join(sorted(notices)) or 'none'}",
+    )
     check_phase(f"in process, {how}", vault, env, before, stored, args.n)
 
 
@@ -256,9 +336,24 @@ def bench_writers(vault: Path, count: int, args: argparse.Namespace, env: dict[s
     say(f"\n== {count} writer process{'es' if count > 1 else ''} x {args.per_writer} stores ==")
     before = commit_count(vault, env)
     launched = time.perf_counter()
-    procs = [subprocess.Popen([sys.executable, str(Path(__file__).resolve()), "--worker", str(vault), f"w{count}p{k}",
-                               str(args.per_writer)], env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                              stderr=subprocess.PIPE, text=True) for k in range(count)]
+    procs = [
+        subprocess.Popen(
+            [
+                sys.executable,
+                str(Path(__file__).resolve()),
+                "--worker",
+                str(vault),
+                f"w{count}p{k}",
+                str(args.per_writer),
+            ],
+            env=env,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for k in range(count)
+    ]
     for p in procs:
         line = p.stdout.readline().strip() if p.stdout else ""
         if line != "ready":
@@ -293,18 +388,34 @@ def bench_writers(vault: Path, count: int, args: argparse.Namespace, env: dict[s
     rate = len(paths) / wall if wall else 0.0
     samples = (errors + crashed)[:3]
     elapsed = sorted(r["elapsed"] for r in reports if r)
-    spread = (f"each process from go to its last store: {elapsed[0]:.1f}-{elapsed[-1]:.1f} s; "
-              f"slowest single store {max(times) * 1000:,.0f} ms; ") if elapsed and times else ""
-    row(f"stores with commits, {count} writer process{'es' if count > 1 else ''}", args.n, times=times,
-        stores=len(paths), errors=error_count, wall_s=wall,
+    spread = (
+        (
+            f"each process from go to its last store: {elapsed[0]:.1f}-{elapsed[-1]:.1f} s; "
+            f"slowest single store {max(times) * 1000:,.0f} ms; "
+        )
+        if elapsed and times
+        else ""
+    )
+    row(
+        f"stores with commits, {count} writer process{'es' if count > 1 else ''}",
+        args.n,
+        times=times,
+        stores=len(paths),
+        errors=error_count,
+        wall_s=wall,
         ok=(error_count == 0 and not crashed and rate >= THROUGHPUT_TARGET) if on_target else None,
         target=f"0 errors, >= {THROUGHPUT_TARGET:g} stores/s" if on_target else "",
         note=f"{count} x {args.per_writer} stores; p50/p95 are per store inside the processes (lock wait included); "
         f"{spread}launch to all ready {ready - launched:.2f} s (outside the wall time); "
-        f"notices: {'; '.join(notices) or 'none'}" + (f"; ERRORS e.g. {' | '.join(samples)}" if samples else ""))
+        f"notices: {'; '.join(notices) or 'none'}" + (f"; ERRORS e.g. {' | '.join(samples)}" if samples else ""),
+    )
     commits = len({commit for commit, _ in stored})
-    row(f"  commits made by {count} writer process{'es' if count > 1 else ''}", args.n, stores=len(paths),
-        note=f"{commits} commits for {len(paths)} stores: stores that waited for the lock were committed together")
+    row(
+        f"  commits made by {count} writer process{'es' if count > 1 else ''}",
+        args.n,
+        stores=len(paths),
+        note=f"{commits} commits for {len(paths)} stores: stores that waited for the lock were committed together",
+    )
     check_phase(f"{count} writers", vault, env, before, stored, args.n)
     return error_count == 0
 
@@ -330,8 +441,14 @@ def profile_store(vault: Path, top: int) -> dict[str, Any]:
     print(buf.getvalue())
     entries = []
     for (filename, line, func), (_, ncalls, tottime, cumtime, _) in stats.stats.items():  # type: ignore[attr-defined]
-        entries.append({"function": f"{Path(filename).name}:{line}({func})", "calls": ncalls,
-                        "tottime_ms": tottime * 1000, "cumtime_ms": cumtime * 1000})
+        entries.append(
+            {
+                "function": f"{Path(filename).name}:{line}({func})",
+                "calls": ncalls,
+                "tottime_ms": tottime * 1000,
+                "cumtime_ms": cumtime * 1000,
+            }
+        )
     entries.sort(key=lambda e: e["cumtime_ms"], reverse=True)
     return {"store_ms": took * 1000, "top_cumulative": entries[:top]}
 
@@ -354,8 +471,10 @@ def main() -> int:
     env = bench_env()
     git_version = run(["git", "--version"], env)[1].strip()
     commit = memfile_commit()
-    say(f"memfile {commit}, python {platform.python_version()}, {os.cpu_count()} CPUs, {git_version}, "
-          f"N {args.n:,}, {args.stores} in-process stores, writers {args.writers} x {args.per_writer}")
+    say(
+        f"memfile {commit}, python {platform.python_version()}, {os.cpu_count()} CPUs, {git_version}, "
+        f"N {args.n:,}, {args.stores} in-process stores, writers {args.writers} x {args.per_writer}"
+    )
 
     work = Path(tempfile.mkdtemp(prefix="memfile-bench-writes-"))
     vault = work / "vault"
@@ -370,10 +489,15 @@ def main() -> int:
         total = sum(r["stores"] or 0 for r in TABLE.rows if r["figure"].startswith(("Vault.store", "stores with")))
         end_commits = commit_count(vault, env)
         status = git_status(vault, env)
-        row("check: whole run", args.n, ok=0 < end_commits - start_commits <= total and not status, check=True,
+        row(
+            "check: whole run",
+            args.n,
+            ok=0 < end_commits - start_commits <= total and not status,
+            check=True,
             target="at most 1 commit per store, tree clean",
             note=f"commits {start_commits} -> {end_commits} (+{end_commits - start_commits}) for {total} successful "
-            f"stores after the first; git status --porcelain {'empty' if not status else repr(status[:200])}")
+            f"stores after the first; git status --porcelain {'empty' if not status else repr(status[:200])}",
+        )
         if args.profile or any(r["result"] == "MISS" for r in TABLE.rows):
             profile = profile_store(vault, 25)
     finally:
@@ -383,11 +507,24 @@ def main() -> int:
             shutil.rmtree(work, ignore_errors=True)
 
     TABLE.print()
-    blob = json.dumps({"commit": commit, "python": platform.python_version(), "cpus": os.cpu_count(),
-                       "git": git_version, "n": args.n, "stores": args.stores, "per_writer": args.per_writer,
-                       "writers": args.writers, "seed": args.seed, "lock_timeout": LOCK_TIMEOUT, "smoke": args.smoke,
-                       "rows": TABLE.rows,
-                       "profile": profile}, indent=2)
+    blob = json.dumps(
+        {
+            "commit": commit,
+            "python": platform.python_version(),
+            "cpus": os.cpu_count(),
+            "git": git_version,
+            "n": args.n,
+            "stores": args.stores,
+            "per_writer": args.per_writer,
+            "writers": args.writers,
+            "seed": args.seed,
+            "lock_timeout": LOCK_TIMEOUT,
+            "smoke": args.smoke,
+            "rows": TABLE.rows,
+            "profile": profile,
+        },
+        indent=2,
+    )
     print(blob)
     if args.json_out:
         args.json_out.write_text(blob + "\n", encoding="utf-8")

@@ -42,6 +42,7 @@ MEMFILE = [sys.executable, "-m", "memfile"]
 
 # --- the environment ------------------------------------------------------------
 
+
 def installed_memfile() -> None:
     """Make every `python -m memfile` a benchmark starts run the memfile this Python imports, compiled.
 
@@ -92,6 +93,7 @@ def say(message: str) -> None:
 
 # --- options ----------------------------------------------------------------------
 
+
 def parse_args(parser: argparse.ArgumentParser, **tiny: Any) -> argparse.Namespace:
     """Add `--smoke` to `parser` and parse; with `--smoke`, the options in `tiny` take those values.
 
@@ -99,8 +101,11 @@ def parse_args(parser: argparse.ArgumentParser, **tiny: Any) -> argparse.Namespa
     exits non-zero, and no target is judged (rows that have one say "smoke"). CI runs every
     benchmark so (tests/test_benchmarks_smoke.py), so a benchmark that no longer runs fails CI.
     """
-    parser.add_argument("--smoke", action="store_true",
-                        help="run once at a tiny size (seconds): checks the benchmark runs; judges no target")
+    parser.add_argument(
+        "--smoke",
+        action="store_true",
+        help="run once at a tiny size (seconds): checks the benchmark runs; judges no target",
+    )
     args = parser.parse_args()
     if args.smoke:
         for name, value in tiny.items():
@@ -110,8 +115,15 @@ def parse_args(parser: argparse.ArgumentParser, **tiny: Any) -> argparse.Namespa
 
 # --- processes and times ----------------------------------------------------------------
 
-def run(argv: Sequence[str], env: dict[str, str], *, ok: tuple[int, ...] = (0,), cwd: Path | None = None,
-        stdin: str | None = None) -> tuple[float, str]:
+
+def run(
+    argv: Sequence[str],
+    env: dict[str, str],
+    *,
+    ok: tuple[int, ...] = (0,),
+    cwd: Path | None = None,
+    stdin: str | None = None,
+) -> tuple[float, str]:
     """Run a process to its end: (wall seconds, stdout). Any other exit code than `ok` stops the benchmark."""
     start = time.perf_counter()
     proc = subprocess.run(list(argv), env=env, cwd=cwd, input=stdin, capture_output=True, text=True)
@@ -121,8 +133,9 @@ def run(argv: Sequence[str], env: dict[str, str], *, ok: tuple[int, ...] = (0,),
     return took, proc.stdout
 
 
-def timed(argv: Sequence[str], env: dict[str, str], runs: int, *, warmup: bool = True,
-          ok: tuple[int, ...] = (0,)) -> list[float]:
+def timed(
+    argv: Sequence[str], env: dict[str, str], runs: int, *, warmup: bool = True, ok: tuple[int, ...] = (0,)
+) -> list[float]:
     """Wall seconds of `runs` runs of a process (after one untimed run with `warmup`)."""
     if warmup:
         run(argv, env, ok=ok)
@@ -151,8 +164,17 @@ def wait_until(predicate: Callable[[], Any], timeout: float, interval: float = 0
 
 # --- generated vaults and their queries ----------------------------------------------------
 
-def make_vault(out: Path, n: int, env: dict[str, str], *, seed: int = 0, mind: str = MIND, git: bool = False,
-               probes_out: Path | None = None) -> float:
+
+def make_vault(
+    out: Path,
+    n: int,
+    env: dict[str, str],
+    *,
+    seed: int = 0,
+    mind: str = MIND,
+    git: bool = False,
+    probes_out: Path | None = None,
+) -> float:
     """A vault of `n` memories in `out` from ../shared/bench/make_vault.py (`git`: a repository with one
     commit; `probes_out`: 20 needle probes written there as JSON lines); seconds it took."""
     argv = [sys.executable, str(MAKE_VAULT), "--n", str(n), "--seed", str(seed), "--out", str(out), "--mind", mind]
@@ -171,9 +193,11 @@ QUESTIONS = [
     "Where is the link to the release process notes?",
     "What mistake happened when deploying to production?",
 ]
-STOP = set("""about after also again because been before came could does from have into just more most only
+STOP = set(
+    """about after also again because been before came could does from have into just more most only
 other over said same should since some still such than that their them then there these they this those
-until very were what when where which while will with would your thinks stay ships""".split())
+until very were what when where which while will with would your thinks stay ships""".split()
+)
 
 
 def word_pairs(mind_dir: Path, count: int, seed: int) -> list[tuple[str, str]]:
@@ -199,6 +223,7 @@ def probe_questions(path: Path, count: int) -> list[str]:
 
 
 # --- the table ---------------------------------------------------------------------------
+
 
 def fmt_ms(v: float | None, fine: bool = False) -> str:
     """Milliseconds for a table: no decimals from 100, one below (two below 10 with `fine`)."""
@@ -265,8 +290,12 @@ class Table:
     `exit_code()` fails a smoke run that missed one.
     """
 
-    def __init__(self, columns: Sequence[Column], smoke: bool = False,
-                 label: Callable[[dict[str, Any]], str] = lambda r: r["figure"]) -> None:
+    def __init__(
+        self,
+        columns: Sequence[Column],
+        smoke: bool = False,
+        label: Callable[[dict[str, Any]], str] = lambda r: r["figure"],
+    ) -> None:
         self.columns, self.smoke, self.label = list(columns), smoke, label
         self.rows: list[dict[str, Any]] = []
 
@@ -275,26 +304,56 @@ class Table:
             return "info"
         return "smoke" if self.smoke and not check else "PASS" if ok else "MISS"
 
-    def add(self, figure: str, *, ok: bool | None = None, check: bool = False, target: str = "", note: str = "",
-            shown: str = "", **fields: Any) -> dict[str, Any]:
+    def add(
+        self,
+        figure: str,
+        *,
+        ok: bool | None = None,
+        check: bool = False,
+        target: str = "",
+        note: str = "",
+        shown: str = "",
+        **fields: Any,
+    ) -> dict[str, Any]:
         """A row of `fields`, judged by `ok` (None: info; `check`: see the class); prints `  figure: shown`."""
-        r = {"figure": figure, **fields, "target": target or None, "result": self.result(ok, check),
-             "note": note or None}
+        r = {
+            "figure": figure,
+            **fields,
+            "target": target or None,
+            "result": self.result(ok, check),
+            "note": note or None,
+        }
         if check:
             r["check"] = True
         self.rows.append(r)
         say(f"  {figure}: {shown}".rstrip(": ") + (f"; target {target}: {r['result']}" if ok is not None else ""))
         return r
 
-    def timing(self, figure: str, size: int | None, times: Sequence[float], *, p95_too: bool = True,
-               baseline: str | None = None, base: Sequence[float] | None = None, limit_s: float | None = None,
-               judge: str = "p50", target: str = "", note: str = "") -> dict[str, Any]:
+    def timing(
+        self,
+        figure: str,
+        size: int | None,
+        times: Sequence[float],
+        *,
+        p95_too: bool = True,
+        baseline: str | None = None,
+        base: Sequence[float] | None = None,
+        limit_s: float | None = None,
+        judge: str = "p50",
+        target: str = "",
+        note: str = "",
+    ) -> dict[str, Any]:
         """A row of wall times in seconds (shown in ms): p50, p95 (`p95_too`), mean and max, next to `base`
         times of the `baseline`; with `limit_s`, PASS when the `judge` figure ("p50" or "p95") is within it."""
         ms = [t * 1000 for t in times]
         r: dict[str, Any] = {
-            "size": size, "n": len(ms), "p50_ms": p50(ms), "p95_ms": p95(ms) if p95_too else None,
-            "mean_ms": statistics.fmean(ms), "max_ms": max(ms), "baseline": baseline,
+            "size": size,
+            "n": len(ms),
+            "p50_ms": p50(ms),
+            "p95_ms": p95(ms) if p95_too else None,
+            "mean_ms": statistics.fmean(ms),
+            "max_ms": max(ms),
+            "baseline": baseline,
             "baseline_p50_ms": p50(base) * 1000 if base else None,
             "baseline_p95_ms": p95(base) * 1000 if base else None,
             "limit_ms": limit_s * 1000 if limit_s is not None else None,
@@ -305,8 +364,11 @@ class Table:
         if judged is not None and not self.smoke:
             r["over_ms"] = max(0.0, judged - r["limit_ms"])
         fine = r["p50_ms"] < 10
-        shown = (f"p50 {fmt_ms(r['p50_ms'], fine)} ms" + (f", p95 {fmt_ms(r['p95_ms'], fine)} ms" if p95_too else "")
-                 + (f"; {baseline} {fmt_ms(r['baseline_p50_ms'], fine)} ms" if base else ""))
+        shown = (
+            f"p50 {fmt_ms(r['p50_ms'], fine)} ms"
+            + (f", p95 {fmt_ms(r['p95_ms'], fine)} ms" if p95_too else "")
+            + (f"; {baseline} {fmt_ms(r['baseline_p50_ms'], fine)} ms" if base else "")
+        )
         ok = judged <= r["limit_ms"] if judged is not None else None
         return self.add(figure, ok=ok, target=target, note=note, shown=f"(N={size or '-'}) {shown}", **r)
 
@@ -340,12 +402,14 @@ def timing_label(r: dict[str, Any]) -> str:
 
 # --- reports of the public API ------------------------------------------------------------
 
+
 def field(report: Any, name: str) -> Any:
     """A field of a report of the public API, whether a dict (`Vault.status()` today) or a typed report."""
     return report[name] if isinstance(report, dict) else getattr(report, name)
 
 
 # --- the one hook into memfile's own files ---------------------------------------------------
+
 
 class IndexPeek:
     """What a mind's index holds and whether a watcher vouches for it, seen without changing anything.
@@ -389,8 +453,10 @@ class IndexPeek:
             folder = self.vault / ".memfile" / "index" / self.mind
             found = sorted(folder.glob("catalog_v*.sqlite"), key=lambda p: int(re.sub(r"\D", "", p.stem) or 0))
             if not found:
-                raise SystemExit(f"no index catalog (catalog_v*.sqlite) in {folder}: memfile's index layout "
-                                 "changed? update IndexPeek in benchmarks/common.py")
+                raise SystemExit(
+                    f"no index catalog (catalog_v*.sqlite) in {folder}: memfile's index layout "
+                    "changed? update IndexPeek in benchmarks/common.py"
+                )
             self._db = sqlite3.connect(f"file:{found[-1]}?mode=ro", uri=True, timeout=5, isolation_level=None)
         return self._db
 

@@ -95,8 +95,10 @@ def _print_messages(ctx: click.Context) -> None:
         if len(vault.issues) == 1:
             click.echo(f"memfile: warning: {vault.issues[0]}", err=True)
         elif vault.issues and ctx.invoked_subcommand not in LISTS_UNREADABLE:
-            click.echo(f"memfile: warning: {len(vault.issues)} files cannot be read and are skipped; "
-                       "see: memfile doctor", err=True)
+            click.echo(
+                f"memfile: warning: {len(vault.issues)} files cannot be read and are skipped; see: memfile doctor",
+                err=True,
+            )
         for notice in vault.notices:
             click.echo(f"memfile: {notice}", err=True)
 
@@ -107,8 +109,12 @@ def _check_utf8(text: str, what: str) -> str:
         text.encode("utf-8")
     except UnicodeEncodeError:
         raw = text.encode("utf-8", "surrogateescape") if _escaped_bytes(text) else text.encode("utf-8", "replace")
-        raise InvalidInput(what, raw.decode("ascii", "backslashreplace"), "UTF-8 text (set the terminal to UTF-8)",
-                           reason="it is not valid UTF-8") from None
+        raise InvalidInput(
+            what,
+            raw.decode("ascii", "backslashreplace"),
+            "UTF-8 text (set the terminal to UTF-8)",
+            reason="it is not valid UTF-8",
+        ) from None
     return text
 
 
@@ -128,8 +134,15 @@ json_option = click.option("--json", "as_json", is_flag=True, help="Print JSON f
 
 
 @click.group(cls=MemfileGroup, context_settings={"help_option_names": ["-h", "--help"]})
-@click.option("--vault", "vault_path", metavar="PATH", help="Vault folder (default: $MEMFILE_VAULT, else the nearest parent with memfile.toml).")
-@click.option("--mind", metavar="NAME", help="Mind to use (default: $MEMFILE_MIND, else default_mind, else the only mind).")
+@click.option(
+    "--vault",
+    "vault_path",
+    metavar="PATH",
+    help="Vault folder (default: $MEMFILE_VAULT, else the nearest parent with memfile.toml).",
+)
+@click.option(
+    "--mind", metavar="NAME", help="Mind to use (default: $MEMFILE_MIND, else default_mind, else the only mind)."
+)
 @click.option("--debug", is_flag=True, help="Show tracebacks on errors.")
 @click.version_option(package_name=DISTRIBUTION, prog_name="memfile")
 @click.pass_context
@@ -171,14 +184,20 @@ def _read_content(content: str | None) -> str:
         return content  # type: ignore[return-value]
     stream = sys.stdin
     if stream is None or stream.isatty():
-        raise click.UsageError("no CONTENT given: pass the text as the CONTENT argument, or pipe it on stdin "
-                               "(echo TEXT | memfile store CATEGORY KEY)")
+        raise click.UsageError(
+            "no CONTENT given: pass the text as the CONTENT argument, or pipe it on stdin "
+            "(echo TEXT | memfile store CATEGORY KEY)"
+        )
     data = stream.buffer.read() if hasattr(stream, "buffer") else stream.read().encode("utf-8", "surrogateescape")
     try:
         return data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
-        raise InvalidInput("content", f"stdin (byte {exc.start}: {data[exc.start:exc.start + 1]!r})",
-                           "UTF-8 text", reason="what was piped is not valid UTF-8") from None
+        raise InvalidInput(
+            "content",
+            f"stdin (byte {exc.start}: {data[exc.start : exc.start + 1]!r})",
+            "UTF-8 text",
+            reason="what was piped is not valid UTF-8",
+        ) from None
 
 
 @main.command()
@@ -190,11 +209,24 @@ def _read_content(content: str | None) -> str:
 @click.option("--confidence", help="0.0 to 1.0 (default 1.0 for user, 0.7 for agent).")
 @click.option("--expires", help="When it leaves recall: 30m, 12h, 7d, 2w, an ISO-8601 date, or never.")
 @click.option("--source", help="user (default) or agent; MEMFILE_SOURCE=agent for agents.")
-@click.option("--supersedes", metavar="REF", help="An older memory this one replaces: marked superseded in the same commit.")
+@click.option(
+    "--supersedes", metavar="REF", help="An older memory this one replaces: marked superseded in the same commit."
+)
 @json_option
 @click.pass_obj
-def store(state: State, category: str, key: str, content: str | None, priority: str | None, tags: tuple[str, ...],
-          confidence: str | None, expires: str | None, source: str | None, supersedes: str | None, as_json: bool) -> None:
+def store(
+    state: State,
+    category: str,
+    key: str,
+    content: str | None,
+    priority: str | None,
+    tags: tuple[str, ...],
+    confidence: str | None,
+    expires: str | None,
+    source: str | None,
+    supersedes: str | None,
+    as_json: bool,
+) -> None:
     """Store a memory, or update the one with the same CATEGORY and KEY.
 
     CONTENT comes from the argument, or from stdin when omitted or "-".
@@ -205,7 +237,12 @@ def store(state: State, category: str, key: str, content: str | None, priority: 
 
     Example: memfile store identity user_city "Lives in Hamburg" --supersedes identity/user_location
     """
-    options: dict[str, Any] = {"priority": priority, "confidence": confidence, "source": source, "supersedes": supersedes}
+    options: dict[str, Any] = {
+        "priority": priority,
+        "confidence": confidence,
+        "source": source,
+        "supersedes": supersedes,
+    }
     if tags:
         options["tags"] = list(tags)
     if expires is not None:
@@ -216,10 +253,15 @@ def store(state: State, category: str, key: str, content: str | None, priority: 
 
 def _print_store(result: StoreResult, as_json: bool, verb: str) -> None:
     if as_json:
-        _json(result.memory.to_dict() | {
-            "created": result.created, "changed": result.changed, "commit": result.commit,
-            "superseded": result.superseded.to_dict() if result.superseded else None,
-        })
+        _json(
+            result.memory.to_dict()
+            | {
+                "created": result.created,
+                "changed": result.changed,
+                "commit": result.commit,
+                "superseded": result.superseded.to_dict() if result.superseded else None,
+            }
+        )
         return
     click.echo(f"{verb} {result.memory.id} {result.memory.path}")
     if result.superseded is not None:
@@ -288,16 +330,32 @@ def _print_memories(memories: list[Memory], as_json: bool, empty: str) -> None:
 @click.option("--status", default="active", show_default=True, help="active, superseded or all.")
 @json_option
 @click.pass_obj
-def list_(state: State, category: str | None, tags: tuple[str, ...], priority: str | None, source: str | None,
-          unverified: bool, include_expired: bool, status: str, as_json: bool) -> None:
+def list_(
+    state: State,
+    category: str | None,
+    tags: tuple[str, ...],
+    priority: str | None,
+    source: str | None,
+    unverified: bool,
+    include_expired: bool,
+    status: str,
+    as_json: bool,
+) -> None:
     """List the mind's memories, filtered.
 
     Example: memfile list --category project --tag synapse --unverified
 
     Example: memfile list --status superseded
     """
-    memories = state.vault().list(category=category, tags=list(tags), priority=priority, source=source,
-                                  unverified=unverified, include_expired=include_expired, status=status)
+    memories = state.vault().list(
+        category=category,
+        tags=list(tags),
+        priority=priority,
+        source=source,
+        unverified=unverified,
+        include_expired=include_expired,
+        status=status,
+    )
     _print_memories(memories, as_json, "no memories match")
 
 
@@ -375,10 +433,17 @@ def edit(state: State, ref: str, as_json: bool) -> None:
     except click.ClickException as exc:
         editor = os.environ.get("VISUAL") or os.environ.get("EDITOR")
         if editor is None:
-            raise InvalidInput("EDITOR", "unset", "the editor to open memories with, e.g. EDITOR=nano memfile edit REF",
-                               reason=f"no editor could be started: {exc.message}") from None
+            raise InvalidInput(
+                "EDITOR",
+                "unset",
+                "the editor to open memories with, e.g. EDITOR=nano memfile edit REF",
+                reason=f"no editor could be started: {exc.message}",
+            ) from None
         raise InvalidInput(
-            "EDITOR", editor, "a command that opens the file and exits with status 0", reason=exc.message,
+            "EDITOR",
+            editor,
+            "a command that opens the file and exits with status 0",
+            reason=exc.message,
         ) from None
     try:
         result = vault.finish_edit(before)
@@ -411,7 +476,9 @@ def recall(state: State, query: str | None, budget: int | None, limit: int, incl
     options: dict[str, Any] = {"query": query, "limit": limit, "include_superseded": include_superseded}
     options |= {"budget": budget} if budget is not None else {}
     vault = state.vault()
-    _json(vault.recall_report(**options).to_dict()) if fmt == "json" else click.echo(vault.recall_bytes(**options), nl=False)
+    _json(vault.recall_report(**options).to_dict()) if fmt == "json" else click.echo(
+        vault.recall_bytes(**options), nl=False
+    )
 
 
 @main.command()
@@ -426,9 +493,19 @@ def recall(state: State, query: str | None, budget: int | None, limit: int, incl
 @click.option("--limit", type=int, default=10, show_default=True, help="Most hits to show.")
 @json_option
 @click.pass_obj
-def search(state: State, query: tuple[str, ...], tags: tuple[str, ...], category: str | None, priority: str | None,
-           source: str | None, unverified: bool, include_expired: bool, include_superseded: bool, limit: int,
-           as_json: bool) -> None:
+def search(
+    state: State,
+    query: tuple[str, ...],
+    tags: tuple[str, ...],
+    category: str | None,
+    priority: str | None,
+    source: str | None,
+    unverified: bool,
+    include_expired: bool,
+    include_superseded: bool,
+    limit: int,
+    as_json: bool,
+) -> None:
     """Search the mind's memories, best match first.
 
     Words are matched loosely (any of them; accents, case and word endings
@@ -437,9 +514,17 @@ def search(state: State, query: tuple[str, ...], tags: tuple[str, ...], category
 
     Example: memfile search what did we deploy on vps1?
     """
-    hits = state.vault().search(" ".join(query), tags=list(tags), category=category, priority=priority, source=source,
-                                unverified=unverified, include_expired=include_expired,
-                                include_superseded=include_superseded, limit=limit)
+    hits = state.vault().search(
+        " ".join(query),
+        tags=list(tags),
+        category=category,
+        priority=priority,
+        source=source,
+        unverified=unverified,
+        include_expired=include_expired,
+        include_superseded=include_superseded,
+        limit=limit,
+    )
     if as_json:
         _json([hit.to_dict() for hit in hits])
         return
@@ -447,7 +532,9 @@ def search(state: State, query: tuple[str, ...], tags: tuple[str, ...], category
         click.echo("no memory matches", err=True)
     bold = sys.stdout.isatty()
     for hit in hits:
-        snippet = re.sub(r"\*\*(.+?)\*\*", lambda m: click.style(m.group(1), bold=True), hit.snippet) if bold else hit.snippet
+        snippet = (
+            re.sub(r"\*\*(.+?)\*\*", lambda m: click.style(m.group(1), bold=True), hit.snippet) if bold else hit.snippet
+        )
         click.echo(f"{hit.rank:>2}. {hit.memory.ref}  ({hit.memory.priority}, score {hit.score:.2f})")
         click.echo(f"    {snippet}")
         click.echo(f"    {hit.memory.path}")
@@ -500,8 +587,10 @@ def stats(state: State, as_json: bool) -> None:
         _json(data.to_dict())
         return
     click.echo(f"Mind: {data['name']} ({data['mind']})")
-    click.echo(f"Memories: {data['total']} ({data['verified']} verified, {data['unverified']} unverified, "
-               f"{data['expired']} expired, {data['superseded']} superseded, {data['unreadable_files']} unreadable files)")
+    click.echo(
+        f"Memories: {data['total']} ({data['verified']} verified, {data['unverified']} unverified, "
+        f"{data['expired']} expired, {data['superseded']} superseded, {data['unreadable_files']} unreadable files)"
+    )
     for group in ("by_category", "by_priority", "by_source"):
         click.echo(f"{group.replace('_', ' ').capitalize()}: " + ", ".join(f"{k} {v}" for k, v in data[group].items()))
     click.echo(f"Index: {data['index_bytes'] / 1024:.0f} KiB, last updated {data['last_index_update'] or 'never'}")
@@ -517,18 +606,25 @@ def reindex(state: State, as_json: bool) -> None:
     """
     vault = state.vault()
     with click.progressbar(length=0, label="indexing", file=sys.stderr) as bar:
+
         def progress(done: int, total: int) -> None:
             bar.length = total
             bar.update(done - bar.pos)
 
         report = vault.reindex(progress=progress)
-    data = {"added": report.added, "updated": report.updated, "removed": report.removed,
-            "skipped": [{"path": i.path, "line": i.line, "reason": i.reason} for i in report.skipped]}
+    data = {
+        "added": report.added,
+        "updated": report.updated,
+        "removed": report.removed,
+        "skipped": [{"path": i.path, "line": i.line, "reason": i.reason} for i in report.skipped],
+    }
     if as_json:
         _json(data)
     else:
-        click.echo(f"indexed: {report.added} added, {report.updated} updated, {report.removed} removed, "
-                   f"{len(report.skipped)} skipped")
+        click.echo(
+            f"indexed: {report.added} added, {report.updated} updated, {report.removed} removed, "
+            f"{len(report.skipped)} skipped"
+        )
     vault.issues = []  # the skipped files were just reported
     for issue in report.skipped:
         click.echo(f"  skipped {issue}", err=True)
@@ -536,7 +632,9 @@ def reindex(state: State, as_json: bool) -> None:
 
 @main.command()
 @click.option("--autocommit", is_flag=True, help="Commit hand edits, one commit per batch.")
-@click.option("--debounce", type=float, default=0.3, show_default=True, help="Seconds of quiet before a batch is applied.")
+@click.option(
+    "--debounce", type=float, default=0.3, show_default=True, help="Seconds of quiet before a batch is applied."
+)
 @click.pass_obj
 def watch(state: State, autocommit: bool, debounce: float) -> None:
     """Keep the index in line with the files while editors change them (Ctrl-C stops).
@@ -555,8 +653,10 @@ def watch(state: State, autocommit: bool, debounce: float) -> None:
 
     def report(sync: Any, paths: list[str]) -> None:
         if sync.changed or sync.skipped:
-            click.echo(f"{time.strftime('%H:%M:%S')} indexed {sync.added} added, {sync.updated} updated, "
-                       f"{sync.removed} removed ({len(paths)} paths)")
+            click.echo(
+                f"{time.strftime('%H:%M:%S')} indexed {sync.added} added, {sync.updated} updated, "
+                f"{sync.removed} removed ({len(paths)} paths)"
+            )
         for issue in sync.skipped:
             click.echo(f"memfile: warning: {issue}", err=True)
 
@@ -584,17 +684,25 @@ def status(state: State, as_json: bool) -> None:
         _json(data.to_dict())
         return
     click.echo(f"Mind: {data['mind']}")
-    click.echo(f"Files: {data['on_disk']} on disk, {data['indexed']} indexed, {len(data['stale'])} stale "
-               f"(the next command brings them in); last index update {data['last_index_update'] or 'never'}")
+    click.echo(
+        f"Files: {data['on_disk']} on disk, {data['indexed']} indexed, {len(data['stale'])} stale "
+        f"(the next command brings them in); last index update {data['last_index_update'] or 'never'}"
+    )
     watcher = data["watcher_pid"]
     click.echo(f"Watcher: {'running, pid ' + str(watcher) if watcher else 'not running'}")
-    click.echo(f"Uncommitted hand edits: {len(data['uncommitted'])}" + "".join(f"\n  {p}" for p in data["uncommitted"][:20]))
+    click.echo(
+        f"Uncommitted hand edits: {len(data['uncommitted'])}" + "".join(f"\n  {p}" for p in data["uncommitted"][:20])
+    )
     unreadable = data.get("unreadable") or []
     if unreadable:
-        click.echo(f"Unreadable (skipped; memfile never changes them): {len(unreadable)}" + "".join(
-            f"\n  {u['path']}{':' + str(u['line']) if u['line'] else ''}: {u['reason']}" for u in unreadable))
+        click.echo(
+            f"Unreadable (skipped; memfile never changes them): {len(unreadable)}"
+            + "".join(f"\n  {u['path']}{':' + str(u['line']) if u['line'] else ''}: {u['reason']}" for u in unreadable)
+        )
     if data["conflicts"]:
-        click.echo("Conflicts (memfile resolve REF --ours|--theirs|--edit):" + "".join(f"\n  {r}" for r in data["conflicts"]))
+        click.echo(
+            "Conflicts (memfile resolve REF --ours|--theirs|--edit):" + "".join(f"\n  {r}" for r in data["conflicts"])
+        )
     git = data["git"]
     if git is None:
         click.echo("Git: no repository yet (the first write creates one)")
@@ -616,10 +724,14 @@ def last_recall(state: State, as_json: bool) -> None:
     if as_json:
         _json(record.to_dict())
         return
-    click.echo(f"{record['served_at']}  {record['source']}  mind {record['mind']}"
-               + (f"  query: {record['query']}" if record.get("query") else ""))
-    click.echo(f"budget {record['budget'] or 'none'}, {record['tokens']} tokens, {len(record['memories'])} memories "
-               f"({record['left_out']} left out, {record['shortened']} shortened)")
+    click.echo(
+        f"{record['served_at']}  {record['source']}  mind {record['mind']}"
+        + (f"  query: {record['query']}" if record.get("query") else "")
+    )
+    click.echo(
+        f"budget {record['budget'] or 'none'}, {record['tokens']} tokens, {len(record['memories'])} memories "
+        f"({record['left_out']} left out, {record['shortened']} shortened)"
+    )
     for item in record["memories"]:
         why = "pinned" if item["pinned"] else f"score {item['score']}" if item["score"] is not None else ""
         near = f", next to {item['neighbour_of']}" if item.get("neighbour_of") else ""
@@ -642,8 +754,11 @@ def mcp(state: State, no_watch: bool) -> None:
     try:
         from .mcp_server import serve
     except ImportError as exc:
-        raise InvalidInput("mcp", str(exc), f"the MCP SDK: pip install '{DISTRIBUTION}[mcp]' (in a checkout of "
-                           "memfile: pip install '.[mcp]')") from None
+        raise InvalidInput(
+            "mcp",
+            str(exc),
+            f"the MCP SDK: pip install '{DISTRIBUTION}[mcp]' (in a checkout of memfile: pip install '.[mcp]')",
+        ) from None
     serve(state.vault_path, state.mind, watch=not no_watch)
 
 

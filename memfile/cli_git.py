@@ -27,8 +27,19 @@ def history(state: State, ref: str, as_json: bool) -> None:
         _json([v.to_dict() for v in versions])
         return
     for version in versions:
-        what = "removed" if version.removed else ("unreadable: " + version.problem) if version.problem else (
-            "changed " + ", ".join(version.changed) if version.changed else "created" if version is versions[-1] else "")
+        what = (
+            "removed"
+            if version.removed
+            else ("unreadable: " + version.problem)
+            if version.problem
+            else (
+                "changed " + ", ".join(version.changed)
+                if version.changed
+                else "created"
+                if version is versions[-1]
+                else ""
+            )
+        )
         click.echo(f"{version.sha[:8]}  {version.date}  {version.author}  {version.message}")
         if what:
             click.echo(f"    {what}")
@@ -38,7 +49,11 @@ def history(state: State, ref: str, as_json: bool) -> None:
 
 @main.command()
 @click.argument("ref")
-@click.option("--at", metavar="REV|DATE", help="Restore the version at this commit, date (a future date: the latest) or duration back (7d) (default: the last version).")
+@click.option(
+    "--at",
+    metavar="REV|DATE",
+    help="Restore the version at this commit, date (a future date: the latest) or duration back (7d) (default: the last version).",
+)
 @json_option
 @click.pass_obj
 def restore(state: State, ref: str, at: str | None, as_json: bool) -> None:
@@ -114,12 +129,16 @@ def sync(state: State, remote: str | None, branch: str | None, new_branch: bool,
 
 
 def _print_sync(report: Any) -> None:
-    click.echo(f"synced with {report.remote}/{report.branch}: {report.came_in} commits in "
-               f"({len(report.files_in)} memory files changed), {report.went_out} commits out")
+    click.echo(
+        f"synced with {report.remote}/{report.branch}: {report.came_in} commits in "
+        f"({len(report.files_in)} memory files changed), {report.went_out} commits out"
+    )
     if report.hand_edits:
         click.echo(f"committed hand edits first ({report.hand_edits[:8]})")
     for ref in report.conflicts:
-        click.echo(f"conflict: {ref} changed on both sides; finish it with: memfile resolve {ref} --ours|--theirs|--edit")
+        click.echo(
+            f"conflict: {ref} changed on both sides; finish it with: memfile resolve {ref} --ours|--theirs|--edit"
+        )
     for entry in report.kept_ours:
         click.echo(f"kept {entry}: git could not merge it; the other version is in the merge (see: memfile history)")
 
@@ -167,8 +186,10 @@ def resolve(state: State, ref: str, ours: bool, theirs: bool, edit: bool, as_jso
     if edit:
         edited = click.edit(vault.resolve_draft(ref), extension=".md")
         if edited is None:
-            raise Refused("the editor was closed without saving; nothing changed (save the file to resolve "
-                          f"with it, or pass --ours or --theirs): memfile resolve {ref} --edit")
+            raise Refused(
+                "the editor was closed without saving; nothing changed (save the file to resolve "
+                f"with it, or pass --ours or --theirs): memfile resolve {ref} --edit"
+            )
         result = vault.resolve(ref, content=edited)
     else:
         result = vault.resolve(ref, "ours" if ours else "theirs" if theirs else None)
@@ -191,7 +212,11 @@ def merge_file(base: str, ours: str, theirs: str, path: str) -> None:
 
 
 @main.command()
-@click.option("--fix", is_flag=True, help="Apply the safe repairs (index, hand edits, temp files, stale git lock, misplaced files).")
+@click.option(
+    "--fix",
+    is_flag=True,
+    help="Apply the safe repairs (index, hand edits, temp files, stale git lock, misplaced files).",
+)
 @json_option
 @click.pass_obj
 def doctor(state: State, fix: bool, as_json: bool) -> None:

@@ -78,8 +78,9 @@ class InvalidConfig(InvalidInput):
     `str(e)` is "invalid memfile.toml: KEY = VALUE (why); allowed: ...; fix PATH".
     """
 
-    def __init__(self, path: Path, key: str | None, value: object, allowed: str, *, reason: str = "",
-                 line: int | None = None) -> None:
+    def __init__(
+        self, path: Path, key: str | None, value: object, allowed: str, *, reason: str = "", line: int | None = None
+    ) -> None:
         super().__init__(key or CONFIG_NAME, value, allowed, reason=reason)
         self.path = str(path)
         self.key = key
@@ -133,8 +134,9 @@ def _read_config(path: Path) -> str | None:
     except OSError as exc:
         if os.path.isdir(path):
             raise InvalidConfig(path, None, None, "a TOML file", reason="it is a folder, not a file") from None
-        raise InvalidConfig(path, None, None, "a readable TOML file",
-                            reason=f"cannot be read: {exc.strerror}") from None
+        raise InvalidConfig(
+            path, None, None, "a readable TOML file", reason=f"cannot be read: {exc.strerror}"
+        ) from None
     try:
         mode = os.fstat(fd).st_mode
         if not stat.S_ISREG(mode):
@@ -145,14 +147,16 @@ def _read_config(path: Path) -> str | None:
             chunks.append(chunk)
             size += len(chunk)
     except OSError as exc:
-        raise InvalidConfig(path, None, None, "a readable TOML file",
-                            reason=f"cannot be read: {exc.strerror}") from None
+        raise InvalidConfig(
+            path, None, None, "a readable TOML file", reason=f"cannot be read: {exc.strerror}"
+        ) from None
     finally:
         os.close(fd)
     data = b"".join(chunks)
     if len(data) > MAX_CONFIG_BYTES:
-        raise InvalidConfig(path, None, None, f"a TOML file of at most {MAX_CONFIG_BYTES // 1024} KB",
-                            reason="it is larger")
+        raise InvalidConfig(
+            path, None, None, f"a TOML file of at most {MAX_CONFIG_BYTES // 1024} KB", reason="it is larger"
+        )
     try:
         return data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
@@ -174,8 +178,9 @@ class _Settings:
     def fail(self, name: str, value: object, allowed: str, reason: str = "") -> InvalidConfig:
         return InvalidConfig(self.path, self.prefix + name, value, allowed, reason=reason)
 
-    def number(self, name: str, low: float, high: float, allowed: str, *, above_low: bool = False,
-               whole: bool = False) -> float | None:
+    def number(
+        self, name: str, low: float, high: float, allowed: str, *, above_low: bool = False, whole: bool = False
+    ) -> float | None:
         value = self.table.get(name)
         if value is None:
             return None
@@ -210,12 +215,15 @@ def _is_ident(value: str) -> bool:
 
 def valid_remote(value: object) -> bool:
     """A git remote name or URL that git cannot take for an option (see `REMOTE_RULE`)."""
-    return (isinstance(value, str) and value == value.strip() != "" and not value.startswith("-")
-            and not _CONTROL.search(value))
+    return (
+        isinstance(value, str)
+        and value == value.strip() != ""
+        and not value.startswith("-")
+        and not _CONTROL.search(value)
+    )
 
 
-REMOTE_RULE = ("a git remote name or URL that does not start with -, without control characters "
-               "or spaces around it")
+REMOTE_RULE = "a git remote name or URL that does not start with -, without control characters or spaces around it"
 BUDGET_RULE = f"a whole number of tokens from 0 (no limit) to {MAX_TOKENS}"
 
 
@@ -236,8 +244,9 @@ def load_config(root: Path) -> Config:
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
-        raise InvalidConfig(path, None, None, "valid TOML", reason=f"not valid TOML: {exc}",
-                            line=getattr(exc, "lineno", None)) from None
+        raise InvalidConfig(
+            path, None, None, "valid TOML", reason=f"not valid TOML: {exc}", line=getattr(exc, "lineno", None)
+        ) from None
     except RecursionError:
         raise InvalidConfig(path, None, None, "TOML of a few levels", reason="values are nested too deeply") from None
     except ValueError as exc:  # a number tomllib refuses to convert (more than 4300 digits)
@@ -245,7 +254,7 @@ def load_config(root: Path) -> Config:
     top = _Settings(path, data, None)
     names = {}
     minds = _Settings(path, data, "minds")
-    for mind, table in minds.table.items():
+    for mind in minds.table:
         name = _Settings(path, minds.table, mind, "minds.").text("name", "text")
         if name is not None and name.strip():
             names[mind] = name.strip()
@@ -257,14 +266,20 @@ def load_config(root: Path) -> Config:
     author_name = git.text("author_name", "a name without control characters, < or >", _is_ident)
     author_email = git.text("author_email", "an e-mail address without control characters, < or >", _is_ident)
     budget = recall.number("budget", 0, MAX_TOKENS, BUDGET_RULE, whole=True)
-    half_life = recall.number("half_life_days", 0, MAX_DAYS, f"a number of days above 0, at most {MAX_DAYS}",
-                              above_low=True)
-    timeout = top.number("lock_timeout", 0, MAX_SECONDS, f"a number of seconds above 0, at most {MAX_SECONDS}",
-                         above_low=True)
+    half_life = recall.number(
+        "half_life_days", 0, MAX_DAYS, f"a number of days above 0, at most {MAX_DAYS}", above_low=True
+    )
+    timeout = top.number(
+        "lock_timeout", 0, MAX_SECONDS, f"a number of seconds above 0, at most {MAX_SECONDS}", above_low=True
+    )
     autosync = sync.flag("autosync")
     remote = sync.text("remote", REMOTE_RULE, valid_remote)
-    interval = sync.number("interval", MIN_SYNC_INTERVAL, MAX_SYNC_INTERVAL,
-                           f"a number of seconds from {MIN_SYNC_INTERVAL} to {MAX_SYNC_INTERVAL} (a year)")
+    interval = sync.number(
+        "interval",
+        MIN_SYNC_INTERVAL,
+        MAX_SYNC_INTERVAL,
+        f"a number of seconds from {MIN_SYNC_INTERVAL} to {MAX_SYNC_INTERVAL} (a year)",
+    )
     mcp_budget = mcp.number("recall_budget", 0, MAX_TOKENS, BUDGET_RULE, whole=True)
     return Config(
         default_mind=default_mind,
@@ -336,7 +351,9 @@ def select_mind(root: Path, config: Config, explicit: str | None = None) -> str:
         validate_mind(chosen)
         if (root / chosen).is_symlink():
             raise InvalidInput(
-                "mind", chosen, "a real folder in the vault",
+                "mind",
+                chosen,
+                "a real folder in the vault",
                 reason="it is a symlink, which could lead outside the vault; replace it with the folder itself",
             )
         if chosen not in existing:
@@ -369,7 +386,7 @@ def render_config(mind: str, name: str | None) -> str:
         InvalidInput: the mind or the name cannot be written (`validate_display_name`).
     """
     lines = [
-        "# memfile vault settings: see the README section \"memfile.toml\"",
+        '# memfile vault settings: see the README section "memfile.toml"',
         "default_mind = " + toml_string(validate_mind(mind)),
         "",
         f"[minds.{mind}]",

@@ -55,8 +55,13 @@ class DoctorReport:
         return [f for f in self.findings if f.problem]
 
     def to_dict(self) -> dict[str, Any]:
-        return {"mind": self.mind, "problems": len(self.problems), "findings": [f.to_dict() for f in self.findings],
-                "fixed": self.fixed}
+        return {
+            "mind": self.mind,
+            "problems": len(self.problems),
+            "findings": [f.to_dict() for f in self.findings],
+            "fixed": self.fixed,
+        }
+
 
 #: Unverified agent memories older than this are worth a person's look.
 REVIEW_AFTER = timedelta(days=30)
@@ -112,8 +117,14 @@ class Doctor:
             if self._misplaced(memory, expected):
                 add(Finding("misplaced", f"{memory.path} holds {memory.ref}, whose place is {expected}", memory.path))
             if memory.conflict is not None:
-                add(Finding("conflicted", f"{memory.ref}: changed on both sides of a sync; "
-                                          f"run: memfile resolve {memory.ref} --ours|--theirs|--edit", memory.path))
+                add(
+                    Finding(
+                        "conflicted",
+                        f"{memory.ref}: changed on both sides of a sync; "
+                        f"run: memfile resolve {memory.ref} --ours|--theirs|--edit",
+                        memory.path,
+                    )
+                )
         for path in map(shown_path, status["stale"]):
             add(Finding("stale_index", f"{path} changed since it was indexed (the next command reads it)", path, False))
         for path in map(shown_path, status["uncommitted"]):
@@ -126,8 +137,15 @@ class Doctor:
         add(Finding("expired", f"{expired} expired memories (out of recall, kept on disk)", None, False))
         add(Finding("superseded", f"{superseded} superseded memories (out of recall, kept on disk)", None, False))
         for memory in old:
-            add(Finding("unreviewed", f"{memory.ref}: stored by an agent {(now - memory.created_at).days} days ago, "
-                                      f"never verified; run: memfile verify {memory.ref}", memory.path, False))
+            add(
+                Finding(
+                    "unreviewed",
+                    f"{memory.ref}: stored by an agent {(now - memory.created_at).days} days ago, "
+                    f"never verified; run: memfile verify {memory.ref}",
+                    memory.path,
+                    False,
+                )
+            )
         return report
 
     def _misplaced(self, memory: Memory, expected: str) -> bool:
@@ -140,7 +158,8 @@ class Doctor:
             return False
         category, key = _named(self.root, memory)
         return (category is not None and category != _placed_category(memory.path)) or (
-            key is not None and key != derive_key(memory.path.rsplit("/", 1)[-1][:-3]))
+            key is not None and key != derive_key(memory.path.rsplit("/", 1)[-1][:-3])
+        )
 
     def _check_files(self, report: DoctorReport) -> None:
         """What no memory read shows: temp files, symlinks out, files outside minds, a git lock left over."""
@@ -154,22 +173,38 @@ class Doctor:
                 if name.startswith(TEMP_PREFIX):
                     add(Finding("temp_file", f"{relpath}: a temp file left by an interrupted write", relpath))
                 elif not is_utf8_name(name):
-                    add(Finding("bad_name", f"{shown_path(relpath)}: the file name is not UTF-8 (never read); rename it",
-                                shown_path(relpath)))
+                    add(
+                        Finding(
+                            "bad_name",
+                            f"{shown_path(relpath)}: the file name is not UTF-8 (never read); rename it",
+                            shown_path(relpath),
+                        )
+                    )
                 elif path.is_symlink():
                     try:
                         outside = not is_inside(path.resolve(strict=True), self.root)
                     except (OSError, RuntimeError):
-                        add(Finding("symlink_broken", f"{relpath} is a broken or looping symlink (never read)", relpath))
+                        add(
+                            Finding("symlink_broken", f"{relpath} is a broken or looping symlink (never read)", relpath)
+                        )
                         continue
                     if outside:
-                        add(Finding("symlink_out", f"{relpath} is a symlink leading outside the vault (never read)", relpath))
+                        add(
+                            Finding(
+                                "symlink_out", f"{relpath} is a symlink leading outside the vault (never read)", relpath
+                            )
+                        )
         for entry in sorted(os.scandir(self.root), key=lambda e: e.name):
             if entry.is_file() and entry.name.endswith(".md") and entry.name.lower() != "readme.md":
                 add(Finding("outside_minds", f"{entry.name} is outside any mind folder (not a memory)", entry.name))
         for lock in self._stale_git_locks():
-            add(Finding("stale_lock", f"{lock} is left over from a git command that died (git refuses to write "
-                                      "while it is there)", lock))
+            add(
+                Finding(
+                    "stale_lock",
+                    f"{lock} is left over from a git command that died (git refuses to write while it is there)",
+                    lock,
+                )
+            )
         queue = self._queue_folder()
         for name, what in store_queue.leftovers(queue):
             relpath = (queue / name).relative_to(self.root).as_posix()
@@ -224,7 +259,9 @@ class Doctor:
                     continue
                 try:
                     (self.root / expected).parent.mkdir(parents=True, exist_ok=True)
-                    self._git.move(memory.path, expected, f"move {memory.ref} to its place ({memory.path} -> {expected})")
+                    self._git.move(
+                        memory.path, expected, f"move {memory.ref} to its place ({memory.path} -> {expected})"
+                    )
                 except GitError as exc:
                     report.fixed.append(f"could not move {memory.path}: {exc}")
                     continue
@@ -232,8 +269,6 @@ class Doctor:
                 report.fixed.append(f"moved {memory.path} to {expected}")
         self._index.rebuild()
         report.fixed.append("rebuilt the index from the files")
-
-
 
 
 def _placed_category(relpath: str) -> Category:
@@ -255,5 +290,7 @@ def _named(root: Path, memory: Memory) -> tuple[Category | None, str | None]:
         second = fileformat.parse(data, f"{mind}/skill/b.md", memory.updated_at)
     except (OSError, MemfileError):
         return memory.category, memory.key  # changed meanwhile: judged by what was read
-    return (first.category if first.category == second.category else None,
-            first.key if first.key == second.key else None)
+    return (
+        first.category if first.category == second.category else None,
+        first.key if first.key == second.key else None,
+    )

@@ -75,7 +75,9 @@ class AmbiguousRef(MemfileError):
 
     exit_code = EXIT_BAD_INPUT
 
-    def __init__(self, ref: str, candidates: list[str], hint: str = "use one of these category/key forms or an id") -> None:
+    def __init__(
+        self, ref: str, candidates: list[str], hint: str = "use one of these category/key forms or an id"
+    ) -> None:
         self.ref = ref
         self.candidates = candidates
         super().__init__(f"REF {ref!r} matches {len(candidates)} memories: {', '.join(candidates)}; {hint}.")

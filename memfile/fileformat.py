@@ -54,6 +54,7 @@ _CONFLICT_END = re.compile(r"^>{7}( |$)", re.MULTILINE)
 
 # --- reading ----------------------------------------------------------------
 
+
 def decode(data: bytes, path: str) -> str:
     """File bytes -> text without BOM; binary, huge or non-UTF-8 files are refused."""
     if len(data) > MAX_FILE_BYTES:
@@ -191,8 +192,11 @@ def _check_nodes(root: Any, construct_key: Callable[[Any], Any]) -> None:
                     inner = done[id(child)]
                     values, chars, depth = values + inner[0], chars + inner[1], max(depth, inner[2] + 1)
             if values > MAX_YAML_NODES or chars > MAX_FILE_BYTES:
-                raise _Refused(f"front-matter expands to more than {MAX_YAML_NODES} values or "
-                               f"{MAX_FILE_BYTES // 2**20} MB of text (YAML aliases)", node.start_mark.line)
+                raise _Refused(
+                    f"front-matter expands to more than {MAX_YAML_NODES} values or "
+                    f"{MAX_FILE_BYTES // 2**20} MB of text (YAML aliases)",
+                    node.start_mark.line,
+                )
             if depth > MAX_YAML_DEPTH:
                 raise _Refused(f"front-matter is nested more than {MAX_YAML_DEPTH} levels deep", node.start_mark.line)
             done[key] = (values, chars, depth)
@@ -200,8 +204,9 @@ def _check_nodes(root: Any, construct_key: Callable[[Any], Any]) -> None:
         if key in done:
             continue
         if key in active:
-            raise _Refused("front-matter holds a recursive YAML alias (a value that contains itself)",
-                           node.start_mark.line)
+            raise _Refused(
+                "front-matter holds a recursive YAML alias (a value that contains itself)", node.start_mark.line
+            )
         if kind == "mapping":
             _check_keys(node, construct_key)
         active.add(key)
@@ -278,11 +283,17 @@ def _memory(meta: dict[str, Any], content: str, relpath: str, mtime: datetime, h
         priority=parse_priority(meta["priority"]) if meta.get("priority") is not None else Priority.NORMAL,
         tags=parse_tags(meta.get("tags")),
         source=source,
-        verified=parse_bool(meta["verified"], "verified") if meta.get("verified") is not None else source is Source.USER,
-        confidence=parse_confidence(meta["confidence"]) if meta.get("confidence") is not None else DEFAULT_CONFIDENCE[source],
+        verified=parse_bool(meta["verified"], "verified")
+        if meta.get("verified") is not None
+        else source is Source.USER,
+        confidence=parse_confidence(meta["confidence"])
+        if meta.get("confidence") is not None
+        else DEFAULT_CONFIDENCE[source],
         expires_at=parse_optional_datetime(meta.get("expires_at"), "expires_at"),
         status=parse_status(meta["status"]) if meta.get("status") is not None else None,
-        superseded_by=parse_memory_id(meta["superseded_by"], "superseded_by") if meta.get("superseded_by") is not None else None,
+        superseded_by=parse_memory_id(meta["superseded_by"], "superseded_by")
+        if meta.get("superseded_by") is not None
+        else None,
         extra=extra,
         has_front_matter=has_front_matter,
     )
@@ -297,6 +308,7 @@ def derived_id(relpath: str) -> str:
 
 # --- writing ----------------------------------------------------------------
 
+
 @cache
 def _yaml(sequence_offset: int | None = None) -> Any:
     """A ruamel round-trip YAML (imported only when writing); `null` spelled out."""
@@ -305,9 +317,7 @@ def _yaml(sequence_offset: int | None = None) -> Any:
     rt = YAML()
     rt.width = 4096
     rt.preserve_quotes = True
-    rt.representer.add_representer(
-        type(None), lambda r, _: r.represent_scalar("tag:yaml.org,2002:null", "null")
-    )
+    rt.representer.add_representer(type(None), lambda r, _: r.represent_scalar("tag:yaml.org,2002:null", "null"))
     rt.representer.add_representer(str, _represent_str)
     if sequence_offset is not None:
         rt.indent(mapping=2, sequence=sequence_offset + 2, offset=sequence_offset)
@@ -404,8 +414,9 @@ def _sequence_offset(lines: list[str]) -> int | None:
     return None
 
 
-def _splice(fm_text: str, changes: dict[str, Any], newline: str, ensure: dict[str, Any],
-            removed: tuple[str, ...] = ()) -> str:
+def _splice(
+    fm_text: str, changes: dict[str, Any], newline: str, ensure: dict[str, Any], removed: tuple[str, ...] = ()
+) -> str:
     """Front-matter text with the lines of `changes` replaced (or appended), of `removed` deleted, the rest untouched.
 
     Keys in `ensure` are appended when the file lacks them (an id or a
@@ -432,11 +443,17 @@ def _splice(fm_text: str, changes: dict[str, Any], newline: str, ensure: dict[st
         return "\n" + out.getvalue().replace("\n", newline)
     lines = _lines(fm_text)
     starts = sorted((data.lc.key(name)[0], name) for name in data)
-    bounds = {name: (line, starts[i + 1][0] if i + 1 < len(starts) else len(lines)) for i, (line, name) in enumerate(starts)}
+    bounds = {
+        name: (line, starts[i + 1][0] if i + 1 < len(starts) else len(lines)) for i, (line, name) in enumerate(starts)
+    }
     for name in sorted((n for n in [*changes, *removed] if n in bounds), key=lambda n: -bounds[n][0]):
         start, end = bounds[name]
         multiline = isinstance(data[name], str) and "\n" in data[name]  # its own lines may start with #
-        while not multiline and end > start + 1 and (not lines[end - 1].strip() or lines[end - 1].lstrip().startswith("#")):
+        while (
+            not multiline
+            and end > start + 1
+            and (not lines[end - 1].strip() or lines[end - 1].lstrip().startswith("#"))
+        ):
             end -= 1
         if name not in changes:
             del lines[start:end]

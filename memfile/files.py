@@ -189,4 +189,3 @@ def lock_holder(path: Path) -> int | None:
         return None
     finally:
         os.close(fd)
-

@@ -77,24 +77,34 @@ TOOL_NAMES = ("recall", "search", "store", "show", "list", "forget", "expiring",
 
 #: What an agent asks the user for, by the CLI command that does it (a command with no tool: for people).
 ASK_THE_USER = {
-    "verify": "ask the user to verify it", "reactivate": "ask the user to bring it back",
-    "doctor": "ask the user to check the vault", "sync": "ask the user to sync the vault",
-    "init": "ask the user to set up the vault", "resolve": "ask the user to resolve the conflict",
-    "edit": "ask the user to edit it", "history": "ask the user to look at its history",
-    "log": "ask the user to look at the history", "restore": "ask the user to restore it",
-    "undo": "ask the user to undo it", "remote": "ask the user to set up the remote",
+    "verify": "ask the user to verify it",
+    "reactivate": "ask the user to bring it back",
+    "doctor": "ask the user to check the vault",
+    "sync": "ask the user to sync the vault",
+    "init": "ask the user to set up the vault",
+    "resolve": "ask the user to resolve the conflict",
+    "edit": "ask the user to edit it",
+    "history": "ask the user to look at its history",
+    "log": "ask the user to look at the history",
+    "restore": "ask the user to restore it",
+    "undo": "ask the user to undo it",
+    "remote": "ask the user to set up the remote",
 }
 
 #: The library's phrases written for the command line, and what an agent reads instead (before `_COMMAND`).
 _PHRASES = [
     (re.compile(r"\s*\(SPEC section \d+\)"), ""),
-    (re.compile(r"list them with: memfile list"),
-     "find it with the `search` tool, or see them all with the `list` tool"),
+    (
+        re.compile(r"list them with: memfile list"),
+        "find it with the `search` tool, or see them all with the `list` tool",
+    ),
     (re.compile(r"ask the user to run: memfile verify \S+"), "ask the user to verify it"),
     (re.compile(r" \(memfile (?:forget|reactivate) [^)]*\)"), ""),
     (re.compile(r"a person can raise it with: memfile store [^;.]*"), "ask the user if it must be critical"),
-    (re.compile(r"`memfile doctor --fix` removes git locks older than ten minutes, or remove the file by hand"),
-     "ask the user to remove that lock file"),
+    (
+        re.compile(r"`memfile doctor --fix` removes git locks older than ten minutes, or remove the file by hand"),
+        "ask the user to remove that lock file",
+    ),
     (re.compile(r"\bmemfile edit is for people"), "editing a file is for people"),
 ]
 
@@ -214,21 +224,34 @@ def _read_again(raw: Any, reason: str) -> tuple[dict[str, Any], str, int]:
     if not isinstance(raw, str):
         return {}, f"the server could not read a message ({reason}); nothing was done", PARSE_ERROR
     if "recursion limit" in reason:
-        return (_top_members(raw), "the request is nested too deep to read (JSON up to about 200 levels); "
-                "send plain values; nothing was done", PARSE_ERROR)
+        return (
+            _top_members(raw),
+            "the request is nested too deep to read (JSON up to about 200 levels); send plain values; nothing was done",
+            PARSE_ERROR,
+        )
     try:
         message = json.loads(raw)
     except RecursionError:
-        return (_top_members(raw), "the request is nested too deep to read; send plain values; nothing was done",
-                PARSE_ERROR)
+        return (
+            _top_members(raw),
+            "the request is nested too deep to read; send plain values; nothing was done",
+            PARSE_ERROR,
+        )
     except ValueError as exc:
-        return (_top_members(raw), f"the line is not JSON ({exc}); send one JSON-RPC message per line; "
-                "nothing was done", PARSE_ERROR)
+        return (
+            _top_members(raw),
+            f"the line is not JSON ({exc}); send one JSON-RPC message per line; nothing was done",
+            PARSE_ERROR,
+        )
     members = message if isinstance(message, dict) else {}
     where = _lone_surrogate(message)
     if where is not None:
-        return (members, f"{where} holds a lone surrogate, half of a character (an emoji split in two?): "
-                "send whole characters; nothing was done", PARSE_ERROR)
+        return (
+            members,
+            f"{where} holds a lone surrogate, half of a character (an emoji split in two?): "
+            "send whole characters; nothing was done",
+            PARSE_ERROR,
+        )
     return members, f"the request cannot be read ({reason}); nothing was done", PARSE_ERROR
 
 
@@ -383,6 +406,7 @@ def build_server(vault: Vault, worker: ThreadPoolExecutor) -> MCPServer:
         def register(function: Any) -> Any:
             parameters[name or function.__name__] = tuple(inspect.signature(function).parameters)
             return server.tool(name=name, **options)(function)
+
         return register
 
     def run(method: Any, *args: Any, **kwargs: Any) -> Any:
@@ -391,61 +415,105 @@ def build_server(vault: Vault, worker: ThreadPoolExecutor) -> MCPServer:
         except MemfileError as exc:
             raise ToolError(for_agent(str(exc))) from None
         except Exception as exc:  # noqa: BLE001 - a tool call must never take the server down
-            raise ToolError(f"memfile failed unexpectedly: {type(exc).__name__}: {exc} (a bug in memfile, "
-                            "not in this call: tell the user)") from None
+            raise ToolError(
+                f"memfile failed unexpectedly: {type(exc).__name__}: {exc} (a bug in memfile, "
+                "not in this call: tell the user)"
+            ) from None
 
     async def call(method: Any, *args: Any, **kwargs: Any) -> Any:
         warmer.waiting += 1
         try:
-            return await asyncio.get_running_loop().run_in_executor(worker, functools.partial(run, method, *args, **kwargs))
+            return await asyncio.get_running_loop().run_in_executor(
+                worker, functools.partial(run, method, *args, **kwargs)
+            )
         finally:
             warmer.waiting -= 1
             warmer.wake()
 
     default_budget = f"{recall_budget} tokens" if recall_budget else "no limit"
-    @tool(description=_doc(Vault.recall, "Call at the start of a task with the user's request as `query`: "
-                           "the memories to keep in mind (pinned profile, then the best matches), within a budget "
-                           f"(without `budget`: {default_budget}, the vault's `[mcp] recall_budget`)."),
-          annotations=READ)
+
+    @tool(
+        description=_doc(
+            Vault.recall,
+            "Call at the start of a task with the user's request as `query`: "
+            "the memories to keep in mind (pinned profile, then the best matches), within a budget "
+            f"(without `budget`: {default_budget}, the vault's `[mcp] recall_budget`).",
+        ),
+        annotations=READ,
+    )
     async def recall(query: str | None = None, budget: int | None = None, limit: int = 10) -> str:
         text = await call(vault.recall, query=query, limit=limit, budget=recall_budget if budget is None else budget)
         return _closing_for_agent(text)
 
     @tool(description=_doc(Vault.search, "Find memories about a topic, best first."), annotations=READ)
-    async def search(query: str, tags: list[str] | None = None, category: str | None = None, priority: str | None = None,
-               limit: int = 10) -> list[dict[str, Any]]:
+    async def search(
+        query: str,
+        tags: list[str] | None = None,
+        category: str | None = None,
+        priority: str | None = None,
+        limit: int = 10,
+    ) -> list[dict[str, Any]]:
         hits = await call(vault.search, query, tags=tags, category=category, priority=priority, limit=limit)
         return [hit.to_dict() for hit in hits]
 
-    @tool(description=_doc(Vault.store, "Remember something durable (a fact, preference, decision, mistake). "
-                                  "Use `supersedes` with the REF of an older memory this one corrects."),
-                 annotations=WRITE)
-    async def store(category: str, key: str, content: str, priority: str | None = None, tags: list[str] | None = None,
-              confidence: float | None = None, expires: str | None = None, supersedes: str | None = None) -> dict[str, Any]:
-        options: dict[str, Any] = {"priority": priority, "tags": tags, "confidence": confidence, "supersedes": supersedes}
+    @tool(
+        description=_doc(
+            Vault.store,
+            "Remember something durable (a fact, preference, decision, mistake). "
+            "Use `supersedes` with the REF of an older memory this one corrects.",
+        ),
+        annotations=WRITE,
+    )
+    async def store(
+        category: str,
+        key: str,
+        content: str,
+        priority: str | None = None,
+        tags: list[str] | None = None,
+        confidence: float | None = None,
+        expires: str | None = None,
+        supersedes: str | None = None,
+    ) -> dict[str, Any]:
+        options: dict[str, Any] = {
+            "priority": priority,
+            "tags": tags,
+            "confidence": confidence,
+            "supersedes": supersedes,
+        }
         if expires is not None:
             options["expires"] = expires
         result = await call(vault.store, category, key, content, **options)
         return result.memory.to_dict() | {
-            "created": result.created, "changed": result.changed, "commit": result.commit,
+            "created": result.created,
+            "changed": result.changed,
+            "commit": result.commit,
             "superseded": result.superseded.ref if result.superseded else None,
         }
 
-    @tool(description=_doc(Vault.get, "Read one memory in full by REF (an id, category/key, or key)."),
-                 annotations=READ)
+    @tool(
+        description=_doc(Vault.get, "Read one memory in full by REF (an id, category/key, or key)."), annotations=READ
+    )
     async def show(ref: str) -> dict[str, Any]:
         return (await call(vault.get, ref)).to_dict()
 
-    @tool(name="list", description=_doc(Vault.list, "List memories by category, tags or priority."),
-                 annotations=READ)
-    async def list_(category: str | None = None, tags: list[str] | None = None, priority: str | None = None,
-              unverified: bool = False) -> list[dict[str, Any]]:
+    @tool(name="list", description=_doc(Vault.list, "List memories by category, tags or priority."), annotations=READ)
+    async def list_(
+        category: str | None = None,
+        tags: list[str] | None = None,
+        priority: str | None = None,
+        unverified: bool = False,
+    ) -> list[dict[str, Any]]:
         memories = await call(vault.list, category=category, tags=tags, priority=priority, unverified=unverified)
         return [m.to_dict() for m in memories]
 
-    @tool(description=_doc(Vault.forget, "Remove a memory that is wrong or no longer wanted (git keeps it). "
-                                  "Prefer `store` with `supersedes` when correcting; a memory a person verified: ask the user."),
-                 annotations=DELETE)
+    @tool(
+        description=_doc(
+            Vault.forget,
+            "Remove a memory that is wrong or no longer wanted (git keeps it). "
+            "Prefer `store` with `supersedes` when correcting; a memory a person verified: ask the user.",
+        ),
+        annotations=DELETE,
+    )
     async def forget(ref: str) -> dict[str, Any]:
         return (await call(vault.forget, ref)).to_dict()
 
@@ -453,8 +521,7 @@ def build_server(vault: Vault, worker: ThreadPoolExecutor) -> MCPServer:
     async def expiring(within: str = "7d") -> list[dict[str, Any]]:
         return [m.to_dict() for m in await call(vault.expiring, within)]
 
-    @tool(description=_doc(Vault.tags, "Every tag in use, with counts (to reuse tags when storing)."),
-                 annotations=READ)
+    @tool(description=_doc(Vault.tags, "Every tag in use, with counts (to reuse tags when storing)."), annotations=READ)
     async def tags() -> list[dict[str, Any]]:
         return [{"tag": tag, "count": count} for tag, count in await call(vault.tags)]
 

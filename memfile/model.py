@@ -59,10 +59,23 @@ class Status(StrEnum):
 
 
 #: Front-matter keys memfile owns.
-KNOWN_FIELDS = frozenset((
-    "id", "category", "key", "priority", "tags", "source", "verified",
-    "confidence", "expires_at", "created_at", "updated_at", "status", "superseded_by",
-))
+KNOWN_FIELDS = frozenset(
+    (
+        "id",
+        "category",
+        "key",
+        "priority",
+        "tags",
+        "source",
+        "verified",
+        "confidence",
+        "expires_at",
+        "created_at",
+        "updated_at",
+        "status",
+        "superseded_by",
+    )
+)
 
 #: The front-matter key a sync writes when both sides changed a body: the other side's body, kept until resolved.
 CONFLICT_KEY = "conflict_theirs"
@@ -159,6 +172,7 @@ def _jsonable(value: Any) -> Any:
 
 # --- validation: one function per kind -------------------------------------
 
+
 def _choice(enum: type[StrEnum], value: object, field_name: str) -> Any:
     if isinstance(value, enum):
         return value
@@ -241,9 +255,7 @@ def parse_tags(value: object, field_name: str = "tags") -> tuple[str, ...]:
             if not tag:
                 continue
             if len(tag) > MAX_TAG_LENGTH or tag.startswith("-"):
-                raise InvalidInput(
-                    "tag", tag, f"text of 1 to {MAX_TAG_LENGTH} characters, not starting with '-'"
-                )
+                raise InvalidInput("tag", tag, f"text of 1 to {MAX_TAG_LENGTH} characters, not starting with '-'")
             if tag not in tags:
                 tags.append(tag)
     return tuple(tags)
@@ -346,27 +358,71 @@ ID_PATTERN = re.compile(r"mem_[0-9a-z]{4,40}")
 def memory_to_row(memory: Memory) -> tuple[Any, ...]:
     """A Memory as a tuple of plain values (for the index's catalog; `memory_from_row` reverses it)."""
     return (
-        memory.id, memory.mind, memory.category.value, memory.key, memory.content, memory.path,
-        memory.created_at.isoformat(), memory.updated_at.isoformat(), memory.priority.value, memory.tags,
-        memory.source.value, memory.verified, memory.confidence,
+        memory.id,
+        memory.mind,
+        memory.category.value,
+        memory.key,
+        memory.content,
+        memory.path,
+        memory.created_at.isoformat(),
+        memory.updated_at.isoformat(),
+        memory.priority.value,
+        memory.tags,
+        memory.source.value,
+        memory.verified,
+        memory.confidence,
         memory.expires_at.isoformat() if memory.expires_at else None,
         json.dumps([[k, _jsonable(v)] for k, v in memory.extra], ensure_ascii=False) if memory.extra else "",
-        memory.has_front_matter, memory.id_derived, memory.status.value if memory.status else None, memory.superseded_by,
+        memory.has_front_matter,
+        memory.id_derived,
+        memory.status.value if memory.status else None,
+        memory.superseded_by,
     )
 
 
 def memory_from_row(row: tuple[Any, ...]) -> Memory:
     """The Memory of a `memory_to_row` tuple (`tests/test_model.py` checks every field comes back)."""
-    (id_, mind, category, key, content, path, created, updated, priority, tags, source, verified, confidence,
-     expires, extra, has_front_matter, id_derived, status, superseded_by) = row
+    (
+        id_,
+        mind,
+        category,
+        key,
+        content,
+        path,
+        created,
+        updated,
+        priority,
+        tags,
+        source,
+        verified,
+        confidence,
+        expires,
+        extra,
+        has_front_matter,
+        id_derived,
+        status,
+        superseded_by,
+    ) = row
     return Memory(
-        id=id_, mind=mind, category=Category(category), key=key, content=content, path=path,
-        created_at=datetime.fromisoformat(created), updated_at=datetime.fromisoformat(updated),
-        priority=Priority(priority), tags=tuple(tags), source=Source(source),
-        verified=verified, confidence=confidence, expires_at=datetime.fromisoformat(expires) if expires else None,
-        status=Status(status) if status else None, superseded_by=superseded_by,
+        id=id_,
+        mind=mind,
+        category=Category(category),
+        key=key,
+        content=content,
+        path=path,
+        created_at=datetime.fromisoformat(created),
+        updated_at=datetime.fromisoformat(updated),
+        priority=Priority(priority),
+        tags=tuple(tags),
+        source=Source(source),
+        verified=verified,
+        confidence=confidence,
+        expires_at=datetime.fromisoformat(expires) if expires else None,
+        status=Status(status) if status else None,
+        superseded_by=superseded_by,
         extra=tuple((k, v) for k, v in json.loads(extra)) if extra else (),
-        has_front_matter=has_front_matter, id_derived=id_derived,
+        has_front_matter=has_front_matter,
+        id_derived=id_derived,
     )
 
 
@@ -396,7 +452,6 @@ class ParseIssue:
         return f"{where}: {self.reason} (skipped; memfile leaves the file as it is)"
 
 
-
 class Report:
     """A typed result that also reads like the dict it replaced: `report["total"]`, `report.get("x")`,
     and `to_dict()` for JSON. Subclasses are dataclasses."""
@@ -413,6 +468,7 @@ class Report:
 
     def get(self, name: str, default: Any = None) -> Any:
         return self[name] if name in getattr(self, "__dataclass_fields__", {}) else default
+
 
 @dataclass(frozen=True)
 class StoreResult:
@@ -457,8 +513,10 @@ def resolve_ref(ref: object, memories: list[Memory], mind: str) -> Memory:
     if len(matches) > 1:
         copies = len({(m.category, m.key) for m in matches}) == 1
         raise AmbiguousRef(
-            ref, sorted(f"{m.ref} ({m.path})" for m in matches),
-            "these files hold the same memory (a copy?): remove or rename all but one" if copies
+            ref,
+            sorted(f"{m.ref} ({m.path})" for m in matches),
+            "these files hold the same memory (a copy?): remove or rename all but one"
+            if copies
             else "use one of these category/key forms or an id",
         )
     return matches[0]

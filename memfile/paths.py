@@ -65,9 +65,7 @@ def safe_path(root: Path, relpath: PurePosixPath | str, mind: str) -> Path:
         raise InvalidInput("path", str(relpath), f"a path inside the mind folder {mind}/")
     full = root / Path(*rel.parts)
     if not is_inside(full, root / mind):
-        raise InvalidInput(
-            "path", str(relpath), f"a path inside the mind folder {mind}/ (a symlink leads outside)"
-        )
+        raise InvalidInput("path", str(relpath), f"a path inside the mind folder {mind}/ (a symlink leads outside)")
     return full
 
 
@@ -78,7 +76,8 @@ def mind_dirs(root: Path) -> list[str]:
     except FileNotFoundError:
         return []
     return [
-        e.name for e in entries
+        e.name
+        for e in entries
         if e.is_dir(follow_symlinks=False) and not e.name.startswith(".") and e.name not in RESERVED_DIRS
     ]
 

@@ -77,8 +77,12 @@ class RecallItem:
     def to_dict(self) -> dict[str, Any]:
         data = self.memory.to_dict() | {"shortened": self.shortened, "conflicted": self.memory.conflict is not None}
         if self.score is not None or self.pinned:
-            data |= {"pinned": self.pinned, "score": self.score, "score_parts": dict(self.parts),
-                     "neighbour_of": self.neighbour_of}
+            data |= {
+                "pinned": self.pinned,
+                "score": self.score,
+                "score_parts": dict(self.parts),
+                "neighbour_of": self.neighbour_of,
+            }
         return data
 
 
@@ -150,8 +154,13 @@ class Recallable:
     @classmethod
     def of(cls, memories: list[Memory]) -> Recallable:
         timeline = sorted(memories, key=lambda m: (m.created_at, m.path))
-        return cls(memories, timeline, {m.path: i for i, m in enumerate(timeline)},
-                   order([m for m in memories if is_pinned(m)]), sum(1 for m in memories if m.verified))
+        return cls(
+            memories,
+            timeline,
+            {m.path: i for i, m in enumerate(timeline)},
+            order([m for m in memories if is_pinned(m)]),
+            sum(1 for m in memories if m.verified),
+        )
 
 
 def with_neighbours(matches: list[Match], memories: list[Memory] | Recallable) -> list[Match]:
@@ -192,8 +201,9 @@ def recall_priority(memory: Memory) -> Priority:
 
 def is_pinned(memory: Memory) -> bool:
     """Verified critical memories, and verified high ones of the profile categories, are always recalled."""
-    return memory.verified and (memory.priority is Priority.CRITICAL
-                                or (memory.priority is Priority.HIGH and memory.category in PROFILE))
+    return memory.verified and (
+        memory.priority is Priority.CRITICAL or (memory.priority is Priority.HIGH and memory.category in PROFILE)
+    )
 
 
 def score(matches: list[Match], now: datetime, half_life_days: float) -> list[Scored]:
@@ -217,12 +227,22 @@ def score(matches: list[Match], now: datetime, half_life_days: float) -> list[Sc
     for match in matches:  # a recall ranks a hundred or more: plain tuples, no dict per match
         memory = match.memory
         age_days = max(0.0, (now - memory.updated_at).total_seconds() / 86400)
-        values = (match.text_score / best, PRIORITY_VALUE[recall_priority(memory)],
-                  math.pow(0.5, age_days / half_life_days),
-                  memory.confidence, 1.0 if memory.verified else 0.0)  # in the order of WEIGHTS
+        values = (
+            match.text_score / best,
+            PRIORITY_VALUE[recall_priority(memory)],
+            math.pow(0.5, age_days / half_life_days),
+            memory.confidence,
+            1.0 if memory.verified else 0.0,
+        )  # in the order of WEIGHTS
         total = sum(weight * value for weight, value in zip(weights, values))
-        ranked.append(Scored(memory, round(total, 6), tuple(zip(names, (round(v, 6) for v in values))),
-                             match.via.ref if match.via else None))
+        ranked.append(
+            Scored(
+                memory,
+                round(total, 6),
+                tuple(zip(names, (round(v, 6) for v in values))),
+                match.via.ref if match.via else None,
+            )
+        )
         if match.via is not None and memory.category is CONVERSATION and match.via.category is CONVERSATION:
             turns.add(memory.path)
     real = [s for s in ranked if s.neighbour_of is None and not is_pinned(s.memory)]
@@ -256,8 +276,10 @@ def order(memories: list[Memory]) -> list[Memory]:
 _RANK = {priority: priority.rank for priority in Priority}
 #: How `order` reads each key of `ORDER` from a memory (categories are strings: they sort by their names).
 _ORDER_KEYS: dict[str, Callable[[Memory], Any]] = {
-    "rank": lambda memory: _RANK[recall_priority(memory)], "updated": attrgetter("updated_at"),
-    "ref": attrgetter("category", "key"), "path": attrgetter("path"),
+    "rank": lambda memory: _RANK[recall_priority(memory)],
+    "updated": attrgetter("updated_at"),
+    "ref": attrgetter("category", "key"),
+    "path": attrgetter("path"),
 }
 
 
@@ -305,7 +327,9 @@ def _closing(left_out: int, shortened: int, budget: int | None) -> str:
     if not left_out and not shortened:
         return ""
     cut = ", ".join(
-        part for part in (f"{left_out} left out" if left_out else "", f"{shortened} shortened" if shortened else "") if part
+        part
+        for part in (f"{left_out} left out" if left_out else "", f"{shortened} shortened" if shortened else "")
+        if part
     )
     hint = "see all: memfile list" if left_out else "read one whole: memfile show REF"
     return f"({cut} to fit {budget} tokens; {hint})"
@@ -335,12 +359,25 @@ def recall(memories: list[Memory], mind: str, mind_name: str, budget: int | None
     verified = sum(1 for m in chosen if m.verified)
     header = _mind_header(mind_name, len(chosen), verified)
     items = [RecallItem(m) for m in chosen]
-    return _render(items, lambda: _tier_steps(chosen, list(range(len(chosen)))), lambda _out: header, budget,
-                   RecallReport(mind, mind_name, "", (), len(chosen), verified, 0, 0, budget, 0))
+    return _render(
+        items,
+        lambda: _tier_steps(chosen, list(range(len(chosen)))),
+        lambda _out: header,
+        budget,
+        RecallReport(mind, mind_name, "", (), len(chosen), verified, 0, 0, budget, 0),
+    )
 
 
-def recall_query(memories: list[Memory] | Recallable, ranked: list[Scored], query: str, mind: str, mind_name: str,
-                 budget: int | None = None, limit: int | None = 10, matched: int | None = None) -> RecallReport:
+def recall_query(
+    memories: list[Memory] | Recallable,
+    ranked: list[Scored],
+    query: str,
+    mind: str,
+    mind_name: str,
+    budget: int | None = None,
+    limit: int | None = 10,
+    matched: int | None = None,
+) -> RecallReport:
     """The recall for a query: the pinned memories of `memories`, then the best of `ranked`.
 
     Args:
@@ -364,12 +401,14 @@ def recall_query(memories: list[Memory] | Recallable, ranked: list[Scored], quer
 
     def steps() -> list[tuple[int, str]]:
         lowest_first = reversed(range(len(pinned), len(items)))
-        return [step for i in lowest_first for step in ((i, _SHORT), (i, _OUT))] + _tier_steps(chosen, list(range(len(pinned))))
+        return [step for i in lowest_first for step in ((i, _SHORT), (i, _OUT))] + _tier_steps(
+            chosen, list(range(len(pinned)))
+        )
 
     near_before = [0]  # near_before[k]: the neighbours among the first k entries after the pinned ones
-    for item in items[len(pinned):]:
+    for item in items[len(pinned) :]:
         near_before.append(near_before[-1] + (item.neighbour_of is not None))
-    words = ' '.join(query.split())
+    words = " ".join(query.split())
 
     def header(left_out: int) -> str:
         """Counts of what is shown, which add up to its entries: the budget leaves out the lowest-ranked
@@ -381,14 +420,24 @@ def recall_query(memories: list[Memory] | Recallable, ranked: list[Scored], quer
         counts += f", {left_out} left out by the budget" if left_out else ""
         return f"{first_line}\nQuery: {words} ({matched} matched; {counts})"
 
-    return _render(items, steps, header, budget, RecallReport(
-        mind, mind_name, "", (), total, verified, 0, 0, budget, 0, query=query, matched=matched),
-        pinned=(len(pinned), recallable.texts))
+    return _render(
+        items,
+        steps,
+        header,
+        budget,
+        RecallReport(mind, mind_name, "", (), total, verified, 0, 0, budget, 0, query=query, matched=matched),
+        pinned=(len(pinned), recallable.texts),
+    )
 
 
-def _render(items: list[RecallItem], steps: Callable[[], list[tuple[int, str]]], header: Callable[[int], str],
-            budget: int | None, report: RecallReport,
-            pinned: tuple[int, dict[tuple[str, str], str]] | None = None) -> RecallReport:
+def _render(
+    items: list[RecallItem],
+    steps: Callable[[], list[tuple[int, str]]],
+    header: Callable[[int], str],
+    budget: int | None,
+    report: RecallReport,
+    pinned: tuple[int, dict[tuple[str, str], str]] | None = None,
+) -> RecallReport:
     """Apply the cuts `steps()` gives (entry, mode), in order, until the text fits the budget; render it.
 
     `pinned`: how many entries come first whose renderings are kept between recalls,
@@ -460,8 +509,9 @@ def _render(items: list[RecallItem], steps: Callable[[], list[tuple[int, str]]],
             counts.update({_FULL: len(items), _SHORT: 0, _OUT: 0})
             fits = cut(cuts, budget * CHARS_PER_TOKEN, watch=True)
             raise InvalidInput(
-                "budget", budget,
-                f"{fits} tokens or more for this mind (the header and its verified critical memories, shortened, need that)"
+                "budget",
+                budget,
+                f"{fits} tokens or more for this mind (the header and its verified critical memories, shortened, need that)",
             )
 
     kept = [(i, mode) for i, mode in enumerate(modes) if mode != _OUT]
@@ -469,7 +519,16 @@ def _render(items: list[RecallItem], steps: Callable[[], list[tuple[int, str]]],
     closing = _closing(counts[_OUT], counts[_SHORT], budget)
     text = _text(header(counts[_OUT]), [entry(i, mode) for i, mode in kept], width, closing)
     return RecallReport(
-        mind=report.mind, mind_name=report.mind_name, text=text, items=chosen, total=report.total,
-        verified=report.verified, left_out=counts[_OUT], shortened=counts[_SHORT], budget=budget,
-        tokens=estimate_tokens(text), query=report.query, matched=report.matched,
+        mind=report.mind,
+        mind_name=report.mind_name,
+        text=text,
+        items=chosen,
+        total=report.total,
+        verified=report.verified,
+        left_out=counts[_OUT],
+        shortened=counts[_SHORT],
+        budget=budget,
+        tokens=estimate_tokens(text),
+        query=report.query,
+        matched=report.matched,
     )

@@ -52,8 +52,7 @@ class RecallRecord(Report):
 class Recaller:
     """Recall of one mind over its index, and the record of what it last served."""
 
-    def __init__(self, root: Path, mind: str, config: Config, actor: Source, index: Index,
-                 notices: list[str]) -> None:
+    def __init__(self, root: Path, mind: str, config: Config, actor: Source, index: Index, notices: list[str]) -> None:
         self.root = root
         self.mind = mind
         self.config = config
@@ -66,8 +65,14 @@ class Recaller:
     def name(self) -> str:
         return self.config.display_name(self.mind)
 
-    def recall_report(self, budget: int | None = UNSET, *, query: str | None = None, limit: int | None = 10,
-                      include_superseded: bool = False) -> RecallReport:
+    def recall_report(
+        self,
+        budget: int | None = UNSET,
+        *,
+        query: str | None = None,
+        limit: int | None = 10,
+        include_superseded: bool = False,
+    ) -> RecallReport:
         """`Vault.recall_report` (its docstring says what it does)."""
         budget = self._checked(budget, limit)
         if query is not None:
@@ -82,7 +87,9 @@ class Recaller:
 
             assert query is not None
             recallable = self._recallable(view, now, include_superseded)
-            options = SearchOptions(include_superseded=include_superseded, limit=max(CANDIDATES, limit or 0), snippets=False)
+            options = SearchOptions(
+                include_superseded=include_superseded, limit=max(CANDIDATES, limit or 0), snippets=False
+            )
             hits, matched = view.search(query, options, now, count=True)
             matches = with_neighbours([Match(hit.memory, hit.score) for hit in hits], recallable)
             ranked = score(matches, now, self.config.half_life_days)
@@ -120,13 +127,21 @@ class Recaller:
 
         version = view.version
         cached = self._recall_cache
-        if (version is not None and cached and cached[0] == (version, include_superseded) and now < cached[1]
-                and not plain("catalog_cache")):
+        if (
+            version is not None
+            and cached
+            and cached[0] == (version, include_superseded)
+            and now < cached[1]
+            and not plain("catalog_cache")
+        ):
             return cached[2]
         live = [m for m in view.memories() if not m.is_expired(now) and (include_superseded or not m.superseded)]
         recallable = Recallable.of(live)
         if version is not None:
-            until = min((m.expires_at for m in live if m.expires_at is not None), default=datetime.max.replace(tzinfo=timezone.utc))
+            until = min(
+                (m.expires_at for m in live if m.expires_at is not None),
+                default=datetime.max.replace(tzinfo=timezone.utc),
+            )
             self._recall_cache = ((version, include_superseded), until, recallable)
         return recallable
 
@@ -152,39 +167,84 @@ class Recaller:
         except (OSError, ValueError):
             record = None
         # A record copied from another mind, or damaged, is no record of this one.
-        if not isinstance(record, dict) or record.get("mind") != self.mind or not _RECORD_KEYS <= set(record) \
-                or not isinstance(record["memories"], list):
-            raise NotFound(f"no recall of mind {self.mind} was recorded in {self.root} yet; "
-                           f"run: memfile --mind {self.mind} recall")
+        if (
+            not isinstance(record, dict)
+            or record.get("mind") != self.mind
+            or not _RECORD_KEYS <= set(record)
+            or not isinstance(record["memories"], list)
+        ):
+            raise NotFound(
+                f"no recall of mind {self.mind} was recorded in {self.root} yet; run: memfile --mind {self.mind} recall"
+            )
         keys = ("ref", "id", "pinned", "shortened", "score", "neighbour_of")
         memories = [dict(zip(keys, entry, strict=False)) for entry in record["memories"] if isinstance(entry, list)]
         return RecallRecord(**{name: record.get(name) for name in _RECORD_KEYS | {"matched"}} | {"memories": memories})
 
-    def recall(self, budget: int | None = UNSET, *, query: str | None = None, limit: int | None = 10,
-               include_superseded: bool = False) -> str:
+    def recall(
+        self,
+        budget: int | None = UNSET,
+        *,
+        query: str | None = None,
+        limit: int | None = 10,
+        include_superseded: bool = False,
+    ) -> str:
         """`Vault.recall` (its docstring says what it does)."""
-        return self.recall_bytes(budget, query=query, limit=limit, include_superseded=include_superseded).decode("utf-8")
+        return self.recall_bytes(budget, query=query, limit=limit, include_superseded=include_superseded).decode(
+            "utf-8"
+        )
 
-    def recall_bytes(self, budget: int | None = UNSET, *, query: str | None = None, limit: int | None = 10,
-                     include_superseded: bool = False) -> bytes:
+    def recall_bytes(
+        self,
+        budget: int | None = UNSET,
+        *,
+        query: str | None = None,
+        limit: int | None = 10,
+        include_superseded: bool = False,
+    ) -> bytes:
         """`Vault.recall_bytes` (its docstring says what it does)."""
-        return self.recall_report(budget, query=query, limit=limit, include_superseded=include_superseded).text.encode("utf-8")
+        return self.recall_report(budget, query=query, limit=limit, include_superseded=include_superseded).text.encode(
+            "utf-8"
+        )
 
-    def recall_items(self, budget: int | None = UNSET, *, query: str | None = None, limit: int | None = 10,
-                     include_superseded: bool = False) -> list[RecallItem]:
+    def recall_items(
+        self,
+        budget: int | None = UNSET,
+        *,
+        query: str | None = None,
+        limit: int | None = 10,
+        include_superseded: bool = False,
+    ) -> list[RecallItem]:
         """`Vault.recall_items` (its docstring says what it does)."""
         return list(self.recall_report(budget, query=query, limit=limit, include_superseded=include_superseded).items)
 
 
 #: What every record holds (`_record` and `_record_of`).
-_RECORD_KEYS = {"served_at", "source", "mind", "query", "budget", "tokens", "total", "left_out", "shortened", "memories"}
+_RECORD_KEYS = {
+    "served_at",
+    "source",
+    "mind",
+    "query",
+    "budget",
+    "tokens",
+    "total",
+    "left_out",
+    "shortened",
+    "memories",
+}
 
 
 def _record_of(report: RecallReport) -> dict[str, Any]:
     """What the mind's record (`LAST_RECALL`) keeps of a recall (besides when, who and which mind)."""
     return {
-        "query": report.query, "matched": report.matched, "budget": report.budget, "tokens": report.tokens,
-        "total": report.total, "left_out": report.left_out, "shortened": report.shortened,
-        "memories": [[item.memory.ref, item.memory.id, item.pinned, item.shortened, item.score, item.neighbour_of]
-                     for item in report.items],
+        "query": report.query,
+        "matched": report.matched,
+        "budget": report.budget,
+        "tokens": report.tokens,
+        "total": report.total,
+        "left_out": report.left_out,
+        "shortened": report.shortened,
+        "memories": [
+            [item.memory.ref, item.memory.id, item.pinned, item.shortened, item.score, item.neighbour_of]
+            for item in report.items
+        ],
     }

@@ -55,8 +55,13 @@ class Ticket:
         return self.folder / f"{self.name}.{state}"
 
 
-def submit(lock_path: Path, folder: Path, timeout: float, request: dict[str, Any],
-           hold: Callable[[dict[str, Any] | None, Ticket | None], StoreResult]) -> StoreResult:
+def submit(
+    lock_path: Path,
+    folder: Path,
+    timeout: float,
+    request: dict[str, Any],
+    hold: Callable[[dict[str, Any] | None, Ticket | None], StoreResult],
+) -> StoreResult:
     """Store `request`: call `hold(request, None)` holding the writer lock if it is free, else queue it.
 
     While queued, the request is stored by whichever process holds the lock (this one
@@ -97,27 +102,40 @@ def joins(request: dict[str, Any], taken: list[dict[str, Any]]) -> bool:
     if not taken:
         return True
     first = taken[0]
-    return (request["supersedes"] is None and first["supersedes"] is None
-            and (request["source"], request["actor"]) == (first["source"], first["actor"])
-            and all((t["category"], t["key"]) != (request["category"], request["key"]) for t in taken))
+    return (
+        request["supersedes"] is None
+        and first["supersedes"] is None
+        and (request["source"], request["actor"]) == (first["source"], first["actor"])
+        and all((t["category"], t["key"]) != (request["category"], request["key"]) for t in taken)
+    )
 
 
 def encode(result: StoreResult | Exception) -> dict[str, Any]:
     """A store's result (or its failure) as plain values for a `.done` file."""
     if isinstance(result, Exception):
         return error_result(result)
-    return {"memory": memory_to_row(result.memory), "created": result.created, "changed": result.changed,
-            "commit": result.commit, "notices": list(result.notices),
-            "superseded": memory_to_row(result.superseded) if result.superseded else None}
+    return {
+        "memory": memory_to_row(result.memory),
+        "created": result.created,
+        "changed": result.changed,
+        "commit": result.commit,
+        "notices": list(result.notices),
+        "superseded": memory_to_row(result.superseded) if result.superseded else None,
+    }
 
 
 def decode(result: dict[str, Any]) -> StoreResult:
     """`encode` reversed; a failure is raised."""
     if "error" in result:
         raise_error(result)
-    return StoreResult(memory_from_row(result["memory"]), created=result["created"], changed=result["changed"],
-                       commit=result["commit"], notices=tuple(result["notices"]),
-                       superseded=memory_from_row(result["superseded"]) if result["superseded"] else None)
+    return StoreResult(
+        memory_from_row(result["memory"]),
+        created=result["created"],
+        changed=result["changed"],
+        commit=result["commit"],
+        notices=tuple(result["notices"]),
+        superseded=memory_from_row(result["superseded"]) if result["superseded"] else None,
+    )
 
 
 def enqueue(folder: Path, request: dict[str, Any]) -> Ticket:
@@ -200,8 +218,11 @@ def error_result(exc: Exception) -> dict[str, Any]:
     if not isinstance(exc, errors.MemfileError):
         return {"error": "MemfileError", "message": f"the store failed unexpectedly: {exc!r}", "fields": {}}
     plain = (str, int, float, bool, type(None))
-    fields = {k: v for k, v in vars(exc).items()
-              if isinstance(v, plain) or isinstance(v, list) and all(isinstance(x, str) for x in v)}
+    fields = {
+        k: v
+        for k, v in vars(exc).items()
+        if isinstance(v, plain) or isinstance(v, list) and all(isinstance(x, str) for x in v)
+    }
     return {"error": type(exc).__name__, "message": str(exc), "fields": fields}
 
 

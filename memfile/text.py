@@ -20,9 +20,7 @@ from collections.abc import Callable, Iterator
 def _patterns() -> tuple[re.Pattern[str], re.Pattern[str]]:
     """(words, runs of no-space scripts), compiled on first use: 6 ms that a command without search never pays."""
     # Word characters plus the combining marks of the scripts below (Python's \w misses Thai vowel signs).
-    words = re.compile(
-        r"(?:[^\W_]|[\u0300-\u036f\u0900-\u0dff\u0e00-\u0eff\u1000-\u109f\u1780-\u17ff\u3099-\u309c])+"
-    )
+    words = re.compile(r"(?:[^\W_]|[\u0300-\u036f\u0900-\u0dff\u0e00-\u0eff\u1000-\u109f\u1780-\u17ff\u3099-\u309c])+")
     no_space = re.compile(
         r"[\u0e00-\u0eff\u1000-\u109f\u1780-\u17ff\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
         r"\U00020000-\U0002fa1f]+"
@@ -33,9 +31,20 @@ def _patterns() -> tuple[re.Pattern[str], re.Pattern[str]]:
 #: The words of ASCII text: what `_patterns()`'s words are there, found three times as fast.
 _ASCII_WORDS = re.compile(r"[A-Za-z0-9]+")
 
-_SPECIAL_FOLDS = str.maketrans({
-    "đ": "d", "ø": "o", "ł": "l", "æ": "ae", "œ": "oe", "ß": "ss", "þ": "th", "ð": "d", "ı": "i", "ħ": "h",
-})
+_SPECIAL_FOLDS = str.maketrans(
+    {
+        "đ": "d",
+        "ø": "o",
+        "ł": "l",
+        "æ": "ae",
+        "œ": "oe",
+        "ß": "ss",
+        "þ": "th",
+        "ð": "d",
+        "ı": "i",
+        "ħ": "h",
+    }
+)
 
 
 def normalize(text: str) -> str:

@@ -18,8 +18,8 @@ import os
 import threading
 from collections import Counter
 from collections.abc import Callable
-from datetime import datetime, timedelta, timezone
 from dataclasses import dataclass
+from datetime import datetime, timedelta, timezone
 from functools import cached_property, wraps
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -67,8 +67,6 @@ if TYPE_CHECKING:
     from .recalling import RecallRecord
 
 
-
-
 @dataclass(frozen=True)
 class StatsReport(Report):
     """`Vault.stats()`: counts of the mind's memories and facts about its index."""
@@ -102,6 +100,7 @@ class StatusReport(Report):
     uncommitted: list[str]
     conflicts: list[str]
     git: dict[str, Any] | None  # upstream, remotes, ahead, behind; None without a repository
+
 
 T = TypeVar("T")
 
@@ -216,7 +215,9 @@ class Vault:
         except OSError as exc:
             raise InvalidInput("PATH", str(path), "a folder memfile can create", reason=exc.strerror) from None
         if (root / mind).exists() or (root / mind).is_symlink():
-            raise Conflict(f"mind {mind!r} already exists in {root}; open it with: memfile --vault {root} --mind {mind} recall")
+            raise Conflict(
+                f"mind {mind!r} already exists in {root}; open it with: memfile --vault {root} --mind {mind} recall"
+            )
         maker = cls(root, mind, load_config(root), caller_source(Source.USER))
         try:
             maker._writer.create_mind(name)
@@ -226,14 +227,17 @@ class Vault:
         vault.notices += maker.notices
         return vault
 
-
     #: Set by memfile.watch (which sits above this module): starts a Watcher over a Vault.
     watcher_factory: Callable[..., Any] | None = None
 
     @classmethod
     def open(
-        cls, path: str | os.PathLike[str] | None = None, mind: str | None = None, *,
-        source: str | Source | None = None, watch: bool = False,
+        cls,
+        path: str | os.PathLike[str] | None = None,
+        mind: str | None = None,
+        *,
+        source: str | Source | None = None,
+        watch: bool = False,
     ) -> Vault:
         """Open a vault and choose its mind.
 
@@ -276,8 +280,9 @@ class Vault:
         return self._index.named(ref, place)
 
     @_verb
-    def refresh(self, progress: Callable[[int, int], None] | None = None, *,
-                paths: list[str] | None = None, wait: bool = False) -> RefreshReport:
+    def refresh(
+        self, progress: Callable[[int, int], None] | None = None, *, paths: list[str] | None = None, wait: bool = False
+    ) -> RefreshReport:
         """Bring the index in line with the mind's files: a stat-only diff, then re-read only what changed.
 
         Every read calls this first, so hand edits, `git pull`, checkouts and
@@ -363,7 +368,8 @@ class Vault:
         now = utc_now()
         return sorted(
             (
-                m for m in self.memories()
+                m
+                for m in self.memories()
                 if (want_category is None or m.category is want_category)
                 and (want_priority is None or m.priority is want_priority)
                 and (want_source is None or m.source is want_source)
@@ -440,7 +446,10 @@ class Vault:
             category=str(parse_category(category)) if category else None,
             priority=str(parse_priority(priority)) if priority else None,
             source=str(parse_source(source)) if source else None,
-            unverified=unverified, include_expired=include_expired, include_superseded=include_superseded, limit=limit,
+            unverified=unverified,
+            include_expired=include_expired,
+            include_superseded=include_superseded,
+            limit=limit,
         )
 
         return self._index.read(lambda view: view.search(query, options)[0])
@@ -523,7 +532,8 @@ class Vault:
             last_index_update=self._last_index_update(),
             watcher_pid=lock_holder(self.root / STATE_DIR / f"watch-{self.mind}.lock"),
             uncommitted=[shown_path(p) for p in self._git.changed_paths(self.mind) if p.endswith(".md")]
-            if self._git.exists() else [],
+            if self._git.exists()
+            else [],
             conflicts=index.conflicts,
             git=self._git.remote_status(),
         )
@@ -580,7 +590,17 @@ class Vault:
             Refused: an agent tried to store as a user, or to supersede a memory a person verified.
             Conflict: another file holds the memory's path, or the lock timed out.
         """
-        return self._writer.store(category, key, content, priority=priority, tags=tags, confidence=confidence, expires=expires, source=source, supersedes=supersedes)
+        return self._writer.store(
+            category,
+            key,
+            content,
+            priority=priority,
+            tags=tags,
+            confidence=confidence,
+            expires=expires,
+            source=source,
+            supersedes=supersedes,
+        )
 
     @_verb
     def reactivate(self, ref: str) -> StoreResult:
@@ -784,8 +804,14 @@ class Vault:
         return self._doctor.doctor(fix)
 
     @_verb
-    def recall_report(self, budget: int | None = UNSET, *, query: str | None = None, limit: int | None = 10,
-                      include_superseded: bool = False) -> RecallReport:
+    def recall_report(
+        self,
+        budget: int | None = UNSET,
+        *,
+        query: str | None = None,
+        limit: int | None = 10,
+        include_superseded: bool = False,
+    ) -> RecallReport:
         """The recall of the mind with what was chosen and cut.
 
         Without a query: every memory, by priority then recency. With one: the
@@ -820,8 +846,14 @@ class Vault:
         return self._recaller.last_recall()
 
     @_verb
-    def recall(self, budget: int | None = UNSET, *, query: str | None = None, limit: int | None = 10,
-               include_superseded: bool = False) -> str:
+    def recall(
+        self,
+        budget: int | None = UNSET,
+        *,
+        query: str | None = None,
+        limit: int | None = 10,
+        include_superseded: bool = False,
+    ) -> str:
         """The recall text an agent puts in its context window (a query: at most 4,096 characters).
 
         Args:
@@ -836,14 +868,26 @@ class Vault:
         return self._recaller.recall(budget, query=query, limit=limit, include_superseded=include_superseded)
 
     @_verb
-    def recall_bytes(self, budget: int | None = UNSET, *, query: str | None = None, limit: int | None = 10,
-                     include_superseded: bool = False) -> bytes:
+    def recall_bytes(
+        self,
+        budget: int | None = UNSET,
+        *,
+        query: str | None = None,
+        limit: int | None = 10,
+        include_superseded: bool = False,
+    ) -> bytes:
         """`recall`'s text in UTF-8, as `memfile recall` writes it."""
         return self._recaller.recall_bytes(budget, query=query, limit=limit, include_superseded=include_superseded)
 
     @_verb
-    def recall_items(self, budget: int | None = UNSET, *, query: str | None = None, limit: int | None = 10,
-                     include_superseded: bool = False) -> builtins.list[RecallItem]:
+    def recall_items(
+        self,
+        budget: int | None = UNSET,
+        *,
+        query: str | None = None,
+        limit: int | None = 10,
+        include_superseded: bool = False,
+    ) -> builtins.list[RecallItem]:
         """The memories recall chooses, in order, each with `pinned`, `score` and its parts (with a query)."""
         return self._recaller.recall_items(budget, query=query, limit=limit, include_superseded=include_superseded)
 

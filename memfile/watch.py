@@ -71,8 +71,17 @@ class Watcher:
         from watchdog import events
         from watchdog.observers import Observer
 
-        kinds = [events.FileCreatedEvent, events.FileModifiedEvent, events.FileDeletedEvent, events.FileMovedEvent,
-                 events.FileClosedEvent, events.FileAttribEvent, events.DirCreatedEvent, events.DirDeletedEvent, events.DirMovedEvent]
+        kinds = [
+            events.FileCreatedEvent,
+            events.FileModifiedEvent,
+            events.FileDeletedEvent,
+            events.FileMovedEvent,
+            events.FileClosedEvent,
+            events.FileAttribEvent,
+            events.DirCreatedEvent,
+            events.DirDeletedEvent,
+            events.DirMovedEvent,
+        ]
         handler = events.FileSystemEventHandler()
         handler.on_any_event = self._record  # type: ignore[method-assign]
         self._observer = Observer()

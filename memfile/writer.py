@@ -84,8 +84,7 @@ class Writer:
         after_write: called inside the transaction after each commit (the remote's autosync).
     """
 
-    def __init__(self, root: Path, mind: str, config: Config, actor: Source, index: Index,
-                 notices: list[str]) -> None:
+    def __init__(self, root: Path, mind: str, config: Config, actor: Source, index: Index, notices: list[str]) -> None:
         self.root = root
         self.mind = mind
         self.config = config
@@ -117,15 +116,19 @@ class Writer:
                 self.ensure_gitignore()
             self.git.init()
             if found:
-                self.notices.append(f"initialized a git repository in {root}; the files already in the folder "
-                                    "were not committed (git add those that belong in the vault)")
+                self.notices.append(
+                    f"initialized a git repository in {root}; the files already in the folder "
+                    "were not committed (git add those that belong in the vault)"
+                )
         with self.transaction():  # an existing folder without a repository is first committed as found
             config_path = root / CONFIG_NAME
             if not config_path.exists():
                 atomic_write(config_path, render_config(mind, name).encode("utf-8"))
             elif name:  # checked to parse before it is written: never a second [minds.MIND] table
-                atomic_write(config_path, config_with_mind(config_path.read_text(encoding="utf-8-sig"), mind, name)
-                             .encode("utf-8"))
+                atomic_write(
+                    config_path,
+                    config_with_mind(config_path.read_text(encoding="utf-8-sig"), mind, name).encode("utf-8"),
+                )
             keep = root / mind / ".gitkeep"
             keep.parent.mkdir(parents=True, exist_ok=True)
             keep.touch()
@@ -138,8 +141,11 @@ class Writer:
     @contextmanager
     def transaction(self) -> Iterator[None]:
         """Hold the writer lock; make sure the vault is its own git repository."""
-        with _cannot_write(self.root), writer_lock(self.root / STATE_DIR / "lock", self.config.lock_timeout), \
-                self.holding_lock():
+        with (
+            _cannot_write(self.root),
+            writer_lock(self.root / STATE_DIR / "lock", self.config.lock_timeout),
+            self.holding_lock(),
+        ):
             yield
 
     @contextmanager
@@ -152,9 +158,7 @@ class Writer:
         if not self.git.exists():
             self.git.init()
             self.git.commit(["."], "init: record the vault as found")
-            self.notices.append(
-                f"initialized a git repository in {self.root}: the vault had none of its own"
-            )
+            self.notices.append(f"initialized a git repository in {self.root}: the vault had none of its own")
         elif ignore_added:
             self.git.commit([".gitignore"], f"ignore {STATE_DIR}/ (memfile's local state)")
         self._index.wait_for_writer()  # fail (exit 4) before writing anything, not after
@@ -180,16 +184,21 @@ class Writer:
         """Make sure .gitignore lists .memfile/; True when it had to be added."""
         path = self.root / ".gitignore"
         if path.is_dir() or path.exists() and not path.is_file():
-            raise Conflict(f"{path} is in the way: it should be git's ignore file (a text file listing "
-                           f"{STATE_DIR}/), but it is a folder or a special file; move it away, then try again")
+            raise Conflict(
+                f"{path} is in the way: it should be git's ignore file (a text file listing "
+                f"{STATE_DIR}/), but it is a folder or a special file; move it away, then try again"
+            )
         try:
             text = path.read_text(encoding="utf-8") if path.exists() else ""
         except UnicodeDecodeError:
-            raise Conflict(f"{path} is not UTF-8 text; memfile must add {STATE_DIR}/ to it: fix its encoding, "
-                           "then try again") from None
+            raise Conflict(
+                f"{path} is not UTF-8 text; memfile must add {STATE_DIR}/ to it: fix its encoding, then try again"
+            ) from None
         if f"{STATE_DIR}/" in (line.strip() for line in text.splitlines()):
             return False
-        atomic_write(path, (text + ("\n" if text and not text.endswith("\n") else "") + f"{STATE_DIR}/\n").encode("utf-8"))
+        atomic_write(
+            path, (text + ("\n" if text and not text.endswith("\n") else "") + f"{STATE_DIR}/\n").encode("utf-8")
+        )
         return True
 
     def record_hand_edit(self, memory: Memory) -> bytes | None:
@@ -263,8 +272,9 @@ class Writer:
             self.after_write()
         return sha
 
-    def _put_back(self, paths: list[tuple[str, Path]], changes: list[tuple[str, bytes | None]],
-                  before: list[bytes | None]) -> None:
+    def _put_back(
+        self, paths: list[tuple[str, Path]], changes: list[tuple[str, bytes | None]], before: list[bytes | None]
+    ) -> None:
         """Undo written changes (newest first); a file saved by someone meanwhile keeps their save."""
         from .swap import EditedMeanwhile, put
 
@@ -319,14 +329,20 @@ class Writer:
             raise InvalidInput("content", content, "non-empty text")
         if "\x00" in content:
             raise InvalidInput("content", "text with a NUL character", "text without NUL characters")
-        for name, text in (("content", content), *(("tag", tag) for tag in tags or () if isinstance(tags, list | tuple))):
+        for name, text in (
+            ("content", content),
+            *(("tag", tag) for tag in tags or () if isinstance(tags, list | tuple)),
+        ):
             if isinstance(text, str) and not text.isascii():
                 try:
                     text.encode("utf-8")
                 except UnicodeEncodeError as exc:
-                    raise InvalidInput(name, text.encode("utf-8", "backslashreplace").decode("ascii", "replace")[:80],
-                                       "UTF-8 text", reason=f"character {exc.start} is a lone surrogate, "
-                                       "which is not valid UTF-8") from None
+                    raise InvalidInput(
+                        name,
+                        text.encode("utf-8", "backslashreplace").decode("ascii", "replace")[:80],
+                        "UTF-8 text",
+                        reason=f"character {exc.start} is a lone surrogate, which is not valid UTF-8",
+                    ) from None
         content = content.replace("\r\n", "\n").strip()
         if len(content.encode("utf-8")) > fileformat.MAX_FILE_BYTES - 64 * 1024:
             raise InvalidInput("content", f"{len(content.encode('utf-8'))} bytes", "text of at most 10 MB")
@@ -340,9 +356,15 @@ class Writer:
         if self.actor is Source.AGENT and new_priority is Priority.CRITICAL:
             raise Refused(AGENT_PRIORITY_CAP)
         request = {
-            "category": category.value, "key": key, "content": content, "now": now.isoformat(),
-            "priority": new_priority.value if new_priority else None, "tags": new_tags,
-            "confidence": new_confidence, "source": effective.value, "actor": self.actor.value,
+            "category": category.value,
+            "key": key,
+            "content": content,
+            "now": now.isoformat(),
+            "priority": new_priority.value if new_priority else None,
+            "tags": new_tags,
+            "confidence": new_confidence,
+            "source": effective.value,
+            "actor": self.actor.value,
             "expires": "unset" if new_expires is UNSET else new_expires.isoformat() if new_expires else None,
             "supersedes": supersedes,
         }
@@ -352,8 +374,9 @@ class Writer:
 
         state = self.root / STATE_DIR
         with _cannot_write(self.root):
-            return store_queue.submit(state / "lock", state / "queue" / self.mind, self.config.lock_timeout, request,
-                                self._store_holding_lock)
+            return store_queue.submit(
+                state / "lock", state / "queue" / self.mind, self.config.lock_timeout, request, self._store_holding_lock
+            )
 
     def _store_holding_lock(self, own: dict[str, Any] | None, ticket: store_queue.Ticket | None) -> StoreResult:
         """Store `own` (or this process's queued `ticket`) and the stores queued by other processes,
@@ -363,11 +386,14 @@ class Writer:
         with self.holding_lock():
             for _ in range(store_queue.LIMIT + 1):
                 first = [own] if own is not None else []
-                taken = store_queue.claim(self.root / STATE_DIR / "queue" / self.mind,
-                                    lambda r, t: store_queue.joins(r, first + t), store_queue.LIMIT - len(first))
+                taken = store_queue.claim(
+                    self.root / STATE_DIR / "queue" / self.mind,
+                    lambda r, t: store_queue.joins(r, first + t),  # noqa: B023 - called within claim, this turn
+                    store_queue.LIMIT - len(first),
+                )
                 results = self._store_batch(first + [request for _, request in taken])
                 mine = results[0] if own is not None else None
-                for (queued, _), result in zip(taken, results[len(first):], strict=True):
+                for (queued, _), result in zip(taken, results[len(first) :], strict=True):
                     if queued == ticket:
                         mine = result
                         queued.file("claimed").unlink(missing_ok=True)
@@ -417,8 +443,9 @@ class Writer:
         if changes:
             refs = [memory.ref for _, memory, _, changed, _ in prepared if changed]
             subject = f"store {', '.join(refs)} ({requests[0]['source']})"
-            superseded = [old.ref for _, _, _, changed, old in prepared
-                          if old is not None and old.path in dict(changed)]
+            superseded = [
+                old.ref for _, _, _, changed, old in prepared if old is not None and old.path in dict(changed)
+            ]
             subject += f", superseding {superseded[0]}" if superseded else ""
             try:
                 sha = self.apply_all(changes, subject)
@@ -429,8 +456,14 @@ class Writer:
                     results[n] = exc
                 prepared = []
         for n, memory, created, changed, superseded in prepared:
-            results[n] = StoreResult(memory, created=created, changed=bool(changed), commit=sha if changed else None,
-                                     notices=tuple(self.notices), superseded=superseded)
+            results[n] = StoreResult(
+                memory,
+                created=created,
+                changed=bool(changed),
+                commit=sha if changed else None,
+                notices=tuple(self.notices),
+                superseded=superseded,
+            )
         return [r for r in results if r is not None]
 
     def _prepare_store(self, request: dict[str, Any]) -> tuple[Memory, bool, list[tuple[str, bytes]], Memory | None]:
@@ -449,7 +482,8 @@ class Writer:
         existing = self._index.named(f"{category}/{key}", memory_relpath(self.mind, category, key).as_posix())
         if len(existing) > 1:
             raise AmbiguousRef(
-                f"{category}/{key}", sorted(m.path for m in existing),
+                f"{category}/{key}",
+                sorted(m.path for m in existing),
                 "these files hold the same memory (a copy?): remove or rename all but one",
             )
         old = self.find(supersedes) if supersedes is not None else None
@@ -473,9 +507,18 @@ class Writer:
                     "(it is unreadable or its front-matter names another memory); fix or move that file first"
                 )
             memory = Memory(
-                id=new_id(), mind=self.mind, category=category, key=key, content=content, path=relpath,
-                created_at=now, updated_at=now, priority=priority or Priority.NORMAL, tags=tags or (),
-                source=effective, verified=effective is Source.USER,
+                id=new_id(),
+                mind=self.mind,
+                category=category,
+                key=key,
+                content=content,
+                path=relpath,
+                created_at=now,
+                updated_at=now,
+                priority=priority or Priority.NORMAL,
+                tags=tags or (),
+                source=effective,
+                verified=effective is Source.USER,
                 confidence=confidence if confidence is not None else DEFAULT_CONFIDENCE[effective],
                 expires_at=None if expires is UNSET else expires,
             )
@@ -496,8 +539,16 @@ class Writer:
         return memory, created, changes, superseded
 
     def _updated(
-        self, old: Memory, content: str, priority: Priority | None, tags: tuple[str, ...] | None,
-        confidence: float | None, expires: Any, effective: Source, now: datetime, actor: Source,
+        self,
+        old: Memory,
+        content: str,
+        priority: Priority | None,
+        tags: tuple[str, ...] | None,
+        confidence: float | None,
+        expires: Any,
+        effective: Source,
+        now: datetime,
+        actor: Source,
     ) -> Memory:
         """`old` with a store's changes (the same object when nothing changes).
 
@@ -513,9 +564,9 @@ class Writer:
             expires_at=old.expires_at if expires is UNSET else expires,
             source=Source.USER if by_user else old.source,
             verified=True if by_user else old.verified,
-            confidence=confidence if confidence is not None else (
-                DEFAULT_CONFIDENCE[Source.USER] if by_user and old.source is Source.AGENT else old.confidence
-            ),
+            confidence=confidence
+            if confidence is not None
+            else (DEFAULT_CONFIDENCE[Source.USER] if by_user and old.source is Source.AGENT else old.confidence),
         )
         if new == old:
             return old
@@ -540,8 +591,10 @@ class Writer:
             if self.actor is Source.AGENT and memory.verified:
                 raise Refused(f"{memory.ref} was verified by a person, so an agent cannot change it; ask the user")
             if self.actor is Source.AGENT and memory.priority is Priority.CRITICAL:
-                raise Refused(f"{memory.ref} is critical, so only a person can bring it back into recall; ask the user "
-                              f"(memfile reactivate {memory.ref})")
+                raise Refused(
+                    f"{memory.ref} is critical, so only a person can bring it back into recall; ask the user "
+                    f"(memfile reactivate {memory.ref})"
+                )
             new = replace(memory, status=Status.ACTIVE, superseded_by=None, id_derived=False)
             sha = self.rewrite(memory, new, "reactivate", self.actor)
             return StoreResult(new, created=False, changed=True, commit=sha, notices=tuple(self.notices))
@@ -555,8 +608,14 @@ class Writer:
         with self.transaction():
             memory = self.find(ref)
             if self.actor is Source.AGENT and (memory.verified or memory.priority is Priority.CRITICAL):
-                why = " and ".join(w for w, on in (("critical", memory.priority is Priority.CRITICAL),
-                                                    ("verified by a person", memory.verified)) if on)
+                why = " and ".join(
+                    w
+                    for w, on in (
+                        ("critical", memory.priority is Priority.CRITICAL),
+                        ("verified by a person", memory.verified),
+                    )
+                    if on
+                )
                 instead = "" if memory.verified else f", or store the correction with supersedes={memory.ref!r}"
                 raise Refused(
                     f"{memory.ref} is {why}, so an agent cannot forget it; ask the user to forget it "
@@ -597,7 +656,8 @@ class Writer:
                 raise NotFound(f"{before.path} no longer exists after the edit")
             after = self._index.load(before.path)[1]
             for name, old_value, new_value in (
-                ("category", before.category, after.category), ("key", before.key, after.key),
+                ("category", before.category, after.category),
+                ("key", before.key, after.key),
                 ("id", before.id, after.id if not before.id_derived else before.id),
             ):
                 if old_value != new_value:
@@ -671,7 +731,8 @@ def _readable(data: bytes, relpath: str, field: str | None = None) -> None:
     except FileParseError as exc:
         line = f" on line {exc.line}" if exc.line else ""
         raise InvalidInput(
-            field or "memory file", relpath,
+            field or "memory file",
+            relpath,
             "text memfile can read back: no git conflict-marker lines (<<<<<<< ... >>>>>>>), "
             f"at most {fileformat.MAX_FILE_BYTES // 2**20} MB with its tags and front-matter",
             reason=f"the file would be unreadable{line}: {exc.reason}",

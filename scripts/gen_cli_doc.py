@@ -49,8 +49,9 @@ def _slug(title: str) -> str:
 
 def render() -> str:
     """The whole of docs/cli.md."""
-    root = click.Context(cli, info_name="memfile", terminal_width=WIDTH, max_content_width=WIDTH,
-                         **cli.context_settings)
+    root = click.Context(
+        cli, info_name="memfile", terminal_width=WIDTH, max_content_width=WIDTH, **cli.context_settings
+    )
     contexts = list(_contexts(cli, root))
     index = ", ".join(f"[`{c.command_path}`](#{_slug(c.command_path)})" for c in contexts[1:])
     parts = [HEADER, f"Commands: {index}.\n"]

@@ -21,8 +21,18 @@ def _isolated_env(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.
     monkeypatch.setenv("HOME", str(home))
     monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(home / "no-gitconfig"))
     monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
-    for name in ("MEMFILE_VAULT", "MEMFILE_MIND", "MEMFILE_SOURCE", "EDITOR", "VISUAL",
-                 "GIT_AUTHOR_NAME", "GIT_AUTHOR_EMAIL", "GIT_COMMITTER_NAME", "GIT_COMMITTER_EMAIL", "EMAIL"):
+    for name in (
+        "MEMFILE_VAULT",
+        "MEMFILE_MIND",
+        "MEMFILE_SOURCE",
+        "EDITOR",
+        "VISUAL",
+        "GIT_AUTHOR_NAME",
+        "GIT_AUTHOR_EMAIL",
+        "GIT_COMMITTER_NAME",
+        "GIT_COMMITTER_EMAIL",
+        "EMAIL",
+    ):
         monkeypatch.delenv(name, raising=False)
 
 
@@ -32,6 +42,7 @@ def sample_copy(tmp_path: Path) -> Path:
     target = tmp_path / "sample"
     shutil.copytree(SAMPLE_VAULT, target)
     import os
+
     os.utime(target / "michael" / "note" / "reading-list.md", (1_780_000_000, 1_780_000_000))  # 2026-05-28
     return target
 

@@ -13,7 +13,6 @@ from conftest import git
 
 from memfile.cli import main
 
-
 #: A hand-made memory file with unknown keys, comments and Markdown that must survive rewrites.
 HAND_MADE = textwrap.dedent(
     """\

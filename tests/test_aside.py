@@ -17,14 +17,15 @@ from helpers import another_thread_running
 
 from memfile import Vault
 from memfile.config import plain
-from memfile.index import fastpath
+from memfile.index import RefreshReport, View, fastpath
 from memfile.index.catalog import fingerprint, half_digest, joined
 from memfile.index.fastpath import Aside, split_walk
 from memfile.index.source import stat_walk
-from memfile.index import RefreshReport, View
 
-pytestmark = [pytest.mark.skipif(sys.platform != "linux", reason="reads walk beside their work on Linux only"),
-              pytest.mark.skipif(plain("walk"), reason="tests the trick itself: MEMFILE_PLAIN turns it off")]
+pytestmark = [
+    pytest.mark.skipif(sys.platform != "linux", reason="reads walk beside their work on Linux only"),
+    pytest.mark.skipif(plain("walk"), reason="tests the trick itself: MEMFILE_PLAIN turns it off"),
+]
 
 
 @pytest.fixture
@@ -59,14 +60,18 @@ def keys_read(vault: Vault, calls: list[RefreshReport]) -> list[str]:
     return vault._index.read(work)
 
 
-def test_a_read_of_an_unchanged_mind_runs_its_work_once_beside_the_walk(notes: Vault, started: list[Aside | None]) -> None:
+def test_a_read_of_an_unchanged_mind_runs_its_work_once_beside_the_walk(
+    notes: Vault, started: list[Aside | None]
+) -> None:
     calls: list[RefreshReport] = []
     assert keys_read(notes, calls) == ["alpha", "bravo"]
     assert len(calls) == 1 and calls[0].changed == 0
     assert len(started) == 2 and None not in started  # one child per half of the walk
 
 
-def test_an_edit_made_before_the_read_gets_the_work_run_again_after_a_refresh(notes: Vault, started: list[Aside | None]) -> None:
+def test_an_edit_made_before_the_read_gets_the_work_run_again_after_a_refresh(
+    notes: Vault, started: list[Aside | None]
+) -> None:
     (notes.mind_dir / "fact" / "charlie.md").write_text("Charlie talks about lighthouses.\n", encoding="utf-8")
     calls: list[RefreshReport] = []
     assert keys_read(notes, calls) == ["alpha", "bravo", "charlie"]
@@ -84,7 +89,9 @@ def test_every_read_sees_an_edit_made_after_the_digest_was_recorded(notes: Vault
     assert [m.key for m in notes.memories()] == ["alpha"]
 
 
-def test_a_write_by_another_process_during_the_work_gets_the_work_run_again(notes: Vault, started: list[Aside | None]) -> None:
+def test_a_write_by_another_process_during_the_work_gets_the_work_run_again(
+    notes: Vault, started: list[Aside | None]
+) -> None:
     other = Vault.open(notes.root, notes.mind)
     calls: list[RefreshReport] = []
 
@@ -106,7 +113,9 @@ def test_no_child_is_forked_while_other_threads_run(notes: Vault, started: list[
         assert started and all(aside is None for aside in started) and len(calls) == 1
 
 
-def test_a_mind_with_no_recorded_digest_is_refreshed_by_a_walk_in_two_halves(vault: Vault, started: list[Aside | None]) -> None:
+def test_a_mind_with_no_recorded_digest_is_refreshed_by_a_walk_in_two_halves(
+    vault: Vault, started: list[Aside | None]
+) -> None:
     vault.store("fact", "alpha", "A store records no digest of a whole walk.")
     vault.store("fact", "bravo", "Nor does this one.")
     assert [m.key for m in vault.memories()] == ["alpha", "bravo"]
@@ -117,7 +126,11 @@ def test_the_halves_of_a_walk_make_the_whole_walk_and_its_digest(tmp_path: Path)
     mind = tmp_path / "mind"
     for folder in ("fact", "skill", "fact/deep"):
         (mind / folder).mkdir(parents=True, exist_ok=True)
-    names = [f"{folder}/{stem}.md" for folder in ("fact", "skill", "fact/deep") for stem in ("a", "b", "note-1", "note-2", "x9", "é")]
+    names = [
+        f"{folder}/{stem}.md"
+        for folder in ("fact", "skill", "fact/deep")
+        for stem in ("a", "b", "note-1", "note-2", "x9", "é")
+    ]
     for name in names:
         (mind / name).write_text(name, encoding="utf-8")
     whole = stat_walk(mind, tmp_path)

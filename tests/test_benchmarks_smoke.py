@@ -14,19 +14,27 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from conftest import REPO
 
 BENCHMARKS = REPO / "benchmarks"
-SCRIPTS = ["bare_whoosh", "bench_core", "bench_git", "bench_index", "bench_mcp", "bench_retrieval", "bench_watch",
-           "bench_writes"]
+SCRIPTS = [
+    "bare_whoosh",
+    "bench_core",
+    "bench_git",
+    "bench_index",
+    "bench_mcp",
+    "bench_retrieval",
+    "bench_watch",
+    "bench_writes",
+]
 TIMEOUT_S = 600  # each smoke run takes seconds; a loaded 2-core machine may be ten times slower
 
 
 def smoke(script: Path, cwd: Path = REPO) -> subprocess.CompletedProcess[str]:
     env = dict(os.environ, PYTHONSAFEPATH="1")
-    return subprocess.run([sys.executable, str(script), "--smoke"], cwd=cwd, env=env, capture_output=True, text=True,
-                          timeout=TIMEOUT_S)
+    return subprocess.run(
+        [sys.executable, str(script), "--smoke"], cwd=cwd, env=env, capture_output=True, text=True, timeout=TIMEOUT_S
+    )
 
 
 def test_every_benchmark_has_a_smoke_run() -> None:
@@ -76,6 +84,7 @@ def test_retrieval_smoke_without_the_data_skips_with_a_message(tmp_path: Path) -
     proc = smoke(checkout / "bench_retrieval.py", cwd=tmp_path)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "smoke run skipped" in proc.stdout and "locomo10.json" in proc.stdout
-    full = subprocess.run([sys.executable, str(checkout / "bench_retrieval.py")], cwd=tmp_path, capture_output=True,
-                          text=True, timeout=60)
+    full = subprocess.run(
+        [sys.executable, str(checkout / "bench_retrieval.py")], cwd=tmp_path, capture_output=True, text=True, timeout=60
+    )
     assert full.returncode == 1 and "not found" in full.stderr

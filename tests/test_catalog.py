@@ -16,10 +16,10 @@ import time
 import pytest
 
 from memfile import Vault
+from memfile.config import plain
+from memfile.index import CATALOG_NAME
 from memfile.index.catalog import Catalog, fingerprint
 from memfile.index.source import stat_walk
-from memfile.index import CATALOG_NAME
-from memfile.config import plain
 
 
 @pytest.fixture
@@ -61,7 +61,9 @@ def test_a_write_makes_the_recorded_digest_void(notes: Vault) -> None:
     notes.store("fact", "delta", "Delta is new.")
     catalog = catalog_of(notes)
     assert catalog.meta("last_update") != before
-    assert recorded_digest(notes) is None or recorded_digest(notes) != fingerprint(catalog.meta("last_update"), walk(notes))
+    assert recorded_digest(notes) is None or recorded_digest(notes) != fingerprint(
+        catalog.meta("last_update"), walk(notes)
+    )
     assert paths_found(notes, "delta") == ["michael/fact/delta.md"]
 
 
@@ -130,7 +132,6 @@ def test_a_read_never_waits_for_a_writer_of_the_catalog(notes: Vault) -> None:
     assert recorded_digest(notes) is None  # it could not be recorded, and that is all
 
 
-
 # --- masks: the superseded and expired documents of one generation of the full-text index -----------
 
 
@@ -141,7 +142,9 @@ def generation_of(vault: Vault) -> str:
 
 
 @pytest.mark.skipif(plain("masks") or plain("score_cache"), reason="tests the trick itself: MEMFILE_PLAIN turns it off")
-def test_a_search_keeps_its_mask_for_the_next_process_which_takes_it(notes: Vault, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_search_keeps_its_mask_for_the_next_process_which_takes_it(
+    notes: Vault, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from memfile.index import score_cache as warm
 
     notes.store("fact", "old", "The zeppelin hangar was in Friedrichshafen.")

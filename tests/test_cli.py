@@ -14,13 +14,24 @@ from pathlib import Path
 
 import pytest
 from click.testing import Result
-from helpers import BROKEN, HAND_MADE, commit_by_hand, fails, files_outside_git, in_vault, last_subject, ok, plain_vault, run, write
 from conftest import SAMPLE_VAULT, commit_count, git
+from helpers import (
+    BROKEN,
+    HAND_MADE,
+    commit_by_hand,
+    fails,
+    files_outside_git,
+    in_vault,
+    last_subject,
+    ok,
+    plain_vault,
+    run,
+    write,
+)
 
 from memfile import Vault
 
 CATEGORIES = ("identity", "preference", "fact", "project", "skill", "mistake", "context", "note")
-
 
 
 def store_json(root: Path, *args: str, **kwargs) -> dict:
@@ -210,14 +221,25 @@ def test_store_tags_repeatable_comma_split_lowercased(root: Path) -> None:
 
 
 def test_store_priority_confidence_source(root: Path) -> None:
-    data = store_json(root, "project", "p", "text", "--priority", "critical", "--confidence", "0.42",
-                      "--source", "agent")
-    assert (data["priority"], data["confidence"], data["source"], data["verified"]) == ("critical", 0.42, "agent", False)
+    data = store_json(
+        root, "project", "p", "text", "--priority", "critical", "--confidence", "0.42", "--source", "agent"
+    )
+    assert (data["priority"], data["confidence"], data["source"], data["verified"]) == (
+        "critical",
+        0.42,
+        "agent",
+        False,
+    )
 
 
 @pytest.mark.parametrize(
     ("text", "delta"),
-    [("30m", timedelta(minutes=30)), ("12h", timedelta(hours=12)), ("7d", timedelta(days=7)), ("2w", timedelta(weeks=2))],
+    [
+        ("30m", timedelta(minutes=30)),
+        ("12h", timedelta(hours=12)),
+        ("7d", timedelta(days=7)),
+        ("2w", timedelta(weeks=2)),
+    ],
 )
 def test_store_expires_duration(root: Path, text: str, delta: timedelta) -> None:
     before = datetime.now(timezone.utc)
@@ -367,8 +389,21 @@ def filled(root: Path) -> Path:
     ok(in_vault(root, "store", "fact", "f1", "fact one", "--tag", "a,b", "--priority", "high"))
     ok(in_vault(root, "store", "fact", "f2", "fact two", "--tag", "a", "--source", "agent"))
     ok(in_vault(root, "store", "project", "p1", "project one", "--tag", "b", "--priority", "low"))
-    ok(in_vault(root, "store", "note", "old", "expired note", "--tag", "a", "--tag", "b",
-                "--expires", "2020-01-01T00:00:00Z"))
+    ok(
+        in_vault(
+            root,
+            "store",
+            "note",
+            "old",
+            "expired note",
+            "--tag",
+            "a",
+            "--tag",
+            "b",
+            "--expires",
+            "2020-01-01T00:00:00Z",
+        )
+    )
     return root
 
 
@@ -501,8 +536,11 @@ def editor(tmp_path: Path, body: str) -> str:
 def test_edit_commits_the_change(root: Path, tmp_path: Path) -> None:
     ok(in_vault(root, "store", "fact", "a", "original text"))
     before = commit_count(root)
-    command = editor(tmp_path, "path.write_text(path.read_text(encoding='utf-8')"
-                               ".replace('original text', 'edited in the editor'), encoding='utf-8')\n")
+    command = editor(
+        tmp_path,
+        "path.write_text(path.read_text(encoding='utf-8')"
+        ".replace('original text', 'edited in the editor'), encoding='utf-8')\n",
+    )
     ok(in_vault(root, "edit", "fact/a", env={"EDITOR": command}))
     assert commit_count(root) == before + 1
     assert last_subject(root) == "edit fact/a (user)"
@@ -583,8 +621,9 @@ BAD_STORE = [
 
 
 @pytest.mark.parametrize(("args", "field", "allowed"), BAD_STORE, ids=[" ".join(a[1:3]) for a, _, _ in BAD_STORE])
-def test_bad_input_exits_2_naming_field_and_allowed(root: Path, tmp_path: Path, args: tuple, field: str,
-                                                    allowed: tuple) -> None:
+def test_bad_input_exits_2_naming_field_and_allowed(
+    root: Path, tmp_path: Path, args: tuple, field: str, allowed: tuple
+) -> None:
     before_files = files_outside_git(tmp_path)
     before = commit_count(root)
     result = fails(in_vault(root, *args), 2)
@@ -677,16 +716,24 @@ def test_commits_use_author_from_memfile_toml(root: Path) -> None:
 
 
 def test_python_m_memfile_recall(sample_copy: Path) -> None:
-    proc = subprocess.run([sys.executable, "-m", "memfile", "--vault", str(sample_copy), "recall"],
-                          capture_output=True, text=True, timeout=60)
+    proc = subprocess.run(
+        [sys.executable, "-m", "memfile", "--vault", str(sample_copy), "recall"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.startswith("Mind: Michael's Mind\n")
     assert "Traceback" not in proc.stderr
 
 
 def test_python_m_memfile_bad_input_exit_code(root: Path) -> None:
-    proc = subprocess.run([sys.executable, "-m", "memfile", "--vault", str(root), "store", "hobby", "k", "x"],
-                          capture_output=True, text=True, timeout=60)
+    proc = subprocess.run(
+        [sys.executable, "-m", "memfile", "--vault", str(root), "store", "hobby", "k", "x"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert proc.returncode == 2
     assert "category" in proc.stderr
     assert "Traceback" not in proc.stderr
@@ -716,8 +763,13 @@ def test_a_read_whose_reader_leaves_early_ends_quietly(root: Path) -> None:
 
 
 def test_python_m_memfile_content_from_stdin(root: Path) -> None:
-    proc = subprocess.run([sys.executable, "-m", "memfile", "--vault", str(root), "store", "note", "piped"],
-                          input="piped through a real pipe\n", capture_output=True, text=True, timeout=60)
+    proc = subprocess.run(
+        [sys.executable, "-m", "memfile", "--vault", str(root), "store", "note", "piped"],
+        input="piped through a real pipe\n",
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert proc.returncode == 0, proc.stderr
     assert (root / "michael" / "note" / "piped.md").read_text(encoding="utf-8").endswith("piped through a real pipe\n")
 
@@ -738,8 +790,12 @@ def test_two_processes_storing_at_once_both_succeed(root: Path, tmp_path: Path) 
     go = tmp_path / "go"
     before = commit_count(root)
     procs = [
-        subprocess.Popen([sys.executable, "-c", WRITER, str(root), prefix, str(go)],
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        subprocess.Popen(
+            [sys.executable, "-c", WRITER, str(root), prefix, str(go)],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
         for prefix in ("left", "right")
     ]
     go.touch()
@@ -804,9 +860,22 @@ def test_store_during_an_unfinished_merge_changes_nothing(root: Path) -> None:
     ok(in_vault(root, "store", "fact", "base", "two"))
     git(root, "checkout", "-q", "main")
     ok(in_vault(root, "store", "fact", "base", "three"))
-    subprocess.run(["git", "-c", "user.name=Hand", "-c", "user.email=hand@example.com",
-                    "-c", "merge.memfile.driver=false", "merge", "-q", "side"],  # a merge git cannot finish
-                   cwd=root, capture_output=True)
+    subprocess.run(
+        [
+            "git",
+            "-c",
+            "user.name=Hand",
+            "-c",
+            "user.email=hand@example.com",
+            "-c",
+            "merge.memfile.driver=false",
+            "merge",
+            "-q",
+            "side",
+        ],  # a merge git cannot finish
+        cwd=root,
+        capture_output=True,
+    )
     assert (root / ".git" / "MERGE_HEAD").exists()
     result = fails(in_vault(root, "store", "fact", "during_merge", "x"), 6)
     assert "merge --abort" in result.stderr
@@ -850,12 +919,15 @@ def test_a_file_with_an_out_of_range_date_is_skipped(root: Path) -> None:
     assert "michael/note/b.md" in result.stderr
 
 
-@pytest.mark.parametrize("args", [
-    ("store", "context", "x", "y", "--expires", "3000000d"),
-    ("store", "context", "x", "y", "--expires", "9999-12-31T23:59:59-05:00"),
-    ("expiring", "--within", "3000000d"),
-    ("expiring", "--within", "99999999999w"),
-])
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("store", "context", "x", "y", "--expires", "3000000d"),
+        ("store", "context", "x", "y", "--expires", "9999-12-31T23:59:59-05:00"),
+        ("expiring", "--within", "3000000d"),
+        ("expiring", "--within", "99999999999w"),
+    ],
+)
 def test_values_out_of_range_are_bad_input(root: Path, args: tuple[str, ...]) -> None:
     fails(in_vault(root, *args), 2)
 
@@ -888,8 +960,11 @@ def test_created_at_of_a_hand_made_file_stays_put(root: Path) -> None:
 
 def test_an_edit_that_changes_the_key_is_refused_and_kept(root: Path, tmp_path: Path) -> None:
     ok(in_vault(root, "store", "fact", "old_key", "body"))
-    script = write(tmp_path / "rename.py", "import sys, re\np = sys.argv[1]\n"
-                   "t = open(p).read()\nopen(p, 'w').write(re.sub('key: old_key', 'key: new_key', t))\n")
+    script = write(
+        tmp_path / "rename.py",
+        "import sys, re\np = sys.argv[1]\n"
+        "t = open(p).read()\nopen(p, 'w').write(re.sub('key: old_key', 'key: new_key', t))\n",
+    )
     before = commit_count(root)
     result = fails(in_vault(root, "edit", "old_key", env={"EDITOR": f"{sys.executable} {script}"}), 2)
     assert "never changes" in result.stderr

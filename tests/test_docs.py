@@ -119,6 +119,7 @@ def test_generator_check_fails_on_a_stale_page_and_ignores_the_terminal(tmp_path
     assert generator.main([]) == 0 and generator.main(["--check"]) == 0
     # A narrow terminal and another vault in the environment change nothing.
     env = {"COLUMNS": "33", "LINES": "10", "MEMFILE_VAULT": str(tmp_path), "MEMFILE_MIND": "x", "PATH": "/usr/bin:/bin"}
-    done = subprocess.run([sys.executable, str(GENERATOR), "--check"], cwd=tmp_path, env=env, capture_output=True,
-                          text=True, timeout=120)
+    done = subprocess.run(
+        [sys.executable, str(GENERATOR), "--check"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120
+    )
     assert done.returncode == 0, done.stderr

@@ -33,7 +33,11 @@ def test_problems_are_named_and_exit_5_and_nothing_changes(vault: Vault) -> None
     write(mind / "fact" / ".memfile-tmp-office.md.abc123", "half a write")
     write(root / "stray.md", "not in a mind")
     (mind / "fact" / "escape.md").symlink_to("/etc/hostname")
-    before = {p: p.read_bytes() for p in root.rglob("*") if p.is_file() and ".git" not in p.parts and ".memfile" not in p.parts}
+    before = {
+        p: p.read_bytes()
+        for p in root.rglob("*")
+        if p.is_file() and ".git" not in p.parts and ".memfile" not in p.parts
+    }
     found = kinds(vault)
     assert {"unreadable", "misplaced", "duplicate", "temp_file", "outside_minds", "symlink_out", "uncommitted"} <= found
     result = fails(in_vault(root, "doctor"), 5)
@@ -56,7 +60,10 @@ def test_fix_applies_only_safe_repairs(vault: Vault) -> None:
         lock.touch()
         os.utime(lock, (old, old))
     assert {f.path for f in vault.doctor().findings if f.kind == "stale_lock"} == {
-        ".git/index.lock", ".git/HEAD.lock", ".git/refs/heads/main.lock"}
+        ".git/index.lock",
+        ".git/HEAD.lock",
+        ".git/refs/heads/main.lock",
+    }
     write(mind / "fact" / "broken.md", BROKEN)
     result = fails(in_vault(vault.root, "doctor", "--fix"), 5)  # the unreadable file stays a problem
     assert "moved michael/note/misplaced.md to michael/fact/wrong_place.md" in result.stdout
@@ -80,9 +87,11 @@ def test_conflicted_memory_is_a_problem(two: tuple[Vault, Vault]) -> None:
 
 def test_unreviewed_agent_memories_are_reported(tmp_path: Path) -> None:
     vault = Vault.init(tmp_path / "v", "michael")
-    path = write(vault.root / "michael" / "fact" / "old_guess.md",
-                 "---\ncategory: fact\nkey: old_guess\nsource: agent\nverified: false\n"
-                 "created_at: 2020-01-01T00:00:00Z\n---\nA guess\n")
+    path = write(
+        vault.root / "michael" / "fact" / "old_guess.md",
+        "---\ncategory: fact\nkey: old_guess\nsource: agent\nverified: false\n"
+        "created_at: 2020-01-01T00:00:00Z\n---\nA guess\n",
+    )
     assert path.exists()
     findings = vault.doctor().findings
     assert any(f.kind == "unreviewed" and "fact/old_guess" in f.message and not f.problem for f in findings)

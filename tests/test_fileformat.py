@@ -125,6 +125,7 @@ def without_keys(lines: list[bytes], keys: set[str]) -> list[bytes]:
 
 # --- golden rewrites ------------------------------------------------------------
 
+
 @pytest.mark.parametrize(("name", "change"), GOLDEN_CASES)
 def test_rewrite_matches_golden_output_byte_for_byte(name: str, change: str) -> None:
     _, _, out = apply(name, change)
@@ -140,7 +141,9 @@ def test_rewrite_leaves_untouched_front_matter_lines_byte_identical(name: str, c
     assert without_keys(after, touched) == without_keys(before, touched)
 
 
-@pytest.mark.parametrize(("name", "change"), [c for c in GOLDEN_CASES if c[1] != "content" and c[0] != "no_front_matter"])
+@pytest.mark.parametrize(
+    ("name", "change"), [c for c in GOLDEN_CASES if c[1] != "content" and c[0] != "no_front_matter"]
+)
 def test_rewrite_without_content_change_keeps_the_body_bytes(name: str, change: str) -> None:
     _, _, out = apply(name, change)
     assert split_file(out)[1] == split_file(golden_input(name))[1]
@@ -181,7 +184,7 @@ def test_rewrite_keeps_unknown_keys_and_comments_in_order() -> None:
         "# Synapse deploy status: edited by hand and by the agent\n",
         "priority: high  # bumped after the outage\n",
         "# the keys below belong to the user's editor\n",
-        "aliases:\n  - Synapse status\n  - \"synapse: prod\"\n",
+        'aliases:\n  - Synapse status\n  - "synapse: prod"\n',
         "links: ['[[vps1_server]]', '[[synapse_architecture]]']\n",
         "version: 1.10\n",
         'owner: "Michael Schäfer"\n',
@@ -231,9 +234,15 @@ def test_rewrite_of_an_unchanged_memory_returns_the_same_bytes(name: str) -> Non
 
 # --- parsing the golden inputs ----------------------------------------------------
 
+
 def test_parse_reads_known_fields_of_the_unknown_keys_file() -> None:
     m = parse_golden("unknown_keys")
-    assert (m.id, m.mind, m.category, m.key) == ("mem_01jf3k8q2w7x", "michael", Category.PROJECT, "project_synapse_status")
+    assert (m.id, m.mind, m.category, m.key) == (
+        "mem_01jf3k8q2w7x",
+        "michael",
+        Category.PROJECT,
+        "project_synapse_status",
+    )
     assert (m.priority, m.source, m.verified, m.confidence) == (Priority.HIGH, Source.AGENT, False, 0.85)
     assert m.tags == ("synapse", "deployment", "v1.5.0")
     assert m.created_at == m.updated_at == datetime(2026, 6, 27, 10, tzinfo=UTC)
@@ -265,7 +274,13 @@ def test_parse_of_a_hand_made_file_derives_id_category_key_and_dates() -> None:
     m = parse_golden("no_front_matter")
     assert m.id == fileformat.derived_id("michael/note/reading-list.md") and m.id_derived
     assert ID_PATTERN.fullmatch(m.id)
-    assert (m.category, m.key, m.source, m.verified, m.confidence) == (Category.NOTE, "reading_list", Source.USER, True, 1.0)
+    assert (m.category, m.key, m.source, m.verified, m.confidence) == (
+        Category.NOTE,
+        "reading_list",
+        Source.USER,
+        True,
+        1.0,
+    )
     assert m.created_at == m.updated_at == MTIME
     assert not m.has_front_matter
     assert m.content == golden_input("no_front_matter").decode().strip()
@@ -283,7 +298,13 @@ def test_parse_reads_block_style_tags() -> None:
 
 def test_parse_defaults_missing_fields_from_source_and_folder() -> None:
     m = fileformat.parse(b"---\nsource: agent\n---\nx\n", "michael/skill/deploy.md", MTIME)
-    assert (m.category, m.key, m.priority, m.verified, m.confidence) == (Category.SKILL, "deploy", Priority.NORMAL, False, 0.7)
+    assert (m.category, m.key, m.priority, m.verified, m.confidence) == (
+        Category.SKILL,
+        "deploy",
+        Priority.NORMAL,
+        False,
+        0.7,
+    )
 
 
 def test_parse_takes_note_as_category_when_the_folder_is_not_a_category() -> None:
@@ -475,13 +496,22 @@ def test_str_of_a_parse_error_names_file_line_and_what_to_do() -> None:
 
 # --- serialize ----------------------------------------------------------------------
 
+
 def _sample() -> Memory:
     return Memory(
-        id="mem_01jf3k8q2w7x", mind="michael", category=Category.PROJECT, key="project_synapse_status",
-        content="Synapse v1.5.0 deployed on vps1. CI green.", path=STATUS,
-        created_at=datetime(2026, 6, 27, 10, tzinfo=UTC), updated_at=datetime(2026, 6, 27, 10, tzinfo=UTC),
-        priority=Priority.HIGH, tags=("synapse", "deployment", "v1.5.0"), source=Source.AGENT,
-        verified=False, confidence=0.85,
+        id="mem_01jf3k8q2w7x",
+        mind="michael",
+        category=Category.PROJECT,
+        key="project_synapse_status",
+        content="Synapse v1.5.0 deployed on vps1. CI green.",
+        path=STATUS,
+        created_at=datetime(2026, 6, 27, 10, tzinfo=UTC),
+        updated_at=datetime(2026, 6, 27, 10, tzinfo=UTC),
+        priority=Priority.HIGH,
+        tags=("synapse", "deployment", "v1.5.0"),
+        source=Source.AGENT,
+        verified=False,
+        confidence=0.85,
     )
 
 
@@ -526,6 +556,7 @@ def test_serialize_quotes_tags_that_yaml_would_read_as_another_type(value: str) 
 
 # --- update: small cases ------------------------------------------------------------
 
+
 def _update(text: str, **changes: object) -> str:
     old = fileformat.parse(text.encode(), FACT, MTIME)
     return fileformat.update(text, old, dataclasses.replace(old, **changes))
@@ -540,7 +571,10 @@ def test_update_keeps_comment_lines_between_a_changed_key_and_the_next() -> None
 
 def test_update_adds_a_missing_key_at_the_end_of_the_front_matter() -> None:
     text = "---\nid: mem_abcd\ncreated_at: 2026-01-01T00:00:00Z\nkey: x\n---\nbody\n"
-    assert _update(text, priority=Priority.CRITICAL) == "---\nid: mem_abcd\ncreated_at: 2026-01-01T00:00:00Z\nkey: x\npriority: critical\n---\nbody\n"
+    assert (
+        _update(text, priority=Priority.CRITICAL)
+        == "---\nid: mem_abcd\ncreated_at: 2026-01-01T00:00:00Z\nkey: x\npriority: critical\n---\nbody\n"
+    )
 
 
 def test_update_sets_and_clears_expires_at() -> None:
@@ -572,7 +606,10 @@ def test_update_of_flow_style_front_matter_stays_valid() -> None:
 
 
 def test_update_of_content_without_a_final_newline_after_the_fence() -> None:
-    assert _update("---\nid: mem_abcd\ncreated_at: 2026-01-01T00:00:00Z\n---", content="new body") == "---\nid: mem_abcd\ncreated_at: 2026-01-01T00:00:00Z\n---\nnew body\n"
+    assert (
+        _update("---\nid: mem_abcd\ncreated_at: 2026-01-01T00:00:00Z\n---", content="new body")
+        == "---\nid: mem_abcd\ncreated_at: 2026-01-01T00:00:00Z\n---\nnew body\n"
+    )
 
 
 def test_blank_lines_before_a_fence_make_it_content() -> None:
@@ -585,17 +622,16 @@ def test_blank_lines_before_a_fence_make_it_content() -> None:
 
 # --- properties ---------------------------------------------------------------------
 
+
 def _normal_tag(tag: str) -> bool:
     """True when parse_tags keeps this tag exactly as it is."""
-    return (
-        tag == " ".join(tag.split()).lower()
-        and not tag.startswith("-")
-        and "," not in tag
-    )
+    return tag == " ".join(tag.split()).lower() and not tag.startswith("-") and "," not in tag
 
 
 TAG_ALPHABET = st.characters(categories=["Ll", "Lo", "Nd"]) | st.sampled_from(list("._+#:/ -?!&*|>%@`'\"[]{}"))
-YAML11_WORDS = st.sampled_from(["yes", "no", "on", "off", "y", "n", "16:9", "10:30", ":)", "?help", "a:?", "null", "~", "1e3", "0x1f"])
+YAML11_WORDS = st.sampled_from(
+    ["yes", "no", "on", "off", "y", "n", "16:9", "10:30", ":)", "?help", "a:?", "null", "~", "1e3", "0x1f"]
+)
 tags_strategy = st.lists(
     (st.text(TAG_ALPHABET, min_size=1, max_size=20) | YAML11_WORDS).filter(_normal_tag),
     max_size=6,
@@ -617,18 +653,25 @@ def _valid_content(text: str) -> bool:
     return not re.search(r"^(<{7}|>{7})( |$)|^={7}$", text, re.MULTILINE)
 
 
-contents = st.text(st.characters(exclude_categories=["Cs"]), min_size=1, max_size=300).map(_clean_content).filter(_valid_content)
-keys = st.from_regex(KEY_PATTERN, fullmatch=True) | st.sampled_from(["on", "off", "yes", "no", "null", "1e3", "0x1f", "1_000"])
+contents = (
+    st.text(st.characters(exclude_categories=["Cs"]), min_size=1, max_size=300)
+    .map(_clean_content)
+    .filter(_valid_content)
+)
+keys = st.from_regex(KEY_PATTERN, fullmatch=True) | st.sampled_from(
+    ["on", "off", "yes", "no", "null", "1e3", "0x1f", "1_000"]
+)
 
 
 extra_values = (
-    st.integers(-10**6, 10**6)
-    | st.text(st.characters(categories=["Ll", "Lu", "Nd"]) | st.sampled_from(list(" .-_/")), max_size=20)
-    .map(str.strip)
+    st.integers(-(10**6), 10**6)
+    | st.text(st.characters(categories=["Ll", "Lu", "Nd"]) | st.sampled_from(list(" .-_/")), max_size=20).map(str.strip)
     | st.lists(st.integers(0, 99), max_size=3)
 )
 extras = st.dictionaries(
-    st.from_regex(r"[a-z][a-z_]{0,11}", fullmatch=True).filter(lambda k: k not in KNOWN_FIELDS), extra_values, max_size=3
+    st.from_regex(r"[a-z][a-z_]{0,11}", fullmatch=True).filter(lambda k: k not in KNOWN_FIELDS),
+    extra_values,
+    max_size=3,
 ).map(lambda d: tuple(d.items()))
 
 
@@ -661,16 +704,22 @@ def memories(draw: st.DrawFn) -> Memory:
 def changed(draw: st.DrawFn, memory: Memory) -> Memory:
     """`memory` with some of the fields a store, verify or edit may change."""
     fields = {
-        "content": contents, "priority": st.sampled_from(Priority), "tags": tags_strategy,
-        "source": st.sampled_from(Source), "verified": st.booleans(),
-        "confidence": st.floats(min_value=0.0, max_value=1.0), "expires_at": st.none() | moments,
+        "content": contents,
+        "priority": st.sampled_from(Priority),
+        "tags": tags_strategy,
+        "source": st.sampled_from(Source),
+        "verified": st.booleans(),
+        "confidence": st.floats(min_value=0.0, max_value=1.0),
+        "expires_at": st.none() | moments,
         "updated_at": moments,
     }
     chosen = draw(st.lists(st.sampled_from(sorted(fields)), min_size=1, unique=True))
     return dataclasses.replace(memory, **{name: draw(fields[name]) for name in chosen})
 
 
-_settings = settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+_settings = settings(
+    max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much]
+)
 
 
 @_settings
@@ -713,6 +762,7 @@ def test_update_of_a_hand_edited_file_keeps_its_extras_and_line_endings(data: st
 
 
 # --- regressions found by review ------------------------------------------------
+
 
 def _memory_with(**fields: object) -> Memory:
     base = fileformat.parse(b"---\nid: mem_abcd\n---\nbody\n", "michael/fact/x.md", MTIME)
@@ -804,10 +854,21 @@ def test_a_timestamp_in_memfiles_form_reads_as_pyyaml_reads_it() -> None:
     import yaml
 
     r = random.Random(4)
-    texts = [f"{r.randint(0, 9999):04d}-{r.randint(0, 13):02d}-{r.randint(0, 32):02d}T"
-             f"{r.randint(0, 25):02d}:{r.randint(0, 61):02d}:{r.randint(0, 61):02d}Z" for _ in range(3000)]
-    texts += ["2025-10-26", "2025-1-5T1:02:03.Z", "2025-10-26 23:32:59.5 +05:30", "2025-10-26t23:32:59z",
-              "2025-10-26T23:32:59.123456Z", "2025-10-26T23:32:59+02:00", "2024-02-29T00:00:00Z", "2023-02-29T00:00:00Z"]
+    texts = [
+        f"{r.randint(0, 9999):04d}-{r.randint(0, 13):02d}-{r.randint(0, 32):02d}T"
+        f"{r.randint(0, 25):02d}:{r.randint(0, 61):02d}:{r.randint(0, 61):02d}Z"
+        for _ in range(3000)
+    ]
+    texts += [
+        "2025-10-26",
+        "2025-1-5T1:02:03.Z",
+        "2025-10-26 23:32:59.5 +05:30",
+        "2025-10-26t23:32:59z",
+        "2025-10-26T23:32:59.123456Z",
+        "2025-10-26T23:32:59+02:00",
+        "2024-02-29T00:00:00Z",
+        "2023-02-29T00:00:00Z",
+    ]
 
     def outcome(load: Callable[[str], object], text: str) -> object:
         try:
@@ -817,5 +878,7 @@ def test_a_timestamp_in_memfiles_form_reads_as_pyyaml_reads_it() -> None:
         return type(value), value, getattr(value, "tzinfo", None)
 
     for text in texts:
-        assert outcome(fileformat._safe_load, text) == outcome(lambda fm: yaml.load(fm, Loader=yaml.SafeLoader), text), text
+        assert outcome(fileformat._safe_load, text) == outcome(
+            lambda fm: yaml.load(fm, Loader=yaml.SafeLoader), text
+        ), text
     assert sum(isinstance(outcome(fileformat._safe_load, t), tuple) for t in texts) > 300  # valid ones too

@@ -18,18 +18,17 @@ import sys
 import textwrap
 import time
 from collections.abc import Iterator
-from typing import Any
 from pathlib import Path
+from typing import Any
 
 import pytest
-from helpers import BROKEN, another_thread_running, fails, in_vault, ok
 from conftest import commit_count, git
+from helpers import BROKEN, another_thread_running, fails, in_vault, ok
 
 from memfile import NotFound, Vault
+from memfile.config import plain
 from memfile.index import CATALOG_NAME, INDEX_NAME, SCHEMA_VERSION, SearchOptions
 from memfile.model import utc_now
-from memfile.config import plain
-
 
 # --- helpers -----------------------------------------------------------------------------------
 
@@ -52,8 +51,9 @@ def index_dir(root: Path, mind: str = "michael") -> Path:
 
 def memfile(root: Path, *args: str, timeout: float = 30) -> subprocess.CompletedProcess[str]:
     """`python -m memfile --vault ROOT ARGS` as a real process."""
-    return subprocess.run([sys.executable, "-m", "memfile", "--vault", str(root), *args],
-                          capture_output=True, text=True, timeout=timeout)
+    return subprocess.run(
+        [sys.executable, "-m", "memfile", "--vault", str(root), *args], capture_output=True, text=True, timeout=timeout
+    )
 
 
 def succeeded(result: subprocess.CompletedProcess[str]) -> subprocess.CompletedProcess[str]:
@@ -104,8 +104,10 @@ def test_hand_edit_of_same_size_is_seen(notes: Vault) -> None:
 
 def test_hand_edit_is_seen_by_next_show_and_list(notes: Vault) -> None:
     path = memory_path(notes, "favorite_food")
-    path.write_text(path.read_text(encoding="utf-8").replace("priority: normal", "priority: critical")
-                    .replace("pho", "bun cha"), encoding="utf-8")
+    path.write_text(
+        path.read_text(encoding="utf-8").replace("priority: normal", "priority: critical").replace("pho", "bun cha"),
+        encoding="utf-8",
+    )
     assert notes.get("favorite_food").content == "Michael likes bun cha."
     assert [m.key for m in notes.list(priority="critical")] == ["favorite_food"]
 
@@ -174,8 +176,9 @@ def test_file_renamed_in_its_folder_is_found_under_new_path(notes: Vault) -> Non
 
 def test_file_copied_in_from_outside_is_found(notes: Vault, tmp_path: Path) -> None:
     outside = tmp_path / "outside.md"
-    outside.write_text("---\ncategory: fact\nkey: wifi_password\n---\nThe wifi password is hunter2.\n",
-                       encoding="utf-8")
+    outside.write_text(
+        "---\ncategory: fact\nkey: wifi_password\n---\nThe wifi password is hunter2.\n", encoding="utf-8"
+    )
     os.utime(outside, (1_600_000_000, 1_600_000_000))
     shutil.copy2(outside, notes.root / "michael" / "fact" / "wifi_password.md")  # keeps the old mtime
     assert found(notes, "hunter2") == ["wifi_password"]
@@ -278,8 +281,19 @@ def test_deleted_state_folder_is_rebuilt_with_the_same_answers(notes: Vault) -> 
     assert any(index_dir(notes.root).glob(f"_{INDEX_NAME}_*.toc"))
 
 
-@pytest.mark.parametrize("command", [["search", "docker"], ["list"], ["show", "vps1_server"], ["recall"],
-                                     ["by-tag", "docker"], ["tags"], ["stats"], ["expiring"]])
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["search", "docker"],
+        ["list"],
+        ["show", "vps1_server"],
+        ["recall"],
+        ["by-tag", "docker"],
+        ["tags"],
+        ["stats"],
+        ["expiring"],
+    ],
+)
 def test_any_command_works_after_the_state_folder_is_deleted(notes: Vault, command: list[str]) -> None:
     shutil.rmtree(notes.root / ".memfile")
     result = ok(in_vault(notes.root, *command))
@@ -498,8 +512,9 @@ HOLD_VAULT_LOCK = textwrap.dedent(
 
 
 def start_holder(script: str, *args: str) -> subprocess.Popen[str]:
-    proc = subprocess.Popen([sys.executable, "-c", script, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", script, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
     line = proc.stdout.readline().strip()  # type: ignore[union-attr]
     if line != "locked":
         proc.kill()
@@ -566,7 +581,11 @@ def test_list_and_show_after_hand_edit_do_not_wait_for_a_held_lock(notes: Vault,
     assert time.monotonic() - started < 10  # two processes, far below lock_timeout
     assert listed.returncode == 0, listed.stderr
     assert sorted(m["key"] for m in json.loads(listed.stdout)) == [
-        "added", "favorite_food", "postgres_backup", "vps1_server"]
+        "added",
+        "favorite_food",
+        "postgres_backup",
+        "vps1_server",
+    ]
     assert shown.returncode == 0, shown.stderr
     assert "okonomiyaki" in shown.stdout
 
@@ -676,8 +695,19 @@ def loaded_modules(*args: str) -> set[str]:
     return set(json.loads(last.removeprefix("MODULES ")))
 
 
-@pytest.mark.parametrize("command", [["search", "docker"], ["list"], ["recall"], ["show", "vps1_server"],
-                                     ["by-tag", "docker"], ["tags"], ["stats"], ["expiring"]])
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["search", "docker"],
+        ["list"],
+        ["recall"],
+        ["show", "vps1_server"],
+        ["by-tag", "docker"],
+        ["tags"],
+        ["stats"],
+        ["expiring"],
+    ],
+)
 def test_read_commands_never_import_git_or_watchdog(notes: Vault, command: list[str]) -> None:
     assert loaded_modules("--vault", str(notes.root), *command) & {"git", "watchdog", "mcp"} == set()
 
@@ -702,14 +732,17 @@ def test_commands_that_do_not_recall_never_import_memfile_recall(notes: Vault, c
 GIT_HALF = {"memfile.git", "memfile.store_queue", "memfile.git.merge", "memfile.doctor"}
 
 
-@pytest.mark.parametrize("command", [["search", "docker"], ["list"], ["recall"], ["show", "vps1_server"], ["--help"],
-                                     ["stats"]])
+@pytest.mark.parametrize(
+    "command", [["search", "docker"], ["list"], ["recall"], ["show", "vps1_server"], ["--help"], ["stats"]]
+)
 def test_reads_never_import_the_git_half(notes: Vault, command: list[str]) -> None:
     assert loaded_modules("--vault", str(notes.root), *command) & GIT_HALF == set()
 
 
 def test_the_git_half_loads_when_used(notes: Vault) -> None:
-    assert {"memfile.git", "memfile.store_queue"} <= loaded_modules("--vault", str(notes.root), "store", "fact", "x", "y")
+    assert {"memfile.git", "memfile.store_queue"} <= loaded_modules(
+        "--vault", str(notes.root), "store", "fact", "x", "y"
+    )
     assert {"memfile.git", "memfile.doctor"} <= loaded_modules("--vault", str(notes.root), "doctor")
     assert "memfile.git" in loaded_modules("--vault", str(notes.root), "log")
 
@@ -717,14 +750,17 @@ def test_the_git_half_loads_when_used(notes: Vault) -> None:
 def test_recall_and_the_package_names_load_memfile_recall_when_used(notes: Vault) -> None:
     assert "memfile.recall" in loaded_modules("--vault", str(notes.root), "recall")
     assert "memfile.recall" in loaded_modules("--vault", str(notes.root), "recall", "--query", "docker")
-    script = ("import sys, memfile; assert 'memfile.recall' not in sys.modules; "
-              "from memfile import RecallItem, RecallReport, estimate_tokens; import memfile.recall as r; "
-              "assert (RecallItem, RecallReport, estimate_tokens) == (r.RecallItem, r.RecallReport, r.estimate_tokens); "
-              "assert 'RecallItem' in memfile.__all__; print(memfile.estimate_tokens('abcdefgh'))")
+    script = (
+        "import sys, memfile; assert 'memfile.recall' not in sys.modules; "
+        "from memfile import RecallItem, RecallReport, estimate_tokens; import memfile.recall as r; "
+        "assert (RecallItem, RecallReport, estimate_tokens) == (r.RecallItem, r.RecallReport, r.estimate_tokens); "
+        "assert 'RecallItem' in memfile.__all__; print(memfile.estimate_tokens('abcdefgh'))"
+    )
     result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=30)
     assert result.returncode == 0 and result.stdout.strip() == "2", result.stderr
-    result = subprocess.run([sys.executable, "-c", "import memfile; memfile.nothing_here"], capture_output=True,
-                            text=True, timeout=30)
+    result = subprocess.run(
+        [sys.executable, "-c", "import memfile; memfile.nothing_here"], capture_output=True, text=True, timeout=30
+    )
     assert "AttributeError: module 'memfile' has no attribute 'nothing_here'" in result.stderr
 
 
@@ -759,13 +795,16 @@ def _big_mind(tmp_path: Path, files: int) -> Vault:
     folder = vault.mind_dir / "fact"
     folder.mkdir()
     for i in range(files):
-        (folder / f"k{i}.md").write_text(f"---\ncategory: fact\nkey: k{i}\n---\nLighthouse number {i}.\n", encoding="utf-8")
+        (folder / f"k{i}.md").write_text(
+            f"---\ncategory: fact\nkey: k{i}\n---\nLighthouse number {i}.\n", encoding="utf-8"
+        )
     return vault
 
 
 @pytest.mark.slow
 def test_a_process_running_threads_builds_a_big_index_itself_when_no_fresh_process_starts(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from memfile.index import BULK
 
     vault = _big_mind(tmp_path, BULK)
@@ -810,11 +849,21 @@ def _varied_documents(count: int) -> list[dict[str, Any]]:
 
     r = random.Random(2)
     words = "alpha bravo charlie deploy deploying nhà hàng café ภาษาไทย the a of".split()
-    return [{"path": f"m/{r.choice(words)} {n}.md", "category": r.choice(["fact", "note", "", " spaced "]),
-             "priority": r.choice(["high", "low"]), "source": "user", "verified": "true", "status": "active",
-             "tags": ",".join(r.sample(words, 2)), "text": " ".join(r.choice(words) for _ in range(r.randint(0, 400))),
-             "doc": b"x", **({"expires": 1.7e9 + r.randint(0, 10**6) / r.choice([1, 7])} if n % 3 else {})}
-            for n in range(count)]  # long and empty texts: lengths over 255 are coded, and a zero byte reads as None
+    return [
+        {
+            "path": f"m/{r.choice(words)} {n}.md",
+            "category": r.choice(["fact", "note", "", " spaced "]),
+            "priority": r.choice(["high", "low"]),
+            "source": "user",
+            "verified": "true",
+            "status": "active",
+            "tags": ",".join(r.sample(words, 2)),
+            "text": " ".join(r.choice(words) for _ in range(r.randint(0, 400))),
+            "doc": b"x",
+            **({"expires": 1.7e9 + r.randint(0, 10**6) / r.choice([1, 7])} if n % 3 else {}),
+        }
+        for n in range(count)
+    ]  # long and empty texts: lengths over 255 are coded, and a zero byte reads as None
 
 
 def _build(folder: Path, fields: Any, codec: Any, documents: list[dict[str, Any]]) -> Any:
@@ -834,16 +883,19 @@ def test_the_write_codec_writes_whooshs_files_byte_for_byte(tmp_path: Path) -> N
     and the segment names Whoosh's codec (an index never refers to memfile's)."""
     from whoosh.codec.whoosh3 import W3Codec
 
-    from memfile.index.write_codec import WriteCodec
     from memfile.index.persisted import schema
+    from memfile.index.write_codec import WriteCodec
 
     documents = _varied_documents(700)
     built = {}
     for name, codec in (("whoosh", W3Codec()), ("memfile", WriteCodec())):
         ix = _build(tmp_path / name, schema(), codec, documents)
         assert [type(segment.codec()) for segment in ix._segments()] == [W3Codec]
-        built[name] = {p.name.split(".", 1)[1]: p.read_bytes()  # the name without the segment's random id
-                       for p in (tmp_path / name).iterdir() if p.suffix != ".toc" and not p.name.endswith("LOCK")}
+        built[name] = {
+            p.name.split(".", 1)[1]: p.read_bytes()  # the name without the segment's random id
+            for p in (tmp_path / name).iterdir()
+            if p.suffix != ".toc" and not p.name.endswith("LOCK")
+        }
     assert built["memfile"] == built["whoosh"]
     assert {"pst", "trm", "_text_len.col", "_tags_len.col"} <= set(built["whoosh"])
 
@@ -866,8 +918,10 @@ def test_the_fields_formats_index_what_whooshs_own_formats_do(tmp_path: Path) ->
         if kind is not None:
             whooshs[name].format = kind(field_boost=whooshs[name].format.field_boost)
     documents = _varied_documents(700)
-    readers = [_build(tmp_path / name, fields, W3Codec(), documents).reader()
-               for name, fields in (("whoosh", whooshs), ("memfile", ours))]
+    readers = [
+        _build(tmp_path / name, fields, W3Codec(), documents).reader()
+        for name, fields in (("whoosh", whooshs), ("memfile", ours))
+    ]
     try:
         seen = 0
         for field in ours.names():
@@ -877,8 +931,12 @@ def test_the_fields_formats_index_what_whooshs_own_formats_do(tmp_path: Path) ->
             assert lexicons[0] == lexicons[1], field
             for term in lexicons[0]:
                 infos = [reader.term_info(field, term) for reader in readers]
-                assert len({(i.weight(), i.doc_frequency(), i.max_weight(), i.min_length(), i.max_length())
-                            for i in infos}) == 1, (field, term)
+                assert (
+                    len(
+                        {(i.weight(), i.doc_frequency(), i.max_weight(), i.min_length(), i.max_length()) for i in infos}
+                    )
+                    == 1
+                ), (field, term)
                 postings = [list(reader.postings(field, term).items_as("weight")) for reader in readers]
                 values = [list(reader.postings(field, term).all_items()) for reader in readers]
                 assert postings[0] == postings[1] and values[0] == values[1], (field, term)
@@ -895,7 +953,9 @@ def test_a_writer_holds_an_eighth_of_the_machines_memory_from_256_mb_to_1_gb(mon
 
     page = 4096
     for total_mb, expected in ((1024, 256), (2048, 256), (4096, 512), (6000, 750), (24 * 1024, 1024), (10**6, 1024)):
-        monkeypatch.setattr(index.os, "sysconf", lambda name, mb=total_mb: mb * 2**20 // page if name == "SC_PHYS_PAGES" else page)
+        monkeypatch.setattr(
+            index.os, "sysconf", lambda name, mb=total_mb: mb * 2**20 // page if name == "SC_PHYS_PAGES" else page
+        )
         assert index.pool_mb() == expected, total_mb
 
     def unknown(name: str) -> int:
@@ -937,17 +997,36 @@ def test_whoosh_morphology_is_built_on_first_use_with_whooshs_own_answers() -> N
     assert lines[0] == "BUILT BEFORE USE False"
     assert lines[1] == "FOUND ['a deploy', 'deployment notes', 'she deployed it']"  # Whoosh's own variations
     assert lines[2:] == ["REAL NOW True", "SAME NAMES True True"]
-    plain = subprocess.run([sys.executable, "-c", "from whoosh.lang.morph_en import variations; "
-                            "print(sorted(variations('deploy')))"], capture_output=True, text=True, timeout=60)
-    deferred = subprocess.run([sys.executable, "-c", "from memfile.index.query import defer_morphology; defer_morphology(); "
-                               "from whoosh.lang.morph_en import variations; print(sorted(variations('deploy')))"],
-                              capture_output=True, text=True, timeout=60)
+    plain = subprocess.run(
+        [sys.executable, "-c", "from whoosh.lang.morph_en import variations; print(sorted(variations('deploy')))"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    deferred = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "from memfile.index.query import defer_morphology; defer_morphology(); "
+            "from whoosh.lang.morph_en import variations; print(sorted(variations('deploy')))",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert plain.stdout == deferred.stdout and "deployment" in plain.stdout
 
 
 @pytest.mark.skipif(plain("morphology"), reason="tests the trick itself: MEMFILE_PLAIN turns it off")
 def test_search_never_builds_whoosh_morphology(notes: Vault) -> None:
-    script = SHOW_MODULES.replace("print('MODULES '", "print('BUILT', 'exceptions' in vars(sys.modules['whoosh.lang.morph_en']))\nprint('MODULES '")
-    result = subprocess.run([sys.executable, "-c", script, "--vault", str(notes.root), "search", "docker"],
-                            capture_output=True, text=True, timeout=30)
+    script = SHOW_MODULES.replace(
+        "print('MODULES '",
+        "print('BUILT', 'exceptions' in vars(sys.modules['whoosh.lang.morph_en']))\nprint('MODULES '",
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", script, "--vault", str(notes.root), "search", "docker"],
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
     assert "BUILT False" in result.stdout.splitlines(), (result.stdout, result.stderr)

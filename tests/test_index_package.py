@@ -26,7 +26,10 @@ def test_the_pickled_classes_live_where_every_index_names_them(vault: Vault) -> 
     assert [hit.memory.key for hit in vault.search("door code")] == ["door"]
     ix = index.open_dir(str(index_dir(vault)), indexname=INDEX_NAME)  # unpickles the stored schema
     text = ix.schema["text"]
-    assert (type(text.analyzer).__module__, type(text.analyzer).__name__) == ("memfile.index.persisted", "MemfileAnalyzer")
+    assert (type(text.analyzer).__module__, type(text.analyzer).__name__) == (
+        "memfile.index.persisted",
+        "MemfileAnalyzer",
+    )
     assert {type(ix.schema[name].format) for name in ("text", "path")} <= set(PICKLED)
     ix.close()
 
@@ -57,10 +60,13 @@ def broken_word_values(self: object, *args: object, **kwargs: object) -> object:
     raise AttributeError("a bug in memfile's analyzer, called from inside Whoosh")
 
 
-@pytest.mark.parametrize("command", [["search", "door"], ["list"], ["recall"], ["store", "fact", "mail", "Mail at noon"]])
+@pytest.mark.parametrize(
+    "command", [["search", "door"], ["list"], ["recall"], ["store", "fact", "mail", "Mail at noon"]]
+)
 @pytest.mark.parametrize("bug", ["document", "analyzer"])
 def test_a_bug_in_indexing_code_reaches_the_user_and_leaves_the_index_alone(
-        stored: Vault, monkeypatch: pytest.MonkeyPatch, command: list[str], bug: str) -> None:
+    stored: Vault, monkeypatch: pytest.MonkeyPatch, command: list[str], bug: str
+) -> None:
     from memfile.index import persisted, store
 
     before = index_files(stored)
@@ -81,7 +87,9 @@ def test_a_bug_in_indexing_code_reaches_the_user_and_leaves_the_index_alone(
     assert [hit.memory.key for hit in Vault.open(stored.root).search("door")] == ["door"]  # the hand edit, now
 
 
-def test_a_bug_in_indexing_code_reaches_the_python_api_as_itself(stored: Vault, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_bug_in_indexing_code_reaches_the_python_api_as_itself(
+    stored: Vault, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from memfile.index import store
 
     monkeypatch.setattr(store, "_document", broken_document)
@@ -100,7 +108,9 @@ def test_a_segment_garbled_in_place_is_rebuilt_with_a_notice(stored: Vault) -> N
     vault.close()
     segments = [p for p in index_dir(stored).glob(f"{INDEX_NAME}_*") if not p.name.endswith("WRITELOCK")]
     for segment in segments:
-        segment.write_bytes(bytes(range(256)) * (segment.stat().st_size // 256) + b"\xff" * (segment.stat().st_size % 256))
+        segment.write_bytes(
+            bytes(range(256)) * (segment.stat().st_size // 256) + b"\xff" * (segment.stat().st_size % 256)
+        )
     result = run("--vault", stored.root, "search", "--json", "door")
     assert result.exit_code == 0, result.stderr
     assert "the index was damaged" in result.stderr
@@ -145,8 +155,10 @@ def test_a_memory_row_garbled_in_the_catalog_is_damage_not_a_bug(stored: Vault) 
 FINGERPRINTS = {15: "5380e8adf5f7503c06e8b3a9835d303ac202e6ecd0e0223b504ad2a0becd4ff5"}
 
 #: Text that runs the analyzer through every path: stop words, a question, stems, accents, no-space scripts.
-SAMPLE = ("What did we deploy? Deploying the servers' databases, nhà hàng phở, ภาษาไทยง่าย, 東京の天気, "
-          "e-mail x_y 42 the THE running")
+SAMPLE = (
+    "What did we deploy? Deploying the servers' databases, nhà hàng phở, ภาษาไทยง่าย, 東京の天気, "
+    "e-mail x_y 42 the THE running"
+)
 
 
 def persisted_fingerprint(tmp_path: Path) -> str:
@@ -166,8 +178,9 @@ def persisted_fingerprint(tmp_path: Path) -> str:
     from memfile.index.persisted import STOP_WORDS, IndexPositions, MemfileAnalyzer, schema
     from memfile.model import memory_to_row
 
-    memory = fileformat.parse(HAND_MADE.encode("utf-8"), "michael/fact/office_hours.md",
-                              datetime(2020, 1, 3, tzinfo=timezone.utc))
+    memory = fileformat.parse(
+        HAND_MADE.encode("utf-8"), "michael/fact/office_hours.md", datetime(2020, 1, 3, tzinfo=timezone.utc)
+    )
     row = marshal.dumps(memory_to_row(memory))
     catalog = Catalog(tmp_path / "fingerprint.sqlite")
     catalog.open()
@@ -196,7 +209,8 @@ def test_the_schema_version_changes_with_what_the_index_persists(tmp_path: Path)
     assert persisted_fingerprint(tmp_path / "again") == found  # deterministic
     assert FINGERPRINTS.get(SCHEMA_VERSION) == found, (
         f"what an index persists changed (fingerprint {found}) but SCHEMA_VERSION is still {SCHEMA_VERSION}: "
-        "bump it in memfile/index/store.py and record the fingerprint in FINGERPRINTS under the new version")
+        "bump it in memfile/index/store.py and record the fingerprint in FINGERPRINTS under the new version"
+    )
 
 
 def test_the_fast_row_decoder_gives_the_memory_the_plain_one_does(vault: Vault) -> None:
@@ -208,8 +222,9 @@ def test_the_fast_row_decoder_gives_the_memory_the_plain_one_does(vault: Vault) 
     from memfile.index.fastpath import _memory_from_row
     from memfile.model import memory_from_row, memory_to_row
 
-    vault.store("fact", "door", "The door code is 1234", tags=["home", "codes"], priority="high",
-                expires="2099-01-01T00:00:00Z")
+    vault.store(
+        "fact", "door", "The door code is 1234", tags=["home", "codes"], priority="high", expires="2099-01-01T00:00:00Z"
+    )
     vault.store("note", "old", "Superseded", source="agent")
     vault.store("note", "new", "Newer", supersedes="note/old")
     write(vault.mind_dir / "fact" / "office_hours.md", HAND_MADE)
@@ -220,4 +235,6 @@ def test_the_fast_row_decoder_gives_the_memory_the_plain_one_does(vault: Vault) 
         fast, plain = _memory_from_row(row), memory_from_row(row)
         assert fast == plain == memory
         assert [getattr(fast, f.name) for f in fields(fast)] == [getattr(plain, f.name) for f in fields(plain)]
-        assert {type(getattr(fast, f.name)) for f in fields(fast)} == {type(getattr(plain, f.name)) for f in fields(plain)}
+        assert {type(getattr(fast, f.name)) for f in fields(fast)} == {
+            type(getattr(plain, f.name)) for f in fields(plain)
+        }

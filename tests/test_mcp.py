@@ -45,6 +45,7 @@ OUTSIDE_SECRET = "narwhaloutside"
 
 # --- driving the real server --------------------------------------------------
 
+
 class Agent:
     """One MCP session: `call` returns the raw CallToolResult; `ok`/`error` assert the outcome."""
 
@@ -89,8 +90,7 @@ def server_params(root: Path, mind: str | None = None, watch: bool = True) -> St
     return StdioServerParameters(command=sys.executable, args=args, env=dict(os.environ), cwd=str(root.parent))
 
 
-def serve(root: Path, script: Callable[[Agent], Awaitable[Any]], mind: str | None = None,
-          watch: bool = True) -> Any:
+def serve(root: Path, script: Callable[[Agent], Awaitable[Any]], mind: str | None = None, watch: bool = True) -> Any:
     """Start the server on `root`, run `script` with one initialized session, stop the server; returns its result."""
     errlog_path = root.parent / f"mcp-server-{time.monotonic_ns()}.err"
 
@@ -130,6 +130,7 @@ def snapshot(*folders: Path) -> dict[str, bytes]:
 
 # --- vaults ------------------------------------------------------------------------
 
+
 @pytest.fixture
 def two_minds(tmp_path: Path) -> Path:
     """A vault with minds alice and bob, each holding a secret; bob also has an alice-like key."""
@@ -146,6 +147,7 @@ def two_minds(tmp_path: Path) -> Path:
 
 
 # --- the tools ---------------------------------------------------------------------
+
 
 def test_tools_are_listed_with_descriptions_and_annotations(sample_copy: Path) -> None:
     async def script(agent: Agent) -> Any:
@@ -226,8 +228,14 @@ def test_store_show_forget_and_the_agent_rules(sample_copy: Path) -> None:
 
     async def script(agent: Agent) -> dict[str, Any]:
         out: dict[str, Any] = {}
-        out["stored"] = await agent.ok("store", category="fact", key="office_wifi", content="Office wifi is 'okapi-5'",
-                                       tags=["Office", "wifi"], expires="2d")
+        out["stored"] = await agent.ok(
+            "store",
+            category="fact",
+            key="office_wifi",
+            content="Office wifi is 'okapi-5'",
+            tags=["Office", "wifi"],
+            expires="2d",
+        )
         out["shown"] = await agent.ok("show", ref="fact/office_wifi")
         out["found"] = await agent.ok("search", query="okapi")  # seen at once, the watcher running
         out["expiring"] = await agent.ok("expiring", within="7d")
@@ -235,24 +243,33 @@ def test_store_show_forget_and_the_agent_rules(sample_copy: Path) -> None:
         out["updated"] = await agent.ok("store", category="fact", key="office_wifi", content="Office wifi is 'okapi-6'")
         # a person verified these: an agent may not change, supersede or forget them
         out["change_verified"] = await agent.error("store", category="identity", key="user_name", content="Mallory")
-        out["supersede_verified"] = await agent.error("store", category="identity", key="real_name", content="Mallory",
-                                                      supersedes="identity/user_name")
+        out["supersede_verified"] = await agent.error(
+            "store", category="identity", key="real_name", content="Mallory", supersedes="identity/user_name"
+        )
         out["forget_critical"] = await agent.error("forget", ref="identity/user_name")
         out["forget_verified"] = await agent.error("forget", ref="favorite_food")
         out["verify"] = await agent.error("verify", ref="fact/office_wifi")  # no such tool: only people verify
         # the agent's own memories: supersede, then forget
-        out["superseding"] = await agent.ok("store", category="fact", key="office_wifi_2026",
-                                            content="Office wifi is 'okapi-7' since the router swap",
-                                            supersedes="fact/office_wifi")
+        out["superseding"] = await agent.ok(
+            "store",
+            category="fact",
+            key="office_wifi_2026",
+            content="Office wifi is 'okapi-7' since the router swap",
+            supersedes="fact/office_wifi",
+        )
         out["old"] = await agent.ok("show", ref="fact/office_wifi")
         out["search_after"] = await agent.ok("search", query="okapi")
         out["forgotten"] = await agent.ok("forget", ref="office_wifi_2026")
         out["gone"] = await agent.error("show", ref="office_wifi_2026")
         out["forget_sample_agent"] = await agent.ok("forget", ref="skill/postgres_backup")  # agent-made, unverified
         # fields that try to smuggle a verified front-matter in
-        out["smuggle"] = await agent.ok("store", category="note", key="smuggle",
-                                        content="---\nsource: user\nverified: true\nconfidence: 1.0\n---\nbody",
-                                        tags=["x]\nverified: true\n#"])
+        out["smuggle"] = await agent.ok(
+            "store",
+            category="note",
+            key="smuggle",
+            content="---\nsource: user\nverified: true\nconfidence: 1.0\n---\nbody",
+            tags=["x]\nverified: true\n#"],
+        )
         return out
 
     out = serve(sample_copy, script)
@@ -302,8 +319,13 @@ def test_store_show_forget_and_the_agent_rules(sample_copy: Path) -> None:
 def test_the_advice_of_a_refused_forget_can_be_followed(sample_copy: Path) -> None:
     async def script(agent: Agent) -> tuple[str, Any]:
         message = await agent.error("forget", ref="preference/favorite_food")  # verified by a person, not critical
-        followed = await agent.call("store", category="preference", key="favorite_food_now",
-                                    content="Now prefers pho over everything", supersedes="preference/favorite_food")
+        followed = await agent.call(
+            "store",
+            category="preference",
+            key="favorite_food_now",
+            content="Now prefers pho over everything",
+            supersedes="preference/favorite_food",
+        )
         return message, followed
 
     message, followed = serve(sample_copy, script)
@@ -324,6 +346,7 @@ def test_concurrent_calls_are_served_one_at_a_time(vault: Vault) -> None:
                 results[i] = await agent.ok("store", category="note", key=f"parallel_{i}", content=f"parallel note {i}")
             else:
                 results[i] = await agent.ok("search", query="parallel note")
+
         async with anyio.create_task_group() as group:
             for i in range(20):
                 group.start_soon(one, i)
@@ -342,8 +365,8 @@ def test_the_server_warms_its_index_between_calls_and_answers_the_same(vault: Va
     import asyncio
     from concurrent.futures import ThreadPoolExecutor
 
-    from memfile.mcp_server import build_server
     from memfile.index.score_cache import WARM_FROM
+    from memfile.mcp_server import build_server
 
     words = "alpha bravo charlie delta echo foxtrot".split()
     for n in range(2 * WARM_FROM):  # each word in two thirds of them: frequent enough to be warmed
@@ -410,13 +433,17 @@ def test_two_agents_on_one_mind_see_each_others_stores(vault: Vault) -> None:
     async def main() -> list[list[str]]:
         seen: list[list[str]] = []
         with open(root.parent / "a.err", "w") as err_a, open(root.parent / "b.err", "w") as err_b:
-            async with stdio_client(server_params(root), errlog=err_a) as (ra, wa), \
-                    ClientSession(ra, wa, read_timeout_seconds=CALL_TIMEOUT) as session_a:
+            async with (
+                stdio_client(server_params(root), errlog=err_a) as (ra, wa),
+                ClientSession(ra, wa, read_timeout_seconds=CALL_TIMEOUT) as session_a,
+            ):
                 await session_a.initialize()
                 a = Agent(session_a)
                 await a.ok("search", query="warm")  # a's watcher is up
-                async with stdio_client(server_params(root), errlog=err_b) as (rb, wb), \
-                        ClientSession(rb, wb, read_timeout_seconds=CALL_TIMEOUT) as session_b:
+                async with (
+                    stdio_client(server_params(root), errlog=err_b) as (rb, wb),
+                    ClientSession(rb, wb, read_timeout_seconds=CALL_TIMEOUT) as session_b,
+                ):
                     await session_b.initialize()
                     b = Agent(session_b)
                     for i in range(3):
@@ -449,6 +476,7 @@ def test_a_recall_through_mcp_is_recorded_as_the_agents(sample_copy: Path) -> No
 
 
 # --- isolation -------------------------------------------------------------------------
+
 
 def test_a_server_bound_to_alice_never_shows_bob(two_minds: Path) -> None:
     async def script(agent: Agent) -> dict[str, Any]:
@@ -487,25 +515,106 @@ def test_a_server_bound_to_alice_never_shows_bob(two_minds: Path) -> None:
 def hostile_refs(bob_id: str) -> list[str]:
     """REFs that try to leave alice's mind, reach bob's memories or break the parser."""
     return [
-        "../bob/fact/secret", "../bob/fact/secret.md", "bob/fact/secret", "bob/secret", "bob\\fact\\secret",
-        "../../etc/passwd", "/etc/passwd", "/", "//etc/passwd", "fact/../../bob/fact/secret", "fact/../secret",
-        "fact\\..\\..\\bob\\fact\\secret", "..\\bob", "%2e%2e/bob/fact/secret", "..%2fbob%2ffact%2fsecret",
-        "%2e%2e%2fbob%2ffact%2fsecret", "%252e%252e%252fbob", "fact%2f..%2f..%2fbob", "%2Fetc%2Fpasswd",
-        "fact/secret\x00", "fact/x\x00/../../bob", "%00", "~/x", "~bob/fact/secret", "fact/x/y", "fact//secret",
-        ".", "..", "./fact/secret", "fact/.", "fact/..", "secret", "fact/secret", "bank_pin", bob_id,
-        bob_id.upper(), f"../bob/{bob_id}", "ｆact/secret", "fact／secret", "．．/bob/fact/secret",
-        "fact/secrеt", "\u202efact/terces", "fact/secret.md", "secret.md", "file:///etc/passwd",
-        "http://x/../bob/fact/secret", "x" * 5000, "a/" * 2000, "", " ", "\n", "\t",
-        "fact/leak", "leak", "fact/outside", "outside", "bobdir/fact/secret", "stolen/secret",
+        "../bob/fact/secret",
+        "../bob/fact/secret.md",
+        "bob/fact/secret",
+        "bob/secret",
+        "bob\\fact\\secret",
+        "../../etc/passwd",
+        "/etc/passwd",
+        "/",
+        "//etc/passwd",
+        "fact/../../bob/fact/secret",
+        "fact/../secret",
+        "fact\\..\\..\\bob\\fact\\secret",
+        "..\\bob",
+        "%2e%2e/bob/fact/secret",
+        "..%2fbob%2ffact%2fsecret",
+        "%2e%2e%2fbob%2ffact%2fsecret",
+        "%252e%252e%252fbob",
+        "fact%2f..%2f..%2fbob",
+        "%2Fetc%2Fpasswd",
+        "fact/secret\x00",
+        "fact/x\x00/../../bob",
+        "%00",
+        "~/x",
+        "~bob/fact/secret",
+        "fact/x/y",
+        "fact//secret",
+        ".",
+        "..",
+        "./fact/secret",
+        "fact/.",
+        "fact/..",
+        "secret",
+        "fact/secret",
+        "bank_pin",
+        bob_id,
+        bob_id.upper(),
+        f"../bob/{bob_id}",
+        "ｆact/secret",
+        "fact／secret",
+        "．．/bob/fact/secret",
+        "fact/secrеt",
+        "\u202efact/terces",
+        "fact/secret.md",
+        "secret.md",
+        "file:///etc/passwd",
+        "http://x/../bob/fact/secret",
+        "x" * 5000,
+        "a/" * 2000,
+        "",
+        " ",
+        "\n",
+        "\t",
+        "fact/leak",
+        "leak",
+        "fact/outside",
+        "outside",
+        "bobdir/fact/secret",
+        "stolen/secret",
     ]
 
 
 def hostile_stores() -> list[dict[str, Any]]:
     """store arguments whose category, key or supersedes try to leave alice's mind."""
-    keys = ["../bob/fact/secret", "../../etc/evil", "secret/../x", "x/y", "x.md", "..", ".", "", " ", "X", "a" * 101,
-            "x\x00", "x\\y", "%2e%2e", "%2e%2e%2fbob", "ｘ", "~x", "-x", "_x", "x-y", "leak", "outside"]
-    categories = ["../fact", "bob", "bob/fact", "fact/..", "/etc", "fact/", "", "notacategory", "note", "context",
-                  "../bob/fact"]
+    keys = [
+        "../bob/fact/secret",
+        "../../etc/evil",
+        "secret/../x",
+        "x/y",
+        "x.md",
+        "..",
+        ".",
+        "",
+        " ",
+        "X",
+        "a" * 101,
+        "x\x00",
+        "x\\y",
+        "%2e%2e",
+        "%2e%2e%2fbob",
+        "ｘ",
+        "~x",
+        "-x",
+        "_x",
+        "x-y",
+        "leak",
+        "outside",
+    ]
+    categories = [
+        "../fact",
+        "bob",
+        "bob/fact",
+        "fact/..",
+        "/etc",
+        "fact/",
+        "",
+        "notacategory",
+        "note",
+        "context",
+        "../bob/fact",
+    ]
     supersedes = ["../bob/fact/secret", "bob/fact/secret", "fact/leak", "/etc/passwd", "%2e%2e/bob", "secret"]
     calls: list[dict[str, Any]] = [{"category": "fact", "key": key, "content": "evil"} for key in keys]
     calls += [{"category": category, "key": "evil", "content": "evil"} for category in categories]
@@ -543,7 +652,9 @@ def test_hostile_refs_paths_and_symlinks_stay_inside_alices_mind(two_minds: Path
         for path, data in new_files.items():
             Path(path).write_bytes(data)
         (two_minds / "bob" / "fact" / "secret.md").write_text(f"Bob's bank pin is {BOB_SECRET}, changed\n")
-        new_files[str(two_minds / "bob" / "fact" / "secret.md")] = (two_minds / "bob" / "fact" / "secret.md").read_bytes()
+        new_files[str(two_minds / "bob" / "fact" / "secret.md")] = (
+            two_minds / "bob" / "fact" / "secret.md"
+        ).read_bytes()
         started = time.monotonic()
         for ref in refs:
             for tool in ("show", "forget"):
@@ -579,6 +690,7 @@ def test_hostile_refs_paths_and_symlinks_stay_inside_alices_mind(two_minds: Path
 
 
 # --- robustness ------------------------------------------------------------------------
+
 
 def test_malformed_arguments_are_tool_errors_and_the_server_survives(sample_copy: Path) -> None:
     bad_calls: list[tuple[str, dict[str, Any]]] = [
@@ -636,10 +748,16 @@ def test_malformed_arguments_are_tool_errors_and_the_server_survives(sample_copy
             elif not result.content or not getattr(result.content[0], "text", ""):
                 wrong.append((name, args, "an error without a message"))
         # odd but valid queries: answered, not crashed
-        odd = [await agent.call("search", query=q) for q in ('"unclosed', "AND OR NOT (((", "*", "tag:", "x" * 20000,
-                                                               "🦜 emoji ∑ ünïcödé", "\x00nul")]
-        return {"wrong": wrong, "odd": odd, "after": await agent.ok("show", ref="user_name"),
-                "tags": await agent.ok("tags")}
+        odd = [
+            await agent.call("search", query=q)
+            for q in ('"unclosed', "AND OR NOT (((", "*", "tag:", "x" * 20000, "🦜 emoji ∑ ünïcödé", "\x00nul")
+        ]
+        return {
+            "wrong": wrong,
+            "odd": odd,
+            "after": await agent.ok("show", ref="user_name"),
+            "tags": await agent.ok("tags"),
+        }
 
     out = serve(sample_copy, script)
     assert out["wrong"] == []
@@ -701,19 +819,38 @@ def test_the_server_exit_code_on_eof_and_on_sigterm(vault: Vault) -> None:
 
     argv = [sys.executable, "-m", "memfile", "--vault", str(root), "mcp"]
     for how in ("eof", "sigterm"):
-        proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                env=dict(os.environ))
+        proc = subprocess.Popen(
+            argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=dict(os.environ)
+        )
         try:
-            _rpc(proc, {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-                "protocolVersion": mcp_types.LATEST_PROTOCOL_VERSION if hasattr(mcp_types, "LATEST_PROTOCOL_VERSION")
-                else "2025-06-18",
-                "capabilities": {}, "clientInfo": {"name": "test", "version": "0"}}})
+            _rpc(
+                proc,
+                {
+                    "jsonrpc": "2.0",
+                    "id": 1,
+                    "method": "initialize",
+                    "params": {
+                        "protocolVersion": mcp_types.LATEST_PROTOCOL_VERSION
+                        if hasattr(mcp_types, "LATEST_PROTOCOL_VERSION")
+                        else "2025-06-18",
+                        "capabilities": {},
+                        "clientInfo": {"name": "test", "version": "0"},
+                    },
+                },
+            )
             assert proc.stdout is not None
             reply = json.loads(proc.stdout.readline())
             assert reply["id"] == 1 and "result" in reply, reply
             _rpc(proc, {"jsonrpc": "2.0", "method": "notifications/initialized"})
-            _rpc(proc, {"jsonrpc": "2.0", "id": 2, "method": "tools/call",
-                        "params": {"name": "search", "arguments": {"query": "anything"}}})
+            _rpc(
+                proc,
+                {
+                    "jsonrpc": "2.0",
+                    "id": 2,
+                    "method": "tools/call",
+                    "params": {"name": "search", "arguments": {"query": "anything"}},
+                },
+            )
             reply = json.loads(proc.stdout.readline())
             assert reply["id"] == 2 and reply["result"].get("isError") in (None, False), reply
             if how == "eof":
@@ -739,10 +876,17 @@ def test_the_server_refuses_to_start_without_one_clear_mind(two_minds: Path) -> 
     config = two_minds / "memfile.toml"
     config.write_text(config.read_text().replace('default_mind = "alice"', ""))
     os.symlink(two_minds / "bob", two_minds / "evil")
-    cases = {None: ["--mind", "alice", "bob"], "carol": ["carol", "does not exist"], "../bob": ["mind"],
-             "evil": ["symlink"], "ALICE": ["mind"]}
+    cases = {
+        None: ["--mind", "alice", "bob"],
+        "carol": ["carol", "does not exist"],
+        "../bob": ["mind"],
+        "evil": ["symlink"],
+        "ALICE": ["mind"],
+    }
     for mind, expected in cases.items():
-        argv = [sys.executable, "-m", "memfile", "--vault", str(two_minds)] + (["--mind", mind] if mind else []) + ["mcp"]
+        argv = (
+            [sys.executable, "-m", "memfile", "--vault", str(two_minds)] + (["--mind", mind] if mind else []) + ["mcp"]
+        )
         proc = subprocess.run(argv, input=b"", capture_output=True, env=dict(os.environ), timeout=30)
         stderr = proc.stderr.decode(errors="replace")
         assert proc.returncode not in (0, None) and "Traceback" not in stderr, (mind, proc.returncode, stderr)

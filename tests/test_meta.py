@@ -17,8 +17,17 @@ REPO = Path(__file__).resolve().parent.parent
 PACKAGE = REPO / "memfile"
 README = (REPO / "README.md").read_text(encoding="utf-8")
 
-PINNED_EXIT_CODES = {0: "success", 1: "unexpected", 2: "bad input", 3: "not found", 4: "conflict",
-                     5: "check found problems", 6: "git", 7: "not a vault", 8: "resolve"}
+PINNED_EXIT_CODES = {
+    0: "success",
+    1: "unexpected",
+    2: "bad input",
+    3: "not found",
+    4: "conflict",
+    5: "check found problems",
+    6: "git",
+    7: "not a vault",
+    8: "resolve",
+}
 
 
 def test_exit_code_table_is_pinned() -> None:
@@ -44,9 +53,15 @@ def test_readme_documents_every_exit_code() -> None:
 CORE = {"errors", "model", "paths", "fileformat", "config", "text", "files", "swap", "recall"}
 FACE_MAY_USE = {"vault", "model", "errors", "config"}
 MAY_IMPORT: dict[str, set[str]] = {
-    "errors": set(), "text": set(), "model": {"errors"}, "paths": {"errors", "model"},
-    "fileformat": {"errors", "model"}, "config": {"errors", "model", "paths"},
-    "files": {"errors", "paths", "fileformat"}, "swap": {"errors", "files"}, "recall": {"errors", "model"},
+    "errors": set(),
+    "text": set(),
+    "model": {"errors"},
+    "paths": {"errors", "model"},
+    "fileformat": {"errors", "model"},
+    "config": {"errors", "model", "paths"},
+    "files": {"errors", "paths", "fileformat"},
+    "swap": {"errors", "files"},
+    "recall": {"errors", "model"},
     "index": CORE | {"index"},  # the cache: its own package and the core, nothing above
     "git": CORE | {"git"},  # the git half: its own package and the core (the writer and index come in as objects)
     "store_queue": CORE,
@@ -56,9 +71,12 @@ MAY_IMPORT: dict[str, set[str]] = {
     "vault": CORE | {"index", "git", "writer", "recalling", "doctor"},
     # Faces: only the facade and its values. `cli` starts the watcher and the MCP server (its `watch` and
     # `mcp` commands), `cli_git` is the second half of the command line; `__main__` runs `cli`.
-    "cli": FACE_MAY_USE | {"cli_git", "watch", "mcp_server"}, "cli_git": FACE_MAY_USE | {"cli", "git"},
-    "mcp_server": FACE_MAY_USE | {"watch"}, "watch": FACE_MAY_USE | {"paths", "index"},
-    "__main__": {"cli", "config"}, "__init__": FACE_MAY_USE | {"recall", "watch", "store_queue"},
+    "cli": FACE_MAY_USE | {"cli_git", "watch", "mcp_server"},
+    "cli_git": FACE_MAY_USE | {"cli", "git"},
+    "mcp_server": FACE_MAY_USE | {"watch"},
+    "watch": FACE_MAY_USE | {"paths", "index"},
+    "__main__": {"cli", "config"},
+    "__init__": FACE_MAY_USE | {"recall", "watch", "store_queue"},
 }
 #: Why a face imports more than FACE_MAY_USE, one line each.
 FACE_EXCEPTIONS = {
@@ -68,9 +86,17 @@ FACE_EXCEPTIONS = {
     ("__main__", "config"): "MEMFILE_PLAIN (config.plain) decides whether a read-only command may end at once",
 }
 # Each third-party library lives in one home (a package prefix or a module).
-THIRD_PARTY_HOME = {"click": {"cli", "cli_git"}, "whoosh": {"index"}, "sqlite3": {"index"}, "git": {"git"},
-                    "frontmatter": {"fileformat"}, "yaml": {"fileformat"}, "ruamel": {"fileformat"},
-                    "watchdog": {"watch"}, "mcp": {"mcp_server"}}
+THIRD_PARTY_HOME = {
+    "click": {"cli", "cli_git"},
+    "whoosh": {"index"},
+    "sqlite3": {"index"},
+    "git": {"git"},
+    "frontmatter": {"fileformat"},
+    "yaml": {"fileformat"},
+    "ruamel": {"fileformat"},
+    "watchdog": {"watch"},
+    "mcp": {"mcp_server"},
+}
 MODULES = sorted(PACKAGE.rglob("*.py"))
 
 
@@ -160,11 +186,13 @@ def _absolute_imports(path: Path, root: Path = REPO) -> tuple[set[str], set[str]
                 internal |= {f"{base}.{alias.name}" for alias in node.names}
         elif isinstance(node, ast.ImportFrom) and node.module:
             (internal if node.module.split(".")[0] == "memfile" else external).add(
-                node.module if node.module.startswith("memfile") else node.module.split(".")[0])
+                node.module if node.module.startswith("memfile") else node.module.split(".")[0]
+            )
         elif isinstance(node, ast.Import):
             for alias in node.names:
                 (internal if alias.name.split(".")[0] == "memfile" else external).add(
-                    alias.name if alias.name.startswith("memfile") else alias.name.split(".")[0])
+                    alias.name if alias.name.startswith("memfile") else alias.name.split(".")[0]
+                )
     return internal, external
 
 
@@ -179,8 +207,14 @@ ALL_MODULES = sorted(PACKAGE.rglob("*.py"))
 
 def _beyond_the_core(internal: set[str]) -> set[str]:
     """What an index module imports besides its own package and the core (`from ..x import name` counts as x)."""
-    return {name for name in internal if not name.startswith("memfile.index.") and name != "memfile.index"
-            and name not in CORE_MODULES and name.rsplit(".", 1)[0] not in CORE_MODULES}
+    return {
+        name
+        for name in internal
+        if not name.startswith("memfile.index.")
+        and name != "memfile.index"
+        and name not in CORE_MODULES
+        and name.rsplit(".", 1)[0] not in CORE_MODULES
+    }
 
 
 @pytest.mark.parametrize("path", sorted((PACKAGE / "index").glob("*.py")), ids=lambda p: p.stem)
@@ -193,16 +227,20 @@ def test_the_index_package_imports_only_the_core_and_itself(path: Path) -> None:
 def test_whoosh_and_sqlite3_are_imported_only_in_the_index_package(path: Path) -> None:
     _, external = _absolute_imports(path)
     if external & {"whoosh", "sqlite3"}:
-        assert _module_name(path).startswith("memfile.index"), \
+        assert _module_name(path).startswith("memfile.index"), (
             f"{_module_name(path)} imports {external & {'whoosh', 'sqlite3'}}: they belong in memfile/index/"
+        )
 
 
 def test_the_layering_rules_can_fail(tmp_path: Path) -> None:
     """The rules above catch imports that break them (they state a design, not today's imports)."""
     probe = tmp_path / "memfile" / "index" / "probe.py"
     probe.parent.mkdir(parents=True)
-    probe.write_text("from ..recall import ORDER\nfrom .. import vault\nfrom ..errors import NotFound\n"
-                     "from .store import Store\nimport memfile.git\nimport sqlite3\n", encoding="utf-8")
+    probe.write_text(
+        "from ..recall import ORDER\nfrom .. import vault\nfrom ..errors import NotFound\n"
+        "from .store import Store\nimport memfile.git\nimport sqlite3\n",
+        encoding="utf-8",
+    )
     internal, external = _absolute_imports(probe, tmp_path)
     assert _beyond_the_core(internal) == {"memfile.recall", "memfile.vault", "memfile.git"}
     assert "sqlite3" in external
@@ -246,7 +284,9 @@ def test_every_package_of_memfile_is_installed() -> None:
     import fnmatch
     import tomllib
 
-    found = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["setuptools"]["packages"]["find"]
+    found = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["setuptools"]["packages"][
+        "find"
+    ]
     packages = {".".join(p.parent.relative_to(REPO).parts) for p in PACKAGE.rglob("__init__.py")}
     assert packages >= {"memfile", "memfile.index", "memfile.git"}
     for package in packages:

@@ -15,8 +15,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from memfile import Category, InvalidInput, Memory, Priority, Source
-from memfile import model, paths
+from memfile import Category, InvalidInput, Memory, Priority, Source, model, paths
 from memfile.model import (
     DATETIME_RULE,
     DURATION_RULE,
@@ -53,6 +52,7 @@ def refused(call, *args, **kwargs) -> InvalidInput:
 
 
 # --- enums: category, priority, source --------------------------------------
+
 
 @pytest.mark.parametrize("name", ALL_CATEGORIES)
 def test_parse_category_accepts_every_category(name: str) -> None:
@@ -114,6 +114,7 @@ def test_invalid_input_message_is_a_sentence_naming_field_value_and_allowed() ->
 
 # --- key ----------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("key", ["a", "0", "project_synapse_status", "v1_5_0", "2026_goals", "a_", "a" * 100])
 def test_validate_key_accepts_snake_case_up_to_100_characters(key: str) -> None:
     assert validate_key(key) == key
@@ -159,12 +160,15 @@ def test_derive_key_always_returns_a_valid_key(stem: str) -> None:
 
 # --- confidence, bool ------------------------------------------------------------
 
+
 @pytest.mark.parametrize(("value", "number"), [(0, 0.0), (0.0, 0.0), (1, 1.0), (0.85, 0.85), ("0.5", 0.5)])
 def test_parse_confidence_accepts_numbers_from_0_to_1(value: object, number: float) -> None:
     assert parse_confidence(value) == number
 
 
-@pytest.mark.parametrize("bad", [-0.1, 1.5, 1.0000001, "high", "", True, False, None, float("nan"), float("inf"), [0.5]])
+@pytest.mark.parametrize(
+    "bad", [-0.1, 1.5, 1.0000001, "high", "", True, False, None, float("nan"), float("inf"), [0.5]]
+)
 def test_parse_confidence_refuses_out_of_range_and_non_numbers(bad: object) -> None:
     err = refused(parse_confidence, bad)
     assert err.field == "confidence"
@@ -172,7 +176,9 @@ def test_parse_confidence_refuses_out_of_range_and_non_numbers(bad: object) -> N
     assert err.allowed == "a number from 0.0 to 1.0"
 
 
-@pytest.mark.parametrize(("value", "result"), [(True, True), (False, False), ("true", True), ("Yes", True), ("false", False), ("no", False)])
+@pytest.mark.parametrize(
+    ("value", "result"), [(True, True), (False, False), ("true", True), ("Yes", True), ("false", False), ("no", False)]
+)
 def test_parse_bool_accepts_booleans_and_yes_no_words(value: object, result: bool) -> None:
     assert parse_bool(value, "verified") is result
 
@@ -184,6 +190,7 @@ def test_parse_bool_refuses_anything_else(bad: object) -> None:
 
 
 # --- tags -------------------------------------------------------------------------
+
 
 def test_parse_tags_lowercases() -> None:
     assert parse_tags(["Synapse", "PostgreSQL"]) == ("synapse", "postgresql")
@@ -250,9 +257,16 @@ def test_parse_tags_refuses_list_items_that_are_not_text(item: object) -> None:
 
 # --- dates and durations -----------------------------------------------------
 
+
 @pytest.mark.parametrize(
     "text",
-    ["2026-06-27T10:00:00Z", "2026-06-27T10:00:00+00:00", "2026-06-27T12:00:00+02:00", "2026-06-27T05:30:00-04:30", " 2026-06-27T10:00:00Z "],
+    [
+        "2026-06-27T10:00:00Z",
+        "2026-06-27T10:00:00+00:00",
+        "2026-06-27T12:00:00+02:00",
+        "2026-06-27T05:30:00-04:30",
+        " 2026-06-27T10:00:00Z ",
+    ],
 )
 def test_parse_datetime_reads_iso_with_z_or_offset_as_utc(text: str) -> None:
     moment = parse_datetime(text, "created_at")
@@ -280,7 +294,9 @@ def test_parse_datetime_keeps_fractional_seconds() -> None:
     assert parse_datetime("2026-06-27T10:00:00.250Z", "x") == NOW.replace(microsecond=250000)
 
 
-@pytest.mark.parametrize("bad", ["yesterday", "2026-13-01", "2026-02-30", "27/06/2026", "2026-06-27T25:00:00Z", "", 5, None, True])
+@pytest.mark.parametrize(
+    "bad", ["yesterday", "2026-13-01", "2026-02-30", "27/06/2026", "2026-06-27T25:00:00Z", "", 5, None, True]
+)
 def test_parse_datetime_refuses_garbage_naming_field_and_format(bad: object) -> None:
     err = refused(parse_datetime, bad, "created_at")
     assert (err.field, err.value, err.allowed) == ("created_at", bad, DATETIME_RULE)
@@ -320,7 +336,9 @@ def test_parse_duration_refuses_other_spellings(bad: object) -> None:
     assert (err.field, err.value, err.allowed) == ("duration", bad, DURATION_RULE)
 
 
-@pytest.mark.parametrize(("text", "delta"), [("30m", timedelta(minutes=30)), ("7d", timedelta(days=7)), ("2w", timedelta(weeks=2))])
+@pytest.mark.parametrize(
+    ("text", "delta"), [("30m", timedelta(minutes=30)), ("7d", timedelta(days=7)), ("2w", timedelta(weeks=2))]
+)
 def test_parse_expires_reads_a_duration_from_now(text: str, delta: timedelta) -> None:
     assert parse_expires(text, NOW) == NOW + delta
 
@@ -368,6 +386,7 @@ def test_utc_now_is_aware_utc_with_whole_seconds() -> None:
 
 # --- ids ----------------------------------------------------------------------
 
+
 def test_new_id_matches_the_id_pattern() -> None:
     for _ in range(50):
         ident = new_id()
@@ -390,10 +409,17 @@ def test_new_id_sorts_by_creation_time(monkeypatch: pytest.MonkeyPatch) -> None:
 
 # --- Memory -------------------------------------------------------------------
 
+
 def _memory(**changes: object) -> Memory:
     base = dict(
-        id="mem_01jf3k8q2w7x", mind="michael", category=Category.PROJECT, key="synapse_status",
-        content="v1.5.0 deployed", path="michael/project/synapse_status.md", created_at=NOW, updated_at=NOW,
+        id="mem_01jf3k8q2w7x",
+        mind="michael",
+        category=Category.PROJECT,
+        key="synapse_status",
+        content="v1.5.0 deployed",
+        path="michael/project/synapse_status.md",
+        created_at=NOW,
+        updated_at=NOW,
     )
     return Memory(**(base | changes))  # type: ignore[arg-type]
 
@@ -419,18 +445,22 @@ def test_memory_to_dict_writes_dates_as_iso_z_and_extra_as_json() -> None:
 
 # --- paths: minds ---------------------------------------------------------------
 
+
 @pytest.mark.parametrize("mind", ["michael", "bot-1", "chat_2026", "a", "x" * 64])
 def test_validate_mind_accepts_lowercase_names(mind: str) -> None:
     assert paths.validate_mind(mind) == mind
 
 
-@pytest.mark.parametrize("bad", ["Michael", "-x", "_x", ".git", ".memfile", "..", "a/b", "a b", "", "x" * 65, "mïnd", None, 5])
+@pytest.mark.parametrize(
+    "bad", ["Michael", "-x", "_x", ".git", ".memfile", "..", "a/b", "a b", "", "x" * 65, "mïnd", None, 5]
+)
 def test_validate_mind_refuses_other_names(bad: object) -> None:
     err = refused(paths.validate_mind, bad)
     assert (err.field, err.value, err.allowed) == ("mind", bad, paths.MIND_RULE)
 
 
 # --- paths: memory_relpath ----------------------------------------------------
+
 
 def test_memory_relpath_is_mind_category_key_md() -> None:
     assert paths.memory_relpath("michael", Category.FACT, "vps1_server") == PurePosixPath("michael/fact/vps1_server.md")
@@ -448,6 +478,7 @@ def test_memory_relpath_refuses_a_bad_mind(mind: str) -> None:
 
 
 # --- paths: safe_path -----------------------------------------------------------
+
 
 @pytest.fixture
 def root(tmp_path: Path) -> Path:
@@ -521,11 +552,24 @@ def test_safe_path_allows_a_symlink_that_stays_inside_the_mind(root: Path) -> No
 
 # --- paths: ignore rules ---------------------------------------------------------
 
+
 @pytest.mark.parametrize(
     "name",
     [
-        ".x.md.swp", ".x.md.swo", "x.md.swp", "x.md~", ".#x.md", "#x.md#", "4913",
-        "x.md___jb_tmp___", "x.md___jb_old___", "x.md.tmp", "x.md.bak", "x.md.orig", ".hidden.md", ".git",
+        ".x.md.swp",
+        ".x.md.swo",
+        "x.md.swp",
+        "x.md~",
+        ".#x.md",
+        "#x.md#",
+        "4913",
+        "x.md___jb_tmp___",
+        "x.md___jb_old___",
+        "x.md.tmp",
+        "x.md.bak",
+        "x.md.orig",
+        ".hidden.md",
+        ".git",
     ],
 )
 def test_is_ignored_name_ignores_editor_temp_files_and_dot_files(name: str) -> None:
@@ -561,10 +605,25 @@ def test_a_memory_comes_back_from_its_row_with_every_field_and_stays_frozen() ->
 
     when = datetime(2026, 5, 1, 12, 30, 15, 123456, tzinfo=timezone.utc)
     memory = Memory(
-        id="mem_abc", mind="michael", category=Category.PROJECT, key="k", content="Body\nline two", path="michael/project/k.md",
-        created_at=when, updated_at=when + timedelta(days=1), priority=Priority.HIGH, tags=("a", "b"), source=Source.AGENT,
-        verified=False, confidence=0.7, expires_at=when + timedelta(days=9), status=Status.SUPERSEDED,
-        superseded_by="mem_new", extra=(("owner", "ana"), ("n", 3)), has_front_matter=False, id_derived=True,
+        id="mem_abc",
+        mind="michael",
+        category=Category.PROJECT,
+        key="k",
+        content="Body\nline two",
+        path="michael/project/k.md",
+        created_at=when,
+        updated_at=when + timedelta(days=1),
+        priority=Priority.HIGH,
+        tags=("a", "b"),
+        source=Source.AGENT,
+        verified=False,
+        confidence=0.7,
+        expires_at=when + timedelta(days=9),
+        status=Status.SUPERSEDED,
+        superseded_by="mem_new",
+        extra=(("owner", "ana"), ("n", 3)),
+        has_front_matter=False,
+        id_derived=True,
     )
     back = memory_from_row(memory_to_row(memory))
     assert back == memory
@@ -572,6 +631,14 @@ def test_a_memory_comes_back_from_its_row_with_every_field_and_stays_frozen() ->
     assert all(getattr(back, f.name) == getattr(memory, f.name) for f in dataclasses.fields(Memory))
     with pytest.raises(dataclasses.FrozenInstanceError):
         back.key = "other"  # type: ignore[misc]
-    plain = Memory(id="mem_x", mind="m", category=Category.NOTE, key="x", content="", path="m/note/x.md",
-                   created_at=when, updated_at=when)
+    plain = Memory(
+        id="mem_x",
+        mind="m",
+        category=Category.NOTE,
+        key="x",
+        content="",
+        path="m/note/x.md",
+        created_at=when,
+        updated_at=when,
+    )
     assert memory_from_row(memory_to_row(plain)) == plain

@@ -34,8 +34,18 @@ NOTES = [
     ("context", "meeting", "The team decided to move the release process notes to the wiki.", ["work"]),
     ("skill", "vim", "Use :%s/old/new/g to replace everywhere in vim.", []),
 ]
-QUERIES = ["docker postgres", "deploy", "billing deployment pipeline", "nhà hàng", "ร้านอาหาร", '"release process"',
-           "deploy* NOT friday", "tag:work apollo", "category:fact backup", "What did the team decide about releases?"]
+QUERIES = [
+    "docker postgres",
+    "deploy",
+    "billing deployment pipeline",
+    "nhà hàng",
+    "ร้านอาหาร",
+    '"release process"',
+    "deploy* NOT friday",
+    "tag:work apollo",
+    "category:fact backup",
+    "What did the team decide about releases?",
+]
 
 
 def both(tricks: Callable[[], Any], plain: Callable[[], Any], monkeypatch: pytest.MonkeyPatch) -> tuple[Any, Any]:
@@ -86,8 +96,9 @@ def outcome(vault: Vault) -> dict[str, Any]:
         found["recall budget"] = vault.recall(300)
         found["recall superseded"] = vault.recall(include_superseded=True)
         found["recall query"] = vault.recall(query="deploy billing", limit=3)
-        found["recall items"] = [(i.memory.ref, i.pinned, i.shortened, i.neighbour_of)
-                                 for i in vault.recall_items(query="postgres docker")]
+        found["recall items"] = [
+            (i.memory.ref, i.pinned, i.shortened, i.neighbour_of) for i in vault.recall_items(query="postgres docker")
+        ]
         found["list"] = [m.to_dict() for m in vault.list(status="all", include_expired=True)]
         found["memories"] = sorted(m.path for m in vault.memories())
         found["issues"] = [(i.path, i.line) for i in vault.issues]
@@ -106,14 +117,18 @@ def _counts(report: Any) -> tuple[int, int, int, list[str]]:
     return report.added, report.updated, report.removed, sorted(i.path for i in report.skipped)
 
 
-def test_reads_give_the_same_answers_with_and_without_tricks(twins: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch) -> None:
+def test_reads_give_the_same_answers_with_and_without_tricks(
+    twins: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
     tricks, plain = both(lambda: outcome(Vault.open(twins[0])), lambda: outcome(Vault.open(twins[1])), monkeypatch)
     assert tricks.keys() == plain.keys()
     for key in tricks:
         assert tricks[key] == plain[key], key
 
 
-def test_reads_after_hand_edits_give_the_same_answers(twins: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch) -> None:
+def test_reads_after_hand_edits_give_the_same_answers(
+    twins: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
     def edit(root: Path) -> None:
         edited = write(root / "michael" / "fact" / "vps1_server.md", "The VPS now runs Podman.\n")
         (root / "michael" / "skill" / "vim.md").unlink()
@@ -140,8 +155,11 @@ def test_writes_give_the_same_index(twins: tuple[Path, Path], monkeypatch: pytes
         vault.store("fact", "vps1_server", "The VPS runs Podman now.", tags=["infra"])
         vault.forget("fact/postgres_backup")
         vault.verify("fact/agent_claim")
-        return (timeless(outcome(vault)) | {"reindex": _counts(vault.reindex())}
-                | {f"rebuilt {key}": value for key, value in timeless(outcome(Vault.open(root))).items()})
+        return (
+            timeless(outcome(vault))
+            | {"reindex": _counts(vault.reindex())}
+            | {f"rebuilt {key}": value for key, value in timeless(outcome(Vault.open(root))).items()}
+        )
 
     tricks, plain = both(lambda: run(twins[0]), lambda: run(twins[1]), monkeypatch)
     for key in tricks:
@@ -159,8 +177,10 @@ def timeless(found: dict[str, Any]) -> dict[str, Any]:
 def _bulk_vault(root: Path, count: int) -> Path:
     Vault.init(root, "m").close()
     for i in range(count):
-        path = write(root / "m" / "note" / f"n{i:05d}.md",
-                     f"Note {i} about {'docker' if i % 3 else 'postgres'} and the {('alpha', 'beta', 'gamma')[i % 3]} rollout.\n")
+        path = write(
+            root / "m" / "note" / f"n{i:05d}.md",
+            f"Note {i} about {'docker' if i % 3 else 'postgres'} and the {('alpha', 'beta', 'gamma')[i % 3]} rollout.\n",
+        )
         os.utime(path, (1_780_000_000 + i, 1_780_000_000 + i))
     return root
 
@@ -169,6 +189,7 @@ def _bulk_vault(root: Path, count: int) -> Path:
 def test_a_bulk_build_gives_the_same_index(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, threads: bool) -> None:
     """A build of BULK files and more: two writer processes, no garbage collection pauses, the fast codec
     and formats, and (while threads run) a fresh process building it; the plain path: one writer, in process."""
+
     def run(root: Path) -> dict[str, Any]:
         if threads:
             with another_thread_running():
@@ -178,9 +199,13 @@ def test_a_bulk_build_gives_the_same_index(tmp_path: Path, monkeypatch: pytest.M
         vault = Vault.open(root)
         # Equal scores are ordered by document number, which two writer processes number differently
         # from one: hits are compared in full and by score (all of them: a `limit` could cut a tie).
-        return {"refresh": _counts(report), "memories": sorted(m.path for m in vault.memories()),
-                "search": sorted((-h.score, h.memory.ref, h.snippet) for h in vault.search("postgres", limit=1000)),
-                "count": len(vault.search("docker", limit=1000)), "recall": vault.recall_bytes()}
+        return {
+            "refresh": _counts(report),
+            "memories": sorted(m.path for m in vault.memories()),
+            "search": sorted((-h.score, h.memory.ref, h.snippet) for h in vault.search("postgres", limit=1000)),
+            "count": len(vault.search("docker", limit=1000)),
+            "recall": vault.recall_bytes(),
+        }
 
     first, second = _bulk_vault(tmp_path / "a", BULK + 5), None
     second = tmp_path / "b"
@@ -190,14 +215,28 @@ def test_a_bulk_build_gives_the_same_index(tmp_path: Path, monkeypatch: pytest.M
         assert tricks[key] == plain[key], key
 
 
-@pytest.mark.parametrize("command", [["search", "--json", "deploy billing"], ["recall"], ["recall", "--budget", "200"],
-                                     ["recall", "deploy"], ["list", "--json"], ["status"]])
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["search", "--json", "deploy billing"],
+        ["recall"],
+        ["recall", "--budget", "200"],
+        ["recall", "deploy"],
+        ["list", "--json"],
+        ["status"],
+    ],
+)
 def test_commands_as_processes_give_the_same_output(twins: tuple[Path, Path], command: list[str]) -> None:
     def memfile(root: Path, plain: bool) -> tuple[int, bytes, bytes]:
         env = {k: v for k, v in os.environ.items() if k != "MEMFILE_PLAIN"} | ({"MEMFILE_PLAIN": "1"} if plain else {})
-        done = subprocess.run([sys.executable, "-m", "memfile", "--vault", str(root), *command], env=env,
-                              capture_output=True, timeout=60)
-        return done.returncode, done.stdout.replace(str(root).encode(), b"ROOT"), done.stderr.replace(str(root).encode(), b"ROOT")
+        done = subprocess.run(
+            [sys.executable, "-m", "memfile", "--vault", str(root), *command], env=env, capture_output=True, timeout=60
+        )
+        return (
+            done.returncode,
+            done.stdout.replace(str(root).encode(), b"ROOT"),
+            done.stderr.replace(str(root).encode(), b"ROOT"),
+        )
 
     for _ in range(2):  # the index built, then read
         assert memfile(twins[0], False) == memfile(twins[1], True)

@@ -17,9 +17,18 @@ T0 = datetime(2026, 6, 1, tzinfo=timezone.utc)
 
 def make(key: str, priority: str = "normal", days: int = 0, content: str = "text", tags=(), verified=True) -> Memory:
     return Memory(
-        id=f"mem_{key[:20]}", mind="m", category=Category.FACT, key=key, content=content,
-        path=f"m/fact/{key}.md", created_at=T0, updated_at=T0 + timedelta(days=days),
-        priority=Priority(priority), tags=tuple(tags), source=Source.USER, verified=verified,
+        id=f"mem_{key[:20]}",
+        mind="m",
+        category=Category.FACT,
+        key=key,
+        content=content,
+        path=f"m/fact/{key}.md",
+        created_at=T0,
+        updated_at=T0 + timedelta(days=days),
+        priority=Priority(priority),
+        tags=tuple(tags),
+        source=Source.USER,
+        verified=verified,
     )
 
 
@@ -41,13 +50,18 @@ def test_expired_memories_are_left_out(sample_copy: Path) -> None:
 
 
 def test_order_is_priority_then_newest_first() -> None:
-    report = recall([make("old_high", "high", 1), make("crit", "critical", 0), make("new_high", "high", 5),
-                     make("low", "low", 9)], "m", "M")
+    report = recall(
+        [make("old_high", "high", 1), make("crit", "critical", 0), make("new_high", "high", 5), make("low", "low", 9)],
+        "m",
+        "M",
+    )
     assert [i.memory.key for i in report.items] == ["crit", "new_high", "old_high", "low"]
 
 
 def test_layout_of_one_entry() -> None:
-    text = recall([make("user_name", "critical", content="Michael\n\nSchäfer", tags=("person", "identity"))], "m", "Mind M").text
+    text = recall(
+        [make("user_name", "critical", content="Michael\n\nSchäfer", tags=("person", "identity"))], "m", "Mind M"
+    ).text
     assert text == (
         "Mind: Mind M\nMemories: 1 total (1 verified, 0 unverified)\n\n"
         "[001] fact (CRITICAL) [verified]\n  user_name\n  Michael\n  Schäfer\n  Tags: person, identity\n"
@@ -73,7 +87,10 @@ def test_budget_is_never_exceeded_and_critical_stays(budget: int) -> None:
 
 
 def test_low_memories_are_shortened_before_any_is_dropped() -> None:
-    memories = [make("n", "normal", 0, "keep me"), make("l", "low", 0, "first line\n" + "second line " * 30 + "\nthird line")]
+    memories = [
+        make("n", "normal", 0, "keep me"),
+        make("l", "low", 0, "first line\n" + "second line " * 30 + "\nthird line"),
+    ]
     full = recall(memories, "m", "M").tokens
     report = recall(memories, "m", "M", full - 1)
     assert report.left_out == 0 and report.shortened == 1
@@ -126,12 +143,21 @@ def test_a_whole_recall_read_from_the_catalog_is_the_recall_of_the_memories(vaul
         key = rng.choice(["a", "b", "z", "éclair", "Zed", "a_b", "a-b"]) + str(i % 7)
         expires = rng.choice(["null", "2020-01-01T00:00:00Z", "2099-01-01T00:00:00Z"])
         status = rng.choice(["", "", "status: superseded\n"])
-        body = rng.choice(["One line.", "Two\n\nparagraphs  \n", "  indented\n\tand tabbed\n", "ünïcode — ✓",
-                           "🧠 ไทย Tiếng Việt 𝔘 漢字"])  # 1- to 4-byte UTF-8: the token estimate counts characters
+        body = rng.choice(
+            [
+                "One line.",
+                "Two\n\nparagraphs  \n",
+                "  indented\n\tand tabbed\n",
+                "ünïcode — ✓",
+                "🧠 ไทย Tiếng Việt 𝔘 漢字",
+            ]
+        )  # 1- to 4-byte UTF-8: the token estimate counts characters
         (folder / f"{key}_{i}.md").write_text(
             f"---\ncategory: {category}\nkey: {key}_{i}\npriority: {rng.choice(['low', 'normal', 'high', 'critical'])}\n"
             f"tags: {rng.choice(['[]', '[x]', '[y, z]'])}\nverified: {rng.choice(['true', 'false'])}\n"
-            f"expires_at: {expires}\nupdated_at: {rng.choice(times)}\n{status}---\n{body}\n", encoding="utf-8")
+            f"expires_at: {expires}\nupdated_at: {rng.choice(times)}\n{status}---\n{body}\n",
+            encoding="utf-8",
+        )
     for include_superseded in (False, True):
         fast = vault.recall(0, include_superseded=include_superseded)
         fast_record = served(vault)
@@ -161,7 +187,9 @@ def test_a_memory_whose_sort_keys_change_is_recalled_once_in_its_new_place(vault
     vault.store("fact", "bravo", "Bravo text.", priority="high")
     assert vault.recall().index("Bravo") < vault.recall().index("Alpha")
     path = vault.mind_dir / "fact" / "alpha.md"
-    path.write_text(path.read_text(encoding="utf-8").replace("priority: normal", "priority: critical"), encoding="utf-8")
+    path.write_text(
+        path.read_text(encoding="utf-8").replace("priority: normal", "priority: critical"), encoding="utf-8"
+    )
     text = Vault.open(vault.root).recall()
     assert text.count("Alpha text.") == 1 and text.index("Alpha") < text.index("Bravo")
     assert "Memories: 2 total" in text

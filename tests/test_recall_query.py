@@ -15,10 +15,10 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import pytest
+from conftest import commit_count, git
+from helpers import HAND_MADE, commit_by_hand, fails, in_vault, ok, write
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from helpers import HAND_MADE, commit_by_hand, fails, in_vault, ok, write
-from conftest import commit_count, git
 
 from memfile import EXIT_CODES, InvalidInput, Memory, RecallItem, Refused, Vault, estimate_tokens
 from memfile.model import Category, Priority, Source, Status, utc_now
@@ -45,15 +45,32 @@ QUERY_LINE = re.compile(
 # --- helpers ------------------------------------------------------------------------------------
 
 
-def mem(key: str, priority: str = "normal", category: str = "fact", content: str | None = None,
-        created: datetime = T0, updated: datetime | None = None, verified: bool = True,
-        confidence: float = 1.0, tags: tuple[str, ...] = ()) -> Memory:
+def mem(
+    key: str,
+    priority: str = "normal",
+    category: str = "fact",
+    content: str | None = None,
+    created: datetime = T0,
+    updated: datetime | None = None,
+    verified: bool = True,
+    confidence: float = 1.0,
+    tags: tuple[str, ...] = (),
+) -> Memory:
     """A Memory value for the pure functions (no file behind it)."""
     return Memory(
-        id="mem_" + (key.replace("_", "") + "0000")[:40], mind="m", category=Category(category), key=key,
-        content=content if content is not None else f"about {key}", path=f"m/{category}/{key}.md",
-        created_at=created, updated_at=updated or created, priority=Priority(priority), tags=tags,
-        source=Source.USER if verified else Source.AGENT, verified=verified, confidence=confidence,
+        id="mem_" + (key.replace("_", "") + "0000")[:40],
+        mind="m",
+        category=Category(category),
+        key=key,
+        content=content if content is not None else f"about {key}",
+        path=f"m/{category}/{key}.md",
+        created_at=created,
+        updated_at=updated or created,
+        priority=Priority(priority),
+        tags=tags,
+        source=Source.USER if verified else Source.AGENT,
+        verified=verified,
+        confidence=confidence,
     )
 
 
@@ -61,28 +78,42 @@ def iso(moment: datetime) -> str:
     return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def put(root: Path, key: str, content: str, *, category: str = "fact", priority: str = "normal",
-        created: datetime = T0, updated: datetime | None = None, tags: tuple[str, ...] = (),
-        expires: str = "null", extra: str = "", mind: str = "michael") -> Path:
+def put(
+    root: Path,
+    key: str,
+    content: str,
+    *,
+    category: str = "fact",
+    priority: str = "normal",
+    created: datetime = T0,
+    updated: datetime | None = None,
+    tags: tuple[str, ...] = (),
+    expires: str = "null",
+    extra: str = "",
+    mind: str = "michael",
+) -> Path:
     """A memory file written by hand (not committed), with fixed dates."""
     ident = "mem_" + (re.sub("[^a-z0-9]", "", key) + "0000")[:40]
-    return write(root / mind / category / f"{key}.md", (
-        "---\n"
-        f"id: {ident}\n"
-        f"category: {category}\n"
-        f"key: {key}\n"
-        f"priority: {priority}\n"
-        f"tags: [{', '.join(tags)}]\n"
-        "source: user\n"
-        "verified: true\n"
-        "confidence: 1.0\n"
-        f"expires_at: {expires}\n"
-        f"created_at: {iso(created)}\n"
-        f"updated_at: {iso(updated or created)}\n"
-        f"{extra}"
-        "---\n"
-        f"{content}\n"
-    ))
+    return write(
+        root / mind / category / f"{key}.md",
+        (
+            "---\n"
+            f"id: {ident}\n"
+            f"category: {category}\n"
+            f"key: {key}\n"
+            f"priority: {priority}\n"
+            f"tags: [{', '.join(tags)}]\n"
+            "source: user\n"
+            "verified: true\n"
+            "confidence: 1.0\n"
+            f"expires_at: {expires}\n"
+            f"created_at: {iso(created)}\n"
+            f"updated_at: {iso(updated or created)}\n"
+            f"{extra}"
+            "---\n"
+            f"{content}\n"
+        ),
+    )
 
 
 def keys(items: list[RecallItem] | tuple[RecallItem, ...]) -> list[str]:
@@ -102,11 +133,13 @@ def named_budget(error: InvalidInput) -> int:
     return int(found.group(1))
 
 
-def ranked_for(memories: list[Memory], text_scores: dict[str, float], now: datetime = NOW,
-               neighbours: bool = False) -> list[Scored]:
+def ranked_for(
+    memories: list[Memory], text_scores: dict[str, float], now: datetime = NOW, neighbours: bool = False
+) -> list[Scored]:
     """What Vault.recall_report does after the index search: (neighbours, then) the blend."""
-    matches = sorted((Match(m, text_scores[m.key]) for m in memories if m.key in text_scores),
-                     key=lambda m: -m.text_score)
+    matches = sorted(
+        (Match(m, text_scores[m.key]) for m in memories if m.key in text_scores), key=lambda m: -m.text_score
+    )
     return score(with_neighbours(matches, memories) if neighbours else matches, now, 30.0)
 
 
@@ -130,10 +163,12 @@ def test_score_parts_and_total_follow_the_formula() -> None:
     assert [s.memory.key for s in ranked] == ["best", "half"]
     first, second = (dict(s.parts) for s in ranked)
     assert [name for name, _ in ranked[0].parts] == list(WEIGHTS)
-    assert first == pytest.approx({"relevance": 1.0, "priority": 2 / 3, "recency": 0.5, "confidence": 0.8, "verified": 1.0},
-                                  abs=1e-6)
-    assert second == pytest.approx({"relevance": 0.5, "priority": 0.0, "recency": 1.0, "confidence": 0.7, "verified": 0.0},
-                                   abs=1e-6)
+    assert first == pytest.approx(
+        {"relevance": 1.0, "priority": 2 / 3, "recency": 0.5, "confidence": 0.8, "verified": 1.0}, abs=1e-6
+    )
+    assert second == pytest.approx(
+        {"relevance": 0.5, "priority": 0.0, "recency": 1.0, "confidence": 0.7, "verified": 0.0}, abs=1e-6
+    )
     assert ranked[0].score == pytest.approx(0.7 + 0.1 * 2 / 3 + 0.1 * 0.5 + 0.05 * 0.8 + 0.05, abs=1e-6)
     assert ranked[1].score == pytest.approx(0.7 * 0.5 + 0.1 * 1.0 + 0.05 * 0.7, abs=1e-6)
     for scored in ranked:
@@ -147,9 +182,18 @@ def test_priority_part(priority: str, value: float) -> None:
     assert dict(scored.parts)["priority"] == pytest.approx(value, abs=1e-6)
 
 
-@pytest.mark.parametrize("age_days, half_life, recency", [
-    (0, 30, 1.0), (30, 30, 0.5), (60, 30, 0.25), (90, 30, 0.125), (60, 60, 0.5), (15, 30, 0.5 ** 0.5), (-5, 30, 1.0),
-])
+@pytest.mark.parametrize(
+    "age_days, half_life, recency",
+    [
+        (0, 30, 1.0),
+        (30, 30, 0.5),
+        (60, 30, 0.25),
+        (90, 30, 0.125),
+        (60, 60, 0.5),
+        (15, 30, 0.5**0.5),
+        (-5, 30, 1.0),
+    ],
+)
 def test_recency_halves_every_half_life_from_updated_at(age_days: int, half_life: float, recency: float) -> None:
     memory = mem("k", created=NOW - timedelta(days=400), updated=NOW - timedelta(days=age_days))
     (scored,) = score([Match(memory, 3.0)], NOW, half_life)
@@ -188,8 +232,10 @@ def test_neighbours_are_the_two_before_and_after_the_match() -> None:
     got = {m.memory.key: (m.text_score, m.via.key if m.via else None) for m in result}
     assert got == {
         "turn5": (10.0, None),
-        "turn3": (pytest.approx(7.0), "turn5"), "turn4": (pytest.approx(7.0), "turn5"),
-        "turn6": (pytest.approx(7.0), "turn5"), "turn7": (pytest.approx(7.0), "turn5"),
+        "turn3": (pytest.approx(7.0), "turn5"),
+        "turn4": (pytest.approx(7.0), "turn5"),
+        "turn6": (pytest.approx(7.0), "turn5"),
+        "turn7": (pytest.approx(7.0), "turn5"),
     }
     assert result[0].memory.key == "turn5"
     assert [m.text_score for m in result] == sorted((m.text_score for m in result), reverse=True)
@@ -240,7 +286,10 @@ def test_score_names_the_match_a_neighbour_belongs_to() -> None:
     match = mem("lisbon_flights", category="context", created=T0)
     near = mem("hotel", category="context", created=T0 + timedelta(seconds=1))
     ranked = score(with_neighbours([Match(match, 5.0)], [match, near]), NOW, 30.0)
-    assert [(s.memory.key, s.neighbour_of) for s in ranked] == [("lisbon_flights", None), ("hotel", "context/lisbon_flights")]
+    assert [(s.memory.key, s.neighbour_of) for s in ranked] == [
+        ("lisbon_flights", None),
+        ("hotel", "context/lisbon_flights"),
+    ]
     assert dict(ranked[1].parts)["relevance"] == pytest.approx(NEIGHBOUR_WEIGHT)
 
 
@@ -272,8 +321,11 @@ def test_pinned_memories_come_first_in_priority_then_newest_order() -> None:
 
 
 def test_matches_follow_the_pinned_best_score_first_and_nothing_else_is_recalled() -> None:
-    memories = pinned_mix() + [mem("deploy", content="deploy synapse"), mem("backup", content="back up synapse"),
-                               mem("unrelated", content="cats")]
+    memories = pinned_mix() + [
+        mem("deploy", content="deploy synapse"),
+        mem("backup", content="back up synapse"),
+        mem("unrelated", content="cats"),
+    ]
     ranked = ranked_for(memories, {"backup": 1.0, "deploy": 3.0, "user_city": 0.5})
     report = recall_query(memories, ranked, "  synapse\n deploy ", "m", "M")
     assert keys(report.items) == ["new_critical", "old_critical", "answer_style", "user_city", "deploy", "backup"]
@@ -318,14 +370,27 @@ def budget_case() -> tuple[list[Memory], list[Scored]]:
         mem("style", "high", "preference", content="short answers\nno emojis, no bullet lists unless asked"),
     ]
     for n in range(4):
-        memories.append(mem(f"match{n}", content=f"match number {n} line one\n" + "more words here " * 8 + "\nlast line"))
+        memories.append(
+            mem(f"match{n}", content=f"match number {n} line one\n" + "more words here " * 8 + "\nlast line")
+        )
     ranked = ranked_for(memories, {f"match{n}": 4.0 - n for n in range(4)})
     return memories, ranked
 
 
 #: The documented order of cuts for budget_case: lowest-scored match first, then pinned high, critical only shortened.
-CUTS = [("match3", "short"), ("match3", "out"), ("match2", "short"), ("match2", "out"), ("match1", "short"),
-        ("match1", "out"), ("match0", "short"), ("match0", "out"), ("style", "short"), ("style", "out"), ("crit", "short")]
+CUTS = [
+    ("match3", "short"),
+    ("match3", "out"),
+    ("match2", "short"),
+    ("match2", "out"),
+    ("match1", "short"),
+    ("match1", "out"),
+    ("match0", "short"),
+    ("match0", "out"),
+    ("style", "short"),
+    ("style", "out"),
+    ("crit", "short"),
+]
 
 
 def states_along_cuts() -> list[dict[str, str]]:
@@ -359,8 +424,14 @@ def test_budget_cuts_the_lowest_scored_match_first_and_never_drops_critical() ->
         assert int(found["best"]) == sum(1 for item in report.items if not item.pinned)
         assert int(found["out"] or 0) == report.left_out
         if report.left_out or report.shortened:
-            cut = ", ".join(part for part in (f"{report.left_out} left out" if report.left_out else "",
-                                              f"{report.shortened} shortened" if report.shortened else "") if part)
+            cut = ", ".join(
+                part
+                for part in (
+                    f"{report.left_out} left out" if report.left_out else "",
+                    f"{report.shortened} shortened" if report.shortened else "",
+                )
+                if part
+            )
             hint = "see all: memfile list" if report.left_out else "read one whole: memfile show REF"
             assert report.text.splitlines()[-1] == f"({cut} to fit {budget} tokens; {hint})"
         else:
@@ -405,14 +476,19 @@ def recall_cases(draw: st.DrawFn) -> tuple[list[Memory], list[Scored], int, int 
     for n in range(count):
         lines = draw(st.lists(_line, min_size=1, max_size=4))
         content = "\n".join(lines) if any(line.strip() for line in lines) else "x"
-        memories.append(mem(
-            f"k{n}", draw(st.sampled_from(["low", "normal", "high", "critical"])),
-            draw(st.sampled_from([c.value for c in Category])), content=content,
-            created=T0 + timedelta(minutes=draw(st.integers(0, 40))),
-            updated=T0 + timedelta(days=draw(st.integers(0, 60))),
-            verified=draw(st.booleans()), confidence=draw(st.sampled_from([0.3, 0.7, 1.0])),
-            tags=tuple(draw(st.lists(st.sampled_from(["ops", "home", "long-tag-name"]), max_size=2, unique=True))),
-        ))
+        memories.append(
+            mem(
+                f"k{n}",
+                draw(st.sampled_from(["low", "normal", "high", "critical"])),
+                draw(st.sampled_from([c.value for c in Category])),
+                content=content,
+                created=T0 + timedelta(minutes=draw(st.integers(0, 40))),
+                updated=T0 + timedelta(days=draw(st.integers(0, 60))),
+                verified=draw(st.booleans()),
+                confidence=draw(st.sampled_from([0.3, 0.7, 1.0])),
+                tags=tuple(draw(st.lists(st.sampled_from(["ops", "home", "long-tag-name"]), max_size=2, unique=True))),
+            )
+        )
         if draw(st.booleans()):
             scores[f"k{n}"] = draw(st.floats(0.1, 20.0))
     budget = draw(st.integers(1, 700))
@@ -453,15 +529,35 @@ def mixed(vault: Vault) -> Vault:
     """Hand-written memories created days apart (no neighbours), all updated at T0."""
     root = vault.root
     put(root, "user_name", "Michael Schäfer", category="identity", priority="critical", created=T0 - timedelta(days=9))
-    put(root, "answer_style", "Short answers without emojis", category="preference", priority="high",
-        created=T0 - timedelta(days=8))
+    put(
+        root,
+        "answer_style",
+        "Short answers without emojis",
+        category="preference",
+        priority="high",
+        created=T0 - timedelta(days=8),
+    )
     put(root, "server_os", "vps1 runs Ubuntu 24.04", priority="high", created=T0 - timedelta(days=7))
-    put(root, "synapse_deploy", "Deploy synapse with docker compose on vps1", category="skill",
-        created=T0 - timedelta(days=6), tags=("synapse",))
-    put(root, "synapse_backup", "Back up the synapse postgres nightly", category="skill", created=T0 - timedelta(days=5))
+    put(
+        root,
+        "synapse_deploy",
+        "Deploy synapse with docker compose on vps1",
+        category="skill",
+        created=T0 - timedelta(days=6),
+        tags=("synapse",),
+    )
+    put(
+        root, "synapse_backup", "Back up the synapse postgres nightly", category="skill", created=T0 - timedelta(days=5)
+    )
     put(root, "favourite_food", "Pad krapao with a fried egg", category="preference", created=T0 - timedelta(days=4))
-    put(root, "old_trip", "Trip to the synapse conference in Rome", category="context", created=T0 - timedelta(days=3),
-        expires="2020-01-01T00:00:00Z")
+    put(
+        root,
+        "old_trip",
+        "Trip to the synapse conference in Rome",
+        category="context",
+        created=T0 - timedelta(days=3),
+        expires="2020-01-01T00:00:00Z",
+    )
     return Vault.open(root)
 
 
@@ -491,14 +587,26 @@ def test_vault_recall_with_a_query_matching_nothing_shows_the_pinned(mixed: Vaul
 
 def test_vault_recall_without_a_query_still_shows_everything(mixed: Vault) -> None:
     items = mixed.recall_items()
-    assert set(keys(items)) == {"user_name", "answer_style", "server_os", "synapse_deploy", "synapse_backup", "favourite_food"}
+    assert set(keys(items)) == {
+        "user_name",
+        "answer_style",
+        "server_os",
+        "synapse_deploy",
+        "synapse_backup",
+        "favourite_food",
+    }
     assert all(i.score is None and not i.pinned for i in items)
     assert "Query:" not in mixed.recall()
 
 
 def test_half_life_comes_from_memfile_toml(mixed: Vault) -> None:
     """Updated in 2001: with the default 30 days it has decayed to nothing; with a huge half-life it has not."""
-    put(mixed.root, "ancient_almanac", "An almanac of zeppelin timetables", created=datetime(2001, 1, 1, tzinfo=timezone.utc))
+    put(
+        mixed.root,
+        "ancient_almanac",
+        "An almanac of zeppelin timetables",
+        created=datetime(2001, 1, 1, tzinfo=timezone.utc),
+    )
 
     def recency(vault: Vault) -> float:
         (item,) = [i for i in vault.recall_items(query="zeppelin almanac") if not i.pinned]
@@ -557,18 +665,35 @@ def test_vault_budget_leaves_out_the_weakest_match_first(mixed: Vault) -> None:
 
 def test_vault_neighbours_skip_superseded_and_expired_turns(vault: Vault) -> None:
     root = vault.root
-    put(root, "turn_before", "We talked about the weather", created=T0 - timedelta(seconds=2), expires="2020-01-01T00:00:00Z")
+    put(
+        root,
+        "turn_before",
+        "We talked about the weather",
+        created=T0 - timedelta(seconds=2),
+        expires="2020-01-01T00:00:00Z",
+    )
     put(root, "turn_prior", "Someone mentioned penguins", created=T0 - timedelta(seconds=1))
     put(root, "turn_match", "The quarterly invoice goes to accounting", created=T0)
-    put(root, "turn_after", "Then lunch was ordered", created=T0 + timedelta(seconds=1),
-        extra="status: superseded\nsuperseded_by: mem_somethingnewer\n")
+    put(
+        root,
+        "turn_after",
+        "Then lunch was ordered",
+        created=T0 + timedelta(seconds=1),
+        extra="status: superseded\nsuperseded_by: mem_somethingnewer\n",
+    )
     put(root, "turn_later", "Nothing else happened", created=T0 + timedelta(seconds=2))
     put(root, "far_away", "Unrelated and stored an hour later", created=T0 + timedelta(hours=1))
     items = {i.memory.key: i.neighbour_of for i in vault.recall_items(query="quarterly invoice")}
     assert items == {"turn_match": None, "turn_prior": "fact/turn_match", "turn_later": "fact/turn_match"}
-    items = {i.memory.key: i.neighbour_of for i in vault.recall_items(query="quarterly invoice", include_superseded=True)}
-    assert items == {"turn_match": None, "turn_prior": "fact/turn_match", "turn_after": "fact/turn_match",
-                     "turn_later": "fact/turn_match"}
+    items = {
+        i.memory.key: i.neighbour_of for i in vault.recall_items(query="quarterly invoice", include_superseded=True)
+    }
+    assert items == {
+        "turn_match": None,
+        "turn_prior": "fact/turn_match",
+        "turn_after": "fact/turn_match",
+        "turn_later": "fact/turn_match",
+    }
 
 
 # --- the CLI: recall --query ------------------------------------------------------------------------
@@ -583,21 +708,50 @@ def test_cli_recall_query_text_is_the_vault_text(mixed: Vault) -> None:
 
 def test_cli_recall_query_json(mixed: Vault) -> None:
     data = json.loads(ok(in_vault(mixed.root, "recall", "--query", "deploy synapse", "--format", "json")).stdout)
-    assert set(data) == {"mind", "name", "total", "verified", "unverified", "budget", "tokens", "left_out", "shortened",
-                         "query", "matched", "weights", "memories"}
+    assert set(data) == {
+        "mind",
+        "name",
+        "total",
+        "verified",
+        "unverified",
+        "budget",
+        "tokens",
+        "left_out",
+        "shortened",
+        "query",
+        "matched",
+        "weights",
+        "memories",
+    }
     assert (data["mind"], data["query"], data["matched"], data["total"], data["budget"]) == (
-        "michael", "deploy synapse", 2, 6, None)
+        "michael",
+        "deploy synapse",
+        2,
+        6,
+        None,
+    )
     assert data["weights"] == WEIGHTS
     assert [m["key"] for m in data["memories"]] == ["user_name", "answer_style", "synapse_deploy", "synapse_backup"]
     for entry in data["memories"]:
-        assert {"id", "category", "key", "content", "status", "shortened", "pinned", "score", "score_parts",
-                "neighbour_of"} <= set(entry)
+        assert {
+            "id",
+            "category",
+            "key",
+            "content",
+            "status",
+            "shortened",
+            "pinned",
+            "score",
+            "score_parts",
+            "neighbour_of",
+        } <= set(entry)
     pinned, match = data["memories"][0], data["memories"][2]
     assert (pinned["pinned"], pinned["score"], pinned["score_parts"]) == (True, None, {})
     assert match["pinned"] is False and set(match["score_parts"]) == set(WEIGHTS)
     assert match["score"] == pytest.approx(expected_total(match["score_parts"]), abs=1e-5)
-    budgeted = json.loads(ok(in_vault(mixed.root, "recall", "-q", "deploy synapse", "--budget", "500",
-                                      "--format", "json")).stdout)
+    budgeted = json.loads(
+        ok(in_vault(mixed.root, "recall", "-q", "deploy synapse", "--budget", "500", "--format", "json")).stdout
+    )
     assert budgeted["budget"] == 500 and budgeted["tokens"] <= 500
 
 
@@ -629,17 +783,23 @@ def test_store_supersedes_marks_the_old_memory_in_the_same_commit(vault: Vault) 
     write(root / "michael" / "fact" / "office_hours.md", HAND_MADE)
     commit_by_hand(root, "michael/fact/office_hours.md")
     before, head = commit_count(root), git(root, "rev-parse", "HEAD").strip()
-    result = ok(in_vault(root, "store", "fact", "opening_times", "Open 8-16 on weekdays", "--supersedes", "office_hours"))
+    result = ok(
+        in_vault(root, "store", "fact", "opening_times", "Open 8-16 on weekdays", "--supersedes", "office_hours")
+    )
     assert "superseded mem_handmade0001 michael/fact/office_hours.md" in result.stdout
     assert commit_count(root) == before + 1
     assert "superseding fact/office_hours" in git(root, "log", "-1", "--format=%s")
-    touched = {line.split("\t")[2]: line.split("\t")[:2] for line in git(root, "diff", "--numstat", head, "HEAD").splitlines()}
+    touched = {
+        line.split("\t")[2]: line.split("\t")[:2] for line in git(root, "diff", "--numstat", head, "HEAD").splitlines()
+    }
     assert set(touched) == {"michael/fact/opening_times.md", "michael/fact/office_hours.md"}
     assert touched["michael/fact/office_hours.md"] == ["2", "0"]  # two lines added, none changed
     assert touched["michael/fact/opening_times.md"][1] == "0"
     new_id = vault.get("fact/opening_times").id
-    expected = HAND_MADE.replace('  - "https://example.com/hours"\n---\n',
-                                 f'  - "https://example.com/hours"\nstatus: superseded\nsuperseded_by: {new_id}\n---\n')
+    expected = HAND_MADE.replace(
+        '  - "https://example.com/hours"\n---\n',
+        f'  - "https://example.com/hours"\nstatus: superseded\nsuperseded_by: {new_id}\n---\n',
+    )
     assert (root / "michael" / "fact" / "office_hours.md").read_text(encoding="utf-8") == expected
     assert git(root, "status", "--porcelain").strip() == ""
     old = vault.list(status="superseded")
@@ -649,7 +809,9 @@ def test_store_supersedes_marks_the_old_memory_in_the_same_commit(vault: Vault) 
 def test_store_supersedes_through_the_api_returns_the_superseded_memory(vault: Vault) -> None:
     vault.store("identity", "user_location", "Lives in Berlin", priority="high")
     before = commit_count(vault.root)
-    result = vault.store("identity", "user_city", "Lives in Hamburg", priority="high", supersedes="identity/user_location")
+    result = vault.store(
+        "identity", "user_city", "Lives in Hamburg", priority="high", supersedes="identity/user_location"
+    )
     assert result.created and result.changed and commit_count(vault.root) == before + 1
     assert result.superseded is not None and result.superseded.ref == "identity/user_location"
     assert result.superseded.superseded and result.superseded.superseded_by == result.memory.id
@@ -708,7 +870,11 @@ def test_cli_superseded_in_recall_search_list(superseded: Vault) -> None:
     listed = ok(in_vault(root, "list", "--status", "superseded")).stdout.splitlines()
     assert [line.split()[0] for line in listed] == ["identity/user_location"]
     listed = ok(in_vault(root, "list", "--status", "all")).stdout.splitlines()
-    assert [line.split()[0] for line in listed] == ["fact/berlin_office", "identity/user_city", "identity/user_location"]
+    assert [line.split()[0] for line in listed] == [
+        "fact/berlin_office",
+        "identity/user_city",
+        "identity/user_location",
+    ]
     data = json.loads(ok(in_vault(root, "list", "--status", "superseded", "--json")).stdout)
     assert data[0]["status"] == "superseded" and data[0]["superseded_by"] == superseded.get("user_city").id
 
@@ -772,8 +938,10 @@ def test_an_agent_cannot_supersede_a_verified_memory(vault: Vault) -> None:
     vault.store("fact", "office", "Torstrasse 1")
     old = root / "michael" / "fact" / "office.md"
     data, before = old.read_bytes(), commit_count(root)
-    result = fails(in_vault(root, "store", "fact", "new_office", "Hafenstrasse 3", "--supersedes", "fact/office", env=AGENT),
-                   Refused.exit_code)
+    result = fails(
+        in_vault(root, "store", "fact", "new_office", "Hafenstrasse 3", "--supersedes", "fact/office", env=AGENT),
+        Refused.exit_code,
+    )
     assert Refused.exit_code in EXIT_CODES and Refused.exit_code != 0
     assert "verified by a person" in result.stderr
     agent = Vault.open(root, source="agent")
@@ -846,7 +1014,12 @@ def test_superseded_state_survives_deleting_the_index(superseded: Vault) -> None
 
 
 def test_a_hand_written_superseded_memory_is_honoured(vault: Vault) -> None:
-    put(vault.root, "old_plan", "The plan was to move to Lisbon", extra="status: superseded\nsuperseded_by: mem_newplan0001\n")
+    put(
+        vault.root,
+        "old_plan",
+        "The plan was to move to Lisbon",
+        extra="status: superseded\nsuperseded_by: mem_newplan0001\n",
+    )
     put(vault.root, "new_plan", "The plan is to move to Porto", created=T0 + timedelta(days=1))
     assert [h.memory.key for h in vault.search("plan move")] == ["new_plan"]
     assert keys(vault.recall_items(query="plan to move")) == ["new_plan"]
@@ -882,8 +1055,15 @@ CONVERSATION = [
 @pytest.fixture
 def topics(vault: Vault) -> Vault:
     root = vault.root
-    put(root, "user_name", "Michael", category="identity", priority="critical", created=T0 - timedelta(days=40),
-        updated=T0)
+    put(
+        root,
+        "user_name",
+        "Michael",
+        category="identity",
+        priority="critical",
+        created=T0 - timedelta(days=40),
+        updated=T0,
+    )
     for n, (key, (category, content)) in enumerate(TOPICS.items()):
         put(root, key, content, category=category, created=T0 - timedelta(days=30 - 2 * n), updated=T0)
     start = T0 - timedelta(days=1)
@@ -892,14 +1072,17 @@ def topics(vault: Vault) -> Vault:
     return Vault.open(root)
 
 
-@pytest.mark.parametrize("question, expected", [
-    ("Which Ubuntu version runs on vps1?", "vps1_server"),
-    ("How do I back up the postgres database?", "postgres_backup"),
-    ("When is my sister's birthday?", "sister_birthday"),
-    ("What coffee does he drink?", "coffee_order"),
-    ("When do we fly to Lisbon?", "offsite_flights"),
-    ("What did we get wrong with the alembic migrations?", "alembic_order"),
-])
+@pytest.mark.parametrize(
+    "question, expected",
+    [
+        ("Which Ubuntu version runs on vps1?", "vps1_server"),
+        ("How do I back up the postgres database?", "postgres_backup"),
+        ("When is my sister's birthday?", "sister_birthday"),
+        ("What coffee does he drink?", "coffee_order"),
+        ("When do we fly to Lisbon?", "offsite_flights"),
+        ("What did we get wrong with the alembic migrations?", "alembic_order"),
+    ],
+)
 def test_the_expected_memory_is_the_best_match(topics: Vault, question: str, expected: str) -> None:
     items = topics.recall_items(query=question)
     assert items[0].memory.key == "user_name" and items[0].pinned
@@ -935,9 +1118,13 @@ def test_a_long_lived_vault_recalls_what_changed_and_drops_what_expired(vault: V
     path = vault.root / "michael" / "fact" / "boat_name.md"
     path.write_text(path.read_text(encoding="utf-8").replace("Aurora", "Borealis"), encoding="utf-8")
     assert vault.get("fact/boat_name").content == "The boat is called Borealis"
-    assert {i.memory.content for i in vault.recall_items(query="boat called", budget=None)} >= {"The boat is called Borealis"}
+    assert {i.memory.content for i in vault.recall_items(query="boat called", budget=None)} >= {
+        "The boat is called Borealis"
+    }
     assert [h.memory.key for h in vault.search("slip")] == ["boat_slip"]  # searcher and its mask are kept now
     while utc_now() <= soon:  # memfile's clock, which counts whole seconds
         time.sleep(0.05)
     assert recalled() == {"boat_name", "boat_engine"}
-    assert vault.search("slip") == [] and [h.memory.key for h in vault.search("slip", include_expired=True)] == ["boat_slip"]
+    assert vault.search("slip") == [] and [h.memory.key for h in vault.search("slip", include_expired=True)] == [
+        "boat_slip"
+    ]

@@ -32,9 +32,20 @@ def found(vault: Vault, query: str, **filters) -> list[str]:
     return keys(vault.search(query, **filters))
 
 
-def hand_file(root: Path, category: str, key: str, content: str, *, mind: str = "michael", tags: str = "",
-              updated: str = "2026-01-01T00:00:00Z", expires: str = "null", priority: str = "normal",
-              source: str = "user", verified: str = "true") -> Path:
+def hand_file(
+    root: Path,
+    category: str,
+    key: str,
+    content: str,
+    *,
+    mind: str = "michael",
+    tags: str = "",
+    updated: str = "2026-01-01T00:00:00Z",
+    expires: str = "null",
+    priority: str = "normal",
+    source: str = "user",
+    verified: str = "true",
+) -> Path:
     """A memory file written by hand (no memfile command), with chosen timestamps."""
     path = root / mind / category / f"{key}.md"
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -50,8 +61,13 @@ def hand_file(root: Path, category: str, key: str, content: str, *, mind: str = 
 @pytest.fixture
 def deploys(vault: Vault) -> Vault:
     """A small vault about servers and deployments, with one unrelated memory."""
-    vault.store("fact", "vps1_server", "Synapse v1.5 was deployed on vps1 with docker compose.",
-                tags=["docker", "vps1"], priority="high")
+    vault.store(
+        "fact",
+        "vps1_server",
+        "Synapse v1.5 was deployed on vps1 with docker compose.",
+        tags=["docker", "vps1"],
+        priority="high",
+    )
     vault.store("skill", "deploy_guide", "How to run the deployment pipeline: deploying is easy.", tags=["docker"])
     vault.store("preference", "favorite_food", "Michael likes pho and fresh spring rolls.", tags=["food"])
     return vault
@@ -215,8 +231,12 @@ def test_limit_option(vault: Vault) -> None:
 
 @pytest.mark.parametrize(
     ("option", "value", "field"),
-    [("--category", "gossip", "category"), ("--priority", "urgent", "priority"),
-     ("--source", "robot", "source"), ("--limit", "0", "limit")],
+    [
+        ("--category", "gossip", "category"),
+        ("--priority", "urgent", "priority"),
+        ("--source", "robot", "source"),
+        ("--limit", "0", "limit"),
+    ],
 )
 def test_invalid_filter_value_exits_2_naming_the_field(deploys: Vault, option: str, value: str, field: str) -> None:
     result = fails(in_vault(deploys.root, "search", "docker", option, value), 2)
@@ -525,8 +545,11 @@ def test_by_tag_cli_newest_first_with_json(sample_copy: Path) -> None:
     assert keys(json.loads(ok(in_vault(sample_copy, "by-tag", "DoCkEr", "--json")).stdout)) == expected
     lines = ok(in_vault(sample_copy, "by-tag", "docker")).stdout.splitlines()
     assert [line.split()[1] for line in lines] == [
-        "mistake/never_delete_db_volume", "skill/postgres_backup", "skill/docker_compose_deploy",
-        "fact/synapse_database", "fact/vps1_server",
+        "mistake/never_delete_db_volume",
+        "skill/postgres_backup",
+        "skill/docker_compose_deploy",
+        "fact/synapse_database",
+        "fact/vps1_server",
     ]
     assert lines[0].startswith("2026-08-19T08:00:00Z")
 
@@ -561,7 +584,9 @@ def test_tags_cli_text(tagged: Vault) -> None:
 
 def test_tags_cli_json(tagged: Vault) -> None:
     assert json.loads(ok(in_vault(tagged.root, "tags", "--json")).stdout) == [
-        {"tag": "docker", "count": 3}, {"tag": "ops", "count": 2}, {"tag": "vps1", "count": 1},
+        {"tag": "docker", "count": 3},
+        {"tag": "ops", "count": 2},
+        {"tag": "vps1", "count": 1},
         {"tag": "zeta", "count": 1},
     ]
 
@@ -602,8 +627,20 @@ def test_stats_counts(counted: Vault) -> None:
 
 def test_stats_json_keys(counted: Vault) -> None:
     data = json.loads(ok(in_vault(counted.root, "stats", "--json")).stdout)
-    assert {"mind", "name", "total", "by_category", "by_priority", "by_source", "verified", "unverified",
-            "expired", "unreadable_files", "index_bytes", "last_index_update"} <= set(data)
+    assert {
+        "mind",
+        "name",
+        "total",
+        "by_category",
+        "by_priority",
+        "by_source",
+        "verified",
+        "unverified",
+        "expired",
+        "unreadable_files",
+        "index_bytes",
+        "last_index_update",
+    } <= set(data)
     assert data["total"] == 4
     assert data["by_source"] == {"user": 2, "agent": 2}
 

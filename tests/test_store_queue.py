@@ -12,9 +12,9 @@ import os
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator
 
 import pytest
 from conftest import commit_count, git
@@ -43,8 +43,13 @@ def wait_for(predicate, what: str, timeout: float = 60) -> None:  # type: ignore
 
 def start_store(root: Path, *args: str, agent: bool = False) -> subprocess.Popen[str]:
     env = {**os.environ, **({"MEMFILE_SOURCE": "agent"} if agent else {})}
-    return subprocess.Popen([sys.executable, "-m", "memfile", "--vault", str(root), "store", *args, "--json"],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    return subprocess.Popen(
+        [sys.executable, "-m", "memfile", "--vault", str(root), "store", *args, "--json"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
 
 
 def finish(proc: subprocess.Popen[str]) -> tuple[int, str, str]:
@@ -125,9 +130,19 @@ def test_a_store_that_cannot_get_the_lock_withdraws_its_request(vault: Vault) ->
 
 
 def orphan_request(key: str) -> dict[str, object]:
-    return {"category": "fact", "key": key, "content": f"{key}: asked for, holder killed", "priority": None,
-            "now": "2026-11-30T10:00:00+00:00", "tags": ["kept"], "confidence": None, "source": "user",
-            "actor": "user", "expires": "unset", "supersedes": None}
+    return {
+        "category": "fact",
+        "key": key,
+        "content": f"{key}: asked for, holder killed",
+        "priority": None,
+        "now": "2026-11-30T10:00:00+00:00",
+        "tags": ["kept"],
+        "confidence": None,
+        "source": "user",
+        "actor": "user",
+        "expires": "unset",
+        "supersedes": None,
+    }
 
 
 def test_a_request_claimed_by_a_killed_holder_is_stored_by_the_next_one(vault: Vault) -> None:
@@ -137,7 +152,9 @@ def test_a_request_claimed_by_a_killed_holder_is_stored_by_the_next_one(vault: V
     vault.store("fact", "next", "the next store")
     orphan = vault.get("fact/orphan")
     assert (orphan.content, orphan.tags, orphan.verified) == ("orphan: asked for, holder killed", ("kept",), True)
-    assert store_queue.decode(store_queue.take_result(ticket)).memory.key == "orphan"  # its result waits for its process
+    assert (
+        store_queue.decode(store_queue.take_result(ticket)).memory.key == "orphan"
+    )  # its result waits for its process
     assert git(root, "status", "--porcelain").strip() == ""
 
 
@@ -157,8 +174,9 @@ def test_a_request_whose_process_is_gone_is_dropped(vault: Vault) -> None:
 def test_a_supersede_is_committed_on_its_own(vault: Vault) -> None:
     root = vault.root
     vault.store("fact", "job", "Works at Acme")
-    plain, supersede = queued_in_order(root, ["fact", "hobby", "Climbs"],
-                                       ["fact", "job_now", "Works at Initech", "--supersedes", "fact/job"])
+    plain, supersede = queued_in_order(
+        root, ["fact", "hobby", "Climbs"], ["fact", "job_now", "Works at Initech", "--supersedes", "fact/job"]
+    )
     assert finish(plain)[0] == 0 and finish(supersede)[0] == 0
     subjects = git(root, "log", "-2", "--format=%s").splitlines()
     assert sorted(subjects) == ["store fact/hobby (user)", "store fact/job_now (user), superseding fact/job"]
@@ -171,6 +189,7 @@ def test_results_carry_errors_with_their_class_and_fields(tmp_path: Path) -> Non
     with pytest.raises(Refused, match="ask the user"):
         store_queue.decode(store_queue.take_result(ticket))
     from memfile.errors import InvalidInput
+
     store_queue.settle(ticket, store_queue.encode(InvalidInput("supersedes", "x", "another memory")))
     with pytest.raises(InvalidInput) as caught:
         store_queue.decode(store_queue.take_result(ticket))

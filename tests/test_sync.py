@@ -12,7 +12,6 @@ from memfile import GitError, Refused, Vault
 from memfile.git import merge_memory
 
 
-
 def test_disjoint_changes_meet_on_both_sides(two: tuple[Vault, Vault]) -> None:
     laptop, server = two
     laptop.store("fact", "editor", "Uses neovim")
@@ -51,7 +50,9 @@ def test_body_changed_on_both_sides_keeps_both_until_resolved(two: tuple[Vault, 
     assert office.content == "The office moved to Munich" and office.conflict == "The office moved to Hamburg"
     assert "<<<<<<<" not in server.recall() and "Munich" in server.recall()
     server.resolve("fact/office", "ours")
-    assert server.get("fact/office").content == "The office moved to Munich" and server.get("fact/office").conflict is None
+    assert (
+        server.get("fact/office").content == "The office moved to Munich" and server.get("fact/office").conflict is None
+    )
     with pytest.raises(Refused):
         server.resolve("fact/office", "ours")
     server.sync()
@@ -126,9 +127,17 @@ def test_merge_driver_is_set_up_by_init_and_sync(two: tuple[Vault, Vault]) -> No
 
 def test_merge_memory_pure_rules() -> None:
     def file(body: str, **fields: str) -> bytes:
-        head = {"id": "mem_base00000001", "category": "fact", "key": "x", "priority": "normal", "tags": "[a]",
-                "source": "user", "verified": "true", "created_at": "2026-01-01T00:00:00Z",
-                "updated_at": "2026-01-01T00:00:00Z"} | fields
+        head = {
+            "id": "mem_base00000001",
+            "category": "fact",
+            "key": "x",
+            "priority": "normal",
+            "tags": "[a]",
+            "source": "user",
+            "verified": "true",
+            "created_at": "2026-01-01T00:00:00Z",
+            "updated_at": "2026-01-01T00:00:00Z",
+        } | fields
         return ("---\n" + "".join(f"{k}: {v}\n" for k, v in head.items()) + "---\n" + body + "\n").encode()
 
     base = file("body")
@@ -155,8 +164,9 @@ def test_status_shows_conflicts(two: tuple[Vault, Vault]) -> None:
 
 def autosync_on(vault: Vault, interval: int = 10) -> Vault:
     config = vault.root / "memfile.toml"
-    config.write_text(config.read_text(encoding="utf-8") + f"\n[sync]\nautosync = true\ninterval = {interval}\n",
-                      encoding="utf-8")
+    config.write_text(
+        config.read_text(encoding="utf-8") + f"\n[sync]\nautosync = true\ninterval = {interval}\n", encoding="utf-8"
+    )
     return Vault.open(vault.root, vault.mind)
 
 

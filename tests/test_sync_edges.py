@@ -14,7 +14,6 @@ from memfile import GitError, Refused, Vault
 from memfile.git import merge_memory
 
 
-
 def test_forgotten_here_edited_there_sync_does_not_get_stuck(two: tuple[Vault, Vault]) -> None:
     laptop, server = two
     laptop.store("fact", "office", "The office moved to Hamburg")
@@ -169,8 +168,10 @@ def test_a_persons_verify_does_not_vouch_for_an_agents_concurrent_rewrite(two: t
 
 
 def _memory_file(body: str, updated: str, extra: str = "") -> bytes:
-    return (f"---\nid: mem_review000001\ncategory: fact\nkey: office\nsource: user\n"
-            f"created_at: 2026-01-01T00:00:00Z\nupdated_at: {updated}\n{extra}---\n{body}\n").encode()
+    return (
+        f"---\nid: mem_review000001\ncategory: fact\nkey: office\nsource: user\n"
+        f"created_at: 2026-01-01T00:00:00Z\nupdated_at: {updated}\n{extra}---\n{body}\n"
+    ).encode()
 
 
 def test_a_second_conflict_keeps_the_first_conflicts_other_body() -> None:
@@ -179,9 +180,10 @@ def test_a_second_conflict_keeps_the_first_conflicts_other_body() -> None:
 
     base = _memory_file("Berlin", "2026-01-01T00:00:00Z")
     ours = _memory_file("Cologne (machine C)", "2026-01-03T00:00:00Z")
-    theirs = _memory_file("Bonn (machine B)", "2026-01-02T00:00:00Z",
-                          "conflict_theirs: Aachen (machine A)\n")
+    theirs = _memory_file("Bonn (machine B)", "2026-01-02T00:00:00Z", "conflict_theirs: Aachen (machine A)\n")
     result = merge_memory(base, ours, theirs, "michael/fact/office.md")
-    merged = fileformat.parse(result.data, "michael/fact/office.md", fileformat.parse(base, "x/fact/o.md", None).created_at)
+    merged = fileformat.parse(
+        result.data, "michael/fact/office.md", fileformat.parse(base, "x/fact/o.md", None).created_at
+    )
     kept = merged.content + "\n" + str(merged.conflict)
     assert "Aachen" in kept and "Bonn" in kept and "Cologne" in kept, kept

@@ -18,12 +18,18 @@ LATIN1 = b"caf\xe9"  # "café" as a Latin-1 terminal sends it
 ESCAPED = LATIN1.decode("utf-8", "surrogateescape")  # how Python hands such an argument to click
 
 
-def memfile(*args: str | bytes, stdin: bytes | int | None = None, env: dict[str, str] | None = None
-            ) -> subprocess.CompletedProcess[bytes]:
+def memfile(
+    *args: str | bytes, stdin: bytes | int | None = None, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[bytes]:
     """`memfile ARGS` as a process of its own (arguments may be raw bytes)."""
-    return subprocess.run([sys.executable, "-m", "memfile", *args], input=stdin if isinstance(stdin, bytes) else None,
-                          stdin=stdin if isinstance(stdin, int) else None, capture_output=True,
-                          env={**os.environ, "PYTHONSAFEPATH": "1", **(env or {})}, check=False)
+    return subprocess.run(
+        [sys.executable, "-m", "memfile", *args],
+        input=stdin if isinstance(stdin, bytes) else None,
+        stdin=stdin if isinstance(stdin, int) else None,
+        capture_output=True,
+        env={**os.environ, "PYTHONSAFEPATH": "1", **(env or {})},
+        check=False,
+    )
 
 
 def refused(done: subprocess.CompletedProcess[bytes], code: int = 2) -> str:
@@ -34,6 +40,7 @@ def refused(done: subprocess.CompletedProcess[bytes], code: int = 2) -> str:
 
 
 # --- issue 21 item 13: bytes that are not UTF-8 ------------------------------------------------------
+
 
 def test_arguments_that_are_not_utf8_are_refused_by_name(vault: Vault) -> None:
     root = str(vault.root)
@@ -76,6 +83,7 @@ def test_a_latin1_terminal_gets_escapes_instead_of_an_error(vault: Vault) -> Non
 
 # --- issue 21 item 19: what to pass instead of `None` -------------------------------------------------
 
+
 def test_store_at_a_terminal_without_content_says_what_to_pass(vault: Vault) -> None:
     leader, follower = os.openpty()
     try:
@@ -92,11 +100,14 @@ def test_edit_without_an_editor_says_to_set_editor(vault: Vault, tmp_path: Path)
     bare.mkdir()
     for tool in ("git",):
         os.symlink(subprocess.run(["which", tool], capture_output=True, text=True).stdout.strip(), bare / tool)
-    result = fails(run("--vault", vault.root, "edit", "fact/k", env={"PATH": str(bare), "EDITOR": None, "VISUAL": None}), 2)
+    result = fails(
+        run("--vault", vault.root, "edit", "fact/k", env={"PATH": str(bare), "EDITOR": None, "VISUAL": None}), 2
+    )
     assert "None" not in result.stderr and "EDITOR=" in result.stderr
 
 
 # --- issue 21 item 20: the distribution name ----------------------------------------------------------
+
 
 def test_install_hints_name_a_distribution_that_is_memfiles() -> None:
     import tomllib
@@ -112,6 +123,7 @@ def test_install_hints_name_a_distribution_that_is_memfiles() -> None:
 
 
 # --- issue 21 item 23: one line about unreadable files ------------------------------------------------
+
 
 def test_reads_print_one_line_about_several_unreadable_files(vault: Vault) -> None:
     vault.store("fact", "good", "a good memory about deploys")

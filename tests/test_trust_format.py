@@ -66,15 +66,19 @@ def home(tmp_path: Path) -> Path:
     return folder
 
 
-@pytest.mark.parametrize("command", [
-    ("--mind", "projects", "store", "fact", "x", "typo"),
-    ("list",),
-    ("--mind", "projects", "recall"),
-    ("--mind", "projects", "search", "plan"),
-    ("--mind", "projects", "doctor", "--fix"),
-])
+@pytest.mark.parametrize(
+    "command",
+    [
+        ("--mind", "projects", "store", "fact", "x", "typo"),
+        ("list",),
+        ("--mind", "projects", "recall"),
+        ("--mind", "projects", "search", "plan"),
+        ("--mind", "projects", "doctor", "--fix"),
+    ],
+)
 def test_a_vault_option_at_a_folder_without_memfile_toml_is_refused_and_the_folder_left_alone(
-        home: Path, command: tuple[str, ...]) -> None:
+    home: Path, command: tuple[str, ...]
+) -> None:
     before = entries(home)
     result = fails(run("--vault", home, *command), 7)
     assert "memfile init" in result.stderr and str(home) in result.stderr
@@ -187,8 +191,9 @@ def test_a_merge_key_overridden_by_its_mapping_is_no_duplicate() -> None:
 
 def test_a_quoted_duplicate_never_raises_a_memory_through_the_cli(root: Path) -> None:
     write(root / "alice" / "fact" / "pin.md", 'priority: low\n"priority": critical\n'.join(["---\n", "---\npinned\n"]))
-    write(root / "alice" / "fact" / "trusted.md",
-          "---\nsource: agent\nverified: false\n'verified': true\n---\ntrusted\n")
+    write(
+        root / "alice" / "fact" / "trusted.md", "---\nsource: agent\nverified: false\n'verified': true\n---\ntrusted\n"
+    )
     listed = json.loads(ok(in_vault(root, "list", "--json")).stdout)
     assert [m["key"] for m in listed] == ["good"]
     assert "pinned" not in ok(in_vault(root, "recall")).stdout
@@ -216,8 +221,15 @@ def test_a_recursive_yaml_alias_is_a_parse_error_not_a_recursion_error(front: st
 def test_a_file_with_a_recursive_alias_is_skipped_and_every_command_works(root: Path) -> None:
     write(root / "alice" / "fact" / "loop.md", "---\nx: &x [*x]\n---\nbody\n")
     write(root / "alice" / "fact" / "self.md", "---\nm: &m {self: *m}\n---\nbody\n")
-    for command in (("list",), ("recall",), ("recall", "--query", "gardening"), ("search", "gardening"),
-                    ("show", "fact/good"), ("status",), ("tags",)):
+    for command in (
+        ("list",),
+        ("recall",),
+        ("recall", "--query", "gardening"),
+        ("search", "gardening"),
+        ("show", "fact/good"),
+        ("status",),
+        ("tags",),
+    ):
         result = ok(in_vault(root, *command))
         assert "good" in result.stdout or "gardening" in result.stdout or command in (("status",), ("tags",)), command
         assert "Recursion" not in result.stderr and "unexpected" not in result.stderr, command
@@ -235,8 +247,11 @@ def test_a_recursive_alias_through_mcp_is_skipped(root: Path) -> None:
     write(root / "alice" / "fact" / "loop.md", "---\nx: &x [*x]\n---\nbody\n")
 
     async def script(agent) -> dict:
-        return {"recall": await agent.ok("recall"), "list": await agent.ok("list"),
-                "search": await agent.ok("search", query="gardening")}
+        return {
+            "recall": await agent.ok("recall"),
+            "list": await agent.ok("list"),
+            "search": await agent.ok("search", query="gardening"),
+        }
 
     out = test_mcp.serve(root, script)
     assert "gardening" in out["recall"] and [m["key"] for m in out["list"]] == ["good"] and out["search"]
@@ -250,12 +265,25 @@ def _laughs(width: int, depth: int, leaf: str = '"lol"') -> bytes:
     return "\n".join([*lines, "---", "body", ""]).encode()
 
 
-@pytest.mark.parametrize("data", [
-    _laughs(10, 10),  # a billion values
-    _laughs(2, 25),  # 33 million values, a few bytes each
-    b"---\na: &a " + b'"' + b"x" * 1_000_000 + b'"\nb: [' + b", ".join([b"*a"] * 100) + b"]\n---\nbody\n",  # 100 MB of text
-    b"---\nb: &b {k: " + b"v" * 100_000 + b"}\nc: {" + b", ".join(b"k%d: *b" % i for i in range(500)) + b"}\n---\nx\n",
-], ids=["billion laughs", "deep laughs", "long string", "mapping"])
+@pytest.mark.parametrize(
+    "data",
+    [
+        _laughs(10, 10),  # a billion values
+        _laughs(2, 25),  # 33 million values, a few bytes each
+        b"---\na: &a "
+        + b'"'
+        + b"x" * 1_000_000
+        + b'"\nb: ['
+        + b", ".join([b"*a"] * 100)
+        + b"]\n---\nbody\n",  # 100 MB of text
+        b"---\nb: &b {k: "
+        + b"v" * 100_000
+        + b"}\nc: {"
+        + b", ".join(b"k%d: *b" % i for i in range(500))
+        + b"}\n---\nx\n",
+    ],
+    ids=["billion laughs", "deep laughs", "long string", "mapping"],
+)
 def test_an_alias_expansion_bomb_is_refused_fast(data: bytes) -> None:
     start = time.perf_counter()
     err = parse_error(data)
@@ -264,9 +292,11 @@ def test_an_alias_expansion_bomb_is_refused_fast(data: bytes) -> None:
 
 
 def test_deep_nesting_is_a_parse_error() -> None:
-    for data in (b"---\nx: " + b"[" * 100_000 + b"]" * 100_000 + b"\n---\nbody\n",
-                 ("---\n" + "".join(" " * i + "a:\n" for i in range(2000)) + "---\nbody\n").encode(),
-                 b"---\nx: " + b"[" * 200 + b"]" * 200 + b"\n---\nbody\n"):
+    for data in (
+        b"---\nx: " + b"[" * 100_000 + b"]" * 100_000 + b"\n---\nbody\n",
+        ("---\n" + "".join(" " * i + "a:\n" for i in range(2000)) + "---\nbody\n").encode(),
+        b"---\nx: " + b"[" * 200 + b"]" * 200 + b"\n---\nbody\n",
+    ):
         assert parse_error(data).reason
 
 
@@ -320,8 +350,9 @@ def test_every_name_round_trips_through_memfile_toml(tmp_path: Path, name: str) 
 def test_each_code_point_class_round_trips(category: str) -> None:
     import unicodedata
 
-    chars = [chr(c) for c in range(0x110000)
-             if unicodedata.category(chr(c)) == category and not 0xD800 <= c <= 0xDFFF][:3000]
+    chars = [chr(c) for c in range(0x110000) if unicodedata.category(chr(c)) == category and not 0xD800 <= c <= 0xDFFF][
+        :3000
+    ]
     name = "x" + "".join(chars) + "x"
     assert tomllib.loads(render_config("carol", name))["minds"]["carol"]["name"] == name
 
@@ -370,8 +401,9 @@ BAD_SETTINGS = {
 
 @pytest.mark.parametrize(("text", "key"), BAD_SETTINGS.values(), ids=BAD_SETTINGS.keys())
 def test_a_bad_memfile_toml_names_the_key_and_the_allowed_values(root: Path, text: str, key: str) -> None:
-    (root / "memfile.toml").write_text(text if key == "default_mind" else 'default_mind = "alice"\n' + text,
-                                       encoding="utf-8")
+    (root / "memfile.toml").write_text(
+        text if key == "default_mind" else 'default_mind = "alice"\n' + text, encoding="utf-8"
+    )
     result = fails(in_vault(root, "list"), 2)
     assert "invalid memfile.toml" in result.stderr and key in result.stderr, result.stderr
     assert "allowed" in result.stderr or "TOML" in result.stderr
@@ -395,8 +427,14 @@ def test_memfile_toml_that_is_a_folder_is_named(root: Path) -> None:
 
 
 def _run_in(cwd: Path, *args: str) -> tuple[int, str]:
-    proc = subprocess.run([sys.executable, "-m", "memfile", *args], cwd=cwd, capture_output=True, text=True,
-                          timeout=60, env=dict(os.environ))
+    proc = subprocess.run(
+        [sys.executable, "-m", "memfile", *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=dict(os.environ),
+    )
     return proc.returncode, proc.stderr
 
 
@@ -425,8 +463,11 @@ def config_of(tmp_path: Path, text: str) -> Config:
 
 
 def test_good_settings_are_read(tmp_path: Path) -> None:
-    config = config_of(tmp_path, "lock_timeout = 2.5\n[recall]\nhalf_life_days = 100000000\nbudget = 0\n"
-                                 '[sync]\nremote = "git@example.com:me/vault.git"\ninterval = 10\n')
+    config = config_of(
+        tmp_path,
+        "lock_timeout = 2.5\n[recall]\nhalf_life_days = 100000000\nbudget = 0\n"
+        '[sync]\nremote = "git@example.com:me/vault.git"\ninterval = 10\n',
+    )
     assert config.lock_timeout == 2.5 and config.half_life_days == 1e8 and config.recall_budget is None
     assert config.sync_remote == "git@example.com:me/vault.git" and config.sync_interval == 10.0
     assert config_of(tmp_path, '[sync]\nremote = "/srv/my vault.git"\n').sync_remote == "/srv/my vault.git"

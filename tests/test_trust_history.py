@@ -232,8 +232,10 @@ def test_at_duration_out_of_range_is_a_clear_error(minds: Path, at: str) -> None
 def test_log_since_a_future_date_is_empty_and_an_old_date_is_everything(minds: Path) -> None:
     as_("alice", minds, "store", "fact", "pin", "v1")
     assert json.loads(as_("alice", minds, "log", "--since", "9999-12-31", "--json").stdout) == []
-    assert json.loads(as_("alice", minds, "log", "--since", "1900-01-01", "--json").stdout)[0]["message"] == \
-        "store fact/pin (user)"
+    assert (
+        json.loads(as_("alice", minds, "log", "--since", "1900-01-01", "--json").stdout)[0]["message"]
+        == "store fact/pin (user)"
+    )
 
 
 def test_agent_restore_of_a_plain_markdown_file_a_person_wrote_is_the_agents(minds: Path) -> None:

@@ -190,8 +190,13 @@ def _without_root_powers() -> None:
 
 def memfile_process(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
     """`memfile --vault ROOT ARGS` in a process that permissions bind (root's powers dropped)."""
-    return subprocess.run([sys.executable, "-m", "memfile", "--vault", str(root), *args], capture_output=True,
-                          text=True, preexec_fn=_without_root_powers, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-m", "memfile", "--vault", str(root), *args],
+        capture_output=True,
+        text=True,
+        preexec_fn=_without_root_powers,
+        timeout=120,
+    )
 
 
 @pytest.fixture
@@ -201,8 +206,11 @@ def locked_folder(vault: Vault) -> Iterator[Path]:
     vault.list()
     folder = vault.root / "michael" / "fact"
     folder.chmod(0)
-    probe = subprocess.run([sys.executable, "-c", "import os, sys; os.listdir(sys.argv[1])", str(folder)],
-                           preexec_fn=_without_root_powers, capture_output=True)
+    probe = subprocess.run(
+        [sys.executable, "-c", "import os, sys; os.listdir(sys.argv[1])", str(folder)],
+        preexec_fn=_without_root_powers,
+        capture_output=True,
+    )
     if probe.returncode == 0:  # pragma: no cover - a system where the folder stays listable
         folder.chmod(0o755)
         pytest.skip("cannot make a folder unreadable here")
@@ -272,11 +280,14 @@ def test_a_memory_in_the_users_own_folder_is_not_misplaced_and_fix_leaves_it(vau
     assert not (root / "michael" / "note" / "trip.md").exists()
 
 
-@pytest.mark.parametrize("front_matter, place", [
-    ("category: fact", "michael/fact/trip.md"),
-    ("key: voyage", "michael/note/voyage.md"),
-    ("category: skill\nkey: trip", "michael/skill/trip.md"),
-])
+@pytest.mark.parametrize(
+    "front_matter, place",
+    [
+        ("category: fact", "michael/fact/trip.md"),
+        ("key: voyage", "michael/note/voyage.md"),
+        ("category: skill\nkey: trip", "michael/skill/trip.md"),
+    ],
+)
 def test_a_file_naming_another_category_or_key_is_misplaced(vault: Vault, front_matter: str, place: str) -> None:
     root = vault.root
     write(root / "michael" / "journal" / "2026" / "trip.md", f"---\n{front_matter}\n---\nBudapest in May.\n")
@@ -308,19 +319,23 @@ def no_state_folder(vault: Vault) -> Path:
     return root
 
 
-@pytest.mark.parametrize("args, expected", [
-    (("list",), "fact/door"),
-    (("show", "fact/door"), "1234"),
-    (("search", "cranes"), "skill/origami"),
-    (("search", "door", "--tag", "home"), "fact/door"),
-    (("recall",), "1234"),
-    (("recall", "--query", "cranes"), "Folds cranes"),
-    (("status",), "michael"),
-    (("stats",), "michael"),
-    (("tags",), "home"),
-])
-def test_reads_answer_from_the_files_when_no_index_can_be_made(no_state_folder: Path, args: tuple[str, ...],
-                                                               expected: str) -> None:
+@pytest.mark.parametrize(
+    "args, expected",
+    [
+        (("list",), "fact/door"),
+        (("show", "fact/door"), "1234"),
+        (("search", "cranes"), "skill/origami"),
+        (("search", "door", "--tag", "home"), "fact/door"),
+        (("recall",), "1234"),
+        (("recall", "--query", "cranes"), "Folds cranes"),
+        (("status",), "michael"),
+        (("stats",), "michael"),
+        (("tags",), "home"),
+    ],
+)
+def test_reads_answer_from_the_files_when_no_index_can_be_made(
+    no_state_folder: Path, args: tuple[str, ...], expected: str
+) -> None:
     result = ok(in_vault(no_state_folder, *args))
     assert expected in result.stdout
     assert "unexpected error" not in result.stderr
@@ -344,8 +359,11 @@ def test_a_write_where_no_index_can_be_made_fails_clearly_and_leaves_nothing(no_
 
 
 def _mount_namespaces() -> bool:
-    return shutil.which("unshare") is not None and os.geteuid() == 0 and subprocess.run(
-        ["unshare", "-m", "true"], capture_output=True).returncode == 0
+    return (
+        shutil.which("unshare") is not None
+        and os.geteuid() == 0
+        and subprocess.run(["unshare", "-m", "true"], capture_output=True).returncode == 0
+    )
 
 
 def in_private_mounts(script: str) -> subprocess.CompletedProcess[str]:
@@ -377,8 +395,16 @@ def test_a_read_only_vault_answers_reads_and_refuses_writes(vault: Vault, indexe
     out = root.parent / "out"
     out.mkdir()
     script = f"mount --bind '{root}' '{root}' && mount -o remount,bind,ro '{root}' || exit 99\n"
-    for n, args in enumerate([("list",), ("search", "cranes"), ("recall",), ("show", "fact/door"), ("status",),
-                              ("store", "fact", "new", "Something new.")]):
+    for n, args in enumerate(
+        [
+            ("list",),
+            ("search", "cranes"),
+            ("recall",),
+            ("show", "fact/door"),
+            ("status",),
+            ("store", "fact", "new", "Something new."),
+        ]
+    ):
         script += f"{memfile_command(root, *args)} >'{out}/{n}.out' 2>'{out}/{n}.err'; echo $? >'{out}/{n}.rc'\n"
     done = in_private_mounts(script)
     if done.returncode == 99:
@@ -402,11 +428,13 @@ def test_a_full_disk_reads_from_the_files_and_a_write_fails_clearly(tmp_path: Pa
     out = tmp_path / "out"
     out.mkdir()
     root = mount / "vault"
-    script = (f"mount -t tmpfs -o size=2m tmpfs '{mount}' || exit 99\n"
-              f"cp -r '{source}' '{root}' && git -C '{root}' init -q && "
-              f"git -C '{root}' -c user.name=a -c user.email=a@b add -A && "
-              f"git -C '{root}' -c user.name=a -c user.email=a@b commit -qm init || exit 98\n"
-              f"dd if=/dev/zero of='{mount}/filler' bs=4k 2>/dev/null; true\n")
+    script = (
+        f"mount -t tmpfs -o size=2m tmpfs '{mount}' || exit 99\n"
+        f"cp -r '{source}' '{root}' && git -C '{root}' init -q && "
+        f"git -C '{root}' -c user.name=a -c user.email=a@b add -A && "
+        f"git -C '{root}' -c user.name=a -c user.email=a@b commit -qm init || exit 98\n"
+        f"dd if=/dev/zero of='{mount}/filler' bs=4k 2>/dev/null; true\n"
+    )
     for n, args in enumerate([("list",), ("search", "pho"), ("recall",), ("store", "fact", "new", "Something new.")]):
         script += f"{memfile_command(root, *args)} >'{out}/{n}.out' 2>'{out}/{n}.err'; echo $? >'{out}/{n}.rc'\n"
     script += f"git -C '{root}' status --porcelain >'{out}/git'; ls -a '{root}/michael/fact' >'{out}/ls'\n"

@@ -44,14 +44,16 @@ BIG_QUERY = "ordinary words of a pasted document " * 300_000  # about 10 MB
 
 # --- a raw JSON-RPC client --------------------------------------------------------------
 
+
 class RawServer:
     """`memfile mcp` driven line by line: what an agent's client writes, byte for byte."""
 
     def __init__(self, root: Path) -> None:
         argv = [sys.executable, "-m", "memfile", "--vault", str(root), "mcp", "--no-watch"]
         self.errlog = root.parent / f"raw-mcp-{time.monotonic_ns()}.err"
-        self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                     stderr=self.errlog.open("wb"), env=dict(os.environ))
+        self.proc = subprocess.Popen(
+            argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.errlog.open("wb"), env=dict(os.environ)
+        )
         self.replies: queue.Queue[bytes] = queue.Queue()
         threading.Thread(target=self._read, daemon=True).start()
 
@@ -73,14 +75,29 @@ class RawServer:
             raise AssertionError(f"no answer within {ANSWER_TIMEOUT} s") from None
 
     def start(self) -> None:
-        self.send(json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-            "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "raw", "version": "0"}}}))
+        self.send(
+            json.dumps(
+                {
+                    "jsonrpc": "2.0",
+                    "id": 1,
+                    "method": "initialize",
+                    "params": {
+                        "protocolVersion": "2025-06-18",
+                        "capabilities": {},
+                        "clientInfo": {"name": "raw", "version": "0"},
+                    },
+                }
+            )
+        )
         assert self.answer()["id"] == 1
         self.send(json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}))
 
     def call(self, id_: int, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
-        self.send(json.dumps({"jsonrpc": "2.0", "id": id_, "method": "tools/call",
-                              "params": {"name": tool, "arguments": arguments}}))
+        self.send(
+            json.dumps(
+                {"jsonrpc": "2.0", "id": id_, "method": "tools/call", "params": {"name": tool, "arguments": arguments}}
+            )
+        )
         return self.answer()
 
     def stop(self) -> str:
@@ -111,6 +128,7 @@ def _deep(depth: int) -> str:
 
 # --- item 17: every request gets an answer ---------------------------------------------
 
+
 def test_a_lone_surrogate_deep_nesting_or_a_broken_line_is_answered_and_the_server_goes_on(sample_copy: Path) -> None:
     server = RawServer(sample_copy)
     try:
@@ -119,19 +137,29 @@ def test_a_lone_surrogate_deep_nesting_or_a_broken_line_is_answered_and_the_serv
         cases: list[tuple[str, int | None, list[str]]] = [
             # a model that split an emoji: valid JSON, not a whole character
             (call % (2, "search", '{"query":"bad \\ud800 x"}'), 2, ["surrogate", "query"]),
-            (call % (3, "store", '{"category":"fact","key":"k","content":"half \\udc00 an emoji"}'), 3,
-             ["surrogate", "content"]),
+            (
+                call % (3, "store", '{"category":"fact","key":"k","content":"half \\udc00 an emoji"}'),
+                3,
+                ["surrogate", "content"],
+            ),
             (call % (4, "search", '{"qu\\ud83dery":"x"}'), 4, ["surrogate"]),
             (call % (5, "search", '{"query":%s}' % _deep(100_000)), 5, ["nested"]),
             (call % (6, "store", '{"category":"fact","key":"k","content":"c","tags":%s}' % _deep(300)), 6, []),
             (call % (7, "search", '{"query":%s}' % _deep(150)), 7, []),  # deep, within what the parser reads
             # the id after a deep member: still found
-            ('{"jsonrpc":"2.0","method":"tools/call","params":{"name":"search","arguments":{"query":%s}},"id":8}'
-             % _deep(100_000), 8, ["nested"]),
+            (
+                '{"jsonrpc":"2.0","method":"tools/call","params":{"name":"search","arguments":{"query":%s}},"id":8}'
+                % _deep(100_000),
+                8,
+                ["nested"],
+            ),
             ('{"jsonrpc":"2.0","id":"nine","method":5}', "nine", []),  # JSON, but not a JSON-RPC request
             ("this is not JSON", None, ["JSON"]),
-            ('{"jsonrpc":"2.0","id":10,"method":"tools/call","params":{"name":"search","arguments":{"query":"x"}', 10,
-             []),  # cut short
+            (
+                '{"jsonrpc":"2.0","id":10,"method":"tools/call","params":{"name":"search","arguments":{"query":"x"}',
+                10,
+                [],
+            ),  # cut short
         ]
         for line, expected_id, words in cases:
             started = time.monotonic()
@@ -152,12 +180,15 @@ def test_a_lone_surrogate_deep_nesting_or_a_broken_line_is_answered_and_the_serv
 
 # --- item 18: the query size cap, on every face ------------------------------------------
 
+
 def test_the_python_api_refuses_a_long_query_quickly_and_names_the_limit(vault: Vault) -> None:
     vault.store("fact", "alpha", "alpha bravo charlie")
     for text in (LONG_WORD, BIG_QUERY, "x" * (MAX_QUERY_CHARS + 1)):
-        for name, call in (("search", lambda: vault.search(text)),
-                           ("recall", lambda: vault.recall(query=text)),
-                           ("recall_items", lambda: vault.recall_items(query=text))):
+        for name, call in (
+            ("search", lambda: vault.search(text)),
+            ("recall", lambda: vault.recall(query=text)),
+            ("recall_items", lambda: vault.recall_items(query=text)),
+        ):
             started = time.monotonic()
             with pytest.raises(InvalidInput) as caught:
                 call()
@@ -200,8 +231,12 @@ def test_mcp_refuses_a_long_query_quickly_and_keeps_answering(vault: Vault) -> N
 
     async def script(agent: Agent) -> list[Any]:
         out = []
-        for tool, args in (("search", {"query": LONG_WORD}), ("recall", {"query": LONG_WORD}),
-                           ("search", {"query": BIG_QUERY}), ("recall", {"query": BIG_QUERY})):
+        for tool, args in (
+            ("search", {"query": LONG_WORD}),
+            ("recall", {"query": LONG_WORD}),
+            ("search", {"query": BIG_QUERY}),
+            ("recall", {"query": BIG_QUERY}),
+        ):
             started = time.monotonic()
             message = await agent.error(tool, **args)
             out.append((tool, len(args["query"]), time.monotonic() - started, message))
@@ -218,9 +253,11 @@ def test_mcp_refuses_a_long_query_quickly_and_keeps_answering(vault: Vault) -> N
 # --- item 21: errors for agents, unknown arguments, recall's budget ---------------------------
 
 #: What an agent cannot act on: a command line, an exit code, a file that does not ship.
-CLI_TALK = re.compile(r"memfile (?:init|recall|search|store|show|list|forget|verify|edit|reactivate|doctor|sync"
-                      r"|resolve|history|log|restore|undo|remote|mcp|watch|expiring|tags)\b"
-                      r"|exit code|SPEC|--[a-z]|memfile error")
+CLI_TALK = re.compile(
+    r"memfile (?:init|recall|search|store|show|list|forget|verify|edit|reactivate|doctor|sync"
+    r"|resolve|history|log|restore|undo|remote|mcp|watch|expiring|tags)\b"
+    r"|exit code|SPEC|--[a-z]|memfile error"
+)
 
 
 def test_tool_errors_and_descriptions_speak_to_an_agent(sample_copy: Path) -> None:
@@ -279,8 +316,12 @@ def test_recall_over_mcp_has_a_default_budget(vault: Vault) -> None:
     write(root / "michael" / "note" / "paste.md", "---\ncategory: note\nkey: paste\n---\n" + paste)
 
     async def script(agent: Agent) -> tuple[str, ...]:
-        return (await agent.ok("recall"), await agent.ok("recall", query="pasted log"),
-                await agent.ok("recall", limit=3), await agent.ok("recall", budget=0))
+        return (
+            await agent.ok("recall"),
+            await agent.ok("recall", query="pasted log"),
+            await agent.ok("recall", limit=3),
+            await agent.ok("recall", budget=0),
+        )
 
     *bounded, unlimited = serve(root, script, watch=False)
     budget = DEFAULT_MCP_RECALL_BUDGET  # `[mcp] recall_budget` when memfile.toml does not set it

@@ -14,16 +14,17 @@ from pathlib import Path
 from conftest import git
 from helpers import commit_by_hand, fails, in_vault, ok, write
 
-from memfile import Vault
-from memfile import errors
+from memfile import Vault, errors
 
 EXIT_SYNC_CONFLICTS = getattr(errors, "EXIT_SYNC_CONFLICTS", 8)
 
 
 def autosync_with(vault: Vault, remote: str) -> None:
     config = vault.root / "memfile.toml"
-    config.write_text(config.read_text(encoding="utf-8") + f"\n[sync]\nautosync = true\ninterval = 10\n"
-                      f"remote = '{remote}'\n", encoding="utf-8")
+    config.write_text(
+        config.read_text(encoding="utf-8") + f"\n[sync]\nautosync = true\ninterval = 10\nremote = '{remote}'\n",
+        encoding="utf-8",
+    )
     (vault.root / ".memfile" / f"synced-{vault.mind}").unlink(missing_ok=True)
 
 
@@ -59,8 +60,9 @@ def test_sync_branch_option_never_reaches_git_as_an_option(two: tuple[Vault, Vau
     assert git(laptop.root, "ls-remote", "--heads", "origin").count("refs/heads/") == 1
 
 
-def test_hostile_config_remote_in_memfile_toml_runs_nothing_through_autosync(two: tuple[Vault, Vault],
-                                                                             tmp_path: Path) -> None:
+def test_hostile_config_remote_in_memfile_toml_runs_nothing_through_autosync(
+    two: tuple[Vault, Vault], tmp_path: Path
+) -> None:
     laptop, _ = two
     pwned = tmp_path / "PWNED"
     autosync_with(laptop, hostile(pwned))
@@ -74,8 +76,9 @@ def test_hostile_config_remote_in_memfile_toml_runs_nothing_through_autosync(two
     assert "remote" in result.stderr and "memfile.toml" in result.stderr
 
 
-def test_config_remote_that_is_a_path_to_a_repository_with_hooks_is_refused(two: tuple[Vault, Vault],
-                                                                            tmp_path: Path) -> None:
+def test_config_remote_that_is_a_path_to_a_repository_with_hooks_is_refused(
+    two: tuple[Vault, Vault], tmp_path: Path
+) -> None:
     """A path (or URL) in `[sync] remote` would run that repository's hooks on push: only remote names."""
     laptop, _ = two
     pwned = tmp_path / "PWNED"
@@ -127,26 +130,35 @@ def blocking_sync(laptop: Vault, server: Vault, tmp_path: Path) -> tuple[subproc
     laptop.sync()
     server.store("fact", "slow", "Server's text")
     script = tmp_path / "driver.sh"
-    script.write_text(f"#!/bin/sh\ntouch {tmp_path}/started\n"
-                      f"while [ ! -e {tmp_path}/release ]; do sleep 0.02; done\nexit 1\n", encoding="utf-8")
+    script.write_text(
+        f"#!/bin/sh\ntouch {tmp_path}/started\nwhile [ ! -e {tmp_path}/release ]; do sleep 0.02; done\nexit 1\n",
+        encoding="utf-8",
+    )
     script.chmod(0o755)
     (server.root / ".git" / "info").mkdir(exist_ok=True)
     (server.root / ".git" / "info" / "attributes").write_text("michael/fact/slow.md merge=slow\n", encoding="utf-8")
     git(server.root, "config", "merge.slow.driver", f"{script} %O %A %B")
-    sync = subprocess.Popen([sys.executable, "-m", "memfile", "--vault", str(server.root), "sync"],
-                            start_new_session=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    sync = subprocess.Popen(
+        [sys.executable, "-m", "memfile", "--vault", str(server.root), "sync"],
+        start_new_session=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
     wait_until(lambda: (tmp_path / "started").exists())
     return sync, tmp_path / "release"
 
 
 def left_behind(root: Path) -> list[str]:
     git_dir = root / ".git"
-    return sorted([p.name for p in root.iterdir() if p.name.startswith((".merge_file_", ".memfile-tmp-"))]
-                  + [n for n in ("index.lock", "MERGE_HEAD") if (git_dir / n).exists()])
+    return sorted(
+        [p.name for p in root.iterdir() if p.name.startswith((".merge_file_", ".memfile-tmp-"))]
+        + [n for n in ("index.lock", "MERGE_HEAD") if (git_dir / n).exists()]
+    )
 
 
 def test_sync_killed_with_its_git_inside_the_merge_is_cleaned_up_by_the_next_write(
-        two: tuple[Vault, Vault], tmp_path: Path) -> None:
+    two: tuple[Vault, Vault], tmp_path: Path
+) -> None:
     laptop, server = two
     sync, _ = blocking_sync(laptop, server, tmp_path)
     os.killpg(sync.pid, signal.SIGKILL)  # memfile, git and the merge driver
@@ -163,7 +175,8 @@ def test_sync_killed_with_its_git_inside_the_merge_is_cleaned_up_by_the_next_wri
 
 
 def test_sync_killed_while_its_git_goes_on_is_waited_for_by_the_next_write(
-        two: tuple[Vault, Vault], tmp_path: Path) -> None:
+    two: tuple[Vault, Vault], tmp_path: Path
+) -> None:
     laptop, server = two
     sync, release = blocking_sync(laptop, server, tmp_path)
     os.kill(sync.pid, signal.SIGKILL)  # memfile only: its git goes on until it finds nobody listening
@@ -187,8 +200,24 @@ def merge_stopped_by_git(laptop: Vault, server: Vault, message: str, other: str 
     commit_by_hand(server.root, other)
     server.store("fact", "slow", "Server's text")
     git(server.root, "fetch", "-q", "origin")
-    subprocess.run(["git", "-c", "user.name=H", "-c", "user.email=h@e", "-c", "merge.memfile.driver=false",
-                    "merge", "-q", "-m", message, "origin/main"], cwd=server.root, capture_output=True)
+    subprocess.run(
+        [
+            "git",
+            "-c",
+            "user.name=H",
+            "-c",
+            "user.email=h@e",
+            "-c",
+            "merge.memfile.driver=false",
+            "merge",
+            "-q",
+            "-m",
+            message,
+            "origin/main",
+        ],
+        cwd=server.root,
+        capture_output=True,
+    )
     assert (server.root / ".git" / "MERGE_HEAD").exists() and git(server.root, "ls-files", "-u")
 
 
@@ -219,8 +248,22 @@ def test_a_persons_own_merge_in_progress_is_never_aborted(two: tuple[Vault, Vaul
     laptop.sync()
     server.store("fact", "office", "Munich")
     git(server.root, "fetch", "-q", "origin")
-    subprocess.run(["git", "-c", "user.name=H", "-c", "user.email=h@e", "-c", "merge.memfile.driver=false",
-                    "merge", "-q", "origin/main"], cwd=server.root, capture_output=True)
+    subprocess.run(
+        [
+            "git",
+            "-c",
+            "user.name=H",
+            "-c",
+            "user.email=h@e",
+            "-c",
+            "merge.memfile.driver=false",
+            "merge",
+            "-q",
+            "origin/main",
+        ],
+        cwd=server.root,
+        capture_output=True,
+    )
     assert (server.root / ".git" / "MERGE_HEAD").exists()
     (server.root / ".git" / "MEMFILE_SYNC").touch()  # even beside what a killed sync left
     fails(in_vault(server.root, "store", "fact", "other", "x"), 6)
@@ -240,8 +283,7 @@ def conflicted(two: tuple[Vault, Vault]) -> tuple[Vault, Vault]:
     return laptop, server
 
 
-def test_resolve_ours_is_this_machines_text_on_the_machine_that_pulled_the_conflict(
-        two: tuple[Vault, Vault]) -> None:
+def test_resolve_ours_is_this_machines_text_on_the_machine_that_pulled_the_conflict(two: tuple[Vault, Vault]) -> None:
     laptop, server = conflicted(two)
     ok(in_vault(laptop.root, "resolve", "fact/office", "--ours"))
     assert laptop.get("fact/office").content == "Hamburg (laptop)"
@@ -249,8 +291,9 @@ def test_resolve_ours_is_this_machines_text_on_the_machine_that_pulled_the_confl
     assert server.get("fact/office").content == "Munich (server)"
 
 
-def test_resolve_theirs_and_edit_on_the_machine_that_pulled_the_conflict(two: tuple[Vault, Vault],
-                                                                        tmp_path: Path) -> None:
+def test_resolve_theirs_and_edit_on_the_machine_that_pulled_the_conflict(
+    two: tuple[Vault, Vault], tmp_path: Path
+) -> None:
     laptop, server = conflicted(two)
     seen = tmp_path / "seen.md"
     editor = tmp_path / "editor.sh"

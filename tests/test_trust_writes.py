@@ -32,6 +32,7 @@ def _versions(root: Path, relpath: str) -> set[bytes]:
 
 # --- issue 20 item 7: a hand edit saved while a store of the same memory runs -----------------------
 
+
 def _editor_save(path: Path, data: bytes) -> None:
     """Save as vim, VS Code and JetBrains do: a temp file renamed over the memory."""
     tmp = path.with_name(f".{path.name}.swp-save")
@@ -111,10 +112,17 @@ def test_saves_swept_around_real_store_processes_are_all_kept(vault: Vault, mode
     env = {**os.environ, "PYTHONSAFEPATH": "1"}
     for n in range(1, 25):
         start = time.time() + 0.35 + (n % 12) * 0.01  # spread over the store process's writing moment
-        editor = subprocess.Popen([sys.executable, "-c", _EDITOR, str(vault.root / relpath), str(start), mode],
-                                  stdout=subprocess.PIPE, text=True)
-        subprocess.run([sys.executable, "-m", "memfile", "--vault", str(vault.root), "store", "fact", "same",
-                        f"version {n}"], env=env, capture_output=True, check=False)
+        editor = subprocess.Popen(
+            [sys.executable, "-c", _EDITOR, str(vault.root / relpath), str(start), mode],
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        subprocess.run(
+            [sys.executable, "-m", "memfile", "--vault", str(vault.root), "store", "fact", "same", f"version {n}"],
+            env=env,
+            capture_output=True,
+            check=False,
+        )
         saved = editor.communicate()[0].encode()
         if saved:  # the person's save: on disk or in history, whatever the timing
             assert saved in _versions(vault.root, relpath) or saved == (vault.root / relpath).read_bytes(), n
@@ -140,6 +148,7 @@ def test_put_never_replaces_a_file_that_changed_since_it_was_read(tmp_path: Path
 
 # --- issue 20 item 8: a detached HEAD ---------------------------------------------------------------
 
+
 def test_store_on_a_detached_head_is_refused_and_writes_nothing(vault: Vault) -> None:
     ok(in_vault(vault.root, "store", "fact", "a", "x"))
     git(vault.root, "checkout", "-q", "--detach")
@@ -155,6 +164,7 @@ def test_store_on_a_detached_head_is_refused_and_writes_nothing(vault: Vault) ->
 
 
 # --- issue 20 item 6: agents write at most `high` ---------------------------------------------------
+
 
 def test_an_agent_cannot_store_a_critical_memory_through_the_cli(vault: Vault) -> None:
     agent = {"MEMFILE_SOURCE": "agent"}
@@ -180,6 +190,7 @@ def test_an_agent_cannot_store_critical_through_the_api_or_bring_a_critical_memo
 
 # --- issue 21 item 3: nothing is stored that memfile cannot read back ------------------------------
 
+
 def test_content_with_conflict_markers_is_refused_and_nothing_is_written(vault: Vault) -> None:
     content = "before\n<<<<<<< HEAD\nmine\n=======\ntheirs\n>>>>>>> other\nafter"
     result = fails(in_vault(vault.root, "store", "fact", "k0", content), 2)
@@ -200,6 +211,7 @@ def test_content_plus_tags_over_the_size_limit_is_refused(vault: Vault) -> None:
 
 # --- issue 20 item 2: init commits only what memfile made ------------------------------------------
 
+
 def test_init_of_a_folder_with_other_files_commits_only_memfiles_own(tmp_path: Path) -> None:
     home = tmp_path / "home"
     write(home / ".ssh" / "id_rsa", "PRIVATE KEY")
@@ -212,6 +224,7 @@ def test_init_of_a_folder_with_other_files_commits_only_memfiles_own(tmp_path: P
 
 
 # --- issue 21 items 12 and 16: the file system refusing a write is a clear error --------------------
+
 
 def test_a_file_where_a_category_folder_should_be_is_named(vault: Vault) -> None:
     write(vault.root / "michael" / "fact", "not a folder")
@@ -239,10 +252,17 @@ def test_a_state_folder_that_is_a_file_makes_writes_fail_clearly(vault: Vault) -
 
 def _read_only(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
     """`memfile ARGS` with the vault mounted read-only (a private mount namespace; needs root)."""
-    command = (f"mount --bind {root} {root} && mount -o remount,bind,ro {root} && "
-               f"exec {sys.executable} -m memfile --vault {root} " + " ".join(f"'{a}'" for a in args))
-    return subprocess.run(["unshare", "-m", "sh", "-c", command], capture_output=True, text=True, check=False,
-                          env={**os.environ, "PYTHONSAFEPATH": "1"})
+    command = (
+        f"mount --bind {root} {root} && mount -o remount,bind,ro {root} && "
+        f"exec {sys.executable} -m memfile --vault {root} " + " ".join(f"'{a}'" for a in args)
+    )
+    return subprocess.run(
+        ["unshare", "-m", "sh", "-c", command],
+        capture_output=True,
+        text=True,
+        check=False,
+        env={**os.environ, "PYTHONSAFEPATH": "1"},
+    )
 
 
 def test_writes_to_a_read_only_vault_fail_clearly_and_leave_nothing(vault: Vault) -> None:
@@ -251,8 +271,12 @@ def test_writes_to_a_read_only_vault_fail_clearly_and_leave_nothing(vault: Vault
         pytest.skip("needs a private mount namespace (root) to mount the vault read-only")
     vault.store("fact", "a", "before")
     head = git(vault.root, "rev-parse", "HEAD")
-    for args in (["store", "fact", "b", "new"], ["store", "fact", "a", "changed"], ["forget", "fact/a"],
-                 ["verify", "fact/a"]):
+    for args in (
+        ["store", "fact", "b", "new"],
+        ["store", "fact", "a", "changed"],
+        ["forget", "fact/a"],
+        ["verify", "fact/a"],
+    ):
         done = _read_only(vault.root, *args)
         assert done.returncode == 4, (args, done.returncode, done.stderr)
         assert "read-only" in done.stderr and "Traceback" not in done.stderr, done.stderr

@@ -10,8 +10,8 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import pytest
-from helpers import BROKEN, HAND_MADE, commit_by_hand, files_outside_git, last_subject, plain_vault, write
 from conftest import SAMPLE_VAULT, commit_count, git
+from helpers import BROKEN, HAND_MADE, commit_by_hand, files_outside_git, last_subject, plain_vault, write
 
 from memfile import (
     AmbiguousRef,
@@ -185,7 +185,12 @@ def test_store_priority_confidence_and_source(vault: Vault) -> None:
 
 @pytest.mark.parametrize(
     ("text", "delta"),
-    [("30m", timedelta(minutes=30)), ("12h", timedelta(hours=12)), ("7d", timedelta(days=7)), ("2w", timedelta(weeks=2))],
+    [
+        ("30m", timedelta(minutes=30)),
+        ("12h", timedelta(hours=12)),
+        ("7d", timedelta(days=7)),
+        ("2w", timedelta(weeks=2)),
+    ],
 )
 def test_store_expires_duration(vault: Vault, text: str, delta: timedelta) -> None:
     before = datetime.now(timezone.utc)
@@ -566,8 +571,6 @@ def test_symlinked_category_folder_leading_outside_is_refused(vault: Vault, tmp_
 # --- malformed files --------------------------------------------------------------------------
 
 
-
-
 def test_malformed_file_is_reported_and_skipped(vault: Vault) -> None:
     vault.store("fact", "good", "fine")
     broken = write(vault.root / "michael" / "fact" / "broken.md", BROKEN)
@@ -631,8 +634,12 @@ def test_two_processes_storing_at_once_both_succeed(vault: Vault, tmp_path: Path
     go = tmp_path / "go"
     before = commit_count(vault.root)
     procs = [
-        subprocess.Popen([sys.executable, "-c", WRITER, str(vault.root), prefix, str(go)],
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        subprocess.Popen(
+            [sys.executable, "-c", WRITER, str(vault.root), prefix, str(go)],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
         for prefix in ("left", "right")
     ]
     go.touch()
@@ -675,7 +682,10 @@ def test_a_store_sees_files_renamed_copied_or_edited_by_hand_just_before(vault: 
     car.write_text(car.read_text(encoding="utf-8").replace("blue", "red"), encoding="utf-8")  # edited in place
     assert vault.store("fact", "car", "The car is red, and fast").memory.content == "The car is red, and fast"
     assert [v.memory.content for v in vault.history("fact/car") if v.memory][:3] == [
-        "The car is red, and fast", "The car is red", "The car is blue"]  # the hand edit kept in history
+        "The car is red, and fast",
+        "The car is red",
+        "The car is blue",
+    ]  # the hand edit kept in history
     shutil.copy(mind / "fact" / "car.md", mind / "fact" / "car-copy.md")  # copied by hand
     with pytest.raises(AmbiguousRef):
         vault.store("fact", "car", "third version")
@@ -691,7 +701,12 @@ def test_a_file_is_read_with_its_stat_before_and_after_from_one_descriptor(tmp_p
     note.write_bytes(b"---\nkey: x\n---\nbody\n")
     info = os.stat(note)
     data, before, after = read_file(str(note), "m/note.md", lambda path: False)
-    assert data == note.read_bytes() and before == after == (info.st_size, info.st_mtime_ns, info.st_ctime_ns, info.st_ino)
+    assert data == note.read_bytes() and before == after == (
+        info.st_size,
+        info.st_mtime_ns,
+        info.st_ctime_ns,
+        info.st_ino,
+    )
 
     link = tmp_path / "link.md"
     link.symlink_to(note)
@@ -708,12 +723,19 @@ def test_a_file_is_read_with_its_stat_before_and_after_from_one_descriptor(tmp_p
         read_file(str(tmp_path / "gone.md"), "m/gone.md", lambda path: True)
 
 
-@pytest.mark.parametrize(("failures", "rebuilt"), [
-    ([FileNotFoundError], False), ([FileNotFoundError, FileNotFoundError], False),  # merged away, again
-    ([FileNotFoundError] * 3, True), ([ValueError, ValueError], True), ([ValueError, FileNotFoundError], False),
-])
+@pytest.mark.parametrize(
+    ("failures", "rebuilt"),
+    [
+        ([FileNotFoundError], False),
+        ([FileNotFoundError, FileNotFoundError], False),  # merged away, again
+        ([FileNotFoundError] * 3, True),
+        ([ValueError, ValueError], True),
+        ([ValueError, FileNotFoundError], False),
+    ],
+)
 def test_a_search_looks_again_at_an_index_a_busy_writer_merged_under_it(
-        vault: Vault, failures: list[type[Exception]], rebuilt: bool) -> None:
+    vault: Vault, failures: list[type[Exception]], rebuilt: bool
+) -> None:
     """A file of the index gone is most likely merged away by another process's commit: a search
     looks afresh twice for it before it rebuilds (once for any other failure)."""
     from memfile.index import IndexDamaged, SearchOptions

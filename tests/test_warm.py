@@ -9,15 +9,17 @@ from pathlib import Path
 import pytest
 
 from memfile import Vault
-from memfile.index.persisted import MemfileAnalyzer, schema
-from memfile.index.snippet import snippet
-from memfile.index.query import parse_query
-from memfile.text import matching, token_texts, tokens
-from memfile.index.score_cache import WARM_FROM, ScoreCache, plain_terms
 from memfile.config import plain
+from memfile.index.persisted import MemfileAnalyzer, schema
+from memfile.index.query import parse_query
+from memfile.index.score_cache import WARM_FROM, ScoreCache, plain_terms
+from memfile.index.snippet import snippet
+from memfile.text import matching, token_texts, tokens
 
-WORDS = ("alpha bravo charlie delta echo foxtrot golf hotel india juliet kilo lima mike november oscar papa "
-         "deploy deploying database servers cache queue").split()
+WORDS = (
+    "alpha bravo charlie delta echo foxtrot golf hotel india juliet kilo lima mike november oscar papa "
+    "deploy deploying database servers cache queue"
+).split()
 CATEGORIES = ("fact", "project", "note", "skill")
 
 
@@ -27,7 +29,8 @@ def write_memory(root: Path, category: str, key: str, body: str, tags: list[str]
     path.write_text(
         f"---\ncategory: {category}\nkey: {key}\npriority: {priority}\ntags: [{', '.join(tags)}]\n"
         f"source: user\nverified: true\ncreated_at: 2026-01-01T00:00:00Z\nupdated_at: 2026-01-01T00:00:00Z\n---\n{body}\n",
-        encoding="utf-8")
+        encoding="utf-8",
+    )
 
 
 @pytest.fixture
@@ -36,7 +39,9 @@ def words_vault(vault: Vault) -> Vault:
     r = random.Random(7)
     for n in range(300):
         body = " ".join(r.choice(WORDS) for _ in range(r.randint(3, 40)))
-        write_memory(vault.root, r.choice(CATEGORIES), f"m{n:03d}", body, r.sample(["red", "blue", "green"], r.randint(0, 2)))
+        write_memory(
+            vault.root, r.choice(CATEGORIES), f"m{n:03d}", body, r.sample(["red", "blue", "green"], r.randint(0, 2))
+        )
     vault.refresh()
     return vault
 
@@ -84,10 +89,16 @@ def compare_random_queries(vault: Vault, seed: int, warm: ScoreCache | None = No
     searcher, fresh = whoosh_and_warm(vault)
     warm = warm or fresh
     r = random.Random(seed)
-    filters = [None, query.Term("category", "project"), query.Term("tags", "red"),
-               query.And([query.Term("tags", "red"), query.Term("category", "fact")])]
+    filters = [
+        None,
+        query.Term("category", "project"),
+        query.Term("tags", "red"),
+        query.And([query.Term("tags", "red"), query.Term("category", "fact")]),
+    ]
     for _ in range(300):
-        text = " ".join([r.choice(WORDS)] + [r.choice(WORDS + ["the", "what?", "zulu"]) for _ in range(r.randint(0, 5))])
+        text = " ".join(
+            [r.choice(WORDS)] + [r.choice(WORDS + ["the", "what?", "zulu"]) for _ in range(r.randint(0, 5))]
+        )
         parsed = parse_query(text, searcher.schema)
         allow = r.choice(filters)
         hidden = set(r.sample(range(300), r.choice([0, 5, 50])))
@@ -111,8 +122,9 @@ def test_a_repeated_word_counts_twice_as_in_whoosh(words_vault: Vault) -> None:
     assert_same([(hit.score, hit.docnum) for hit in results], top[0])
 
 
-@pytest.mark.parametrize("text", ['"alpha bravo"', "alpha AND bravo", "alpha NOT bravo", "alph*", "alpha^2",
-                                  "tag:red OR alpha AND bravo"])
+@pytest.mark.parametrize(
+    "text", ['"alpha bravo"', "alpha AND bravo", "alpha NOT bravo", "alph*", "alpha^2", "tag:red OR alpha AND bravo"]
+)
 def test_queries_other_than_plain_words_go_to_whoosh(words_vault: Vault, text: str) -> None:
     searcher, warm = whoosh_and_warm(words_vault)
     parsed = parse_query(text, searcher.schema)
@@ -123,7 +135,9 @@ def test_queries_other_than_plain_words_go_to_whoosh(words_vault: Vault, text: s
 def test_search_results_are_the_same_with_power_syntax_and_plain_words(words_vault: Vault) -> None:
     """Through Vault.search: one query is answered warm, the other by Whoosh; both rank alike."""
     plain = [h.memory.key for h in words_vault.search("alpha", limit=50)]
-    assert plain == [h.memory.key for h in words_vault.search("alpha*", limit=50) if "alpha" in h.memory.content.split()]
+    assert plain == [
+        h.memory.key for h in words_vault.search("alpha*", limit=50) if "alpha" in h.memory.content.split()
+    ]
 
 
 def test_a_searchers_first_uncounted_query_goes_to_whoosh_and_later_ones_are_warm(words_vault: Vault) -> None:
@@ -132,7 +146,9 @@ def test_a_searchers_first_uncounted_query_goes_to_whoosh_and_later_ones_are_war
     parsed = parse_query("alpha bravo", searcher.schema)
     assert warm.top(parsed, None, set(), 10, count=False) is None
     assert warm.top(parsed, None, set(), 10, count=False) is not None
-    assert ScoreCache(searcher).top(parsed, None, set(), 10, count=True) is not None  # counting walks every posting anyway
+    assert (
+        ScoreCache(searcher).top(parsed, None, set(), 10, count=True) is not None
+    )  # counting walks every posting anyway
 
 
 def test_a_small_budget_drops_old_words_and_still_answers_right(words_vault: Vault) -> None:
@@ -237,6 +253,7 @@ def test_hits_decoded_once_are_the_current_versions(words_vault: Vault) -> None:
 
 # --- snippets -------------------------------------------------------------------
 
+
 def test_snippet_shows_two_passages_around_far_apart_matches() -> None:
     text = "alpha " + "filler " * 60 + "bravo " + "filler " * 60 + "alpha bravo here"
     shown = snippet(text, frozenset({"alpha", "bravo"}))
@@ -276,7 +293,26 @@ def test_matching_finds_exactly_the_tokens_the_tokenizer_gives() -> None:
 
 def test_token_texts_are_the_tokenizers_tokens_without_places() -> None:
     r = random.Random(5)
-    pieces = ["ab", "Ab", "cd", "x", "_", "-", " ", "9", "é", "e\u0301", "\u0301", "Đà", "Straße", ".", "ภาษา", "中文字", "ﬁ", "\n"]
+    pieces = [
+        "ab",
+        "Ab",
+        "cd",
+        "x",
+        "_",
+        "-",
+        " ",
+        "9",
+        "é",
+        "e\u0301",
+        "\u0301",
+        "Đà",
+        "Straße",
+        ".",
+        "ภาษา",
+        "中文字",
+        "ﬁ",
+        "\n",
+    ]
     for _ in range(5000):
         text = "".join(r.choice(pieces) for _ in range(r.randint(0, 20)))
         assert token_texts(text) == [t for t, _, _ in tokens(text)], text
@@ -290,15 +326,39 @@ def test_the_index_format_gives_whooshs_postings_byte_for_byte() -> None:
     field = schema()["text"]
     reference = Positions(field_boost=field.format.field_boost)
     r = random.Random(11)
-    pieces = [*WORDS, "the", "What", "is", "a", "Deploying", "Nhà", "hàng", "nha\u0300", "café", "ภาษาไทย", "東京都",
-              "it's", "e-mail", "x", "9", "_", " ", " ", ", ", ".\n", "?", "\u0301"]
+    pieces = [
+        *WORDS,
+        "the",
+        "What",
+        "is",
+        "a",
+        "Deploying",
+        "Nhà",
+        "hàng",
+        "nha\u0300",
+        "café",
+        "ภาษาไทย",
+        "東京都",
+        "it's",
+        "e-mail",
+        "x",
+        "9",
+        "_",
+        " ",
+        " ",
+        ", ",
+        ".\n",
+        "?",
+        "\u0301",
+    ]
     for _ in range(3000):
         text = "".join(r.choice(pieces) + r.choice(["", " "]) for _ in range(r.randint(0, 40)))
         ours = field.format.word_values(text, field.analyzer, mode="index")
         assert ours == list(reference.word_values(text, field.analyzer, mode="index")), text
     # anything but one string through this analyzer goes Whoosh's way
     assert list(field.format.word_values(["deploy", "deploy"], field.analyzer)) == list(
-        reference.word_values(["deploy", "deploy"], field.analyzer))
+        reference.word_values(["deploy", "deploy"], field.analyzer)
+    )
     assert type(field.analyzer) is MemfileAnalyzer
 
 
@@ -313,8 +373,11 @@ def test_the_id_fields_format_gives_whooshs_postings() -> None:
         reference = Existence(field_boost=field.format.field_boost)
         for value in ("", "fact", " padded ", "m/Nhà hàng/ภาษา.md", "a,b"):
             assert field.format.word_values(value, field.analyzer, mode="index") == list(
-                reference.word_values(value, field.analyzer, mode="index")), value
+                reference.word_values(value, field.analyzer, mode="index")
+            ), value
         assert sorted(field.format.word_values(["a", "b", "a"], field.analyzer)) == sorted(
-            reference.word_values(["a", "b", "a"], field.analyzer))
+            reference.word_values(["a", "b", "a"], field.analyzer)
+        )
         assert sorted(field.format.word_values("x", field.analyzer, positions=True)) == sorted(
-            reference.word_values("x", field.analyzer, positions=True))
+            reference.word_values("x", field.analyzer, positions=True)
+        )

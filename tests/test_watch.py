@@ -130,8 +130,12 @@ def test_autocommit_records_hand_edits_in_one_commit(vault: Vault) -> None:
 
 @pytest.mark.slow
 def test_memfile_watch_process_follows_edits_and_stops_on_sigterm(vault: Vault) -> None:
-    process = subprocess.Popen([sys.executable, "-m", "memfile", "--vault", str(vault.root), "watch"],
-                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    process = subprocess.Popen(
+        [sys.executable, "-m", "memfile", "--vault", str(vault.root), "watch"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         assert wait_until(lambda: Vault.open(vault.root).status()["watcher_pid"] == process.pid, 10)
         write(vault.root / "michael" / "fact" / "wifi.md", "zebra42\n")
@@ -170,7 +174,9 @@ def test_a_queue_overflow_falls_back_to_the_full_diff(vault: Vault) -> None:
     try:
         assert watcher.wait_idle(5)
         batches.clear()
-        logging.getLogger("watchdog.observers.inotify_c").warning("Inotify queue overflowed; filesystem events were lost")
+        logging.getLogger("watchdog.observers.inotify_c").warning(
+            "Inotify queue overflowed; filesystem events were lost"
+        )
         assert wait_until(lambda: ["(all files)"] in batches)
     finally:
         watcher.stop()

@@ -58,9 +58,16 @@ class Version:
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            "commit": self.sha, "date": self.date, "author": self.author, "source": self.source,
-            "message": self.message, "removed": self.removed, "changed": list(self.changed), "diff": self.diff,
-            "problem": self.problem, "memory": self.memory.to_dict() if self.memory else None,
+            "commit": self.sha,
+            "date": self.date,
+            "author": self.author,
+            "source": self.source,
+            "message": self.message,
+            "removed": self.removed,
+            "changed": list(self.changed),
+            "diff": self.diff,
+            "problem": self.problem,
+            "memory": self.memory.to_dict() if self.memory else None,
         }
 
 
@@ -75,8 +82,14 @@ class LogEntry:
     paths: tuple[str, ...] = field(default=())
 
     def to_dict(self) -> dict[str, Any]:
-        return {"commit": self.sha, "date": self.date, "author": self.author, "message": self.message,
-                "paths": list(self.paths)}
+        return {
+            "commit": self.sha,
+            "date": self.date,
+            "author": self.author,
+            "message": self.message,
+            "paths": list(self.paths),
+        }
+
 
 #: The subjects of memfile's own commits (`store fact/x (agent)`, `record hand edit of fact/x`, ...).
 MEMFILE_SUBJECT = re.compile(
@@ -147,10 +160,20 @@ class History:
                     memory = fileformat.parse(data, relpath, _commit_time(commit))
                 except FileParseError as exc:
                     problem = f"line {exc.line}: {exc.reason}" if exc.line else exc.reason
-            versions.append(Version(
-                commit.sha, commit.date, commit.author, _source_of(commit), commit.subject, memory,
-                _changed(previous, memory), _body_diff(previous, memory), removed=data is None, problem=problem,
-            ))
+            versions.append(
+                Version(
+                    commit.sha,
+                    commit.date,
+                    commit.author,
+                    _source_of(commit),
+                    commit.subject,
+                    memory,
+                    _changed(previous, memory),
+                    _body_diff(previous, memory),
+                    removed=data is None,
+                    problem=problem,
+                )
+            )
         return list(reversed(versions))
 
     def show_at(self, ref: str, at: str | datetime) -> Memory:
@@ -198,14 +221,18 @@ class History:
                 sha = self._revision(at, relpath)
             data = self._version_bytes(sha, relpath)
             if data is None:
-                raise NotFound(f"{ref} did not exist at {at} (commit {sha[:8]}); restore its last version with: "
-                               f"memfile restore {ref}, or pick one from: memfile history {ref}")
+                raise NotFound(
+                    f"{ref} did not exist at {at} (commit {sha[:8]}); restore its last version with: "
+                    f"memfile restore {ref}, or pick one from: memfile history {ref}"
+                )
             old = fileformat.parse(data, relpath, utc_now())
             if self.actor is Source.AGENT:  # never what the file said: a person's version stays the person's
                 data, mine = _agents_version(data, relpath, old)
                 if mine != old:
-                    self.notices.append(f"restored {old.ref} as the agent's memory (unverified, priority "
-                                        f"{mine.priority}); a person can verify it with: memfile verify {old.ref}")
+                    self.notices.append(
+                        f"restored {old.ref} as the agent's memory (unverified, priority "
+                        f"{mine.priority}); a person can verify it with: memfile verify {old.ref}"
+                    )
                 old = mine
             current = next((m for m in self.memories() if m.path == relpath), None)
             if current is None and safe_path(self.root, relpath, self.mind).exists():
@@ -215,8 +242,9 @@ class History:
                     raise Refused(f"{current.ref} was verified by a person, so an agent cannot change it; ask the user")
                 self._writer.record_hand_edit(current)
             sha_new = self._writer.apply(relpath, data, "restore", f"{old.ref} from {sha[:8]}", self.actor)
-            return StoreResult(old, created=current is None, changed=sha_new is not None, commit=sha_new,
-                               notices=tuple(self.notices))
+            return StoreResult(
+                old, created=current is None, changed=sha_new is not None, commit=sha_new, notices=tuple(self.notices)
+            )
 
     def undo(self) -> LogEntry:
         """`Vault.undo` (its docstring says what it does)."""
@@ -225,23 +253,34 @@ class History:
             commits = self._git.log()
             undone = {found.group(1) for c in commits for found in [_REVERTS.search(c.body)] if found}
             settled = {c.sha for c in commits if c.sha in undone or _REVERTS.search(c.body)}
-            last = next((c for c in commits if c.sha not in settled and MEMFILE_SUBJECT.match(c.subject)
-                         and _of_mind(c, self.mind)), None)
+            last = next(
+                (
+                    c
+                    for c in commits
+                    if c.sha not in settled and MEMFILE_SUBJECT.match(c.subject) and _of_mind(c, self.mind)
+                ),
+                None,
+            )
             if last is None or last.subject.startswith(("init", "ignore")) or last is commits[-1]:
-                raise Refused(f"mind {self.mind} has no memfile change left to undo (only its creation); "
-                              "see: memfile log")
+                raise Refused(
+                    f"mind {self.mind} has no memfile change left to undo (only its creation); see: memfile log"
+                )
             if self.actor is Source.AGENT and "(agent)" not in last.subject:
                 raise Refused(f"{last.subject!r} was a person's change; an agent can only undo its own changes")
             outside = [p for p in last.paths if not p.startswith(f"{self.mind}/")]
             if outside or not last.paths:
-                raise Refused(f"{last.subject!r} (commit {last.sha[:8]}) also changed "
-                              f"{', '.join(outside) or 'no file'}, outside mind {self.mind}, so its undo would "
-                              "reach beyond this mind; change the memory instead, or see: memfile log")
+                raise Refused(
+                    f"{last.subject!r} (commit {last.sha[:8]}) also changed "
+                    f"{', '.join(outside) or 'no file'}, outside mind {self.mind}, so its undo would "
+                    "reach beyond this mind; change the memory instead, or see: memfile log"
+                )
             later = [c for c in commits[: commits.index(last)] if c.sha not in settled]
             clash = sorted({p for c in later for p in c.paths} & set(last.paths))
             if clash:
-                raise Refused(f"undoing {last.subject!r} would discard later changes to {', '.join(clash)} "
-                              f"(commit {later[-1].sha[:8]} and after); change the memory instead, or see: memfile history")
+                raise Refused(
+                    f"undoing {last.subject!r} would discard later changes to {', '.join(clash)} "
+                    f"(commit {later[-1].sha[:8]} and after); change the memory instead, or see: memfile history"
+                )
             dirty = sorted(set(self._git.changed_paths(".")) & set(last.paths))
             if dirty:
                 raise Refused(f"{', '.join(dirty)} has changes not yet committed; commit or discard them first")
@@ -343,8 +382,10 @@ def _agents_version(data: bytes, relpath: str, memory: Memory) -> tuple[bytes, M
     mine = replace(memory, source=Source.AGENT, verified=False, priority=priority, id_derived=False)
     if mine == memory:
         return data, memory
-    refusal = Refused(f"{memory.ref} cannot be restored as an agent's memory (its file would still read as a "
-                      "person's); ask the user to restore it: memfile restore " + memory.ref)
+    refusal = Refused(
+        f"{memory.ref} cannot be restored as an agent's memory (its file would still read as a "
+        "person's); ask the user to restore it: memfile restore " + memory.ref
+    )
     try:
         rewritten = fileformat.rewrite(data, relpath, memory, mine)
         check = fileformat.parse(rewritten, relpath, memory.updated_at)

@@ -50,8 +50,14 @@ class MergeResult:
     conflicted: bool  # both sides changed the body: theirs is kept in `conflict_theirs`
 
 
-def merge_memory(base: bytes | None, ours: bytes, theirs: bytes, relpath: str,
-                 now: datetime | None = None, machine: str | None = None) -> MergeResult:
+def merge_memory(
+    base: bytes | None,
+    ours: bytes,
+    theirs: bytes,
+    relpath: str,
+    now: datetime | None = None,
+    machine: str | None = None,
+) -> MergeResult:
     """The merged file of two versions of a memory and their common ancestor (None: both created it).
 
     Args:
@@ -84,8 +90,12 @@ def merge_memory(base: bytes | None, ours: bytes, theirs: bytes, relpath: str,
     merged = replace(
         mine,
         id=pick("id") if old is not None else min((mine.created_at, mine.id), (other.created_at, other.id))[1],
-        priority=pick("priority"), source=pick("source"), confidence=pick("confidence"),
-        expires_at=pick("expires_at"), status=pick("status"), superseded_by=pick("superseded_by"),
+        priority=pick("priority"),
+        source=pick("source"),
+        confidence=pick("confidence"),
+        expires_at=pick("expires_at"),
+        status=pick("status"),
+        superseded_by=pick("superseded_by"),
         created_at=min(mine.created_at, other.created_at) if old is None else pick("created_at"),
         updated_at=max(mine.updated_at, other.updated_at),
         tags=_merge_tags(old.tags if old else (), mine.tags, other.tags),

@@ -57,6 +57,7 @@ class RemoteReport:
     def to_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)
 
+
 PUSH_ATTEMPTS = 3
 #: The subject of every merge commit sync makes (how its interrupted merge is told from a person's).
 MERGE_SUBJECT = "sync: merge "
@@ -81,8 +82,9 @@ def run_merge_driver(base: str, ours: str, theirs: str, relpath: str) -> int:
 
     base_data = Path(base).read_bytes()
     try:
-        result = merge_memory(base_data or None, Path(ours).read_bytes(), Path(theirs).read_bytes(), relpath,
-                              machine=_driver_machine())
+        result = merge_memory(
+            base_data or None, Path(ours).read_bytes(), Path(theirs).read_bytes(), relpath, machine=_driver_machine()
+        )
     except FileParseError:
         merged = merge_text(ours, base, theirs)
         if merged is None:
@@ -152,8 +154,10 @@ def recover_interrupted_sync(git: GitStore, wait: float = RECOVERY_WAIT_S) -> li
     notices: list[str] = []
     if git.sync_mark_left():
         if not git.sync_processes_gone(wait):
-            raise Conflict(f"git processes started by a memfile sync that was stopped are still at work in {git.root}; "
-                           "try again in a moment")
+            raise Conflict(
+                f"git processes started by a memfile sync that was stopped are still at work in {git.root}; "
+                "try again in a moment"
+            )
         lock = git.index_lock()
         deadline = time.monotonic() + 0.5  # a person's own quick git command (git status) lets go at once
         while lock is not None and time.monotonic() < deadline:
@@ -170,8 +174,10 @@ def recover_interrupted_sync(git: GitStore, wait: float = RECOVERY_WAIT_S) -> li
         for path in debris:
             path.unlink(missing_ok=True)
         if debris:
-            notices.append(f"removed {len(debris)} temporary files of a merge that was killed "
-                           f"({', '.join(sorted(p.name for p in debris))})")
+            notices.append(
+                f"removed {len(debris)} temporary files of a merge that was killed "
+                f"({', '.join(sorted(p.name for p in debris))})"
+            )
     return notices
 
 
@@ -200,8 +206,10 @@ def _settle(git: GitStore, unmerged: list[str], name: str, mind: str) -> list[st
         GitError: a file that is not a memory is unmerged (nothing is decided for it).
     """
     if any(not p.endswith(".md") for p in unmerged):
-        raise GitError(f"the merge of {name} conflicts outside memory files ({', '.join(unmerged)}); "
-                       "nothing was changed: merge it with git, then run memfile sync again")
+        raise GitError(
+            f"the merge of {name} conflicts outside memory files ({', '.join(unmerged)}); "
+            "nothing was changed: merge it with git, then run memfile sync again"
+        )
     kept = []
     for path in unmerged:
         # A side that deleted the file loses to the side that changed it; otherwise ours stays
@@ -209,8 +217,10 @@ def _settle(git: GitStore, unmerged: list[str], name: str, mind: str) -> list[st
         side = "theirs" if 2 not in git.unmerged_sides(path) else "ours"
         git.take_side(path, side)
         kept.append(f"{path} ({side})")
-    git.finish_merge(f"{MERGE_SUBJECT}{name}, keeping {', '.join(kept)}; the other version is in the "
-                     f"merged commit (memfile history shows it)\n\nmind: {mind}")
+    git.finish_merge(
+        f"{MERGE_SUBJECT}{name}, keeping {', '.join(kept)}; the other version is in the "
+        f"merged commit (memfile history shows it)\n\nmind: {mind}"
+    )
     return kept
 
 
@@ -252,9 +262,11 @@ class Remote:
         if not url or url.startswith("-") or any(ord(c) < 32 for c in url) or url.lower().startswith(("ext::", "fd::")):
             raise InvalidInput("URL", url, "a git URL or a path (not starting with -; ext:: and fd:: run commands)")
         if name in self._git.remotes():
-            raise Conflict(f"this vault already has a remote named {name!r} ({self._git.remote_url(name)}); "
-                           f"add this one under another name: memfile remote add {url} --name NAME "
-                           f"(or change it: git remote set-url {name} URL)")
+            raise Conflict(
+                f"this vault already has a remote named {name!r} ({self._git.remote_url(name)}); "
+                f"add this one under another name: memfile remote add {url} --name NAME "
+                f"(or change it: git remote set-url {name} URL)"
+            )
         self._git.add_remote(name, url)
 
     def sync(self, remote: str | None = None, branch: str | None = None, new_branch: bool = False) -> RemoteReport:
@@ -272,9 +284,12 @@ class Remote:
             self._git.fetch(remote)
             upstream = f"refs/remotes/{remote}/{branch}"
             if not (new_branch or self._git.has_ref(upstream) or self._git.has_branch(branch)):
-                raise InvalidInput("--branch", branch, f"a branch that exists here or on {remote}",
-                                   reason=f"it exists neither here nor on {remote}; to create it on {remote}, "
-                                          "pass --new-branch")
+                raise InvalidInput(
+                    "--branch",
+                    branch,
+                    f"a branch that exists here or on {remote}",
+                    reason=f"it exists neither here nor on {remote}; to create it on {remote}, pass --new-branch",
+                )
             report = RemoteReport(remote, branch, hand_edits=self._writer.commit_changed(None))
             before = self._git.resolve("HEAD")
             for attempt in range(PUSH_ATTEMPTS):
@@ -287,7 +302,9 @@ class Remote:
                     report.went_out = ahead
                     break
             else:
-                raise GitError(f"{remote} kept moving while syncing; your commits are kept here; run memfile sync again")
+                raise GitError(
+                    f"{remote} kept moving while syncing; your commits are kept here; run memfile sync again"
+                )
             if self._git.has_ref(upstream):
                 self._git.set_upstream(remote, branch)  # `memfile status` and `git status` show ahead/behind
         after = self._git.resolve("HEAD")
@@ -312,16 +329,24 @@ class Remote:
         if valid_remote_name(name) and name in remotes:
             return name
         if not remotes:
-            raise Refused(f"this vault has no git remote to sync with yet ({field} is {name!r}); "
-                          "add one with: memfile remote add URL, then run memfile sync")
-        raise InvalidInput(field, name, ", ".join(remotes), reason="not a remote of this vault; to sync with "
-                           "another URL or path, add it first: memfile remote add URL --name NAME")
+            raise Refused(
+                f"this vault has no git remote to sync with yet ({field} is {name!r}); "
+                "add one with: memfile remote add URL, then run memfile sync"
+            )
+        raise InvalidInput(
+            field,
+            name,
+            ", ".join(remotes),
+            reason="not a remote of this vault; to sync with "
+            "another URL or path, add it first: memfile remote add URL --name NAME",
+        )
 
     def _branch_name(self, branch: str | None) -> str:
         name = branch if branch is not None else self._git.branch()
         if not self._git.valid_branch(name):
-            raise InvalidInput("--branch", name, "a branch name such as main (not starting with -, no spaces, "
-                               "no .., no :, not HEAD)")
+            raise InvalidInput(
+                "--branch", name, "a branch name such as main (not starting with -, no spaces, no .., no :, not HEAD)"
+            )
         return name
 
     def autosync(self) -> None:
@@ -343,14 +368,19 @@ class Remote:
             self.notices.append(f"autosync: {exc} (the change is committed here; it goes out with the next sync)")
             return
         for ref in report.conflicts:
-            self.notices.append(f"autosync left a conflict: {ref} changed on both sides; finish it with: "
-                                f"memfile resolve {ref} --ours|--theirs|--edit")
+            self.notices.append(
+                f"autosync left a conflict: {ref} changed on both sides; finish it with: "
+                f"memfile resolve {ref} --ours|--theirs|--edit"
+            )
 
     def _merge(self, upstream: str, report: RemoteReport, machine: str | None = None) -> None:
         report.came_in += self._git.count(f"HEAD..{upstream}")
         name = upstream.removeprefix("refs/remotes/")
-        unmerged = self._git.merge(upstream, f"{MERGE_SUBJECT}{name}\n\nmind: {self.mind}",
-                                   env={"MEMFILE_MACHINE": machine} if machine else None)
+        unmerged = self._git.merge(
+            upstream,
+            f"{MERGE_SUBJECT}{name}\n\nmind: {self.mind}",
+            env={"MEMFILE_MACHINE": machine} if machine else None,
+        )
         if not unmerged:
             return
         try:
@@ -362,8 +392,12 @@ class Remote:
     def resolve(self, ref: str, take: str | None = None, content: str | None = None) -> StoreResult:
         """`Vault.resolve` (its docstring says what it does)."""
         if take is None and content is None:
-            raise InvalidInput("way to resolve", None, "--ours (this machine's text), --theirs (the other side's) "
-                               "or --edit (in Python: take='ours' or 'theirs', or content=...)")
+            raise InvalidInput(
+                "way to resolve",
+                None,
+                "--ours (this machine's text), --theirs (the other side's) "
+                "or --edit (in Python: take='ours' or 'theirs', or content=...)",
+            )
         if take is not None and content is not None:
             raise InvalidInput("way to resolve", f"{take} and an edited body", "one of ours, theirs, an edited body")
         if take not in (None, "ours", "theirs"):
@@ -397,4 +431,3 @@ class Remote:
             raise Refused(f"{memory.ref} has no conflict to resolve")
         ours, theirs = conflict_sides(memory, machine_name(self._git) if self._git.exists() else None)
         return f"{GUIDE_OURS}\n\n{ours}\n\n{GUIDE_THEIRS}\n\n{theirs}\n"
-

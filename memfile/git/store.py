@@ -22,8 +22,16 @@ from pathlib import Path
 from ..errors import GitError, InvalidInput
 
 # Signing prompts would hang a headless agent; quoted paths would not match ours; a URL must never run a command.
-_OPTIONS = ("-c", "commit.gpgsign=false", "-c", "core.quotepath=false",
-            "-c", "protocol.ext.allow=never", "-c", "protocol.fd.allow=never")
+_OPTIONS = (
+    "-c",
+    "commit.gpgsign=false",
+    "-c",
+    "core.quotepath=false",
+    "-c",
+    "protocol.ext.allow=never",
+    "-c",
+    "protocol.fd.allow=never",
+)
 
 #: In .git/: exists while a sync runs git; its flock is held by that sync and every git process it started,
 #: so a killed sync's git still at work is told from one that is gone (memfile.git.remote.recover_interrupted_sync).
@@ -87,7 +95,9 @@ class GitStore:
             with git.Repo(self.root) as repo:
                 status, out, err = repo.git.execute(
                     [git.Git.GIT_PYTHON_GIT_EXECUTABLE, *_OPTIONS, *args],
-                    with_extended_output=True, with_exceptions=False, env=self._env,
+                    with_extended_output=True,
+                    with_exceptions=False,
+                    env=self._env,
                     **({"pass_fds": self._inherit} if self._inherit else {}),
                 )
         except (git.InvalidGitRepositoryError, git.NoSuchPathError) as exc:
@@ -101,8 +111,13 @@ class GitStore:
     def unfinished_operation(self) -> str | None:
         """The git operation left half done in the repository (merge, rebase, ...), if any."""
         git_dir = self.root / ".git"
-        for marker, name in (("MERGE_HEAD", "merge"), ("rebase-merge", "rebase"), ("rebase-apply", "rebase"),
-                             ("CHERRY_PICK_HEAD", "cherry-pick"), ("REVERT_HEAD", "revert")):
+        for marker, name in (
+            ("MERGE_HEAD", "merge"),
+            ("rebase-merge", "rebase"),
+            ("rebase-apply", "rebase"),
+            ("CHERRY_PICK_HEAD", "cherry-pick"),
+            ("REVERT_HEAD", "revert"),
+        ):
             if (git_dir / marker).exists():
                 return name
         return None
@@ -139,7 +154,12 @@ class GitStore:
             return {"upstream": None, "remotes": remotes.split(), "ahead": None, "behind": None}
         _, counts = self._run("rev-list", "--left-right", "--count", "HEAD...@{u}")
         ahead, behind = (int(n) for n in counts.split())
-        return {"upstream": upstream.strip(), "remotes": self._run("remote")[1].split(), "ahead": ahead, "behind": behind}
+        return {
+            "upstream": upstream.strip(),
+            "remotes": self._run("remote")[1].split(),
+            "ahead": ahead,
+            "behind": behind,
+        }
 
     def commit(self, relpaths: list[str], message: str) -> str | None:
         """Commit exactly these paths (adds, changes, removals) in one commit.
@@ -177,8 +197,9 @@ class GitStore:
         present = on_disk + [p for p in relpaths if p not in on_disk and (p in in_index or p in in_head)]
         if not present:
             return None
-        status, out = self._run("commit", "--quiet", "-m", message, *(["--", *present] if others else []),
-                                check=False, errors=True)
+        status, out = self._run(
+            "commit", "--quiet", "-m", message, *(["--", *present] if others else []), check=False, errors=True
+        )
         if status != 0:
             if self._run("diff", "--cached", "--quiet", "--", *present, check=False)[0] == 0:
                 return None  # nothing to commit: the files already were as committed
@@ -231,7 +252,10 @@ class GitStore:
             with git.Repo(self.root) as repo:
                 status, out, _ = repo.git.execute(
                     [git.Git.GIT_PYTHON_GIT_EXECUTABLE, *_OPTIONS, "cat-file", "blob", spec],
-                    with_extended_output=True, with_exceptions=False, env=self._env, stdout_as_string=False,
+                    with_extended_output=True,
+                    with_exceptions=False,
+                    env=self._env,
+                    stdout_as_string=False,
                     strip_newline_in_stdout=False,  # the file's bytes exactly, its last newline included
                 )
         except (git.InvalidGitRepositoryError, git.NoSuchPathError, git.GitCommandNotFound, OSError) as exc:
@@ -248,8 +272,14 @@ class GitStore:
             return []
         request = "".join(f"{rev}:{path}\n" for rev, path in wanted).encode("utf-8")
         try:
-            done = subprocess.run([git.Git.GIT_PYTHON_GIT_EXECUTABLE, *_OPTIONS, "cat-file", "--batch"], input=request,
-                                  capture_output=True, cwd=self.root, env={**os.environ, **self._env}, check=True)
+            done = subprocess.run(
+                [git.Git.GIT_PYTHON_GIT_EXECUTABLE, *_OPTIONS, "cat-file", "--batch"],
+                input=request,
+                capture_output=True,
+                cwd=self.root,
+                env={**os.environ, **self._env},
+                check=True,
+            )
         except (OSError, subprocess.CalledProcessError) as exc:
             raise GitError(f"git could not read the history of {wanted[0][1]}: {_reason(exc)}") from None
         out, found, at = done.stdout, [], 0
@@ -307,8 +337,10 @@ class GitStore:
         """
         _, out = self._run("symbolic-ref", "--short", "-q", "HEAD", check=False)
         if not out.strip():
-            raise GitError("HEAD is detached (the vault is on no branch); get back on one with: git switch main "
-                           "(or git switch -c NAME to keep commits made since), then try again")
+            raise GitError(
+                "HEAD is detached (the vault is on no branch); get back on one with: git switch main "
+                "(or git switch -c NAME to keep commits made since), then try again"
+            )
         return out.strip()
 
     def valid_branch(self, name: str) -> bool:
@@ -348,8 +380,9 @@ class GitStore:
         return True
 
     def fetch(self, remote: str) -> None:
-        status, out = self._run("fetch", "--quiet", "--no-recurse-submodules", "--", _remote(remote),
-                                check=False, errors=True)
+        status, out = self._run(
+            "fetch", "--quiet", "--no-recurse-submodules", "--", _remote(remote), check=False, errors=True
+        )
         if status != 0:
             raise GitError(f"could not fetch from {remote!r} ({out.strip() or 'no answer'}); nothing was changed here")
 
@@ -450,8 +483,9 @@ class GitStore:
         saved = self._env
         self._env = {**saved, **(env or {})}
         try:
-            status, merged = self._run("merge", "--no-edit", "-m", message, "--", _plain(ref, "revision"),
-                                       check=False, errors=True)
+            status, merged = self._run(
+                "merge", "--no-edit", "-m", message, "--", _plain(ref, "revision"), check=False, errors=True
+            )
         finally:
             self._env = saved
         if status == 0:
@@ -491,8 +525,16 @@ class GitStore:
 
     def push(self, remote: str, branch: str) -> bool:
         """Push HEAD to the remote branch (never forced); False when the remote moved on meanwhile."""
-        status, out = self._run("push", "--quiet", "--recurse-submodules=no", "--", _remote(remote),
-                                f"HEAD:refs/heads/{_plain(branch, 'branch')}", check=False, errors=True)
+        status, out = self._run(
+            "push",
+            "--quiet",
+            "--recurse-submodules=no",
+            "--",
+            _remote(remote),
+            f"HEAD:refs/heads/{_plain(branch, 'branch')}",
+            check=False,
+            errors=True,
+        )
         if status == 0:
             return True
         if ("fetch first" in out or "non-fast-forward" in out) and "remote rejected" not in out:
@@ -538,8 +580,12 @@ def config_here(name: str) -> str | None:
     import subprocess
 
     try:  # GitPython's own variable for the git to run, without importing GitPython into a merge driver
-        done = subprocess.run([os.environ.get("GIT_PYTHON_GIT_EXECUTABLE") or "git", "config", "--get", "--", name],
-                              capture_output=True, text=True, check=False)
+        done = subprocess.run(
+            [os.environ.get("GIT_PYTHON_GIT_EXECUTABLE") or "git", "config", "--get", "--", name],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
     except OSError:
         return None
     return done.stdout.strip() or None if done.returncode == 0 else None
@@ -557,8 +603,10 @@ def _lock_hint(message: str) -> str:
     """What to do about a lock file git found in its way."""
     if ".lock': File exists" not in message:
         return ""
-    return (" (if no git command is running in the vault, one that was killed left that lock: "
-            "`memfile doctor --fix` removes git locks older than ten minutes, or remove the file by hand)")
+    return (
+        " (if no git command is running in the vault, one that was killed left that lock: "
+        "`memfile doctor --fix` removes git locks older than ten minutes, or remove the file by hand)"
+    )
 
 
 def merge_text(ours: str, base: str, theirs: str) -> bytes | None:
@@ -567,11 +615,12 @@ def merge_text(ours: str, base: str, theirs: str) -> bytes | None:
 
     status, out, _ = git.Git().execute(
         [git.Git.GIT_PYTHON_GIT_EXECUTABLE, "merge-file", "-p", "--", ours, base, theirs],
-        with_extended_output=True, with_exceptions=False, stdout_as_string=False,
+        with_extended_output=True,
+        with_exceptions=False,
+        stdout_as_string=False,
     )
     return out if status == 0 else None
 
 
 def _reason(exc: BaseException) -> str:
     return getattr(exc, "stderr", None) and str(exc.stderr).strip() or str(exc)  # type: ignore[attr-defined]
-

@@ -29,10 +29,10 @@ from ..config import STATE_DIR, plain
 from ..files import Stat
 from ..model import Memory, ParseIssue, SearchHit, utc_now
 from . import source
-from .fastpath import may_fork, split_walk
-from .source import is_folder_entry, stat_walk
 from .catalog import Catalog
 from .damage import IndexDamaged, IndexUnwritable, stored_bytes
+from .fastpath import may_fork, split_walk
+from .source import is_folder_entry, stat_walk
 from .store import (
     BULK,
     CATALOG_NAME,
@@ -44,8 +44,18 @@ from .store import (
     search_memories,
 )
 
-__all__ = ["BULK", "CATALOG_NAME", "INDEX_NAME", "SCHEMA_VERSION", "Index", "IndexDamaged", "IndexStatus",
-           "RefreshReport", "SearchOptions", "View"]
+__all__ = [
+    "BULK",
+    "CATALOG_NAME",
+    "INDEX_NAME",
+    "SCHEMA_VERSION",
+    "Index",
+    "IndexDamaged",
+    "IndexStatus",
+    "RefreshReport",
+    "SearchOptions",
+    "View",
+]
 
 T = TypeVar("T")
 
@@ -80,8 +90,14 @@ class Index:
 
     # --- freshness ---------------------------------------------------------------------
 
-    def refresh(self, progress: Callable[[int, int], None] | None = None, *, paths: list[str] | None = None,
-                wait: bool = False, trust_watcher: bool = False) -> RefreshReport:
+    def refresh(
+        self,
+        progress: Callable[[int, int], None] | None = None,
+        *,
+        paths: list[str] | None = None,
+        wait: bool = False,
+        trust_watcher: bool = False,
+    ) -> RefreshReport:
         """Bring the index in line with the files: a stat-only diff, then re-read only what changed.
 
         Args:
@@ -112,13 +128,25 @@ class Index:
             assert store is not None
             try:
                 with stored_bytes():
-                    if (not (looks or rebuilt) and paths is None and not may_fork() and not plain("bulk_child")
-                            and store.is_bulk(disk)):
+                    if (
+                        not (looks or rebuilt)
+                        and paths is None
+                        and not may_fork()
+                        and not plain("bulk_child")
+                        and store.is_bulk(disk)
+                    ):
                         apart = build_apart(self.root, self.mind, progress)  # the sync below then finds little to do
-                    report = store.sync(disk, self.load, paths, progress=progress, wait=wait,
-                                        present=lambda path: source.stat_now(self.root, path) is not None)
+                    report = store.sync(
+                        disk,
+                        self.load,
+                        paths,
+                        progress=progress,
+                        wait=wait,
+                        present=lambda path: source.stat_now(self.root, path) is not None,
+                    )
                 report.added, report.updated, report.removed = (
-                    a + b for a, b in zip(apart, (report.added, report.updated, report.removed), strict=True))
+                    a + b for a, b in zip(apart, (report.added, report.updated, report.removed), strict=True)
+                )
                 self._tell_damage()
                 return report
             except (IndexDamaged, IndexUnwritable) as exc:
@@ -185,8 +213,9 @@ class Index:
         assert self._store is not None
         folder = self._store.folder
         self._store.close()
-        self._notify(f"the index in {folder} cannot be written ({exc.why}); reading the files "
-                     "(through a temporary index)")
+        self._notify(
+            f"the index in {folder} cannot be written ({exc.why}); reading the files (through a temporary index)"
+        )
         try:
             self._store = Store.temporary(self.lock_timeout)
         except OSError:
@@ -296,8 +325,9 @@ class Index:
             issues = {i.path: i for i in self.issues}
         for path in disk:  # a folder that cannot be listed is named even before a read indexed it
             if is_folder_entry(path) and path not in issues:
-                issues[path] = ParseIssue(path, None,
-                                          f"folder cannot be read: {source.unlistable_reason(self.root / path)}")
+                issues[path] = ParseIssue(
+                    path, None, f"folder cannot be read: {source.unlistable_reason(self.root / path)}"
+                )
         return IndexStatus(
             on_disk=sum(1 for path in disk if not is_folder_entry(path)),
             indexed=sum(1 for path in recorded if not is_folder_entry(path)),
@@ -312,8 +342,9 @@ class IndexStatus:
 
     __slots__ = ("on_disk", "indexed", "stale", "unreadable", "conflicts")
 
-    def __init__(self, on_disk: int, indexed: int, stale: list[str], unreadable: list[ParseIssue],
-                 conflicts: list[str]) -> None:
+    def __init__(
+        self, on_disk: int, indexed: int, stale: list[str], unreadable: list[ParseIssue], conflicts: list[str]
+    ) -> None:
         self.on_disk, self.indexed, self.stale = on_disk, indexed, stale
         self.unreadable, self.conflicts = unreadable, conflicts
 
@@ -363,8 +394,9 @@ class View:
                 index._cached = (version, index._store.catalog.memories())
         return list(index._cached[1])
 
-    def search(self, text: str, options: SearchOptions, now: datetime | None = None,
-               count: bool = False) -> tuple[list[SearchHit], int]:
+    def search(
+        self, text: str, options: SearchOptions, now: datetime | None = None, count: bool = False
+    ) -> tuple[list[SearchHit], int]:
         """BM25F search (hits, and with `count` how many match in all). A failure gets fresh looks
         (another process merged segments under this reader, and Whoosh opens a segment's columns
         lazily), then a rebuild; where no index can be made, the files are searched in memory.

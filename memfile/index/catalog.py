@@ -30,6 +30,7 @@ import time
 from array import array
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
+from hashlib import blake2b
 from pathlib import Path
 from typing import Any
 
@@ -37,8 +38,6 @@ from ..config import plain
 from ..files import Stat
 from ..model import Memory, ParseIssue
 from .damage import decoding
-
-from hashlib import blake2b
 
 #: The size recorded for a file read too soon after its last change (see `settled`).
 UNSURE = -1
@@ -165,9 +164,16 @@ class Catalog:
     def stored(self, paths: Iterable[str]) -> dict[str, tuple[int | None, str | None, bytes | None]]:
         """path -> (issue line, issue reason, marshalled memory row) of these files, as the catalog holds them."""
         db = self._connection()
-        return {path: (line, reason, blob) for path, line, reason, blob in (
-            row for path in paths
-            for row in db.execute("SELECT path, issue_line, issue_reason, memory FROM files WHERE path = ?", (path,)))}
+        return {
+            path: (line, reason, blob)
+            for path, line, reason, blob in (
+                row
+                for path in paths
+                for row in db.execute(
+                    "SELECT path, issue_line, issue_reason, memory FROM files WHERE path = ?", (path,)
+                )
+            )
+        }
 
     def has_state(self) -> bool:
         """Whether a state is recorded at all (a new index has none), without reading it."""
@@ -205,9 +211,11 @@ class Catalog:
         makes the digest void anyway).
         """
         if version is not None:
-            self._write_if_free("INSERT OR REPLACE INTO meta SELECT 'fingerprint', ? "
-                                "WHERE (SELECT value FROM meta WHERE name = 'last_update') = ?",
-                                (fingerprint(version, disk), version))
+            self._write_if_free(
+                "INSERT OR REPLACE INTO meta SELECT 'fingerprint', ? "
+                "WHERE (SELECT value FROM meta WHERE name = 'last_update') = ?",
+                (fingerprint(version, disk), version),
+            )
 
     def _write_if_free(self, sql: str, parameters: tuple[Any, ...]) -> None:
         """Run one write for a read, unless another process is writing the catalog: a read never waits."""
@@ -250,7 +258,9 @@ class Catalog:
         except (ValueError, TypeError, IndexError):
             return None  # not what remember_mask writes: found again, and written anew
 
-    def remember_mask(self, generation: str, key: tuple[bool, bool], since: float, until: float, docs: set[int]) -> None:
+    def remember_mask(
+        self, generation: str, key: tuple[bool, bool], since: float, until: float, docs: set[int]
+    ) -> None:
         """Keep a mask for the next one-shot processes (only the latest generation's; a read's write, see
         `_write_if_free`). A document number means the same document in one generation, in any process."""
         masks = {k: v for k, v in self._masks().items() if isinstance(k, tuple) and k[:1] == (generation,)}
@@ -266,8 +276,14 @@ class Catalog:
             return {}
         return masks if isinstance(masks, dict) else {}
 
-    def write(self, rows: list[Row], removed: list[str], recorded: dict[str, Stat], segments: dict[str, int],
-              walk: dict[str, Stat] | None) -> str:
+    def write(
+        self,
+        rows: list[Row],
+        removed: list[str],
+        recorded: dict[str, Stat],
+        segments: dict[str, int],
+        walk: dict[str, Stat] | None,
+    ) -> str:
         """Record a batch: its files' rows, the files gone, the new state; returns the new version.
 
         `walk`: the whole walk the batch came from (None for a batch of given paths);
@@ -277,10 +293,15 @@ class Catalog:
             db.executemany("DELETE FROM files WHERE path = ?", [(p,) for p in removed])
             db.executemany("INSERT OR REPLACE INTO files VALUES (?, ?, ?, ?, ?)", rows)
             version = str(time.time())
-            db.executemany("INSERT OR REPLACE INTO meta VALUES (?, ?)", [
-                ("state", marshal.dumps(recorded)), ("segments", json.dumps(segments)), ("last_update", version),
-                ("fingerprint", fingerprint(version, walk) if walk is not None and recorded == walk else None),
-            ])
+            db.executemany(
+                "INSERT OR REPLACE INTO meta VALUES (?, ?)",
+                [
+                    ("state", marshal.dumps(recorded)),
+                    ("segments", json.dumps(segments)),
+                    ("last_update", version),
+                    ("fingerprint", fingerprint(version, walk) if walk is not None and recorded == walk else None),
+                ],
+            )
         self._recorded = (version, recorded)
         if len(rows) + len(removed) >= BIG_WRITE:
             self._empty_log()
@@ -407,8 +428,10 @@ def _connect(path: Path) -> sqlite3.Connection:
     db = sqlite3.connect(path, timeout=BUSY_TIMEOUT)
     db.execute("PRAGMA journal_mode=WAL")
     db.execute("PRAGMA synchronous=NORMAL")
-    db.execute("CREATE TABLE IF NOT EXISTS files "
-               "(path TEXT PRIMARY KEY, issue_line INTEGER, issue_reason TEXT, memory TEXT, ref TEXT)")
+    db.execute(
+        "CREATE TABLE IF NOT EXISTS files "
+        "(path TEXT PRIMARY KEY, issue_line INTEGER, issue_reason TEXT, memory TEXT, ref TEXT)"
+    )
     db.execute("CREATE INDEX IF NOT EXISTS files_issues ON files (issue_reason) WHERE issue_reason IS NOT NULL")
     db.execute("CREATE INDEX IF NOT EXISTS files_refs ON files (ref) WHERE ref IS NOT NULL")
     db.execute("CREATE TABLE IF NOT EXISTS meta (name TEXT PRIMARY KEY, value BLOB)")

@@ -53,8 +53,9 @@ class IndexUnwritable(Exception):
 
 
 #: What the file system says when memfile may not write its index there.
-_CANNOT_WRITE = frozenset({errno.EACCES, errno.EPERM, errno.EROFS, errno.ENOSPC, errno.EDQUOT, errno.ENOTDIR,
-                           errno.EEXIST, errno.EISDIR})
+_CANNOT_WRITE = frozenset(
+    {errno.EACCES, errno.EPERM, errno.EROFS, errno.ENOSPC, errno.EDQUOT, errno.ENOTDIR, errno.EEXIST, errno.EISDIR}
+)
 #: What SQLite says for the same (it gives no errno).
 _SQLITE_CANNOT_WRITE = ("readonly", "disk is full", "unable to open", "disk I/O error")
 #: Raised by reading damaged bytes, wherever they are read: (module, name); a module not loaded yet

@@ -88,13 +88,21 @@ def build_apart(root: Path, mind: str, progress: Callable[[int, int], None] | No
     import subprocess
     import sys
 
-    code = ("import sys\nfrom memfile import Vault\ntell = lambda d, t: (d % 100 == 0 or d == t) and print(d, t, file=sys.stderr)\n"
-            "r = Vault.open(sys.argv[1], sys.argv[2]).refresh(tell)\nprint(r.added, r.updated, r.removed)")
+    code = (
+        "import sys\nfrom memfile import Vault\ntell = lambda d, t: (d % 100 == 0 or d == t) and print(d, t, file=sys.stderr)\n"
+        "r = Vault.open(sys.argv[1], sys.argv[2]).refresh(tell)\nprint(r.added, r.updated, r.removed)"
+    )
     here = str(Path(__file__).resolve().parent.parent.parent)  # this memfile, wherever it was imported from
     env = os.environ | {"PYTHONPATH": os.pathsep.join(filter(None, [here, os.environ.get("PYTHONPATH")]))}
     try:  # never the caller's standard streams: the MCP server speaks on them
-        with subprocess.Popen([sys.executable, "-c", code, str(root), mind], env=env, stdin=subprocess.DEVNULL,
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) as child:
+        with subprocess.Popen(
+            [sys.executable, "-c", code, str(root), mind],
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        ) as child:
             for line in child.stderr or ():  # to its end first: the one line on stdout never fills a pipe
                 if progress is not None and len(told := line.split()) == 2 and "".join(told).isdigit():
                     progress(int(told[0]), int(told[1]))
@@ -111,7 +119,9 @@ def half_of(path: str) -> int:
     A folder that could not be listed (`<folder>/`) goes by its length."""
     if path[-1] == "/":
         return len(path) & 1
-    return (ord(path[-4]) + len(path) - path.rfind("/") - 1) & 1  # the last character before ".md", plus the name's length
+    return (
+        ord(path[-4]) + len(path) - path.rfind("/") - 1
+    ) & 1  # the last character before ".md", plus the name's length
 
 
 def split_walk(mind_dir: Path, root: Path) -> dict[str, Any]:
@@ -129,7 +139,6 @@ def split_walk(mind_dir: Path, root: Path) -> dict[str, Any]:
         return found | stat_walk(mind_dir, root, part=1)
     found.update(marshal.loads(theirs))
     return found
-
 
 
 def may_fork() -> bool:
@@ -168,7 +177,7 @@ class Aside:
                 os.close(read_end)
                 view = memoryview(compute())
                 while view:
-                    view = view[os.write(write_end, view):]
+                    view = view[os.write(write_end, view) :]
                 code = 0
             finally:
                 os._exit(code)
@@ -199,16 +208,47 @@ _CATEGORIES, _PRIORITIES, _SOURCES, _STATUSES = (e._value2member_map_ for e in (
 
 
 def _memory_from_row(row: tuple[Any, ...]) -> Memory:
-    (id_, mind, category, key, content, path, created, updated, priority, tags, source, verified, confidence,
-     expires, extra, has_front_matter, id_derived, status, superseded_by) = row
+    (
+        id_,
+        mind,
+        category,
+        key,
+        content,
+        path,
+        created,
+        updated,
+        priority,
+        tags,
+        source,
+        verified,
+        confidence,
+        expires,
+        extra,
+        has_front_matter,
+        id_derived,
+        status,
+        superseded_by,
+    ) = row
     memory = object.__new__(Memory)
     memory.__dict__.update(
-        id=id_, mind=mind, category=_CATEGORIES[category], key=key, content=content, path=path,
-        created_at=datetime.fromisoformat(created), updated_at=datetime.fromisoformat(updated),
-        priority=_PRIORITIES[priority], tags=tuple(tags), source=_SOURCES[source],
-        verified=verified, confidence=confidence, expires_at=datetime.fromisoformat(expires) if expires else None,
-        status=_STATUSES[status] if status else None, superseded_by=superseded_by,
+        id=id_,
+        mind=mind,
+        category=_CATEGORIES[category],
+        key=key,
+        content=content,
+        path=path,
+        created_at=datetime.fromisoformat(created),
+        updated_at=datetime.fromisoformat(updated),
+        priority=_PRIORITIES[priority],
+        tags=tuple(tags),
+        source=_SOURCES[source],
+        verified=verified,
+        confidence=confidence,
+        expires_at=datetime.fromisoformat(expires) if expires else None,
+        status=_STATUSES[status] if status else None,
+        superseded_by=superseded_by,
         extra=tuple((k, v) for k, v in json.loads(extra)) if extra else (),
-        has_front_matter=has_front_matter, id_derived=id_derived,
+        has_front_matter=has_front_matter,
+        id_derived=id_derived,
     )
     return memory

@@ -39,9 +39,19 @@ class MemfileAnalyzer(Tokenizer):
     def __hash__(self) -> int:
         return hash(type(self))
 
-    def __call__(self, value: str, positions: bool = False, chars: bool = False, keeporiginal: bool = False,
-                 removestops: bool = True, start_pos: int = 0, start_char: int = 0, tokenize: bool = True,
-                 mode: str = "", **kwargs: Any):
+    def __call__(
+        self,
+        value: str,
+        positions: bool = False,
+        chars: bool = False,
+        keeporiginal: bool = False,
+        removestops: bool = True,
+        start_pos: int = 0,
+        start_char: int = 0,
+        tokenize: bool = True,
+        mode: str = "",
+        **kwargs: Any,
+    ):
         token = Token(positions, chars, removestops=removestops, mode=mode, **kwargs)
         token.verbatim = not tokenize
         pieces = tokens(normalize(value)) if tokenize else [(fold(normalize(value)), 0, len(value))]
@@ -77,7 +87,12 @@ class IndexPositions(Positions):
     """
 
     def word_values(self, value: Any, analyzer: Any, **kwargs: Any) -> Any:
-        if type(value) is not str or type(analyzer) is not MemfileAnalyzer or kwargs.keys() - {"mode"} or plain("formats"):
+        if (
+            type(value) is not str
+            or type(analyzer) is not MemfileAnalyzer
+            or kwargs.keys() - {"mode"}
+            or plain("formats")
+        ):
             return super().word_values(value, analyzer, **kwargs)
         places: dict[str, list[int]] = {}
         known = _INDEX_TERMS
@@ -95,8 +110,12 @@ class IndexPositions(Positions):
             else:
                 found.append(pos)
         boost, one = self.field_boost, _one_place  # a term found once (most of them): its encoding made once per place
-        return [(term, 1, boost, one(found[0])) if len(found) == 1
-                else (term, len(found), len(found) * boost, self.encode(found)) for term, found in places.items()]
+        return [
+            (term, 1, boost, one(found[0]))
+            if len(found) == 1
+            else (term, len(found), len(found) * boost, self.encode(found))
+            for term, found in places.items()
+        ]
 
 
 #: word -> its term in the index (False for a stop word), for the first 50,000 words seen.
@@ -129,11 +148,67 @@ stem_word = lru_cache(maxsize=50_000)(stem)
 
 #: Whoosh's English stop words plus the question and pronoun words people type into a search box.
 STOP_WORDS = frozenset(WHOOSH_STOP_WORDS) | {
-    "what", "when", "where", "which", "who", "whom", "whose", "why", "how", "did", "does", "do", "done",
-    "i", "me", "my", "mine", "we", "us", "our", "you", "your", "he", "him", "his", "she", "her", "hers",
-    "they", "them", "their", "its", "was", "were", "been", "being", "am", "has", "had", "having",
-    "about", "there", "here", "than", "then", "so", "some", "any", "all", "into", "over", "just", "also",
-    "would", "should", "could", "s", "t", "don", "didn", "doesn",
+    "what",
+    "when",
+    "where",
+    "which",
+    "who",
+    "whom",
+    "whose",
+    "why",
+    "how",
+    "did",
+    "does",
+    "do",
+    "done",
+    "i",
+    "me",
+    "my",
+    "mine",
+    "we",
+    "us",
+    "our",
+    "you",
+    "your",
+    "he",
+    "him",
+    "his",
+    "she",
+    "her",
+    "hers",
+    "they",
+    "them",
+    "their",
+    "its",
+    "was",
+    "were",
+    "been",
+    "being",
+    "am",
+    "has",
+    "had",
+    "having",
+    "about",
+    "there",
+    "here",
+    "than",
+    "then",
+    "so",
+    "some",
+    "any",
+    "all",
+    "into",
+    "over",
+    "just",
+    "also",
+    "would",
+    "should",
+    "could",
+    "s",
+    "t",
+    "don",
+    "didn",
+    "doesn",
 }
 
 
@@ -149,7 +224,11 @@ def schema() -> Schema:
     text.format = IndexPositions(field_boost=text.format.field_boost)
     return Schema(
         path=_id(stored=True, unique=True),
-        category=_id(), priority=_id(), source=_id(), verified=_id(), status=_id(),
+        category=_id(),
+        priority=_id(),
+        source=_id(),
+        verified=_id(),
+        status=_id(),
         tags=KEYWORD(commas=True, lowercase=True, scorable=True),
         text=text,
         # Whoosh indexes a number as one term per `shift_step` bits (its range queries join them): 4 terms,

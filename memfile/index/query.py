@@ -32,14 +32,20 @@ def check_query(text: object) -> str:
         raise InvalidInput("query", text, "text: the words to search for")
     if len(text) > MAX_QUERY_CHARS:
         raise InvalidInput(
-            "query", _shown(text), f"at most {MAX_QUERY_CHARS:,} characters: the words that matter, not a whole text",
+            "query",
+            _shown(text),
+            f"at most {MAX_QUERY_CHARS:,} characters: the words that matter, not a whole text",
             reason=f"{len(text):,} characters",
         )
     try:
         text.encode("utf-8")
     except UnicodeEncodeError as exc:
-        raise InvalidInput("query", _shown(text), "whole characters (send both halves of a surrogate pair together)",
-                           reason=f"a lone surrogate {text[exc.start]!r} at character {exc.start}") from None
+        raise InvalidInput(
+            "query",
+            _shown(text),
+            "whole characters (send both halves of a surrogate pair together)",
+            reason=f"a lone surrogate {text[exc.start]!r} at character {exc.start}",
+        ) from None
     return text
 
 
@@ -100,7 +106,9 @@ def _require_filters_and_nots(node: Any) -> Any:
     if not isinstance(node, query.Or):
         return node
     nots = [child.query for child in node.subqueries if isinstance(child, query.Not)]
-    filters = [child for child in node.subqueries if isinstance(child, query.Term) and child.fieldname in _FILTER_FIELDS]
+    filters = [
+        child for child in node.subqueries if isinstance(child, query.Term) and child.fieldname in _FILTER_FIELDS
+    ]
     words = [child for child in node.subqueries if not isinstance(child, query.Not) and child not in filters]
     if not nots and not filters:
         return node
@@ -145,7 +153,9 @@ def defer_morphology() -> None:
     if spec is None or spec.loader is None:
         return
     loader = spec.loader
-    stand_in = ModuleType(MORPHOLOGY, "Whoosh's English morphology, loaded on first use (memfile.index.query.defer_morphology).")
+    stand_in = ModuleType(
+        MORPHOLOGY, "Whoosh's English morphology, loaded on first use (memfile.index.query.defer_morphology)."
+    )
 
     def real() -> ModuleType:
         module = sys.modules.get(MORPHOLOGY)

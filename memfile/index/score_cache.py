@@ -98,8 +98,9 @@ class ScoreCache:
         """The memory document `docnum` stores, decoded once."""
         return _kept(self._memories, docnum, lambda: stored_memory(self.searcher, docnum))
 
-    def top(self, parsed: Any, allow: Any, hidden: set[int], limit: int,
-            count: bool = True) -> tuple[list[tuple[float, int]], int] | None:
+    def top(
+        self, parsed: Any, allow: Any, hidden: set[int], limit: int, count: bool = True
+    ) -> tuple[list[tuple[float, int]], int] | None:
         """The `limit` best `(score, docnum)` of a plain-words query, best first, and how many match.
 
         Matches are the documents holding any of the words, within the `allow`
@@ -219,7 +220,9 @@ class ScoreCache:
         return _kept(self._filters, allow, lambda: frozenset(self.searcher.docs_for_query(allow)), FILTERS)
 
 
-def hidden_docs(searcher: Any, include_superseded: bool, include_expired: bool, now: datetime) -> tuple[set[int], datetime]:
+def hidden_docs(
+    searcher: Any, include_superseded: bool, include_expired: bool, now: datetime
+) -> tuple[set[int], datetime]:
     """The superseded and expired documents at `now` (unless included), and until when that holds."""
     from whoosh import query
 

@@ -52,6 +52,7 @@ def snippet(text: str, words: frozenset[str]) -> str:
     only those become Token objects. Running the whole text through the analyzer and a
     context fragmenter instead cost more than scoring the search itself.
     """
+
     def term(word: str) -> str:
         return word if word in STOP_WORDS else stem_word(word)
 
@@ -80,5 +81,3 @@ def _merged(fragments: list[highlight.Fragment]) -> list[highlight.Fragment]:
         else:
             joined.append(fragment)
     return joined
-
-

@@ -161,8 +161,15 @@ def _half_of(path: str) -> int:
     return half_of(path)
 
 
-def _list_folder(entries: Iterator[os.DirEntry[Any]], folder: str, relative: str, stat: bool, found: dict[str, Any],
-                 pending: list[str], part: int | None) -> None:
+def _list_folder(
+    entries: Iterator[os.DirEntry[Any]],
+    folder: str,
+    relative: str,
+    stat: bool,
+    found: dict[str, Any],
+    pending: list[str],
+    part: int | None,
+) -> None:
     """`stat_walk`'s hot loop, over one folder: every read without a watcher runs it; cheapest test first."""
     for entry in entries:
         name = entry.name
@@ -171,10 +178,14 @@ def _list_folder(entries: Iterator[os.DirEntry[Any]], folder: str, relative: str
         try:  # an entry removed meanwhile is skipped; the rest of its folder is still listed
             if name[-3:] == ".md" and not entry.is_dir(follow_symlinks=False):
                 # `fastpath.half_of(name) != part`, inlined: this loop runs once per file of the mind
-                if (part is not None and (ord(name[-4]) + len(name)) & 1 != part) or (not name.isascii() and not is_utf8_name(name)):
+                if (part is not None and (ord(name[-4]) + len(name)) & 1 != part) or (
+                    not name.isascii() and not is_utf8_name(name)
+                ):
                     continue
                 info = entry.stat() if stat else None
-                found[relative + name] = (info.st_size, info.st_mtime_ns, info.st_ctime_ns, info.st_ino) if info else None
+                found[relative + name] = (
+                    (info.st_size, info.st_mtime_ns, info.st_ctime_ns, info.st_ino) if info else None
+                )
             elif entry.is_dir(follow_symlinks=False) and not is_ignored_name(name):
                 pending.append(folder + os.sep + name)
         except OSError:

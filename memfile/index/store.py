@@ -33,14 +33,14 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from .catalog import Catalog, Row, Stat, diff, is_unsure, issue_row, memory_row, settled
-from .damage import IndexDamaged, decoding, is_damage
 from ..config import plain
 from ..errors import FileParseError, LockTimeout
 from ..model import Memory, ParseIssue, SearchHit, memory_to_row
+from ..text import normalize
+from .catalog import Catalog, Row, Stat, diff, is_unsure, issue_row, memory_row, settled
+from .damage import IndexDamaged, decoding, is_damage
 from .query import defer_morphology, weighting
 from .score_cache import ScoreCache, hidden_docs, stored_memory
-from ..text import normalize
 
 SCHEMA_VERSION = 15  # 15: the catalog keeps no recall entries; 14: the pickled classes moved to memfile.index.persisted
 INDEX_NAME = f"memories_v{SCHEMA_VERSION}"
@@ -49,6 +49,7 @@ CATALOG_NAME = f"catalog_v{SCHEMA_VERSION}.sqlite"
 BULK = 2000
 #: At most this many files recorded as unsure are read again and confirmed without a write of the index.
 CONFIRM_MAX = 200
+
 
 def schema() -> Any:
     from .persisted import schema as whoosh_schema
@@ -76,8 +77,11 @@ def _document(memory: Memory, row: bytes) -> dict[str, Any]:
     key = " ".join([memory.key.replace("_", " ")] * KEY_WEIGHT)
     tags = " ".join([" ".join(memory.tags)] * TAG_WEIGHT)
     document = {
-        "path": memory.path, "category": str(memory.category), "priority": str(memory.priority),
-        "source": str(memory.source), "verified": str(memory.verified).lower(),
+        "path": memory.path,
+        "category": str(memory.category),
+        "priority": str(memory.priority),
+        "source": str(memory.source),
+        "verified": str(memory.verified).lower(),
         "status": "superseded" if memory.superseded else "active",
         "tags": ",".join(t.replace(",", " ") for t in memory.tags),
         "text": f"{normalize(memory.content)}\n{key}\n{tags}",
@@ -294,9 +298,18 @@ class Store:
             if lock is not None:
                 lock.release()
 
-    def _write_batch(self, ix: Any, writer: Any, disk: dict[str, Stat], load: Callable[[str], tuple[Stat, Memory]],
-                     paths: Iterable[str] | None, progress: Callable[[int, int], None] | None, todo: int,
-                     report: RefreshReport, present: Callable[[str], bool] | None = None) -> RefreshReport:
+    def _write_batch(
+        self,
+        ix: Any,
+        writer: Any,
+        disk: dict[str, Stat],
+        load: Callable[[str], tuple[Stat, Memory]],
+        paths: Iterable[str] | None,
+        progress: Callable[[int, int], None] | None,
+        todo: int,
+        report: RefreshReport,
+        present: Callable[[str], bool] | None = None,
+    ) -> RefreshReport:
         """`sync`'s part under the writer lock: re-read, commit the full-text index, then the catalog."""
         with _collector_paused(todo >= BULK):
             try:
@@ -349,8 +362,12 @@ class Store:
         """Whether bringing the index in line with `disk` (a whole walk) is a bulk load (BULK files or more)."""
         return self._stale(disk, None) >= BULK
 
-    def _stale(self, disk: dict[str, Stat], paths: Iterable[str] | None,
-               load: Callable[[str], tuple[Stat, Memory]] | None = None) -> int:
+    def _stale(
+        self,
+        disk: dict[str, Stat],
+        paths: Iterable[str] | None,
+        load: Callable[[str], tuple[Stat, Memory]] | None = None,
+    ) -> int:
         """How many files to re-read or drop (all of them when there is no full-text index yet).
 
         With `load`, files recorded as unsure are read again first: when each still holds what the
@@ -365,8 +382,11 @@ class Store:
                 read_at = time.time_ns()
                 really, same = self._compare(changed, disk, load, recorded)
                 if not really:
-                    self.catalog.confirm(version, {path: (recorded[path], settled(stat, read_at))
-                                                   for path, stat in same.items()}, disk if paths is None else None)
+                    self.catalog.confirm(
+                        version,
+                        {path: (recorded[path], settled(stat, read_at)) for path, stat in same.items()},
+                        disk if paths is None else None,
+                    )
                     return 0
         return len(changed) + len(removed)
 
@@ -379,8 +399,13 @@ class Store:
         really = self._compare(unsure, disk, load, recorded)[0] if unsure else []
         return sorted(set(changed) - set(unsure) | set(really) | set(removed))
 
-    def _compare(self, paths: list[str], disk: dict[str, Stat], load: Callable[[str], tuple[Stat, Memory]],
-                 recorded: dict[str, Stat]) -> tuple[list[str], dict[str, Stat]]:
+    def _compare(
+        self,
+        paths: list[str],
+        disk: dict[str, Stat],
+        load: Callable[[str], tuple[Stat, Memory]],
+        recorded: dict[str, Stat],
+    ) -> tuple[list[str], dict[str, Stat]]:
         """(the `paths` whose file no longer holds what the catalog has, path -> stat of the others as read)."""
         stored = self.catalog.stored(paths)
         really: list[str] = []
@@ -403,8 +428,13 @@ class Store:
                 really.append(path)
         return really, same
 
-    def _read_pending(self, disk: dict[str, Stat], load: Callable[[str], tuple[Stat, Memory]],
-                      paths: Iterable[str] | None, report: RefreshReport) -> RefreshReport:
+    def _read_pending(
+        self,
+        disk: dict[str, Stat],
+        load: Callable[[str], tuple[Stat, Memory]],
+        paths: Iterable[str] | None,
+        report: RefreshReport,
+    ) -> RefreshReport:
         changed, removed = diff(self.catalog.recorded(), disk, paths)
         for path in changed:
             try:
@@ -417,8 +447,9 @@ class Store:
 
     # --- search ---------------------------------------------------------------
 
-    def search(self, text: str, options: SearchOptions, now: datetime,
-               pending: dict[str, Memory | None] | None = None) -> list[SearchHit]:
+    def search(
+        self, text: str, options: SearchOptions, now: datetime, pending: dict[str, Memory | None] | None = None
+    ) -> list[SearchHit]:
         """BM25F search; `pending` files (read, not yet indexed) are searched beside the index.
 
         Raises:
@@ -426,8 +457,14 @@ class Store:
         """
         return self._search(text, options, now, pending, count=False)[0]
 
-    def search_counted(self, text: str, options: SearchOptions, now: datetime,
-                       pending: dict[str, Memory | None] | None = None, count: bool = True) -> tuple[list[SearchHit], int]:
+    def search_counted(
+        self,
+        text: str,
+        options: SearchOptions,
+        now: datetime,
+        pending: dict[str, Memory | None] | None = None,
+        count: bool = True,
+    ) -> tuple[list[SearchHit], int]:
         """`search`, and with `count` how many memories match in all (not only the `limit` best; else 0)."""
         return self._search(text, options, now, pending, count=count)
 
@@ -451,8 +488,9 @@ class Store:
             masks = None if plain("masks") else Masks(self.catalog, _generation(self._searcher))
             self._warm = ScoreCache(self._searcher, masks=masks)
 
-    def _search(self, text: str, options: SearchOptions, now: datetime,
-                pending: dict[str, Memory | None] | None, count: bool) -> tuple[list[SearchHit], int]:
+    def _search(
+        self, text: str, options: SearchOptions, now: datetime, pending: dict[str, Memory | None] | None, count: bool
+    ) -> tuple[list[SearchHit], int]:
         from whoosh import query
 
         pending = pending or {}
@@ -477,7 +515,9 @@ class Store:
             hits += more
             matched += more_matched
         hits.sort(key=lambda h: -h.score)
-        return [SearchHit(h.memory, h.score, h.snippet, rank) for rank, h in enumerate(hits[: options.limit], 1)], matched
+        return [
+            SearchHit(h.memory, h.score, h.snippet, rank) for rank, h in enumerate(hits[: options.limit], 1)
+        ], matched
 
 
 @contextmanager
@@ -585,7 +625,8 @@ def _generation(searcher: Any) -> str:
     its mask in the new catalog), and its segments in order: random ids, and how many deletions."""
     segments = [reader.segment() for reader, _ in searcher.reader().leaf_readers()]
     return f"{searcher.reader().generation()}:" + ",".join(
-        f"{segment.segment_id()}-{segment.deleted_count()}" for segment in segments if segment is not None)
+        f"{segment.segment_id()}-{segment.deleted_count()}" for segment in segments if segment is not None
+    )
 
 
 def _filter(options: SearchOptions) -> Any:
@@ -601,8 +642,15 @@ def _filter(options: SearchOptions) -> Any:
     return query.And(terms) if terms else None
 
 
-def _live(searcher: Any, parsed: Any, allow: Any, hidden: set[int], options: SearchOptions,
-          count: bool = False, warm: ScoreCache | None = None) -> tuple[list[SearchHit], int]:
+def _live(
+    searcher: Any,
+    parsed: Any,
+    allow: Any,
+    hidden: set[int],
+    options: SearchOptions,
+    count: bool = False,
+    warm: ScoreCache | None = None,
+) -> tuple[list[SearchHit], int]:
     """The best hits but the `hidden` documents, and with `count` how many match in all.
 
     Plain words are scored from `warm` (cached word scores) when given. Expired and
@@ -623,16 +671,26 @@ def _live(searcher: Any, parsed: Any, allow: Any, hidden: set[int], options: Sea
     return hits, len(matched & set(searcher.docs_for_query(allow)) if allow else matched)
 
 
-def _hits(searcher: Any, parsed: Any, best: list[tuple[float, int]], options: SearchOptions,
-          warm: ScoreCache | None) -> list[SearchHit]:
+def _hits(
+    searcher: Any, parsed: Any, best: list[tuple[float, int]], options: SearchOptions, warm: ScoreCache | None
+) -> list[SearchHit]:
     """The `best` (score, docnum) as hits, with snippets if asked; memories decoded through `warm` when given."""
     text = searcher.schema["text"]
-    words = frozenset(text.from_bytes(term) for _, term in parsed.existing_terms(
-        searcher.reader(), fieldname="text", expand=True)) if options.snippets else frozenset()
+    words = (
+        frozenset(
+            text.from_bytes(term) for _, term in parsed.existing_terms(searcher.reader(), fieldname="text", expand=True)
+        )
+        if options.snippets
+        else frozenset()
+    )
     hits = []
     for score, docnum in best[: options.limit]:
         memory = warm.memory(docnum) if warm is not None else stored_memory(searcher, docnum)
-        snippet = ((words and highlight(normalize(memory.content), words)) or _lead(memory.content)) if options.snippets else ""
+        snippet = (
+            ((words and highlight(normalize(memory.content), words)) or _lead(memory.content))
+            if options.snippets
+            else ""
+        )
         hits.append(SearchHit(memory, float(score or 0.0), " ".join(snippet.split()), 0))
     return hits
 
@@ -642,8 +700,9 @@ def _lead(content: str) -> str:
     return flat if len(flat) <= 160 else flat[:159].rstrip() + "…"
 
 
-def _search_memories(memories: list[Memory], parsed: Any, allow: Any, options: SearchOptions,
-                     now: datetime, count: bool) -> tuple[list[SearchHit], int]:
+def _search_memories(
+    memories: list[Memory], parsed: Any, allow: Any, options: SearchOptions, now: datetime, count: bool
+) -> tuple[list[SearchHit], int]:
     """Search files that changed on disk but could not be indexed yet (the writer lock was busy)."""
     from whoosh.filedb.filestore import RamStorage
 

@@ -54,12 +54,25 @@ def test_four_processes_store_at_once(tmp_path: Path) -> None:
     toml = root / "memfile.toml"
     toml.write_text("lock_timeout = 30\n" + toml.read_text(encoding="utf-8"), encoding="utf-8")
     if git(root, "status", "--porcelain").strip():
-        git(root, "-c", "user.name=Test", "-c", "user.email=test@example.com", "commit", "-q", "-am", "lock_timeout = 30")
+        git(
+            root,
+            "-c",
+            "user.name=Test",
+            "-c",
+            "user.email=test@example.com",
+            "commit",
+            "-q",
+            "-am",
+            "lock_timeout = 30",
+        )
 
     started = time.monotonic()
-    procs = [subprocess.Popen([sys.executable, "-c", SCRIPT, str(root), str(n)],
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-             for n in range(PROCESSES)]
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", SCRIPT, str(root), str(n)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        )
+        for n in range(PROCESSES)
+    ]
     outputs = [p.communicate(timeout=120) for p in procs]
     elapsed = time.monotonic() - started
     for p, (out, err) in zip(procs, outputs):

@@ -194,8 +194,12 @@ class ForkServer:
         self.logs = logs
         self.worker: Worker | None = None  # the one running now
         with open(logs / "server.err", "wb") as err:
-            self.proc = subprocess.Popen([sys.executable, "-c", FORK_SERVER, str(root), json.dumps(POOL)],
-                                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err)
+            self.proc = subprocess.Popen(
+                [sys.executable, "-c", FORK_SERVER, str(root), json.dumps(POOL)],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=err,
+            )
         assert self._ask(None) == {"ready": True}, self.stderr()
 
     def _ask(self, command: dict[str, Any] | None) -> Any:
@@ -209,8 +213,15 @@ class ForkServer:
 
     def start(self, number: int, order: dict[str, Any]) -> Worker:
         self.worker = Worker(number, self.logs)
-        self.worker.pid = self._ask({"do": "go", **order, "events": str(self.worker.events_path),
-                                     "stderr": str(self.worker.log), "worker": number})["pid"]
+        self.worker.pid = self._ask(
+            {
+                "do": "go",
+                **order,
+                "events": str(self.worker.events_path),
+                "stderr": str(self.worker.log),
+                "worker": number,
+            }
+        )["pid"]
         return self.worker
 
     def reap(self, worker: Worker) -> int | None:
@@ -560,18 +571,38 @@ class CrashRun:
                     else:
                         effect = "; the next store still commits"
                         self.ledger.possible[LOCK_PROBE] = {content}
-                        self.ledger.reported.append({"op": "store", "cat": LOCK_PROBE[0], "key": LOCK_PROBE[1],
-                                                     "content": content, "commit": result.commit, "worker": None})
+                        self.ledger.reported.append(
+                            {
+                                "op": "store",
+                                "cat": LOCK_PROBE[0],
+                                "key": LOCK_PROBE[1],
+                                "content": content,
+                                "commit": result.commit,
+                                "worker": None,
+                            }
+                        )
                 self.findings.append(
                     f"kill {self.kills}: doctor --fix left git locks {left}, problems "
                     f"{[(f.kind, f.path) for f in after.problems]}, git status {git(root, 'status', '--short')!r}"
-                    f"{effect}")
+                    f"{effect}"
+                )
                 for lock in left:
                     (root / ".git" / lock).unlink()
                 if git(root, "status", "--porcelain", "--", MIND):
                     git(root, "add", "--all", "--", MIND)
-                    git(root, "-c", "user.name=Test", "-c", "user.email=test@example.com", "commit", "-q",
-                        "-m", "the test repairs what doctor --fix left", "--", MIND)
+                    git(
+                        root,
+                        "-c",
+                        "user.name=Test",
+                        "-c",
+                        "user.email=test@example.com",
+                        "commit",
+                        "-q",
+                        "-m",
+                        "the test repairs what doctor --fix left",
+                        "--",
+                        MIND,
+                    )
                 vault.doctor(fix=True)
                 after = vault.doctor()
             assert after.problems == [], after.problems
@@ -582,16 +613,25 @@ class CrashRun:
                 files[LOCK_PROBE] = files_after[LOCK_PROBE]
             assert files_after == files  # doctor --fix changed no memory
             assert [lock for lock in git_locks(root) if not lock.startswith("next-index-")] == []
-            fsck = subprocess.run(["git", "fsck", "--no-progress", "--no-dangling"], cwd=root, capture_output=True,
-                                  text=True)
+            fsck = subprocess.run(
+                ["git", "fsck", "--no-progress", "--no-dangling"], cwd=root, capture_output=True, text=True
+            )
             assert fsck.returncode == 0, fsck.stdout + fsck.stderr
             self.probes += 1
             content = f"note probe after {self.kills} kills: probe{self.probes}z"
             result = vault.store(*PROBE, content)
             assert result.commit, result
         self.ledger.possible[PROBE] = {content}
-        self.ledger.reported.append({"op": "store", "cat": PROBE[0], "key": PROBE[1], "content": content,
-                                     "commit": result.commit, "worker": None})
+        self.ledger.reported.append(
+            {
+                "op": "store",
+                "cat": PROBE[0],
+                "key": PROBE[1],
+                "content": content,
+                "commit": result.commit,
+                "worker": None,
+            }
+        )
 
     def check_history(self) -> int:
         """Every reported store is in history; returns how many versions were checked."""
@@ -627,8 +667,11 @@ class CrashRun:
                 events = worker.events()
                 self.seconds["running until the kill"] += time.monotonic() - clock
                 # One line per kill (shown when the test fails): what the worker did, what was in flight.
-                print(f"kill {n + 1} ({mode}): " + " ".join(e.get("op") or e.get("kind") or e["ev"] for e in events
-                                                          if e["ev"] != "ok"), f"locks: {git_locks(self.root)}")
+                print(
+                    f"kill {n + 1} ({mode}): "
+                    + " ".join(e.get("op") or e.get("kind") or e["ev"] for e in events if e["ev"] != "ok"),
+                    f"locks: {git_locks(self.root)}",
+                )
                 in_flight = self.ledger.record(events, worker)
                 retry = None
                 if in_flight and in_flight["op"] == "store" and self.rng.random() < 0.5:
@@ -650,13 +693,17 @@ class CrashRun:
         print(f"the change in flight at each kill (forget, store): {dict(self.landed)}")
         print(f"seconds: { {name: round(t, 1) for name, t in self.seconds.items()} }")
         print(f"what ran at delay/worker-only kills: {dict(self.git_at_kill)}")
-        print(f"kills inside a git command (a lock left): {self.in_git}; temp files left: {len(self.temps_seen)}; "
-              f"git locks left by kills: {dict(self.left_locks)} and {len(self.next_index_locks)} next-index-PID.lock; "
-              f"lock probes: {len(self.lock_probe_errors)} "
-              f"({self.lock_probe_errors[0] if self.lock_probe_errors else '-'})")
-        print(f"operations: {dict(counts)}; stores reported: {len(self.ledger.reported)}; "
-              f"versions checked in history: {checked}; full checks: {self.full_checks}; "
-              f"commits: {git(self.root, 'rev-list', '--count', 'HEAD').strip()}")
+        print(
+            f"kills inside a git command (a lock left): {self.in_git}; temp files left: {len(self.temps_seen)}; "
+            f"git locks left by kills: {dict(self.left_locks)} and {len(self.next_index_locks)} next-index-PID.lock; "
+            f"lock probes: {len(self.lock_probe_errors)} "
+            f"({self.lock_probe_errors[0] if self.lock_probe_errors else '-'})"
+        )
+        print(
+            f"operations: {dict(counts)}; stores reported: {len(self.ledger.reported)}; "
+            f"versions checked in history: {checked}; full checks: {self.full_checks}; "
+            f"commits: {git(self.root, 'rev-list', '--count', 'HEAD').strip()}"
+        )
         assert self.kills == kills
         assert checked == len(self.ledger.reported)
         assert not self.findings, "doctor --fix did not bring the vault back:\n" + "\n".join(self.findings)

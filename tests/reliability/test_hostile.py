@@ -44,6 +44,7 @@ assert READ_CODES <= set(EXIT_CODES) and EXIT_UNEXPECTED not in READ_CODES
 
 # --- the corpus of hand-made files -------------------------------------------
 
+
 def fm(*lines: str, body: str = "body text\n") -> bytes:
     """A memory file with the given front-matter lines."""
     return ("---\n" + "".join(line + "\n" for line in lines) + "---\n" + body).encode("utf-8")
@@ -119,7 +120,6 @@ def _large(root: Path, outside: Path) -> None:
         handle.write(line * (11 * 2**20 // len(line) + 1))
 
 
-
 CORPUS: list[Entry | object] = [
     # YAML that cannot be read at all
     Entry("broken_yaml", "michael/fact/broken.md", BROKEN.encode()),
@@ -133,18 +133,28 @@ CORPUS: list[Entry | object] = [
     Entry("duplicate_keys", "michael/fact/dupkey.md", fm("key: first", "priority: high", "key: second"), field="'key'"),
     # bytes that are not Markdown text
     Entry("invalid_utf8", "michael/fact/latin1.md", b"---\nkey: latin1\n---\ncaf\xe9 au lait\n", field="UTF-8"),
-    Entry("binary_named_md", "michael/fact/x.md", b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\x00\x00\x00\x01" + bytes(range(256)),
-          field="binary"),
+    Entry(
+        "binary_named_md",
+        "michael/fact/x.md",
+        b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\x00\x00\x00\x01" + bytes(range(256)),
+        field="binary",
+    ),
     Entry("large_11mb", "michael/fact/large.md", make=_large, field="10 MB"),
-    Entry("git_conflict_markers", "michael/fact/conflict.md",
-          b"---\nkey: conflict\n---\n<<<<<<< HEAD\nours\n=======\ntheirs\n>>>>>>> other\n", field="conflict markers"),
+    Entry(
+        "git_conflict_markers",
+        "michael/fact/conflict.md",
+        b"---\nkey: conflict\n---\n<<<<<<< HEAD\nours\n=======\ntheirs\n>>>>>>> other\n",
+        field="conflict markers",
+    ),
     # wrong values and types for the known fields
     Entry("unknown_category", "michael/fact/cat.md", fm("category: bogus"), field="category"),
     Entry("priority_number", "michael/fact/prio.md", fm("priority: 5"), field="priority"),
     Entry("tags_mapping", "michael/fact/tagmap.md", fm("tags: {a: b}"), field="tags"),
     Entry("tag_leading_dash", "michael/fact/tagdash.md", fm("tags: ['-rf']"), field="tag"),
     Entry("tag_too_long", "michael/fact/taglong.md", fm("tags: [" + "t" * 101 + "]"), field="tag"),
-    Entry("ten_thousand_tags", "michael/fact/tags10k.md", fm("tags: [" + ", ".join(f"t{i}" for i in range(10_000)) + "]")),
+    Entry(
+        "ten_thousand_tags", "michael/fact/tags10k.md", fm("tags: [" + ", ".join(f"t{i}" for i in range(10_000)) + "]")
+    ),
     Entry("verified_maybe", "michael/fact/maybe.md", fm('verified: "maybe"'), field="verified"),
     Entry("verified_number", "michael/fact/verified1.md", fm("verified: 1"), field="verified"),
     Entry("confidence_seven", "michael/fact/conf.md", fm("confidence: 7"), field="confidence"),
@@ -153,32 +163,53 @@ CORPUS: list[Entry | object] = [
     Entry("expires_tomorrowish", "michael/fact/expires.md", fm('expires_at: "tomorrow-ish"'), field="expires_at"),
     Entry("created_us_date", "michael/fact/usdate.md", fm('created_at: "01/02/2026"'), field="created_at"),
     Entry("updated_epoch_number", "michael/fact/epoch.md", fm("updated_at: 1700000000"), field="updated_at"),
-    Entry("created_year_one_east_of_utc", "michael/fact/year1.md", fm("created_at: 0001-01-01T00:00:00+01:00"),
-          field="created_at"),
+    Entry(
+        "created_year_one_east_of_utc",
+        "michael/fact/year1.md",
+        fm("created_at: 0001-01-01T00:00:00+01:00"),
+        field="created_at",
+    ),
     Entry("created_month_13", "michael/fact/month13.md", fm("created_at: 2026-13-45")),
     Entry("created_hour_25", "michael/fact/hour25.md", fm("created_at: 2026-06-27T25:00:00Z")),
     Entry("status_bogus", "michael/fact/status.md", fm("status: bogus"), field="status"),
-    Entry("superseded_by_not_an_id", "michael/fact/superseded.md", fm("status: superseded", "superseded_by: not-an-id"),
-          field="superseded_by"),
+    Entry(
+        "superseded_by_not_an_id",
+        "michael/fact/superseded.md",
+        fm("status: superseded", "superseded_by: not-an-id"),
+        field="superseded_by",
+    ),
     Entry("key_with_dot", "michael/fact/keydot.md", fm("key: a.b"), field="key"),
     Entry("key_with_slash", "michael/fact/keyslash.md", fm("key: ../../etc/passwd"), field="key"),
     Entry("key_unicode", "michael/fact/keyuni.md", fm("key: ünïcödé"), field="key"),
     Entry("key_leading_dash", "michael/fact/keydash.md", fm("key: '-rf'"), field="key"),
     Entry("key_number", "michael/fact/keyint.md", fm("key: 5"), field="key"),
-    pytest.param(Entry("id_list", "michael/fact/idlist.md", fm("id: [a, b]"), field="id"),
-                 id="id_list"),
+    pytest.param(Entry("id_list", "michael/fact/idlist.md", fm("id: [a, b]"), field="id"), id="id_list"),
     # odd but readable: memfile reads them and changes nothing
     Entry("bom", "michael/fact/bom.md", b"\xef\xbb\xbf" + fm("key: bom", "tags: [a]"), expect="memory"),
     Entry("crlf", "michael/fact/crlf.md", fm("key: crlf", "tags: [a]").replace(b"\n", b"\r\n"), expect="memory"),
-    Entry("bom_and_crlf", "michael/fact/bomcrlf.md", b"\xef\xbb\xbf" + fm("key: bomcrlf").replace(b"\n", b"\r\n"),
-          expect="memory"),
+    Entry(
+        "bom_and_crlf",
+        "michael/fact/bomcrlf.md",
+        b"\xef\xbb\xbf" + fm("key: bomcrlf").replace(b"\n", b"\r\n"),
+        expect="memory",
+    ),
     Entry("empty_file", "michael/fact/empty.md", b"", expect="memory"),
     Entry("front_matter_only", "michael/fact/fmonly.md", b"---\nkey: fmonly\n---\n", expect="memory"),
-    Entry("unclosed_front_matter", "michael/fact/unclosed.md", b"---\nkey: unclosed\nno closing fence\n", expect="memory"),
-    Entry("odd_valid_dates", "michael/fact/dates.md",
-          fm("created_at: 2026-06-27 10:00:00+02:00", "updated_at: 2026-06-27", "expires_at: 2999-01-01"), expect="memory"),
-    Entry("odd_extra_keys", "michael/fact/extras.md",
-          fm("a.b: dotted", "x/y: slashed", "ünï: unicode", "-lead: dash", "'quoted key': q"), expect="memory"),
+    Entry(
+        "unclosed_front_matter", "michael/fact/unclosed.md", b"---\nkey: unclosed\nno closing fence\n", expect="memory"
+    ),
+    Entry(
+        "odd_valid_dates",
+        "michael/fact/dates.md",
+        fm("created_at: 2026-06-27 10:00:00+02:00", "updated_at: 2026-06-27", "expires_at: 2999-01-01"),
+        expect="memory",
+    ),
+    Entry(
+        "odd_extra_keys",
+        "michael/fact/extras.md",
+        fm("a.b: dotted", "x/y: slashed", "ünï: unicode", "-lead: dash", "'quoted key': q"),
+        expect="memory",
+    ),
     Entry("hand_made", "michael/fact/office_hours.md", HAND_MADE.encode(), expect="memory"),
     Entry("unknown_category_folder", "michael/bogus/thing.md", fm("key: thing"), expect="memory"),
     Entry("file_name_unicode", "michael/fact/ünïcödé.md", fm(), expect="memory"),
@@ -192,11 +223,12 @@ CORPUS: list[Entry | object] = [
     Entry("symlink_inside", "michael/fact/alias.md", make=_symlink_in, expect="memory"),
     Entry("symlink_dangling", "michael/fact/dangling.md", make=_dangling, expect="doctor"),
     Entry("hard_link_outside", "michael/fact/linked.md", make=_hard_link, expect="memory"),
-    pytest.param(Entry("symlink_loop", "michael/fact/loop.md", make=_symlink_loop, expect="doctor"),
-                 id="symlink_loop"),
+    pytest.param(Entry("symlink_loop", "michael/fact/loop.md", make=_symlink_loop, expect="doctor"), id="symlink_loop"),
     # Not a memory (keys are snake_case): skipped by every command, named by doctor (kind bad_name).
-    pytest.param(Entry("file_name_not_utf8", "michael/fact/caf\udce9.md", make=_bad_name, expect="skipped"),
-                 id="file_name_not_utf8"),
+    pytest.param(
+        Entry("file_name_not_utf8", "michael/fact/caf\udce9.md", make=_bad_name, expect="skipped"),
+        id="file_name_not_utf8",
+    ),
 ]
 
 
@@ -205,6 +237,7 @@ def _id(entry: object) -> str:
 
 
 # --- helpers -------------------------------------------------------------------
+
 
 def snapshot(*folders: Path) -> dict[bytes, object]:
     """Path -> sha256 (regular files), link target (symlinks) or kind, outside .git and .memfile; never follows links."""
@@ -251,6 +284,7 @@ def hostile_vault(tmp_path: Path) -> tuple[Path, Path]:
 
 
 # --- the hand-made files -------------------------------------------------------
+
 
 @pytest.mark.parametrize("entry", CORPUS, ids=_id)
 def test_hostile_file(hostile_vault: tuple[Path, Path], entry: Entry) -> None:
@@ -309,15 +343,18 @@ def test_hostile_file(hostile_vault: tuple[Path, Path], entry: Entry) -> None:
     assert commit_count(root) == commits
 
 
-
-
 def test_fifo_named_md_does_not_hang(hostile_vault: tuple[Path, Path]) -> None:
     root, _ = hostile_vault
     os.mkfifo(root / "michael/fact/pipe.md")
     before = snapshot(root)
     try:
-        result = subprocess.run([sys.executable, "-m", "memfile", "--vault", str(root), "list"],
-                                capture_output=True, text=True, timeout=4, stdin=subprocess.DEVNULL)
+        result = subprocess.run(
+            [sys.executable, "-m", "memfile", "--vault", str(root), "list"],
+            capture_output=True,
+            text=True,
+            timeout=4,
+            stdin=subprocess.DEVNULL,
+        )
     except subprocess.TimeoutExpired:
         pytest.fail("memfile list hangs on a FIFO named pipe.md")
     assert result.returncode in READ_CODES and "Traceback" not in result.stderr
@@ -327,8 +364,22 @@ def test_fifo_named_md_does_not_hang(hostile_vault: tuple[Path, Path]) -> None:
 
 # --- hostile command-line input ------------------------------------------------
 
-TRAVERSALS = ["../x", "%2e%2e/x", "/etc/passwd", "fact/../../x", "fact\\..\\x", "..\\..\\x", "fact/office\x00",
-              "%2Fetc%2Fpasswd", "fact%2f..%2f..%2fx", "fact/office/extra", "mem_../x", "..", "C:\\x", ""]
+TRAVERSALS = [
+    "../x",
+    "%2e%2e/x",
+    "/etc/passwd",
+    "fact/../../x",
+    "fact\\..\\x",
+    "..\\..\\x",
+    "fact/office\x00",
+    "%2Fetc%2Fpasswd",
+    "fact%2f..%2f..%2fx",
+    "fact/office/extra",
+    "mem_../x",
+    "..",
+    "C:\\x",
+    "",
+]
 REF_COMMANDS = ["show", "forget", "history", "restore", "verify", "edit", "reactivate"]
 
 CLI: list[tuple[list[str], int, str]] = [

@@ -57,12 +57,70 @@ SETTINGS = settings(
 
 #: Strings that YAML 1.1 (PyYAML, the reader) would read as another type or refuse when written plain.
 TRICKY_WORDS = [
-    "on", "off", "yes", "no", "y", "n", "true", "False", "null", "Null", "~", "", " ", "1.10", "1e3", "0x1f",
-    "0o17", "017", "1_000", "16:9", "10:30", "1:30:00", ":)", ":0", "a:?", "?x", "? x", "-", "- x", "--- x",
-    "#hash", "a #b", "[x]", "{a: b}", "*alias", "&anchor", "!tag", "|", ">", "%x", "@at", "`tick`",
-    "'single'", '"double"', "it's", 'say "hi"', " lead", "trail ", " both ", "tab\there", "2026-06-27",
-    "2026-06-27T10:00:00Z", ".inf", "-.inf", ".nan", "<<", "=", "ünïcödé", "日本語", "emoji 🎉🚀", "𝔘𝔫𝔦",
-    "a, b", "back\\slash", "nbsp\u00a0x",
+    "on",
+    "off",
+    "yes",
+    "no",
+    "y",
+    "n",
+    "true",
+    "False",
+    "null",
+    "Null",
+    "~",
+    "",
+    " ",
+    "1.10",
+    "1e3",
+    "0x1f",
+    "0o17",
+    "017",
+    "1_000",
+    "16:9",
+    "10:30",
+    "1:30:00",
+    ":)",
+    ":0",
+    "a:?",
+    "?x",
+    "? x",
+    "-",
+    "- x",
+    "--- x",
+    "#hash",
+    "a #b",
+    "[x]",
+    "{a: b}",
+    "*alias",
+    "&anchor",
+    "!tag",
+    "|",
+    ">",
+    "%x",
+    "@at",
+    "`tick`",
+    "'single'",
+    '"double"',
+    "it's",
+    'say "hi"',
+    " lead",
+    "trail ",
+    " both ",
+    "tab\there",
+    "2026-06-27",
+    "2026-06-27T10:00:00Z",
+    ".inf",
+    "-.inf",
+    ".nan",
+    "<<",
+    "=",
+    "ünïcödé",
+    "日本語",
+    "emoji 🎉🚀",
+    "𝔘𝔫𝔦",
+    "a, b",
+    "back\\slash",
+    "nbsp\u00a0x",
 ]
 
 #: Any text, control characters and line breaks included (ruamel quotes or escapes them), except
@@ -71,12 +129,7 @@ _any_chars = st.characters(exclude_categories=["Cs"], exclude_characters="\x85")
 _yaml_chars = st.sampled_from(list(" :#'\"-?[]{},&*!|>%@`\\\n\t"))
 extra_strings = st.sampled_from(TRICKY_WORDS) | st.text(_any_chars | _yaml_chars, max_size=30)
 #: Unknown-key values: simple YAML values as PyYAML reads them back (str, int, bool, lists of str).
-extra_values = (
-    extra_strings
-    | st.integers(-(10**12), 10**12)
-    | st.booleans()
-    | st.lists(extra_strings, max_size=4)
-)
+extra_values = extra_strings | st.integers(-(10**12), 10**12) | st.booleans() | st.lists(extra_strings, max_size=4)
 #: Unknown keys: identifier-like names plus a few that YAML 1.1 would misread as plain keys.
 extra_keys = (
     st.from_regex(r"[A-Za-z][A-Za-z0-9_-]{0,15}", fullmatch=True)
@@ -113,18 +166,42 @@ def _content_ok(text: str) -> bool:
     if "\r" in text or "\x00" in text or text != text.strip():
         return False
     start = re.search(r"^<{7}( |$)", text, re.MULTILINE)
-    return not (start and re.search(r"^>{7}( |$)", text[start.end():], re.MULTILINE))
+    return not (start and re.search(r"^>{7}( |$)", text[start.end() :], re.MULTILINE))
 
 
-_markdown = st.sampled_from([
-    "# Heading", "## Sub", "- item", "* item", "1. one", "> quote", "```python\nprint('x')\n```", "---",
-    "***", "| a | b |\n|---|---|", "**bold** _it_", "[link](https://example.com)", "", "   indented",
-    "key: value", "<<<<<<< HEAD", "=======", "+++", "\ttab", "ü € 日本 🎉", "trailing  ",
-])
-contents = st.one_of(
-    st.text(st.characters(exclude_categories=["Cs"]), min_size=1, max_size=200),
-    st.lists(_markdown | st.text(max_size=40), min_size=1, max_size=8).map("\n".join),
-).map(lambda t: t.replace("\r", "").replace("\x00", "").strip()).filter(lambda t: t and _content_ok(t))
+_markdown = st.sampled_from(
+    [
+        "# Heading",
+        "## Sub",
+        "- item",
+        "* item",
+        "1. one",
+        "> quote",
+        "```python\nprint('x')\n```",
+        "---",
+        "***",
+        "| a | b |\n|---|---|",
+        "**bold** _it_",
+        "[link](https://example.com)",
+        "",
+        "   indented",
+        "key: value",
+        "<<<<<<< HEAD",
+        "=======",
+        "+++",
+        "\ttab",
+        "ü € 日本 🎉",
+        "trailing  ",
+    ]
+)
+contents = (
+    st.one_of(
+        st.text(st.characters(exclude_categories=["Cs"]), min_size=1, max_size=200),
+        st.lists(_markdown | st.text(max_size=40), min_size=1, max_size=8).map("\n".join),
+    )
+    .map(lambda t: t.replace("\r", "").replace("\x00", "").strip())
+    .filter(lambda t: t and _content_ok(t))
+)
 
 ids = st.from_regex(ID_PATTERN, fullmatch=True)
 minds = st.from_regex(r"[a-z][a-z0-9_-]{0,15}", fullmatch=True)
@@ -207,6 +284,7 @@ def comments(fm_lines: list[str]) -> list[str]:
 
 # --- hand-written variants of a serialized file ---------------------------------------------------
 
+
 def _block_tags(tag_values: tuple[str, ...], indent: str) -> str:
     if not tag_values:
         return "tags:\n"  # null: no tags
@@ -239,9 +317,17 @@ def variants(draw: st.DrawFn, memory: Memory) -> tuple[str, dict[str, Any]]:
     if draw(st.booleans()):  # end-of-line comments on scalar keys (after spaces: a tab is the xfail test below)
         for i, name in enumerate(names):
             if name in ("priority", "verified", "confidence", "expires_at", "source") and draw(st.booleans()):
-                chunks[i] = chunks[i].rstrip("\n") + draw(st.sampled_from(["  # note-", " #note-", "     # note-"])) + name + "\n"
+                chunks[i] = (
+                    chunks[i].rstrip("\n")
+                    + draw(st.sampled_from(["  # note-", " #note-", "     # note-"]))
+                    + name
+                    + "\n"
+                )
     for n in range(draw(st.integers(0, 3))):  # comment lines and blank lines between keys
-        chunks.insert(draw(st.integers(0, len(chunks))), draw(st.sampled_from([f"# note-c{n}\n", "\n", f"#note-c{n}: not a key\n"])))
+        chunks.insert(
+            draw(st.integers(0, len(chunks))),
+            draw(st.sampled_from([f"# note-c{n}\n", "\n", f"#note-c{n}: not a key\n"])),
+        )
     used = {str(k) for k, _ in memory.extra}
     for name, text, value in draw(st.lists(st.sampled_from(ODD_KEYS), max_size=3, unique_by=lambda odd: odd[0])):
         if name in used:
@@ -278,15 +364,27 @@ def _file_keys(text: str) -> list[str]:
 
 # --- 1. parse(serialize(m)) == m -----------------------------------------------------------------
 
+
 @SETTINGS
 @given(memories())
-@example(dataclasses.replace(
-    Memory(id="mem_abcd", mind="m", category=Category.FACT, key="on", content="x", path="m/fact/on.md",
-           created_at=datetime(1, 1, 1, tzinfo=UTC), updated_at=datetime(9999, 12, 31, 23, 59, 59, 999999, tzinfo=UTC)),
-    extra=tuple((f"k{i}", w) for i, w in enumerate(TRICKY_WORDS)) + (("tricky", TRICKY_WORDS),),
-    tags=parse_tags([w for w in TRICKY_WORDS if w.strip() and not w.strip().startswith("-")]),
-    status=Status.SUPERSEDED, superseded_by="mem_0000",
-))
+@example(
+    dataclasses.replace(
+        Memory(
+            id="mem_abcd",
+            mind="m",
+            category=Category.FACT,
+            key="on",
+            content="x",
+            path="m/fact/on.md",
+            created_at=datetime(1, 1, 1, tzinfo=UTC),
+            updated_at=datetime(9999, 12, 31, 23, 59, 59, 999999, tzinfo=UTC),
+        ),
+        extra=tuple((f"k{i}", w) for i, w in enumerate(TRICKY_WORDS)) + (("tricky", TRICKY_WORDS),),
+        tags=parse_tags([w for w in TRICKY_WORDS if w.strip() and not w.strip().startswith("-")]),
+        status=Status.SUPERSEDED,
+        superseded_by="mem_0000",
+    )
+)
 def test_parse_of_serialize_is_the_memory(memory: Memory) -> None:
     text = fileformat.serialize(memory)
     assert parse_text(text, memory) == memory
@@ -294,6 +392,7 @@ def test_parse_of_serialize_is_the_memory(memory: Memory) -> None:
 
 
 # --- 2. rewriting an unchanged memory keeps every byte -----------------------------------------
+
 
 @SETTINGS
 @given(memories())
@@ -325,10 +424,22 @@ def test_a_hand_written_variant_parses_to_the_memory_and_rewrites_to_the_same_by
 
 @settings(max_examples=10, deadline=None)
 @given(memories())
-@example(Memory(id="mem_0000", mind="a", category=Category.FACT, key="k", content="x", path="a/fact/k.md",
-                created_at=datetime(2026, 1, 1, tzinfo=UTC), updated_at=datetime(2026, 1, 1, tzinfo=UTC)))
+@example(
+    Memory(
+        id="mem_0000",
+        mind="a",
+        category=Category.FACT,
+        key="k",
+        content="x",
+        path="a/fact/k.md",
+        created_at=datetime(2026, 1, 1, tzinfo=UTC),
+        updated_at=datetime(2026, 1, 1, tzinfo=UTC),
+    )
+)
 def test_a_comment_after_a_tab_does_not_stop_a_rewrite(memory: Memory) -> None:
-    text = fileformat.serialize(memory).replace(f"\npriority: {memory.priority}\n", f"\npriority: {memory.priority}\t# why\n")
+    text = fileformat.serialize(memory).replace(
+        f"\npriority: {memory.priority}\n", f"\npriority: {memory.priority}\t# why\n"
+    )
     old = parse_text(text, memory)
     assert old == memory
     new = dataclasses.replace(memory, verified=not memory.verified)
@@ -391,8 +502,16 @@ def test_changing_one_field_of_a_serialized_file_rewrites_only_its_lines(data: s
 @settings(max_examples=10, deadline=None)
 @given(memories().map(lambda m: dataclasses.replace(m, tags=())), tags.filter(bool))
 @example(
-    Memory(id="mem_0000", mind="a", category=Category.FACT, key="k", content="x", path="a/fact/k.md",
-           created_at=datetime(2026, 1, 1, tzinfo=UTC), updated_at=datetime(2026, 1, 1, tzinfo=UTC)),
+    Memory(
+        id="mem_0000",
+        mind="a",
+        category=Category.FACT,
+        key="k",
+        content="x",
+        path="a/fact/k.md",
+        created_at=datetime(2026, 1, 1, tzinfo=UTC),
+        updated_at=datetime(2026, 1, 1, tzinfo=UTC),
+    ),
     ("on",),
 )
 def test_adding_tags_to_a_memory_without_tags_keeps_the_flow_style(memory: Memory, new_tags: tuple[str, ...]) -> None:
@@ -415,9 +534,18 @@ def test_changing_one_field_of_a_hand_written_file_rewrites_only_its_lines(data:
 
 # --- bugs found by the properties above (kept as failing examples) --------------------------------
 
+
 def _plain_memory(**fields: Any) -> Memory:
-    base = Memory(id="mem_0000", mind="a", category=Category.FACT, key="k", content="x", path="a/fact/k.md",
-                  created_at=datetime(2026, 1, 1, tzinfo=UTC), updated_at=datetime(2026, 1, 1, tzinfo=UTC))
+    base = Memory(
+        id="mem_0000",
+        mind="a",
+        category=Category.FACT,
+        key="k",
+        content="x",
+        path="a/fact/k.md",
+        created_at=datetime(2026, 1, 1, tzinfo=UTC),
+        updated_at=datetime(2026, 1, 1, tzinfo=UTC),
+    )
     return dataclasses.replace(base, **fields)
 
 
@@ -431,15 +559,22 @@ def test_an_extra_value_with_a_nel_character_round_trips(value: str) -> None:
 
 
 @settings(max_examples=10, deadline=None)
-@given(st.sampled_from(["\u2028", "\u2029", "\x85"]), st.sampled_from(["'a{}  b'", "a{}b", "x  # a{}b"]),
-       st.sampled_from(Priority))
+@given(
+    st.sampled_from(["\u2028", "\u2029", "\x85"]),
+    st.sampled_from(["'a{}  b'", "a{}b", "x  # a{}b"]),
+    st.sampled_from(Priority),
+)
 @example("\u2028", "'a{}  b'", Priority.HIGH)
-def test_a_line_separator_above_a_changed_key_does_not_shift_the_rewrite(sep: str, value: str, priority: Priority) -> None:
+def test_a_line_separator_above_a_changed_key_does_not_shift_the_rewrite(
+    sep: str, value: str, priority: Priority
+) -> None:
     """A raw U+2028/U+2029/U+0085 above the changed key: the rewrite is exact (the front-matter is cut at
     \n only, as ruamel counts lines). Where the reader (YAML 1.1: these are line breaks) refuses the file
     (one in a plain value or a comment), it is unreadable with its name, and never rewritten."""
-    text = ("---\nnote: " + value.format(sep) + "\nid: mem_0000\npriority: normal\ntags: [x]\n"
-            "created_at: 2026-01-01T00:00:00Z\n---\nbody\n")
+    text = (
+        "---\nnote: " + value.format(sep) + "\nid: mem_0000\npriority: normal\ntags: [x]\n"
+        "created_at: 2026-01-01T00:00:00Z\n---\nbody\n"
+    )
     try:
         old = fileformat.parse(text.encode("utf-8"), "a/fact/k.md", MTIME)
     except FileParseError as exc:

@@ -175,8 +175,9 @@ class Storm:
         return {**self.files, **self.pinned}
 
     def new_entry(self, folder: str, stem: str, style: str | None = None) -> Entry:
-        style = style or self.rng.choices(
-            ["full", "disagree", "minimal", "bare", "crlf", "bom"], [40, 10, 20, 20, 5, 5])[0]
+        style = (
+            style or self.rng.choices(["full", "disagree", "minimal", "bare", "crlf", "bom"], [40, 10, 20, 20, 5, 5])[0]
+        )
         token = self.token()
         body = body_of(stem, 0, token)
         parent = folder.rsplit("/", 1)[-1]
@@ -184,12 +185,21 @@ class Storm:
         n = self.serial
         meta: dict[str, str] | None
         if style in ("full", "crlf", "bom"):
-            meta = {"id": f"mem_s{n:010d}", "category": category, "key": stem,
-                    "priority": self.rng.choice(["low", "normal", "high"]), "tags": f"[storm, t{n % 7}]",
-                    "created_at": "2026-01-01T00:00:00Z", "updated_at": "2026-01-02T00:00:00Z"}
+            meta = {
+                "id": f"mem_s{n:010d}",
+                "category": category,
+                "key": stem,
+                "priority": self.rng.choice(["low", "normal", "high"]),
+                "tags": f"[storm, t{n % 7}]",
+                "created_at": "2026-01-01T00:00:00Z",
+                "updated_at": "2026-01-02T00:00:00Z",
+            }
         elif style == "disagree":  # front-matter names another category and key than the path
-            meta = {"id": f"mem_s{n:010d}", "category": self.rng.choice([c for c in CATEGORIES if c != parent]),
-                    "key": f"other_{n}"}
+            meta = {
+                "id": f"mem_s{n:010d}",
+                "category": self.rng.choice([c for c in CATEGORIES if c != parent]),
+                "key": f"other_{n}",
+            }
         elif style == "minimal":
             meta = {"priority": "low", "tags": "[storm]"}
         else:
@@ -263,9 +273,23 @@ class Storm:
     # --- the operations -------------------------------------------------------------------
 
     OPS = {
-        "edit": 24, "burst": 4, "append": 5, "touch": 2, "rename": 10, "move": 5, "delete": 7, "trash": 2,
-        "import": 2, "create": 14, "recreate": 3, "break": 5, "fix": 4, "junk": 3,
-        "folder_move": 0.1, "folder_in": 0.06, "folder_out": 0.04,  # rare: a folder event makes a batch a full diff
+        "edit": 24,
+        "burst": 4,
+        "append": 5,
+        "touch": 2,
+        "rename": 10,
+        "move": 5,
+        "delete": 7,
+        "trash": 2,
+        "import": 2,
+        "create": 14,
+        "recreate": 3,
+        "break": 5,
+        "fix": 4,
+        "junk": 3,
+        "folder_move": 0.1,
+        "folder_in": 0.06,
+        "folder_out": 0.04,  # rare: a folder event makes a batch a full diff
     }
 
     def step(self) -> None:
@@ -297,8 +321,11 @@ class Storm:
         stem = relpath.rsplit("/", 1)[1][:-3]
         for _ in range(self.rng.randint(2, 6)):
             token = self.token()
-            self.write(relpath, Entry(old.meta, body_of(stem, self.serial % 1_000_000, token), [token],
-                                      crlf=old.crlf, bom=old.bom), how="inplace")
+            self.write(
+                relpath,
+                Entry(old.meta, body_of(stem, self.serial % 1_000_000, token), [token], crlf=old.crlf, bom=old.bom),
+                how="inplace",
+            )
         return True
 
     def op_append(self) -> bool:
@@ -430,8 +457,17 @@ class Storm:
         relpath = self.rng.choice(list(self.files))
         folder, name = relpath.rsplit("/", 1)
         junk = f"{folder}/" + self.rng.choice(
-            [f"{name}~", f".{name}.swp", f".#{name}", f"#{name}#", f"{name}.orig", f"{name}.bak", "notes.txt",
-             f"{name}.tmp"])
+            [
+                f"{name}~",
+                f".{name}.swp",
+                f".#{name}",
+                f"#{name}#",
+                f"{name}.orig",
+                f"{name}.bak",
+                "notes.txt",
+                f"{name}.tmp",
+            ]
+        )
         if junk in self.junk and self.rng.random() < 0.5 and self.abs(junk).exists():
             os.remove(self.abs(junk))
             self.junk.discard(junk)
@@ -445,9 +481,10 @@ class Storm:
             entry = self.files.pop(relpath)
             self.freed.append(relpath)
             if new is not None:
-                self.files[new + relpath[len(old):]] = entry
+                self.files[new + relpath[len(old) :]] = entry
         self.junk = {j for j in self.junk if not j.startswith(old + "/")} | (
-            {new + j[len(old):] for j in self.junk if j.startswith(old + "/")} if new else set())
+            {new + j[len(old) :] for j in self.junk if j.startswith(old + "/")} if new else set()
+        )
         self.subfolders.remove(old)
         if new is not None:
             self.subfolders.append(new)
@@ -490,8 +527,22 @@ class Storm:
     #: them), then, once those are indexed and heard, the file changes, touch last (no later change of
     #: the file may hide a missed one).
     CODA_FOLDERS = ("folder_move", "folder_in", "folder_out")
-    CODA_FILES = ("edit", "burst", "append", "rename", "move", "delete", "trash", "import", "create", "recreate",
-                  "break", "fix", "junk", "touch")
+    CODA_FILES = (
+        "edit",
+        "burst",
+        "append",
+        "rename",
+        "move",
+        "delete",
+        "trash",
+        "import",
+        "create",
+        "recreate",
+        "break",
+        "fix",
+        "junk",
+        "touch",
+    )
 
     def coda(self, ops: tuple[str, ...]) -> list[str]:
         done = [op for op in ops if getattr(self, f"op_{op}")()]
@@ -583,11 +634,18 @@ class CliSearcher(threading.Thread):
         while True:
             path, token = self.pinned[i % len(self.pinned)]
             kind = ("search", "list", "recall")[i % 3]
-            args = {"search": ["search", "--json", token], "list": ["list", "--json"],
-                    "recall": ["recall", "--budget", "300"]}[kind]
+            args = {
+                "search": ["search", "--json", token],
+                "list": ["list", "--json"],
+                "recall": ["recall", "--budget", "300"],
+            }[kind]
             try:
-                done = subprocess.run([sys.executable, "-m", "memfile", "--vault", str(self.root), *args],
-                                      capture_output=True, text=True, timeout=120)
+                done = subprocess.run(
+                    [sys.executable, "-m", "memfile", "--vault", str(self.root), *args],
+                    capture_output=True,
+                    text=True,
+                    timeout=120,
+                )
             except Exception as exc:  # noqa: BLE001 - reported by the test
                 self.problems.append(f"{kind}: {exc!r}")
                 return
@@ -631,8 +689,13 @@ def read_truth(root: Path) -> tuple[dict[str, tuple[int, int, int]], dict[str, M
     return disk, memories, issues
 
 
-def differences(label: str, memories: Iterable[Memory], issues: Iterable[ParseIssue],
-                truth: dict[str, Memory], truth_issues: dict[str, ParseIssue]) -> list[str]:
+def differences(
+    label: str,
+    memories: Iterable[Memory],
+    issues: Iterable[ParseIssue],
+    truth: dict[str, Memory],
+    truth_issues: dict[str, ParseIssue],
+) -> list[str]:
     """What differs between an index's memories and issues and the files'."""
     out: list[str] = []
     got: dict[str, Memory] = {}
@@ -642,31 +705,37 @@ def differences(label: str, memories: Iterable[Memory], issues: Iterable[ParseIs
         got[memory.path] = memory
     for relpath in sorted(got.keys() | truth.keys()):
         if relpath not in truth:
-            out.append(f"{label}: {relpath} is indexed but is "
-                       + ("unreadable" if relpath in truth_issues else "not on disk"))
+            out.append(
+                f"{label}: {relpath} is indexed but is " + ("unreadable" if relpath in truth_issues else "not on disk")
+            )
         elif relpath not in got:
             out.append(f"{label}: {relpath} is on disk but not indexed")
         elif got[relpath] != truth[relpath]:
             mine, theirs = got[relpath].to_dict(), truth[relpath].to_dict()
-            fields = {k: (mine.get(k), theirs.get(k))
-                      for k in mine.keys() | theirs.keys() if mine.get(k) != theirs.get(k)}
+            fields = {
+                k: (mine.get(k), theirs.get(k)) for k in mine.keys() | theirs.keys() if mine.get(k) != theirs.get(k)
+            }
             out.append(f"{label}: {relpath} differs (index, file): {fields or 'in a field to_dict leaves out'}")
     got_issues = {i.path: i for i in issues}
     for relpath in sorted(got_issues.keys() | truth_issues.keys()):
         if got_issues.get(relpath) != truth_issues.get(relpath):
-            out.append(f"{label}: issue of {relpath}: "
-                       f"index {got_issues.get(relpath)}, file {truth_issues.get(relpath)}")
+            out.append(
+                f"{label}: issue of {relpath}: index {got_issues.get(relpath)}, file {truth_issues.get(relpath)}"
+            )
     return out
 
 
-def model_differences(storm: Storm, disk: dict[str, Any], truth: dict[str, Memory],
-                      truth_issues: dict[str, ParseIssue]) -> list[str]:
+def model_differences(
+    storm: Storm, disk: dict[str, Any], truth: dict[str, Memory], truth_issues: dict[str, ParseIssue]
+) -> list[str]:
     """What the storm believes it wrote against what parsing the files gives (a check of the test itself)."""
     out: list[str] = []
     model = storm.everything()
     if set(model) != set(disk):
-        out.append(f"model: paths only in the model {sorted(set(model) - set(disk))[:10]}, "
-                   f"only on disk {sorted(set(disk) - set(model))[:10]}")
+        out.append(
+            f"model: paths only in the model {sorted(set(model) - set(disk))[:10]}, "
+            f"only on disk {sorted(set(disk) - set(model))[:10]}"
+        )
     for relpath, entry in sorted(model.items()):
         if relpath not in disk:
             continue
@@ -679,8 +748,10 @@ def model_differences(storm: Storm, disk: dict[str, Any], truth: dict[str, Memor
         else:
             memory = truth[relpath]
             if (str(memory.category), memory.key, memory.content) != expected(relpath, entry):
-                out.append(f"model: {relpath}: {(str(memory.category), memory.key, memory.content)} "
-                           f"!= {expected(relpath, entry)}")
+                out.append(
+                    f"model: {relpath}: {(str(memory.category), memory.key, memory.content)} "
+                    f"!= {expected(relpath, entry)}"
+                )
             if entry.meta and "id" in entry.meta and memory.id != entry.meta["id"]:
                 out.append(f"model: {relpath}: id {memory.id} != {entry.meta['id']}")
     return out
@@ -688,11 +759,17 @@ def model_differences(storm: Storm, disk: dict[str, Any], truth: dict[str, Memor
 
 def chunks(items: list[Any], size: int) -> Iterator[list[Any]]:
     for start in range(0, len(items), size):
-        yield items[start:start + size]
+        yield items[start : start + size]
 
 
-def search_differences(label: str, vault: Vault, truth: dict[str, Memory], live: dict[str, str],
-                       dead: list[str], singles: int | None = None) -> tuple[list[str], int]:
+def search_differences(
+    label: str,
+    vault: Vault,
+    truth: dict[str, Memory],
+    live: dict[str, str],
+    dead: list[str],
+    singles: int | None = None,
+) -> tuple[list[str], int]:
     """Each live token finds exactly its file (all of them, or a fixed sample of `singles`);
     OR groups of live tokens find exactly their files; gone tokens find nothing."""
     out: list[str] = []
@@ -712,8 +789,10 @@ def search_differences(label: str, vault: Vault, truth: dict[str, Memory], live:
         searches += 1
         got, want = sorted(h.memory.path for h in hits), sorted({p for _, p in group})
         if got != want:
-            out.append(f"{label}: OR search of {len(group)} tokens: extra {sorted(set(got) - set(want))[:5]}, "
-                       f"missing {sorted(set(want) - set(got))[:5]}, duplicates {len(got) - len(set(got))}")
+            out.append(
+                f"{label}: OR search of {len(group)} tokens: extra {sorted(set(got) - set(want))[:5]}, "
+                f"missing {sorted(set(want) - set(got))[:5]}, duplicates {len(got) - len(set(got))}"
+            )
     for group in chunks(dead, 100):
         hits = vault.search(" ".join(group), limit=1000)
         searches += 1
@@ -731,8 +810,15 @@ def commit_all(root: Path, message: str) -> None:
 # --- the test -----------------------------------------------------------------------------------
 
 
-def run_storm(tmp_path: Path, operations: int, seed_files: int, subfolders: int, autocommit: bool,
-              stop_signal: signal.Signals, quiet: float) -> dict[str, Any]:
+def run_storm(
+    tmp_path: Path,
+    operations: int,
+    seed_files: int,
+    subfolders: int,
+    autocommit: bool,
+    stop_signal: signal.Signals,
+    quiet: float,
+) -> dict[str, Any]:
     """The storm and every check; `quiet`: the chance of a quiet spell (0.35-0.6 s) after an operation."""
     seed = int(os.environ.get("MEMFILE_STORM_SEED") or random.SystemRandom().randrange(2**32))
     tag = f"[storm seed {seed}: MEMFILE_STORM_SEED={seed} replays it]"
@@ -764,16 +850,23 @@ def run_storm(tmp_path: Path, operations: int, seed_files: int, subfolders: int,
     searcher: subprocess.Popen[str] | None = None
     cli = CliSearcher(root, pinned)
     try:
+
         def ready() -> bool:
             assert watcher.poll() is None, f"{tag} the watcher died at start: {(logs / 'watch.err').read_text()}"
             with Vault.open(root, MIND) as probe:
                 return probe.status()["watcher_pid"] == watcher.pid and probe._index.watcher_vouches()
-        assert wait_until(ready, 30), \
+
+        assert wait_until(ready, 30), (
             f"{tag} the watcher did not index the seeded files: {(logs / 'watch.err').read_text()}"
+        )
         timings["watcher_start"] = time.monotonic() - started - timings["seed"]
 
-        searcher = subprocess.Popen([sys.executable, "-c", SEARCHER, str(root), str(stop_file), json.dumps(pinned)],
-                                    stdout=subprocess.PIPE, stderr=searcher_log, text=True)
+        searcher = subprocess.Popen(
+            [sys.executable, "-c", SEARCHER, str(root), str(stop_file), json.dumps(pinned)],
+            stdout=subprocess.PIPE,
+            stderr=searcher_log,
+            text=True,
+        )
         assert searcher.stdout is not None
         first = searcher.stdout.readline()
         if first.strip() != "ready":
@@ -805,14 +898,20 @@ def run_storm(tmp_path: Path, operations: int, seed_files: int, subfolders: int,
         assert searcher.returncode == 0, f"{tag} the searcher crashed: {(logs / 'searcher.err').read_text()[-3000:]}"
         searched = json.loads(out.strip().splitlines()[-1])
         summary: dict[str, Any] = {
-            "seed": seed, "operations": operations, "autocommit": autocommit, "ops": dict(sorted(storm.ops.items())),
-            "searcher": searched["stats"], "searcher_notices": searched["notices"], "cli_runs": dict(cli.runs),
+            "seed": seed,
+            "operations": operations,
+            "autocommit": autocommit,
+            "ops": dict(sorted(storm.ops.items())),
+            "searcher": searched["stats"],
+            "searcher_notices": searched["notices"],
+            "cli_runs": dict(cli.runs),
         }
         print(json.dumps(summary))
         assert searched["error_count"] == 0, f"{tag} searches raised: {searched['errors']}"
         assert searched["wrong_count"] == 0, f"{tag} searches missed a pinned memory: {searched['wrong']}"
-        assert not [n for n in searched["notices"] if "damaged" in n or "cannot be used" in n], \
+        assert not [n for n in searched["notices"] if "damaged" in n or "cannot be used" in n], (
             f"{tag} a searcher found the index damaged under the storm: {searched['notices']}"
+        )
         assert cli.problems == [], f"{tag} CLI commands failed: {cli.problems[:5]}"
         assert searched["stats"]["searches"] > 0 and sum(cli.runs.values()) >= 3
 
@@ -834,8 +933,10 @@ def run_storm(tmp_path: Path, operations: int, seed_files: int, subfolders: int,
                 if stale:
                     assert probe._index is not None
                     recorded, disk = probe._index.catalog.recorded(), stat_walk(root / MIND, root)
-                    last_state["why"] = f"{len(stale)} stale paths (indexed (size, mtime_ns, inode) -> on disk): " + \
-                        ", ".join(f"{p} {recorded.get(p)} -> {disk.get(p)}" for p in stale[:10])
+                    last_state["why"] = (
+                        f"{len(stale)} stale paths (indexed (size, mtime_ns, inode) -> on disk): "
+                        + ", ".join(f"{p} {recorded.get(p)} -> {disk.get(p)}" for p in stale[:10])
+                    )
                     return False
                 found = [h.memory.path for h in probe.search(sentinel_token)]
                 last_state["why"] = f"sentinel search gave {found}"
@@ -846,8 +947,9 @@ def run_storm(tmp_path: Path, operations: int, seed_files: int, subfolders: int,
             the sentinel. A full diff (after a folder event) may index the sentinel before its event is
             heard; an event held back (a move out of the vault) is heard after SETTLE at the latest."""
             sentinel = storm.sentinel(name)
-            assert wait_until(lambda: caught_up(*sentinel), CATCH_UP_TIMEOUT, every=0.1), \
+            assert wait_until(lambda: caught_up(*sentinel), CATCH_UP_TIMEOUT, every=0.1), (
                 f"{tag} the watcher did not catch up within {CATCH_UP_TIMEOUT} s after {coda}: {last_state['why']}"
+            )
 
         catch_up_started = time.monotonic()
         catch_up(storm.coda(Storm.CODA_FOLDERS), "storm_sentinel_folders")
@@ -875,6 +977,7 @@ def run_storm(tmp_path: Path, operations: int, seed_files: int, subfolders: int,
                     if vouched._index.watcher_vouches():
                         taken.append((memories, vouched.issues))
                 return bool(taken)
+
             assert wait_until(snapshot, 10), f"{tag} the watcher stopped vouching after it caught up"
             memories, issues = taken[0]
             mismatches += differences("vouched catalog", memories, issues, truth, truth_issues)
@@ -886,16 +989,21 @@ def run_storm(tmp_path: Path, operations: int, seed_files: int, subfolders: int,
             found, vouched_searches = search_differences("vouched search", vouched, truth, live, dead)
             timings["vouched_searches"] = time.monotonic() - searches_started
             mismatches += found
-            assert wait_until(vouched._index.watcher_vouches, 10), f"{tag} the watcher stopped vouching during the checks"
+            assert wait_until(vouched._index.watcher_vouches, 10), (
+                f"{tag} the watcher stopped vouching during the checks"
+            )
         timings["vouched_checks"] = time.monotonic() - checks_started
 
-        summary.update({
-            "files_at_end": {"readable": len(truth), "unreadable": len(truth_issues), "junk": len(storm.junk)},
-            "tokens": {"live": len(live), "gone": len(dead)},
-            # batches that found something to index (the searchers index what they find changed, too)
-            "watcher_batches_indexing": (logs / "watch.out").read_text().count(" indexed "),
-            "final_searches": vouched_searches, "mismatches": len(mismatches),
-        })
+        summary.update(
+            {
+                "files_at_end": {"readable": len(truth), "unreadable": len(truth_issues), "junk": len(storm.junk)},
+                "tokens": {"live": len(live), "gone": len(dead)},
+                # batches that found something to index (the searchers index what they find changed, too)
+                "watcher_batches_indexing": (logs / "watch.out").read_text().count(" indexed "),
+                "final_searches": vouched_searches,
+                "mismatches": len(mismatches),
+            }
+        )
         print(json.dumps(summary))
         assert mismatches == [], f"{tag} {len(mismatches)} mismatches: " + "\n".join(mismatches[:30])
 
@@ -926,8 +1034,9 @@ def run_storm(tmp_path: Path, operations: int, seed_files: int, subfolders: int,
             report = alone.refresh()
             assert (report.changed, report.skipped, report.pending) == (0, [], {}), f"{tag} {report}"
             assert alone.status()["stale"] == []
-            mismatches += differences("catalog without the watcher", alone.memories(), alone.issues,
-                                      truth, truth_issues)
+            mismatches += differences(
+                "catalog without the watcher", alone.memories(), alone.issues, truth, truth_issues
+            )
             mismatches += search_differences("search without the watcher", alone, truth, live, dead, singles=100)[0]
             rebuilt = alone.reindex()
             assert {i.path: i for i in rebuilt.skipped} == truth_issues, f"{tag} {rebuilt.skipped}"
@@ -937,8 +1046,11 @@ def run_storm(tmp_path: Path, operations: int, seed_files: int, subfolders: int,
 
         if autocommit:
             status = git(root, "status", "--porcelain", "--untracked-files=all", "--", MIND)
-            left = [line for line in status.splitlines()
-                    if line.endswith(".md") and not line.rsplit("/", 1)[-1].startswith(".")]  # not editor junk
+            left = [
+                line
+                for line in status.splitlines()
+                if line.endswith(".md") and not line.rsplit("/", 1)[-1].startswith(".")
+            ]  # not editor junk
             assert left == [], f"{tag} memory files the autocommitting watcher left uncommitted: {left[:10]}"
             assert "record hand edits" in git(root, "log", "-3", "--format=%s")
         timings["total"] = time.monotonic() - started
@@ -961,11 +1073,25 @@ def run_storm(tmp_path: Path, operations: int, seed_files: int, subfolders: int,
 
 @pytest.mark.parametrize("autocommit", [False, True], ids=["plain", "autocommit"])
 def test_a_short_storm_while_searching(tmp_path: Path, autocommit: bool) -> None:
-    run_storm(tmp_path, operations=300, seed_files=60, subfolders=2, autocommit=autocommit,
-              stop_signal=signal.SIGINT, quiet=0.02)
+    run_storm(
+        tmp_path,
+        operations=300,
+        seed_files=60,
+        subfolders=2,
+        autocommit=autocommit,
+        stop_signal=signal.SIGINT,
+        quiet=0.02,
+    )
 
 
 @pytest.mark.slow
 def test_five_thousand_changes_while_searching(tmp_path: Path) -> None:
-    run_storm(tmp_path, operations=5000, seed_files=400, subfolders=4, autocommit=False,
-              stop_signal=signal.SIGTERM, quiet=0.004)
+    run_storm(
+        tmp_path,
+        operations=5000,
+        seed_files=400,
+        subfolders=4,
+        autocommit=False,
+        stop_signal=signal.SIGTERM,
+        quiet=0.004,
+    )
