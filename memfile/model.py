@@ -82,6 +82,9 @@ CONFLICT_KEY = "conflict_theirs"
 KEY_PATTERN = re.compile(r"[a-z0-9][a-z0-9_]{0,99}")
 KEY_RULE = "snake_case: lowercase letters, digits and _, starting with a letter or digit, at most 100 characters"
 MAX_TAG_LENGTH = 100
+#: The highest priority an agent may write (a person raises it): critical memories are pinned into every recall.
+AGENT_PRIORITY_CAP = Priority.HIGH
+
 #: An argument that was not given (where None means "none": `expires=None` is "never").
 UNSET: Any = object()
 DEFAULT_CONFIDENCE = {Source.USER: 1.0, Source.AGENT: 0.7}

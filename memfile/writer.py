@@ -43,6 +43,7 @@ from .errors import (
 from .files import atomic_write, writer_lock
 from .index import Index
 from .model import (
+    AGENT_PRIORITY_CAP,
     DEFAULT_CONFIDENCE,
     UNSET,
     Category,
@@ -70,7 +71,7 @@ if TYPE_CHECKING:
 
 
 #: Why an agent's write of a critical memory is refused (critical memories are pinned into every recall).
-AGENT_PRIORITY_CAP = (
+AGENT_CAP_REFUSAL = (
     "an agent can store memories up to priority high, not critical (critical memories are pinned into "
     "every recall and an agent cannot forget them); store it as high, and a person can raise it with: "
     "memfile store CATEGORY KEY CONTENT --priority critical"
@@ -353,8 +354,8 @@ class Writer:
         effective = parse_source(source) if source is not None else self.actor
         if self.actor is Source.AGENT and effective is Source.USER:
             raise Refused("an agent cannot store a memory as source user; store it as source agent")
-        if self.actor is Source.AGENT and new_priority is Priority.CRITICAL:
-            raise Refused(AGENT_PRIORITY_CAP)
+        if self.actor is Source.AGENT and new_priority is not None and new_priority.rank < AGENT_PRIORITY_CAP.rank:
+            raise Refused(AGENT_CAP_REFUSAL)
         request = {
             "category": category.value,
             "key": key,

@@ -18,9 +18,9 @@ from typing import TYPE_CHECKING, Any
 from .. import fileformat
 from ..errors import Conflict, FileParseError, InvalidInput, NotFound, Refused
 from ..model import (
+    AGENT_PRIORITY_CAP,
     ID_PATTERN,
     Memory,
-    Priority,
     Source,
     StoreResult,
     parse_category,
@@ -103,8 +103,6 @@ _DATE = re.compile(r"\d{4}-\d{2}-\d{2}([T ][\d:.]+)?(Z|[+-]\d{2}:?\d{2})?")
 _AT_RULE = "a commit (sha, HEAD~2, a branch), a date (2026-05-01), or a duration back (7d)"
 _SINCE_RULE = "a duration (30m, 12h, 7d, 2w) or a date (2026-05-01)"
 _EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)  # git's dates start here: nothing in a repository is older
-#: The highest priority an agent may give (a person raises it): critical memories are pinned into every recall.
-AGENT_PRIORITY_CAP = Priority.HIGH
 
 
 class History:
