@@ -181,7 +181,7 @@ def init(state: State, path: str, mind: str, name: str | None, as_json: bool) ->
 
 def _read_content(content: str | None) -> str:
     if content not in (None, "-"):
-        return content  # type: ignore[return-value]
+        return content
     stream = sys.stdin
     if stream is None or stream.isatty():
         raise click.UsageError(
@@ -762,6 +762,7 @@ def mcp(state: State, no_watch: bool) -> None:
     serve(state.vault_path, state.mind, watch=not no_watch)
 
 
-from . import cli_git  # noqa: E402 - last: it registers the git commands (history, sync, ...) on `main`
+# Last: each registers its commands on `main` (git: history, sync, ...; keys: key add|list|revoke; serve).
+from . import cli_git, cli_keys, cli_serve  # noqa: E402
 
-COMMAND_MODULES = (cli_git,)
+COMMAND_MODULES = (cli_git, cli_keys, cli_serve)

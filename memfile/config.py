@@ -103,7 +103,7 @@ PLAIN = "MEMFILE_PLAIN"
 def plain(trick: str) -> bool:
     """Whether the speed trick named `trick` is turned off (`MEMFILE_PLAIN`), read at every call."""
     value = os.environ.get(PLAIN)
-    return bool(value) and (value == "1" or trick in value.split(","))
+    return bool(value) and (value == "1" or trick in (value or "").split(","))
 
 
 def _shown(value: object) -> str:

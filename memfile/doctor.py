@@ -72,7 +72,7 @@ STALE_AFTER_S = 600
 class Doctor:
     """`Vault.doctor`: checks of one mind over its index, its writer (and git store) and its status."""
 
-    def __init__(self, writer: Writer, index: Index, status: Callable[[], dict[str, Any]]) -> None:
+    def __init__(self, writer: Writer, index: Index, status: Callable[[], Any]) -> None:
         self.root = writer.root
         self.mind = writer.mind
         self.mind_dir = writer.root / writer.mind

@@ -181,7 +181,7 @@ def _choice(enum: type[StrEnum], value: object, field_name: str) -> Any:
         return value
     text = str(value).strip().lower() if isinstance(value, str) else value
     try:
-        return enum(text)
+        return enum(text)  # type: ignore[arg-type]  # a non-str is caught below
     except (ValueError, TypeError):  # TypeError: a value that cannot be a key (a list, a mapping)
         raise InvalidInput(field_name, value, [m.value for m in enum]) from None
 

@@ -111,7 +111,7 @@ class Recaller:
             return None
         if budget is not None and (isinstance(budget, bool) or not isinstance(budget, int) or budget < 1):
             raise InvalidInput("budget", budget, "a whole number of tokens (0 = no limit)")
-        return budget  # type: ignore[return-value]
+        return budget
 
     def _whole(self, view: View, now: datetime, include_superseded: bool, budget: int | None) -> RecallReport:
         """The recall of every memory not expired at `now`, from Memory objects."""

@@ -15,6 +15,7 @@ from __future__ import annotations
 import errno
 import os
 from pathlib import Path
+from typing import Any
 
 from .errors import Conflict
 from .files import TEMP_PREFIX, fsync_dir, temp_file
@@ -133,10 +134,10 @@ def exchange(one: Path, other: Path) -> bool | None:
     raise OSError(code, os.strerror(code), str(other))
 
 
-_LIBC: list[object] = []
+_LIBC: list[Any] = []
 
 
-def _renameat2() -> object | None:
+def _renameat2() -> Any:
     """glibc's renameat2 (Linux 3.15+, glibc 2.28+), or None."""
     if not _LIBC:
         try:
@@ -148,7 +149,7 @@ def _renameat2() -> object | None:
             _LIBC.append(function)
         except (OSError, AttributeError):
             _LIBC.append(None)
-    return _LIBC[0]  # type: ignore[return-value]
+    return _LIBC[0]
 
 
 def _read(path: Path) -> bytes | None:

@@ -17,7 +17,8 @@ import builtins
 import os
 import threading
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from functools import cached_property, wraps
@@ -144,13 +145,37 @@ class Vault:
         self.root = root
         self.mind = mind
         self.config = config
-        self.actor = actor
         self.notices: list[str] = []
         self._watcher: Any = None
         self._index = Index(root, mind, config.lock_timeout, self.notices.append)
         self._writer = Writer(root, mind, config, actor, self._index, self.notices)
         self._writer.after_write = self._autosync
         self._recaller = Recaller(root, mind, config, actor, self._index, self.notices)
+
+    @property
+    def actor(self) -> Source:
+        """Who is calling: `user` or `agent` (agents are bound by the agent rules: no verify, at most high...)."""
+        return self._writer.actor
+
+    @actor.setter
+    def actor(self, actor: str | Source) -> None:
+        self._writer.actor = self._recaller.actor = parse_source(actor, "source")
+
+    @contextmanager
+    def acting_as(self, source: str | Source, key: str | None = None) -> Iterator[Vault]:
+        """Calls inside the block are made as `source` (`user` or `agent`), and each commit they make names
+        `key` in a `Memfile-Key:` trailer (a served credential's label); both are put back after the block.
+
+        A server that answers many credentials with one Vault switches with this before each call.
+        """
+        before, before_key = self.actor, self._writer.key_label
+        self.actor = source
+        self._writer.key_label = key
+        try:
+            yield self
+        finally:
+            self._writer.actor = self._recaller.actor = before
+            self._writer.key_label = before_key
 
     # --- collaborators made on first git use: reads never import memfile.git -----------------
 
@@ -213,7 +238,9 @@ class Vault:
         try:
             root.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
-            raise InvalidInput("PATH", str(path), "a folder memfile can create", reason=exc.strerror) from None
+            raise InvalidInput(
+                "PATH", str(path), "a folder memfile can create", reason=exc.strerror or str(exc)
+            ) from None
         if (root / mind).exists() or (root / mind).is_symlink():
             raise Conflict(
                 f"mind {mind!r} already exists in {root}; open it with: memfile --vault {root} --mind {mind} recall"
@@ -403,7 +430,7 @@ class Vault:
         self,
         query: str,
         *,
-        tags: str | list[str] | tuple[str, ...] | None = None,
+        tags: str | builtins.list[str] | tuple[str, ...] | None = None,
         category: str | Category | None = None,
         priority: str | Priority | None = None,
         source: str | Source | None = None,
@@ -557,7 +584,7 @@ class Vault:
         content: str,
         *,
         priority: str | Priority | None = None,
-        tags: str | list[str] | tuple[str, ...] | None = None,
+        tags: str | builtins.list[str] | tuple[str, ...] | None = None,
         confidence: float | str | None = None,
         expires: str | datetime | None = UNSET,
         source: str | Source | None = None,

@@ -94,6 +94,7 @@ class Writer:
         self._index = index
         self._bases: dict[str, bytes | None] = {}  # see record_hand_edit
         self.after_write: Callable[[], None] | None = None
+        self.key_label: str | None = None  # the credential's label, a `Memfile-Key:` trailer (Vault.acting_as)
 
     @cached_property
     def git(self) -> GitStore:
@@ -153,7 +154,7 @@ class Writer:
     def holding_lock(self) -> Iterator[None]:
         """For a caller holding the writer lock: make sure the vault is its own git repository, no git
         operation is half done, HEAD is on a branch and no other process writes the index."""
-        self._bases: dict[str, bytes | None] = {}  # see record_hand_edit
+        self._bases = {}  # see record_hand_edit
         with _cannot_write(self.root):
             ignore_added = self.ensure_gitignore()
         if not self.git.exists():
@@ -213,7 +214,7 @@ class Writer:
         for _ in range(3):
             data = _read_or_none(path)
             if self.git.is_changed(memory.path):
-                self.git.commit([memory.path], f"record hand edit of {memory.ref}\n\nmind: {self.mind}")
+                self.git.commit([memory.path], f"record hand edit of {memory.ref}\n\n{self.trailers()}")
             if _read_or_none(path) == data:  # no save between the read and the commit: these bytes are in git
                 break
         else:
@@ -221,8 +222,13 @@ class Writer:
         self._bases[memory.path] = data
         return data
 
+    def trailers(self) -> str:
+        """The lines that end every commit message of this mind: `mind:`, and `Memfile-Key:` under a credential."""
+        key = f"\nMemfile-Key: {self.key_label}" if self.key_label else ""
+        return f"mind: {self.mind}{key}"
+
     def commit(self, relpath: str, verb: str, ref: str, source: Source) -> str | None:
-        return self.git.commit([relpath], f"{verb} {ref} ({source})\n\nmind: {self.mind}")
+        return self.git.commit([relpath], f"{verb} {ref} ({source})\n\n{self.trailers()}")
 
     def apply(self, relpath: str, data: bytes | None, verb: str, ref: str, source: Source) -> str | None:
         """Write (or, with None, remove) one memory file and commit it (see `apply_all`)."""
@@ -255,7 +261,7 @@ class Writer:
         from concurrent.futures import ThreadPoolExecutor  # only a write needs a thread
 
         with ThreadPoolExecutor(max_workers=1, thread_name_prefix="memfile-commit") as pool:
-            commit = pool.submit(self.git.commit, relpaths, f"{subject}\n\nmind: {self.mind}")
+            commit = pool.submit(self.git.commit, relpaths, f"{subject}\n\n{self.trailers()}")
             try:
                 self._index.refresh(paths=relpaths, wait=True)
             except LockTimeout:
@@ -307,7 +313,7 @@ class Writer:
         if not changed:
             return None
         refs = ", ".join(p.split("/", 1)[1][:-3] for p in changed[:20]) + (", ..." if len(changed) > 20 else "")
-        return self.git.commit(changed, f"record hand edits ({len(changed)}): {refs}\n\nmind: {self.mind}")
+        return self.git.commit(changed, f"record hand edits ({len(changed)}): {refs}\n\n{self.trailers()}")
 
     def store(
         self,
@@ -350,7 +356,7 @@ class Writer:
         new_priority = parse_priority(priority) if priority is not None else None
         new_tags = parse_tags(tags) if tags is not None else None
         new_confidence = parse_confidence(confidence) if confidence is not None else None
-        new_expires = parse_expires(expires, now, "expires") if expires is not UNSET else UNSET
+        new_expires: Any = parse_expires(expires, now, "expires") if expires is not UNSET else UNSET
         effective = parse_source(source) if source is not None else self.actor
         if self.actor is Source.AGENT and effective is Source.USER:
             raise Refused("an agent cannot store a memory as source user; store it as source agent")
@@ -366,6 +372,7 @@ class Writer:
             "confidence": new_confidence,
             "source": effective.value,
             "actor": self.actor.value,
+            "credential": self.key_label,
             "expires": "unset" if new_expires is UNSET else new_expires.isoformat() if new_expires else None,
             "supersedes": supersedes,
         }
@@ -439,15 +446,14 @@ class Writer:
                 prepared.append((n, *self._prepare_store(request)))
             except Exception as exc:  # noqa: BLE001 - given to the process that asked; the others go on
                 results[n] = exc
-        changes = [change for *_, changed, _ in prepared for change in changed]
+        changes: list[tuple[str, bytes | None]] = [change for _, _, _, changed, _ in prepared for change in changed]
         sha = None
         if changes:
             refs = [memory.ref for _, memory, _, changed, _ in prepared if changed]
             subject = f"store {', '.join(refs)} ({requests[0]['source']})"
-            superseded = [
-                old.ref for _, _, _, changed, old in prepared if old is not None and old.path in dict(changed)
-            ]
-            subject += f", superseding {superseded[0]}" if superseded else ""
+            replaced = [old.ref for _, _, _, changed, old in prepared if old is not None and old.path in dict(changed)]
+            subject += f", superseding {replaced[0]}" if replaced else ""
+            own_key, self.key_label = self.key_label, requests[0].get("credential")  # the batch's credential (joins)
             try:
                 sha = self.apply_all(changes, subject)
             except EditedMeanwhile:
@@ -456,6 +462,8 @@ class Writer:
                 for n, *_ in prepared:
                     results[n] = exc
                 prepared = []
+            finally:
+                self.key_label = own_key
         for n, memory, created, changed, superseded in prepared:
             results[n] = StoreResult(
                 memory,

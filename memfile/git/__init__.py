@@ -12,6 +12,7 @@ from .history import History, LogEntry, Version
 from .merge import ATTRIBUTES, merge_memory
 from .remote import (
     Remote,
+    RemoteReport,
     configure_merge_driver,
     recover_interrupted_sync,
     run_merge_driver,

@@ -111,10 +111,14 @@ class History:
     def __init__(self, writer: Writer, index: Index) -> None:
         self.root = writer.root
         self.mind = writer.mind
-        self.actor = writer.actor
         self.notices = writer.notices
         self._writer = writer
         self._index = index
+
+    @property
+    def actor(self) -> Source:
+        """Who is calling: the writer's actor (`Vault.acting_as` may change it between calls)."""
+        return self._writer.actor
 
     @property
     def _git(self) -> GitStore:
@@ -283,7 +287,7 @@ class History:
             if dirty:
                 raise Refused(f"{', '.join(dirty)} has changes not yet committed; commit or discard them first")
             subject = f"undo: {last.subject}"
-            sha = self._git.revert(last.sha, f"{subject}\n\nreverts {last.sha}\nmind: {self.mind}")
+            sha = self._git.revert(last.sha, f"{subject}\n\nreverts {last.sha}\n{self._writer.trailers()}")
             self._index.refresh(paths=list(last.paths), wait=True)
             return LogEntry(sha or "", utc_now().isoformat(), "", subject, last.paths)
 

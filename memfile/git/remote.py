@@ -230,11 +230,15 @@ class Remote:
     def __init__(self, writer: Writer, index: Index) -> None:
         self.root = writer.root
         self.mind = writer.mind
-        self.actor = writer.actor
         self.config = writer.config
         self.notices = writer.notices
         self._writer = writer
         self._index = index
+
+    @property
+    def actor(self) -> Source:
+        """Who is calling: the writer's actor (`Vault.acting_as` may change it between calls)."""
+        return self._writer.actor
 
     @property
     def _git(self) -> GitStore:
@@ -378,7 +382,7 @@ class Remote:
         name = upstream.removeprefix("refs/remotes/")
         unmerged = self._git.merge(
             upstream,
-            f"{MERGE_SUBJECT}{name}\n\nmind: {self.mind}",
+            f"{MERGE_SUBJECT}{name}\n\n{self._writer.trailers()}",
             env={"MEMFILE_MACHINE": machine} if machine else None,
         )
         if not unmerged:

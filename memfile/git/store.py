@@ -18,6 +18,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from ..errors import GitError, InvalidInput
 
@@ -282,7 +283,8 @@ class GitStore:
             )
         except (OSError, subprocess.CalledProcessError) as exc:
             raise GitError(f"git could not read the history of {wanted[0][1]}: {_reason(exc)}") from None
-        out, found, at = done.stdout, [], 0
+        out, at = done.stdout, 0
+        found: list[Any] = []
         for _ in wanted:
             end = out.index(b"\n", at)
             header = out[at:end].split()

@@ -155,7 +155,7 @@ class Index:
                     looks += 1
                     store.close()  # a fresh look first: another process may have changed it under us
                     continue
-                if unwritable and not store.temporary:
+                if isinstance(exc, IndexUnwritable) and not store.in_temporary_folder:
                     self._without_index(exc)  # then this refresh again, in the temporary index
                     looks, rebuilt, apart = 0, False, (0, 0, 0)
                     if self._store is not None:
@@ -198,7 +198,7 @@ class Index:
     def _usable(self) -> None:
         """Make sure the index can be opened and written, else read through a temporary one
         (`_without_index`): a vault on read-only media, a `.memfile` that is not a folder, a full disk."""
-        if self._store is None or self._store.temporary:
+        if self._store is None or self._store.in_temporary_folder:
             return
         try:
             with stored_bytes():
@@ -440,8 +440,8 @@ class View:
                     return store.search_counted(text, options, now, self.report.pending, count)
 
 
-def _damaged(exc: IndexDamaged) -> str:
-    return f"the index was damaged ({exc.kind}) and is rebuilt from the files"
+def _damaged(exc: IndexDamaged | IndexUnwritable) -> str:
+    return f"the index was damaged ({getattr(exc, 'kind', exc)}) and is rebuilt from the files"
 
 
 def _look_again(looks: int, exc: BaseException) -> bool:

@@ -65,14 +65,19 @@ def beside_walk(index: Any, work: Callable[[Any], T]) -> tuple[T] | None:
         return None
     version, digest = vouched
     mind_dir, root = index.mind_dir, index.root
-    walks = [Aside.start(lambda part=part: half_digest(stat_walk(mind_dir, root, part=part))) for part in (0, 1)]
+
+    def half(part: int) -> Callable[[], bytes]:
+        return lambda: half_digest(stat_walk(mind_dir, root, part=part))
+
+    walks = [Aside.start(half(part)) for part in (0, 1)]
     answer = None
     try:
         if None not in walks:
             answer = (work(View(index, RefreshReport())),)
     finally:
         walked = [walk.result() for walk in walks if walk is not None]
-    if answer is None or None in walked or joined(version, *walked) != digest:  # type: ignore[misc]
+    first, second = walked if len(walked) == 2 else (None, None)
+    if answer is None or first is None or second is None or joined(version, first, second) != digest:
         return None
     store = index.store
     with stored_bytes():

@@ -101,7 +101,7 @@ class IndexPositions(Positions):
             term = known.get(word)
             if term is None:
                 term = _index_term(word)
-            if term is False:  # a stop word
+            if not isinstance(term, str):  # False: a stop word
                 continue
             pos = index if pos is None else pos + 1  # as MemfileAnalyzer numbers them
             found = places.get(term)

@@ -76,7 +76,7 @@ def _document(memory: Memory, row: bytes) -> dict[str, Any]:
     """
     key = " ".join([memory.key.replace("_", " ")] * KEY_WEIGHT)
     tags = " ".join([" ".join(memory.tags)] * TAG_WEIGHT)
-    document = {
+    document: dict[str, Any] = {
         "path": memory.path,
         "category": str(memory.category),
         "priority": str(memory.priority),
@@ -136,7 +136,7 @@ class Store:
         self._searcher: Any = None
         self._warm: ScoreCache | None = None
         self.damage: str | None = None  # what opening last found damaged (and made anew); the Vault tells it
-        self.temporary = False  # made in a temporary folder for one Vault (see `temporary`)
+        self.in_temporary_folder = False  # made by `temporary`, for one Vault
 
     @classmethod
     def temporary(cls, lock_timeout: float) -> Store:
@@ -152,7 +152,7 @@ class Store:
 
         folder = Path(tempfile.mkdtemp(prefix="memfile-index-"))
         index = cls(folder, lock_timeout)
-        index.temporary = True
+        index.in_temporary_folder = True
         weakref.finalize(index, shutil.rmtree, folder, True)
         try:
             index.catalog.open()
