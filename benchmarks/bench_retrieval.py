@@ -31,9 +31,9 @@ conversations 0-4 ("tuning set") and 5-9 ("held out"). The verdict checks the ta
 overall row: recall@10 >= 0.60 and recall@5 >= 0.52, for `recall` and for `search`.
 
 Latency is measured in process: each mind is opened once with `Vault.open(vault, mind=M)`, then
-`Vault.search(question, limit=10)` and `Vault.recall_items(query=question, limit=10, budget=0)` are
+`Vault.search(question, limit=10)` and `Vault.recall(query=question, limit=10, budget=0).items` are
 timed on `--latency-queries` questions per mind (spread over the mind's questions; 0 = all),
-p50/p95 per split. If `Vault.recall_items` does not exist yet (or rejects these arguments) only
+p50/p95 per split. If `Vault.recall` rejects these arguments only
 `Vault.search` is timed and the recall row says so. memfile only ever sees the question text.
 
 `--limit-queries N` is passed to retrieval_eval, which then scores the first N lines of
@@ -222,9 +222,10 @@ def measure_latency(
                 start = time.perf_counter()
                 v.search(q, limit=10)
                 mind_s.append(time.perf_counter() - start)
-            recall_items = getattr(v, "recall_items", None)
-            if recall_error is None and recall_items is None:
-                recall_error = "Vault.recall_items does not exist"
+
+            def recall_items(**options: Any) -> Any:
+                return v.recall(**options).items  # noqa: B023 - called in this turn of the loop
+
             if recall_error is None:
                 try:
                     recall_items(query=qs[0], limit=10, budget=0)
@@ -250,7 +251,7 @@ def measure_latency(
         )
     rows = []
     for call, label in (
-        ("recall_items", "Vault.recall_items(query=q, limit=10, budget=0)"),
+        ("recall_items", "Vault.recall(query=q, limit=10, budget=0).items"),
         ("search", "Vault.search(q, limit=10)"),
     ):
         for sel, name in SPLITS:

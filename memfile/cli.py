@@ -475,10 +475,8 @@ def recall(state: State, query: str | None, budget: int | None, limit: int, incl
     """
     options: dict[str, Any] = {"query": query, "limit": limit, "include_superseded": include_superseded}
     options |= {"budget": budget} if budget is not None else {}
-    vault = state.vault()
-    _json(vault.recall_report(**options).to_dict()) if fmt == "json" else click.echo(
-        vault.recall_bytes(**options), nl=False
-    )
+    report = state.vault().recall(**options)
+    _json(report.to_dict()) if fmt == "json" else click.echo(report.encode(), nl=False)
 
 
 @main.command()

@@ -86,13 +86,15 @@ class RecallItem:
         return data
 
 
-@dataclass(frozen=True)
-class RecallReport:
-    """What recall chose, and the text it rendered."""
+class RecallReport(str):
+    """`Vault.recall`'s answer: the text it rendered (this string itself, also `.text`; `.encode()` gives
+    the UTF-8 bytes `memfile recall` writes) and what recall chose and cut (`items`, `to_dict()`).
+
+    A str, so that code which took recall's text keeps working unchanged.
+    """
 
     mind: str
     mind_name: str
-    text: str
     items: tuple[RecallItem, ...]
     total: int
     verified: int
@@ -100,8 +102,50 @@ class RecallReport:
     shortened: int
     budget: int | None
     tokens: int
-    query: str | None = None
-    matched: int | None = None
+    query: str | None
+    matched: int | None
+
+    def __new__(
+        cls,
+        mind: str,
+        mind_name: str,
+        text: str,
+        items: tuple[RecallItem, ...],
+        total: int,
+        verified: int,
+        left_out: int,
+        shortened: int,
+        budget: int | None,
+        tokens: int,
+        query: str | None = None,
+        matched: int | None = None,
+    ) -> RecallReport:
+        report = super().__new__(cls, text)
+        report.mind, report.mind_name, report.items, report.total = mind, mind_name, items, total
+        report.verified, report.left_out, report.shortened = verified, left_out, shortened
+        report.budget, report.tokens, report.query, report.matched = budget, tokens, query, matched
+        return report
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return RecallReport, (
+            self.mind,
+            self.mind_name,
+            self.text,
+            self.items,
+            self.total,
+            self.verified,
+            self.left_out,
+            self.shortened,
+            self.budget,
+            self.tokens,
+            self.query,
+            self.matched,
+        )
+
+    @property
+    def text(self) -> str:
+        """The recall text as a plain str."""
+        return str.__str__(self)
 
     def to_dict(self) -> dict[str, Any]:
         data = {

@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .config import STATE_DIR, Config, plain
+from .config import STATE_DIR, Config
 from .errors import InvalidInput, NotFound
 from .files import atomic_write
 from .index import Index, SearchOptions, View
@@ -22,7 +22,7 @@ from .index.query import check_query
 from .model import UNSET, Report, Source, format_datetime, utc_now
 
 if TYPE_CHECKING:
-    from .recall import Recallable, RecallItem, RecallReport
+    from .recall import RecallReport
 
 #: Where the last recall served to a mind is recorded (in `.memfile/`): one record per mind, so that
 #: no mind (nor an agent bound to it) ever reads another's query or memory ids.
@@ -59,13 +59,12 @@ class Recaller:
         self.actor = actor
         self.notices = notices
         self._index = index
-        self._recall_cache: tuple[tuple[float, bool], datetime, Recallable] | None = None  # see _recallable
 
     @property
     def name(self) -> str:
         return self.config.display_name(self.mind)
 
-    def recall_report(
+    def recall(
         self,
         budget: int | None = UNSET,
         *,
@@ -73,7 +72,7 @@ class Recaller:
         limit: int | None = 10,
         include_superseded: bool = False,
     ) -> RecallReport:
-        """`Vault.recall_report` (its docstring says what it does)."""
+        """`Vault.recall` (its docstring says what it does)."""
         budget = self._checked(budget, limit)
         if query is not None:
             check_query(query)  # before any work: a 10 MB query is refused at once
@@ -86,7 +85,7 @@ class Recaller:
             from .recall import Match, recall_query, score, with_neighbours
 
             assert query is not None
-            recallable = self._recallable(view, now, include_superseded)
+            recallable = view.recallable(now, include_superseded)
             options = SearchOptions(
                 include_superseded=include_superseded, limit=max(CANDIDATES, limit or 0), snippets=False
             )
@@ -119,31 +118,6 @@ class Recaller:
 
         live = [m for m in view.memories() if not m.is_expired(now) and (include_superseded or not m.superseded)]
         return recall(live, self.mind, self.name, budget)
-
-    def _recallable(self, view: View, now: datetime, include_superseded: bool) -> Recallable:
-        """The mind's recallable memories, sorted and counted; kept while the catalog is unchanged
-        and no memory has expired since (a long-lived Vault then skips a pass over the mind per recall)."""
-        from .recall import Recallable
-
-        version = view.version
-        cached = self._recall_cache
-        if (
-            version is not None
-            and cached
-            and cached[0] == (version, include_superseded)
-            and now < cached[1]
-            and not plain("catalog_cache")
-        ):
-            return cached[2]
-        live = [m for m in view.memories() if not m.is_expired(now) and (include_superseded or not m.superseded)]
-        recallable = Recallable.of(live)
-        if version is not None:
-            until = min(
-                (m.expires_at for m in live if m.expires_at is not None),
-                default=datetime.max.replace(tzinfo=timezone.utc),
-            )
-            self._recall_cache = ((version, include_superseded), until, recallable)
-        return recallable
 
     def _served(self, report: RecallReport) -> RecallReport:
         """Record what recall gave (`.memfile/last_recall.json`): what did the agent see on its last turn?"""
@@ -179,43 +153,6 @@ class Recaller:
         keys = ("ref", "id", "pinned", "shortened", "score", "neighbour_of")
         memories = [dict(zip(keys, entry, strict=False)) for entry in record["memories"] if isinstance(entry, list)]
         return RecallRecord(**{name: record.get(name) for name in _RECORD_KEYS | {"matched"}} | {"memories": memories})
-
-    def recall(
-        self,
-        budget: int | None = UNSET,
-        *,
-        query: str | None = None,
-        limit: int | None = 10,
-        include_superseded: bool = False,
-    ) -> str:
-        """`Vault.recall` (its docstring says what it does)."""
-        return self.recall_bytes(budget, query=query, limit=limit, include_superseded=include_superseded).decode(
-            "utf-8"
-        )
-
-    def recall_bytes(
-        self,
-        budget: int | None = UNSET,
-        *,
-        query: str | None = None,
-        limit: int | None = 10,
-        include_superseded: bool = False,
-    ) -> bytes:
-        """`Vault.recall_bytes` (its docstring says what it does)."""
-        return self.recall_report(budget, query=query, limit=limit, include_superseded=include_superseded).text.encode(
-            "utf-8"
-        )
-
-    def recall_items(
-        self,
-        budget: int | None = UNSET,
-        *,
-        query: str | None = None,
-        limit: int | None = 10,
-        include_superseded: bool = False,
-    ) -> list[RecallItem]:
-        """`Vault.recall_items` (its docstring says what it does)."""
-        return list(self.recall_report(budget, query=query, limit=limit, include_superseded=include_superseded).items)
 
 
 #: What every record holds (`_record` and `_record_of`).

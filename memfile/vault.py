@@ -64,7 +64,7 @@ from .writer import Writer
 if TYPE_CHECKING:
     from .doctor import Doctor, DoctorReport
     from .git import GitStore, History, LogEntry, Remote, RemoteReport, Version
-    from .recall import RecallItem, RecallReport
+    from .recall import RecallReport
     from .recalling import RecallRecord
 
 
@@ -831,37 +831,6 @@ class Vault:
         return self._doctor.doctor(fix)
 
     @_verb
-    def recall_report(
-        self,
-        budget: int | None = UNSET,
-        *,
-        query: str | None = None,
-        limit: int | None = 10,
-        include_superseded: bool = False,
-    ) -> RecallReport:
-        """The recall of the mind with what was chosen and cut.
-
-        Without a query: every memory, by priority then recency. With one: the
-        pinned memories (verified critical ones; verified high ones of identity
-        and preference), then the best matches by the blend in
-        `memfile.recall.score` (text relevance, priority, recency with a
-        half-life of `[recall] half_life_days`, confidence, verified), then
-        their neighbours (marked; see `memfile.recall.with_neighbours`). An
-        unverified critical memory is ranked and cut as a high one: it never
-        makes a budget impossible. A conflicted memory is marked.
-
-        Args:
-            budget: the most tokens the text may take; default `[recall] budget` of memfile.toml; None or 0 = no limit.
-            query: what the agent is working on; None = the whole mind.
-            limit: with a query, the most matches shown besides the pinned memories (1 to 1000; None = all).
-            include_superseded: also memories marked superseded.
-
-        Raises:
-            InvalidInput: the budget or limit is not allowed, or the query cannot be parsed.
-        """
-        return self._recaller.recall_report(budget, query=query, limit=limit, include_superseded=include_superseded)
-
-    @_verb
     def last_recall(self) -> RecallRecord:
         """What the last recall of this mind served (any caller, CLI or MCP): query, budget, tokens, and
         each memory chosen with whether it was pinned or shortened, its score and what it was a neighbour of.
@@ -880,43 +849,31 @@ class Vault:
         query: str | None = None,
         limit: int | None = 10,
         include_superseded: bool = False,
-    ) -> str:
-        """The recall text an agent puts in its context window (a query: at most 4,096 characters).
+    ) -> RecallReport:
+        """The recall an agent puts in its context window: a `RecallReport`, which is the text itself (a str;
+        `.encode()` gives the UTF-8 bytes `memfile recall` writes) and tells what was chosen and cut
+        (`.items`, each with `pinned`, `score` and its parts; `.to_dict()`).
+
+        Without a query: every memory, by priority then recency. With one (at most
+        4,096 characters): the pinned memories (verified critical ones; verified
+        high ones of identity and preference), then the best matches by the blend
+        in `memfile.recall.score` (text relevance, priority, recency with a
+        half-life of `[recall] half_life_days`, confidence, verified), then their
+        neighbours (marked; see `memfile.recall.with_neighbours`). An unverified
+        critical memory is ranked and cut as a high one: it never makes a budget
+        impossible. A conflicted memory is marked.
 
         Args:
-            budget: the most tokens the text may take (estimate: characters / 4, rounded up).
-            query: what the agent is working on: pinned memories, then the best matches.
-            limit: with a query, the most matches besides the pinned memories.
+            budget: the most tokens the text may take (estimate: characters / 4, rounded up); default
+                `[recall] budget` of memfile.toml; None or 0 = no limit.
+            query: what the agent is working on; None = the whole mind.
+            limit: with a query, the most matches shown besides the pinned memories (1 to 1000; None = all).
             include_superseded: also memories marked superseded.
 
-        Returns:
-            The plain-text recall.
+        Raises:
+            InvalidInput: the budget or limit is not allowed, or the query cannot be parsed.
         """
         return self._recaller.recall(budget, query=query, limit=limit, include_superseded=include_superseded)
-
-    @_verb
-    def recall_bytes(
-        self,
-        budget: int | None = UNSET,
-        *,
-        query: str | None = None,
-        limit: int | None = 10,
-        include_superseded: bool = False,
-    ) -> bytes:
-        """`recall`'s text in UTF-8, as `memfile recall` writes it."""
-        return self._recaller.recall_bytes(budget, query=query, limit=limit, include_superseded=include_superseded)
-
-    @_verb
-    def recall_items(
-        self,
-        budget: int | None = UNSET,
-        *,
-        query: str | None = None,
-        limit: int | None = 10,
-        include_superseded: bool = False,
-    ) -> builtins.list[RecallItem]:
-        """The memories recall chooses, in order, each with `pinned`, `score` and its parts (with a query)."""
-        return self._recaller.recall_items(budget, query=query, limit=limit, include_superseded=include_superseded)
 
     def close(self) -> None:
         """Stop the watcher, if any, and release the index's files (the Vault may not be used afterwards)."""

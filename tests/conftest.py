@@ -25,6 +25,8 @@ def _isolated_env(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.
         "MEMFILE_VAULT",
         "MEMFILE_MIND",
         "MEMFILE_SOURCE",
+        "MEMFILE_KEYS",  # the served faces' keys file: never the machine's own
+        "XDG_CONFIG_HOME",
         "EDITOR",
         "VISUAL",
         "GIT_AUTHOR_NAME",

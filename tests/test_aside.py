@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from helpers import another_thread_running
+from helpers import another_thread_running, write
 
 from memfile import Vault
 from memfile.config import plain
@@ -47,6 +47,7 @@ def started(monkeypatch: pytest.MonkeyPatch) -> list[Aside | None]:
         return found[-1]
 
     monkeypatch.setattr(fastpath.Aside, "start", classmethod(start))
+    monkeypatch.setattr(fastpath, "FORK_FROM", 0)  # these small minds split their walks as big ones do
     return found
 
 
@@ -195,3 +196,21 @@ def test_a_whole_recall_shows_a_hand_edit_made_after_the_digest_was_recorded(not
     path.write_text(path.read_text(encoding="utf-8").replace("zeppelins", "hovercraft"), encoding="utf-8")
     text = notes.recall()
     assert "hovercraft" in text and "zeppelins" not in text
+
+
+def test_a_mind_with_fewer_files_than_fork_from_is_walked_without_a_child(
+    vault: Vault, started: list[Aside | None], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Below `FORK_FROM` recorded files a fork costs more than half a walk saves: no child, same answers."""
+    for key in ("alpha", "bravo", "charlie"):
+        vault.store("fact", key, f"The {key} note.")
+    vault.search("note")
+    monkeypatch.setattr(fastpath, "FORK_FROM", 4)
+    started.clear()
+    write(vault.mind_dir / "fact" / "delta.md", "---\ncategory: fact\nkey: delta\n---\nThe delta note.\n")
+    assert sorted(m.key for m in vault.memories()) == ["alpha", "bravo", "charlie", "delta"]
+    assert started == []  # three files recorded: walked here alone
+    assert [h.memory.key for h in vault.search("delta")] == ["delta"]
+    started.clear()
+    vault.search("note")  # four files recorded now: the walk is split again
+    assert started and all(aside is not None for aside in started)

@@ -92,12 +92,12 @@ def outcome(vault: Vault) -> dict[str, Any]:
     found["search unverified"] = [_hit(h) for h in vault.search("backup", unverified=True)]
     for _ in range(2):
         found["recall"] = vault.recall()
-        found["recall bytes"] = vault.recall_bytes()
+        found["recall bytes"] = vault.recall().encode()
         found["recall budget"] = vault.recall(300)
         found["recall superseded"] = vault.recall(include_superseded=True)
         found["recall query"] = vault.recall(query="deploy billing", limit=3)
         found["recall items"] = [
-            (i.memory.ref, i.pinned, i.shortened, i.neighbour_of) for i in vault.recall_items(query="postgres docker")
+            (i.memory.ref, i.pinned, i.shortened, i.neighbour_of) for i in vault.recall(query="postgres docker").items
         ]
         found["list"] = [m.to_dict() for m in vault.list(status="all", include_expired=True)]
         found["memories"] = sorted(m.path for m in vault.memories())
@@ -204,7 +204,7 @@ def test_a_bulk_build_gives_the_same_index(tmp_path: Path, monkeypatch: pytest.M
             "memories": sorted(m.path for m in vault.memories()),
             "search": sorted((-h.score, h.memory.ref, h.snippet) for h in vault.search("postgres", limit=1000)),
             "count": len(vault.search("docker", limit=1000)),
-            "recall": vault.recall_bytes(),
+            "recall": vault.recall().encode(),
         }
 
     first, second = _bulk_vault(tmp_path / "a", BULK + 5), None

@@ -44,7 +44,7 @@ def test_sample_vault_recall_with_budget_matches_golden(sample_copy: Path) -> No
 
 
 def test_expired_memories_are_left_out(sample_copy: Path) -> None:
-    report = Vault.open(sample_copy).recall_report()
+    report = Vault.open(sample_copy).recall()
     assert "conference_trip_march" not in report.text
     assert all(item.memory.key != "conference_trip_march" for item in report.items)
 
@@ -117,7 +117,7 @@ def test_budget_too_small_for_critical_memories_is_refused() -> None:
 
 
 def test_json_report_has_parts(sample_copy: Path) -> None:
-    data = Vault.open(sample_copy).recall_report(budget=300).to_dict()
+    data = Vault.open(sample_copy).recall(budget=300).to_dict()
     assert data["total"] == 19 and data["budget"] == 300
     assert data["left_out"] + len(data["memories"]) == 19
     assert {"id", "key", "category", "priority", "shortened"} <= set(data["memories"][0])
@@ -130,7 +130,7 @@ def served(vault: Vault) -> dict:
 
 
 def test_a_whole_recall_read_from_the_catalog_is_the_recall_of_the_memories(vault: Vault) -> None:
-    """`recall()` without a budget renders from the catalog's entries; `recall_report` from Memory objects."""
+    """A whole recall (once rendered from the catalog's entries) is the recall of the Memory objects."""
     import random
 
     rng = random.Random(7)
@@ -161,12 +161,12 @@ def test_a_whole_recall_read_from_the_catalog_is_the_recall_of_the_memories(vaul
     for include_superseded in (False, True):
         fast = vault.recall(0, include_superseded=include_superseded)
         fast_record = served(vault)
-        report = vault.recall_report(0, include_superseded=include_superseded)
+        report = vault.recall(0, include_superseded=include_superseded)
         assert fast == report.text
         assert fast_record == served(vault)
-        assert vault.recall_bytes(0, include_superseded=include_superseded) == fast.encode("utf-8")
+        assert vault.recall(0, include_superseded=include_superseded).encode() == fast.encode("utf-8")
         assert served(vault) == fast_record
-    assert vault.recall_report(0).total < vault.recall_report(0, include_superseded=True).total < 80
+    assert vault.recall(0).total < vault.recall(0, include_superseded=True).total < 80
 
 
 def test_a_whole_recall_counts_the_tokens_of_its_utf8_text(tmp_path: Path) -> None:
@@ -174,9 +174,9 @@ def test_a_whole_recall_counts_the_tokens_of_its_utf8_text(tmp_path: Path) -> No
     mind = Vault.init(tmp_path / "v", "m", "Míchaël 🧠")
     for i, content in enumerate(["ASCII only.", "ünïcode — ✓", "🧠 𝔘 four-byte", "ไทย Tiếng Việt 漢字"] * 30):
         mind.store("fact", f"k{i}", content, tags=["näme"] if i % 2 else [])
-    data = mind.recall_bytes()
+    data = mind.recall().encode()
     record = served(mind)
-    text = mind.recall_report(0).text
+    text = mind.recall(0).text
     assert data == text.encode("utf-8") and record == served(mind)
     assert record["tokens"] == estimate_tokens(text) == -(-len(text) // 4)
 

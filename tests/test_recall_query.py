@@ -136,7 +136,7 @@ def named_budget(error: InvalidInput) -> int:
 def ranked_for(
     memories: list[Memory], text_scores: dict[str, float], now: datetime = NOW, neighbours: bool = False
 ) -> list[Scored]:
-    """What Vault.recall_report does after the index search: (neighbours, then) the blend."""
+    """What Vault.recall does after the index search: (neighbours, then) the blend."""
     matches = sorted(
         (Match(m, text_scores[m.key]) for m in memories if m.key in text_scores), key=lambda m: -m.text_score
     )
@@ -562,7 +562,7 @@ def mixed(vault: Vault) -> Vault:
 
 
 def test_vault_recall_with_a_query_pins_then_ranks_and_leaves_the_rest_out(mixed: Vault) -> None:
-    items = mixed.recall_items(query="how do I deploy synapse?")
+    items = mixed.recall(query="how do I deploy synapse?").items
     assert keys(items) == ["user_name", "answer_style", "synapse_deploy", "synapse_backup"]
     assert [i.pinned for i in items] == [True, True, False, False]
     deploy = items[2]
@@ -575,18 +575,18 @@ def test_vault_recall_with_a_query_pins_then_ranks_and_leaves_the_rest_out(mixed
     assert text.splitlines()[2] == "Query: how do I deploy synapse? (2 matched; 2 pinned, 2 best shown)"
     assert "server_os" not in text and "favourite_food" not in text
     assert "old_trip" not in text  # expired, although it matches
-    report = mixed.recall_report(query="how do I deploy synapse?")
+    report = mixed.recall(query="how do I deploy synapse?")
     assert report.total == 6 and report.matched == 2 and report.budget is None
 
 
 def test_vault_recall_with_a_query_matching_nothing_shows_the_pinned(mixed: Vault) -> None:
-    report = mixed.recall_report(query="quantum chromodynamics")
+    report = mixed.recall(query="quantum chromodynamics")
     assert keys(report.items) == ["user_name", "answer_style"]
     assert report.text.splitlines()[2] == "Query: quantum chromodynamics (0 matched; 2 pinned, 0 best shown)"
 
 
 def test_vault_recall_without_a_query_still_shows_everything(mixed: Vault) -> None:
-    items = mixed.recall_items()
+    items = mixed.recall().items
     assert set(keys(items)) == {
         "user_name",
         "answer_style",
@@ -609,7 +609,7 @@ def test_half_life_comes_from_memfile_toml(mixed: Vault) -> None:
     )
 
     def recency(vault: Vault) -> float:
-        (item,) = [i for i in vault.recall_items(query="zeppelin almanac") if not i.pinned]
+        (item,) = [i for i in vault.recall(query="zeppelin almanac").items if not i.pinned]
         assert item.memory.key == "ancient_almanac"
         return dict(item.parts)["recency"]
 
@@ -625,14 +625,14 @@ def test_half_life_comes_from_memfile_toml(mixed: Vault) -> None:
 @pytest.mark.parametrize("limit", [0, 1001, -1, True, 2.5, "3"])
 def test_limit_must_be_1_to_1000(mixed: Vault, limit: object) -> None:
     with pytest.raises(InvalidInput) as caught:
-        mixed.recall_report(query="synapse", limit=limit)  # type: ignore[arg-type]
+        mixed.recall(query="synapse", limit=limit)  # type: ignore[arg-type]
     assert caught.value.field == "limit"
     assert "1 to 1000" in str(caught.value)
 
 
 def test_limit_bounds_are_allowed(mixed: Vault) -> None:
-    assert keys(mixed.recall_items(query="synapse", limit=1)) == ["user_name", "answer_style", "synapse_deploy"]
-    assert len(mixed.recall_items(query="synapse", limit=1000)) == 4
+    assert keys(mixed.recall(query="synapse", limit=1).items) == ["user_name", "answer_style", "synapse_deploy"]
+    assert len(mixed.recall(query="synapse", limit=1000).items) == 4
 
 
 def test_vault_budget_too_small_is_invalid_input_naming_a_budget_that_works(mixed: Vault) -> None:
@@ -645,12 +645,12 @@ def test_vault_budget_too_small_is_invalid_input_naming_a_budget_that_works(mixe
 
 
 def test_vault_budget_leaves_out_the_weakest_match_first(mixed: Vault) -> None:
-    full = mixed.recall_report(query="deploy synapse")
+    full = mixed.recall(query="deploy synapse")
     assert keys(full.items) == ["user_name", "answer_style", "synapse_deploy", "synapse_backup"]
     budget = full.tokens
     while True:
         budget -= 1
-        report = mixed.recall_report(query="deploy synapse", budget=budget)
+        report = mixed.recall(query="deploy synapse", budget=budget)
         assert report.tokens <= budget
         kept = {item.memory.key: item.shortened for item in report.items}
         assert {"user_name", "answer_style"} <= set(kept)  # pinned ones go last
@@ -683,10 +683,10 @@ def test_vault_neighbours_skip_superseded_and_expired_turns(vault: Vault) -> Non
     )
     put(root, "turn_later", "Nothing else happened", created=T0 + timedelta(seconds=2))
     put(root, "far_away", "Unrelated and stored an hour later", created=T0 + timedelta(hours=1))
-    items = {i.memory.key: i.neighbour_of for i in vault.recall_items(query="quarterly invoice")}
+    items = {i.memory.key: i.neighbour_of for i in vault.recall(query="quarterly invoice").items}
     assert items == {"turn_match": None, "turn_prior": "fact/turn_match", "turn_later": "fact/turn_match"}
     items = {
-        i.memory.key: i.neighbour_of for i in vault.recall_items(query="quarterly invoice", include_superseded=True)
+        i.memory.key: i.neighbour_of for i in vault.recall(query="quarterly invoice", include_superseded=True).items
     }
     assert items == {
         "turn_match": None,
@@ -836,23 +836,23 @@ def superseded(vault: Vault) -> Vault:
 
 def test_superseded_memories_are_left_out_everywhere(superseded: Vault) -> None:
     vault = superseded
-    assert "user_location" not in keys(vault.recall_items())
-    assert "user_location" not in keys(vault.recall_items(query="where does he live in Berlin"))
+    assert "user_location" not in keys(vault.recall().items)
+    assert "user_location" not in keys(vault.recall(query="where does he live in Berlin").items)
     assert "user_location" not in vault.recall(query="Berlin river")
-    assert "user_city" in keys(vault.recall_items(query="Berlin river"))  # pinned: high identity
+    assert "user_city" in keys(vault.recall(query="Berlin river").items)  # pinned: high identity
     assert [h.memory.key for h in vault.search("Berlin")] == ["berlin_office"]
     assert [m.key for m in vault.by_tag("home")] == ["berlin_office"]
     assert [m.key for m in vault.list()] == ["berlin_office", "user_city"]
     assert [m.key for m in vault.list(status="active")] == ["berlin_office", "user_city"]
     assert [m.key for m in vault.list(status="superseded")] == ["user_location"]
     assert [m.key for m in vault.list(status="all")] == ["berlin_office", "user_city", "user_location"]
-    assert vault.recall_report().total == 2
+    assert vault.recall().total == 2
 
 
 def test_include_superseded_brings_them_back(superseded: Vault) -> None:
     vault = superseded
-    assert "user_location" in keys(vault.recall_items(include_superseded=True))
-    items = vault.recall_items(query="Berlin river", include_superseded=True)
+    assert "user_location" in keys(vault.recall(include_superseded=True).items)
+    items = vault.recall(query="Berlin river", include_superseded=True).items
     assert "user_location" in keys(items)
     assert {h.memory.key for h in vault.search("Berlin", include_superseded=True)} == {"berlin_office", "user_location"}
 
@@ -900,8 +900,8 @@ def test_reactivate_brings_a_memory_back_in_one_commit(superseded: Vault) -> Non
     memory = vault.get("identity/user_location")
     assert memory.status is Status.ACTIVE and memory.superseded_by is None
     assert {h.memory.key for h in vault.search("Berlin")} == {"berlin_office", "user_location"}
-    assert "user_location" in keys(vault.recall_items())
-    assert "user_location" in keys(vault.recall_items(query="Berlin river"))
+    assert "user_location" in keys(vault.recall().items)
+    assert "user_location" in keys(vault.recall(query="Berlin river").items)
     assert "user_location" in [m.key for m in vault.list()]
     # Reactivating an active memory changes nothing.
     data = path.read_bytes()
@@ -976,7 +976,7 @@ def test_a_bogus_status_is_a_parse_issue_and_the_file_is_left_alone(vault: Vault
     assert issue.path == "michael/fact/bogus_status.md" and "status" in issue.reason and issue.line == 13
     assert "active, superseded" in issue.reason
     vault.store("fact", "other", "about status too")
-    assert "bogus_status" not in keys(vault.recall_items(query="status"))
+    assert "bogus_status" not in keys(vault.recall(query="status").items)
     result = ok(in_vault(root, "list", "--status", "all"))
     assert "bogus_status.md:13" in result.stderr and "status" in result.stderr
     assert path.read_bytes() == data
@@ -1005,8 +1005,8 @@ def test_superseded_state_survives_deleting_the_index(superseded: Vault) -> None
     shutil.rmtree(root / ".memfile")
     vault = Vault.open(root)
     assert [h.memory.key for h in vault.search("Berlin")] == ["berlin_office"]
-    assert "user_location" not in keys(vault.recall_items(query="Berlin river"))
-    assert "user_location" not in keys(vault.recall_items())
+    assert "user_location" not in keys(vault.recall(query="Berlin river").items)
+    assert "user_location" not in keys(vault.recall().items)
     assert [m.key for m in vault.list(status="superseded")] == ["user_location"]
     shutil.rmtree(root / ".memfile")
     assert "user_location" not in ok(in_vault(root, "search", "Berlin")).stdout
@@ -1022,7 +1022,7 @@ def test_a_hand_written_superseded_memory_is_honoured(vault: Vault) -> None:
     )
     put(vault.root, "new_plan", "The plan is to move to Porto", created=T0 + timedelta(days=1))
     assert [h.memory.key for h in vault.search("plan move")] == ["new_plan"]
-    assert keys(vault.recall_items(query="plan to move")) == ["new_plan"]
+    assert keys(vault.recall(query="plan to move").items) == ["new_plan"]
     assert [m.key for m in vault.list(status="superseded")] == ["old_plan"]
     assert vault.get("old_plan").superseded_by == "mem_newplan0001"
 
@@ -1084,7 +1084,7 @@ def topics(vault: Vault) -> Vault:
     ],
 )
 def test_the_expected_memory_is_the_best_match(topics: Vault, question: str, expected: str) -> None:
-    items = topics.recall_items(query=question)
+    items = topics.recall(query=question).items
     assert items[0].memory.key == "user_name" and items[0].pinned
     matches = [item for item in items if not item.pinned]
     assert matches and matches[0].memory.key == expected, [(i.memory.key, i.score) for i in matches]
@@ -1094,7 +1094,7 @@ def test_the_expected_memory_is_the_best_match(topics: Vault, question: str, exp
 def test_the_turn_after_the_best_match_is_recalled_as_its_neighbour(topics: Vault) -> None:
     question = "When do we fly to Lisbon?"
     assert "hotel_booking" not in [h.memory.key for h in topics.search(question, limit=50)]  # shares no word
-    items = {item.memory.key: item for item in topics.recall_items(query=question)}
+    items = {item.memory.key: item for item in topics.recall(query=question).items}
     stay = items["hotel_booking"]
     assert stay.neighbour_of == "context/offsite_flights" and not stay.pinned
     assert dict(stay.parts)["relevance"] == pytest.approx(NEIGHBOUR_WEIGHT, abs=1e-6)
@@ -1109,7 +1109,7 @@ def test_a_long_lived_vault_recalls_what_changed_and_drops_what_expired(vault: V
     vault.store("fact", "boat_slip", "The boat is in slip 14 this week", expires=soon)
 
     def recalled() -> set[str]:
-        return {item.memory.key for item in vault.recall_items(query="where is the boat", budget=None)}
+        return {item.memory.key for item in vault.recall(query="where is the boat", budget=None).items}
 
     assert recalled() == {"boat_name", "boat_slip"}
     assert [h.memory.key for h in vault.search("slip")] == ["boat_slip"]
@@ -1118,7 +1118,7 @@ def test_a_long_lived_vault_recalls_what_changed_and_drops_what_expired(vault: V
     path = vault.root / "michael" / "fact" / "boat_name.md"
     path.write_text(path.read_text(encoding="utf-8").replace("Aurora", "Borealis"), encoding="utf-8")
     assert vault.get("fact/boat_name").content == "The boat is called Borealis"
-    assert {i.memory.content for i in vault.recall_items(query="boat called", budget=None)} >= {
+    assert {i.memory.content for i in vault.recall(query="boat called", budget=None).items} >= {
         "The boat is called Borealis"
     }
     assert [h.memory.key for h in vault.search("slip")] == ["boat_slip"]  # searcher and its mask are kept now

@@ -187,7 +187,7 @@ def test_the_python_api_refuses_a_long_query_quickly_and_names_the_limit(vault: 
         for name, call in (
             ("search", lambda: vault.search(text)),
             ("recall", lambda: vault.recall(query=text)),
-            ("recall_items", lambda: vault.recall_items(query=text)),
+            ("recall_items", lambda: vault.recall(query=text).items),
         ):
             started = time.monotonic()
             with pytest.raises(InvalidInput) as caught:

@@ -173,16 +173,16 @@ def test_unverified_critical_memories_never_make_a_budget_impossible_through_the
 
 def test_unverified_critical_memories_rank_as_high_and_never_crowd_out_the_persons(flooded: Path) -> None:
     with Vault.open(flooded, "michael", source="agent") as vault:
-        whole = vault.recall_report(0)
+        whole = vault.recall(0)
         keys = [item.memory.key for item in whole.items]
         assert keys[0] == "user_name" and keys.index("answer_style") < keys.index("server_os")
         assert all(keys.index(k) > keys.index("user_name") for k in keys if k.startswith("agent_rule_"))
         assert vault.recall(0) == whole.text  # the whole recall from the catalog is the same
         # The smallest budget that fits the person's critical memory is enough: the agent's give way.
-        tight = vault.recall_report(60)
+        tight = vault.recall(60)
         assert [item.memory.key for item in tight.items] == ["user_name"] and tight.tokens <= 60
         assert tight.left_out == 82
-        matched = vault.recall_report(300, query="premium plan recommend")
+        matched = vault.recall(300, query="premium plan recommend")
         pinned = [item.memory.key for item in matched.items if item.pinned]
         assert pinned == ["user_name", "answer_style"]
         assert all(not item.pinned for item in matched.items if item.memory.key.startswith("agent_rule_"))
@@ -235,7 +235,7 @@ def one_sitting(tmp_path: Path) -> Path:
 
 def test_neighbours_never_outrank_real_matches_in_a_persons_vault(one_sitting: Path) -> None:
     with Vault.open(one_sitting) as vault:
-        report = vault.recall_report(0, query="docker")
+        report = vault.recall(0, query="docker")
     ranked = [item for item in report.items if not item.pinned]
     real = [item.memory.key for item in ranked if item.neighbour_of is None]
     assert set(real) == {"server_os", "synapse_deploy", "postgres_backup"}
@@ -260,11 +260,11 @@ def test_the_query_header_adds_up_and_every_entry_is_counted(one_sitting: Path, 
 
 def test_the_query_header_adds_up_under_every_budget(one_sitting: Path) -> None:
     with Vault.open(one_sitting) as vault:
-        full = vault.recall_report(0, query="docker coffee", limit=20)
+        full = vault.recall(0, query="docker coffee", limit=20)
         assert any(item.neighbour_of for item in full.items) and full.matched == 4
         for budget in range(full.tokens, 0, -7):
             try:
-                report = vault.recall_report(budget, query="docker coffee", limit=20)
+                report = vault.recall(budget, query="docker coffee", limit=20)
             except InvalidInput:
                 break
             found = header_of(report.text)
@@ -418,7 +418,7 @@ def test_recall_marks_a_conflicted_memory_in_its_json(conflicted: Path, options:
         m["conflicted"] is False for m in data["memories"] if m["key"] != "city"
     )
     with Vault.open(conflicted) as vault:
-        items = {item.memory.key: item for item in vault.recall_items(0)}
+        items = {item.memory.key: item for item in vault.recall(0).items}
     assert items["city"].to_dict()["conflicted"] is True
 
 

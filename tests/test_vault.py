@@ -508,7 +508,7 @@ def test_recall_on_sample_vault(sample_copy: Path) -> None:
 
 
 def test_recall_budget_keeps_critical(sample_copy: Path) -> None:
-    report = Vault.open(sample_copy).recall_report(budget=300)
+    report = Vault.open(sample_copy).recall(budget=300)
     assert report.tokens <= 300
     assert report.left_out > 0
     keys = [item.memory.key for item in report.items]

@@ -21,17 +21,18 @@ write_codec.py (speed tricks; `MEMFILE_PLAIN=1` turns them all off).
 from __future__ import annotations
 
 from collections.abc import Callable
-from datetime import datetime
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import TypeVar
 
 from ..config import STATE_DIR, plain
 from ..files import Stat
 from ..model import Memory, ParseIssue, SearchHit, utc_now
+from ..recall import Recallable
 from . import source
 from .catalog import Catalog
 from .damage import IndexDamaged, IndexUnwritable, stored_bytes
-from .fastpath import may_fork, split_walk
+from .fastpath import may_fork, split_walk, worth_forking
 from .source import is_folder_entry, stat_walk
 from .store import (
     BULK,
@@ -78,6 +79,8 @@ class Index:
         self._notify = notify
         self._store: Store | None = Store(self.folder, lock_timeout)
         self._cached: tuple[float | None, list[Memory]] | None = None  # (catalog version, its memories)
+        # ((catalog version, with superseded), valid until (the first expiry), the recallable memories)
+        self._recallable: tuple[tuple[float, bool], datetime, Recallable] | None = None
 
     @property
     def store(self) -> Store | None:
@@ -119,7 +122,7 @@ class Index:
 
         apart = (0, 0, 0)  # added, updated, removed by a fresh process
         if paths is None:
-            disk = split_walk(self.mind_dir, self.root)
+            disk = split_walk(self.mind_dir, self.root, fork=worth_forking(self._store))
         else:
             disk = {p: stat for p in paths if (stat := source.stat_now(self.root, p)) is not None}
         looks, rebuilt = 0, False  # fresh looks taken; whether the index was destroyed to be built anew
@@ -393,6 +396,30 @@ class View:
             if index._cached is None or index._cached[0] != version or version is None or plain("catalog_cache"):
                 index._cached = (version, index._store.catalog.memories())
         return list(index._cached[1])
+
+    def recallable(self, now: datetime, include_superseded: bool) -> Recallable:
+        """The mind's recallable memories at `now` (not expired; superseded ones only if asked), sorted and
+        counted for a recall with a query; kept while the catalog is unchanged and no memory has expired
+        since (a long-lived Vault then skips a pass over the mind per recall)."""
+        index, version = self.index, self.version
+        cached = index._recallable
+        if (
+            version is not None
+            and cached
+            and cached[0] == (version, include_superseded)
+            and now < cached[1]
+            and not plain("catalog_cache")
+        ):
+            return cached[2]
+        live = [m for m in self.memories() if not m.is_expired(now) and (include_superseded or not m.superseded)]
+        recallable = Recallable.of(live)
+        if version is not None:
+            until = min(
+                (m.expires_at for m in live if m.expires_at is not None),
+                default=datetime.max.replace(tzinfo=timezone.utc),
+            )
+            index._recallable = ((version, include_superseded), until, recallable)
+        return recallable
 
     def search(
         self, text: str, options: SearchOptions, now: datetime | None = None, count: bool = False

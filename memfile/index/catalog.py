@@ -109,6 +109,10 @@ class Catalog:
         marks = ", ".join("?" * len(names))
         return dict(self._connection().execute(f"SELECT name, value FROM meta WHERE name IN ({marks})", names))
 
+    def file_count(self) -> int:
+        """How many files the catalog records (what a walk of the mind will stat, about)."""
+        return int(self._connection().execute("SELECT COUNT(*) FROM files").fetchone()[0])
+
     def last_update(self) -> float | None:
         value = self.meta("last_update")
         return float(value) if value else None

@@ -56,6 +56,8 @@ def beside_walk(index: Any, work: Callable[[Any], T]) -> tuple[T] | None:
     store = index.store
     if store is None or plain("walk") or plain("digest") or source.watcher_vouches(index.root, index.mind):
         return None
+    if not worth_forking(store):
+        return None
     try:
         with stored_bytes():
             vouched = store.catalog.vouched()
@@ -129,9 +131,28 @@ def half_of(path: str) -> int:
     ) & 1  # the last character before ".md", plus the name's length
 
 
-def split_walk(mind_dir: Path, root: Path) -> dict[str, Any]:
-    """`stat_walk` on both cores: a forked child stats one half of the files (see `Aside`)."""
-    if plain("walk"):
+#: The fewest files the catalog records for a walk to be split with a forked child: below it the fork
+#: costs more than half a walk saves (2,000 files: the stat-only check 42 % slower; docs/internals.md).
+FORK_FROM = 5_000
+
+
+def worth_forking(store: Any) -> bool:
+    """Whether a walk of this index's mind is long enough to split (`FORK_FROM`); False without a catalog."""
+    from .damage import IndexDamaged, stored_bytes
+
+    if store is None:
+        return False
+    try:
+        with stored_bytes():
+            return store.catalog.file_count() >= FORK_FROM
+    except IndexDamaged:
+        return False  # the refresh finds the damage and repairs it
+
+
+def split_walk(mind_dir: Path, root: Path, fork: bool = True) -> dict[str, Any]:
+    """`stat_walk` on both cores: a forked child stats one half of the files (see `Aside`); with `fork`
+    false (a small mind, see `worth_forking`) in this process alone."""
+    if plain("walk") or not fork:
         return stat_walk(mind_dir, root)
     other = Aside.start(lambda: marshal.dumps(stat_walk(mind_dir, root, part=1)))
     if other is None:
