@@ -238,7 +238,7 @@ def _loader() -> Any:
     picks it), refusing a key given twice."""
     from frontmatter.default_handlers import SafeLoader
 
-    class Loader(SafeLoader):
+    class Loader(SafeLoader):  # type: ignore[misc,valid-type]  # frontmatter hands PyYAML's loader on untyped
         def get_single_data(self) -> Any:
             node = self.get_single_node()
             if node is None:

@@ -92,14 +92,15 @@ class GitStore:
         """Run git; (status, stdout), or on failure stdout and stderr together with `errors`."""
         import git  # imported on first use: read-only commands (recall) never pay for it
 
+        inherit: dict[str, Any] = {"pass_fds": self._inherit} if self._inherit else {}
         try:
             with git.Repo(self.root) as repo:
                 status, out, err = repo.git.execute(
-                    [git.Git.GIT_PYTHON_GIT_EXECUTABLE, *_OPTIONS, *args],
+                    [git.Git.GIT_PYTHON_GIT_EXECUTABLE or "git", *_OPTIONS, *args],
                     with_extended_output=True,
                     with_exceptions=False,
                     env=self._env,
-                    **({"pass_fds": self._inherit} if self._inherit else {}),
+                    **inherit,
                 )
         except (git.InvalidGitRepositoryError, git.NoSuchPathError) as exc:
             raise GitError(f"{self.root} is not a git repository ({exc}); run: memfile init {self.root}") from None
@@ -252,7 +253,7 @@ class GitStore:
         try:
             with git.Repo(self.root) as repo:
                 status, out, _ = repo.git.execute(
-                    [git.Git.GIT_PYTHON_GIT_EXECUTABLE, *_OPTIONS, "cat-file", "blob", spec],
+                    [git.Git.GIT_PYTHON_GIT_EXECUTABLE or "git", *_OPTIONS, "cat-file", "blob", spec],
                     with_extended_output=True,
                     with_exceptions=False,
                     env=self._env,
@@ -274,7 +275,7 @@ class GitStore:
         request = "".join(f"{rev}:{path}\n" for rev, path in wanted).encode("utf-8")
         try:
             done = subprocess.run(
-                [git.Git.GIT_PYTHON_GIT_EXECUTABLE, *_OPTIONS, "cat-file", "--batch"],
+                [git.Git.GIT_PYTHON_GIT_EXECUTABLE or "git", *_OPTIONS, "cat-file", "--batch"],
                 input=request,
                 capture_output=True,
                 cwd=self.root,

@@ -23,12 +23,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from ..config import STATE_DIR, plain
 from ..files import Stat
 from ..model import Memory, ParseIssue, SearchHit, utc_now
-from ..recall import Recallable
 from . import source
 from .catalog import Catalog
 from .damage import IndexDamaged, IndexUnwritable, stored_bytes
@@ -44,6 +43,9 @@ from .store import (
     Store,
     search_memories,
 )
+
+if TYPE_CHECKING:
+    from ..recall import Recallable
 
 __all__ = [
     "BULK",
@@ -401,6 +403,8 @@ class View:
         """The mind's recallable memories at `now` (not expired; superseded ones only if asked), sorted and
         counted for a recall with a query; kept while the catalog is unchanged and no memory has expired
         since (a long-lived Vault then skips a pass over the mind per recall)."""
+        from ..recall import Recallable  # only a recall needs it
+
         index, version = self.index, self.version
         cached = index._recallable
         if (

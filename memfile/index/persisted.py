@@ -11,7 +11,7 @@ Imported only when Whoosh is needed: `recall` and `--help` never load Whoosh.
 from __future__ import annotations
 
 from functools import lru_cache
-from typing import Any
+from typing import Any, cast
 
 from whoosh.analysis import STOP_WORDS as WHOOSH_STOP_WORDS
 from whoosh.analysis import IDTokenizer, Token, Tokenizer
@@ -53,7 +53,7 @@ class MemfileAnalyzer(Tokenizer):
         **kwargs: Any,
     ):
         token = Token(positions, chars, removestops=removestops, mode=mode, **kwargs)
-        token.verbatim = not tokenize
+        token.verbatim = not tokenize  # type: ignore[attr-defined]  # Whoosh's Token takes any attribute
         pieces = tokens(normalize(value)) if tokenize else [(fold(normalize(value)), 0, len(value))]
         pos = None
         for index, (text, start, end) in enumerate(pieces):
@@ -61,7 +61,7 @@ class MemfileAnalyzer(Tokenizer):
             if stopped and removestops:
                 continue
             if keeporiginal:
-                token.original = text
+                token.original = text  # type: ignore[attr-defined]
             token.text = text if stopped or not tokenize else stem_word(text)
             token.boost = 1.0
             token.stopped = stopped
@@ -220,8 +220,8 @@ def schema() -> Schema:
     field costs a query half the posting lists that three would.
     """
     analyzer = MemfileAnalyzer()
-    text = TEXT(analyzer=analyzer, phrase=True, multitoken_query="phrase")
-    text.format = IndexPositions(field_boost=text.format.field_boost)
+    text = TEXT(analyzer=cast(Any, analyzer), phrase=True, multitoken_query="phrase")
+    text.format = IndexPositions(field_boost=_boost(text))
     return Schema(
         path=_id(stored=True, unique=True),
         category=_id(),
@@ -240,8 +240,13 @@ def schema() -> Schema:
 
 def _id(**options: Any) -> ID:
     field = ID(**options)
-    field.format = IndexExistence(field_boost=field.format.field_boost)
+    field.format = IndexExistence(field_boost=_boost(field))
     return field
+
+
+def _boost(field: Any) -> float:
+    """The field boost of the format Whoosh gave `field` (kept when memfile's own format replaces it)."""
+    return float(field.format.field_boost)
 
 
 #: The classes an index's TOC names by import path (pickled with the schema): moving or renaming one

@@ -114,7 +114,7 @@ def _require_filters_and_nots(node: Any) -> Any:
         return node
     if not words and not filters:
         return node  # only negations: nothing positive to keep, let Whoosh say what NOT alone means
-    required = [query.Or(words, boost=node.boost, scale=getattr(node, "scale", None))] if words else []
+    required: list[Any] = [query.Or(words, boost=node.boost, scale=getattr(node, "scale", None))] if words else []
     positive = query.And(required + filters) if len(required + filters) > 1 else (required + filters)[0]
     return query.AndNot(positive, query.Or(nots)) if nots else positive
 

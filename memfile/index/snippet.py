@@ -76,7 +76,7 @@ def _merged(fragments: list[highlight.Fragment]) -> list[highlight.Fragment]:
         last = joined[-1] if joined else None
         if last is not None and fragment.startchar <= last.endchar:
             seen = {token.startchar for token in last.matches}
-            matches = last.matches + [token for token in fragment.matches if token.startchar not in seen]
+            matches = list(last.matches) + [token for token in fragment.matches if token.startchar not in seen]
             joined[-1] = highlight.Fragment(last.text, matches, last.startchar, max(last.endchar, fragment.endchar))
         else:
             joined.append(fragment)

@@ -170,9 +170,9 @@ class Store:
 
             self.folder.mkdir(parents=True, exist_ok=True)
             try:
-                if index.exists_in(self.folder, INDEX_NAME):
+                if index.exists_in(str(self.folder), INDEX_NAME):
                     self._check_segments()
-                    self._ix = index.open_dir(self.folder, indexname=INDEX_NAME)
+                    self._ix = index.open_dir(str(self.folder), indexname=INDEX_NAME)
             except Exception as exc:
                 if not is_damage(exc):
                     raise
@@ -182,7 +182,7 @@ class Store:
                 self.folder.mkdir(parents=True, exist_ok=True)
             if self._ix is None:
                 self._remove_other_versions()
-                self._ix = index.create_in(self.folder, schema(), indexname=INDEX_NAME)
+                self._ix = index.create_in(str(self.folder), schema(), indexname=INDEX_NAME)
                 self.catalog.forget_files()
         return self._ix
 
