@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -19,16 +19,18 @@ from .errors import InvalidInput, NotFound
 from .files import atomic_write
 from .index import Index, SearchOptions, View
 from .index.query import check_query
-from .model import UNSET, Report, Source, format_datetime, utc_now
+from .model import UNSET, Memory, Report, Source, format_datetime, utc_now
 
 if TYPE_CHECKING:
-    from .recall import RecallReport
+    from .recall import Recallable, RecallReport
 
 #: Where the last recall served to a mind is recorded (in `.memfile/`): one record per mind, so that
 #: no mind (nor an agent bound to it) ever reads another's query or memory ids.
 LAST_RECALL = "last_recall-{mind}.json"
 #: How many of a query's best text matches recall ranks by its blend.
 CANDIDATES = 100
+
+_NEVER = datetime.max.replace(tzinfo=timezone.utc)  # "until" of what no expiry ends
 
 
 @dataclass(frozen=True)
@@ -81,11 +83,19 @@ class Recaller:
         def whole(view: View) -> RecallReport:
             return self._whole(view, now, include_superseded, budget)
 
+        def recallable_of(memories: list[Memory]) -> tuple[Recallable, datetime]:
+            """The recallable memories at `now`, and until when that holds (the first expiry)."""
+            from .recall import Recallable
+
+            live = [m for m in memories if not m.is_expired(now) and (include_superseded or not m.superseded)]
+            until = min((m.expires_at for m in live if m.expires_at is not None), default=_NEVER)
+            return Recallable.of(live), until
+
         def matching(view: View) -> RecallReport:
             from .recall import Match, recall_query, score, with_neighbours
 
             assert query is not None
-            recallable = view.recallable(now, include_superseded)
+            recallable = view.derived(("recallable", include_superseded), now, recallable_of)
             options = SearchOptions(
                 include_superseded=include_superseded, limit=max(CANDIDATES, limit or 0), snippets=False
             )

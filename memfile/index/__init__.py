@@ -20,10 +20,10 @@ write_codec.py (speed tricks; `MEMFILE_PLAIN=1` turns them all off).
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from datetime import datetime, timezone
+from collections.abc import Callable, Hashable
+from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, TypeVar
+from typing import TypeVar, cast
 
 from ..config import STATE_DIR, plain
 from ..files import Stat
@@ -43,9 +43,6 @@ from .store import (
     Store,
     search_memories,
 )
-
-if TYPE_CHECKING:
-    from ..recall import Recallable
 
 __all__ = [
     "BULK",
@@ -81,8 +78,7 @@ class Index:
         self._notify = notify
         self._store: Store | None = Store(self.folder, lock_timeout)
         self._cached: tuple[float | None, list[Memory]] | None = None  # (catalog version, its memories)
-        # ((catalog version, with superseded), valid until (the first expiry), the recallable memories)
-        self._recallable: tuple[tuple[float, bool], datetime, Recallable] | None = None
+        self._derived: dict[Hashable, tuple[float, datetime, object]] = {}  # see View.derived
 
     @property
     def store(self) -> Store | None:
@@ -399,31 +395,18 @@ class View:
                 index._cached = (version, index._store.catalog.memories())
         return list(index._cached[1])
 
-    def recallable(self, now: datetime, include_superseded: bool) -> Recallable:
-        """The mind's recallable memories at `now` (not expired; superseded ones only if asked), sorted and
-        counted for a recall with a query; kept while the catalog is unchanged and no memory has expired
-        since (a long-lived Vault then skips a pass over the mind per recall)."""
-        from ..recall import Recallable  # only a recall needs it
-
+    def derived(self, name: Hashable, now: datetime, make: Callable[[list[Memory]], tuple[T, datetime]]) -> T:
+        """`make(memories)`'s value (made with the moment until which it holds), kept while the catalog
+        stays at this version and that moment has not come: a long-lived Vault then skips a pass over
+        the mind per call (recall's sorted set of recallable memories). `name` tells values apart."""
         index, version = self.index, self.version
-        cached = index._recallable
-        if (
-            version is not None
-            and cached
-            and cached[0] == (version, include_superseded)
-            and now < cached[1]
-            and not plain("catalog_cache")
-        ):
-            return cached[2]
-        live = [m for m in self.memories() if not m.is_expired(now) and (include_superseded or not m.superseded)]
-        recallable = Recallable.of(live)
+        kept = index._derived.get(name)
+        if version is not None and kept and kept[0] == version and now < kept[1] and not plain("catalog_cache"):
+            return cast(T, kept[2])
+        value, until = make(self.memories())
         if version is not None:
-            until = min(
-                (m.expires_at for m in live if m.expires_at is not None),
-                default=datetime.max.replace(tzinfo=timezone.utc),
-            )
-            index._recallable = ((version, include_superseded), until, recallable)
-        return recallable
+            index._derived[name] = (version, until, value)
+        return value
 
     def search(
         self, text: str, options: SearchOptions, now: datetime | None = None, count: bool = False
