@@ -21,7 +21,7 @@ QUICK_EXIT = frozenset({"search", "recall", "list", "show", "by-tag", "tags", "s
 
 
 #: Commands that run until stopped: they keep Python's cyclic garbage collector.
-LONG_RUNNING = frozenset({"watch", "mcp"})
+LONG_RUNNING = frozenset({"watch", "mcp", "serve"})
 
 
 def _started(command: str | None) -> None:

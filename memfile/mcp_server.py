@@ -1,11 +1,16 @@
-"""The MCP face: a stdio Model Context Protocol server over one mind, for LLM agents.
+"""The MCP face: the Model Context Protocol server for LLM agents, over stdio (one mind) and over HTTP.
 
-Built on the official `mcp` SDK (the optional extra `memfile[mcp]`). The
-server opens the vault as an agent (`source: agent`: everything it stores is
-unverified, and the library's agent rules apply) and bound to one mind: every
-tool goes through `Vault`, which refuses REFs that leave the mind. A watcher
-keeps the index in line with the files in process, so search and recall skip the
-stat check; between calls the server warms the index (`IdleWarmer`).
+Built on the official `mcp` SDK (the optional extra `memfile[mcp]`). Both
+transports share every tool, description and rule (`build_server`); they
+differ only in who a call acts for, a `Caller` (memfile.worker). `memfile mcp`
+(stdio, `serve`) is bound to one mind and acts as the agent (`source: agent`:
+everything it stores is unverified, and the library's agent rules apply).
+Over HTTP (`http_app`, mounted at /mcp by `memfile serve`) each call acts for
+the credential of the request that carried it: a Mind Key as the agent in
+its mind, a person's token as the user in the mind it named. Every tool goes
+through `Vault` on the one worker thread of `Minds`, which refuses REFs that
+leave the mind, follows the files with its watcher (so search and recall
+skip the stat check) and warms the index between calls.
 Errors come back as tool errors written for an agent (`for_agent`: the tool to
 call, or to ask the user; never a command line or an exit code); the server
 itself never stops on a bad call. Every request gets an answer: arguments a
@@ -17,21 +22,19 @@ where the SDK would drop it and leave the client waiting.
 
 from __future__ import annotations
 
-import asyncio
 import difflib
-import functools
 import inspect
 import json
 import re
-import time
 from collections.abc import Callable, Mapping
-from concurrent.futures import ThreadPoolExecutor
-from typing import Any
+from contextlib import AbstractAsyncContextManager
+from typing import TYPE_CHECKING, Any
 
 import anyio
-from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.stdio import stdio_server
+from mcp.server.transport_security import TransportSecuritySettings
 from mcp.shared.message import SessionMessage
 from mcp_types import (
     INVALID_REQUEST,
@@ -45,8 +48,14 @@ from mcp_types import (
     ToolAnnotations,
 )
 
-from .errors import Conflict, MemfileError
+from .config import find_vault, select_mind
+from .errors import MemfileError, Refused
+from .model import Source
 from .vault import Vault
+from .worker import Caller, Minds
+
+if TYPE_CHECKING:
+    from starlette.types import Receive, Scope, Send
 
 INSTRUCTIONS = """Long-term memory of one person ("mind"), kept as files.
 Call `recall` with the user's request at the start of a task to get what you must know.
@@ -54,11 +63,6 @@ Call `search` before answering a question about the past or before storing (to a
 Call `store` when you learn a durable fact, preference, decision or mistake worth remembering;
 use `supersedes` when the new memory corrects or replaces an older one (do not store contradictions).
 You store as an agent: your memories are unverified until the person verifies them."""
-
-#: Seconds of one warm step between tool calls (a call that comes in stops it sooner).
-WARM_STEP = 0.05
-#: Seconds after the warm work was found done before it is looked for again.
-WARM_AGAIN = 1.0
 
 READ = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False)
 WRITE = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=True, open_world_hint=False)
@@ -170,7 +174,7 @@ def refuse_unknown_arguments(parameters: dict[str, tuple[str, ...]]) -> Callable
         if known is None or not isinstance(arguments, Mapping):
             return await call_next(ctx)
         unknown = [key for key in arguments if key not in known]
-        return _tool_error(_unknown_arguments(name, unknown, known)) if unknown else await call_next(ctx)
+        return _tool_error(_unknown_arguments(str(name), unknown, known)) if unknown else await call_next(ctx)
 
     return middleware
 
@@ -359,59 +363,28 @@ async def serve_stdio(server: MCPServer) -> None:
         await lowlevel.run(answering, write_stream, lowlevel.create_initialization_options())
 
 
-class IdleWarmer:
-    """Warms the vault's index (`Vault.warm`) on the worker thread whenever no tool call waits.
-
-    It starts after each call; a call that comes in meanwhile stops it at its
-    next pause (about 0.4 ms), and the warm work gives the event loop the GIL at
-    every pause, so a call waits well under a millisecond for it.
-    """
-
-    def __init__(self, vault: Vault, worker: ThreadPoolExecutor) -> None:
-        self.vault, self.worker = vault, worker
-        self.waiting = 0  # tool calls received and not answered yet
-        self._task: asyncio.Task[None] | None = None
-        self._done_at = -WARM_AGAIN  # when the last warm work found nothing left to do
-
-    def wake(self) -> None:
-        """After a call: warm while idle, unless the work was found done lately (a change to the
-        index, which makes it start over, is looked for again after `WARM_AGAIN` seconds)."""
-        if (self._task is None or self._task.done()) and time.monotonic() - self._done_at >= WARM_AGAIN:
-            self._task = asyncio.get_running_loop().create_task(self._run())
-
-    def _stop(self) -> bool:
-        time.sleep(0)  # lets the event loop's thread take the GIL if a call came in
-        return self.waiting > 0
-
-    async def _run(self) -> None:
-        loop = asyncio.get_running_loop()
-        while not self.waiting:
-            try:
-                more = await loop.run_in_executor(self.worker, self.vault.warm, WARM_STEP, self._stop)
-            except Exception:  # noqa: BLE001 - warming is an extra; the next search shows any real problem
-                more = False
-            if not more:
-                self._done_at = time.monotonic()
-                return
+#: How a tool call finds who it acts for: from its request context (the SDK's `Context`).
+CallerOf = Callable[[Context], Caller]
 
 
-def build_server(vault: Vault, worker: ThreadPoolExecutor) -> MCPServer:
-    """The MCP server of one opened vault (one mind); every Vault call runs in `worker`, a single thread."""
+def build_server(minds: Minds, caller_of: CallerOf) -> MCPServer:
+    """The MCP server over `minds`: every tool call runs on its worker thread, in the mind and as the source
+    of `caller_of(ctx)` (stdio: one mind, as the agent; HTTP: the credential of the request that carried it)."""
     parameters: dict[str, tuple[str, ...]] = {}  # tool name -> its arguments, for refuse_unknown_arguments
     server = MCPServer("memfile", instructions=INSTRUCTIONS, middleware=[refuse_unknown_arguments(parameters)])
-    warmer = IdleWarmer(vault, worker)
-    recall_budget = vault.config.mcp_recall_budget  # `[mcp] recall_budget`; None: no limit
+    recall_budget = minds.config.mcp_recall_budget  # `[mcp] recall_budget`; None: no limit
 
     def tool(name: str | None = None, **options: Any) -> Callable[[Any], Any]:
         def register(function: Any) -> Any:
-            parameters[name or function.__name__] = tuple(inspect.signature(function).parameters)
+            arguments = inspect.signature(function).parameters
+            parameters[name or function.__name__] = tuple(a for a in arguments if a != "ctx")
             return server.tool(name=name, **options)(function)
 
         return register
 
-    def run(method: Any, *args: Any, **kwargs: Any) -> Any:
+    async def call(ctx: Context, work: Callable[[Vault], Any]) -> Any:
         try:
-            return method(*args, **kwargs)
+            return await minds.call(caller_of(ctx), work)
         except MemfileError as exc:
             raise ToolError(for_agent(str(exc))) from None
         except Exception as exc:  # noqa: BLE001 - a tool call must never take the server down
@@ -419,16 +392,6 @@ def build_server(vault: Vault, worker: ThreadPoolExecutor) -> MCPServer:
                 f"memfile failed unexpectedly: {type(exc).__name__}: {exc} (a bug in memfile, "
                 "not in this call: tell the user)"
             ) from None
-
-    async def call(method: Any, *args: Any, **kwargs: Any) -> Any:
-        warmer.waiting += 1
-        try:
-            return await asyncio.get_running_loop().run_in_executor(
-                worker, functools.partial(run, method, *args, **kwargs)
-            )
-        finally:
-            warmer.waiting -= 1
-            warmer.wake()
 
     default_budget = f"{recall_budget} tokens" if recall_budget else "no limit"
 
@@ -441,20 +404,25 @@ def build_server(vault: Vault, worker: ThreadPoolExecutor) -> MCPServer:
         ),
         annotations=READ,
     )
-    async def recall(query: str | None = None, budget: int | None = None, limit: int = 10) -> str:
-        text = await call(vault.recall, query=query, limit=limit, budget=recall_budget if budget is None else budget)
+    async def recall(ctx: Context, query: str | None = None, budget: int | None = None, limit: int = 10) -> str:
+        budget = recall_budget if budget is None else budget
+        text = await call(ctx, lambda vault: vault.recall(query=query, limit=limit, budget=budget))
         return _closing_for_agent(text)
 
     @tool(description=_doc(Vault.search, "Find memories about a topic, best first."), annotations=READ)
     async def search(
+        ctx: Context,
         query: str,
         tags: list[str] | None = None,
         category: str | None = None,
         priority: str | None = None,
         limit: int = 10,
     ) -> list[dict[str, Any]]:
-        hits = await call(vault.search, query, tags=tags, category=category, priority=priority, limit=limit)
-        return [hit.to_dict() for hit in hits]
+        def work(vault: Vault) -> list[dict[str, Any]]:
+            hits = vault.search(query, tags=tags, category=category, priority=priority, limit=limit)
+            return [hit.to_dict() for hit in hits]
+
+        return await call(ctx, work)
 
     @tool(
         description=_doc(
@@ -465,6 +433,7 @@ def build_server(vault: Vault, worker: ThreadPoolExecutor) -> MCPServer:
         annotations=WRITE,
     )
     async def store(
+        ctx: Context,
         category: str,
         key: str,
         content: str,
@@ -482,7 +451,7 @@ def build_server(vault: Vault, worker: ThreadPoolExecutor) -> MCPServer:
         }
         if expires is not None:
             options["expires"] = expires
-        result = await call(vault.store, category, key, content, **options)
+        result = await call(ctx, lambda vault: vault.store(category, key, content, **options))
         return result.memory.to_dict() | {
             "created": result.created,
             "changed": result.changed,
@@ -493,18 +462,22 @@ def build_server(vault: Vault, worker: ThreadPoolExecutor) -> MCPServer:
     @tool(
         description=_doc(Vault.get, "Read one memory in full by REF (an id, category/key, or key)."), annotations=READ
     )
-    async def show(ref: str) -> dict[str, Any]:
-        return (await call(vault.get, ref)).to_dict()
+    async def show(ctx: Context, ref: str) -> dict[str, Any]:
+        return await call(ctx, lambda vault: vault.get(ref).to_dict())
 
     @tool(name="list", description=_doc(Vault.list, "List memories by category, tags or priority."), annotations=READ)
     async def list_(
+        ctx: Context,
         category: str | None = None,
         tags: list[str] | None = None,
         priority: str | None = None,
         unverified: bool = False,
     ) -> list[dict[str, Any]]:
-        memories = await call(vault.list, category=category, tags=tags, priority=priority, unverified=unverified)
-        return [m.to_dict() for m in memories]
+        def work(vault: Vault) -> list[dict[str, Any]]:
+            memories = vault.list(category=category, tags=tags, priority=priority, unverified=unverified)
+            return [m.to_dict() for m in memories]
+
+        return await call(ctx, work)
 
     @tool(
         description=_doc(
@@ -514,32 +487,86 @@ def build_server(vault: Vault, worker: ThreadPoolExecutor) -> MCPServer:
         ),
         annotations=DELETE,
     )
-    async def forget(ref: str) -> dict[str, Any]:
-        return (await call(vault.forget, ref)).to_dict()
+    async def forget(ctx: Context, ref: str) -> dict[str, Any]:
+        return await call(ctx, lambda vault: vault.forget(ref).to_dict())
 
     @tool(description=_doc(Vault.expiring, "Memories that expire soon (to renew or let go)."), annotations=READ)
-    async def expiring(within: str = "7d") -> list[dict[str, Any]]:
-        return [m.to_dict() for m in await call(vault.expiring, within)]
+    async def expiring(ctx: Context, within: str = "7d") -> list[dict[str, Any]]:
+        return await call(ctx, lambda vault: [m.to_dict() for m in vault.expiring(within)])
 
     @tool(description=_doc(Vault.tags, "Every tag in use, with counts (to reuse tags when storing)."), annotations=READ)
-    async def tags() -> list[dict[str, Any]]:
-        return [{"tag": tag, "count": count} for tag, count in await call(vault.tags)]
+    async def tags(ctx: Context) -> list[dict[str, Any]]:
+        return await call(ctx, lambda vault: [{"tag": tag, "count": count} for tag, count in vault.tags()])
 
     return server
 
 
 def serve(path: str | None, mind: str | None, watch: bool = True) -> None:
-    """Run the stdio MCP server for one mind until the client disconnects.
+    """Run the stdio MCP server for one mind, as the agent, until the client disconnects.
 
     A watcher keeps the index warm, unless another one (`memfile watch`) already does.
     """
+    minds = Minds(find_vault(path), watch=watch)
     try:
-        vault = Vault.open(path, mind, source="agent", watch=watch)
-    except Conflict:
-        vault = Vault.open(path, mind, source="agent")
-    worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="memfile")  # one thread owns the Vault's files
-    try:
-        anyio.run(serve_stdio, build_server(vault, worker))
+        caller = Caller(select_mind(minds.root, minds.config, mind), Source.AGENT)
+        minds.call_sync(caller, lambda vault: None)  # opened now: a mind that cannot be opened fails before serving
+        anyio.run(serve_stdio, build_server(minds, lambda ctx: caller))
     finally:
-        worker.submit(vault.close).result()
-        worker.shutdown()
+        minds.close()
+
+
+# --- over HTTP (`memfile serve` mounts it at /mcp) ---------------------------------------------
+
+#: Where the serving app's authentication puts the request's `Caller` (memfile.server's middleware).
+CALLER_SCOPE_KEY = "memfile.caller"
+#: The largest request /mcp reads: a memory file's 10 MiB, with room for JSON's escapes (the SDK's own
+#: default, 4 MiB, would refuse a store the HTTP API takes); the serving app refuses larger ones first.
+MAX_REQUEST_BYTES = 11 * 1024 * 1024
+
+
+def _caller_of_request(ctx: Context) -> Caller:
+    """The `Caller` of the HTTP request that carried this tool call (set by the serving app's authentication)."""
+    request = ctx.request_context.request
+    caller = getattr(request, "scope", {}).get(CALLER_SCOPE_KEY)
+    if not isinstance(caller, Caller):  # the serving app's authentication did not run: act for nobody
+        raise Refused("this request carries no credential memfile accepted; nothing was done")
+    return caller
+
+
+class HttpApp:
+    """The streamable-HTTP MCP endpoint over `minds`: the same tools and rules as stdio, each tool call acting
+    for the `Caller` at `scope["memfile.caller"]` of the HTTP request that carried it.
+
+    An ASGI app, to be routed at one path (`Route("/mcp", endpoint=app)`; a `Mount("/mcp", app=app)` works
+    too, it answers any path under it), behind the serving app's Host check and authentication. Its
+    session manager must run for as long as the app serves: `async with app.run(): ...` in the Starlette
+    app's lifespan (a mounted app's own lifespan is never run by Starlette), once per HttpApp.
+
+    Stateless: every POST stands alone (no `Mcp-Session-Id`, no session to hijack or to keep alive), and
+    is answered as plain JSON. The SDK's DNS-rebinding check is off: the serving app's Host allow-list
+    runs first and is the one check (the SDK's would refuse a name `--allow-remote` allows); the SDK
+    still refuses a POST that is not `application/json`. A tool call whose request carries no `Caller`
+    (the serving app's authentication did not run) is refused and does nothing.
+    """
+
+    def __init__(self, minds: Minds) -> None:
+        self.server = build_server(minds, _caller_of_request)
+        self.server.streamable_http_app(
+            stateless_http=True,
+            json_response=True,
+            max_request_body_size=MAX_REQUEST_BYTES,
+            transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False),
+        )
+        self.session_manager = self.server.session_manager
+
+    def run(self) -> AbstractAsyncContextManager[None]:
+        """The session manager's life: enter it in the serving app's lifespan (once)."""
+        return self.session_manager.run()
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        await self.session_manager.handle_request(scope, receive, send)
+
+
+def http_app(minds: Minds) -> HttpApp:
+    """The streamable-HTTP MCP endpoint over `minds` (see `HttpApp` for how to route and run it)."""
+    return HttpApp(minds)

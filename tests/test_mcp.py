@@ -360,13 +360,14 @@ def test_concurrent_calls_are_served_one_at_a_time(vault: Vault) -> None:
 
 
 def test_the_server_warms_its_index_between_calls_and_answers_the_same(vault: Vault) -> None:
-    """In process (the SDK's server object and its worker thread): after a call, the idle server works
-    out its frequent words; a call that comes in meanwhile is served, and nothing changes an answer."""
+    """In process (the SDK's server object over Minds and its worker thread): after a call, the idle server
+    works out its frequent words; a call that comes in meanwhile is served, and nothing changes an answer."""
     import asyncio
-    from concurrent.futures import ThreadPoolExecutor
 
     from memfile.index.score_cache import WARM_FROM
     from memfile.mcp_server import build_server
+    from memfile.model import Source
+    from memfile.worker import Caller, Minds
 
     words = "alpha bravo charlie delta echo foxtrot".split()
     for n in range(2 * WARM_FROM):  # each word in two thirds of them: frequent enough to be warmed
@@ -375,15 +376,17 @@ def test_the_server_warms_its_index_between_calls_and_answers_the_same(vault: Va
         body = " ".join(word for i, word in enumerate(words) if i not in (n % 6, (n + 1) % 6))
         path.write_text(f"{body} note {n}\n", encoding="utf-8")
     vault.close()
-    served = Vault.open(vault.root, "michael", source="agent")  # used by the worker thread alone, as in `serve`
-    worker = ThreadPoolExecutor(max_workers=1)
+    minds = Minds(vault.root, watch=False)  # its Vaults are used by the worker thread alone, as in `serve`
+    caller = Caller("michael", Source.AGENT)
 
     def warmed() -> set[str]:
-        warm = served._index.store._warm if served._index.store is not None else None
+        served = minds._vaults.get("michael")
+        store = served._index.store if served is not None else None
+        warm = store._warm if store is not None else None
         return {word for _, word in warm._words} if warm is not None else set()
 
     async def scenario() -> tuple[Any, Any, Any, set[str]]:
-        server = build_server(served, worker)
+        server = build_server(minds, lambda ctx: caller)
         first = await server.call_tool("search", {"query": "alpha bravo", "limit": 50})
         meanwhile = await server.call_tool("search", {"query": "charlie note", "limit": 50})
         for _ in range(400):  # the warm work runs while this test waits
@@ -397,8 +400,7 @@ def test_the_server_warms_its_index_between_calls_and_answers_the_same(vault: Va
     try:
         first, meanwhile, again, seen = asyncio.run(scenario())
     finally:
-        worker.submit(served.close).result()
-        worker.shutdown()
+        minds.close()
     assert {"alpha", "bravo", "charli", "note"} <= seen  # stemmed, as the index holds them
     assert first.structured_content == again.structured_content
     assert len(first.structured_content["result"]) == 50

@@ -51,6 +51,8 @@ def test_readme_documents_every_exit_code() -> None:
 # doctor -> index/, git/ -> core. Each module may import the units listed for its prefix; an exception
 # carries its reason. Imports under `if TYPE_CHECKING:` are annotations only and are not counted.
 CORE = {"errors", "model", "paths", "fileformat", "config", "text", "files", "swap", "recall"}
+#: What the index sits on: the core without recall (what recall means is not the cache's business).
+INDEX_BASE = CORE - {"recall"}
 FACE_MAY_USE = {"vault", "model", "errors", "config"}
 MAY_IMPORT: dict[str, set[str]] = {
     "errors": set(),
@@ -62,18 +64,24 @@ MAY_IMPORT: dict[str, set[str]] = {
     "files": {"errors", "paths", "fileformat"},
     "swap": {"errors", "files"},
     "recall": {"errors", "model"},
-    "index": CORE | {"index"},  # the cache: its own package and the core, nothing above
+    "index": INDEX_BASE | {"index"},  # the cache: its own package and the core, nothing above
     "git": CORE | {"git"},  # the git half: its own package and the core (the writer and index come in as objects)
     "store_queue": CORE,
     "writer": CORE | {"index", "git", "store_queue"},
     "recalling": CORE | {"index"},
     "doctor": CORE | {"index", "git", "store_queue"},
     "vault": CORE | {"index", "git", "writer", "recalling", "doctor"},
+    "keys": {"errors", "model", "paths", "config", "files"},  # the served faces' credentials, outside any vault
     # Faces: only the facade and its values. `cli` starts the watcher and the MCP server (its `watch` and
     # `mcp` commands), `cli_git` is the second half of the command line; `__main__` runs `cli`.
-    "cli": FACE_MAY_USE | {"cli_git", "watch", "mcp_server"},
+    "cli": FACE_MAY_USE | {"cli_git", "cli_keys", "cli_serve", "watch", "mcp_server"},
     "cli_git": FACE_MAY_USE | {"cli", "git"},
-    "mcp_server": FACE_MAY_USE | {"watch"},
+    "cli_keys": FACE_MAY_USE | {"cli", "keys"},
+    "cli_serve": FACE_MAY_USE | {"cli", "keys", "server"},
+    # The resident faces: one worker thread owns every Vault call (`worker`), shared by MCP and HTTP.
+    "worker": FACE_MAY_USE | {"watch", "paths"},
+    "mcp_server": FACE_MAY_USE | {"watch", "worker"},
+    "server": FACE_MAY_USE | {"worker", "keys", "mcp_server", "server"},
     "watch": FACE_MAY_USE | {"paths", "index"},
     "__main__": {"cli", "config"},
     "__init__": FACE_MAY_USE | {"recall", "watch", "store_queue"},
@@ -84,10 +92,16 @@ FACE_EXCEPTIONS = {
     ("watch", "paths"): "which file names are memories (is_ignored_name) decides what an event is about",
     ("watch", "index"): "the watcher vouches for the index (its marker) so reads may skip the stat walk",
     ("__main__", "config"): "MEMFILE_PLAIN (config.plain) decides whether a read-only command may end at once",
+    ("cli_keys", "keys"): "the key commands are the keys file's face",
+    ("worker", "paths"): "which folders are minds (mind_dirs), known without opening a Vault for each",
+    ("cli_serve", "keys"): "serve checks the keys file before it listens",
+    ("server", "keys"): "every request's credential is checked against the keys file",
 }
 # Each third-party library lives in one home (a package prefix or a module).
 THIRD_PARTY_HOME = {
-    "click": {"cli", "cli_git"},
+    "click": {"cli", "cli_git", "cli_keys", "cli_serve"},
+    "starlette": {"server"},
+    "uvicorn": {"server"},
     "whoosh": {"index"},
     "sqlite3": {"index"},
     "git": {"git"},
@@ -97,6 +111,7 @@ THIRD_PARTY_HOME = {
     "watchdog": {"watch"},
     "mcp": {"mcp_server"},
 }
+FACES = {"cli", "cli_git", "cli_keys", "cli_serve", "mcp_server", "watch", "worker", "server", "__main__"}
 MODULES = sorted(PACKAGE.rglob("*.py"))
 
 
@@ -145,8 +160,8 @@ def test_imports_point_down_and_libraries_stay_home(path: Path) -> None:
     internal, external = _imports(path)
     allowed = MAY_IMPORT[unit] | {unit}
     assert internal <= allowed, f"{unit} imports upward: {internal - allowed}"
-    if unit in {"cli", "cli_git", "mcp_server", "watch", "__main__"}:
-        extra = internal - FACE_MAY_USE - {"cli", "cli_git", "watch", "mcp_server"}
+    if unit in FACES:
+        extra = internal - FACE_MAY_USE - FACES
         assert all((unit, name) in FACE_EXCEPTIONS for name in extra), f"{unit} (a face) imports {extra}"
     for library, homes in THIRD_PARTY_HOME.items():
         if library in external:
@@ -158,7 +173,7 @@ def test_no_import_cycles_between_modules() -> None:
     graph = {_unit(path): set() for path in MODULES}
     for path in MODULES:
         graph[_unit(path)] |= _imports(path)[0] - {_unit(path)}
-    graph["cli"] -= {"cli_git"}  # cli_git registers its commands on cli's group: one command line in two files
+    graph["cli"] -= {"cli_git", "cli_keys", "cli_serve"}  # they register their commands on cli's group
     done: set[str] = set()
 
     def visit(unit: str, trail: tuple[str, ...]) -> None:
@@ -201,7 +216,7 @@ def _module_name(path: Path) -> str:
 
 
 #: The core: what every part may import (memfile.index sits on these alone).
-CORE_MODULES = {f"memfile.{name}" for name in ("errors", "model", "paths", "fileformat", "config", "text", "files")}
+CORE_MODULES = {f"memfile.{name}" for name in INDEX_BASE}
 ALL_MODULES = sorted(PACKAGE.rglob("*.py"))
 
 

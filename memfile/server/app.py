@@ -1,0 +1,409 @@
+"""The HTTP API of `memfile serve`: Synapse's memory endpoints over every mind of one vault.
+
+`build_app` makes the Starlette application. Each endpoint reads and checks its input (query
+parameters and JSON bodies, refused by name when unknown or of the wrong type), then makes one
+call into the vault through `Minds.call`, which runs it on the one worker thread that owns every
+Vault, as the request's `Caller` (its mind, `agent` or `user`, its key's label); the event loop
+only receives and answers. Memories are answered as `Memory.to_dict()` with `mind` named
+`mind_id`, Synapse's name. The endpoints that Synapse's seeds do not list are marked
+`x-memfile-extension` in the OpenAPI document (`memfile.server.openapi`).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
+from contextlib import asynccontextmanager
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from starlette.applications import Starlette
+from starlette.middleware import Middleware
+from starlette.middleware.body_limit import RequestBodyLimitMiddleware
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import BaseRoute, Route
+
+from ..errors import InvalidInput
+from ..model import Memory, StoreResult, parse_bool, parse_category
+from .auth import CALLER, MAX_BODY_BYTES, MIND_PARAMETER, Authenticate, Guard
+from .errors import EXCEPTION_HANDLERS
+from .mcp_mount import McpMount
+from .openapi import document
+
+if TYPE_CHECKING:
+    from ..keys import KeyStore
+    from ..vault import Vault
+    from ..worker import Caller, Minds
+
+T = TypeVar("T")
+Handler = Callable[[Request], Awaitable[Response]]
+
+#: The JSON types each body field of POST /memory and PUT /memory/{id} may have.
+FIELD_TYPES: dict[str, tuple[type, ...]] = {
+    "category": (str,),
+    "key": (str,),
+    "content": (str,),
+    "tags": (list, str),
+    "priority": (str,),
+    "confidence": (int, float),
+    "expires_at": (str, type(None)),
+    "source": (str,),
+    "supersedes": (str,),
+}
+TYPE_NAMES = {str: "a string", list: "a list of strings", int: "a number", float: "a number", type(None): "null"}
+#: The fields of POST /memory that must be there.
+REQUIRED = ("category", "key", "content")
+#: Why a field a client may try is not one, when there is more to say than its name.
+NOT_A_FIELD = {
+    "verified": "a person verifies with POST /memory/{id}/verify",
+    "mind_id": "the credential chooses the mind (a person's token: ?mind=NAME)",
+    "mind": "the credential chooses the mind (a person's token: ?mind=NAME)",
+    "id": "the id is chosen by memfile; update a memory with PUT /memory/{id}",
+}
+#: The query parameters of a recall (GET /memory/recall and GET /memory).
+RECALL_PARAMETERS = ("q", "budget", "limit", "format", "include_superseded")
+SEARCH_PARAMETERS = (
+    "q",
+    "tag",
+    "category",
+    "priority",
+    "source",
+    "unverified",
+    "include_expired",
+    "include_superseded",
+    "limit",
+)
+
+
+def memory_json(memory: Memory) -> dict[str, Any]:
+    """A memory in Synapse's names: `Memory.to_dict()` with `mind` as `mind_id` (in the same place)."""
+    return _renamed(memory.to_dict())
+
+
+def _renamed(data: dict[str, Any]) -> dict[str, Any]:
+    return {("mind_id" if name == "mind" else name): value for name, value in data.items()}
+
+
+def stored_json(result: StoreResult) -> dict[str, Any]:
+    """What a write answers: the memory as now on disk, and what the write did."""
+    return memory_json(result.memory) | {
+        "created": result.created,
+        "changed": result.changed,
+        "commit": result.commit,
+        "superseded": memory_json(result.superseded) if result.superseded else None,
+        "notices": list(result.notices),
+    }
+
+
+# --- reading a request ------------------------------------------------------------------------
+
+
+def parameters(request: Request, allowed: Iterable[str], repeatable: Iterable[str] = ()) -> dict[str, Any]:
+    """The query parameters of `request`, each once (a list for the `repeatable` ones); an unknown or
+    repeated one is refused by name (`mind` is the authentication's, always allowed)."""
+    allowed, repeatable = tuple(allowed), tuple(repeatable)
+    query = request.query_params
+    unknown = sorted({name for name in query if name not in allowed and name != MIND_PARAMETER})
+    if unknown:
+        raise InvalidInput(
+            "query parameter",
+            ", ".join(unknown),
+            ", ".join((*allowed, MIND_PARAMETER)),
+            reason=f"not a parameter of {request.method} {_template(request)}",
+        )
+    found: dict[str, Any] = {}
+    for name in allowed:
+        values = query.getlist(name)
+        if name in repeatable:
+            found[name] = values
+        elif len(values) > 1:
+            raise InvalidInput(name, ", ".join(values), f"one ?{name}=", reason="it is given more than once")
+        elif values:
+            found[name] = values[0]
+    return found
+
+
+def _template(request: Request) -> str:
+    route = request.scope.get("route")
+    return getattr(route, "path", request.url.path)
+
+
+def whole_number(value: str | None, name: str) -> int | None:
+    """A query parameter that must be a whole number (None when absent)."""
+    if value is None:
+        return None
+    text = value.strip()
+    if not text.lstrip("-").isdigit() or len(text) > 12:
+        raise InvalidInput(name, value, "a whole number")
+    return int(text)
+
+
+def flag(value: str | None, name: str) -> bool:
+    """A true/false query parameter (absent: false; `?include_expired` alone: true)."""
+    if value is None:
+        return False
+    return True if value == "" else parse_bool(value, name)
+
+
+async def json_body(request: Request, allowed: Iterable[str], required: Iterable[str] = ()) -> dict[str, Any]:
+    """The request's JSON object, every field of it one of `allowed` with its JSON type (FIELD_TYPES).
+
+    Raises:
+        InvalidInput: no body, not JSON, not an object, a field that is not allowed (all of them named,
+            with the allowed ones), a required field missing, or a field of the wrong type.
+    """
+    allowed = tuple(allowed)
+    raw = await request.body()
+    where = f"{request.method} {_template(request)}"
+    shape = f"a JSON object with the fields {', '.join(allowed)}"
+    if not raw.strip():
+        raise InvalidInput("body", None, shape)
+    try:
+        data = json.loads(raw)
+    except RecursionError:
+        raise InvalidInput("body", f"{len(raw)} bytes", shape, reason="it is nested too deep") from None
+    except ValueError as exc:  # UnicodeDecodeError included
+        raise InvalidInput("body", f"{len(raw)} bytes", shape, reason=f"it is not JSON: {exc}") from None
+    if not isinstance(data, dict):
+        raise InvalidInput("body", f"a JSON {type(data).__name__}", shape, reason="it must be an object")
+    unknown = [name for name in data if name not in allowed]
+    if unknown:
+        hints = "; ".join(f"{name}: {NOT_A_FIELD[name]}" for name in unknown if name in NOT_A_FIELD)
+        raise InvalidInput(
+            "field" if len(unknown) == 1 else "fields",
+            ", ".join(name[:100] for name in unknown),
+            ", ".join(allowed),
+            reason=f"not a field of {where}" + (f"; {hints}" if hints else ""),
+        )
+    for name in required:
+        if name not in data:
+            raise InvalidInput(name, None, f"{name} in the body of {where}")
+    for name, value in data.items():
+        types = FIELD_TYPES[name]
+        if isinstance(value, bool) or not isinstance(value, types):
+            wanted = " or ".join(dict.fromkeys(TYPE_NAMES[t] for t in types))
+            raise InvalidInput(name, value, wanted, reason=f"it is {_json_type(value)}")
+        if isinstance(value, list) and not all(isinstance(item, str) for item in value):
+            raise InvalidInput(name, value, "a list of strings", reason="an item is not a string")
+    return data
+
+
+def _json_type(value: Any) -> str:
+    names = {bool: "true or false", int: "a number", float: "a number", str: "a string", list: "a list"}
+    return "null" if value is None else names.get(type(value), "an object")
+
+
+def store_options(data: dict[str, Any]) -> dict[str, Any]:
+    """`Vault.store`'s keyword arguments from a body: `expires_at` is its `expires` (null: never)."""
+    options: dict[str, Any] = {
+        name: data[name] for name in ("priority", "tags", "confidence", "source", "supersedes") if name in data
+    }
+    if "expires_at" in data:
+        options["expires"] = "never" if data["expires_at"] is None else data["expires_at"]
+    return options
+
+
+def _named_expires_at(call: Callable[[], T]) -> T:
+    """`call()`, with the library's `expires` field named `expires_at` in its error (the body's name)."""
+    try:
+        return call()
+    except InvalidInput as exc:
+        if exc.field != "expires":
+            raise
+        raise InvalidInput("expires_at", exc.value, exc.allowed, reason=exc.reason) from None
+
+
+# --- the application ----------------------------------------------------------------------------
+
+
+def build_app(
+    minds: Minds,
+    keys: KeyStore,
+    *,
+    allowed_hosts: Iterable[str],
+    mcp: bool = True,
+) -> Starlette:
+    """The HTTP API over every mind of `minds`' vault, with `keys` as its credentials.
+
+    Args:
+        minds: the vault's minds; every Vault call goes through `minds.call` (one worker thread).
+        keys: the credentials (`KeyStore.authenticate` of each request's Bearer token).
+        allowed_hosts: the host names the Host header may carry (IP addresses are always taken).
+        mcp: mount the MCP server at /mcp (when the MCP SDK is installed).
+    """
+    mount = McpMount(minds) if mcp and McpMount.available() else None
+
+    async def call(request: Request, fn: Callable[[Vault], T]) -> T:
+        caller: Caller = request.scope[CALLER]
+        return await minds.call(caller, fn)
+
+    # --- Synapse's endpoints ---
+
+    async def store(request: Request) -> Response:
+        parameters(request, ())
+        data = await json_body(request, FIELD_TYPES, REQUIRED)
+        options = store_options(data)
+        result = await call(
+            request,
+            lambda vault: _named_expires_at(
+                lambda: vault.store(data["category"], data["key"], data["content"], **options)
+            ),
+        )
+        return JSONResponse(stored_json(result), status_code=201 if result.created else 200)
+
+    async def update(request: Request) -> Response:
+        parameters(request, ())
+        ref = request.path_params["id"]
+        data = await json_body(request, FIELD_TYPES)
+        options = store_options(data)
+
+        def put(vault: Vault) -> StoreResult:
+            old = vault.get(ref)
+            for name, now in (("category", str(old.category)), ("key", old.key)):
+                given = data.get(name, now)
+                if (str(parse_category(given)) if name == "category" else given) != now:
+                    raise InvalidInput(
+                        name,
+                        given,
+                        f"{now!r} (this memory's {name}; a memory's category and key never change: "
+                        "POST /memory a new one, with supersedes naming this one)",
+                    )
+            content = data.get("content", old.content)
+            return _named_expires_at(lambda: vault.store(old.category, old.key, content, **options))
+
+        return JSONResponse(stored_json(await call(request, put)))
+
+    async def recall(request: Request) -> Response:
+        given = parameters(request, RECALL_PARAMETERS)
+        fmt = given.get("format", "text")
+        if fmt not in ("text", "json"):
+            raise InvalidInput("format", fmt, "text, json")
+        options: dict[str, Any] = {
+            "query": given.get("q") or None,
+            "include_superseded": flag(given.get("include_superseded"), "include_superseded"),
+        }
+        limit = whole_number(given.get("limit"), "limit")
+        options["limit"] = 10 if limit is None else limit
+        budget = whole_number(given.get("budget"), "budget")
+        if budget is not None:
+            options["budget"] = budget
+        if fmt == "json":
+            report = await call(request, lambda vault: vault.recall(**options).to_dict())
+            report = _renamed(report)
+            report["memories"] = [_renamed(item) for item in report["memories"]]
+            return JSONResponse(report)
+        text = await call(request, lambda vault: vault.recall(**options).encode())
+        return Response(text, media_type="text/plain; charset=utf-8")
+
+    async def search(request: Request) -> Response:
+        given = parameters(request, SEARCH_PARAMETERS, repeatable=("tag",))
+        if not given.get("q", "").strip():
+            raise InvalidInput("q", None, "the words to look for: ?q=WORDS")
+        limit = whole_number(given.get("limit"), "limit")
+        hits = await call(
+            request,
+            lambda vault: vault.search(
+                given["q"],
+                tags=given["tag"],
+                category=given.get("category") or None,
+                priority=given.get("priority") or None,
+                source=given.get("source") or None,
+                unverified=flag(given.get("unverified"), "unverified"),
+                include_expired=flag(given.get("include_expired"), "include_expired"),
+                include_superseded=flag(given.get("include_superseded"), "include_superseded"),
+                limit=10 if limit is None else limit,
+            ),
+        )
+        return JSONResponse([_renamed(hit.to_dict()) for hit in hits])
+
+    async def by_tag(request: Request) -> Response:
+        given = parameters(request, ("tag", "include_expired"))
+        if "tag" not in given:
+            raise InvalidInput("tag", None, "a tag: ?tag=NAME")
+        include_expired = flag(given.get("include_expired"), "include_expired")
+        memories = await call(request, lambda vault: vault.by_tag(given["tag"], include_expired=include_expired))
+        return JSONResponse([memory_json(m) for m in memories])
+
+    async def expiring(request: Request) -> Response:
+        within = parameters(request, ("within",)).get("within", "7d")
+        return JSONResponse([memory_json(m) for m in await call(request, lambda vault: vault.expiring(within))])
+
+    async def verify(request: Request) -> Response:
+        parameters(request, ())
+        ref = request.path_params["id"]
+        return JSONResponse(stored_json(await call(request, lambda vault: vault.verify(ref))))
+
+    # --- extensions ---
+
+    async def show(request: Request) -> Response:
+        parameters(request, ())
+        ref = request.path_params["id"]
+        return JSONResponse(memory_json(await call(request, lambda vault: vault.get(ref))))
+
+    async def forget(request: Request) -> Response:
+        parameters(request, ())
+        ref = request.path_params["id"]
+        return JSONResponse(memory_json(await call(request, lambda vault: vault.forget(ref))))
+
+    async def history(request: Request) -> Response:
+        parameters(request, ())
+        ref = request.path_params["id"]
+        versions = await call(request, lambda vault: [v.to_dict() for v in vault.history(ref)])
+        for version in versions:
+            if version.get("memory"):
+                version["memory"] = _renamed(version["memory"])
+        return JSONResponse(versions)
+
+    async def health(request: Request) -> Response:
+        return JSONResponse({"status": "ok"})
+
+    spec = document(mcp=mount is not None)
+
+    async def openapi(request: Request) -> Response:
+        return JSONResponse(spec)
+
+    routes: list[BaseRoute] = [
+        endpoint("/health", GET=health),
+        endpoint("/openapi.json", GET=openapi),
+        endpoint("/memory", GET=recall, POST=store),
+        endpoint("/memory/recall", GET=recall),
+        endpoint("/memory/search", GET=search),
+        endpoint("/memory/by-tag", GET=by_tag),
+        endpoint("/memory/expiring", GET=expiring),
+        endpoint("/memory/{id}", GET=show, PUT=update, DELETE=forget),
+        endpoint("/memory/{id}/verify", POST=verify),
+        endpoint("/memory/{id}/history", GET=history),
+    ]
+    if mount is not None:
+        routes.append(mount.route())
+
+    @asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        try:
+            yield
+        finally:
+            if mount is not None:
+                await mount.stop()
+
+    app = Starlette(
+        routes=routes,
+        middleware=[
+            Middleware(Guard, allowed_hosts=allowed_hosts),
+            Middleware(RequestBodyLimitMiddleware, max_body_size=MAX_BODY_BYTES),
+            Middleware(Authenticate, minds=minds, keys=keys),
+        ],
+        exception_handlers=EXCEPTION_HANDLERS,
+        lifespan=lifespan,
+    )
+    app.router.redirect_slashes = False  # `/memory/` is no endpoint: a 404, not a redirect to build from Host
+    return app
+
+
+def endpoint(path: str, **handlers: Handler) -> Route:
+    """One path with a handler per method (so a 405 lists every method the path has)."""
+
+    async def dispatch(request: Request) -> Response:
+        method = "GET" if request.method == "HEAD" else request.method
+        return await handlers[method](request)
+
+    return Route(path, dispatch, methods=list(handlers), name=path)

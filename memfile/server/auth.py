@@ -1,0 +1,189 @@
+"""Who may ask, checked before anything else: the Host header, the body's declared size, the credential.
+
+`Guard` refuses, before a byte of the body is read, a request whose Host header names another
+server (a DNS-rebinding page) and one whose Content-Length is over the limit. `Authenticate`
+turns `Authorization: Bearer TOKEN` into the request's `Caller` (its mind, `agent` for a Mind Key
+or `user` for a person's token, and the key's label), at `scope["memfile.caller"]`; without a
+valid credential the answer is 401 and nothing runs. Tokens are read from the header only,
+never from the URL, and never written anywhere.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import sys
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
+from urllib.parse import urlsplit
+
+from starlette.datastructures import Headers, QueryParams
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from ..config import AmbiguousMind
+from ..errors import InvalidInput, MemfileError, NotFound, Refused
+from ..keys import AGENT
+from ..model import Source
+from ..worker import Caller
+from .errors import KeysUnusable, Unauthorized, error_response, memfile_error_response
+
+if TYPE_CHECKING:
+    from ..keys import KeyStore
+    from ..worker import Minds
+
+#: Where the authentication middleware puts the request's Caller (the /mcp mount reads it there too).
+CALLER = "memfile.caller"
+#: The largest request body taken, in bytes: a memory's content may take 10 MB, and JSON escapes add some.
+MAX_BODY_BYTES = 11 * 1024 * 1024
+#: The endpoints answered without a credential: liveness and the API's description, neither says
+#: anything about the vault.
+PUBLIC_PATHS = frozenset({"/health", "/openapi.json"})
+#: The host names a loopback server answers to, besides IP addresses.
+LOOPBACK_NAMES = ("localhost",)
+#: The query parameter that names a mind (a person's token; a Mind Key may only name its own).
+MIND_PARAMETER = "mind"
+
+
+def host_name(header: str | None) -> str | None:
+    """The host name of a Host header (`localhost:8765` -> `localhost`, `[::1]:80` -> `::1`), lowercase;
+    None when the header is missing or malformed."""
+    if not header or any(c in header for c in "@/?#\\ \t"):
+        return None
+    try:
+        parts = urlsplit("//" + header)
+        parts.port  # noqa: B018 - raises ValueError for a port that is not a number
+    except ValueError:
+        return None
+    return parts.hostname or None
+
+
+def is_ip_literal(name: str) -> bool:
+    try:
+        ipaddress.ip_address(name)
+    except ValueError:
+        return False
+    return True
+
+
+class Guard:
+    """Refuses a request for another host name (421) or with a declared body over the limit (413)
+    before the body is read; a body sent without a length is counted as it comes in (Starlette's
+    RequestBodyLimitMiddleware, further in).
+
+    A Host header that is an IP address is always taken: DNS rebinding needs a name, and an address
+    reaches this server only if it listens there. Names are taken only from `allowed_hosts`.
+    """
+
+    def __init__(self, app: ASGIApp, allowed_hosts: Iterable[str], max_body: int = MAX_BODY_BYTES) -> None:
+        self.app = app
+        self.allowed_hosts = frozenset(name.lower().strip("[]") for name in allowed_hosts)
+        self.max_body = max_body
+
+    def allows(self, header: str | None) -> bool:
+        name = host_name(header)
+        return name is not None and (name in self.allowed_hosts or is_ip_literal(name))
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        headers = Headers(scope=scope)
+        if not self.allows(headers.get("host")):
+            allowed = ", ".join(sorted(self.allowed_hosts)) + " or an IP address"
+            response = error_response(
+                421,
+                "MisdirectedRequest",
+                f"this server does not answer to the host name in the request's Host header; allowed: {allowed} "
+                "(a page of another site that points its name here is refused)",
+            )
+            await response(scope, receive, send)
+            return
+        length = headers.get("content-length")
+        if length is not None and (not length.isdigit() or int(length) > self.max_body):
+            response = error_response(
+                413,
+                "ContentTooLarge",
+                f"the request body ({length} bytes) is larger than {self.max_body // (1024 * 1024)} MB "
+                "(a memory's content may take at most 10 MB); send less",
+            )
+            await response(scope, receive, send)
+            return
+        await self.app(scope, receive, send)
+
+
+class Authenticate:
+    """Sets `scope["memfile.caller"]` from the request's credential, or answers 401 (403 for a Mind Key
+    that names another mind); the public paths pass without one."""
+
+    def __init__(self, app: ASGIApp, minds: Minds, keys: KeyStore) -> None:
+        self.app, self.minds, self.keys = app, minds, keys
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope["path"] in PUBLIC_PATHS:
+            await self.app(scope, receive, send)
+            return
+        try:
+            scope[CALLER] = self.caller(Headers(scope=scope), QueryParams(scope["query_string"]))
+        except MemfileError as exc:
+            await memfile_error_response(exc)(scope, receive, send)
+            return
+        await self.app(scope, receive, send)
+
+    def caller(self, headers: Headers, query: QueryParams) -> Caller:
+        """The Caller of a request with these headers and query.
+
+        Raises:
+            Unauthorized: no credential, or one the keys file does not hold (unknown, revoked, of another vault).
+            Refused: a Mind Key names another mind.
+            InvalidInput, NotFound, AmbiguousMind: `?mind=` is given twice or names no mind of the vault,
+                or a person's token names none in a vault of several minds.
+        """
+        scheme, _, token = headers.get("authorization", "").partition(" ")
+        if scheme.lower() != "bearer" or not token.strip():
+            raise Unauthorized(
+                "this endpoint needs a credential: send the header Authorization: Bearer TOKEN with a Mind Key "
+                "or a person's token (make one on the server's machine with: memfile key add --mind NAME --name LABEL)"
+            )
+        try:
+            key = self.keys.authenticate(token.strip(), self.minds.root)
+        except MemfileError as exc:  # the keys file cannot be trusted: no key is taken, the server's owner is told
+            print(f"memfile serve: error: {exc}", file=sys.stderr, flush=True)
+            raise KeysUnusable(
+                "the server cannot check credentials now: its keys file cannot be used "
+                "(the server's log says why); nothing was done"
+            ) from None
+        if key is None:
+            raise Unauthorized(
+                "the credential was not accepted: it is unknown to this vault, or was revoked; "
+                "see the keys with: memfile key list"
+            )
+        asked = self.asked_mind(query)
+        if key.kind == AGENT:  # a Mind Key: its own mind, as an agent
+            assert key.mind is not None
+            if asked is not None and asked != key.mind:
+                raise Refused(
+                    f"this Mind Key ({key.label}) reaches only the mind {key.mind!r}, not {asked!r}; "
+                    "leave out ?mind=, or use a key of that mind"
+                )
+            return Caller(key.mind, Source.AGENT, key.label)
+        if asked is None:
+            try:
+                asked = self.minds.default_mind()
+            except AmbiguousMind:
+                raise AmbiguousMind(
+                    f"the vault has several minds ({', '.join(self.minds.mind_names())}); name one with ?mind=NAME"
+                ) from None
+        return Caller(asked, Source.USER, key.label)
+
+    def asked_mind(self, query: QueryParams) -> str | None:
+        """The mind `?mind=` names (one of the vault's mind folders), or None."""
+        values = query.getlist(MIND_PARAMETER)
+        if not values:
+            return None
+        if len(values) > 1:
+            raise InvalidInput("mind", ", ".join(values), "one ?mind=NAME", reason="it is given more than once")
+        names = self.minds.mind_names()
+        if values[0] not in names:
+            raise NotFound(
+                f"no mind {values[0]!r} in this vault (minds: {', '.join(names) or 'none'}); name one of them with ?mind="
+            )
+        return values[0]

@@ -1,0 +1,109 @@
+"""The HTTP face's errors: every answer that is not a success, as JSON `{"error": NAME, "message": ...}`.
+
+The status of a library error comes from its class, in one place (`STATUS`), as the CLI's exit code
+does; Starlette's own errors (404, 405, 413) get the same JSON shape. Nothing here ever puts a
+traceback in a body: an unexpected exception is a 500 with a fixed message, and uvicorn writes its
+traceback to the server's stderr.
+"""
+
+from __future__ import annotations
+
+from http import HTTPStatus
+
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+
+from ..config import AmbiguousMind
+from ..errors import (
+    EXIT_BAD_INPUT,
+    EXIT_CONFLICT,
+    EXIT_NOT_FOUND,
+    AmbiguousRef,
+    Conflict,
+    InvalidInput,
+    LockTimeout,
+    MemfileError,
+    NotFound,
+    Refused,
+)
+
+
+class Unauthorized(MemfileError):
+    """A request without a valid credential (none, unknown, revoked): 401."""
+
+
+class KeysUnusable(MemfileError):
+    """The keys file cannot be trusted or read, so no credential can be checked: 503 (the server's log
+    has the library's message, which names files of the server's machine)."""
+
+
+#: The status of each library error, looked up along the exception's class hierarchy (first match).
+STATUS: tuple[tuple[type[MemfileError], int], ...] = (
+    (LockTimeout, 503),
+    (KeysUnusable, 503),
+    (Refused, 403),
+    (InvalidInput, 400),
+    (AmbiguousRef, 400),
+    (AmbiguousMind, 400),
+    (NotFound, 404),
+    (Conflict, 409),
+)
+#: Other library errors, by their exit code (a file that cannot be read: 400, like the CLI's exit 2).
+STATUS_BY_EXIT_CODE = {EXIT_BAD_INPUT: 400, EXIT_NOT_FOUND: 404, EXIT_CONFLICT: 409}
+#: Seconds a client is asked to wait after a 503 (the writer lock was held too long by another process).
+RETRY_AFTER = 2
+#: The names of Starlette's own errors that HTTP's phrase does not say well.
+HTTP_ERROR_NAMES = {404: "NotFound", 405: "MethodNotAllowed", 413: "ContentTooLarge"}
+#: What a client reads of a bug: the details are on the server's stderr, never in a body.
+BUG_MESSAGE = "memfile failed unexpectedly (a bug in memfile, not in this request); the server's log has the details"
+
+
+def error_response(status: int, name: str, message: str, headers: dict[str, str] | None = None) -> JSONResponse:
+    """The one shape of every error answer."""
+    return JSONResponse({"error": name, "message": message}, status_code=status, headers=headers)
+
+
+def status_of(exc: MemfileError) -> int:
+    """The HTTP status of a library error (500 only for an error no class above names)."""
+    for cls, status in STATUS:
+        if isinstance(exc, cls):
+            return status
+    return STATUS_BY_EXIT_CODE.get(exc.exit_code, 500)
+
+
+def memfile_error_response(exc: MemfileError) -> JSONResponse:
+    """A library error as its JSON answer, with the library's message."""
+    if isinstance(exc, Unauthorized):
+        return error_response(401, "Unauthorized", str(exc), {"WWW-Authenticate": "Bearer"})
+    status = status_of(exc)
+    headers = {"Retry-After": str(RETRY_AFTER)} if isinstance(exc, LockTimeout) else None
+    return error_response(status, type(exc).__name__, str(exc), headers)
+
+
+async def on_memfile_error(request: Request, exc: Exception) -> Response:
+    """Starlette's handler for MemfileError (and every subclass)."""
+    assert isinstance(exc, MemfileError)
+    return memfile_error_response(exc)
+
+
+async def on_http_error(request: Request, exc: Exception) -> Response:
+    """Starlette's own errors (no route: 404, wrong method: 405, body too large: 413) as JSON."""
+    assert isinstance(exc, HTTPException)
+    name = HTTP_ERROR_NAMES.get(exc.status_code) or HTTPStatus(exc.status_code).phrase.replace(" ", "")
+    message = {
+        404: f"no such endpoint: {request.method} {request.url.path}; see GET /openapi.json for the endpoints",
+        405: f"{request.method} is not allowed on {request.url.path}; allowed: "
+        + (exc.headers or {}).get("Allow", "see GET /openapi.json"),
+        413: "the request body is larger than 11 MB (a memory's content may take at most 10 MB); send less",
+    }.get(exc.status_code, exc.detail)
+    return error_response(exc.status_code, name, message, dict(exc.headers or {}))
+
+
+async def on_bug(request: Request, exc: Exception) -> Response:
+    """Anything else: a 500 with no traceback (Starlette raises the exception again afterwards, and
+    uvicorn logs it with its traceback on stderr)."""
+    return error_response(500, "InternalError", BUG_MESSAGE)
+
+
+EXCEPTION_HANDLERS = {MemfileError: on_memfile_error, HTTPException: on_http_error, Exception: on_bug}

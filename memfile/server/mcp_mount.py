@@ -1,0 +1,84 @@
+"""/mcp: the MCP server over streamable HTTP (`mcp_server.http_app`), beside the HTTP API.
+
+Importing the MCP SDK takes about half a second, so the server does not wait for it at start-up:
+the first request to /mcp imports it and starts its session manager (in a task of its own, which
+also stops it at shutdown), and waits for it; later requests go straight through. Every request
+reaches it authenticated, with its `Caller` at `scope["memfile.caller"]`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib
+import importlib.util
+import sys
+from contextlib import AbstractAsyncContextManager
+from typing import Any
+
+from starlette.routing import Route
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from .errors import error_response
+
+#: The methods of /mcp: POST alone. The server is stateless (`mcp_server.HttpApp`): no session to end
+#: (DELETE) and no stream of the server's own messages (GET, which would stay open and hold up a
+#: shutdown); streamable HTTP lets a server answer both with 405, which Starlette does.
+METHODS = ["POST"]
+
+
+class McpMount:
+    """The ASGI endpoint at /mcp, started on its first request."""
+
+    def __init__(self, minds: Any) -> None:
+        self.minds = minds
+        self._app: ASGIApp | None = None
+        self._failed: str | None = None
+        self._task: asyncio.Task[None] | None = None
+        self._ready = asyncio.Event()
+        self._stop = asyncio.Event()
+
+    @staticmethod
+    def available() -> bool:
+        """Whether the MCP SDK is installed (the `mcp` extra), found without importing it."""
+        return importlib.util.find_spec("mcp") is not None
+
+    def route(self) -> Route:
+        return Route("/mcp", self, methods=METHODS, name="/mcp")
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if self._task is None:
+            self._task = asyncio.get_running_loop().create_task(self._run())
+        await self._ready.wait()
+        if self._app is None:
+            message = f"the MCP server could not start ({self._failed}); the server's log has the details"
+            await error_response(503, "Unavailable", message)(scope, receive, send)
+            return
+        await self._app(scope, receive, send)
+
+    async def _run(self) -> None:
+        """Import and start the MCP server, serve until `stop`, then stop it, in this one task (the SDK's
+        session manager runs a task group, which must be left by the task that entered it)."""
+        try:
+            module = await asyncio.to_thread(importlib.import_module, "memfile.mcp_server")
+            app = module.http_app(self.minds)
+            async with _lifespan(app):
+                self._app = app
+                self._ready.set()
+                await self._stop.wait()
+        except Exception as exc:  # noqa: BLE001 - /mcp answers 503; the HTTP API goes on
+            self._failed = f"{type(exc).__name__}: {exc}"
+            print(f"memfile serve: error: the MCP server failed: {self._failed}", file=sys.stderr, flush=True)
+        finally:
+            self._app = None
+            self._ready.set()
+
+    async def stop(self) -> None:
+        """Stop the MCP server, if it was started (the application's shutdown)."""
+        if self._task is not None:
+            self._stop.set()
+            await self._task
+
+
+def _lifespan(app: Any) -> AbstractAsyncContextManager[Any]:
+    """The context that runs `app`: its session manager (`mcp_server.HttpApp.run`)."""
+    return app.run()

@@ -1,0 +1,210 @@
+"""The worker of a resident process: one thread owns every Vault call, for every mind of a vault.
+
+A Vault stays on one thread (its SQLite catalog connection belongs to the
+thread that opened it, and its searchers and caches live on it), so a
+resident face (the stdio MCP server, `memfile serve`) never calls one from its
+event loop or from a thread pool. It hands each call to `Minds` with the
+`Caller` it acts for; the worker thread opens that mind's Vault on first use
+and runs the call inside `vault.acting_as(caller.source, key=caller.key)`.
+While no call waits, the worker warms the index of the mind used last
+(`Vault.warm`), and stops at the warm work's next pause (about 0.4 ms) when a
+call comes in. With `watch=True`, one in-process watcher
+(`memfile.watch.MindsWatcher`: one watchdog Observer, one inotify instance
+for the process) follows each opened mind's files, unless another watcher
+(`memfile watch`) already does; its batches are refreshed on the worker
+thread too.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from .config import find_vault, load_config, select_mind
+from .errors import InvalidInput
+from .model import Source
+from .paths import MIND_PATTERN, mind_dirs
+from .vault import Vault
+from .watch import MindsWatcher
+
+if TYPE_CHECKING:
+    from .index import RefreshReport
+
+T = TypeVar("T")
+
+#: Seconds of one warm step between calls (a call that comes in stops it sooner).
+WARM_STEP = 0.05
+#: Seconds after the warm work was found done before it is looked for again.
+WARM_AGAIN = 1.0
+#: Seconds between tries to watch a mind that another watcher (`memfile watch`) watched at the last try.
+WATCH_AGAIN = 10.0
+
+
+@dataclass(frozen=True)
+class Caller:
+    """Who a served request acts for."""
+
+    mind: str  # the mind folder name
+    source: Source  # Source.AGENT for a Mind Key, Source.USER for a person's token
+    key: str | None = None  # the credential's label (a Memfile-Key: trailer on commits), None on stdio
+
+
+class Minds:
+    """Every Vault of one vault folder, opened lazily (one per mind), all owned by ONE worker thread.
+
+    Attributes:
+        root: the vault folder.
+        config: its memfile.toml.
+        watcher: the in-process watcher of the opened minds (None with `watch=False`).
+    """
+
+    def __init__(self, root: Path, *, watch: bool = True) -> None:
+        """Nothing is opened yet: each mind's Vault on its first call.
+
+        Raises:
+            NotAVault: `root` is not a vault folder.
+        """
+        self.root = find_vault(root)
+        self.config = load_config(self.root)
+        self.watcher = MindsWatcher(self.root, self._refresh) if watch else None
+        self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="memfile-worker")
+        self._vaults: dict[str, Vault] = {}  # read and written on the worker thread only
+        self._unwatched: dict[str, float] = {}  # opened minds another watcher had: when we last tried
+        self._guard = threading.Lock()
+        self._waiting = 0  # calls submitted and not finished: warm work stops for them
+        self._warm_queued = False
+        self._closed = False
+        self._last: str | None = None  # the mind of the latest call: the one warmed
+        self._warmed: tuple[str | None, float] = (None, -WARM_AGAIN)  # (mind, when its warm work was found done)
+
+    # --- the vault's minds ------------------------------------------------
+
+    def mind_names(self) -> list[str]:
+        """The vault's mind folders, by name (no Vault is opened)."""
+        return [name for name in mind_dirs(self.root) if MIND_PATTERN.fullmatch(name)]
+
+    def default_mind(self) -> str:
+        """The mind chosen when a request names none: `MEMFILE_MIND`, else `default_mind`, else the only one.
+
+        Raises:
+            NotFound: the vault has no mind, or the chosen one does not exist.
+            AmbiguousMind: several minds and nothing chooses one.
+        """
+        return select_mind(self.root, self.config)
+
+    # --- calls --------------------------------------------------------------
+
+    async def call(self, caller: Caller, fn: Callable[[Vault], T]) -> T:
+        """`fn(vault)` on the worker thread, with the caller's mind's Vault acting as the caller.
+
+        Raises:
+            NotFound, InvalidInput: the caller's mind does not exist, or is no mind name.
+            Whatever `fn` raises.
+        """
+        return await asyncio.wrap_future(self._submit(lambda: self._act(caller, fn)))
+
+    def call_sync(self, caller: Caller, fn: Callable[[Vault], T]) -> T:
+        """`call`, from a thread that is not the worker (blocks until the call is done)."""
+        return self._submit(lambda: self._act(caller, fn)).result()
+
+    def close(self) -> None:
+        """Stop watching (pending batches are applied first), close every Vault on the worker thread, stop
+        the thread. Safe to call twice; no call may be made afterwards."""
+        if self.watcher is not None:
+            self.watcher.stop()
+        with self._guard:
+            if self._closed:
+                return
+            self._closed = True  # the warm work stops at its next pause
+        self._worker.submit(self._close_vaults).result()
+        self._worker.shutdown(wait=True)
+
+    def __enter__(self) -> Minds:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _submit(self, job: Callable[[], T]) -> Future[T]:
+        with self._guard:
+            if self._closed:
+                raise RuntimeError("the vault's worker is closed; no call can be made any more")
+            self._waiting += 1
+            future = self._worker.submit(job)
+        future.add_done_callback(self._done)
+        return future
+
+    def _done(self, _: Future[Any]) -> None:
+        """After each call (on the worker thread, or where it was cancelled): warm while nothing waits."""
+        with self._guard:
+            self._waiting -= 1
+            if self._waiting or self._warm_queued or self._closed:
+                return
+            mind, at = self._warmed
+            if mind == self._last and time.monotonic() - at < WARM_AGAIN:
+                return  # found done lately; a change to the index makes it start over, looked for later
+            self._warm_queued = True
+            self._worker.submit(self._warm)
+
+    # --- on the worker thread ---------------------------------------------------
+
+    def _act(self, caller: Caller, fn: Callable[[Vault], T]) -> T:
+        vault = self._vault(caller.mind)
+        self._last = caller.mind
+        with vault.acting_as(caller.source, key=caller.key):
+            return fn(vault)
+
+    def _vault(self, mind: str) -> Vault:
+        vault = self._vaults.get(mind)
+        if vault is not None:
+            if mind in self._unwatched and time.monotonic() - self._unwatched[mind] >= WATCH_AGAIN:
+                self._watch(mind)  # that watcher may be gone by now
+            return vault
+        if not isinstance(mind, str) or not mind:
+            raise InvalidInput("mind", mind, "the name of a mind folder of the vault")  # never the default
+        vault = Vault.open(self.root, mind, source=Source.AGENT)  # NotFound, InvalidInput for a bad mind
+        self._vaults[mind] = vault
+        self._watch(mind)
+        return vault
+
+    def _watch(self, mind: str) -> None:
+        """Watch an opened mind, unless another watcher does (its reads then diff by themselves, or trust it)."""
+        if self.watcher is None:
+            return
+        if self.watcher.add(mind):
+            self._unwatched.pop(mind, None)
+        else:
+            self._unwatched[mind] = time.monotonic()
+
+    def _refresh(self, mind: str, paths: list[str] | None) -> RefreshReport:
+        """A watcher batch of `mind`, applied with its Vault (called from the watcher's thread)."""
+        return self._submit(lambda: self._vaults[mind].refresh(paths=paths, wait=True)).result()
+
+    def _warm(self) -> None:
+        with self._guard:
+            self._warm_queued = False
+        mind = self._last
+        vault = self._vaults.get(mind) if mind is not None else None
+        while vault is not None and not self._stop_warming():
+            try:
+                more = vault.warm(WARM_STEP, self._stop_warming)
+            except Exception:  # noqa: BLE001 - warming is an extra; the next search shows any real problem
+                more = False
+            if not more:
+                self._warmed = (mind, time.monotonic())
+                return
+
+    def _stop_warming(self) -> bool:
+        time.sleep(0)  # lets the event loop's thread take the GIL if a call came in
+        return self._waiting > 0 or self._closed
+
+    def _close_vaults(self) -> None:
+        vaults, self._vaults = list(self._vaults.values()), {}
+        for vault in vaults:
+            vault.close()

@@ -1,0 +1,321 @@
+"""The worker of a resident process (`memfile.worker.Minds`): one thread owns every Vault call of every
+mind, minds open on first use, each call acts for its `Caller`, and one in-process watcher follows the
+opened minds' files with one inotify instance."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import git
+from helpers import plain_vault, write
+
+from memfile import Vault, worker
+from memfile.config import AmbiguousMind
+from memfile.errors import InvalidInput, NotAVault, NotFound, Refused
+from memfile.files import lock_holder
+from memfile.model import Source
+from memfile.worker import Caller, Minds
+
+ALICE = Caller("alice", Source.AGENT, "bot-alice")
+ALICE_PERSON = Caller("alice", Source.USER, "michael-laptop")
+BOB = Caller("bob", Source.AGENT, "bot-bob")
+
+
+def wait_until(predicate: Callable[[], bool], timeout: float = 10.0) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(0.02)
+    return predicate()
+
+
+@pytest.fixture
+def root(tmp_path: Path) -> Path:
+    """A vault of three minds made by `Vault.init` (git repository, identity from memfile.toml)."""
+    for mind in ("alice", "bob", "carol"):
+        Vault.init(tmp_path / "vault", mind).close()
+    return tmp_path / "vault"
+
+
+@pytest.fixture
+def minds(root: Path) -> Iterator[Minds]:
+    running = Minds(root)
+    try:
+        yield running
+    finally:
+        running.close()
+
+
+class Spy:
+    """Records, for some Vault methods, the thread and the mind of each call (the real method still runs)."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch, *names: str) -> None:
+        self.calls: list[tuple[str, str, int]] = []  # (method, mind, thread id)
+        for name in names:
+            monkeypatch.setattr(Vault, name, self._wrap(name, getattr(Vault, name)))
+
+    def _wrap(self, name: str, method: Callable[..., Any]) -> Callable[..., Any]:
+        spy = self
+
+        def recorded(vault: Vault, *args: Any, **kwargs: Any) -> Any:
+            spy.calls.append((name, getattr(vault, "mind", args[1] if len(args) > 1 else "?"), threading.get_ident()))
+            return method(vault, *args, **kwargs)
+
+        return recorded
+
+    def threads(self) -> set[int]:
+        return {thread for _, _, thread in self.calls}
+
+    def methods(self) -> set[str]:
+        return {name for name, _, _ in self.calls}
+
+
+def marker(root: Path, mind: str) -> Path:
+    return root / ".memfile" / f"watch-{mind}.clean"
+
+
+# --- one thread, minds opened lazily -------------------------------------------------------------------
+
+
+def test_every_vault_call_runs_on_one_thread_across_minds_watching_and_warming(
+    root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    spy = Spy(monkeypatch, "__init__", "search", "store", "refresh", "warm", "close")
+    minds = Minds(root)
+    seen: list[int] = []
+    try:
+        for caller in (ALICE, BOB, ALICE_PERSON):
+            minds.call_sync(caller, lambda v: v.store("fact", "wifi", f"zebra42 for {v.mind}"))
+            seen.append(minds.call_sync(caller, lambda v: threading.get_ident()))
+
+        async def many() -> list[Any]:  # calls from an event loop, several at once
+            return await asyncio.gather(*(minds.call(c, lambda v: v.search("zebra42")) for c in (ALICE, BOB) * 5))
+
+        assert all(len(hits) == 1 for hits in asyncio.run(many()))
+        assert minds.watcher is not None and minds.watcher.wait_idle("bob", 10)
+        before = minds.watcher.applied("bob")
+        write(root / "bob" / "note" / "hand.md", "okapi by hand\n")  # a watcher batch, refreshed by the worker
+        assert wait_until(lambda: minds.watcher.applied("bob") > before)
+        assert wait_until(lambda: "warm" in spy.methods())  # idle between calls: the index is warmed
+    finally:
+        minds.close()
+    assert {"__init__", "search", "store", "refresh", "warm", "close"} <= spy.methods()
+    assert len(set(seen)) == 1 and spy.threads() == set(seen)
+    assert threading.get_ident() not in seen
+    assert {mind for _, mind, _ in spy.calls} == {"alice", "bob"}
+
+
+def test_minds_open_on_their_first_call_only(root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    spy = Spy(monkeypatch, "__init__")
+    minds = Minds(root)
+    try:
+        assert minds.mind_names() == ["alice", "bob", "carol"]
+        assert spy.calls == []  # nothing opened by Minds itself, nor by listing the minds
+        minds.call_sync(ALICE, lambda v: v.list())
+        minds.call_sync(ALICE_PERSON, lambda v: v.list())
+        assert [mind for _, mind, _ in spy.calls] == ["alice"]  # once, for both callers
+        assert lock_holder(root / ".memfile" / "watch-alice.lock") == os.getpid()
+        for mind in ("bob", "carol"):  # never asked for: no Vault, no watch, no lock
+            assert lock_holder(root / ".memfile" / f"watch-{mind}.lock") is None
+            assert not minds.watcher.watching(mind)
+    finally:
+        minds.close()
+
+
+def test_a_mind_that_does_not_exist_is_not_found_and_a_bad_name_is_refused(minds: Minds, root: Path) -> None:
+    with pytest.raises(NotFound, match="nowhere"):
+        minds.call_sync(Caller("nowhere", Source.AGENT), lambda v: v.list())
+    with pytest.raises(InvalidInput):
+        minds.call_sync(Caller("../alice", Source.AGENT), lambda v: v.list())
+    with pytest.raises(InvalidInput):  # never the default mind
+        minds.call_sync(Caller("", Source.USER), lambda v: v.list())
+    assert not (root / "nowhere").exists()
+    assert minds.call_sync(ALICE, lambda v: v.mind) == "alice"  # the worker goes on after a refusal
+
+
+def test_the_default_mind_follows_the_cli_rules(root: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    with Minds(root, watch=False) as minds:
+        assert minds.default_mind() == "alice"  # memfile.toml's default_mind, set by the first init
+        monkeypatch.setenv("MEMFILE_MIND", "bob")
+        assert minds.default_mind() == "bob"
+    monkeypatch.delenv("MEMFILE_MIND")
+    two = plain_vault(tmp_path / "two", a={"fact/x": "x"}, b={"fact/y": "y"})
+    with Minds(two, watch=False) as minds, pytest.raises(AmbiguousMind):
+        minds.default_mind()
+    with pytest.raises(NotAVault):
+        Minds(tmp_path / "not-a-vault")
+
+
+def test_exceptions_propagate_and_the_worker_goes_on(minds: Minds) -> None:
+    def broken(vault: Vault) -> None:
+        raise KeyError("a bug in the caller's function")
+
+    with pytest.raises(KeyError):
+        minds.call_sync(ALICE, broken)
+    with pytest.raises(KeyError):
+        asyncio.run(minds.call(ALICE, broken))
+    assert minds.call_sync(ALICE, lambda v: v.mind) == "alice"
+
+
+# --- acting as the caller ---------------------------------------------------------------------
+
+
+def test_each_call_acts_for_its_caller_and_nothing_leaks_to_the_next(minds: Minds, root: Path) -> None:
+    stored = minds.call_sync(ALICE, lambda v: v.store("fact", "wifi", "zebra42"))
+    assert stored.memory.source == Source.AGENT
+    with pytest.raises(Refused):  # an agent cannot verify
+        minds.call_sync(ALICE, lambda v: v.verify("fact/wifi"))
+    assert minds.call_sync(ALICE_PERSON, lambda v: v.actor) == Source.USER
+    verified = minds.call_sync(ALICE_PERSON, lambda v: v.verify("fact/wifi"))  # a person can
+    assert verified.memory.verified
+    assert "Memfile-Key: michael-laptop" in git(root, "log", "-1", "--format=%B")
+    assert minds.call_sync(ALICE, lambda v: v.actor) == Source.AGENT  # the person's call left nothing behind
+    with pytest.raises(Refused):  # nor does a call that failed
+        minds.call_sync(ALICE, lambda v: v.forget("fact/wifi"))
+    assert minds.call_sync(ALICE_PERSON, lambda v: v.actor) == Source.USER
+    minds.call_sync(ALICE, lambda v: v.store("fact", "door", "blue"))
+    body = git(root, "log", "-1", "--format=%B")
+    assert "Memfile-Key: bot-alice" in body and "michael-laptop" not in body
+
+
+def test_concurrent_callers_each_act_as_themselves(minds: Minds, root: Path) -> None:
+    async def main() -> list[tuple[str, Source]]:
+        def probe(vault: Vault) -> tuple[str, Source]:
+            time.sleep(0.001)
+            return vault.mind, vault.actor
+
+        callers = [ALICE, ALICE_PERSON, BOB] * 10
+        return await asyncio.gather(*(minds.call(caller, probe) for caller in callers))
+
+    answers = asyncio.run(main())
+    assert answers == [(c.mind, c.source) for c in [ALICE, ALICE_PERSON, BOB] * 10]
+
+
+# --- the watcher --------------------------------------------------------------------------------
+
+
+def test_a_hand_edit_is_seen_by_the_next_call_through_the_watcher(minds: Minds, root: Path) -> None:
+    (root / "alice" / "fact").mkdir(exist_ok=True)  # the edit below is a file's events only
+    minds.call_sync(ALICE, lambda v: v.list())
+    assert minds.watcher is not None and minds.watcher.wait_idle("alice", 10)
+    assert marker(root, "alice").exists()
+    before = minds.watcher.applied("alice")
+    write(root / "alice" / "fact" / "wifi.md", "zebra42 by hand\n")
+    assert wait_until(lambda: minds.watcher.applied("alice") > before)
+    assert minds.watcher.wait_idle("alice", 10) and marker(root, "alice").exists()
+
+    def look(vault: Vault) -> tuple[bool, list[str]]:
+        return vault._index.watcher_vouches(), [hit.memory.key for hit in vault.search("zebra42")]
+
+    assert minds.call_sync(ALICE, look) == (True, ["wifi"])  # vouched for: no stat diff, and yet seen
+
+
+def test_a_second_watcher_on_a_mind_the_server_watches_exits_4(minds: Minds, root: Path) -> None:
+    minds.call_sync(BOB, lambda v: v.list())
+    watcher = subprocess.run(
+        [sys.executable, "-m", "memfile", "--vault", str(root), "--mind", "bob", "watch"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert watcher.returncode == 4, watcher.stderr
+    assert "already watches" in watcher.stderr and "Traceback" not in watcher.stderr
+
+
+def test_beside_a_memfile_watch_the_server_does_not_watch_and_still_sees_hand_edits(
+    root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(worker, "WATCH_AGAIN", 0.0)  # each call tries again to watch
+    process = subprocess.Popen(
+        [sys.executable, "-m", "memfile", "--vault", str(root), "--mind", "alice", "watch"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+    lock = root / ".memfile" / "watch-alice.lock"
+    minds = Minds(root)
+    try:
+        assert wait_until(lambda: lock_holder(lock) == process.pid, 30)
+        assert minds.call_sync(ALICE, lambda v: v.list()) == []
+        assert minds.watcher is not None and not minds.watcher.watching("alice")
+        write(root / "alice" / "fact" / "wifi.md", "zebra42 by hand\n")
+        found = lambda: minds.call_sync(ALICE, lambda v: [hit.memory.key for hit in v.search("zebra42")])  # noqa: E731
+        assert wait_until(lambda: found() == ["wifi"], 15)
+        assert lock_holder(lock) == process.pid  # the watch was left alone
+        assert wait_until(lambda: marker(root, "alice").exists(), 30)  # it is past its start, signals handled
+        process.terminate()
+        assert process.wait(30) == 0
+        minds.call_sync(ALICE, lambda v: v.list())  # the next call finds the mind unwatched: the server takes it
+        assert minds.watcher.watching("alice") and lock_holder(lock) == os.getpid()
+    finally:
+        minds.close()
+        if process.poll() is None:
+            process.terminate()
+            process.wait(30)
+
+
+def inotify_instances() -> int:
+    found = 0
+    for fd in os.listdir("/proc/self/fd"):
+        try:
+            found += os.readlink(f"/proc/self/fd/{fd}") == "anon_inode:inotify"
+        except OSError:
+            pass  # closed meanwhile
+    return found
+
+
+@pytest.mark.slow
+def test_a_thousand_opened_minds_use_one_inotify_instance(tmp_path: Path) -> None:
+    root = plain_vault(
+        tmp_path / "vault", **{f"chat{n:04d}": {"fact/topic": f"chat {n} talks of okapi{n}"} for n in range(1000)}
+    )
+    minds = Minds(root)
+    try:
+        for n in range(1000):
+            minds.call_sync(Caller(f"chat{n:04d}", Source.AGENT), lambda v: None)
+        assert inotify_instances() == 1
+        assert all(minds.watcher.watching(f"chat{n:04d}") for n in (0, 499, 999))
+        write(root / "chat0500" / "fact" / "hand.md", "wapiti by hand\n")  # one mind among a thousand
+        caller = Caller("chat0500", Source.AGENT)
+        seen = lambda: minds.call_sync(caller, lambda v: [hit.memory.key for hit in v.search("wapiti")])  # noqa: E731
+        assert wait_until(lambda: seen() == ["hand"], 60)
+    finally:
+        minds.close()
+
+
+def test_close_stops_every_thread_and_frees_every_lock(root: Path) -> None:
+    before = set(threading.enumerate())
+    minds = Minds(root)
+    for caller in (ALICE, BOB):
+        minds.call_sync(caller, lambda v: v.search("anything"))
+    assert minds.watcher is not None and minds.watcher.wait_idle("alice", 10)
+    minds.close()
+    minds.close()  # twice is harmless
+    left = [t for t in set(threading.enumerate()) - before if type(t).__name__ != "InotifyFD"]
+    assert left == []  # (watchdog's one inotify reader is shared by the whole process, and stays)
+    for mind in ("alice", "bob"):
+        assert lock_holder(root / ".memfile" / f"watch-{mind}.lock") is None
+        assert not marker(root, mind).exists()
+    with pytest.raises(RuntimeError, match="closed"):
+        minds.call_sync(ALICE, lambda v: v.list())
+
+
+def test_without_watching_nothing_is_watched_and_hand_edits_are_still_seen(root: Path) -> None:
+    minds = Minds(root, watch=False)
+    try:
+        assert minds.call_sync(ALICE, lambda v: v.list()) == []
+        assert minds.watcher is None
+        assert lock_holder(root / ".memfile" / "watch-alice.lock") is None
+        write(root / "alice" / "fact" / "wifi.md", "zebra42 by hand\n")
+        assert minds.call_sync(ALICE, lambda v: [hit.memory.key for hit in v.search("zebra42")]) == ["wifi"]
+    finally:
+        minds.close()
