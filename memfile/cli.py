@@ -465,8 +465,8 @@ def recall(state: State, query: str | None, budget: int | None, limit: int, incl
     """Print the prioritized summary an agent puts in its context window.
 
     Without --query: every memory, critical first, then newest first. With
-    --query: critical memories and high identity/preference ones (pinned),
-    then the best matches ranked by relevance, priority, recency (half-life
+    --query: the verified critical memories and verified high identity and
+    preference ones (pinned), then the best matches ranked by relevance, priority, recency (half-life
     decay), confidence and verified; --format json shows each score's parts.
 
     Example: memfile --vault sample_vault recall --budget 500
@@ -738,7 +738,11 @@ def last_recall(state: State, as_json: bool) -> None:
 
 
 @main.command()
-@click.option("--no-watch", is_flag=True, help="Do not keep the index warm with a watcher.")
+@click.option(
+    "--no-watch",
+    is_flag=True,
+    help="Do not start a watcher (each call then checks the files itself; the answers are the same).",
+)
 @click.pass_obj
 def mcp(state: State, no_watch: bool) -> None:
     """Serve one mind to an agent over the Model Context Protocol (stdio).

@@ -215,7 +215,8 @@ def merge_file(base: str, ours: str, theirs: str, path: str) -> None:
 @click.option(
     "--fix",
     is_flag=True,
-    help="Apply the safe repairs (index, hand edits, temp files, stale git lock, misplaced files).",
+    help="Apply the safe repairs (index, hand edits, temp files, store-queue leftovers, stale git lock, "
+    "misplaced files).",
 )
 @json_option
 @click.pass_obj
