@@ -24,6 +24,7 @@ SCRIPTS = [
     "bench_index",
     "bench_mcp",
     "bench_retrieval",
+    "bench_serve",
     "bench_watch",
     "bench_writes",
 ]
@@ -45,8 +46,8 @@ def test_every_benchmark_has_a_smoke_run() -> None:
 @pytest.mark.slow
 @pytest.mark.parametrize("name", SCRIPTS)
 def test_benchmark_runs_with_smoke(name: str) -> None:
-    if name == "bench_watch" and not sys.platform.startswith("linux"):
-        pytest.skip("bench_watch reads /proc: Linux only")
+    if name in ("bench_watch", "bench_serve") and not sys.platform.startswith("linux"):
+        pytest.skip(f"{name} reads /proc: Linux only")
     proc = smoke(BENCHMARKS / f"{name}.py")
     assert proc.returncode == 0, f"{name} --smoke: exit {proc.returncode}\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
     assert "Traceback" not in proc.stderr, proc.stderr[-3000:]

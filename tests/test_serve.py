@@ -729,3 +729,27 @@ def test_a_thousand_hostile_requests_get_no_500_and_leave_the_server_answering(
     assert server.request("GET", "/health").status == 200
     assert outside.read_text() == "secret outside the vault"
     assert {400, 401, 404} <= set(statuses)
+
+
+def test_a_client_that_leaves_halfway_through_its_body_leaves_no_traceback(server: Server, agent: str) -> None:
+    """The module's server is stopped at the end and its stderr checked for tracebacks (the fixture)."""
+    for _ in range(3):
+        sock = socket.create_connection((server.host, server.port), timeout=DEADLINE)
+        sock.sendall(
+            b"POST /memory HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer " + agent.encode() + b"\r\n"
+            b"Content-Type: application/json\r\nContent-Length: 1000\r\n\r\n" + b'{"category": "fact",'
+        )
+        sock.shutdown(socket.SHUT_WR)
+        sock.close()
+    wait_until(lambda: server.request("GET", "/health").status == 200)
+    assert server.request("GET", "/memory/recall", agent).status == 200
+
+
+def test_the_listening_socket_is_tcp_so_asyncio_turns_nagles_delay_off() -> None:
+    """asyncio sets TCP_NODELAY on accepted connections only when the listening socket says IPPROTO_TCP;
+    without it every keep-alive request after the first waited about 40 ms for the client's delayed ACK."""
+    from memfile.server import _listening
+
+    with _listening("127.0.0.1", 0, None) as (sock, url):
+        assert sock.proto == socket.IPPROTO_TCP
+        assert url.startswith("http://127.0.0.1:")

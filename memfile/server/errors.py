@@ -11,7 +11,7 @@ from __future__ import annotations
 from http import HTTPStatus
 
 from starlette.exceptions import HTTPException
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, Response
 
 from ..config import AmbiguousMind
@@ -100,10 +100,21 @@ async def on_http_error(request: Request, exc: Exception) -> Response:
     return error_response(exc.status_code, name, message, dict(exc.headers or {}))
 
 
+async def on_disconnect(request: Request, exc: Exception) -> Response:
+    """The client went away before its body was all there: nobody reads an answer, nothing was done
+    (no Vault call starts before the whole body is read), and it is no bug to log."""
+    return error_response(400, "ClientDisconnect", "the client closed the connection before its body was complete")
+
+
 async def on_bug(request: Request, exc: Exception) -> Response:
     """Anything else: a 500 with no traceback (Starlette raises the exception again afterwards, and
     uvicorn logs it with its traceback on stderr)."""
     return error_response(500, "InternalError", BUG_MESSAGE)
 
 
-EXCEPTION_HANDLERS = {MemfileError: on_memfile_error, HTTPException: on_http_error, Exception: on_bug}
+EXCEPTION_HANDLERS = {
+    MemfileError: on_memfile_error,
+    HTTPException: on_http_error,
+    ClientDisconnect: on_disconnect,
+    Exception: on_bug,
+}
