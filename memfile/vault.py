@@ -17,7 +17,7 @@ import builtins
 import os
 import threading
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
@@ -34,7 +34,7 @@ from .config import (
     select_mind,
     validate_display_name,
 )
-from .errors import Conflict, InvalidInput
+from .errors import Conflict, InvalidInput, MemfileError
 from .files import lock_holder
 from .index import Index, RefreshReport, SearchOptions
 from .index.query import check_query
@@ -104,6 +104,11 @@ class StatusReport(Report):
 
 
 T = TypeVar("T")
+
+#: The arguments of `Vault.store`, which `store_many` takes by name.
+_STORE_ARGUMENTS = frozenset(
+    {"category", "key", "content", "priority", "tags", "confidence", "expires", "source", "supersedes"}
+)
 
 #: What `list --status` accepts.
 STATUS_FILTERS = ("active", "superseded", "all")
@@ -628,6 +633,31 @@ class Vault:
             source=source,
             supersedes=supersedes,
         )
+
+    @_verb
+    def store_many(self, stores: Iterable[Mapping[str, Any]]) -> builtins.list[StoreResult | MemfileError]:
+        """Store several memories, each given as `store`'s arguments by name (`{"category": "fact", "key":
+        "office", "content": "...", "tags": [...]}`), in as few commits as they can share: stores by one
+        caller of different memories, superseding nothing, go into one commit (a server groups the stores
+        that arrive together this way). Each store is checked on its own: one refused never stops another.
+
+        Returns:
+            For each store, in order, its StoreResult or the MemfileError that refused it.
+
+        Raises:
+            InvalidInput: an entry is not a mapping, or names an argument `store` does not take.
+        """
+        calls = builtins.list(stores)
+        for n, arguments in enumerate(calls):
+            if not isinstance(arguments, Mapping):
+                raise InvalidInput(f"stores[{n}]", arguments, "a mapping of store's arguments by name")
+            unknown = sorted(set(arguments) - _STORE_ARGUMENTS)
+            if unknown:
+                raise InvalidInput(f"stores[{n}]", ", ".join(map(str, unknown)), ", ".join(sorted(_STORE_ARGUMENTS)))
+            missing = [name for name in ("category", "key", "content") if name not in arguments]
+            if missing:
+                raise InvalidInput(f"stores[{n}]", "no " + ", ".join(missing), "category, key and content at least")
+        return self._writer.store_many([dict(arguments) for arguments in calls])
 
     @_verb
     def reactivate(self, ref: str) -> StoreResult:

@@ -329,6 +329,64 @@ class Writer:
         supersedes: str | None = None,
     ) -> StoreResult:
         """`Vault.store` (its docstring says what it does)."""
+        request = self._request(category, key, content, priority, tags, confidence, expires, source, supersedes)
+        from . import (
+            store_queue,  # here, like the git half's modules: reads never need it
+        )
+
+        state = self.root / STATE_DIR
+        with _cannot_write(self.root):
+            return store_queue.submit(
+                state / "lock", state / "queue" / self.mind, self.config.lock_timeout, request, self._store_holding_lock
+            )
+
+    def store_many(self, stores: list[dict[str, Any]]) -> list[StoreResult | MemfileError]:
+        """`Vault.store_many` (its docstring says what it does)."""
+        from . import store_queue
+
+        results: list[StoreResult | MemfileError | None] = [None] * len(stores)
+        groups: list[list[tuple[int, dict[str, Any]]]] = []  # stores that can share a commit (store_queue.joins)
+        for n, arguments in enumerate(stores):
+            try:
+                request = self._request(**arguments)
+            except MemfileError as exc:
+                results[n] = exc
+                continue
+            for group in groups:
+                if len(group) < store_queue.LIMIT and store_queue.joins(request, [r for _, r in group]):
+                    group.append((n, request))
+                    break
+            else:
+                groups.append([(n, request)])
+        for group in groups:
+            try:
+                with self.transaction():
+                    done = self._store_batch([request for _, request in group])
+            except MemfileError as exc:  # the lock timed out, the vault cannot be written: every store of it
+                done = [exc] * len(group)
+            for (n, _), result in zip(group, done, strict=True):
+                if not isinstance(result, StoreResult | MemfileError):
+                    raise result  # a bug in memfile, not a refused store: it ends the call
+                results[n] = result
+        return [result for result in results if result is not None]
+
+    def _request(
+        self,
+        category: str | Category,
+        key: str,
+        content: str,
+        priority: str | Priority | None = None,
+        tags: str | list[str] | tuple[str, ...] | None = None,
+        confidence: float | str | None = None,
+        expires: str | datetime | None = UNSET,
+        source: str | Source | None = None,
+        supersedes: str | None = None,
+    ) -> dict[str, Any]:
+        """A store checked (every field, the agent rules) and made into plain values (a store queue request).
+
+        Raises:
+            InvalidInput, Refused: as `Vault.store` says.
+        """
         now = utc_now()
         category = parse_category(category)
         validate_key(key)
@@ -362,7 +420,7 @@ class Writer:
             raise Refused("an agent cannot store a memory as source user; store it as source agent")
         if self.actor is Source.AGENT and new_priority is not None and new_priority.rank < AGENT_PRIORITY_CAP.rank:
             raise Refused(AGENT_CAP_REFUSAL)
-        request = {
+        return {
             "category": category.value,
             "key": key,
             "content": content,
@@ -376,15 +434,6 @@ class Writer:
             "expires": "unset" if new_expires is UNSET else new_expires.isoformat() if new_expires else None,
             "supersedes": supersedes,
         }
-        from . import (
-            store_queue,  # here, like the git half's modules: reads never need it
-        )
-
-        state = self.root / STATE_DIR
-        with _cannot_write(self.root):
-            return store_queue.submit(
-                state / "lock", state / "queue" / self.mind, self.config.lock_timeout, request, self._store_holding_lock
-            )
 
     def _store_holding_lock(self, own: dict[str, Any] | None, ticket: store_queue.Ticket | None) -> StoreResult:
         """Store `own` (or this process's queued `ticket`) and the stores queued by other processes,
