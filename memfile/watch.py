@@ -12,12 +12,12 @@ nothing pending, its marker `.memfile/watch-<mind>.clean` lets reads skip
 their own stat-only diff.
 
 Two watchers share that code: `Watcher` (`memfile watch`, `Vault.open(watch=True)`)
-watches one mind and applies its batches with a Vault of its own on its own
-thread; `MindsWatcher` (the served vault, `memfile.worker.Minds`) watches many
-minds with one watchdog Observer and hands each batch to a `refresh` callable
-(the resident process's worker thread). watchdog is imported only when a
-watcher starts; since watchdog 7 every Observer of a process shares one
-inotify instance.
+watches one mind folder and applies its batches with a Vault of its own on its
+own thread; `MindsWatcher` (the served vault, `memfile.worker.Minds`) keeps
+one recursive watch over the whole vault, hands each event to the mind it
+belongs to, and each batch to a `refresh` callable (the resident process's
+worker thread). watchdog is imported only when a watcher starts; since
+watchdog 7 every Observer of a process shares one inotify instance.
 """
 
 from __future__ import annotations
@@ -63,6 +63,7 @@ class MindBatch:
         self._lock_fd: int | None = None
         self._clean_marker = root / STATE_DIR / f"watch-{mind}.clean"
         self._clean = False
+        self._released = False
 
     # --- the one-watcher lock --------------------------------------------------
 
@@ -92,9 +93,10 @@ class MindBatch:
             self._since = self._last = time.monotonic()
 
     def release(self) -> None:
-        """Stop vouching for the index and free the lock. Safe to call twice."""
+        """Stop vouching for the index for good and free the lock. Safe to call twice."""
         with self._guard:
             self.set_clean(False)
+            self._released = True  # a batch still being applied must not put the marker back
         if self._lock_fd is not None:
             os.close(self._lock_fd)  # releases the flock
             self._lock_fd = None
@@ -187,7 +189,7 @@ class MindBatch:
         Called with the guard held (or when no other thread runs), so that no event slips
         between the check for pending paths and the marker.
         """
-        if clean == self._clean:
+        if clean == self._clean or (clean and self._released):
             return
         self._clean = clean
         if clean:
@@ -205,6 +207,7 @@ class Batcher:
         self._batches: dict[str, MindBatch] = {}
         self._guard = threading.Lock()
         self._stopping = threading.Event()
+        self._dropping = threading.Event()
 
     def add(self, batch: MindBatch) -> None:
         """Apply `batch`'s changes from now on (its first batch is the full diff)."""
@@ -216,20 +219,33 @@ class Batcher:
         with self._guard:
             return list(self._batches.values())
 
+    def batch(self, mind: str) -> MindBatch | None:
+        """The batch of `mind`, None when it is not watched."""
+        with self._guard:
+            return self._batches.get(mind)
+
+    def clear(self) -> list[MindBatch]:
+        """Apply no batch any more: the batches it had."""
+        with self._guard:
+            batches, self._batches = list(self._batches.values()), {}
+            return batches
+
     def need_full_diff(self) -> None:
         """Events were lost, of any mind: every mind's next batch diffs every file."""
         for batch in self.batches():
             batch.need_full_diff()
 
-    def stop(self) -> None:
-        """Make `run` apply what is pending at once, then return."""
+    def stop(self, finish: bool = True) -> None:
+        """Make `run` apply what is pending at once (nothing, without `finish`), then return."""
+        if not finish:
+            self._dropping.set()
         self._stopping.set()
         self.wake.set()
 
     def run(self, refresh: Refresh, idle_every: float | None = None, on_idle: Callable[[], None] | None = None) -> None:
         """Until `stop`: apply each batch with `refresh` when it is due; `on_idle` every `idle_every` seconds
         in which nothing was pending."""
-        while True:
+        while not self._dropping.is_set():
             self.wake.clear()  # before looking: an event recorded from now on keeps its wake-up
             stopping, now = self._stopping.is_set(), time.monotonic()
             waits, applied = [], False
@@ -240,6 +256,8 @@ class Batcher:
                 if due > 0 and not stopping:
                     waits.append(due)
                     continue
+                if self._dropping.is_set():
+                    return
                 self._apply(batch, refresh)
                 applied = True
             if applied:
@@ -301,7 +319,7 @@ class Watcher:
         """
         self._batch.take_lock()
         self._observer = _observer()
-        _schedule(self._observer, self._batch)
+        _schedule(self._observer, self.root / self.mind, self._batch.record)  # the mind only: not .git/
         self._observer.start()
         _logger("watchdog").addHandler(self._overflow)
         self._batcher.add(self._batch)
@@ -360,9 +378,17 @@ class Watcher:
 
 
 class MindsWatcher:
-    """Keeps the index of many minds of one vault in line with their files: one watchdog Observer for them
-    all (one inotify instance for the process), each mind folder scheduled when `add`ed, and one batching
-    thread that hands each mind's batch to `refresh` (which runs it where that mind's Vault lives)."""
+    """Keeps the index of many minds of one vault in line with their files (the served vault).
+
+    ONE recursive watch covers the whole vault (one watchdog emitter thread, one inotify instance
+    for the process, however many minds are open); each event goes, by the first component of its
+    path, to the batch of that mind if it was `add`ed, and is dropped otherwise: events of `.git/`,
+    `.memfile/` and the other dot folders, and of minds nobody opened (a Vault diffs its mind when
+    it opens). A mind folder made while the watch runs (`memfile init --mind NEW`) is watched from
+    its creation on. The watch is set up by the watcher's own thread (walking 1,000 minds takes
+    0.2-0.4 s, which no request should wait for); that thread then hands each mind's batch to
+    `refresh`, which runs it where that mind's Vault lives.
+    """
 
     def __init__(
         self, root: Path, refresh: Refresh, debounce: float = DEFAULT_DEBOUNCE, max_wait: float = MAX_WAIT
@@ -372,65 +398,111 @@ class MindsWatcher:
         self._observer: Any = None
         self._thread: threading.Thread | None = None
         self._overflow = _overflow_listener(self._batcher.need_full_diff)
+        self._prefix = os.path.join(str(root), "")
         self._guard = threading.Lock()
         self._stopped = False
+        self._failed = False  # the vault could not be watched: every mind stays unwatched
 
     def add(self, mind: str) -> bool:
         """Watch `mind` (an existing mind folder) from now on: True, or False when another watcher (a
-        `memfile watch`, another server) already watches it; reads then stay right by their own diff."""
+        `memfile watch`, another server) already watches it, or the vault cannot be watched; reads
+        then stay right by their own diff."""
+        if self._failed:
+            return False
         batch = MindBatch(self.root, mind, self._batcher.wake)
         try:
             batch.take_lock()
         except Conflict:
             return False
         with self._guard:
-            if self._stopped:
+            if self._stopped or self._failed:
                 batch.release()
                 return False
-            if self._observer is None:
-                self._observer = _observer()
-                self._observer.start()
-                _logger("watchdog").addHandler(self._overflow)
-                self._thread = threading.Thread(
-                    target=self._batcher.run, args=(self.refresh,), name="memfile-watch-minds", daemon=True
-                )
+            self._batcher.add(batch)  # its first batch, the full diff, comes once the watch is up
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._run, name="memfile-watch-minds", daemon=True)
                 self._thread.start()
-            try:
-                _schedule(self._observer, batch)
-            except OSError as exc:  # the mind folder went away, or inotify's watch limit is reached
-                batch.release()
-                _logger("memfile.watch").warning("watcher: mind %s is not watched: %s", mind, exc)
-                return False
-        self._batcher.add(batch)
         return True
 
     def watching(self, mind: str) -> bool:
         """Whether this watcher watches `mind`."""
-        return any(batch.mind == mind for batch in self._batcher.batches())
+        return self._batcher.batch(mind) is not None
 
     def wait_idle(self, mind: str, timeout: float) -> bool:
         """Block until `mind` has no batch pending (for tests and benchmarks); False on timeout or unwatched."""
-        found = [batch for batch in self._batcher.batches() if batch.mind == mind]
-        return bool(found) and found[0].wait_idle(timeout)
+        batch = self._batcher.batch(mind)
+        return batch is not None and batch.wait_idle(timeout)
 
     def applied(self, mind: str) -> int:
         """How many batches of `mind` were applied so far (for tests and benchmarks)."""
-        return sum(batch.batches for batch in self._batcher.batches() if batch.mind == mind)
+        batch = self._batcher.batch(mind)
+        return batch.batches if batch is not None else 0
 
-    def stop(self, timeout: float = 5.0) -> None:
-        """Stop watching; pending batches are applied first (through `refresh`). Safe to call twice."""
+    def stop(self, timeout: float = 5.0, *, finish: bool = True) -> None:
+        """Stop watching: every clean marker removed, every lock freed. Pending batches are applied first
+        (through `refresh`), unless `finish` is False (a process about to end: the next reader of those
+        minds diffs them itself). Safe to call twice."""
         with self._guard:
             observer, thread = self._observer, self._thread
             self._observer, self._thread, self._stopped = None, None, True
-        if observer is not None:
+        try:
+            if observer is not None:
+                observer.stop()
+                observer.join(timeout)
+        except Exception as exc:  # noqa: BLE001 - watchdog's own stop failed: the markers must go all the same
+            _logger("memfile.watch").warning("watcher: stopping watchdog failed: %s", type(exc).__name__)
+        finally:
+            _logger("watchdog").removeHandler(self._overflow)
+            self._batcher.stop(finish)
+            if thread is not None:
+                thread.join(timeout)
+                if thread.is_alive():  # too much was pending: the rest is left for each mind's next reader
+                    self._batcher.stop(finish=False)
+                    thread.join(timeout)
+            for batch in self._batcher.batches():
+                batch.release()
+
+    # --- the watcher's thread ---------------------------------------------------------
+
+    def _run(self) -> None:
+        """Watch the vault, then apply batches until `stop`."""
+        try:
+            observer = _observer()
+            _schedule(observer, self.root, self._dispatch)
+            observer.start()
+        except OSError as exc:  # the vault went away, or inotify's watch limit is reached
+            _logger("memfile.watch").warning("watcher: the vault is not watched, reads diff by themselves: %s", exc)
+            with self._guard:
+                self._failed = True
+            for batch in self._batcher.clear():
+                batch.release()
+            return
+        with self._guard:
+            stopped = self._stopped
+            if not stopped:
+                self._observer = observer
+        if stopped:  # `stop` came while the watch was being set up
             observer.stop()
-            observer.join(timeout)
-        _logger("watchdog").removeHandler(self._overflow)
-        self._batcher.stop()
-        if thread is not None:
-            thread.join(timeout)
-        for batch in self._batcher.batches():
-            batch.release()
+            observer.join()
+            return
+        _logger("watchdog").addHandler(self._overflow)
+        self._batcher.run(self.refresh)
+
+    def _dispatch(self, event: Any) -> None:
+        """watchdog's callback: hand the event to the batch of each watched mind it touches."""
+        minds = {self._mind_of(event.src_path), self._mind_of(getattr(event, "dest_path", ""))}
+        for mind in minds:
+            batch = self._batcher.batch(mind) if mind else None
+            if batch is not None:
+                batch.record(event)
+
+    def _mind_of(self, path: str | bytes) -> str | None:
+        """The mind folder a watched path is in (None: the vault's own files, a dot folder, elsewhere)."""
+        name = os.fsdecode(path)
+        if not name.startswith(self._prefix):
+            return None
+        head = name[len(self._prefix) :].split(os.sep, 1)[0]
+        return head if head and not head.startswith(".") else None
 
 
 def _observer() -> Any:
@@ -439,8 +511,8 @@ def _observer() -> Any:
     return Observer()
 
 
-def _schedule(observer: Any, batch: MindBatch) -> None:
-    """Watch `batch`'s mind folder (only: .git/ and .memfile/ would exhaust inotify watches) for it."""
+def _schedule(observer: Any, folder: Path, callback: Callable[[Any], None]) -> None:
+    """Watch `folder` and everything below it, telling `callback` of each event that may touch a memory."""
     from watchdog import events
 
     kinds = [
@@ -454,11 +526,12 @@ def _schedule(observer: Any, batch: MindBatch) -> None:
         events.DirDeletedEvent,
         events.DirMovedEvent,
     ]
+
     class Handler(events.FileSystemEventHandler):
         def on_any_event(self, event: events.FileSystemEvent) -> None:
-            batch.record(event)
+            callback(event)
 
-    observer.schedule(Handler(), str(batch.root / batch.mind), recursive=True, event_filter=kinds)
+    observer.schedule(Handler(), str(folder), recursive=True, event_filter=kinds)
 
 
 def _logger(name: str) -> Any:

@@ -13,6 +13,7 @@ import time
 from pathlib import Path
 
 import pytest
+from helpers import write
 from test_serve_helpers import (
     DEADLINE,
     Setup,
@@ -24,6 +25,7 @@ from test_serve_helpers import (
     wait_until,
 )
 
+from memfile.files import lock_holder
 from memfile.keys import KeyStore
 
 
@@ -215,3 +217,37 @@ def test_help_has_an_example(setup: Setup) -> None:
     assert result.returncode == 0 and "Example:" in result.stdout
     for option in ("--host", "--port", "--uds", "--allow-remote", "--keys"):
         assert option in result.stdout
+
+
+@pytest.mark.slow
+def test_with_a_thousand_opened_minds_sigterm_still_exits_0_within_2_s(setup: Setup) -> None:
+    """LangBot keeps a mind per chat: one watch over the vault (a handful of threads), and an exit that
+    does not close a thousand Vaults one by one, yet takes every watcher marker away."""
+    names = ["michael", "anna"] + [f"chat{n:04d}" for n in range(998)]
+    for name in names[2:]:
+        write(setup.root / name / "fact" / "topic.md", f"chat {name} talks of okapis\n")
+    server = start_server(setup)
+    token = setup.tokens["person"]
+    try:
+        conn = server.connection()
+        for name in names:  # opens each mind (and builds its index: every catalog was just written)
+            conn.request("GET", f"/memory/recall?mind={name}", headers={"Authorization": f"Bearer {token}"})
+            response = conn.getresponse()
+            assert (response.status, name) == (200, name), response.read()[:300]
+            response.read()
+        conn.close()
+        markers = [setup.root / ".memfile" / f"watch-{name}.clean" for name in names]
+        wait_until(lambda: all(marker.exists() for marker in markers), timeout=180)  # every mind watched, settled
+        threads = int(Path(f"/proc/{server.process.pid}/status").read_text().split("Threads:")[1].split()[0])
+        assert threads < 20
+        signalled = time.monotonic()
+        code, _, err = server.stop()
+        took = time.monotonic() - signalled
+    finally:
+        if server.process.poll() is None:
+            server.process.kill()
+    assert code == 0, err
+    assert took < 2.5, took  # 2 s promised; a little room for a loaded machine
+    assert "Traceback" not in err
+    assert not any(marker.exists() for marker in markers)  # no command trusts a watcher that is gone
+    assert all(lock_holder(setup.root / ".memfile" / f"watch-{name}.lock") is None for name in names)

@@ -15,6 +15,9 @@ from conftest import git
 from helpers import BROKEN, fails, in_vault, write
 
 from memfile import Conflict, Vault, Watcher
+from memfile.files import lock_holder
+from memfile.index import RefreshReport
+from memfile.watch import MindsWatcher
 
 
 def wait_until(predicate: Callable[[], bool], timeout: float = 5.0) -> bool:
@@ -267,3 +270,121 @@ def test_a_touch_is_heard_and_editor_junk_keeps_the_watcher_vouching(vault: Vaul
         assert watcher.wait_idle(0.1) and reader._index.watcher_vouches() and watcher.batches == batches
     finally:
         watcher.stop()
+
+
+# --- the served vault's watcher: one watch over the whole vault ----------------------------------------
+
+
+class Refreshes:
+    """The `refresh` of a MindsWatcher, recording each batch: (mind, paths or None for a full diff)."""
+
+    def __init__(self) -> None:
+        self.batches: list[tuple[str, list[str] | None]] = []
+
+    def __call__(self, mind: str, paths: list[str] | None) -> RefreshReport:
+        self.batches.append((mind, paths))
+        return RefreshReport()
+
+    def of(self, mind: str) -> list[list[str] | None]:
+        return [paths for m, paths in self.batches if m == mind]
+
+
+@pytest.fixture
+def three_minds(tmp_path: Path) -> Path:
+    root = tmp_path / "vault"
+    for mind in ("alice", "bob", "carol"):
+        for category in ("fact", "note"):
+            (root / mind / category).mkdir(parents=True)
+    (root / ".git" / "objects").mkdir(parents=True)
+    (root / ".memfile").mkdir()
+    return root
+
+
+def test_one_watch_over_the_vault_hands_each_event_to_its_own_mind_only(three_minds: Path) -> None:
+    root, refreshes = three_minds, Refreshes()
+    watcher = MindsWatcher(root, refreshes, debounce=0.05, max_wait=0.2)
+    try:
+        assert watcher.add("alice") and watcher.add("bob")  # carol: never opened, never watched
+        assert watcher.wait_idle("alice", 10) and watcher.wait_idle("bob", 10)
+        assert refreshes.of("alice") == [None] and refreshes.of("bob") == [None]  # the first: a full diff
+        assert inotify_instances() == 1
+
+        write(root / "alice" / "fact" / "wifi.md", "zebra42\n")
+        assert wait_until(lambda: len(refreshes.of("alice")) == 2, 10)
+        assert refreshes.of("alice")[1] == ["alice/fact/wifi.md"]
+
+        # the server's own churn and everything no opened mind owns: never a batch
+        write(root / ".git" / "objects" / "ab" / "cdef", "a git object")
+        os.rename(root / ".git" / "objects" / "ab" / "cdef", root / ".git" / "objects" / "ab" / "cdeg")
+        write(root / ".git" / "index.lock", "")
+        os.remove(root / ".git" / "index.lock")
+        write(root / ".memfile" / "index" / "alice" / "catalog.sqlite", "an index write")
+        write(root / ".obsidian" / "workspace.md", "an app's dot folder")
+        write(root / "carol" / "fact" / "door.md", "a mind nobody opened\n")
+        write(root / "memfile.toml", "")
+        # the events of one watch come in order: once this edit of bob's is applied, all of the above was heard
+        write(root / "bob" / "note" / "sentinel.md", "okapi\n")
+        assert wait_until(lambda: len(refreshes.of("bob")) == 2, 10) and watcher.wait_idle("bob", 10)
+        assert refreshes.of("bob")[1] == ["bob/note/sentinel.md"]
+        assert len(refreshes.of("alice")) == 2 and refreshes.of("carol") == []
+        assert (root / ".memfile" / "watch-alice.clean").exists()  # alice was vouched for throughout
+
+        os.rename(root / "alice" / "fact" / "wifi.md", root / "bob" / "fact" / "wifi.md")  # a move between minds
+        assert wait_until(lambda: len(refreshes.of("alice")) == 3 and len(refreshes.of("bob")) == 3, 10)
+        assert refreshes.of("alice")[2] == ["alice/fact/wifi.md"] and refreshes.of("bob")[2] == ["bob/fact/wifi.md"]
+    finally:
+        watcher.stop()
+    for mind in ("alice", "bob"):
+        assert lock_holder(root / ".memfile" / f"watch-{mind}.lock") is None
+        assert not (root / ".memfile" / f"watch-{mind}.clean").exists()
+
+
+def test_a_mind_made_after_the_watch_started_is_watched_once_added(three_minds: Path) -> None:
+    root, refreshes = three_minds, Refreshes()
+    watcher = MindsWatcher(root, refreshes, debounce=0.05, max_wait=0.2)
+    try:
+        assert watcher.add("alice") and watcher.wait_idle("alice", 10)
+        write(root / "dave" / "fact" / "early.md", "made with the folder\n")  # `memfile init --mind dave`, then a note
+        assert watcher.add("dave") and watcher.wait_idle("dave", 10)
+        assert refreshes.of("dave") == [None]  # what it had before it was added: its first full diff
+        write(root / "dave" / "note" / "later.md", "okapi\n")  # a folder made: a full diff
+        assert wait_until(lambda: len(refreshes.of("dave")) == 2, 10) and watcher.wait_idle("dave", 10)
+        write(root / "dave" / "note" / "again.md", "okapi\n")  # in a folder made after the watch started
+        assert wait_until(lambda: refreshes.of("dave")[2:] == [["dave/note/again.md"]], 10)
+    finally:
+        watcher.stop()
+
+
+def test_a_minds_watcher_skips_a_mind_another_watcher_has(vault: Vault) -> None:
+    watcher = Watcher(vault).start()  # `memfile watch` of michael
+    minds = MindsWatcher(vault.root, Refreshes())
+    try:
+        assert not minds.add("michael") and not minds.watching("michael")
+    finally:
+        minds.stop()
+        watcher.stop()
+    assert not (vault.root / ".memfile" / "watch-michael.clean").exists()
+
+
+def test_stop_without_finishing_drops_pending_batches_and_still_takes_every_marker_away(three_minds: Path) -> None:
+    root, refreshes = three_minds, Refreshes()
+    watcher = MindsWatcher(root, refreshes, debounce=30, max_wait=30)  # nothing pending is due for 30 s
+    assert watcher.add("alice") and watcher.add("bob")
+    marker = root / ".memfile" / "watch-alice.clean"
+    assert not marker.exists()  # its first batch is pending: nothing is vouched for
+    watcher.stop(finish=False)
+    assert refreshes.batches == []
+    for mind in ("alice", "bob"):
+        assert lock_holder(root / ".memfile" / f"watch-{mind}.lock") is None
+        assert not (root / ".memfile" / f"watch-{mind}.clean").exists()
+    assert not watcher.add("carol")  # stopped: nothing more is watched
+
+
+def inotify_instances() -> int:
+    found = 0
+    for fd in os.listdir("/proc/self/fd"):
+        try:
+            found += os.readlink(f"/proc/self/fd/{fd}") == "anon_inode:inotify"
+        except OSError:
+            pass  # closed meanwhile
+    return found

@@ -288,8 +288,142 @@ def test_a_thousand_opened_minds_use_one_inotify_instance(tmp_path: Path) -> Non
         caller = Caller("chat0500", Source.AGENT)
         seen = lambda: minds.call_sync(caller, lambda v: [hit.memory.key for hit in v.search("wapiti")])  # noqa: E731
         assert wait_until(lambda: seen() == ["hand"], 60)
+        # one watch over the vault, not a watcher per mind: a handful of threads, watches far below the limit
+        assert threading.active_count() < 20, [t.name for t in threading.enumerate()]
+        assert wait_until(lambda: all(minds.watcher.wait_idle(f"chat{n:04d}", 0) for n in range(1000)), 120)
+        watches, folders = inotify_watches(), sum(1 for _ in os.walk(root))
+        assert watches <= folders + 10 and watches < 0.2 * int(
+            Path("/proc/sys/fs/inotify/max_user_watches").read_text()
+        )
+        last = Caller("chat0999", Source.AGENT)
+        assert minds.call_sync(last, lambda v: (v._index.watcher_vouches(), v.search("gnu"))) == (True, [])
+        write(root / "chat0999" / "fact" / "late.md", "gnu by hand\n")  # the 1,000th mind opened
+        found = lambda: minds.call_sync(last, lambda v: [hit.memory.key for hit in v.search("gnu")])  # noqa: E731
+        assert wait_until(lambda: found() == ["late"], 60)
     finally:
         minds.close()
+
+
+def inotify_watches() -> int:
+    """The inotify watches of this process (one line per watch in the fdinfo of its inotify instances)."""
+    found = 0
+    for fd in os.listdir("/proc/self/fd"):
+        try:
+            if os.readlink(f"/proc/self/fd/{fd}") == "anon_inode:inotify":
+                with open(f"/proc/self/fdinfo/{fd}", encoding="ascii") as info:
+                    found += sum(line.startswith("inotify wd:") for line in info)
+        except OSError:
+            pass  # closed meanwhile
+    return found
+
+
+class Refreshed:
+    """Records each Vault.refresh of the watcher (the real method still runs): (mind, paths)."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.calls: list[tuple[str, list[str] | None]] = []
+        real = Vault.refresh
+
+        def recorded(vault: Vault, *args: Any, **kwargs: Any) -> Any:
+            self.calls.append((vault.mind, kwargs.get("paths")))
+            return real(vault, *args, **kwargs)
+
+        monkeypatch.setattr(Vault, "refresh", recorded)
+
+    def of(self, mind: str) -> list[list[str] | None]:
+        return [paths for m, paths in self.calls if m == mind]
+
+
+def test_an_edit_refreshes_its_own_mind_only_and_the_servers_churn_refreshes_nothing(
+    root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for mind in ("alice", "bob"):  # the edits below are files' events only (a new folder means a full diff)
+        for category in ("fact", "note"):
+            (root / mind / category).mkdir(exist_ok=True)
+    refreshed = Refreshed(monkeypatch)
+    minds = Minds(root)
+    try:
+        for caller in (ALICE, BOB):
+            minds.call_sync(caller, lambda v: v.list())
+        assert minds.watcher is not None
+        for mind in ("alice", "bob"):  # their first batch, the full diff, is done: the next ones name their paths
+            assert wait_until(lambda m=mind: minds.watcher.applied(m) >= 1 and minds.watcher.wait_idle(m, 0.1))
+        for caller in (ALICE, BOB):
+            minds.call_sync(caller, lambda v: v.store("fact", "wifi", f"zebra42 for {v.mind}"))  # commits, index writes
+        for mind in ("alice", "bob"):  # events come in order: once this is applied, the stores' were heard
+            write(root / mind / "note" / "ready.md", "ready\n")
+            assert wait_until(lambda m=mind: any(f"{m}/note/ready.md" in (paths or []) for paths in refreshed.of(m)))
+            assert minds.watcher.wait_idle(mind, 10)
+        alice, bob = len(refreshed.of("alice")), len(refreshed.of("bob"))
+
+        write(root / "alice" / "note" / "hand.md", "okapi by hand\n")
+        assert wait_until(lambda: ["alice/note/hand.md"] in refreshed.of("alice")[alice:])
+        minds.call_sync(ALICE_PERSON, lambda v: v.store("fact", "door", "blue"))  # the server's own churn
+        git(root, "gc", "-q")  # and git's
+        write(root / ".memfile" / "scratch" / "x", "an index write")
+        write(root / "carol" / "note" / "unopened.md", "a mind nobody opened\n")
+        # one watch, its events in order: once bob's edit is refreshed, everything above was heard
+        write(root / "bob" / "note" / "sentinel.md", "wapiti\n")
+        assert wait_until(lambda: ["bob/note/sentinel.md"] in refreshed.of("bob"))
+        assert minds.watcher.wait_idle("bob", 10)
+        assert refreshed.of("bob")[bob:] == [["bob/note/sentinel.md"]]  # nothing of alice's, git's or the index's
+        assert "carol" not in {mind for mind, _ in refreshed.calls} and not minds.watcher.watching("carol")
+        assert all(
+            paths is not None and all(p.startswith("alice/") for p in paths) for paths in refreshed.of("alice")[alice:]
+        )
+        assert minds.call_sync(BOB, lambda v: [hit.memory.key for hit in v.search("wapiti")]) == ["sentinel"]
+    finally:
+        minds.close()
+
+
+def test_a_mind_made_while_serving_is_watched_from_its_first_call(minds: Minds, root: Path) -> None:
+    minds.call_sync(ALICE, lambda v: v.list())  # the watch over the vault is running
+    assert minds.watcher is not None and minds.watcher.wait_idle("alice", 10)
+    result = subprocess.run(
+        [sys.executable, "-m", "memfile", "init", str(root), "--mind", "dave"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 0, result.stderr
+    dave = Caller("dave", Source.AGENT)
+    assert minds.call_sync(dave, lambda v: v.list()) == []
+    assert minds.watcher.watching("dave") and minds.watcher.wait_idle("dave", 10)
+    write(root / "dave" / "fact" / "wifi.md", "zebra42 by hand\n")
+    assert wait_until(lambda: minds.call_sync(dave, lambda v: [h.memory.key for h in v.search("zebra42")]) == ["wifi"])
+    assert minds.watcher.wait_idle("dave", 10)
+    assert minds.call_sync(dave, lambda v: v._index.watcher_vouches())
+
+
+def test_stop_lets_calls_in_flight_finish_and_takes_every_marker_away(root: Path) -> None:
+    minds = Minds(root)
+    for caller in (ALICE, BOB):
+        minds.call_sync(caller, lambda v: v.list())
+    assert minds.watcher is not None and minds.watcher.wait_idle("alice", 10) and minds.watcher.wait_idle("bob", 10)
+    assert marker(root, "alice").exists() and marker(root, "bob").exists()
+    started, answers = threading.Event(), []
+
+    def slow_store(vault: Vault) -> str:
+        started.set()
+        time.sleep(0.3)
+        return vault.store("fact", "late", "stored across the stop").memory.key
+
+    caller = threading.Thread(target=lambda: answers.append(minds.call_sync(ALICE, slow_store)))
+    caller.start()
+    assert started.wait(10)
+    minds.stop()
+    caller.join(10)
+    assert answers == ["late"] and (root / "alice" / "fact" / "late.md").exists()
+    for mind in ("alice", "bob"):  # no command may trust a watcher that is gone
+        assert not marker(root, mind).exists()
+        assert lock_holder(root / ".memfile" / f"watch-{mind}.lock") is None
+        with Vault.open(root, mind) as reader:
+            assert not reader._index.watcher_vouches()
+    with pytest.raises(RuntimeError, match="closed"):
+        minds.call_sync(ALICE, lambda v: v.list())
+    minds.stop()
+    minds.close()  # both harmless afterwards
+    assert not any(t.name.startswith("memfile-worker") for t in threading.enumerate())
 
 
 def test_close_stops_every_thread_and_frees_every_lock(root: Path) -> None:
