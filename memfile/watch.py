@@ -267,6 +267,10 @@ class Batcher:
             if not self.wake.wait(min(waits) if waits else idle_every) and not waits and on_idle is not None:
                 on_idle()
 
+    def apply(self, batch: MindBatch, refresh: Refresh) -> None:
+        """Apply `batch`'s pending changes now, with `refresh` (on the caller's thread)."""
+        self._apply(batch, refresh)
+
     def _apply(self, batch: MindBatch, refresh: Refresh) -> None:
         paths, full = batch.take()
         try:
@@ -402,6 +406,7 @@ class MindsWatcher:
         self._guard = threading.Lock()
         self._stopped = False
         self._failed = False  # the vault could not be watched: every mind stays unwatched
+        self._live = threading.Event()  # the watch is up: from now on no change goes unheard
 
     def add(self, mind: str) -> bool:
         """Watch `mind` (an existing mind folder) from now on: True, or False when another watcher (a
@@ -423,6 +428,19 @@ class MindsWatcher:
                 self._thread = threading.Thread(target=self._run, name="memfile-watch-minds", daemon=True)
                 self._thread.start()
         return True
+
+    def settle(self, mind: str, refresh: Refresh) -> None:
+        """Apply what was seen of `mind` and not applied yet, now, through `refresh` (a call is about to
+        read: it then trusts this watcher, whose marker is back, instead of walking every file); nothing
+        when nothing is pending or the mind is not watched, and before the watch is up (a batch applied
+        then would vouch for changes nobody listens for yet)."""
+        batch = self._batcher.batch(mind)
+        if (
+            self._live.is_set()
+            and batch is not None
+            and batch.due(time.monotonic(), self._batcher.debounce, self._batcher.max_wait) is not None
+        ):
+            self._batcher.apply(batch, refresh)
 
     def watching(self, mind: str) -> bool:
         """Whether this watcher watches `mind`."""
@@ -486,6 +504,7 @@ class MindsWatcher:
             observer.join()
             return
         _logger("watchdog").addHandler(self._overflow)
+        self._live.set()
         self._batcher.run(self.refresh)
 
     def _dispatch(self, event: Any) -> None:

@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from .config import find_vault, load_config, select_mind
 from .errors import InvalidInput
-from .model import Source
+from .model import Source, StoreResult
 from .paths import MIND_PATTERN, mind_dirs
 from .vault import Vault
 from .watch import MindsWatcher
@@ -83,6 +83,8 @@ class Minds:
         self._closed = False
         self._last: str | None = None  # the mind of the latest call: the one warmed
         self._warmed: tuple[str | None, float] = (None, -WARM_AGAIN)  # (mind, when its warm work was found done)
+        # Stores waiting for their caller's next commit (see `store`): caller -> [(arguments, future)].
+        self._stores: dict[Caller, list[tuple[dict[str, Any], Future[StoreResult]]]] = {}
 
     # --- the vault's minds ------------------------------------------------
 
@@ -109,6 +111,23 @@ class Minds:
             Whatever `fn` raises.
         """
         return await asyncio.wrap_future(self._submit(lambda: self._act(caller, fn)))
+
+    async def store(self, caller: Caller, arguments: dict[str, Any]) -> StoreResult:
+        """`Vault.store(**arguments)` as `caller`, sharing a commit with the caller's other stores that
+        wait meanwhile (`Vault.store_many`): under load, a server then makes one git commit for the
+        stores that came in while the last one was being made, not one each.
+
+        Raises:
+            Whatever `Vault.store` raises for this store (another store of the commit never makes it fail).
+        """
+        future: Future[StoreResult] = Future()
+        with self._guard:
+            waiting = self._stores.setdefault(caller, [])
+            waiting.append((arguments, future))
+            first = len(waiting) == 1
+        if first:  # the job that stores every store of this caller waiting by the time it runs
+            self._submit(lambda: self._store_waiting(caller))
+        return await asyncio.wrap_future(future)
 
     def call_sync(self, caller: Caller, fn: Callable[[Vault], T]) -> T:
         """`call`, from a thread that is not the worker (blocks until the call is done)."""
@@ -175,8 +194,23 @@ class Minds:
     def _act(self, caller: Caller, fn: Callable[[Vault], T]) -> T:
         vault = self._vault(caller.mind)
         self._last = caller.mind
+        if self.watcher is not None:  # what the watcher saw and has not applied yet: here, not by a walk
+            self.watcher.settle(caller.mind, lambda _, paths: vault.refresh(paths=paths, wait=True))
         with vault.acting_as(caller.source, key=caller.key):
             return fn(vault)
+
+    def _store_waiting(self, caller: Caller) -> None:
+        """Store every store of `caller` waiting now, in as few commits as they share (`Vault.store_many`)."""
+        with self._guard:
+            waiting = self._stores.pop(caller, [])
+        try:
+            results = self._act(caller, lambda vault: vault.store_many([arguments for arguments, _ in waiting]))
+        except BaseException as exc:  # the mind cannot be opened, or a bug: every waiting store hears of it
+            for _, future in waiting:
+                _settle(future, exc)
+            return
+        for (_, future), result in zip(waiting, results, strict=True):
+            _settle(future, result)
 
     def _vault(self, mind: str) -> Vault:
         vault = self._vaults.get(mind)
@@ -233,3 +267,13 @@ def _hold(vaults: list[Vault]) -> None:
     (threading's documentation: their resources "may not be released properly"), so neither the
     interpreter's teardown nor the garbage collector closes them one by one."""
     threading.Event().wait()
+
+
+def _settle(future: Future[StoreResult], result: StoreResult | BaseException) -> None:
+    """Hand a store its result (a request whose client left meanwhile was cancelled: nobody hears it)."""
+    if future.cancelled():
+        return
+    if isinstance(result, StoreResult):
+        future.set_result(result)
+    else:
+        future.set_exception(result)

@@ -453,3 +453,76 @@ def test_without_watching_nothing_is_watched_and_hand_edits_are_still_seen(root:
         assert minds.call_sync(ALICE, lambda v: [hit.memory.key for hit in v.search("zebra42")]) == ["wifi"]
     finally:
         minds.close()
+
+
+# --- stores that wait together share a commit; a call applies what the watcher saw first ---------------------
+
+
+def test_stores_that_wait_together_share_one_commit_and_each_hears_its_own_answer(minds: Minds, root: Path) -> None:
+    minds.call_sync(ALICE, lambda v: v.list())
+    commits = int(git(root, "rev-list", "--count", "HEAD"))
+    release, busy = threading.Event(), threading.Event()
+
+    def occupy(vault: Vault) -> None:  # the worker is busy (a commit being made, say) while stores come in
+        busy.set()
+        release.wait(10)
+
+    blocker = threading.Thread(target=minds.call_sync, args=(ALICE, occupy))
+    blocker.start()
+    assert busy.wait(10)
+
+    async def five_stores() -> list[Any]:
+        tasks = [
+            asyncio.ensure_future(minds.store(ALICE, {"category": "fact", "key": f"k{n}", "content": f"text {n}"}))
+            for n in range(4)
+        ]
+        tasks.append(asyncio.ensure_future(minds.store(ALICE, {"category": "fact", "key": "x", "content": "y", "priority": "critical"})))  # fmt: skip
+        await asyncio.sleep(0.05)  # every store is waiting now
+        release.set()
+        return await asyncio.gather(*tasks, return_exceptions=True)
+
+    results = asyncio.run(five_stores())
+    blocker.join(10)
+    assert [r.memory.key for r in results[:4]] == ["k0", "k1", "k2", "k3"]
+    assert isinstance(results[4], Refused)  # an agent stores at most high: refused alone
+    assert len({r.commit for r in results[:4]}) == 1
+    assert int(git(root, "rev-list", "--count", "HEAD")) == commits + 1
+    assert "Memfile-Key: bot-alice" in git(root, "log", "-1", "--format=%B").splitlines()
+
+
+def test_stores_of_different_callers_never_share_a_commit(minds: Minds, root: Path) -> None:
+    async def two() -> list[Any]:
+        return await asyncio.gather(
+            minds.store(ALICE, {"category": "fact", "key": "a", "content": "by the agent"}),
+            minds.store(ALICE_PERSON, {"category": "fact", "key": "b", "content": "by the person"}),
+        )
+
+    agent, person = asyncio.run(two())
+    assert agent.commit != person.commit
+    assert agent.memory.source is Source.AGENT and person.memory.source is Source.USER
+
+
+def test_a_call_applies_what_the_watcher_saw_before_it_reads_instead_of_walking(minds: Minds, root: Path) -> None:
+    (root / "alice" / "fact").mkdir(exist_ok=True)
+    minds.call_sync(ALICE, lambda v: v.list())
+    assert minds.watcher is not None and minds.watcher.wait_idle("alice", 10) and marker(root, "alice").exists()
+    batcher = minds.watcher._batcher
+    batcher.debounce = batcher.max_wait = 60.0  # the watcher's own thread would apply it only in a minute
+    write(root / "alice" / "fact" / "wifi.md", "zebra42 by hand\n")
+    assert wait_until(lambda: not marker(root, "alice").exists())  # heard: pending, no longer vouched for
+
+    def look(vault: Vault) -> tuple[bool, list[str]]:
+        return vault._index.watcher_vouches(), [hit.memory.key for hit in vault.search("zebra42")]
+
+    assert minds.call_sync(ALICE, look) == (True, ["wifi"])  # applied before the call: vouched for, and seen
+    assert marker(root, "alice").exists()
+
+
+def test_an_edit_made_while_the_watch_is_being_set_up_is_never_vouched_away(minds: Minds, root: Path) -> None:
+    """A call settles what the watcher heard only once the watch is up: a full diff applied before that
+    would put the clean marker back over changes nobody was listening for."""
+    (root / "alice" / "fact").mkdir(exist_ok=True)
+    minds.call_sync(ALICE, lambda v: v.list())  # the watch is being set up now, on the watcher's thread
+    write(root / "alice" / "fact" / "wifi.md", "zebra42 by hand\n")
+    assert minds.watcher is not None and minds.watcher.wait_idle("alice", 10)
+    assert minds.call_sync(ALICE, lambda v: [hit.memory.key for hit in v.search("zebra42")]) == ["wifi"]

@@ -213,6 +213,16 @@ def _named_expires_at(call: Callable[[], T]) -> T:
         raise InvalidInput("expires_at", exc.value, exc.allowed, reason=exc.reason) from None
 
 
+async def _named_expires_at_async(call: Awaitable[T]) -> T:
+    """`_named_expires_at` for a call that is awaited."""
+    try:
+        return await call
+    except InvalidInput as exc:
+        if exc.field != "expires":
+            raise
+        raise InvalidInput("expires_at", exc.value, exc.allowed, reason=exc.reason) from None
+
+
 # --- the application ----------------------------------------------------------------------------
 
 
@@ -242,13 +252,9 @@ def build_app(
     async def store(request: Request) -> Response:
         parameters(request, ())
         data = await json_body(request, FIELD_TYPES, REQUIRED)
-        options = store_options(data)
-        result = await call(
-            request,
-            lambda vault: _named_expires_at(
-                lambda: vault.store(data["category"], data["key"], data["content"], **options)
-            ),
-        )
+        arguments = {name: data[name] for name in REQUIRED} | store_options(data)
+        # Stores that arrive while one is being committed share the next commit (`Minds.store`).
+        result = await _named_expires_at_async(minds.store(request.scope[CALLER], arguments))
         return JSONResponse(stored_json(result), status_code=201 if result.created else 200)
 
     async def update(request: Request) -> Response:
