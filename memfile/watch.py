@@ -26,6 +26,7 @@ import fcntl
 import os
 import threading
 import time
+import warnings
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -527,6 +528,9 @@ class MindsWatcher:
 def _observer() -> Any:
     from watchdog.observers import Observer
 
+    # watchdog warns when a folder made while it walks the tree is watched twice (harmless: the second
+    # callback replaces the first), and the warning prints its whole watch table: hundreds of KB a line.
+    warnings.filterwarnings("ignore", message=r"Callback with id .* already exists", category=RuntimeWarning)
     return Observer()
 
 
