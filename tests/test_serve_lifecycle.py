@@ -251,3 +251,44 @@ def test_with_a_thousand_opened_minds_sigterm_still_exits_0_within_2_s(setup: Se
     assert "Traceback" not in err
     assert not any(marker.exists() for marker in markers)  # no command trusts a watcher that is gone
     assert all(lock_holder(setup.root / ".memfile" / f"watch-{name}.lock") is None for name in names)
+
+
+def _low_open_files_limit() -> None:
+    import resource
+
+    _, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (256, hard))
+
+
+def _open_files_limits(pid: int) -> tuple[int, int]:
+    for line in Path(f"/proc/{pid}/limits").read_text().splitlines():
+        if line.startswith("Max open files"):
+            soft, hard = line.split()[3:5]
+            return int(soft), int(hard)
+    raise AssertionError("no open files line")
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+def test_serve_raises_its_open_files_limit_to_the_hard_limit(setup: Setup) -> None:
+    """An opened mind keeps a few files open: a soft limit of 256 would run out near 50 minds."""
+    import resource
+
+    _, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if hard == resource.RLIM_INFINITY or hard <= 256:
+        pytest.skip(f"the hard limit ({hard}) leaves nothing to raise")
+    command = [sys.executable, "-m", "memfile", "--vault", str(setup.root), "serve", "--port", "0"]
+    command += ["--keys", str(setup.keys_path)]
+    process = subprocess.Popen(
+        command,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=server_env(setup.home),
+        preexec_fn=_low_open_files_limit,  # the child's own limit, set before it runs
+    )
+    try:
+        assert process.stdout is not None and "serving" in process.stdout.readline()
+        assert _open_files_limits(process.pid) == (hard, hard)
+    finally:
+        process.send_signal(signal.SIGTERM)
+        assert process.wait(DEADLINE) == 0

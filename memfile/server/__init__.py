@@ -86,6 +86,18 @@ def bind_address(host: str, allow_remote: bool) -> str:
     return "127.0.0.1" if "127.0.0.1" in found else sorted(found)[0]
 
 
+def _raise_open_files_limit() -> None:
+    """Let the process open as many files as the system allows it (the hard limit): an opened mind keeps
+    four to six open (its index and catalog), and a desktop's usual soft limit of 1,024 would run out
+    near 200 minds."""
+    import resource
+
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft != resource.RLIM_INFINITY and (hard == resource.RLIM_INFINITY or soft < hard):
+        with suppress(ValueError, OSError):  # a hard limit the kernel will not grant: keep the soft one
+            resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+
+
 def allowed_hosts(host: str, allow_remote: bool, extra: Iterable[str] = ()) -> list[str]:
     """The host names the Host header may carry (IP addresses are always taken): localhost, the
     `--host` name, `extra` (`--allow-host`), and with `allow_remote` the machine's own names."""
@@ -133,6 +145,7 @@ def serve(
         NotAVault: `root` is no vault. Refused, InvalidKeysFile: the keys file cannot be used.
     """
     vault = find_vault(root)
+    _raise_open_files_limit()
     keys = KeyStore(keys_path)
     have_keys = keys.has_keys(vault)  # a keys file that cannot be trusted stops here, before listening
     if isinstance(port, bool) or not 0 <= port <= 65535:
