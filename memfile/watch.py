@@ -28,6 +28,7 @@ import threading
 import time
 import warnings
 from collections.abc import Callable
+from contextlib import suppress
 from pathlib import Path
 from typing import Any
 
@@ -38,6 +39,8 @@ from .paths import is_memory_name
 from .vault import Vault
 
 DEFAULT_DEBOUNCE = 0.3
+#: Seconds a call waits for the watcher to hear everything made before it (`MindsWatcher.caught_up`).
+BARRIER_TIMEOUT = 1.0
 MAX_WAIT = 1.0
 
 #: Applies one mind's batch: (mind, vault-relative paths, or None for the full stat-only diff) -> its report.
@@ -408,6 +411,11 @@ class MindsWatcher:
         self._stopped = False
         self._failed = False  # the vault could not be watched: every mind stays unwatched
         self._live = threading.Event()  # the watch is up: from now on no change goes unheard
+        # `caught_up`'s barriers: files made in .memfile/ whose creation, heard here, proves every event
+        # before it was heard too (one inotify instance keeps its events in order).
+        self._barrier_prefix = os.path.join(str(root), STATE_DIR, "watch-barrier-")
+        self._barrier = threading.Condition()
+        self._barrier_made = self._barrier_heard = 0
 
     def add(self, mind: str) -> bool:
         """Watch `mind` (an existing mind folder) from now on: True, or False when another watcher (a
@@ -442,6 +450,30 @@ class MindsWatcher:
             and batch.due(time.monotonic(), self._batcher.debounce, self._batcher.max_wait) is not None
         ):
             self._batcher.apply(batch, refresh)
+
+    def caught_up(self, timeout: float = BARRIER_TIMEOUT) -> bool:
+        """Wait until every change made to the vault before this call has been heard (and so is pending
+        in its mind's batch, for `settle`): a barrier file is made and removed, and its creation is waited
+        for. False when the watch is not up or the barrier was not heard within `timeout` seconds."""
+        if not self._live.is_set() or self._stopped or self._failed:
+            return False
+        with self._barrier:
+            self._barrier_made += 1
+            number = self._barrier_made
+        path = f"{self._barrier_prefix}{number}"
+        try:
+            os.close(os.open(path, os.O_CREAT | os.O_WRONLY, 0o600))
+            os.unlink(path)
+        except OSError:  # a read-only vault: nothing to wait for, reads walk as without a watcher
+            return False
+        with self._barrier:
+            return self._barrier.wait_for(lambda: self._barrier_heard >= number, timeout)
+
+    def distrust(self, mind: str) -> None:
+        """Stop vouching for `mind` until a full diff of it is applied (`caught_up` failed for it)."""
+        batch = self._batcher.batch(mind)
+        if batch is not None:
+            batch.need_full_diff()
 
     def watching(self, mind: str) -> bool:
         """Whether this watcher watches `mind`."""
@@ -510,6 +542,12 @@ class MindsWatcher:
 
     def _dispatch(self, event: Any) -> None:
         """watchdog's callback: hand the event to the batch of each watched mind it touches."""
+        source = os.fsdecode(event.src_path)
+        if source.startswith(self._barrier_prefix):  # `caught_up`'s barrier: heard, with all before it
+            with suppress(ValueError), self._barrier:
+                self._barrier_heard = max(self._barrier_heard, int(source[len(self._barrier_prefix) :]))
+                self._barrier.notify_all()
+            return
         minds = {self._mind_of(event.src_path), self._mind_of(getattr(event, "dest_path", ""))}
         for mind in minds:
             batch = self._batcher.batch(mind) if mind else None

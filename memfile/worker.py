@@ -194,8 +194,14 @@ class Minds:
     def _act(self, caller: Caller, fn: Callable[[Vault], T]) -> T:
         vault = self._vault(caller.mind)
         self._last = caller.mind
-        if self.watcher is not None:  # what the watcher saw and has not applied yet: here, not by a walk
-            self.watcher.settle(caller.mind, lambda _, paths: vault.refresh(paths=paths, wait=True))
+        # What the watcher heard and has not applied yet, applied here rather than by a walk of every file;
+        # first, everything changed before this call is made sure to be heard (else the marker could vouch
+        # for an index that misses an edit whose event is still on its way).
+        if self.watcher is not None:
+            if self.watcher.caught_up():
+                self.watcher.settle(caller.mind, lambda _, paths: vault.refresh(paths=paths, wait=True))
+            else:  # not sure all was heard: the marker goes, and this call's read walks the files
+                self.watcher.distrust(caller.mind)
         with vault.acting_as(caller.source, key=caller.key):
             return fn(vault)
 

@@ -23,6 +23,7 @@ from memfile.config import AmbiguousMind
 from memfile.errors import InvalidInput, NotAVault, NotFound, Refused
 from memfile.files import lock_holder
 from memfile.model import Source
+from memfile.watch import MindBatch
 from memfile.worker import Caller, Minds
 
 ALICE = Caller("alice", Source.AGENT, "bot-alice")
@@ -526,3 +527,24 @@ def test_an_edit_made_while_the_watch_is_being_set_up_is_never_vouched_away(mind
     write(root / "alice" / "fact" / "wifi.md", "zebra42 by hand\n")
     assert minds.watcher is not None and minds.watcher.wait_idle("alice", 10)
     assert minds.call_sync(ALICE, lambda v: [hit.memory.key for hit in v.search("zebra42")]) == ["wifi"]
+
+
+def test_an_edit_whose_event_is_still_on_its_way_is_seen_by_the_next_call(
+    minds: Minds, root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The watcher hears events late (a busy machine): a call waits until everything made before it was
+    heard (a barrier file), so the clean marker never vouches over an edit still on its way."""
+    (root / "alice" / "fact").mkdir(exist_ok=True)
+    minds.call_sync(ALICE, lambda v: v.store("fact", "wifi", "before the edit"))
+    assert minds.watcher is not None
+    assert wait_until(lambda: minds.watcher.wait_idle("alice", 0.1) and marker(root, "alice").exists())
+    real = MindBatch.record
+
+    def slow(self: MindBatch, event: Any) -> None:
+        time.sleep(0.05)  # every event of a mind is recorded 50 ms late
+        real(self, event)
+
+    monkeypatch.setattr(MindBatch, "record", slow)
+    path = root / "alice" / "fact" / "wifi.md"
+    path.write_text(path.read_text().replace("before the edit", "after a hand edit"))
+    assert minds.call_sync(ALICE, lambda v: v.get("wifi").content) == "after a hand edit"
