@@ -208,9 +208,7 @@ def _named_expires_at(call: Callable[[], T]) -> T:
     try:
         return call()
     except InvalidInput as exc:
-        if exc.field != "expires":
-            raise
-        raise InvalidInput("expires_at", exc.value, exc.allowed, reason=exc.reason) from None
+        raise _as_expires_at(exc) from None
 
 
 async def _named_expires_at_async(call: Awaitable[T]) -> T:
@@ -218,9 +216,14 @@ async def _named_expires_at_async(call: Awaitable[T]) -> T:
     try:
         return await call
     except InvalidInput as exc:
-        if exc.field != "expires":
-            raise
-        raise InvalidInput("expires_at", exc.value, exc.allowed, reason=exc.reason) from None
+        raise _as_expires_at(exc) from None
+
+
+def _as_expires_at(exc: InvalidInput) -> InvalidInput:
+    """The error with the body's field name: the library's `expires` is the body's `expires_at`."""
+    if exc.field != "expires":
+        return exc
+    return InvalidInput("expires_at", exc.value, exc.allowed, reason=exc.reason)
 
 
 # --- the application ----------------------------------------------------------------------------
