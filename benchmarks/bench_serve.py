@@ -116,6 +116,8 @@ TARGETS = {  # issue 23; judged at --n >= 10,000 (and --minds >= 1,000 for the m
     "minds_start_s": 2.0,
     "reads_per_s": 100.0,
 }
+PART_NAMES = {"one-client": "1. one client", "load": "2. load", "hostile": "3. hostile", "many-minds": "4. many minds"}
+PARTS = tuple(PART_NAMES)
 OTHER = "other"  # a second mind in the main vault: its ids are what a bench Mind Key must not reach
 OTHER_ID = "mem_othermind0001"
 OTHER_SECRET = "OTHER-MIND-SECRET-" + uuid.uuid4().hex[:12]
@@ -1460,6 +1462,12 @@ def main() -> int:
     parser.add_argument("--critical", type=int, default=5, help="critical memories kept (default 5; as bench_mcp)")
     parser.add_argument("--keep", action="store_true", help="keep the temp folder (its path is printed)")
     parser.add_argument("--json-out", type=Path, help="also write the JSON result to this file")
+    parser.add_argument(
+        "--only",
+        choices=PARTS,
+        action="append",
+        help="run only this part (repeatable; the main vault is made for any of the first three)",
+    )
     args = parse_args(
         parser,
         n=100,
@@ -1482,10 +1490,8 @@ def main() -> int:
         f"memfile {commit}, python {platform.python_version()}, {os.cpu_count()} CPUs, {args.n:,} memories, "
         f"{args.clients} clients x {args.duration:g} s, {args.hostile:,} hostile requests, {args.minds:,} minds"
     )
-    tables = {
-        name: Rows(COLUMNS, smoke=args.smoke, label=timing_label)
-        for name in ("1. one client", "2. load", "3. hostile", "4. many minds")
-    }
+    only = set(args.only or PARTS)
+    tables = {name: Rows(COLUMNS, smoke=args.smoke, label=timing_label) for name in PART_NAMES.values()}
     crashed: list[str] = []
     work = Path(tempfile.mkdtemp(prefix="memfile-bench-serve-"))
     sentinel = work / "sentinel"
@@ -1494,12 +1500,17 @@ def main() -> int:
     logs = [work / "serve-main.log"]
     m: Main | None = None
     try:
-        with part("1. one client", tables["1. one client"], crashed):
-            m = prepare_main(args, work, env, tables["1. one client"])
-            part_one_client(args, m, tables["1. one client"])
-        if m is not None and m.server.alive():
+        if only & {"one-client", "load", "hostile"}:
+            with part("1. one client", tables["1. one client"], crashed):
+                m = prepare_main(args, work, env, tables["1. one client"])
+                if "one-client" in only:
+                    part_one_client(args, m, tables["1. one client"])
+                else:  # the server the other parts use, started once
+                    m.server.start(m.agents[0][1], q("/memory/search", q=m.queries[0]))
+        if m is not None and m.server.alive() and "load" in only:
             with part("2. load", tables["2. load"], crashed):
                 part_load(args, m, tables["2. load"])
+        if m is not None and m.server.alive() and "hostile" in only:
             with part("3. hostile", tables["3. hostile"], crashed):
                 # the vault, the logs and the keys file are the server's to write; everything else is not
                 skip = {m.vault, work / "minds", *logs, work / "serve-minds.log", m.keys}
@@ -1525,8 +1536,9 @@ def main() -> int:
                 target="all 0",
                 value=",".join(str(c) for c in codes),
             )
-        with part("4. many minds", tables["4. many minds"], crashed):
-            part_many_minds(args, work, env, tables["4. many minds"], logs)
+        if "many-minds" in only:
+            with part("4. many minds", tables["4. many minds"], crashed):
+                part_many_minds(args, work, env, tables["4. many minds"], logs)
         traced = {p.name: found for p in logs if (found := tracebacks(p))}
         for name, found in traced.items():
             kinds = Counter(t.splitlines()[-1] for t in found)

@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from .errors import FileParseError, LockTimeout
+from .errors import Conflict, FileParseError, LockTimeout
 from .fileformat import MAX_FILE_BYTES
 
 TEMP_PREFIX = ".memfile-tmp-"
@@ -189,3 +189,28 @@ def lock_holder(path: Path) -> int | None:
         return None
     finally:
         os.close(fd)
+
+
+@contextmanager
+def cannot_write(root: Path) -> Iterator[None]:
+    """The file system refusing a write (read-only, full, a file where a folder must be) as a clear error."""
+    try:
+        yield
+    except OSError as exc:
+        reason = WHY_NOT.get(exc.errno or 0)
+        if reason is None:
+            raise
+        where = f" ({exc.filename})" if exc.filename else ""
+        raise Conflict(f"memfile cannot write in the vault {root}{where}: {reason}; nothing was changed") from None
+
+
+WHY_NOT = {
+    errno.EACCES: "permission denied (make the vault writable, or run as its owner)",
+    errno.EPERM: "the operation is not permitted there",
+    errno.EROFS: "the file system is read-only (reads still work)",
+    errno.ENOSPC: "the disk is full (free some space, then try again)",
+    errno.EDQUOT: "the disk quota is exceeded",
+    errno.ENOTDIR: "a file is in the way where memfile needs a folder (move that file away)",
+    errno.EEXIST: "a file is in the way where memfile needs a folder (move that file away)",
+    errno.EISDIR: "a folder is in the way where memfile needs a file (move that folder away)",
+}

@@ -30,7 +30,7 @@ from pathlib import Path
 from .config import find_vault, load_config, select_mind, toml_string
 from .errors import Conflict, InvalidInput, NotFound, Refused
 from .files import fsync_dir
-from .model import format_datetime, utc_now
+from .model import LABEL_PATTERN, LABEL_RULE, format_datetime, utc_now
 from .paths import MIND_PATTERN, MIND_RULE, validate_mind
 
 AGENT, PERSON = "agent", "person"
@@ -43,9 +43,6 @@ KEYS_ENV = "MEMFILE_KEYS"
 ID_LENGTH = 8
 _ID_ALPHABET = string.ascii_lowercase + string.digits
 ID_PATTERN = re.compile(r"[a-z0-9]{8}")
-#: A label goes into a commit trailer (`Memfile-Key: LABEL`): no space, colon or line break can get in.
-LABEL_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
-LABEL_RULE = "1 to 64 letters, digits, '.', '_' or '-', starting with a letter or digit (say claude-desktop)"
 #: prefix, id, secret (`secrets.token_urlsafe(32)`: 43 characters of the URL-safe base64 alphabet).
 _TOKEN = re.compile(r"(mf[kp])_([a-z0-9]{8})_([A-Za-z0-9_-]{43})")
 _SHA256_HEX = re.compile(r"[0-9a-f]{64}")

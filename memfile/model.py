@@ -85,6 +85,11 @@ MAX_TAG_LENGTH = 100
 #: The highest priority an agent may write (a person raises it): critical memories are pinned into every recall.
 AGENT_PRIORITY_CAP = Priority.HIGH
 
+#: A served credential's label goes into a commit trailer (`Memfile-Key: LABEL`): no space, colon or line
+#: break can get in (memfile.keys checks it when a key is made; `Vault.store_many` when a store names one).
+LABEL_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
+LABEL_RULE = "1 to 64 letters, digits, '.', '_' or '-', starting with a letter or digit (say claude-desktop)"
+
 #: An argument that was not given (where None means "none": `expires=None` is "never").
 UNSET: Any = object()
 DEFAULT_CONFIDENCE = {Source.USER: 1.0, Source.AGENT: 0.7}

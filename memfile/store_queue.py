@@ -97,16 +97,17 @@ def submit(
 
 
 def joins(request: dict[str, Any], taken: list[dict[str, Any]]) -> bool:
-    """Whether a request can share a commit with those taken: same source, caller and credential (the
-    commit's `Memfile-Key:`), another memory, and no supersede (which changes a second memory) on either side."""
+    """Whether a request can share a commit with those taken: same source and caller, made under a
+    credential when they were (each credential then gets its `Memfile-Key:` trailer: `Writer.trailers`),
+    another memory, and no supersede (which changes a second memory) on either side."""
     if not taken:
         return True
     first = taken[0]
     return (
         request["supersedes"] is None
         and first["supersedes"] is None
-        and (request["source"], request["actor"], request.get("credential"))
-        == (first["source"], first["actor"], first.get("credential"))
+        and (request["source"], request["actor"], request.get("credential") is None)
+        == (first["source"], first["actor"], first.get("credential") is None)
         and all((t["category"], t["key"]) != (request["category"], request["key"]) for t in taken)
     )
 

@@ -39,6 +39,8 @@ from .files import lock_holder
 from .index import Index, RefreshReport, SearchOptions
 from .index.query import check_query
 from .model import (
+    LABEL_PATTERN,
+    LABEL_RULE,
     UNSET,
     Category,
     Memory,
@@ -109,6 +111,8 @@ T = TypeVar("T")
 _STORE_ARGUMENTS = frozenset(
     {"category", "key", "content", "priority", "tags", "confidence", "expires", "source", "supersedes"}
 )
+#: What an entry of `store_many` may hold: store's arguments and the credential it is made for.
+_STORE_MANY_FIELDS = _STORE_ARGUMENTS | {"credential"}
 
 #: What `list --status` accepts.
 STATUS_FILTERS = ("active", "superseded", "all")
@@ -641,6 +645,10 @@ class Vault:
         caller of different memories, superseding nothing, go into one commit (a server groups the stores
         that arrive together this way). Each store is checked on its own: one refused never stops another.
 
+        An entry may also name the `credential` it is made for (a served credential's label, as
+        `acting_as(key=)` gives it to every store): stores of several credentials then share a commit
+        with one `Memfile-Key: LABEL REF...` trailer each, naming the memories that credential stored.
+
         Returns:
             For each store, in order, its StoreResult or the MemfileError that refused it.
 
@@ -651,9 +659,12 @@ class Vault:
         for n, arguments in enumerate(calls):
             if not isinstance(arguments, Mapping):
                 raise InvalidInput(f"stores[{n}]", arguments, "a mapping of store's arguments by name")
-            unknown = sorted(set(arguments) - _STORE_ARGUMENTS)
+            unknown = sorted(set(arguments) - _STORE_MANY_FIELDS)
             if unknown:
-                raise InvalidInput(f"stores[{n}]", ", ".join(map(str, unknown)), ", ".join(sorted(_STORE_ARGUMENTS)))
+                raise InvalidInput(f"stores[{n}]", ", ".join(map(str, unknown)), ", ".join(sorted(_STORE_MANY_FIELDS)))
+            credential = arguments.get("credential")
+            if credential is not None and not (isinstance(credential, str) and LABEL_PATTERN.fullmatch(credential)):
+                raise InvalidInput(f"stores[{n}].credential", credential, LABEL_RULE)
             missing = [name for name in ("category", "key", "content") if name not in arguments]
             if missing:
                 raise InvalidInput(f"stores[{n}]", "no " + ", ".join(missing), "category, key and content at least")

@@ -83,8 +83,8 @@ class Minds:
         self._closed = False
         self._last: str | None = None  # the mind of the latest call: the one warmed
         self._warmed: tuple[str | None, float] = (None, -WARM_AGAIN)  # (mind, when its warm work was found done)
-        # Stores waiting for their caller's next commit (see `store`): caller -> [(arguments, future)].
-        self._stores: dict[Caller, list[tuple[dict[str, Any], Future[StoreResult]]]] = {}
+        # Stores waiting for their mind's next commit (see `store`): (mind, source) -> [(arguments, future)].
+        self._stores: dict[tuple[str, Source], list[tuple[dict[str, Any], Future[StoreResult]]]] = {}
 
     # --- the vault's minds ------------------------------------------------
 
@@ -113,20 +113,22 @@ class Minds:
         return await asyncio.wrap_future(self._submit(lambda: self._act(caller, fn)))
 
     async def store(self, caller: Caller, arguments: dict[str, Any]) -> StoreResult:
-        """`Vault.store(**arguments)` as `caller`, sharing a commit with the caller's other stores that
-        wait meanwhile (`Vault.store_many`): under load, a server then makes one git commit for the
-        stores that came in while the last one was being made, not one each.
+        """`Vault.store(**arguments)` as `caller`, sharing a commit with the other stores in its mind, by
+        callers of its source, that wait meanwhile (`Vault.store_many`; each credential gets its own
+        `Memfile-Key:` trailer): under load, a server then makes one git commit for the stores that came
+        in while the last one was being made, not one each.
 
         Raises:
             Whatever `Vault.store` raises for this store (another store of the commit never makes it fail).
         """
         future: Future[StoreResult] = Future()
+        group = (caller.mind, caller.source)
         with self._guard:
-            waiting = self._stores.setdefault(caller, [])
-            waiting.append((arguments, future))
+            waiting = self._stores.setdefault(group, [])
+            waiting.append(({**arguments, "credential": caller.key}, future))
             first = len(waiting) == 1
-        if first:  # the job that stores every store of this caller waiting by the time it runs
-            self._submit(lambda: self._store_waiting(caller))
+        if first:  # the job that stores every store of this group waiting by the time it runs
+            self._submit(lambda: self._store_waiting(Caller(caller.mind, caller.source)))
         return await asyncio.wrap_future(future)
 
     def call_sync(self, caller: Caller, fn: Callable[[Vault], T]) -> T:
@@ -206,9 +208,10 @@ class Minds:
             return fn(vault)
 
     def _store_waiting(self, caller: Caller) -> None:
-        """Store every store of `caller` waiting now, in as few commits as they share (`Vault.store_many`)."""
+        """Store every store waiting now in `caller`'s mind by callers of its source, in as few commits as
+        they share (`Vault.store_many`; each store names its own credential)."""
         with self._guard:
-            waiting = self._stores.pop(caller, [])
+            waiting = self._stores.pop((caller.mind, caller.source), [])
         try:
             results = self._act(caller, lambda vault: vault.store_many([arguments for arguments, _ in waiting]))
         except BaseException as exc:  # the mind cannot be opened, or a bug: every waiting store hears of it

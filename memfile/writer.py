@@ -12,7 +12,6 @@ restore and undo (memfile.git) all write through it. The `Vault` owns one
 
 from __future__ import annotations
 
-import errno
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import replace
@@ -40,7 +39,7 @@ from .errors import (
     NotFound,
     Refused,
 )
-from .files import atomic_write, writer_lock
+from .files import atomic_write, cannot_write, writer_lock
 from .index import Index
 from .model import (
     AGENT_PRIORITY_CAP,
@@ -114,7 +113,7 @@ class Writer:
         root, mind = self.root, self.mind
         if not self.git.exists():
             found = any(root.iterdir())
-            with _cannot_write(root):
+            with cannot_write(root):
                 self.ensure_gitignore()
             self.git.init()
             if found:
@@ -144,7 +143,7 @@ class Writer:
     def transaction(self) -> Iterator[None]:
         """Hold the writer lock; make sure the vault is its own git repository."""
         with (
-            _cannot_write(self.root),
+            cannot_write(self.root),
             writer_lock(self.root / STATE_DIR / "lock", self.config.lock_timeout),
             self.holding_lock(),
         ):
@@ -155,7 +154,7 @@ class Writer:
         """For a caller holding the writer lock: make sure the vault is its own git repository, no git
         operation is half done, HEAD is on a branch and no other process writes the index."""
         self._bases = {}  # see record_hand_edit
-        with _cannot_write(self.root):
+        with cannot_write(self.root):
             ignore_added = self.ensure_gitignore()
         if not self.git.exists():
             self.git.init()
@@ -179,7 +178,7 @@ class Writer:
                 "not a branch), so a new commit would belong to no branch; nothing was written: get back on "
                 "a branch first (git switch main), then try again"
             )
-        with _cannot_write(self.root):
+        with cannot_write(self.root):
             yield
 
     def ensure_gitignore(self) -> bool:
@@ -222,8 +221,17 @@ class Writer:
         self._bases[memory.path] = data
         return data
 
-    def trailers(self) -> str:
-        """The lines that end every commit message of this mind: `mind:`, and `Memfile-Key:` under a credential."""
+    def trailers(self, keys: dict[str, list[str]] | None = None) -> str:
+        """The lines that end every commit message of this mind: `mind:`, and `Memfile-Key:` under a credential.
+
+        Args:
+            keys: for a commit shared by the stores of several credentials, each one's label with the
+                refs it stored: one `Memfile-Key: LABEL REF REF...` line each (a label holds no space).
+        """
+        if keys and len(keys) > 1:
+            return "\n".join(
+                [f"mind: {self.mind}", *(f"Memfile-Key: {k} {' '.join(refs)}" for k, refs in keys.items())]
+            )
         key = f"\nMemfile-Key: {self.key_label}" if self.key_label else ""
         return f"mind: {self.mind}{key}"
 
@@ -234,14 +242,16 @@ class Writer:
         """Write (or, with None, remove) one memory file and commit it (see `apply_all`)."""
         return self.apply_all([(relpath, data)], f"{verb} {ref} ({source})")
 
-    def apply_all(self, changes: list[tuple[str, bytes | None]], subject: str) -> str | None:
+    def apply_all(
+        self, changes: list[tuple[str, bytes | None]], subject: str, keys: dict[str, list[str]] | None = None
+    ) -> str | None:
         """Write (or, with None, remove) memory files and commit them together.
 
         Each file is replaced only while it holds the bytes the change was based on
         (`record_hand_edit`; a file never read must not exist): a person's save that
         lands meanwhile is kept and the write raises `EditedMeanwhile`. When the
         commit fails every file is put back as it was, so a change is either on disk
-        and in git, or in neither.
+        and in git, or in neither. `keys`: see `trailers`.
         """
         from .swap import put
 
@@ -261,7 +271,7 @@ class Writer:
         from concurrent.futures import ThreadPoolExecutor  # only a write needs a thread
 
         with ThreadPoolExecutor(max_workers=1, thread_name_prefix="memfile-commit") as pool:
-            commit = pool.submit(self.git.commit, relpaths, f"{subject}\n\n{self.trailers()}")
+            commit = pool.submit(self.git.commit, relpaths, f"{subject}\n\n{self.trailers(keys)}")
             try:
                 self._index.refresh(paths=relpaths, wait=True)
             except LockTimeout:
@@ -335,7 +345,7 @@ class Writer:
         )
 
         state = self.root / STATE_DIR
-        with _cannot_write(self.root):
+        with cannot_write(self.root):
             return store_queue.submit(
                 state / "lock", state / "queue" / self.mind, self.config.lock_timeout, request, self._store_holding_lock
             )
@@ -347,8 +357,10 @@ class Writer:
         results: list[StoreResult | MemfileError | None] = [None] * len(stores)
         groups: list[list[tuple[int, dict[str, Any]]]] = []  # stores that can share a commit (store_queue.joins)
         for n, arguments in enumerate(stores):
+            arguments = dict(arguments)
+            credential = arguments.pop("credential", self.key_label)
             try:
-                request = self._request(**arguments)
+                request = {**self._request(**arguments), "credential": credential}
             except MemfileError as exc:
                 results[n] = exc
                 continue
@@ -502,9 +514,14 @@ class Writer:
             subject = f"store {', '.join(refs)} ({requests[0]['source']})"
             replaced = [old.ref for _, _, _, changed, old in prepared if old is not None and old.path in dict(changed)]
             subject += f", superseding {replaced[0]}" if replaced else ""
-            own_key, self.key_label = self.key_label, requests[0].get("credential")  # the batch's credential (joins)
+            keys: dict[str, list[str]] = {}  # each credential's label with the refs it stored (a shared commit)
+            for n, memory, _, changed, _ in prepared:
+                if changed and requests[n].get("credential"):
+                    keys.setdefault(requests[n]["credential"], []).append(memory.ref)
+            own_key = self.key_label
+            self.key_label = next(iter(keys)) if len(keys) == 1 else requests[0].get("credential")
             try:
-                sha = self.apply_all(changes, subject)
+                sha = self.apply_all(changes, subject, keys)
             except EditedMeanwhile:
                 raise
             except Exception as exc:  # noqa: BLE001 - every store of the commit failed with it
@@ -732,31 +749,6 @@ class Writer:
                 after = stamped
             sha = self.commit(before.path, "edit", after.ref, Source.USER)
             return StoreResult(after, created=False, changed=True, commit=sha, notices=tuple(self.notices))
-
-
-@contextmanager
-def _cannot_write(root: Path) -> Iterator[None]:
-    """The file system refusing a write (read-only, full, a file where a folder must be) as a clear error."""
-    try:
-        yield
-    except OSError as exc:
-        reason = _WHY_NOT.get(exc.errno or 0)
-        if reason is None:
-            raise
-        where = f" ({exc.filename})" if exc.filename else ""
-        raise Conflict(f"memfile cannot write in the vault {root}{where}: {reason}; nothing was changed") from None
-
-
-_WHY_NOT = {
-    errno.EACCES: "permission denied (make the vault writable, or run as its owner)",
-    errno.EPERM: "the operation is not permitted there",
-    errno.EROFS: "the file system is read-only (reads still work)",
-    errno.ENOSPC: "the disk is full (free some space, then try again)",
-    errno.EDQUOT: "the disk quota is exceeded",
-    errno.ENOTDIR: "a file is in the way where memfile needs a folder (move that file away)",
-    errno.EEXIST: "a file is in the way where memfile needs a folder (move that file away)",
-    errno.EISDIR: "a folder is in the way where memfile needs a file (move that folder away)",
-}
 
 
 def _detached_head(root: Path, git: GitStore) -> bool:

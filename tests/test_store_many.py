@@ -72,3 +72,37 @@ def test_arguments_store_does_not_take_are_refused_by_name_before_anything_is_wr
         vault.store_many(["fact a x"])  # type: ignore[list-item]
     assert commit_count(vault.root) == commits
     assert vault.store_many([]) == []
+
+
+def test_stores_may_name_their_credentials_and_share_a_commit_with_a_trailer_each(vault: Vault) -> None:
+    with vault.acting_as("agent"):
+        results = vault.store_many(
+            [
+                {"category": "fact", "key": "one", "content": "first", "credential": "bot-1"},
+                {"category": "fact", "key": "two", "content": "second", "credential": "bot-2"},
+                {"category": "fact", "key": "three", "content": "third", "credential": "bot-1"},
+            ]
+        )
+    assert len({r.commit for r in results if isinstance(r, StoreResult)}) == 1
+    body = git(vault.root, "log", "-1", "--format=%B").strip().splitlines()
+    assert body[-2:] == ["Memfile-Key: bot-1 fact/one fact/three", "Memfile-Key: bot-2 fact/two"]
+    # one credential alone: the plain trailer, whichever store came first
+    with vault.acting_as("agent", key="ignored"):
+        vault.store_many([{"category": "fact", "key": "one", "content": "first"}])  # unchanged: no commit
+        vault.store_many([{"category": "fact", "key": "four", "content": "fourth", "credential": "bot-3"}])
+    assert git(vault.root, "log", "-1", "--format=%B").strip().splitlines()[-1] == "Memfile-Key: bot-3"
+
+
+@pytest.mark.parametrize("credential", ["has space", "new\nline", "Memfile-Key: x", "", 7])
+def test_a_credential_that_cannot_be_a_trailer_is_refused_by_name_before_anything_is_written(
+    vault: Vault, credential: object
+) -> None:
+    commits = commit_count(vault.root)
+    with pytest.raises(InvalidInput, match=r"stores\[1\]\.credential"):
+        vault.store_many(
+            [
+                {"category": "fact", "key": "fine", "content": "x"},
+                {"category": "fact", "key": "bad", "content": "x", "credential": credential},
+            ]
+        )
+    assert commit_count(vault.root) == commits and vault.memories() == []

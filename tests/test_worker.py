@@ -491,7 +491,41 @@ def test_stores_that_wait_together_share_one_commit_and_each_hears_its_own_answe
     assert "Memfile-Key: bot-alice" in git(root, "log", "-1", "--format=%B").splitlines()
 
 
-def test_stores_of_different_callers_never_share_a_commit(minds: Minds, root: Path) -> None:
+def test_stores_of_several_agent_keys_share_a_commit_and_each_key_names_its_own(minds: Minds, root: Path) -> None:
+    minds.call_sync(ALICE, lambda v: v.list())
+    other = Caller("alice", Source.AGENT, "bot-alice-2")
+    release, busy = threading.Event(), threading.Event()
+
+    def occupy(vault: Vault) -> None:
+        busy.set()
+        release.wait(10)
+
+    blocker = threading.Thread(target=minds.call_sync, args=(ALICE, occupy))
+    blocker.start()
+    assert busy.wait(10)
+
+    async def stores() -> list[Any]:
+        tasks = [
+            asyncio.ensure_future(minds.store(caller, {"category": "fact", "key": key, "content": f"by {key}"}))
+            for caller, key in ((ALICE, "a1"), (other, "b1"), (ALICE, "a2"), (BOB, "elsewhere"))
+        ]
+        await asyncio.sleep(0.05)
+        release.set()
+        return await asyncio.gather(*tasks)
+
+    a1, b1, a2, elsewhere = asyncio.run(stores())
+    blocker.join(10)
+    assert a1.commit == b1.commit == a2.commit != elsewhere.commit  # another mind: its own commit
+    body = git(root, "show", "-s", "--format=%B", a1.commit).splitlines()
+    assert "Memfile-Key: bot-alice fact/a1 fact/a2" in body and "Memfile-Key: bot-alice-2 fact/b1" in body
+    assert git(root, "show", "-s", "--format=%(trailers:key=Memfile-Key,valueonly)", a1.commit).split() == [
+        "bot-alice", "fact/a1", "fact/a2", "bot-alice-2", "fact/b1"
+    ]  # fmt: skip
+    assert "Memfile-Key: bot-bob" in git(root, "show", "-s", "--format=%B", elsewhere.commit).splitlines()
+    assert all(r.memory.source is Source.AGENT for r in (a1, b1, a2))
+
+
+def test_stores_of_an_agent_and_a_person_never_share_a_commit(minds: Minds, root: Path) -> None:
     async def two() -> list[Any]:
         return await asyncio.gather(
             minds.store(ALICE, {"category": "fact", "key": "a", "content": "by the agent"}),
