@@ -210,6 +210,13 @@ def proc_status(pid: int) -> dict[str, str]:
         return {}
 
 
+def cpu_of(pid: int) -> tuple[float, float]:
+    """(seconds of CPU of the process itself, of its children waited for: git) from /proc/PID/stat."""
+    fields = Path(f"/proc/{pid}/stat").read_text(encoding="ascii").rsplit(")", 1)[1].split()
+    tick = os.sysconf("SC_CLK_TCK")
+    return (int(fields[11]) + int(fields[12])) / tick, (int(fields[13]) + int(fields[14])) / tick
+
+
 def kb(status: dict[str, str], name: str) -> int | None:
     """A `NNN kB` field of /proc/PID/status in kB."""
     found = status.get(name, "").split()
@@ -692,6 +699,8 @@ def part_load(args: argparse.Namespace, m: Main, table: Table) -> None:
 
     sampler = threading.Thread(target=sample, daemon=True)
     rss_before = kb(proc_status(pid), "VmRSS")
+    commits_before = int(git(m.vault, m.env, "rev-list", "--count", "HEAD"))
+    cpu_before, client_before = cpu_of(pid), time.process_time()
     start = time.perf_counter()
     stop_at = start + args.duration
     threads = [
@@ -708,9 +717,11 @@ def part_load(args: argparse.Namespace, m: Main, table: Table) -> None:
     for th in threads:
         th.join()
     elapsed = time.perf_counter() - start
+    cpu_after, client_cpu = cpu_of(pid), time.process_time() - client_before
     done.set()
     sampler.join()
     hwm = kb(proc_status(pid), "VmHWM")
+    commits = int(git(m.vault, m.env, "rev-list", "--count", "HEAD")) - commits_before
 
     outcomes = [o for out in outs for o in out]
     acked = [a for ack in acks for a in ack]
@@ -747,6 +758,19 @@ def part_load(args: argparse.Namespace, m: Main, table: Table) -> None:
         shown=f"{reads_per_s:,.1f} ({len(reads):,} reads in {elapsed:.1f} s)",
     )
     table.add("stores/s", value=f"{len(stores) / elapsed:,.1f}", shown=f"{len(stores) / elapsed:,.1f}")
+    table.add(
+        "stores per commit",
+        value=f"{len(stores) / max(commits, 1):,.2f}",
+        shown=f"{len(stores) / max(commits, 1):,.2f} ({len(stores):,} stores in {commits:,} commits)",
+    )
+    server_cpu, git_cpu = (after - before for after, before in zip(cpu_after, cpu_before, strict=True))
+    per = 1000 / max(len(outcomes), 1)
+    table.add(
+        "CPU per request: server, its git, the clients",
+        value=f"{server_cpu * per:.1f}, {git_cpu * per:.1f}, {client_cpu * per:.1f} ms",
+        shown=f"{server_cpu * per:.1f} ms, {git_cpu * per:.1f} ms, {client_cpu * per:.1f} ms "
+        f"({(server_cpu + git_cpu + client_cpu) / elapsed:.2f} of {os.cpu_count()} CPUs busy)",
+    )
     for name, times in (("reads", reads), ("  search", searches), ("  recall?q=", recalls), ("stores", stores)):
         if times:
             timing(table, f"load latency: {name}", args.n, times, note=shape if name == "reads" else "")

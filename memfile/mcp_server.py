@@ -382,9 +382,9 @@ def build_server(minds: Minds, caller_of: CallerOf) -> MCPServer:
 
         return register
 
-    async def call(ctx: Context, work: Callable[[Vault], Any]) -> Any:
+    async def call(ctx: Context, work: Callable[[Vault], Any], read: bool = False) -> Any:
         try:
-            return await minds.call(caller_of(ctx), work)
+            return await minds.call(caller_of(ctx), work, read=read)
         except MemfileError as exc:
             raise ToolError(for_agent(str(exc))) from None
         except Exception as exc:  # noqa: BLE001 - a tool call must never take the server down
@@ -406,7 +406,7 @@ def build_server(minds: Minds, caller_of: CallerOf) -> MCPServer:
     )
     async def recall(ctx: Context, query: str | None = None, budget: int | None = None, limit: int = 10) -> str:
         budget = recall_budget if budget is None else budget
-        text = await call(ctx, lambda vault: vault.recall(query=query, limit=limit, budget=budget))
+        text = await call(ctx, lambda vault: vault.recall(query=query, limit=limit, budget=budget), read=True)
         return _closing_for_agent(text)
 
     @tool(description=_doc(Vault.search, "Find memories about a topic, best first."), annotations=READ)
@@ -422,7 +422,7 @@ def build_server(minds: Minds, caller_of: CallerOf) -> MCPServer:
             hits = vault.search(query, tags=tags, category=category, priority=priority, limit=limit)
             return [hit.to_dict() for hit in hits]
 
-        return await call(ctx, work)
+        return await call(ctx, work, read=True)
 
     @tool(
         description=_doc(
@@ -463,7 +463,7 @@ def build_server(minds: Minds, caller_of: CallerOf) -> MCPServer:
         description=_doc(Vault.get, "Read one memory in full by REF (an id, category/key, or key)."), annotations=READ
     )
     async def show(ctx: Context, ref: str) -> dict[str, Any]:
-        return await call(ctx, lambda vault: vault.get(ref).to_dict())
+        return await call(ctx, lambda vault: vault.get(ref).to_dict(), read=True)
 
     @tool(name="list", description=_doc(Vault.list, "List memories by category, tags or priority."), annotations=READ)
     async def list_(
@@ -477,7 +477,7 @@ def build_server(minds: Minds, caller_of: CallerOf) -> MCPServer:
             memories = vault.list(category=category, tags=tags, priority=priority, unverified=unverified)
             return [m.to_dict() for m in memories]
 
-        return await call(ctx, work)
+        return await call(ctx, work, read=True)
 
     @tool(
         description=_doc(
@@ -492,11 +492,11 @@ def build_server(minds: Minds, caller_of: CallerOf) -> MCPServer:
 
     @tool(description=_doc(Vault.expiring, "Memories that expire soon (to renew or let go)."), annotations=READ)
     async def expiring(ctx: Context, within: str = "7d") -> list[dict[str, Any]]:
-        return await call(ctx, lambda vault: [m.to_dict() for m in vault.expiring(within)])
+        return await call(ctx, lambda vault: [m.to_dict() for m in vault.expiring(within)], read=True)
 
     @tool(description=_doc(Vault.tags, "Every tag in use, with counts (to reuse tags when storing)."), annotations=READ)
     async def tags(ctx: Context) -> list[dict[str, Any]]:
-        return await call(ctx, lambda vault: [{"tag": tag, "count": count} for tag, count in vault.tags()])
+        return await call(ctx, lambda vault: [{"tag": tag, "count": count} for tag, count in vault.tags()], read=True)
 
     return server
 

@@ -28,6 +28,7 @@ A closing line says what was cut.
 from __future__ import annotations
 
 import math
+from bisect import bisect_left
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
@@ -197,7 +198,7 @@ class Recallable:
 
     @classmethod
     def of(cls, memories: list[Memory]) -> Recallable:
-        timeline = sorted(memories, key=lambda m: (m.created_at, m.path))
+        timeline = sorted(memories, key=_time_key)
         return cls(
             memories,
             timeline,
@@ -205,6 +206,36 @@ class Recallable:
             order([m for m in memories if is_pinned(m)]),
             sum(1 for m in memories if m.verified),
         )
+
+    def updated(self, live: list[Memory], gone: set[str]) -> Recallable:
+        """This set after the files at the paths `gone` changed: their memories leave it, and `live` (the
+        recallable memories now at those paths, in the order of the memories `of` was given) join it.
+        Equal to `of` on the new set, at the cost of the paths changed (not of the whole mind)."""
+        leaving = sorted(self.position[path] for path in gone if path in self.position)
+        left = {self.timeline[i].path for i in leaving}
+        memories = [m for m in self.memories if m.path not in left] if left else list(self.memories)
+        memories += live
+        timeline, position = list(self.timeline), dict(self.position)
+        for i in reversed(leaving):
+            del position[timeline.pop(i).path]
+        first = leaving[0] if leaving else len(timeline)  # positions from here on moved
+        for memory in live:
+            i = bisect_left(timeline, _time_key(memory), key=_time_key)
+            timeline.insert(i, memory)
+            first = min(first, i)
+        for i in range(first, len(timeline)):
+            position[timeline[i].path] = i
+        pinned = self.pinned
+        if any(m.path in left for m in pinned) or any(is_pinned(m) for m in live):
+            pinned = order([m for m in pinned if m.path not in left] + [m for m in live if is_pinned(m)])
+        verified = self.verified - sum(1 for i in leaving if self.timeline[i].verified)
+        texts = {place: text for place, text in self.texts.items() if place[0] not in gone}
+        return Recallable(memories, timeline, position, list(pinned), verified + sum(m.verified for m in live), texts)
+
+
+def _time_key(memory: Memory) -> tuple[datetime, str]:
+    """A memory's place in a Recallable's timeline."""
+    return memory.created_at, memory.path
 
 
 def with_neighbours(matches: list[Match], memories: list[Memory] | Recallable) -> list[Match]:

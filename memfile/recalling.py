@@ -87,15 +87,28 @@ class Recaller:
             """The recallable memories at `now`, and until when that holds (the first expiry)."""
             from .recall import Recallable
 
-            live = [m for m in memories if not m.is_expired(now) and (include_superseded or not m.superseded)]
-            until = min((m.expires_at for m in live if m.expires_at is not None), default=_NEVER)
-            return Recallable.of(live), until
+            live = [m for m in memories if is_recallable(m)]
+            return Recallable.of(live), min((m.expires_at for m in live if m.expires_at is not None), default=_NEVER)
+
+        def is_recallable(memory: Memory) -> bool:
+            return not memory.is_expired(now) and (include_superseded or not memory.superseded)
+
+        def recallable_updated(
+            kept: Recallable, until: datetime, changed: list[Memory], removed: set[str]
+        ) -> tuple[Recallable, datetime]:
+            """`recallable_of` after this process's writes changed the memories at some paths (`View.derived`).
+            Every other memory is as recallable as when `kept` was made (its first expiry, `until`, has not
+            come), so that `until` still bounds them; it may end before the new set's first expiry, and
+            then the set is made anew."""
+            live = [m for m in changed if is_recallable(m)]
+            until = min([until, *(m.expires_at for m in live if m.expires_at is not None)])
+            return kept.updated(live, removed.union(m.path for m in changed)), until
 
         def matching(view: View) -> RecallReport:
             from .recall import Match, recall_query, score, with_neighbours
 
             assert query is not None
-            recallable = view.derived(("recallable", include_superseded), now, recallable_of)
+            recallable = view.derived(("recallable", include_superseded), now, recallable_of, recallable_updated)
             options = SearchOptions(
                 include_superseded=include_superseded, limit=max(CANDIDATES, limit or 0), snippets=False
             )

@@ -64,6 +64,8 @@ from .recalling import Recaller
 from .writer import Writer
 
 if TYPE_CHECKING:
+    from concurrent.futures import Future
+
     from .doctor import Doctor, DoctorReport
     from .git import GitStore, History, LogEntry, Remote, RemoteReport, Version
     from .recall import RecallReport
@@ -160,6 +162,20 @@ class Vault:
         self._writer = Writer(root, mind, config, actor, self._index, self.notices)
         self._writer.after_write = self._autosync
         self._recaller = Recaller(root, mind, config, actor, self._index, self.notices)
+
+    @property
+    def while_committing(self) -> Callable[[Future[str | None]], None] | None:
+        """Called on this Vault's thread, with git's commit still being made (a Future), by each write
+        once its files are written and indexed; the write goes on when it returns and the commit is done.
+        A resident process (memfile.worker) answers reads of its minds meanwhile; whatever it runs must
+        not write to the vault (that would wait for this write's lock), and a read made meanwhile may
+        already see the memories of the commit being made (taken back if git fails to make it). None
+        (the default): the write just waits."""
+        return self._writer.while_committing
+
+    @while_committing.setter
+    def while_committing(self, fn: Callable[[Future[str | None]], None] | None) -> None:
+        self._writer.while_committing = fn
 
     @property
     def actor(self) -> Source:

@@ -8,7 +8,9 @@ event loop or from a thread pool. It hands each call to `Minds` with the
 and runs the call inside `vault.acting_as(caller.source, key=caller.key)`.
 While no call waits, the worker warms the index of the mind used last
 (`Vault.warm`), and stops at the warm work's next pause (about 0.4 ms) when a
-call comes in. With `watch=True`, one in-process watcher
+call comes in. While a store waits for git to make its commit, the worker
+answers the reads waiting (calls made with `read=True`) rather than idling:
+the commit's git processes and the reads overlap. With `watch=True`, one in-process watcher
 (`memfile.watch.MindsWatcher`: one recursive watch over the vault, a handful
 of threads and one inotify instance however many minds are open) follows each
 opened mind's files, unless another watcher (`memfile watch`) already does;
@@ -21,8 +23,9 @@ from __future__ import annotations
 import asyncio
 import threading
 import time
+from collections import deque
 from collections.abc import Callable
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -45,6 +48,15 @@ WARM_STEP = 0.05
 WARM_AGAIN = 1.0
 #: Seconds between tries to watch a mind that another watcher (`memfile watch`) watched at the last try.
 WATCH_AGAIN = 10.0
+
+
+@dataclass(frozen=True)
+class _Job:
+    """A call for the worker thread: `run()` sets `future`; a `read` may run while a commit is being made."""
+
+    run: Callable[[], Any]
+    future: Future[Any]
+    read: bool
 
 
 @dataclass(frozen=True)
@@ -74,10 +86,15 @@ class Minds:
         self.root = find_vault(root)
         self.config = load_config(self.root)
         self.watcher = MindsWatcher(self.root, self._refresh) if watch else None
-        self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="memfile-worker")
         self._vaults: dict[str, Vault] = {}  # read and written on the worker thread only
         self._unwatched: dict[str, float] = {}  # opened minds another watcher had: when we last tried
         self._guard = threading.Lock()
+        self._wake = threading.Condition(self._guard)  # a job came in, a commit was made, or the end
+        self._jobs: deque[_Job] = deque()  # in order, but a read may run ahead while a commit is made
+        self._ending = False  # no job will come in any more: the worker ends once the queue is empty
+        self._committing = False  # the worker is inside a write waiting for git (see `_while_committing`)
+        self._worker = threading.Thread(target=self._serve, name="memfile-worker", daemon=True)
+        self._worker.start()
         self._waiting = 0  # calls submitted and not finished: warm work stops for them
         self._warm_queued = False
         self._closed = False
@@ -103,14 +120,19 @@ class Minds:
 
     # --- calls --------------------------------------------------------------
 
-    async def call(self, caller: Caller, fn: Callable[[Vault], T]) -> T:
+    async def call(self, caller: Caller, fn: Callable[[Vault], T], *, read: bool = False) -> T:
         """`fn(vault)` on the worker thread, with the caller's mind's Vault acting as the caller.
+
+        Args:
+            read: `fn` only reads (it never writes to the vault): it may then run while a store waits
+                for git to make its commit, ahead of calls that came in before it, and may already see
+                the memories of that commit.
 
         Raises:
             NotFound, InvalidInput: the caller's mind does not exist, or is no mind name.
             Whatever `fn` raises.
         """
-        return await asyncio.wrap_future(self._submit(lambda: self._act(caller, fn)))
+        return await asyncio.wrap_future(self._submit(lambda: self._act(caller, fn), read=read))
 
     async def store(self, caller: Caller, arguments: dict[str, Any]) -> StoreResult:
         """`Vault.store(**arguments)` as `caller`, sharing a commit with the other stores in its mind, by
@@ -131,9 +153,9 @@ class Minds:
             self._submit(lambda: self._store_waiting(Caller(caller.mind, caller.source)))
         return await asyncio.wrap_future(future)
 
-    def call_sync(self, caller: Caller, fn: Callable[[Vault], T]) -> T:
+    def call_sync(self, caller: Caller, fn: Callable[[Vault], T], *, read: bool = False) -> T:
         """`call`, from a thread that is not the worker (blocks until the call is done)."""
-        return self._submit(lambda: self._act(caller, fn)).result()
+        return self._submit(lambda: self._act(caller, fn), read=read).result()
 
     def close(self) -> None:
         """Stop watching (pending batches are applied first), close every Vault on the worker thread, stop
@@ -144,8 +166,8 @@ class Minds:
             if self._closed:
                 return
             self._closed = True  # the warm work stops at its next pause
-        self._worker.submit(self._close_vaults).result()
-        self._worker.shutdown(wait=True)
+        self._push(self._close_vaults).result()
+        self._end()
 
     def stop(self) -> None:
         """The quick end of a process that exits next (`memfile serve`): stop watching (every clean marker
@@ -160,7 +182,7 @@ class Minds:
             if self._closed:
                 return
             self._closed = True  # the warm work stops at its next pause
-        self._worker.shutdown(wait=True)
+        self._end()
         vaults, self._vaults = list(self._vaults.values()), {}
         threading.Thread(target=_hold, args=(vaults,), name="memfile-vaults-left-open", daemon=True).start()
 
@@ -170,14 +192,34 @@ class Minds:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def _submit(self, job: Callable[[], T]) -> Future[T]:
+    def _submit(self, job: Callable[[], T], *, read: bool = False) -> Future[T]:
         with self._guard:
             if self._closed:
                 raise RuntimeError("the vault's worker is closed; no call can be made any more")
             self._waiting += 1
-            future = self._worker.submit(job)
+            future = self._queue(job, read)
         future.add_done_callback(self._done)
         return future
+
+    def _push(self, job: Callable[[], T]) -> Future[T]:
+        """`job` on the worker thread, closed or not (the worker's own work: warming, closing)."""
+        with self._guard:
+            return self._queue(job, False)
+
+    def _queue(self, job: Callable[[], T], read: bool) -> Future[T]:
+        """For a caller holding `_guard`: `job` at the end of the queue."""
+        future: Future[T] = Future()
+        self._jobs.append(_Job(job, future, read))
+        self._wake.notify()
+        return future
+
+    def _end(self) -> None:
+        """Let the jobs already queued finish, then end the worker thread."""
+        with self._guard:
+            self._ending = True
+            self._wake.notify()
+        if threading.current_thread() is not self._worker:
+            self._worker.join()
 
     def _done(self, _: Future[Any]) -> None:
         """After each call (on the worker thread, or where it was cancelled): warm while nothing waits."""
@@ -189,9 +231,45 @@ class Minds:
             if mind == self._last and time.monotonic() - at < WARM_AGAIN:
                 return  # found done lately; a change to the index makes it start over, looked for later
             self._warm_queued = True
-            self._worker.submit(self._warm)
+            self._queue(self._warm, False)
 
     # --- on the worker thread ---------------------------------------------------
+
+    def _serve(self) -> None:
+        """The worker thread: every job in turn, until `_end` and the queue is empty."""
+        while True:
+            with self._guard:
+                while not self._jobs and not self._ending:
+                    self._wake.wait()
+                if not self._jobs:
+                    return
+                job = self._jobs.popleft()
+            _run(job)
+
+    def _while_committing(self, commit: Future[Any]) -> None:
+        """`Vault.while_committing` of every opened Vault: while git makes a store's commit, run the reads
+        waiting (the oldest first), then let the store go on once the commit is made."""
+        if self._committing:  # a read that wrote (a bug in its caller): it just waits, as without this
+            return
+        self._committing = True
+        commit.add_done_callback(self._nudge)
+        try:
+            while not commit.done():
+                with self._guard:
+                    job = next((j for j in self._jobs if j.read), None)
+                    if job is None:
+                        if not commit.done():
+                            self._wake.wait()
+                        continue
+                    self._jobs.remove(job)
+                _run(job)
+        finally:
+            self._committing = False
+
+    def _nudge(self, _: Future[Any]) -> None:
+        """The commit is made: the worker, waiting for a read or for it, goes on."""
+        with self._guard:
+            self._wake.notify()
 
     def _act(self, caller: Caller, fn: Callable[[Vault], T]) -> T:
         vault = self._vault(caller.mind)
@@ -230,6 +308,7 @@ class Minds:
         if not isinstance(mind, str) or not mind:
             raise InvalidInput("mind", mind, "the name of a mind folder of the vault")  # never the default
         vault = Vault.open(self.root, mind, source=Source.AGENT)  # NotFound, InvalidInput for a bad mind
+        vault.while_committing = self._while_committing
         self._vaults[mind] = vault
         self._watch(mind)
         return vault
@@ -245,7 +324,7 @@ class Minds:
 
     def _refresh(self, mind: str, paths: list[str] | None) -> RefreshReport:
         """A watcher batch of `mind`, applied with its Vault (called from the watcher's thread)."""
-        return self._submit(lambda: self._vaults[mind].refresh(paths=paths, wait=True)).result()
+        return self._submit(lambda: self._vaults[mind].refresh(paths=paths, wait=True), read=True).result()
 
     def _warm(self) -> None:
         with self._guard:
@@ -269,6 +348,18 @@ class Minds:
         vaults, self._vaults = list(self._vaults.values()), {}
         for vault in vaults:
             vault.close()
+
+
+def _run(job: _Job) -> None:
+    """Run a job and hand its future the result (a job whose caller gave up meanwhile is skipped)."""
+    if not job.future.set_running_or_notify_cancel():
+        return
+    try:
+        result = job.run()
+    except BaseException as exc:  # noqa: BLE001 - the caller hears of it; the worker goes on
+        job.future.set_exception(exc)
+    else:
+        job.future.set_result(result)
 
 
 def _hold(vaults: list[Vault]) -> None:

@@ -65,6 +65,8 @@ from .model import (
 from .paths import memory_relpath, safe_path
 
 if TYPE_CHECKING:
+    from concurrent.futures import Future
+
     from . import store_queue
     from .git import GitStore
 
@@ -93,6 +95,7 @@ class Writer:
         self._index = index
         self._bases: dict[str, bytes | None] = {}  # see record_hand_edit
         self.after_write: Callable[[], None] | None = None
+        self.while_committing: Callable[[Future[str | None]], None] | None = None  # see Vault.while_committing
         self.key_label: str | None = None  # the credential's label, a `Memfile-Key:` trailer (Vault.acting_as)
 
     @cached_property
@@ -277,6 +280,8 @@ class Writer:
             except LockTimeout:
                 # The change is on disk and in git; the index catches up at the next command.
                 self.notices.append("the index was busy; it will include this change at the next command")
+            if self.while_committing is not None:
+                self.while_committing(commit)  # a resident process answers reads meanwhile
             try:
                 sha = commit.result()
             except GitError:

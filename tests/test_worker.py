@@ -582,3 +582,51 @@ def test_an_edit_whose_event_is_still_on_its_way_is_seen_by_the_next_call(
     path = root / "alice" / "fact" / "wifi.md"
     path.write_text(path.read_text().replace("before the edit", "after a hand edit"))
     assert minds.call_sync(ALICE, lambda v: v.get("wifi").content) == "after a hand edit"
+
+
+# --- while git makes a store's commit, the worker answers reads ------------------------------------------
+
+
+def within(seconds: float, fn: Callable[[], Any]) -> list[Any]:
+    """`[fn()]` when it returns within `seconds`, else `[]` (it goes on in its thread)."""
+    result: list[Any] = []
+    thread = threading.Thread(target=lambda: result.append(fn()), daemon=True)
+    thread.start()
+    thread.join(seconds)
+    return result
+
+
+def test_reads_are_answered_while_a_store_waits_for_git_and_writes_wait_their_turn(minds: Minds, root: Path) -> None:
+    minds.call_sync(ALICE, lambda v: v.store("fact", "known", "the tea is green"))
+    minds.call_sync(BOB, lambda v: v.list())
+    gate, entered = root.parent / "gate", root.parent / "entered"
+    hook = root / ".git" / "hooks" / "pre-commit"
+    hook.parent.mkdir(parents=True, exist_ok=True)
+    hook.write_text(f"#!/bin/sh\ntouch '{entered}'\nwhile [ ! -e '{gate}' ]; do sleep 0.01; done\n", encoding="utf-8")
+    hook.chmod(0o755)
+    store = threading.Thread(
+        target=minds.call_sync, args=(ALICE, lambda v: v.store("fact", "slow", "made while reads go on"))
+    )
+    store.start()
+    try:
+        assert wait_until(entered.exists)  # git is making the commit now, and waits for the gate
+        hits = within(
+            10, lambda: minds.call_sync(ALICE, lambda v: [h.memory.key for h in v.search("tea green")], read=True)
+        )
+        assert hits == [["known"]]  # answered while the commit is still being made
+        assert within(10, lambda: minds.call_sync(BOB, lambda v: v.list(), read=True)) == [[]]  # another mind too
+        written: list[object] = []
+        writer = threading.Thread(
+            target=lambda: written.append(minds.call_sync(BOB, lambda v: v.store("fact", "b", "x")))
+        )
+        writer.start()
+        time.sleep(0.3)
+        assert written == [] and store.is_alive()  # a write waits for the store before it (no read)
+    finally:
+        gate.touch()
+    store.join(10)
+    writer.join(10)
+    assert not store.is_alive() and written and not writer.is_alive()
+    assert git(root, "log", "-1", "--format=%s").startswith("store fact/b")
+    assert git(root, "show", "--stat", "--format=%s", "HEAD~1").startswith("store fact/slow")
+    assert minds.call_sync(ALICE, lambda v: v.get("slow").content) == "made while reads go on"

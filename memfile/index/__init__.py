@@ -78,7 +78,9 @@ class Index:
         self._notify = notify
         self._store: Store | None = Store(self.folder, lock_timeout)
         self._cached: tuple[float | None, list[Memory]] | None = None  # (catalog version, its memories)
-        self._derived: dict[Hashable, tuple[float, datetime, object]] = {}  # see View.derived
+        self._derived: dict[Hashable, tuple[float, datetime, datetime, object]] = {}  # (version, made, until, value)
+        self.full_reads = 0  # reads of every row of the catalog by `View._catalog_memories`
+        self.remakes = 0  # values `View.derived` made from every memory (not kept, nor updated)
 
     @property
     def store(self) -> Store | None:
@@ -386,26 +388,55 @@ class View:
 
     def _catalog_memories(self) -> list[Memory]:
         """The catalog's memories, read again only when the index changed since this Index last read them
-        (a long-lived Vault, such as the MCP server's, then skips reading 10,000 rows per call)."""
+        (a long-lived Vault, such as the MCP server's, then skips reading 10,000 rows per call); after
+        writes of this process only, only the rows they wrote are read (`Catalog.changes`)."""
         index = self.index
         assert index._store is not None
+        catalog, cached = index._store.catalog, index._cached
         with stored_bytes():
-            version = index._store.catalog.last_update()
-            if index._cached is None or index._cached[0] != version or version is None or plain("catalog_cache"):
-                index._cached = (version, index._store.catalog.memories())
-        return list(index._cached[1])
+            found = catalog.changes(cached[0]) if cached is not None and not plain("catalog_cache") else None
+            if cached is None or found is None:
+                index.full_reads += 1
+                cached = index._cached = catalog.memories_at()
+            elif found[0] != cached[0]:
+                version, changed, gone = found
+                touched = gone.union(m.path for m in changed)
+                cached = index._cached = (version, [m for m in cached[1] if m.path not in touched] + changed)
+        return list(cached[1])
 
-    def derived(self, name: Hashable, now: datetime, make: Callable[[list[Memory]], tuple[T, datetime]]) -> T:
+    def derived(
+        self,
+        name: Hashable,
+        now: datetime,
+        make: Callable[[list[Memory]], tuple[T, datetime]],
+        update: Callable[[T, datetime, list[Memory], set[str]], tuple[T, datetime]] | None = None,
+    ) -> T:
         """`make(memories)`'s value (made with the moment until which it holds), kept while the catalog
-        stays at this version and that moment has not come: a long-lived Vault then skips a pass over
-        the mind per call (recall's sorted set of recallable memories). `name` tells values apart."""
+        stays at this version and that moment has not come (nor the clock gone back before it was made):
+        a long-lived Vault then skips a pass over the mind per call (recall's sorted set of recallable
+        memories). `name` tells values apart.
+
+        `update(value, until, changed, removed)` brings a kept value to the catalog's version when only
+        this process wrote since it was kept (`Catalog.changes`): `changed` are the memories now at the
+        paths written, `removed` the paths now without one; it returns what `make` would at `now` (and
+        a moment until which that holds, no later than `make`'s).
+        """
         index, version = self.index, self.version
         kept = index._derived.get(name)
-        if version is not None and kept and kept[0] == version and now < kept[1] and not plain("catalog_cache"):
-            return cast(T, kept[2])
+        if version is not None and kept and kept[1] <= now < kept[2] and not plain("catalog_cache"):
+            if kept[0] == version:
+                return cast(T, kept[3])
+            if update is not None and index._store is not None:
+                with stored_bytes():
+                    found = index._store.catalog.changes(kept[0])
+                if found is not None:
+                    value, until = update(cast(T, kept[3]), kept[2], found[1], found[2])
+                    index._derived[name] = (found[0], now, until, value)
+                    return value
+        index.remakes += 1
         value, until = make(self.memories())
         if version is not None:
-            index._derived[name] = (version, until, value)
+            index._derived[name] = (version, now, until, value)
         return value
 
     def search(

@@ -9,7 +9,9 @@ and the digest of the last whole walk found unchanged (`fingerprint`).
 Bringing the index in line with the files is a stat-only diff against
 `state`; when a whole walk has the digest recorded for the current version,
 not even that: nothing changed. `list`, `show` and `recall` read memories
-here instead of parsing every file, and never load Whoosh.
+here instead of parsing every file, and never load Whoosh. A long-lived reader
+catches up with this process's own writes by reading only the rows they wrote
+(`Catalog.changes`), not every row.
 
 A stat proves nothing about a file that changed just before it was read: a
 later change within the same tick of the file system's clock (a second, on
@@ -32,7 +34,7 @@ from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from hashlib import blake2b
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from ..config import plain
 from ..files import Stat
@@ -64,6 +66,11 @@ COARSE_NS = 2_000_000_000
 BUSY_TIMEOUT = 30
 #: Files in a write from which SQLite's log is emptied right after it (`Catalog._empty_log`).
 BIG_WRITE = 1000
+#: The most recent writes of this process a reader may catch up with (`Catalog.changes`), and the most
+#: files one may name: beyond that, reading every row costs about as much.
+DELTAS, DELTA_FILES = 16, 500
+#: Every memory of the catalog, in the order `Catalog.changes` keeps (the order of a scan: no sort).
+ALL_MEMORIES = "SELECT memory FROM files WHERE memory IS NOT NULL ORDER BY rowid"
 #: A file's row: path, the line and reason it could not be parsed, the marshalled memory, its REF, and
 #: what a whole recall needs of it (see `memory_row`; None for a file that could not be parsed).
 Row = tuple[Any, ...]
@@ -77,6 +84,7 @@ class Catalog:
         self._db: sqlite3.Connection | None = None
         self._inode: int | None = None
         self._recorded: tuple[Any, dict[str, Stat]] | None = None  # (version, state) as last read
+        self._deltas: list[Delta] = []  # this process's latest writes, oldest first
 
     def _connection(self) -> sqlite3.Connection:
         if self._db is not None and _inode(self.path) != self._inode:
@@ -99,6 +107,7 @@ class Catalog:
         if self._db is not None:
             self._db.close()
         self._db = self._recorded = None
+        self._deltas = []
 
     def meta(self, name: str) -> Any:
         row = self._connection().execute("SELECT value FROM meta WHERE name = ?", (name,)).fetchone()
@@ -291,9 +300,12 @@ class Catalog:
         """Record a batch: its files' rows, the files gone, the new state; returns the new version.
 
         `walk`: the whole walk the batch came from (None for a batch of given paths);
-        when the new state is exactly that walk, its digest is recorded too.
+        when the new state is exactly that walk, its digest is recorded too. What the
+        batch changed is remembered (`changes`), with the version it was written over.
         """
         with self._connection() as db:
+            db.execute("BEGIN IMMEDIATE")  # the version read next is the one this batch is written over
+            before = db.execute("SELECT value FROM meta WHERE name = 'last_update'").fetchone()
             db.executemany("DELETE FROM files WHERE path = ?", [(p,) for p in removed])
             db.executemany("INSERT OR REPLACE INTO files VALUES (?, ?, ?, ?, ?)", rows)
             version = str(time.time())
@@ -307,12 +319,18 @@ class Catalog:
                 ],
             )
         self._recorded = (version, recorded)
+        paths = [row[0] for row in rows] + removed
+        if before is None or not before[0] or len(paths) > DELTA_FILES:
+            self._deltas = []
+        else:
+            self._deltas = [*self._deltas[1 - DELTAS :], Delta(float(before[0]), float(version), frozenset(paths))]
         if len(rows) + len(removed) >= BIG_WRITE:
             self._empty_log()
         return version
 
     def forget_files(self) -> None:
         """A new full-text index knows no file yet: nothing is recorded."""
+        self._deltas = []
         with self._connection() as db:
             db.execute("DELETE FROM files")
             db.execute("DELETE FROM meta WHERE name IN ('state', 'segments', 'fingerprint', 'masks')")
@@ -321,8 +339,52 @@ class Catalog:
     # --- memories -------------------------------------------------------------
 
     def memories(self) -> list[Memory]:
-        rows = self._connection().execute("SELECT memory FROM files WHERE memory IS NOT NULL")
-        return _memories(rows)
+        """Every memory the catalog holds, by rowid: a row written again comes last (a scan's own order)."""
+        return _memories(self._connection().execute(ALL_MEMORIES))
+
+    def memories_at(self) -> tuple[float | None, list[Memory]]:
+        """(version, `memories()`), read together: the memories are the ones of that version."""
+        with self._snapshot() as db:
+            version = _version(db)
+            return version, _memories(db.execute(ALL_MEMORIES))
+
+    def changes(self, since: float | None) -> tuple[float, list[Memory], set[str]] | None:
+        """What changed since version `since`, when only this process's writes came since (see `write`):
+        (the version now; the memories now at the paths they wrote, in the order of `memories()`; the
+        paths they left without a memory). None when the catalog has no version, or another process
+        changed it since (or more than `DELTAS` writes did): then only a read of every row tells.
+
+        Every row these writes touched was written again, or deleted, after every other row: a list of
+        the memories at `since` without the touched paths, followed by the memories returned, is in the
+        order of `memories()` now.
+        """
+        if since is None:
+            return None
+        with self._snapshot() as db:
+            version = _version(db)
+            if version is None:
+                return None
+            if version == since:
+                return version, [], set()
+            paths = _touched(self._deltas, since, version)
+            if paths is None:
+                return None
+            rows = db.execute(
+                "SELECT path, memory FROM files WHERE path IN (SELECT value FROM json_each(?)) "
+                "AND memory IS NOT NULL ORDER BY rowid",
+                (json.dumps(sorted(paths)),),
+            ).fetchall()
+        return version, _memories((blob,) for _, blob in rows), paths - {path for path, _ in rows}
+
+    @contextmanager
+    def _snapshot(self) -> Iterator[sqlite3.Connection]:
+        """The connection inside one read transaction: every statement sees the same version."""
+        db = self._connection()
+        db.execute("BEGIN")
+        try:
+            yield db
+        finally:
+            db.rollback()  # it wrote nothing
 
     def memories_named(self, ref: str) -> list[Memory]:
         """The memories the catalog holds for `category/key` (more than one only when files were copied)."""
@@ -335,6 +397,36 @@ class Catalog:
             "SELECT path, issue_line, issue_reason FROM files INDEXED BY files_issues WHERE issue_reason IS NOT NULL"
         )
         return sorted((ParseIssue(path, line, reason) for path, line, reason in rows), key=lambda i: i.path)
+
+
+class Delta(NamedTuple):
+    """One write of this process: the version it was written over, the version it made, the paths it wrote."""
+
+    before: float
+    after: float
+    paths: frozenset[str]
+
+
+def _touched(deltas: list[Delta], since: float, version: float) -> set[str] | None:
+    """The paths the writes from version `since` to `version` touched, when `deltas` holds every one of
+    them (each written over the version the one before it made); else None."""
+    start = next((i for i, delta in enumerate(deltas) if delta.before == since), None)
+    if start is None:
+        return None
+    paths: set[str] = set()
+    for i in range(start, len(deltas)):
+        if i > start and deltas[i].before != deltas[i - 1].after:
+            return None
+        paths |= deltas[i].paths
+        if deltas[i].after == version:
+            return paths
+    return None
+
+
+def _version(db: sqlite3.Connection) -> float | None:
+    """The catalog's version (`Catalog.last_update`) on this connection."""
+    row = db.execute("SELECT value FROM meta WHERE name = 'last_update'").fetchone()
+    return float(row[0]) if row and row[0] else None
 
 
 def _state(blob: bytes | None) -> dict[str, Stat]:

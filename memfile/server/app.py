@@ -250,6 +250,11 @@ def build_app(
         caller: Caller = request.scope[CALLER]
         return await minds.call(caller, fn)
 
+    async def read(request: Request, fn: Callable[[Vault], T]) -> T:
+        """`call` for what only reads: answered even while a store's commit is being made (`Minds.call`)."""
+        caller: Caller = request.scope[CALLER]
+        return await minds.call(caller, fn, read=True)
+
     # --- Synapse's endpoints ---
 
     async def store(request: Request) -> Response:
@@ -297,11 +302,11 @@ def build_app(
         if budget is not None:
             options["budget"] = budget
         if fmt == "json":
-            report = await call(request, lambda vault: vault.recall(**options).to_dict())
+            report = await read(request, lambda vault: vault.recall(**options).to_dict())
             report = _renamed(report)
             report["memories"] = [_renamed(item) for item in report["memories"]]
             return JSONResponse(report)
-        text = await call(request, lambda vault: vault.recall(**options).encode())
+        text = await read(request, lambda vault: vault.recall(**options).encode())
         return Response(text, media_type="text/plain; charset=utf-8")
 
     async def search(request: Request) -> Response:
@@ -309,7 +314,7 @@ def build_app(
         if not given.get("q", "").strip():
             raise InvalidInput("q", None, "the words to look for: ?q=WORDS")
         limit = whole_number(given.get("limit"), "limit")
-        hits = await call(
+        hits = await read(
             request,
             lambda vault: vault.search(
                 given["q"],
@@ -330,12 +335,12 @@ def build_app(
         if "tag" not in given:
             raise InvalidInput("tag", None, "a tag: ?tag=NAME")
         include_expired = flag(given.get("include_expired"), "include_expired")
-        memories = await call(request, lambda vault: vault.by_tag(given["tag"], include_expired=include_expired))
+        memories = await read(request, lambda vault: vault.by_tag(given["tag"], include_expired=include_expired))
         return JSONResponse([memory_json(m) for m in memories])
 
     async def expiring(request: Request) -> Response:
         within = parameters(request, ("within",)).get("within", "7d")
-        return JSONResponse([memory_json(m) for m in await call(request, lambda vault: vault.expiring(within))])
+        return JSONResponse([memory_json(m) for m in await read(request, lambda vault: vault.expiring(within))])
 
     async def verify(request: Request) -> Response:
         parameters(request, ())
@@ -347,7 +352,7 @@ def build_app(
     async def show(request: Request) -> Response:
         parameters(request, ())
         ref = request.path_params["id"]
-        return JSONResponse(memory_json(await call(request, lambda vault: vault.get(ref))))
+        return JSONResponse(memory_json(await read(request, lambda vault: vault.get(ref))))
 
     async def forget(request: Request) -> Response:
         parameters(request, ())
@@ -357,7 +362,7 @@ def build_app(
     async def history(request: Request) -> Response:
         parameters(request, ())
         ref = request.path_params["id"]
-        versions = await call(request, lambda vault: [v.to_dict() for v in vault.history(ref)])
+        versions = await read(request, lambda vault: [v.to_dict() for v in vault.history(ref)])
         for version in versions:
             if version.get("memory"):
                 version["memory"] = _renamed(version["memory"])
