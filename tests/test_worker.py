@@ -11,6 +11,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -459,20 +460,30 @@ def test_without_watching_nothing_is_watched_and_hand_edits_are_still_seen(root:
 # --- stores that wait together share a commit; a call applies what the watcher saw first ---------------------
 
 
-def test_stores_that_wait_together_share_one_commit_and_each_hears_its_own_answer(minds: Minds, root: Path) -> None:
-    minds.call_sync(ALICE, lambda v: v.list())
-    commits = int(git(root, "rev-list", "--count", "HEAD"))
+@contextmanager
+def worker_held(minds: Minds) -> Iterator[threading.Event]:
+    """The worker kept busy (a commit being made, say) until the event given is set: calls made meanwhile wait."""
     release, busy = threading.Event(), threading.Event()
 
-    def occupy(vault: Vault) -> None:  # the worker is busy (a commit being made, say) while stores come in
+    def occupy(vault: Vault) -> None:
         busy.set()
         release.wait(10)
 
     blocker = threading.Thread(target=minds.call_sync, args=(ALICE, occupy))
     blocker.start()
     assert busy.wait(10)
+    try:
+        yield release
+    finally:
+        release.set()
+        blocker.join(10)
 
-    async def five_stores() -> list[Any]:
+
+def test_stores_that_wait_together_share_one_commit_and_each_hears_its_own_answer(minds: Minds, root: Path) -> None:
+    minds.call_sync(ALICE, lambda v: v.list())
+    commits = int(git(root, "rev-list", "--count", "HEAD"))
+
+    async def five_stores(release: threading.Event) -> list[Any]:
         tasks = [
             asyncio.ensure_future(minds.store(ALICE, {"category": "fact", "key": f"k{n}", "content": f"text {n}"}))
             for n in range(4)
@@ -482,8 +493,8 @@ def test_stores_that_wait_together_share_one_commit_and_each_hears_its_own_answe
         release.set()
         return await asyncio.gather(*tasks, return_exceptions=True)
 
-    results = asyncio.run(five_stores())
-    blocker.join(10)
+    with worker_held(minds) as release:
+        results = asyncio.run(five_stores(release))
     assert [r.memory.key for r in results[:4]] == ["k0", "k1", "k2", "k3"]
     assert isinstance(results[4], Refused)  # an agent stores at most high: refused alone
     assert len({r.commit for r in results[:4]}) == 1
@@ -494,17 +505,8 @@ def test_stores_that_wait_together_share_one_commit_and_each_hears_its_own_answe
 def test_stores_of_several_agent_keys_share_a_commit_and_each_key_names_its_own(minds: Minds, root: Path) -> None:
     minds.call_sync(ALICE, lambda v: v.list())
     other = Caller("alice", Source.AGENT, "bot-alice-2")
-    release, busy = threading.Event(), threading.Event()
 
-    def occupy(vault: Vault) -> None:
-        busy.set()
-        release.wait(10)
-
-    blocker = threading.Thread(target=minds.call_sync, args=(ALICE, occupy))
-    blocker.start()
-    assert busy.wait(10)
-
-    async def stores() -> list[Any]:
+    async def stores(release: threading.Event) -> list[Any]:
         tasks = [
             asyncio.ensure_future(minds.store(caller, {"category": "fact", "key": key, "content": f"by {key}"}))
             for caller, key in ((ALICE, "a1"), (other, "b1"), (ALICE, "a2"), (BOB, "elsewhere"))
@@ -513,8 +515,8 @@ def test_stores_of_several_agent_keys_share_a_commit_and_each_key_names_its_own(
         release.set()
         return await asyncio.gather(*tasks)
 
-    a1, b1, a2, elsewhere = asyncio.run(stores())
-    blocker.join(10)
+    with worker_held(minds) as release:
+        a1, b1, a2, elsewhere = asyncio.run(stores(release))
     assert a1.commit == b1.commit == a2.commit != elsewhere.commit  # another mind: its own commit
     body = git(root, "show", "-s", "--format=%B", a1.commit).splitlines()
     assert "Memfile-Key: bot-alice fact/a1 fact/a2" in body and "Memfile-Key: bot-alice-2 fact/b1" in body
