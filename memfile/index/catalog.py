@@ -2,7 +2,9 @@
 
 For every file: the parsed memory (a marshalled row), or the reason it could
 not be parsed. In `meta`: the stat of every file when it was read (size,
-mtime_ns, ctime_ns, inode; one compact blob, `state`), the sizes of the full-text
+mtime_ns, ctime_ns, inode; one compact blob, `state`, with the stats changed
+since it was written in a small second one, `state_more`, so that a write of a
+few files does not write every stat again), the sizes of the full-text
 index's segment files, the version (`last_update`, changed by every write)
 and the digest of the last whole walk found unchanged (`fingerprint`).
 
@@ -69,6 +71,8 @@ BIG_WRITE = 1000
 #: The most recent writes of this process a reader may catch up with (`Catalog.changes`), and the most
 #: files one may name: beyond that, reading every row costs about as much.
 DELTAS, DELTA_FILES = 16, 500
+#: The most stats kept in `state_more` (see the module docstring) before they are folded into `state`.
+STATE_MORE = 512
 #: Every memory of the catalog, in the order `Catalog.changes` keeps (the order of a scan: no sort).
 ALL_MEMORIES = "SELECT memory FROM files WHERE memory IS NOT NULL ORDER BY rowid"
 #: A file's row: path, the line and reason it could not be parsed, the marshalled memory, its REF, and
@@ -139,8 +143,8 @@ class Catalog:
         """(version, `recorded()`): the state with the catalog version it belongs to."""
         version = self.meta("last_update")
         if self._recorded is None or self._recorded[0] != version or version is None:
-            rows = self._metas("last_update", "state")
-            self._recorded = (rows.get("last_update"), _state(rows.get("state")))
+            rows = self._metas("last_update", "state", "state_more")
+            self._recorded = (rows.get("last_update"), _state(rows.get("state"), rows.get("state_more")))
         return self._recorded[0], dict(self._recorded[1])
 
     def confirm(self, version: Any, stats: dict[str, tuple[Stat, Stat]], walk: dict[str, Stat] | None) -> None:
@@ -154,14 +158,14 @@ class Catalog:
         try:
             db.execute("BEGIN IMMEDIATE")
             try:
-                rows = dict(db.execute("SELECT name, value FROM meta WHERE name IN ('last_update', 'state')"))
+                names = "('last_update', 'state', 'state_more')"
+                rows = dict(db.execute(f"SELECT name, value FROM meta WHERE name IN {names}"))
                 if rows.get("last_update") != version or version is None:
                     return
-                state = _state(rows.get("state"))
-                for path, (seen, stat) in stats.items():
-                    if state.get(path) == seen:
-                        state[path] = stat
-                db.execute("INSERT OR REPLACE INTO meta VALUES ('state', ?)", (marshal.dumps(state),))
+                state = _state(rows.get("state"), rows.get("state_more"))
+                confirmed = {path: stat for path, (seen, stat) in stats.items() if state.get(path) == seen}
+                state.update(confirmed)
+                _write_state(db, state, rows.get("state_more"), confirmed)
                 if walk is not None and state == walk:
                     db.execute("INSERT OR REPLACE INTO meta VALUES ('fingerprint', ?)", (fingerprint(version, walk),))
                 db.commit()
@@ -306,13 +310,15 @@ class Catalog:
         with self._connection() as db:
             db.execute("BEGIN IMMEDIATE")  # the version read next is the one this batch is written over
             before = db.execute("SELECT value FROM meta WHERE name = 'last_update'").fetchone()
+            more = db.execute("SELECT value FROM meta WHERE name = 'state_more'").fetchone()
             db.executemany("DELETE FROM files WHERE path = ?", [(p,) for p in removed])
             db.executemany("INSERT OR REPLACE INTO files VALUES (?, ?, ?, ?, ?)", rows)
             version = str(time.time())
+            changed = {row[0]: recorded.get(row[0]) for row in rows} | dict.fromkeys(removed)
+            _write_state(db, recorded, more[0] if more and walk is None else None, changed)
             db.executemany(
                 "INSERT OR REPLACE INTO meta VALUES (?, ?)",
                 [
-                    ("state", marshal.dumps(recorded)),
                     ("segments", json.dumps(segments)),
                     ("last_update", version),
                     ("fingerprint", fingerprint(version, walk) if walk is not None and recorded == walk else None),
@@ -333,7 +339,7 @@ class Catalog:
         self._deltas = []
         with self._connection() as db:
             db.execute("DELETE FROM files")
-            db.execute("DELETE FROM meta WHERE name IN ('state', 'segments', 'fingerprint', 'masks')")
+            db.execute("DELETE FROM meta WHERE name IN ('state', 'state_more', 'segments', 'fingerprint', 'masks')")
             db.execute("INSERT OR REPLACE INTO meta VALUES ('last_update', ?)", (str(time.time()),))
 
     # --- memories -------------------------------------------------------------
@@ -429,13 +435,35 @@ def _version(db: sqlite3.Connection) -> float | None:
     return float(row[0]) if row and row[0] else None
 
 
-def _state(blob: bytes | None) -> dict[str, Stat]:
-    """The recorded state (see `recorded`) from its stored blob."""
+def _state(blob: bytes | None, more: bytes | None = None) -> dict[str, Stat]:
+    """The recorded state (see `recorded`) from its stored blobs: `state`, updated by `state_more`
+    (path -> stat, or None for a file gone)."""
     with decoding("the catalog's state"):
         state = marshal.loads(blob) if blob else {}
-        if not isinstance(state, dict):
-            raise TypeError(f"a state of {type(state).__name__}")
+        changed = marshal.loads(more) if more else {}
+        if not isinstance(state, dict) or not isinstance(changed, dict):
+            raise TypeError(f"a state of {type(state).__name__}, {type(changed).__name__}")
+        for path, stat in changed.items():
+            if stat is None:
+                state.pop(path, None)
+            else:
+                state[path] = stat
         return state
+
+
+def _write_state(db: sqlite3.Connection, state: dict[str, Stat], more: bytes | None, changed: dict[str, Any]) -> None:
+    """Record `state`, which is the stored one with `changed` (path -> stat, or None: gone): only the
+    changes, added to `state_more` (its blob as read in this transaction, None to write all), while
+    they are few; else the whole state, and no `state_more`."""
+    if more is not None and not plain("state_more"):
+        with decoding("the catalog's state"):
+            pending = marshal.loads(more)
+        pending.update(changed)
+        if len(pending) <= STATE_MORE:
+            db.execute("INSERT OR REPLACE INTO meta VALUES ('state_more', ?)", (marshal.dumps(pending),))
+            return
+    db.execute("INSERT OR REPLACE INTO meta VALUES ('state', ?)", (marshal.dumps(state),))
+    db.execute("INSERT OR REPLACE INTO meta VALUES ('state_more', ?)", (marshal.dumps({}),))
 
 
 def _memories(rows: Iterable[tuple[Any, ...]]) -> list[Memory]:
