@@ -158,11 +158,14 @@ class Catalog:
         try:
             db.execute("BEGIN IMMEDIATE")
             try:
-                names = "('last_update', 'state', 'state_more')"
-                rows = dict(db.execute(f"SELECT name, value FROM meta WHERE name IN {names}"))
+                rows = dict(db.execute("SELECT name, value FROM meta WHERE name IN ('last_update', 'state_more')"))
                 if rows.get("last_update") != version or version is None:
                     return
-                state = _state(rows.get("state"), rows.get("state_more"))
+                if self._recorded is not None and self._recorded[0] == version:  # as read at this version
+                    state = dict(self._recorded[1])
+                else:
+                    blob = db.execute("SELECT value FROM meta WHERE name = 'state'").fetchone()
+                    state = _state(blob[0] if blob else None, rows.get("state_more"))
                 confirmed = {path: stat for path, (seen, stat) in stats.items() if state.get(path) == seen}
                 state.update(confirmed)
                 _write_state(db, state, rows.get("state_more"), confirmed)
