@@ -15,7 +15,7 @@ import io
 import re
 from collections.abc import Callable
 from datetime import datetime
-from functools import cache
+from functools import cache, lru_cache
 from typing import Any
 
 from .errors import FileParseError, InvalidInput
@@ -233,6 +233,7 @@ def _check_keys(node: Any, construct_key: Callable[[Any], Any]) -> None:
 
 
 @cache
+@cache
 def _loader() -> Any:
     """The YAML loader every read uses: PyYAML's safe loader (the C one where built, as python-frontmatter
     picks it), refusing a key given twice."""
@@ -330,15 +331,21 @@ def _represent_str(representer: Any, value: str) -> Any:
     ruamel writes YAML 1.2, where `on`, `yes` and `16:9` are plain strings;
     PyYAML would read them as a bool or a number.
     """
+    if any(ch in value for ch in _LINE_BREAKS):  # raw in single quotes, a reader folds them into spaces
+        return representer.represent_scalar("tag:yaml.org,2002:str", value, style='"')
+    return representer.represent_scalar("tag:yaml.org,2002:str", value, style=None if _plain_ok(value) else "'")
+
+
+@lru_cache(maxsize=4096)
+def _plain_ok(value: str) -> bool:
+    """Whether PyYAML reads `value` back, written plain, as the same string (in a mapping and in a list).
+    Kept per value: a store writes the same categories, sources and tags over and over."""
     import yaml
 
     try:
-        plain_ok = _safe_load(f"v: {value}\nw: [{value}]") == {"v": value, "w": [value]}
+        return bool(_safe_load(f"v: {value}\nw: [{value}]") == {"v": value, "w": [value]})
     except (yaml.YAMLError, _Refused, RecursionError):
-        plain_ok = False
-    if any(ch in value for ch in _LINE_BREAKS):  # raw in single quotes, a reader folds them into spaces
-        return representer.represent_scalar("tag:yaml.org,2002:str", value, style='"')
-    return representer.represent_scalar("tag:yaml.org,2002:str", value, style=None if plain_ok else "'")
+        return False
 
 
 #: Characters YAML (and str.splitlines) take as line breaks besides \n and \r.
