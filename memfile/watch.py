@@ -416,6 +416,8 @@ class MindsWatcher:
         self._barrier_prefix = os.path.join(str(root), STATE_DIR, "watch-barrier-")
         self._barrier = threading.Condition()
         self._barrier_made = self._barrier_heard = 0
+        self._barrier_times: dict[int, float] = {}  # barriers made, not yet heard: number -> when made
+        self._heard_up_to = float("-inf")  # everything changed before this moment (time.monotonic()) is heard
 
     def add(self, mind: str) -> bool:
         """Watch `mind` (an existing mind folder) from now on: True, or False when another watcher (a
@@ -451,15 +453,20 @@ class MindsWatcher:
         ):
             self._batcher.apply(batch, refresh)
 
-    def caught_up(self, timeout: float = BARRIER_TIMEOUT) -> bool:
-        """Wait until every change made to the vault before this call has been heard (and so is pending
-        in its mind's batch, for `settle`): a barrier file is made and removed, and its creation is waited
-        for. False when the watch is not up or the barrier was not heard within `timeout` seconds."""
+    def caught_up(self, timeout: float = BARRIER_TIMEOUT, since: float | None = None) -> bool:
+        """Wait until every change made to the vault before this call (or before the moment `since`, a
+        `time.monotonic()` of the caller's) has been heard (and so is pending in its mind's batch, for
+        `settle`): a barrier file is made and removed, and its creation is waited for; a barrier made after
+        `since` and already heard answers at once (a server's queued calls share one). False when the watch
+        is not up or the barrier was not heard within `timeout` seconds."""
         if not self._live.is_set() or self._stopped or self._failed:
             return False
         with self._barrier:
+            if since is not None and self._heard_up_to >= since:
+                return True
             self._barrier_made += 1
             number = self._barrier_made
+            self._barrier_times[number] = time.monotonic()  # before the file is made: what came earlier is heard
         path = f"{self._barrier_prefix}{number}"
         try:
             os.close(os.open(path, os.O_CREAT | os.O_WRONLY, 0o600))
@@ -545,7 +552,10 @@ class MindsWatcher:
         source = os.fsdecode(event.src_path)
         if source.startswith(self._barrier_prefix):  # `caught_up`'s barrier: heard, with all before it
             with suppress(ValueError), self._barrier:
-                self._barrier_heard = max(self._barrier_heard, int(source[len(self._barrier_prefix) :]))
+                number = int(source[len(self._barrier_prefix) :])
+                self._barrier_heard = max(self._barrier_heard, number)
+                for made in [n for n in self._barrier_times if n <= number]:  # inotify keeps events in order
+                    self._heard_up_to = max(self._heard_up_to, self._barrier_times.pop(made))
                 self._barrier.notify_all()
             return
         minds = {self._mind_of(event.src_path), self._mind_of(getattr(event, "dest_path", ""))}

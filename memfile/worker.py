@@ -132,7 +132,8 @@ class Minds:
             NotFound, InvalidInput: the caller's mind does not exist, or is no mind name.
             Whatever `fn` raises.
         """
-        return await asyncio.wrap_future(self._submit(lambda: self._act(caller, fn), read=read))
+        asked = time.monotonic()
+        return await asyncio.wrap_future(self._submit(lambda: self._act(caller, fn, asked), read=read))
 
     async def store(self, caller: Caller, arguments: dict[str, Any]) -> StoreResult:
         """`Vault.store(**arguments)` as `caller`, sharing a commit with the other stores in its mind, by
@@ -155,7 +156,8 @@ class Minds:
 
     def call_sync(self, caller: Caller, fn: Callable[[Vault], T], *, read: bool = False) -> T:
         """`call`, from a thread that is not the worker (blocks until the call is done)."""
-        return self._submit(lambda: self._act(caller, fn), read=read).result()
+        asked = time.monotonic()
+        return self._submit(lambda: self._act(caller, fn, asked), read=read).result()
 
     def close(self) -> None:
         """Stop watching (pending batches are applied first), close every Vault on the worker thread, stop
@@ -271,14 +273,16 @@ class Minds:
         with self._guard:
             self._wake.notify()
 
-    def _act(self, caller: Caller, fn: Callable[[Vault], T]) -> T:
+    def _act(self, caller: Caller, fn: Callable[[Vault], T], asked: float | None = None) -> T:
+        """`fn(vault)` as `caller`; `asked`: when the call was made (time.monotonic()), None for now."""
         vault = self._vault(caller.mind)
         self._last = caller.mind
         # What the watcher heard and has not applied yet, applied here rather than by a walk of every file;
-        # first, everything changed before this call is made sure to be heard (else the marker could vouch
-        # for an index that misses an edit whose event is still on its way).
+        # first, everything changed before this call was made is made sure to be heard (else the marker could
+        # vouch for an index that misses an edit whose event is still on its way): calls that waited in the
+        # queue share the barrier of a call before them, made after they came in.
         if self.watcher is not None:
-            if self.watcher.caught_up():
+            if self.watcher.caught_up(since=asked):
                 self.watcher.settle(caller.mind, lambda _, paths: vault.refresh(paths=paths, wait=True))
             else:  # not sure all was heard: the marker goes, and this call's read walks the files
                 self.watcher.distrust(caller.mind)

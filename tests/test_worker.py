@@ -632,3 +632,22 @@ def test_reads_are_answered_while_a_store_waits_for_git_and_writes_wait_their_tu
     assert git(root, "log", "-1", "--format=%s").startswith("store fact/b")
     assert git(root, "show", "--stat", "--format=%s", "HEAD~1").startswith("store fact/slow")
     assert minds.call_sync(ALICE, lambda v: v.get("slow").content) == "made while reads go on"
+
+
+def test_calls_that_waited_together_share_one_barrier_and_a_later_edit_is_still_seen(minds: Minds, root: Path) -> None:
+    minds.call_sync(ALICE, lambda v: v.store("fact", "tea", "green tea"))
+    assert minds.watcher is not None
+
+    async def five_reads(release: threading.Event) -> list[Any]:
+        tasks = [asyncio.ensure_future(minds.call(ALICE, lambda v: v.get("tea").content, read=True)) for _ in range(5)]
+        await asyncio.sleep(0.05)  # every read is queued now, behind the held call
+        release.set()
+        return await asyncio.gather(*tasks)
+
+    with worker_held(minds) as release:
+        made = minds.watcher._barrier_made
+        assert asyncio.run(five_reads(release)) == ["green tea"] * 5
+    assert minds.watcher._barrier_made - made <= 1  # the first read's barrier, made after all came in
+    path = root / "alice" / "fact" / "tea.md"
+    path.write_text(path.read_text(encoding="utf-8").replace("green tea", "black tea"), encoding="utf-8")
+    assert minds.call_sync(ALICE, lambda v: v.get("tea").content) == "black tea"  # made after: a barrier of its own
