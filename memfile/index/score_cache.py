@@ -27,6 +27,14 @@ when each expires, is found once per segment; the set hidden at a time is
 then a few look-ups (a bisect) per segment, less its deleted documents. A
 search right after a store finds out only about the store's new segment,
 not the whole index again (about 100 ms at 10,000 memories).
+
+Each word's postings outlive a searcher the same way (`SegmentPostings`, the
+trick `segment_postings`, carried by the same `SegmentMasks`): a walk decodes
+a segment's postings of a word (document, weight, field length) once per
+process; a new searcher works the word's scores out again from them with its
+own BM25F figures (idf and average length change with every commit), less
+the documents deleted since, and decodes only the segments no searcher met.
+Its first query of kept words is then answered here too, not by Whoosh.
 """
 
 from __future__ import annotations
@@ -38,9 +46,10 @@ import time
 from array import array
 from bisect import bisect_right
 from collections import OrderedDict
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator, Iterator
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from itertools import compress
 from typing import Any
 
 from ..config import plain
@@ -64,6 +73,14 @@ TEXT_FIELD = "text"
 #: How much `SegmentMasks` keeps, in all segments: a superseded document counts 1, an expiring one 2 (its
 #: number and its term, about 60 bytes together), so at most about 30 MB.
 SEGMENT_DOCS = 1_000_000
+#: How much `SegmentPostings` keeps, in all segments: a posting counts 1 (12 bytes: its local document
+#: number and the code of its weight and length), a document's field length 1 (8 bytes), a word of a
+#: segment `WORD_ENTRY` (its arrays and key), so at most about 50 MB.
+SEGMENT_POSTINGS = 4_000_000
+WORD_ENTRY = 32
+#: A first query of a searcher goes to the score cache when its words' postings are kept in every
+#: segment of at least FEW_DOCS documents (Whoosh's MERGE_SMALL merges the smaller ones).
+FEW_DOCS = 1000
 
 
 class ScoreCache:
@@ -134,10 +151,12 @@ class ScoreCache:
         and for the searcher's first query unless its matches are to be `count`ed:
         a one-shot process asks one query, and Whoosh answers it faster than a
         walk of every posting (it skips blocks that cannot reach the top `limit`).
+        A process that stays open answers it too when the words' postings are kept
+        for all but the small segments (`SegmentPostings`): a search right after a store.
         """
         self._asked += 1
         terms = plain_terms(parsed)
-        if terms is None or (self._asked == 1 and not count):
+        if terms is None or (self._asked == 1 and not count and not self._postings_kept(terms)):
             return None
         total: dict[int, float] = {}
         for term in terms:
@@ -156,6 +175,31 @@ class ScoreCache:
         best = heapq.nlargest(limit, ((total[docnum], -docnum) for docnum in keys))
         return [(score, -negated) for score, negated in best], len(keys)
 
+    def _postings_kept(self, terms: list[Any]) -> bool:
+        """Whether every term's postings are kept (`SegmentPostings`) in each segment of at least
+        `FEW_DOCS` documents and in one segment at least (this process met the index before): working
+        out its scores then decodes only small segments."""
+        if plain("segment_postings"):
+            return False
+        kept = self.segments.postings
+        for term in terms:
+            if (term.fieldname, term.text) in self._words:
+                continue
+            met = False
+            for subsearcher, _ in self.searcher.leaf_searchers():
+                reader = subsearcher.reader()
+                segment, deleted = reader.segment(), getattr(reader, "deleted_docs_set", None)
+                if segment is None or deleted is None:
+                    return False
+                key = (segment.segment_id(), reader.doc_count_all(), term.fieldname, term.text)
+                if kept.get(key, len(deleted)) is not None:
+                    met = True
+                elif reader.doc_count_all() >= FEW_DOCS:
+                    return False
+            if not met:
+                return False
+        return True
+
     def _scores(self, term: Any) -> tuple[array, array]:
         """Every (docnum, score) of one term, from Whoosh's matcher, as two arrays."""
         key = (term.fieldname, term.text)
@@ -170,35 +214,13 @@ class ScoreCache:
 
     def _walk(self, term: Any) -> Iterator[None]:
         """Work out one term's scores and keep them, pausing (yielding) every `STRIDE` postings."""
-        from whoosh.scoring import bm25
-
         docnums, scores = array("q"), array("d")
-        context = self.searcher.context()
-        for subsearcher, offset in self.searcher.leaf_searchers():
-            matcher = term.matcher(subsearcher, context)
-            scorer = _bm25f(matcher)
-            if scorer is None:  # not a BM25F field (an ID or KEYWORD term): Whoosh scores each posting
-                while matcher.is_active():
-                    docnums.append(matcher.id() + offset)
-                    scores.append(matcher.score())
-                    matcher.next()
-                continue
-            # BM25F's own formula and figures, with each document's length looked up once per searcher
-            # (Whoosh reads it from a column for every posting: most of the time of a walk)
-            lengths = self._lengths.setdefault((term.fieldname, offset), {})
-            idf, avgfl, b, k1, length_of = scorer.idf, scorer.avgfl, scorer.B, scorer.K1, scorer.dfl
-            while matcher.is_active():
-                for _ in range(STRIDE):
-                    docnum, weight = matcher.id(), matcher.weight()
-                    length = lengths.get(docnum)
-                    if length is None:
-                        length = lengths[docnum] = length_of(docnum)
-                    docnums.append(docnum + offset)
-                    scores.append(bm25(idf, weight, length, avgfl, b, k1))
-                    matcher.next()
-                    if not matcher.is_active():
-                        break
-                yield
+        if plain("segment_postings"):  # every segment's postings decoded again
+            context = self.searcher.context()
+            for subsearcher, offset in self.searcher.leaf_searchers():
+                yield from self._decode(term, subsearcher, offset, context, docnums, scores)
+        else:
+            yield from self._from_segments(term, docnums, scores)
         key = (term.fieldname, term.text)
         if key in self._words:  # a search needed it while this walk was paused
             return
@@ -207,6 +229,74 @@ class ScoreCache:
         while self._held > self.budget and len(self._words) > 1:
             dropped, _ = self._words.popitem(last=False)[1]
             self._held -= len(dropped)
+
+    def _decode(
+        self, term: Any, subsearcher: Any, offset: int, context: Any, docnums: array, scores: array, matcher: Any = None
+    ) -> Iterator[None]:
+        """Append one segment's (docnum, score) pairs of `term`, from Whoosh's matcher (made now unless given)."""
+        from whoosh.scoring import bm25
+
+        if matcher is None:
+            matcher = term.matcher(subsearcher, context)
+        scorer = _bm25f(matcher)
+        if scorer is None:  # not a BM25F field (an ID or KEYWORD term): Whoosh scores each posting
+            while matcher.is_active():
+                docnums.append(matcher.id() + offset)
+                scores.append(matcher.score())
+                matcher.next()
+            return
+        # BM25F's own formula and figures, with each document's length looked up once per searcher
+        # (Whoosh reads it from a column for every posting: most of the time of a walk)
+        lengths = self._lengths.setdefault((term.fieldname, offset), {})
+        idf, avgfl, b, k1, length_of = scorer.idf, scorer.avgfl, scorer.B, scorer.K1, scorer.dfl
+        while matcher.is_active():
+            for _ in range(STRIDE):
+                docnum, weight = matcher.id(), matcher.weight()
+                length = lengths.get(docnum)
+                if length is None:
+                    length = lengths[docnum] = length_of(docnum)
+                docnums.append(docnum + offset)
+                scores.append(bm25(idf, weight, length, avgfl, b, k1))
+                matcher.next()
+                if not matcher.is_active():
+                    break
+            yield
+
+    def _from_segments(self, term: Any, docnums: array, scores: array) -> Iterator[None]:
+        """Append every (docnum, score) pair of `term`, each segment's postings decoded once per process
+        (`SegmentPostings`) and scored with this searcher's BM25F figures, less the documents deleted now."""
+        from whoosh.matching import NullMatcherClass
+
+        kept = self.segments.postings
+        context = self.searcher.context()
+        figures: tuple[float, float, float, float] | None = None  # the term's idf, avgfl, B, K1 (all segments')
+        for subsearcher, offset in self.searcher.leaf_searchers():
+            reader = subsearcher.reader()
+            segment = reader.segment()
+            deleted = getattr(reader, "deleted_docs_set", None)  # what the matcher leaves out (whoosh3)
+            if segment is None or deleted is None:  # not a segment of a Whoosh index: decoded as the plain path
+                yield from self._decode(term, subsearcher, offset, context, docnums, scores)
+                continue
+            key = (segment.segment_id(), reader.doc_count_all(), term.fieldname, term.text)
+            found = kept.get(key, len(deleted))
+            if found is not None and not found.docs:  # the word is in none of the segment's live documents
+                continue
+            if found is None or figures is None:
+                matcher = term.matcher(subsearcher, context)
+                if isinstance(matcher, NullMatcherClass):  # not in the segment, ever: kept as no postings
+                    kept.put(key, WordPostings(array("q"), array("I"), [], 0))
+                    continue
+                scorer = _bm25f(matcher)
+                if scorer is None:  # not BM25F: scored by Whoosh, as the plain path
+                    yield from self._decode(term, subsearcher, offset, context, docnums, scores, matcher)
+                    continue
+                figures = (scorer.idf, scorer.avgfl, scorer.B, scorer.K1)
+                if found is None:
+                    lengths = kept.lengths((key[0], key[1], term.fieldname), reader.doc_count_all())
+                    found = yield from segment_postings(matcher, scorer.dfl, lengths, len(deleted))
+                    kept.put(key, found)
+            found.scored(figures, offset, deleted, docnums, scores)
+            yield
 
     def warm_some(self, seconds: float, stop: Callable[[], bool] | None = None) -> bool:
         """Work out the scores of the searcher's most frequent words for about `seconds`, ahead of the
@@ -282,10 +372,12 @@ class SegmentHides:
 
 class SegmentMasks:
     """The `SegmentHides` of the segments searchers met, by segment id, kept across searchers (the
-    least recently used dropped first past `most` document numbers). Thread-safe."""
+    least recently used dropped first past `most` document numbers), and their words' `postings`.
+    Thread-safe."""
 
-    def __init__(self, most: int = SEGMENT_DOCS) -> None:
+    def __init__(self, most: int = SEGMENT_DOCS, postings: int = SEGMENT_POSTINGS) -> None:
         self.most = most
+        self.postings = SegmentPostings(postings)  # the words' postings of the same segments
         self._kept: OrderedDict[tuple[str, int], SegmentHides] = OrderedDict()
         self._held = 0
         self._lock = threading.Lock()
@@ -345,6 +437,135 @@ class SegmentMasks:
             while self._held > self.most and len(self._kept) > 1:
                 self._held -= self._kept.popitem(last=False)[1].size
         return found
+
+
+@dataclass(frozen=True)
+class WordPostings:
+    """One word's postings in one segment, as a walk decoded them from Whoosh's matcher: each live
+    document's local number and the code of its (weight, field length) pair, an index into `pairs`
+    (a word has few distinct ones: weights are counts, lengths one of 256 byte-coded values). Decoded
+    with `deleted` documents deleted (the matcher leaves them out): holds for a reader of the segment
+    with at least as many (a segment's deletions only grow)."""
+
+    docs: array  # "q": local document numbers, ascending
+    codes: array  # "I": the index in `pairs` of each document's (weight, length)
+    pairs: list[tuple[float, int]]
+    deleted: int
+
+    @property
+    def size(self) -> int:
+        return len(self.docs) + len(self.pairs) + WORD_ENTRY
+
+    def scored(
+        self,
+        figures: tuple[float, float, float, float],
+        offset: int,
+        deleted: frozenset[int],
+        docnums: array,
+        scores: array,
+    ) -> None:
+        """Append the (docnum, score) pairs of these postings with a searcher's BM25F `figures` (idf,
+        avgfl, B, K1), the segment at `offset`, less the `deleted` documents: `bm25` of each document's
+        own weight and length, the very call and arguments of Whoosh's BM25FScorer, so the same floats."""
+        from whoosh.scoring import bm25
+
+        idf, avgfl, b, k1 = figures
+        table = [bm25(idf, weight, length, avgfl, b, k1) for weight, length in self.pairs]
+        docs: Any = self.docs
+        codes: Any = self.codes
+        if len(deleted) > self.deleted:  # deleted since they were decoded
+            live = [docnum not in deleted for docnum in docs]
+            docs, codes = compress(docs, live), compress(codes, live)
+        docnums.extend(map(offset.__add__, docs) if offset else docs)
+        scores.extend(map(table.__getitem__, codes))
+
+
+class SegmentPostings:
+    """The `WordPostings` of the words walked in each segment, and the field lengths of its documents,
+    kept across searchers by segment id and document count (a segment never changes once written, and
+    its id is random: a merge, an optimize or a new index writes segments of new ids). The least
+    recently used are dropped first past `most` (a posting or a length counts 1, a word of a segment
+    `WORD_ENTRY`). Thread-safe; `decoded` counts the (segment, word) postings decoded (or found
+    absent) from the index."""
+
+    def __init__(self, most: int = SEGMENT_POSTINGS) -> None:
+        self.most = most
+        self._kept: OrderedDict[tuple[Any, ...], WordPostings | array] = OrderedDict()
+        self._held = 0
+        self._lock = threading.Lock()
+        self.decoded = 0
+
+    def get(self, key: tuple[str, int, str, str], deleted: int) -> WordPostings | None:
+        """The kept postings of (segment id, document count, field, word), if they hold for a reader of
+        the segment with `deleted` documents deleted."""
+        with self._lock:
+            found = self._kept.get(key)
+            if isinstance(found, WordPostings) and found.deleted <= deleted:
+                self._kept.move_to_end(key)
+                return found
+        return None
+
+    def put(self, key: tuple[str, int, str, str], found: WordPostings) -> None:
+        """Keep a word's postings just decoded (in place of any kept for the segment)."""
+        with self._lock:
+            self.decoded += 1
+            self._keep(key, found, found.size)
+
+    def lengths(self, key: tuple[str, int, str], count: int) -> array:
+        """The field lengths of a segment's `count` documents found so far (-1: not yet), by (segment id,
+        document count, field): the array is filled in as walks look lengths up."""
+        with self._lock:
+            found = self._kept.get(key)
+            if isinstance(found, array):
+                self._kept.move_to_end(key)
+                return found
+            made = array("q", [-1]) * count
+            self._keep(key, made, count)
+            return made
+
+    def _keep(self, key: tuple[Any, ...], value: WordPostings | array, size: int) -> None:
+        old = self._kept.pop(key, None)
+        if old is not None:
+            self._held -= _size(old)
+        self._kept[key] = value
+        self._held += size
+        while self._held > self.most and len(self._kept) > 1:
+            self._held -= _size(self._kept.popitem(last=False)[1])
+
+
+def _size(value: WordPostings | array) -> int:
+    return value.size if isinstance(value, WordPostings) else len(value)
+
+
+def segment_postings(
+    matcher: Any, length_of: Callable[[int], Any], lengths: array, deleted: int
+) -> Generator[None, None, WordPostings]:
+    """Decode a word's postings in one segment from its BM25F `matcher`, pausing (yielding) every
+    `STRIDE` postings: each document's weight, and its field length (`length_of`, Whoosh's scorer's
+    own, read once per document into the segment's `lengths`)."""
+    docs, codes = array("q"), array("I")
+    pairs: list[tuple[float, int]] = []
+    coded: dict[tuple[float, int], int] = {}
+    while matcher.is_active():
+        for _ in range(STRIDE):
+            docnum, weight = matcher.id(), matcher.weight()
+            length = lengths[docnum]
+            if length < 0:
+                length = length_of(docnum)
+                if type(length) is int and length >= 0:
+                    lengths[docnum] = length
+            pair = (weight, length)
+            code = coded.get(pair)
+            if code is None:
+                code = coded[pair] = len(pairs)
+                pairs.append(pair)
+            docs.append(docnum)
+            codes.append(code)
+            matcher.next()
+            if not matcher.is_active():
+                break
+        yield
+    return WordPostings(docs, codes, pairs, deleted)
 
 
 #: The `SegmentMasks` of the process, for every index it opens: a segment's id is random (16 letters
