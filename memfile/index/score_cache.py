@@ -35,12 +35,29 @@ process; a new searcher works the word's scores out again from them with its
 own BM25F figures (idf and average length change with every commit), less
 the documents deleted since, and decodes only the segments no searcher met.
 Its first query of kept words is then answered here too, not by Whoosh.
+
+The memories hits decode to outlive a searcher the same way (`SegmentMemories`, the
+trick `segment_memories`): a segment's document never changes, so its Memory is
+decoded once per process, by (segment, local document number); a search or a
+recall right after a store decodes only the new segment's hits. A segment is
+named by its random id, its document count and the stored rows of its first and
+last documents (read once per searcher): Whoosh draws segment ids from the global
+`random`, which a process may seed again (Hypothesis does, per example), and two
+indexes' segments of one id then hold other memories, whose rows (with their
+`os.urandom` ids) differ. Parsed queries outlive a searcher too (`ParsedQueries`,
+the trick `shared_queries`): a query depends on its text and the schema alone, so
+it is kept by text and the schema's pickle (every index of a `SCHEMA_VERSION` is
+made by `persisted.schema()`; each searcher unpickles it afresh from the TOC).
+Whoosh never changes a query object while searching with it (its classes assign
+their attributes only in `__init__`; `normalize`, `with_boost` and the like work on
+copies), so one parsed query serves every searcher.
 """
 
 from __future__ import annotations
 
 import heapq
 import marshal
+import pickle
 import threading
 import time
 from array import array
@@ -78,6 +95,10 @@ SEGMENT_DOCS = 1_000_000
 #: segment `WORD_ENTRY` (its arrays and key), so at most about 50 MB.
 SEGMENT_POSTINGS = 4_000_000
 WORD_ENTRY = 32
+#: The most decoded memories `SegmentMemories` keeps, in all segments (about 1.8 KB each at 10k: about 40 MB).
+SEGMENT_MEMORIES = 20_000
+#: The most parsed queries `ParsedQueries` keeps, of all searchers.
+SHARED_QUERIES = 2_000
 #: A first query of a searcher goes to the score cache when its words' postings are kept in every
 #: segment of at least FEW_DOCS documents (Whoosh's MERGE_SMALL merges the smaller ones).
 FEW_DOCS = 1000
@@ -105,6 +126,10 @@ class ScoreCache:
         self._hidden: dict[tuple[bool, bool], tuple[datetime, datetime, set[int]]] = {}
         self._lengths: dict[tuple[str, int], dict[int, int]] = {}  # (field, segment offset) -> docnum -> length
         self._warming: Iterator[None] | None = None  # `warm_some`'s work, paused
+        self._offsets: list[int] | None = None  # where each leaf's documents start (`_leaf_of`)
+        self._readers: list[Any] = []  # each leaf's reader
+        self._names: dict[int, SegmentName | None] = {}  # id(leaf reader) -> its segment's `segment_name`, once asked
+        self._schema: int | None = None  # `ParsedQueries.schema` of the searcher's schema
 
     def parsed(self, text: str) -> Any:
         """`parse_query(text)` for this searcher's schema, once per text.
@@ -112,7 +137,15 @@ class ScoreCache:
         Raises:
             InvalidInput: the query cannot be parsed (never kept).
         """
-        return _kept(self._queries, text, lambda: parse_query(text, self.searcher.schema))
+        return _kept(self._queries, text, lambda: self._parse(text))
+
+    def _parse(self, text: str) -> Any:
+        if plain("shared_queries"):
+            return parse_query(text, self.searcher.schema)
+        kept = self.segments.queries
+        if self._schema is None:
+            self._schema = kept.schema(self.searcher.schema)
+        return kept.get(self._schema, text, lambda: parse_query(text, self.searcher.schema))
 
     def hidden(self, include_superseded: bool, include_expired: bool, now: datetime) -> set[int]:
         """The documents a search leaves out at `now` (superseded, expired), found once until the
@@ -138,7 +171,34 @@ class ScoreCache:
 
     def memory(self, docnum: int) -> Memory:
         """The memory document `docnum` stores, decoded once."""
-        return _kept(self._memories, docnum, lambda: stored_memory(self.searcher, docnum))
+        return _kept(self._memories, docnum, lambda: self._decode_memory(docnum))
+
+    def _decode_memory(self, docnum: int) -> Memory:
+        """The memory of document `docnum`, from `SegmentMemories` when its segment's is kept."""
+        if plain("segment_memories"):
+            return stored_memory(self.searcher, docnum)
+        reader, segment, local = self._leaf_of(docnum)
+        if segment is None:  # not a segment of a Whoosh index: decoded as the plain path
+            return stored_memory(self.searcher, docnum)
+        return self.segments.memories.memory(segment, local, lambda: _memory_of(reader, local))
+
+    def _leaf_of(self, docnum: int) -> tuple[Any, SegmentName | None, int]:
+        """The reader of the segment holding document `docnum`, the segment's name in `SegmentMemories`
+        (None: not a Whoosh segment), and the document's number in it."""
+        if self._offsets is None:
+            leaves = self.searcher.leaf_searchers()
+            self._offsets = [offset for _, offset in leaves]
+            self._readers = [subsearcher.reader() for subsearcher, _ in leaves]
+        n = bisect_right(self._offsets, docnum) - 1
+        reader = self._readers[n]
+        return reader, self._name_of(reader), docnum - self._offsets[n]
+
+    def _name_of(self, reader: Any) -> SegmentName | None:
+        """`segment_name(reader)`, read once per leaf reader of this searcher (they live as long as it)."""
+        key = id(reader)
+        if key not in self._names:
+            self._names[key] = segment_name(reader)
+        return self._names[key]
 
     def top(
         self, parsed: Any, allow: Any, hidden: set[int], limit: int, count: bool = True
@@ -191,7 +251,10 @@ class ScoreCache:
                 segment, deleted = reader.segment(), getattr(reader, "deleted_docs_set", None)
                 if segment is None or deleted is None:
                     return False
-                key = (segment.segment_id(), reader.doc_count_all(), term.fieldname, term.text)
+                name = self._name_of(reader)
+                if name is None:
+                    return False
+                key = (name, term.fieldname, term.text)
                 if kept.get(key, len(deleted)) is not None:
                     met = True
                 elif reader.doc_count_all() >= FEW_DOCS:
@@ -277,7 +340,11 @@ class ScoreCache:
             if segment is None or deleted is None:  # not a segment of a Whoosh index: decoded as the plain path
                 yield from self._decode(term, subsearcher, offset, context, docnums, scores)
                 continue
-            key = (segment.segment_id(), reader.doc_count_all(), term.fieldname, term.text)
+            name = self._name_of(reader)
+            if name is None:  # an empty segment: decoded as the plain path
+                yield from self._decode(term, subsearcher, offset, context, docnums, scores)
+                continue
+            key = (name, term.fieldname, term.text)
             found = kept.get(key, len(deleted))
             if found is not None and not found.docs:  # the word is in none of the segment's live documents
                 continue
@@ -292,7 +359,7 @@ class ScoreCache:
                     continue
                 figures = (scorer.idf, scorer.avgfl, scorer.B, scorer.K1)
                 if found is None:
-                    lengths = kept.lengths((key[0], key[1], term.fieldname), reader.doc_count_all())
+                    lengths = kept.lengths((name, term.fieldname), reader.doc_count_all())
                     found = yield from segment_postings(matcher, scorer.dfl, lengths, len(deleted))
                     kept.put(key, found)
             found.scored(figures, offset, deleted, docnums, scores)
@@ -378,7 +445,9 @@ class SegmentMasks:
     def __init__(self, most: int = SEGMENT_DOCS, postings: int = SEGMENT_POSTINGS) -> None:
         self.most = most
         self.postings = SegmentPostings(postings)  # the words' postings of the same segments
-        self._kept: OrderedDict[tuple[str, int], SegmentHides] = OrderedDict()
+        self.memories = SegmentMemories()  # the memories of their documents
+        self.queries = ParsedQueries()  # and the queries parsed for searchers of any of them
+        self._kept: OrderedDict[SegmentName, SegmentHides] = OrderedDict()
         self._held = 0
         self._lock = threading.Lock()
 
@@ -399,7 +468,10 @@ class SegmentMasks:
             segment = reader.segment()
             if segment is None:  # not a segment of a Whoosh index: found as the plain path does
                 return hidden_docs(searcher, include_superseded, include_expired, now)
-            hides = self._of(subsearcher, (segment.segment_id(), reader.doc_count_all()), segment.deleted_count())
+            name = segment_name(reader)
+            if name is None:  # an empty segment: nothing to hide in it
+                continue
+            hides = self._of(subsearcher, name, segment.deleted_count())
             local: set[int] = set() if include_superseded else set(hides.superseded)
             if not include_expired:
                 end = bisect_right(hides.expiry_terms, cut)
@@ -420,7 +492,7 @@ class SegmentMasks:
                 until = min(until, expires)
         return docs, until
 
-    def _of(self, subsearcher: Any, key: tuple[str, int], deleted: int) -> SegmentHides:
+    def _of(self, subsearcher: Any, key: SegmentName, deleted: int) -> SegmentHides:
         """The kept `SegmentHides` of a segment, found now if none holds for its `deleted` count."""
         with self._lock:
             found = self._kept.get(key)
@@ -495,8 +567,8 @@ class SegmentPostings:
         self._lock = threading.Lock()
         self.decoded = 0
 
-    def get(self, key: tuple[str, int, str, str], deleted: int) -> WordPostings | None:
-        """The kept postings of (segment id, document count, field, word), if they hold for a reader of
+    def get(self, key: tuple[SegmentName, str, str], deleted: int) -> WordPostings | None:
+        """The kept postings of (segment (`segment_name`), field, word), if they hold for a reader of
         the segment with `deleted` documents deleted."""
         with self._lock:
             found = self._kept.get(key)
@@ -505,15 +577,15 @@ class SegmentPostings:
                 return found
         return None
 
-    def put(self, key: tuple[str, int, str, str], found: WordPostings) -> None:
+    def put(self, key: tuple[SegmentName, str, str], found: WordPostings) -> None:
         """Keep a word's postings just decoded (in place of any kept for the segment)."""
         with self._lock:
             self.decoded += 1
             self._keep(key, found, found.size)
 
-    def lengths(self, key: tuple[str, int, str], count: int) -> array:
-        """The field lengths of a segment's `count` documents found so far (-1: not yet), by (segment id,
-        document count, field): the array is filled in as walks look lengths up."""
+    def lengths(self, key: tuple[SegmentName, str], count: int) -> array:
+        """The field lengths of a segment's `count` documents found so far (-1: not yet), by (segment
+        (`segment_name`), field): the array is filled in as walks look lengths up."""
         with self._lock:
             found = self._kept.get(key)
             if isinstance(found, array):
@@ -566,6 +638,97 @@ def segment_postings(
                 break
         yield
     return WordPostings(docs, codes, pairs, deleted)
+
+
+#: A segment as everything kept across searchers names it (`SegmentMasks`, `SegmentPostings`,
+#: `SegmentMemories`): its id, its document count, and the stored rows of its first and last documents.
+SegmentName = tuple[str, int, bytes, bytes]
+
+
+def segment_name(reader: Any) -> SegmentName | None:
+    """The name of the one segment `reader` reads (None: not a segment of a Whoosh index, or empty).
+
+    Its random id alone would do, but Whoosh draws it from the global `random`: a process that seeds
+    it again (Hypothesis does, for each example) makes segments of the same ids in other indexes.
+    Their first or last documents' rows then differ: each row holds its memory's id, from `os.urandom`.
+    Read once per searcher and segment (two stored documents, about 20 microseconds)."""
+    segment = reader.segment() if hasattr(reader, "segment") else None
+    count = reader.doc_count_all()
+    if segment is None or count == 0:
+        return None
+    first, last = reader.stored_fields(0).get("doc"), reader.stored_fields(count - 1).get("doc")
+    if not isinstance(first, bytes) or not isinstance(last, bytes):
+        return None
+    return (segment.segment_id(), count, first, last)
+
+
+class SegmentMemories:
+    """The memories of segments' documents, decoded once per process, by segment (`segment_name`) and
+    local document number: a segment's documents never change (an update deletes a document in its
+    segment and adds one to a new segment; a merge, an optimize or a new index writes new segments).
+    The least recently used are dropped first past `most`. Thread-safe; `decoded` counts the memories
+    decoded from the index."""
+
+    def __init__(self, most: int = SEGMENT_MEMORIES) -> None:
+        self.most = most
+        self._kept: OrderedDict[tuple[SegmentName, int], Memory] = OrderedDict()
+        self._lock = threading.Lock()
+        self.decoded = 0
+
+    def memory(self, segment: SegmentName, docnum: int, decode: Callable[[], Memory]) -> Memory:
+        """The memory of the segment's document `docnum`, `decode()`d unless kept."""
+        key = (segment, docnum)
+        with self._lock:
+            found = self._kept.get(key)
+            if found is not None:
+                self._kept.move_to_end(key)
+                return found
+        found = decode()
+        with self._lock:
+            self.decoded += 1
+            self._kept[key] = found
+            while len(self._kept) > self.most:
+                self._kept.popitem(last=False)
+        return found
+
+
+class ParsedQueries:
+    """Parsed queries kept across searchers, by schema and text (the least recently used dropped first
+    past `most`); a query that cannot be parsed is never kept. Thread-safe; `parsed` counts the parses."""
+
+    def __init__(self, most: int = SHARED_QUERIES) -> None:
+        self.most = most
+        self._schemas: dict[bytes, int] = {}
+        self._kept: OrderedDict[tuple[int, str], Any] = OrderedDict()
+        self._lock = threading.Lock()
+        self.parsed = 0
+
+    def schema(self, schema: Any) -> int:
+        """A number for the schema, the same for every schema of the same pickle: what the query
+        parser reads of a schema (its fields' names, types, analyzers and options) is all in it."""
+        pickled = pickle.dumps(schema, protocol=pickle.HIGHEST_PROTOCOL)
+        with self._lock:
+            return self._schemas.setdefault(pickled, len(self._schemas))
+
+    def get(self, schema: int, text: str, parse: Callable[[], Any]) -> Any:
+        """The query `parse()` makes of `text` for the schema numbered `schema`, parsed once.
+
+        Raises:
+            InvalidInput: the query cannot be parsed (never kept).
+        """
+        key = (schema, text)
+        with self._lock:
+            found = self._kept.get(key)
+            if found is not None:
+                self._kept.move_to_end(key)
+                return found
+        found = parse()
+        with self._lock:
+            self.parsed += 1
+            self._kept[key] = found
+            while len(self._kept) > self.most:
+                self._kept.popitem(last=False)
+        return found
 
 
 #: The `SegmentMasks` of the process, for every index it opens: a segment's id is random (16 letters
