@@ -651,3 +651,36 @@ def test_calls_that_waited_together_share_one_barrier_and_a_later_edit_is_still_
     path = root / "alice" / "fact" / "tea.md"
     path.write_text(path.read_text(encoding="utf-8").replace("green tea", "black tea"), encoding="utf-8")
     assert minds.call_sync(ALICE, lambda v: v.get("tea").content) == "black tea"  # made after: a barrier of its own
+
+
+def test_a_commit_git_refuses_takes_its_memory_back_from_the_reads_made_meanwhile(minds: Minds, root: Path) -> None:
+    minds.call_sync(ALICE, lambda v: v.store("fact", "known", "the tea is green"))
+    gate, entered = root.parent / "gate", root.parent / "entered"
+    hook = root / ".git" / "hooks" / "pre-commit"
+    hook.parent.mkdir(parents=True, exist_ok=True)
+    hook.write_text(
+        f"#!/bin/sh\ntouch '{entered}'\nwhile [ ! -e '{gate}' ]; do sleep 0.01; done\nexit 1\n", encoding="utf-8"
+    )
+    hook.chmod(0o755)
+    failed: list[BaseException] = []
+
+    def store() -> None:
+        try:
+            minds.call_sync(ALICE, lambda v: v.store("fact", "doomed", "green tea with mint"))
+        except BaseException as exc:  # noqa: BLE001 - the test looks at it
+            failed.append(exc)
+
+    thread = threading.Thread(target=store)
+    thread.start()
+    try:
+        assert wait_until(entered.exists)
+        during = within(10, lambda: minds.call_sync(ALICE, lambda v: sorted(m.key for m in v.list()), read=True))
+        assert during and "known" in during[0]  # answered while git is at work (the new one may show)
+    finally:
+        gate.touch()
+    thread.join(10)
+    assert failed and type(failed[0]).__name__ == "GitError"
+    assert minds.call_sync(ALICE, lambda v: sorted(m.key for m in v.list()), read=True) == ["known"]
+    assert minds.call_sync(ALICE, lambda v: [h.memory.key for h in v.search("mint")], read=True) == []
+    assert not (root / "alice" / "fact" / "doomed.md").exists()
+    assert git(root, "status", "--porcelain").strip() == ""
