@@ -22,16 +22,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers import write
+from churn import body, random_changes, under_plain
 
 from memfile import Vault
 from memfile.config import plain
-from memfile.errors import InvalidInput, NotFound
+from memfile.errors import InvalidInput
 from memfile.index import score_cache
 from memfile.index.score_cache import ParsedQueries, ScoreCache, SegmentMasks, SegmentMemories
 
-VOCABULARY = "alpha bravo charlie delta echo foxtrot golf hotel".split()
-TAGS = ["red", "blue"]
 QUERIES = [
     "alpha",
     "bravo charlie",
@@ -49,10 +47,6 @@ skip_plain = pytest.mark.skipif(
 )
 
 
-def body(r: random.Random) -> str:
-    return " ".join(r.choice(VOCABULARY) for _ in range(r.randint(1, 25)))
-
-
 def hits(vault: Vault, text: str, **options: Any) -> list[tuple[Any, float, str, int]]:
     """Every hit: its whole memory, score, snippet and rank."""
     return [(h.memory, h.score, h.snippet, h.rank) for h in vault.search(text, limit=1000, **options)]
@@ -65,41 +59,7 @@ def recalled(vault: Vault, text: str) -> str:
 @pytest.fixture
 def plain_tricks(monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
     """Call a function with both tricks turned off (their plain path alone)."""
-
-    def call(function: Any, *args: Any, **kwargs: Any) -> Any:
-        monkeypatch.setenv("MEMFILE_PLAIN", TRICKS)
-        try:
-            return function(*args, **kwargs)
-        finally:
-            monkeypatch.delenv("MEMFILE_PLAIN")
-
-    yield call
-
-
-def random_changes(vault: Vault, r: random.Random, count: int, keys: list[str]) -> None:
-    """New keys, overwrites (a deletion in an old segment), forgets, supersedes and hand edits."""
-    for _ in range(count):
-        roll = r.random()
-        if roll < 0.3 or not keys:
-            key = f"m{len(keys) + r.randint(0, 10_000):05d}"
-            vault.store("note", key, body(r), tags=r.sample(TAGS, r.randint(0, 2)))
-            keys.append(key)
-        elif roll < 0.55:
-            vault.store("note", r.choice(keys), body(r))
-        elif roll < 0.7:
-            key = keys.pop(r.randrange(len(keys)))
-            try:
-                vault.forget(f"note/{key}")
-            except NotFound:  # forgotten before under another draw
-                pass
-        elif roll < 0.85:
-            key = f"s{r.randint(0, 10_000):05d}"
-            vault.store("note", key, body(r), supersedes=f"note/{r.choice(keys)}")
-            keys.append(key)
-        else:  # a person writes a note by hand; the next search indexes it
-            key = f"h{r.randint(0, 10_000):05d}"
-            write(vault.mind_dir / "note" / f"{key}.md", body(r) + "\n")
-            keys.append(key)
+    yield under_plain(monkeypatch, TRICKS)
 
 
 def fresh(root: Path) -> Vault:
@@ -149,16 +109,16 @@ def test_a_long_lived_vault_searches_and_recalls_as_the_plain_path_and_a_fresh_v
 ) -> None:
     r = random.Random(23)
     keys: list[str] = []
-    random_changes(vault, r, 20, keys)
+    random_changes(vault, r, 20, keys, hand_edits=True)
     assert_same_as_plain_and_fresh(vault, plain_tricks)
     for _ in range(3):  # a few changes between searches: each store a new segment, with deletions in old ones
-        random_changes(vault, r, 3, keys)
+        random_changes(vault, r, 3, keys, hand_edits=True)
         assert_same_as_plain_and_fresh(vault, plain_tricks)
-    random_changes(vault, r, 12, keys)  # small segments pile up: Whoosh merges them
+    random_changes(vault, r, 12, keys, hand_edits=True)  # small segments pile up: Whoosh merges them
     assert_same_as_plain_and_fresh(vault, plain_tricks)
     vault.reindex()  # a new index, one segment of new id
     assert_same_as_plain_and_fresh(vault, plain_tricks)
-    random_changes(vault, r, 2, keys)
+    random_changes(vault, r, 2, keys, hand_edits=True)
     assert_same_as_plain_and_fresh(vault, plain_tricks)
 
 

@@ -25,12 +25,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from churn import VOCABULARY, body, random_changes, under_plain
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from memfile import Vault
 from memfile.config import plain
-from memfile.errors import NotFound
 from memfile.index import score_cache
 from memfile.index import store as index_store
 from memfile.index.persisted import schema
@@ -39,8 +39,6 @@ from memfile.index.score_cache import ScoreCache, SegmentMasks
 from memfile.model import Category, Memory, memory_to_row
 
 BASE = datetime(2026, 6, 27, 10, 0, tzinfo=timezone.utc)
-VOCABULARY = "alpha bravo charlie delta echo foxtrot golf hotel".split()
-TAGS = ["red", "blue"]
 CATEGORIES = [Category.NOTE, Category.FACT]
 
 # --- generated indexes --------------------------------------------------------
@@ -219,10 +217,6 @@ QUERIES = [
 ]
 
 
-def body(r: random.Random) -> str:
-    return " ".join(r.choice(VOCABULARY) for _ in range(r.randint(1, 25)))
-
-
 def hits(vault: Vault, text: str, **options: Any) -> list[tuple[str, float]]:
     return [(h.memory.key, h.score) for h in vault.search(text, limit=1000, **options)]
 
@@ -230,37 +224,7 @@ def hits(vault: Vault, text: str, **options: Any) -> list[tuple[str, float]]:
 @pytest.fixture
 def plain_postings(monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
     """Call a function under MEMFILE_PLAIN=segment_postings (the plain path of this trick alone)."""
-
-    def call(function: Any, *args: Any, **kwargs: Any) -> Any:
-        monkeypatch.setenv("MEMFILE_PLAIN", "segment_postings")
-        try:
-            return function(*args, **kwargs)
-        finally:
-            monkeypatch.delenv("MEMFILE_PLAIN")
-
-    yield call
-
-
-def random_changes(vault: Vault, r: random.Random, count: int, keys: list[str]) -> None:
-    """New keys, overwrites (a deletion in an old segment), forgets and supersedes."""
-    for _ in range(count):
-        roll = r.random()
-        if roll < 0.35 or not keys:
-            key = f"m{len(keys) + r.randint(0, 10_000):05d}"
-            vault.store("note", key, body(r), tags=r.sample(TAGS, r.randint(0, 2)))
-            keys.append(key)
-        elif roll < 0.7:
-            vault.store("note", r.choice(keys), body(r))
-        elif roll < 0.85:
-            key = keys.pop(r.randrange(len(keys)))
-            try:
-                vault.forget(f"note/{key}")
-            except NotFound:  # forgotten before under another draw
-                pass
-        else:
-            key = f"s{r.randint(0, 10_000):05d}"
-            vault.store("note", key, body(r), supersedes=f"note/{r.choice(keys)}")
-            keys.append(key)
+    yield under_plain(monkeypatch, "segment_postings")
 
 
 def assert_same_as_plain_and_fresh(vault: Vault, plain_postings: Any) -> None:
