@@ -162,7 +162,9 @@ class ScoreCache:
                 if plain("segment_masks"):
                     docs, until = hidden_docs(self.searcher, include_superseded, include_expired, now)
                 else:
-                    docs, until = self.segments.hidden(self.searcher, include_superseded, include_expired, now)
+                    docs, until = self.segments.hidden(
+                        self.searcher, include_superseded, include_expired, now, self._name_of
+                    )
                 found = (now, until, docs)
                 if self.masks is not None:
                     self.masks.put(key, *found)
@@ -248,11 +250,8 @@ class ScoreCache:
             met = False
             for subsearcher, _ in self.searcher.leaf_searchers():
                 reader = subsearcher.reader()
-                segment, deleted = reader.segment(), getattr(reader, "deleted_docs_set", None)
-                if segment is None or deleted is None:
-                    return False
-                name = self._name_of(reader)
-                if name is None:
+                name, deleted = self._name_of(reader), getattr(reader, "deleted_docs_set", None)
+                if name is None or deleted is None:
                     return False
                 key = (name, term.fieldname, term.text)
                 if kept.get(key, len(deleted)) is not None:
@@ -335,13 +334,9 @@ class ScoreCache:
         figures: tuple[float, float, float, float] | None = None  # the term's idf, avgfl, B, K1 (all segments')
         for subsearcher, offset in self.searcher.leaf_searchers():
             reader = subsearcher.reader()
-            segment = reader.segment()
-            deleted = getattr(reader, "deleted_docs_set", None)  # what the matcher leaves out (whoosh3)
-            if segment is None or deleted is None:  # not a segment of a Whoosh index: decoded as the plain path
-                yield from self._decode(term, subsearcher, offset, context, docnums, scores)
-                continue
             name = self._name_of(reader)
-            if name is None:  # an empty segment: decoded as the plain path
+            deleted = getattr(reader, "deleted_docs_set", None)  # what the matcher leaves out (whoosh3)
+            if name is None or deleted is None:  # not a segment of a Whoosh index, or empty: as the plain path
                 yield from self._decode(term, subsearcher, offset, context, docnums, scores)
                 continue
             key = (name, term.fieldname, term.text)
@@ -452,10 +447,16 @@ class SegmentMasks:
         self._lock = threading.Lock()
 
     def hidden(
-        self, searcher: Any, include_superseded: bool, include_expired: bool, now: datetime
+        self,
+        searcher: Any,
+        include_superseded: bool,
+        include_expired: bool,
+        now: datetime,
+        name_of: Callable[[Any], SegmentName | None] | None = None,
     ) -> tuple[set[int], datetime]:
         """What `hidden_docs` gives (the same set, and until when it holds), from each segment's kept
-        `SegmentHides` (found now for the segments never met)."""
+        `SegmentHides` (found now for the segments never met). `name_of`: `segment_name`, or a
+        searcher's own copy of it that reads each segment's name once."""
         until = now + timedelta(days=1)
         if include_superseded and include_expired:
             return set(), until
@@ -468,7 +469,7 @@ class SegmentMasks:
             segment = reader.segment()
             if segment is None:  # not a segment of a Whoosh index: found as the plain path does
                 return hidden_docs(searcher, include_superseded, include_expired, now)
-            name = segment_name(reader)
+            name = (name_of or segment_name)(reader)
             if name is None:  # an empty segment: nothing to hide in it
                 continue
             hides = self._of(subsearcher, name, segment.deleted_count())
@@ -554,8 +555,8 @@ class WordPostings:
 
 class SegmentPostings:
     """The `WordPostings` of the words walked in each segment, and the field lengths of its documents,
-    kept across searchers by segment id and document count (a segment never changes once written, and
-    its id is random: a merge, an optimize or a new index writes segments of new ids). The least
+    kept across searchers by segment (`segment_name`: a segment never changes once written; a merge,
+    an optimize or a new index writes new segments). The least
     recently used are dropped first past `most` (a posting or a length counts 1, a word of a segment
     `WORD_ENTRY`). Thread-safe; `decoded` counts the (segment, word) postings decoded (or found
     absent) from the index."""
@@ -662,7 +663,32 @@ def segment_name(reader: Any) -> SegmentName | None:
     return (segment.segment_id(), count, first, last)
 
 
-class SegmentMemories:
+class _Kept:
+    """Values made once by key and kept, the least recently used dropped first past `most`; a `make`
+    that raises keeps nothing. Thread-safe; `made` counts the values made."""
+
+    def __init__(self, most: int) -> None:
+        self.most = most
+        self._kept: OrderedDict[Any, Any] = OrderedDict()
+        self._lock = threading.Lock()
+        self.made = 0
+
+    def _take(self, key: Any, make: Callable[[], Any]) -> Any:
+        with self._lock:
+            found = self._kept.get(key)
+            if found is not None:
+                self._kept.move_to_end(key)
+                return found
+        found = make()
+        with self._lock:
+            self.made += 1
+            self._kept[key] = found
+            while len(self._kept) > self.most:
+                self._kept.popitem(last=False)
+        return found
+
+
+class SegmentMemories(_Kept):
     """The memories of segments' documents, decoded once per process, by segment (`segment_name`) and
     local document number: a segment's documents never change (an update deletes a document in its
     segment and adds one to a new segment; a merge, an optimize or a new index writes new segments).
@@ -670,38 +696,29 @@ class SegmentMemories:
     decoded from the index."""
 
     def __init__(self, most: int = SEGMENT_MEMORIES) -> None:
-        self.most = most
-        self._kept: OrderedDict[tuple[SegmentName, int], Memory] = OrderedDict()
-        self._lock = threading.Lock()
-        self.decoded = 0
+        super().__init__(most)
+
+    @property
+    def decoded(self) -> int:
+        return self.made
 
     def memory(self, segment: SegmentName, docnum: int, decode: Callable[[], Memory]) -> Memory:
         """The memory of the segment's document `docnum`, `decode()`d unless kept."""
-        key = (segment, docnum)
-        with self._lock:
-            found = self._kept.get(key)
-            if found is not None:
-                self._kept.move_to_end(key)
-                return found
-        found = decode()
-        with self._lock:
-            self.decoded += 1
-            self._kept[key] = found
-            while len(self._kept) > self.most:
-                self._kept.popitem(last=False)
+        found: Memory = self._take((segment, docnum), decode)
         return found
 
 
-class ParsedQueries:
+class ParsedQueries(_Kept):
     """Parsed queries kept across searchers, by schema and text (the least recently used dropped first
     past `most`); a query that cannot be parsed is never kept. Thread-safe; `parsed` counts the parses."""
 
     def __init__(self, most: int = SHARED_QUERIES) -> None:
-        self.most = most
+        super().__init__(most)
         self._schemas: dict[bytes, int] = {}
-        self._kept: OrderedDict[tuple[int, str], Any] = OrderedDict()
-        self._lock = threading.Lock()
-        self.parsed = 0
+
+    @property
+    def parsed(self) -> int:
+        return self.made
 
     def schema(self, schema: Any) -> int:
         """A number for the schema, the same for every schema of the same pickle: what the query
@@ -716,23 +733,11 @@ class ParsedQueries:
         Raises:
             InvalidInput: the query cannot be parsed (never kept).
         """
-        key = (schema, text)
-        with self._lock:
-            found = self._kept.get(key)
-            if found is not None:
-                self._kept.move_to_end(key)
-                return found
-        found = parse()
-        with self._lock:
-            self.parsed += 1
-            self._kept[key] = found
-            while len(self._kept) > self.most:
-                self._kept.popitem(last=False)
-        return found
+        return self._take((schema, text), parse)
 
 
-#: The `SegmentMasks` of the process, for every index it opens: a segment's id is random (16 letters
-#: and digits) and its documents never change, so a segment id names the same documents in any folder.
+#: The `SegmentMasks` of the process, for every index it opens: a segment's documents never change, so
+#: a segment's name (`segment_name`) names the same documents in any folder.
 SEGMENTS = SegmentMasks()
 
 
