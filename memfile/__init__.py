@@ -1,39 +1,66 @@
 """memfile: long-term memory for LLM agents, kept as Markdown files in a git repository."""
 
-from typing import TYPE_CHECKING, Any
+from __future__ import annotations
 
-from .errors import (
-    EXIT_CODES,
-    AmbiguousRef,
-    Conflict,
-    FileParseError,
-    GitError,
-    InvalidInput,
-    LockTimeout,
-    MemfileError,
-    NotAVault,
-    NotFound,
-    Refused,
-)
-from .model import Category, Memory, ParseIssue, Priority, Source, Status, StoreResult
-from .vault import Vault
-from .watch import Watcher
+from importlib import import_module
 
+TYPE_CHECKING = False  # typing itself is not imported: `import memfile` must stay light (see _HOMES)
 if TYPE_CHECKING:
+    from typing import Any
+
+    from .errors import (
+        EXIT_CODES,
+        AmbiguousRef,
+        Conflict,
+        FileParseError,
+        GitError,
+        InvalidInput,
+        LockTimeout,
+        MemfileError,
+        NotAVault,
+        NotFound,
+        Refused,
+    )
+    from .model import Category, Memory, ParseIssue, Priority, Source, Status, StoreResult
     from .recall import RecallItem, RecallReport, estimate_tokens
+    from .vault import Vault
+    from .watch import Watcher
 
 __version__ = "0.1.0"
 
-#: Names of `memfile.recall`, imported on first use (see recalling.py).
-_FROM_RECALL = frozenset({"RecallItem", "RecallReport", "estimate_tokens"})
+#: Where each public name lives; each module is imported on first use, so that `import memfile` costs
+#: nothing: the command line's client (cli_client.py) runs inside this package and must stay light.
+_HOMES = {
+    **dict.fromkeys(
+        (
+            "EXIT_CODES",
+            "AmbiguousRef",
+            "Conflict",
+            "FileParseError",
+            "GitError",
+            "InvalidInput",
+            "LockTimeout",
+            "MemfileError",
+            "NotAVault",
+            "NotFound",
+            "Refused",
+        ),
+        "errors",
+    ),
+    **dict.fromkeys(("Category", "Memory", "ParseIssue", "Priority", "Source", "Status", "StoreResult"), "model"),
+    **dict.fromkeys(("RecallItem", "RecallReport", "estimate_tokens"), "recall"),
+    "Vault": "watch",  # watch.py imports Vault and hands it the watcher (`Vault.open(watch=True)`)
+    "Watcher": "watch",
+}
 
 
 def __getattr__(name: str) -> Any:
-    if name in _FROM_RECALL:
-        from . import recall
-
-        return getattr(recall, name)
-    raise AttributeError(f"module 'memfile' has no attribute {name!r}")
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module 'memfile' has no attribute {name!r}")
+    value = getattr(import_module(f".{home}", __name__), name)
+    globals()[name] = value
+    return value
 
 
 __all__ = [

@@ -1,5 +1,8 @@
 """The `memfile` command and `python -m memfile`: the command line (memfile.cli) as a process of its own.
 
+A read command goes to the vault's running server first (memfile.cli_client: only the standard library
+is imported until it is known that no server answers); else it runs here.
+
 Its speed tricks for a whole process are the only ones outside memfile/index/: a command that
 ends soon runs without the cyclic garbage collector, and a read-only one ends without the
 interpreter's teardown (`MEMFILE_PLAIN=1` turns both off).
@@ -11,8 +14,7 @@ import gc
 import os
 import sys
 
-from .cli import RUNNING, main
-from .config import plain
+from .cli_client import answer
 
 #: Read-only commands: once their output is flushed, the process ends without the interpreter's
 #: teardown (freeing a recall's 10,000 memories one by one takes 20-40 ms). A read has committed
@@ -27,13 +29,22 @@ LONG_RUNNING = frozenset({"watch", "mcp", "serve"})
 def _started(command: str | None) -> None:
     """A command that ends soon frees by reference counting; collecting cycles only costs it time
     (4 % of `memfile list --json` at 2,000 memories)."""
+    from .config import plain
+
     if command not in LONG_RUNNING and not plain("gc"):
         gc.disable()
 
 
 def run() -> None:
-    """`main`; a read-only command (QUICK_EXIT) then ends the process at once, with the exit
-    code `main` gave, after flushing its output (a speed trick: `MEMFILE_PLAIN=1` turns it off)."""
+    """The answer of the vault's server, when one answers for this command; else `main`, and a
+    read-only command (QUICK_EXIT) then ends the process at once, with the exit code `main` gave,
+    after flushing its output (a speed trick: `MEMFILE_PLAIN=1` turns it off)."""
+    served = answer(sys.argv[1:])
+    if served is not None:
+        sys.exit(served)
+    from .cli import RUNNING, main
+    from .config import plain
+
     RUNNING["started"] = _started
     try:
         main()

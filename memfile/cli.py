@@ -12,6 +12,7 @@ import os
 import re
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -30,17 +31,35 @@ DISTRIBUTION = "memfile-vault"
 RUNNING: dict[str, Any] = {"command": None, "started": None}
 
 
+#: How a command gets its Vault: `Vault.open(--vault, --mind)` in process; a server's own (cli_served.py).
+Opener = Callable[[str | None, str | None], Vault]
+
+
 @dataclass
 class State:
     vault_path: str | None
     mind: str | None
     debug: bool
+    opener: Opener = Vault.open
     opened: list[Vault] = field(default_factory=list)
 
     def vault(self) -> Vault:
         if not self.opened:
-            self.opened.append(Vault.open(self.vault_path, self.mind))
+            self.opened.append(self.opener(self.vault_path, self.mind))
         return self.opened[0]
+
+
+@dataclass(frozen=True)
+class Served:
+    """`main`'s obj when a server runs a command line for another process (cli_served.py): where the
+    command's Vault comes from, and which commands it may run (a refused one raises `NotServed`)."""
+
+    opener: Opener
+    commands: frozenset[str]
+
+
+class NotServed(Exception):
+    """A server was asked to run a command it does not run for others: the client runs it itself."""
 
 
 class MemfileGroup(click.Group):
@@ -61,7 +80,7 @@ class MemfileGroup(click.Group):
             _report_debug(ctx, exc)
             click.echo(f"memfile: error: {exc}", err=True)
             ctx.exit(exc.exit_code)
-        except (click.exceptions.Exit, click.ClickException, click.Abort):
+        except (click.exceptions.Exit, click.ClickException, click.Abort, NotServed):
             raise
         except BrokenPipeError:
             # The reader (say `| head`) went away: stop quietly, as other command-line tools do.
@@ -151,6 +170,11 @@ def main(ctx: click.Context, vault_path: str | None, mind: str | None, debug: bo
 
     Example: memfile --vault sample_vault recall
     """
+    if isinstance(ctx.obj, Served):  # run by the vault's server for a command line of another process
+        if ctx.invoked_subcommand not in ctx.obj.commands:
+            raise NotServed(ctx.invoked_subcommand)
+        ctx.obj = State(vault_path, mind, debug, ctx.obj.opener)
+        return
     for stream in (sys.stdout, sys.stderr):  # a terminal that cannot show a character gets an escape, not an error
         if hasattr(stream, "reconfigure") and getattr(stream, "errors", "") == "strict":
             stream.reconfigure(errors="backslashreplace")
@@ -688,6 +712,12 @@ def status(state: State, as_json: bool) -> None:
     )
     watcher = data["watcher_pid"]
     click.echo(f"Watcher: {'running, pid ' + str(watcher) if watcher else 'not running'}")
+    server = data["server"]
+    click.echo(
+        f"Server: running, pid {server['pid']}, {server['address']} (it answers memfile's read commands)"
+        if server
+        else "Server: not running (each command reads the vault itself)"
+    )
     click.echo(
         f"Uncommitted hand edits: {len(data['uncommitted'])}" + "".join(f"\n  {p}" for p in data["uncommitted"][:20])
     )

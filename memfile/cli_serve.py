@@ -72,6 +72,11 @@ def serve(
             str(exc),
             f"Starlette and uvicorn: pip install '{DISTRIBUTION}[serve]' (in a checkout of memfile: pip install '.[serve]')",
         ) from None
+    from .cli_served import command_lines
+
+    def notify(message: str) -> None:
+        click.echo(f"memfile: {message}", err=True)
+
     run_server(
         state.vault_path,
         host=host,
@@ -82,5 +87,6 @@ def serve(
         allow_hosts=allow_hosts,
         watch=not no_watch,
         on_ready=lambda url: click.echo(f"memfile: serving {url} (Ctrl+C to stop)"),
-        notify=lambda message: click.echo(f"memfile: {message}", err=True),
+        notify=notify,
+        beside=lambda minds, url: command_lines(minds, url, notify),
     )

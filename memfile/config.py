@@ -15,7 +15,9 @@ import os
 import re
 import stat
 import tomllib
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -92,6 +94,30 @@ class InvalidConfig(InvalidInput):
         else:
             message = f"invalid {CONFIG_NAME}: {key} = {_shown(value)}{why}; allowed: {allowed}; fix {path}."
         self.args = (message,)
+
+
+#: The variables that choose the vault, the mind and the caller: read through `environ()`, so that a
+#: resident process can answer a command line run elsewhere with that process's values (`environment`).
+CHOOSING = ("MEMFILE_VAULT", "MEMFILE_MIND", "MEMFILE_SOURCE")
+_ENVIRONMENT: ContextVar[Mapping[str, str] | None] = ContextVar("memfile_environment", default=None)
+
+
+def environ() -> Mapping[str, str]:
+    """The environment the vault, mind and caller are chosen by: this process's, or inside
+    `environment(...)` the one given there."""
+    given = _ENVIRONMENT.get()
+    return os.environ if given is None else given
+
+
+@contextmanager
+def environment(values: Mapping[str, str]) -> Iterator[None]:
+    """Choose the vault, mind and caller by `values` (CHOOSING) instead of this process's environment,
+    in this thread, until the block ends: how a server answers a command line run in another process."""
+    token = _ENVIRONMENT.set({name: values[name] for name in CHOOSING if name in values})
+    try:
+        yield
+    finally:
+        _ENVIRONMENT.reset(token)
 
 
 #: The environment variable that turns memfile's speed tricks off: `1` turns every one off (the plain
@@ -306,7 +332,7 @@ def find_vault(explicit: str | os.PathLike[str] | None = None, start: Path | Non
         NotAVault: nothing was given and no parent folder holds memfile.toml, or the given folder
             does not exist, is inside a vault, or holds no memfile.toml.
     """
-    given = explicit if explicit not in (None, "") else os.environ.get("MEMFILE_VAULT") or None
+    given = explicit if explicit not in (None, "") else environ().get("MEMFILE_VAULT") or None
     if given is not None:
         root = Path(given).expanduser()
         if not root.is_dir():
@@ -345,7 +371,7 @@ def select_mind(root: Path, config: Config, explicit: str | None = None) -> str:
         NotFound: the chosen mind folder does not exist, or the vault has no mind.
         AmbiguousMind: several minds and nothing chooses one.
     """
-    chosen = explicit or os.environ.get("MEMFILE_MIND") or config.default_mind
+    chosen = explicit or environ().get("MEMFILE_MIND") or config.default_mind
     existing = [m for m in mind_dirs(root) if MIND_PATTERN.fullmatch(m)]
     if chosen:
         validate_mind(chosen)
@@ -375,7 +401,7 @@ def select_mind(root: Path, config: Config, explicit: str | None = None) -> str:
 
 def caller_source(explicit: str | Source | None = None) -> Source:
     """Who is calling: `user` unless told otherwise or `MEMFILE_SOURCE=agent`."""
-    value = explicit or os.environ.get("MEMFILE_SOURCE") or Source.USER
+    value = explicit or environ().get("MEMFILE_SOURCE") or Source.USER
     return parse_source(value, "MEMFILE_SOURCE" if explicit is None else "source")
 
 

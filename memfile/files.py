@@ -175,6 +175,15 @@ def _lock_file(lock_path: Path) -> int:
 
 def lock_holder(path: Path) -> int | None:
     """The pid written in a lock file whose flock some process holds now, else None."""
+    text = lock_text(path)
+    if text is None:
+        return None
+    first = text.split(maxsplit=1)[0] if text else ""
+    return int(first) if first.isdigit() else -1
+
+
+def lock_text(path: Path) -> str | None:
+    """What is written in a lock file whose flock some process holds now (its pid first), else None."""
     try:
         fd = os.open(path, os.O_RDONLY)
     except OSError:
@@ -182,13 +191,30 @@ def lock_holder(path: Path) -> int | None:
     try:
         fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
     except OSError:
-        text = os.pread(fd, 32, 0).decode("ascii", "replace").strip()
-        return int(text) if text.isdigit() else -1
+        return os.pread(fd, 4096, 0).decode("utf-8", "replace").strip()
     else:
         fcntl.flock(fd, fcntl.LOCK_UN)
         return None
     finally:
         os.close(fd)
+
+
+def hold_lock(path: Path, text: str) -> int | None:
+    """Take the flock of a lock file for as long as the returned descriptor stays open, and write
+    `text` in it (the holder's pid first: `lock_holder`, `lock_text`); None when another process holds it.
+
+    Raises:
+        OSError: the lock file cannot be made (see `_lock_file`).
+    """
+    fd = _lock_file(path)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        os.close(fd)
+        return None
+    os.ftruncate(fd, 0)
+    os.pwrite(fd, text.encode("utf-8") + b"\n", 0)
+    return fd
 
 
 @contextmanager

@@ -35,7 +35,7 @@ from .config import (
     validate_display_name,
 )
 from .errors import Conflict, InvalidInput, MemfileError
-from .files import lock_holder
+from .files import lock_holder, lock_text
 from .index import Index, RefreshReport, SearchOptions
 from .index.query import check_query
 from .model import (
@@ -102,6 +102,7 @@ class StatusReport(Report):
     unreadable: list[dict[str, Any]]  # path, line (or None), reason
     last_index_update: str | None
     watcher_pid: int | None
+    server: dict[str, Any] | None  # pid, address: the vault's `memfile serve`, which answers the command line
     uncommitted: list[str]
     conflicts: list[str]
     git: dict[str, Any] | None  # upstream, remotes, ahead, behind; None without a repository
@@ -570,7 +571,8 @@ class Vault:
             on_disk and indexed file counts, stale paths (changed on disk since indexed: a file whose
             stat cannot prove it unchanged is read and compared), `unreadable`: the files (and folders,
             `<folder>/`) that cannot be read, as last read, each a dict of `path`, `line` (or None) and
-            `reason`; last index update, the watcher's pid (or None), uncommitted hand edits,
+            `reason`; last index update, the watcher's pid (or None), the vault's server (`memfile serve`
+            holding .memfile/serve.lock: its pid and address; None), uncommitted hand edits,
             conflicted memories (as last indexed: a sync found their body changed on both sides),
             and the git upstream with ahead/behind counts (None without a repository).
         """
@@ -583,6 +585,7 @@ class Vault:
             unreadable=[{"path": i.path, "line": i.line, "reason": i.reason} for i in index.unreadable],
             last_index_update=self._last_index_update(),
             watcher_pid=lock_holder(self.root / STATE_DIR / f"watch-{self.mind}.lock"),
+            server=_server(self.root),
             uncommitted=[shown_path(p) for p in self._git.changed_paths(self.mind) if p.endswith(".md")]
             if self._git.exists()
             else [],
@@ -944,3 +947,12 @@ class Vault:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _server(root: Path) -> dict[str, Any] | None:
+    """The vault's running server (`memfile serve`: cli_served.SERVER_LOCK holds "PID ADDRESS"), else None."""
+    text = lock_text(root / STATE_DIR / "serve.lock")
+    if not text:
+        return None
+    pid, _, address = text.partition(" ")
+    return {"pid": int(pid) if pid.isdigit() else None, "address": address or None}

@@ -24,8 +24,9 @@ import asyncio
 import threading
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import Future
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -154,6 +155,14 @@ class Minds:
             self._submit(lambda: self._store_waiting(Caller(caller.mind, caller.source)))
         return await asyncio.wrap_future(future)
 
+    def run(self, job: Callable[[], T], *, read: bool = False) -> Future[T]:
+        """`job()` on the worker thread, which it may use as it likes through `acting`.
+
+        Args:
+            read: as in `call`.
+        """
+        return self._submit(job, read=read)
+
     def call_sync(self, caller: Caller, fn: Callable[[Vault], T], *, read: bool = False) -> T:
         """`call`, from a thread that is not the worker (blocks until the call is done)."""
         asked = time.monotonic()
@@ -275,6 +284,13 @@ class Minds:
 
     def _act(self, caller: Caller, fn: Callable[[Vault], T], asked: float | None = None) -> T:
         """`fn(vault)` as `caller`; `asked`: when the call was made (time.monotonic()), None for now."""
+        with self.acting(caller, asked) as vault:
+            return fn(vault)
+
+    @contextmanager
+    def acting(self, caller: Caller, asked: float | None = None) -> Iterator[Vault]:
+        """On the worker thread (inside a `run` job): the caller's mind's Vault, acting as the caller
+        and in line with what the watcher heard up to `asked` (time.monotonic(); None for now)."""
         vault = self._vault(caller.mind)
         self._last = caller.mind
         # What the watcher heard and has not applied yet, applied here rather than by a walk of every file;
@@ -287,7 +303,7 @@ class Minds:
             else:  # not sure all was heard: the marker goes, and this call's read walks the files
                 self.watcher.distrust(caller.mind)
         with vault.acting_as(caller.source, key=caller.key):
-            return fn(vault)
+            yield vault
 
     def _store_waiting(self, caller: Caller) -> None:
         """Store every store waiting now in `caller`'s mind by callers of its source, in as few commits as

@@ -77,13 +77,17 @@ MAY_IMPORT: dict[str, set[str]] = {
     "cli": FACE_MAY_USE | {"cli_git", "cli_keys", "cli_serve", "watch", "mcp_server"},
     "cli_git": FACE_MAY_USE | {"cli", "git"},
     "cli_keys": FACE_MAY_USE | {"cli", "keys"},
-    "cli_serve": FACE_MAY_USE | {"cli", "keys", "server"},
+    "cli_serve": FACE_MAY_USE | {"cli", "keys", "server", "cli_served"},
+    # The command line's fast path: the client imports nothing of memfile but its version (it must stay
+    # light); the server half runs the command line's own commands on the resident worker.
+    "cli_client": {"__init__"},
+    "cli_served": FACE_MAY_USE | {"__init__", "cli", "cli_client", "files", "worker"},
     # The resident faces: one worker thread owns every Vault call (`worker`), shared by MCP and HTTP.
     "worker": FACE_MAY_USE | {"watch", "paths"},
     "mcp_server": FACE_MAY_USE | {"watch", "worker"},
     "server": FACE_MAY_USE | {"worker", "keys", "mcp_server", "server"},
     "watch": FACE_MAY_USE | {"paths", "index"},
-    "__main__": {"cli", "config"},
+    "__main__": {"cli", "cli_client", "config"},
     "__init__": FACE_MAY_USE | {"recall", "watch", "store_queue"},
 }
 #: Why a face imports more than FACE_MAY_USE, one line each.
@@ -95,11 +99,17 @@ FACE_EXCEPTIONS = {
     ("cli_keys", "keys"): "the key commands are the keys file's face",
     ("worker", "paths"): "which folders are minds (mind_dirs), known without opening a Vault for each",
     ("cli_serve", "keys"): "serve checks the keys file before it listens",
+    ("cli_client", "__init__"): "the client tells the server its memfile version (memfile.__version__)",
+    ("cli_served", "__init__"): "the server refuses a client of another memfile version (memfile.__version__)",
+    (
+        "cli_served",
+        "files",
+    ): "the answering server holds .memfile/serve.lock (files.hold_lock), as the watcher its lock",
     ("server", "keys"): "every request's credential is checked against the keys file",
 }
 # Each third-party library lives in one home (a package prefix or a module).
 THIRD_PARTY_HOME = {
-    "click": {"cli", "cli_git", "cli_keys", "cli_serve"},
+    "click": {"cli", "cli_git", "cli_keys", "cli_serve", "cli_served"},
     "starlette": {"server"},
     "uvicorn": {"server"},
     "whoosh": {"index"},
@@ -111,13 +121,29 @@ THIRD_PARTY_HOME = {
     "watchdog": {"watch"},
     "mcp": {"mcp_server"},
 }
-FACES = {"cli", "cli_git", "cli_keys", "cli_serve", "mcp_server", "watch", "worker", "server", "__main__"}
+FACES = {
+    "cli",
+    "cli_git",
+    "cli_keys",
+    "cli_serve",
+    "cli_client",
+    "cli_served",
+    "mcp_server",
+    "watch",
+    "worker",
+    "server",
+    "__main__",
+}
 MODULES = sorted(PACKAGE.rglob("*.py"))
 
 
 def _unit(path: Path) -> str:
     """The layering unit of a module: its top-level name under memfile/ (a package counts as one)."""
     return path.relative_to(PACKAGE).parts[0].removesuffix(".py")
+
+
+def _is_unit(name: str) -> bool:
+    return (PACKAGE / f"{name}.py").exists() or (PACKAGE / name).is_dir()
 
 
 def _runtime_nodes(tree: ast.AST) -> list[ast.AST]:
@@ -142,8 +168,9 @@ def _imports(path: Path) -> tuple[set[str], set[str]]:
     depth = len(path.relative_to(PACKAGE).parts) - 1  # 0 for memfile/x.py, 1 for memfile/index/x.py
     for node in _runtime_nodes(ast.parse(path.read_text(encoding="utf-8"))):
         if isinstance(node, ast.ImportFrom) and node.level:
-            if node.level > depth:  # reaches memfile/ itself
-                internal |= {node.module.split(".")[0]} if node.module else {a.name for a in node.names}
+            if node.level > depth:  # reaches memfile/ itself: a module, or a name of memfile/__init__.py
+                names = [node.module] if node.module else [a.name for a in node.names]
+                internal |= {name.split(".")[0] if _is_unit(name.split(".")[0]) else "__init__" for name in names}
             else:
                 internal.add(_unit(path))
         elif isinstance(node, ast.ImportFrom) and node.module:

@@ -18,7 +18,7 @@ import socket
 import stat
 import threading
 from collections.abc import Callable, Iterable, Iterator
-from contextlib import contextmanager, suppress
+from contextlib import AbstractContextManager, contextmanager, nullcontext, suppress
 from pathlib import Path
 from typing import Any
 
@@ -124,6 +124,7 @@ def serve(
     watch: bool = True,
     on_ready: Callable[[str], None] = lambda url: None,
     notify: Callable[[str], None] = lambda message: None,
+    beside: Callable[[Minds, str], AbstractContextManager[Any]] | None = None,
 ) -> None:
     """Serve the vault at `root` until SIGINT or SIGTERM (or `on_ready`'s caller stops it).
 
@@ -137,6 +138,8 @@ def serve(
         watch: run the watcher in process (the index follows hand edits at once).
         on_ready: called once with the URL when the server listens.
         notify: called with each warning or hint for the person who started it.
+        beside: what else the server does with its minds while it listens at the URL it is given (the
+            command line's socket: cli_served.command_lines), as a context around the serving.
 
     Raises:
         InvalidInput: a non-loopback address without `allow_remote`, `allow_remote` without a key,
@@ -183,7 +186,7 @@ def serve(
                 timeout_graceful_shutdown=GRACE_SECONDS,
             )
             server = _Server(config, lambda: on_ready(url))
-            with _stopping(server):
+            with _stopping(server), beside(minds, url) if beside is not None else nullcontext():
                 server.run(sockets=[sock])
         finally:
             minds.stop()  # markers and locks gone, calls finished; the Vaults are left to the process's end

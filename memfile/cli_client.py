@@ -1,0 +1,232 @@
+"""The command line's fast path: a read command answered by the vault's running server (`memfile serve`).
+
+A one-shot process pays for Python's imports and for opening the index before it can answer; a server
+already holds both warm, with its watcher's word that the index agrees with the files (as git's
+fsmonitor daemon, dmypy and emacsclient do). So `memfile` first finds the vault (`--vault`,
+`MEMFILE_VAULT`, the nearest memfile.toml: the rules of config.find_vault) and, for a command in
+SERVED, hands its argv, working folder and the environment that chooses its answer (PASSED) to the
+vault's server over `.memfile/cli.sock`: a Unix socket only its owner can open (mode 0600; the server
+checks the peer's uid too). The server runs the very same click command (memfile/cli_served.py) and
+sends back stdout, stderr and the exit code, which are written here as they came: the output is the
+in-process output, byte for byte.
+
+Any doubt and the command runs in this process instead, as if no server were there: no socket, one
+left by a server that was killed, a server of another memfile version or of another vault, no word
+within ANSWER_WITHIN seconds, a connection lost before the exit code came (nothing of that answer is
+written), or MEMFILE_NO_SERVER=1. Only the standard library is imported here (never click, Whoosh,
+git or YAML): that is the point of the fast path.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+from . import __version__
+
+TYPE_CHECKING = False  # nothing more is imported than the answer needs (typing takes 4 ms)
+if TYPE_CHECKING:
+    from typing import Any
+
+#: The commands a running server answers for the command line: they read the vault, never stdin.
+SERVED = frozenset(
+    {
+        "search",
+        "recall",
+        "show",
+        "list",
+        "by-tag",
+        "tags",
+        "stats",
+        "expiring",
+        "status",
+        "last-recall",
+        "history",
+        "log",
+    }
+)
+#: The server's socket for command lines, in the vault's .memfile/ folder.
+SOCKET_NAME = "cli.sock"
+#: Set to 1 to run every command in this process.
+NO_SERVER = "MEMFILE_NO_SERVER"
+#: The environment the server gets: what chooses the vault, the mind and the caller, the terminal, and
+#: the time zone (a server in another one refuses: a date like 2026-05-01 is read as local time).
+PASSED = ("MEMFILE_VAULT", "MEMFILE_MIND", "MEMFILE_SOURCE", "NO_COLOR", "COLUMNS", "LINES", "TZ")
+#: Seconds a server gets to take a command line (connect, and its first word) before it runs here.
+ANSWER_WITHIN = 2.0
+#: The version of the exchange over the socket.
+PROTOCOL = 1
+#: The kinds of frame a server sends: its word that it answers, its refusal, output, the exit code.
+ANSWERING, REFUSED, STDOUT, STDERR, EXIT = b"a", b"r", b"1", b"2", b"x"
+#: Global options of `memfile` that take a value, and those that take none (others: run in process).
+_VALUED = ("--vault", "--mind")
+_FLAGS = ("--debug",)
+
+
+def answer(argv: list[str]) -> int | None:
+    """Run `memfile ARGV` through the vault's server: its output written, its exit code returned.
+
+    None when no server answers for it (the caller then runs the command itself, and nothing was written).
+    """
+    if os.environ.get(NO_SERVER, "") not in ("", "0") or not all(
+        hasattr(s, "buffer") for s in (sys.stdout, sys.stderr)
+    ):
+        return None
+    chosen = _command(argv)
+    if chosen is None:
+        return None
+    vault = _find_vault(chosen[0])
+    if vault is None:
+        return None
+    path = os.path.join(vault, ".memfile", SOCKET_NAME)
+    try:
+        if os.stat(path).st_uid != os.getuid():  # only a socket of this user's own server is asked
+            return None
+    except OSError:
+        return None  # no server: the common case costs one stat
+    frames = _ask(path, _request(argv, vault))
+    if frames is None:
+        return None
+    return _write(frames)
+
+
+def _command(argv: list[str]) -> tuple[str | None, str] | None:
+    """(`--vault` value, command) when the command is one a server answers, else None."""
+    vault = None
+    at = 0
+    while at < len(argv):
+        arg = argv[at]
+        name, eq, value = arg.partition("=")
+        if name in _VALUED and arg.startswith("--"):
+            if not eq:
+                if at + 1 == len(argv):
+                    return None
+                at += 1
+                value = argv[at]
+            vault = value if name == "--vault" else vault
+        elif arg not in _FLAGS:
+            return (vault, arg) if arg in SERVED else None
+        at += 1
+    return None
+
+
+def _find_vault(explicit: str | None) -> str | None:
+    """The vault folder by config.find_vault's rules, or None where it would raise (in process, it says why)."""
+    given = explicit if explicit not in (None, "") else os.environ.get("MEMFILE_VAULT") or None
+    if given is not None:
+        root = os.path.expanduser(given)
+        if not os.path.isdir(root):
+            return None
+        root = os.path.realpath(root)
+        return root if os.path.lexists(os.path.join(root, "memfile.toml")) else None
+    folder = os.path.realpath(os.getcwd())
+    while True:
+        if os.path.lexists(os.path.join(folder, "memfile.toml")):
+            return folder
+        parent = os.path.dirname(folder)
+        if parent == folder:
+            return None
+        folder = parent
+
+
+def _request(argv: list[str], vault: str) -> dict[str, Any]:
+    return {
+        "protocol": PROTOCOL,
+        "version": __version__,
+        "vault": vault,
+        "argv": argv,
+        "prog": _program_name(),
+        "cwd": os.getcwd(),
+        "env": {name: os.environ[name] for name in PASSED if name in os.environ},
+        "streams": [_stream(sys.stdout), _stream(sys.stderr)],
+        "columns": _columns(),
+    }
+
+
+def _stream(stream: Any) -> dict[str, Any]:
+    """What decides how output is written to a stream: its encoding and errors, and whether a terminal shows it."""
+    if stream is None:
+        return {"tty": False, "encoding": "utf-8", "errors": "strict"}
+    try:
+        tty = stream.isatty()
+    except (AttributeError, ValueError, OSError):
+        tty = False
+    return {"tty": tty, "encoding": stream.encoding, "errors": stream.errors}
+
+
+def _columns() -> int:
+    """The terminal's width as shutil.get_terminal_size gives it (what click wraps help to)."""
+    try:
+        columns = int(os.environ["COLUMNS"])
+    except (KeyError, ValueError):
+        columns = 0
+    if columns <= 0:
+        try:
+            columns = os.get_terminal_size(sys.__stdout__.fileno()).columns or 80  # type: ignore[union-attr]
+        except (AttributeError, ValueError, OSError):
+            columns = 80
+    return columns
+
+
+def _program_name() -> str:
+    """The name click shows in usage lines: `memfile`, or `python -m memfile` (click's _detect_program_name)."""
+    path = sys.argv[0]
+    package = getattr(sys.modules.get("__main__"), "__package__", None)
+    if package in (None, ""):
+        return os.path.basename(path)
+    name = os.path.splitext(os.path.basename(path))[0]
+    module = package if name == "__main__" else f"{package}.{name}"
+    return f"python -m {module.lstrip('.')}"
+
+
+def _ask(path: str, request: dict[str, Any]) -> list[tuple[bytes, bytes]] | None:
+    """The server's frames up to and with the exit code, or None: no answer (the command then runs here)."""
+    import json
+    import socket
+
+    try:
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+            sock.settimeout(ANSWER_WITHIN)
+            sock.connect(path)
+            sock.sendall(json.dumps(request).encode("ascii") + b"\n")
+            reader = sock.makefile("rb")
+            first = _frame(reader)
+            if first is None or first[0] != ANSWERING:
+                return None  # refused (another version, vault or settings), or gone
+            sock.settimeout(None)  # it answers: the command may take as long as it takes
+            frames = []
+            while (frame := _frame(reader)) is not None:
+                frames.append(frame)
+                if frame[0] == EXIT:
+                    return frames
+            return None  # the server went away mid-answer: none of it is written
+    except (OSError, ValueError):
+        return None
+
+
+def _frame(reader: Any) -> tuple[bytes, bytes] | None:
+    """One frame: a kind byte, a 4-byte big-endian length, the payload; None at the end of the stream."""
+    head = reader.read(5)
+    if len(head) < 5:
+        return None
+    size = int.from_bytes(head[1:], "big")
+    payload = reader.read(size)
+    return (head[:1], payload) if len(payload) == size else None
+
+
+def _write(frames: list[tuple[bytes, bytes]]) -> int:
+    """Write the output frames to stdout and stderr in their order; the exit code."""
+    code = 0
+    try:
+        for kind, payload in frames:
+            if kind in (STDOUT, STDERR):
+                stream = sys.stdout if kind == STDOUT else sys.stderr
+                if stream is not None:
+                    stream.flush()
+                    stream.buffer.write(payload)
+                    stream.buffer.flush()
+            elif kind == EXIT:
+                code = int(payload)
+    except BrokenPipeError:  # the reader (say `| head`) went away: stop quietly, as in process
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    return code

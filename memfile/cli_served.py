@@ -1,0 +1,364 @@
+"""The command line's server half: `memfile serve` runs the read commands of other processes' command lines.
+
+The server takes them on `.memfile/cli.sock` (cli_client.py is the other end; only a peer of this
+user is heard) and runs the very same click command on its worker thread, with the Vault it already
+holds open (`Minds.acting`, so the watcher's word that the index agrees with the files counts), the
+caller's environment choosing vault, mind and caller (`config.environment`), and the output written
+into frames for the client, as the client's own stdout and stderr would have taken it: the same
+encoding and errors, and whether each is a terminal (bold in `search`, click's colours). So the
+answer is the in-process answer, byte for byte, exit code included.
+
+It refuses (and the client runs the command itself) what it cannot answer as the client would: another
+memfile version or protocol, another vault, memfile.toml changed since the server started (its opened
+minds keep the settings they were opened with), another time zone (`--at 2026-05-01` is a local date),
+output that is not UTF-8, a command it does not serve.
+
+The server also holds `.memfile/serve.lock` ("PID ADDRESS": `memfile status` names it); a second server
+of the same vault answers HTTP only.
+"""
+
+from __future__ import annotations
+
+import codecs
+import io
+import json
+import os
+import shutil
+import socket
+import struct
+import sys
+import tempfile
+import threading
+import time
+import traceback
+from collections.abc import Callable, Iterator
+from contextlib import ExitStack, contextmanager, suppress
+from pathlib import Path
+from typing import Any
+
+from . import __version__
+from .cli import Served, main
+from .cli_client import ANSWERING, EXIT, PASSED, PROTOCOL, REFUSED, SERVED, SOCKET_NAME, STDERR, STDOUT, _command
+from .config import CONFIG_NAME, STATE_DIR, caller_source, environment, select_mind
+from .files import hold_lock
+from .vault import Vault
+from .worker import Caller, Minds
+
+#: The lock a vault's answering server holds, with "PID ADDRESS" in it (Vault.status reads it).
+SERVER_LOCK = "serve.lock"
+#: The most a command line may take (its argv and environment).
+MAX_REQUEST = 1024 * 1024
+#: Seconds a client gets to send its command line once connected.
+REQUEST_WITHIN = 2.0
+#: The longest path a Unix socket may have (sun_path holds 108 bytes with the final NUL).
+MAX_SOCKET_PATH = 107
+#: `SO_PEERCRED`'s struct ucred: pid, uid, gid.
+_UCRED = struct.Struct("3i")
+
+
+@contextmanager
+def command_lines(minds: Minds, address: str, notify: Callable[[str], None]) -> Iterator[None]:
+    """While the block runs, answer the vault's command lines on `.memfile/cli.sock` (`memfile serve`).
+
+    Nothing is answered (and `notify` says why) when another server of the vault answers them, or the
+    socket cannot be made: every command then runs in its own process, as without a server.
+    """
+    state = minds.root / STATE_DIR
+    try:
+        held = hold_lock(state / SERVER_LOCK, f"{os.getpid()} {address}")
+    except OSError as exc:
+        notify(f"warning: the command line will not use this server: {state} cannot be written ({exc.strerror})")
+        yield
+        return
+    if held is None:
+        notify("another server of this vault answers the command line; this one answers HTTP and /mcp only")
+        yield
+        return
+    try:
+        lines = _CommandLines(minds)
+        reason = lines.start()
+        if reason is not None:
+            notify(f"warning: the command line will not use this server: {reason}")
+        try:
+            yield
+        finally:
+            lines.stop()
+    finally:
+        os.close(held)  # frees the lock: `memfile status` no longer names this server
+
+
+class _CommandLines:
+    """The socket: one thread accepts, and one per connection waits for the worker's answer."""
+
+    def __init__(self, minds: Minds) -> None:
+        self.minds = minds
+        self.path = minds.root / STATE_DIR / SOCKET_NAME
+        self._settings = _stamp(minds.root / CONFIG_NAME)
+        self._listener: socket.socket | None = None
+        self._streams: tuple[Any, Any] | None = None
+
+    def start(self) -> str | None:
+        """Listen; the reason why not, or None."""
+        if len(os.fsencode(self.path)) > MAX_SOCKET_PATH:
+            return f"the path {self.path} is too long for a Unix socket ({MAX_SOCKET_PATH} bytes at most)"
+        try:
+            self._listener = _listen(self.path)
+        except OSError as exc:
+            return f"{self.path} cannot be made ({exc.strerror})"
+        self._streams = (sys.stdout, sys.stderr)
+        sys.stdout, sys.stderr = _ThreadStream(sys.stdout), _ThreadStream(sys.stderr)
+        threading.Thread(target=self._accept, name="memfile-cli", daemon=True).start()
+        return None
+
+    def stop(self) -> None:
+        """Stop taking command lines (those being answered finish, or their clients run them themselves)."""
+        if self._listener is None:
+            return
+        with suppress(OSError):
+            self.path.unlink()
+        with suppress(OSError):
+            self._listener.shutdown(socket.SHUT_RDWR)  # wakes the accepting thread
+        self._listener.close()
+        if self._streams is not None:
+            sys.stdout, sys.stderr = self._streams
+
+    def _accept(self) -> None:
+        assert self._listener is not None
+        while True:
+            try:
+                conn, _ = self._listener.accept()
+            except OSError:
+                return  # stopped
+            threading.Thread(target=self._answer, args=(conn,), name="memfile-cli-answer", daemon=True).start()
+
+    def _answer(self, conn: socket.socket) -> None:
+        """One command line: heard, refused or run on the worker thread, and answered in frames."""
+        with conn:
+            try:
+                if _UCRED.unpack(conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, _UCRED.size))[1] != os.getuid():
+                    return  # only this user's command lines (the socket's mode says so too)
+                conn.settimeout(REQUEST_WITHIN)
+                asked = time.monotonic()
+                request = _read_request(conn)
+                refusal = self._refusal(request)
+                if refusal is not None:
+                    conn.sendall(_frame(REFUSED, refusal.encode("utf-8")))
+                    return
+                conn.sendall(_frame(ANSWERING, b""))
+                conn.settimeout(None)
+                frames = self.minds.run(lambda: run_command(self.minds, request, asked), read=True).result()
+                conn.sendall(b"".join(_frame(kind, payload) for kind, payload in frames))
+            except (OSError, ValueError, RuntimeError):
+                return  # the client left, sent nonsense, or the server is stopping: it runs the command itself
+            except Exception:  # noqa: BLE001 - a bug: the client runs the command itself; the traceback is ours
+                traceback.print_exc()
+
+    def _refusal(self, request: dict[str, Any]) -> str | None:
+        """Why this server cannot answer the command line as the client's own process would, or None."""
+        env = request["env"]
+        if request["protocol"] != PROTOCOL or request["version"] != __version__:
+            return f"this server is memfile {__version__} (protocol {PROTOCOL})"
+        if request["vault"] != str(self.minds.root):
+            return f"this server serves the vault {self.minds.root}"
+        if _stamp(self.minds.root / CONFIG_NAME) != self._settings:
+            return f"{CONFIG_NAME} changed since this server started; restart it to use the new settings"
+        if env.get("TZ") != os.environ.get("TZ"):
+            return "the command line runs in another time zone (TZ)"
+        if not all(_utf8(stream["encoding"]) for stream in request["streams"]):
+            return "the command line's output is not UTF-8"
+        if _command(request["argv"]) is None:
+            return "this server answers only memfile's read commands"
+        return None
+
+
+def run_command(minds: Minds, request: dict[str, Any], asked: float) -> list[tuple[bytes, bytes]]:
+    """On the worker thread: `memfile ARGV` of a command line, as its own process would run it, with
+    the Vault of its mind from `minds`. Returns its output and exit code as frames, in order."""
+    frames: list[tuple[bytes, bytes]] = []
+    out, err = (
+        _output(frames, kind, stream) for kind, stream in zip((STDOUT, STDERR), request["streams"], strict=True)
+    )
+    columns = request["columns"]
+    with ExitStack() as held:
+
+        def opener(path: str | None, mind: str | None) -> Vault:
+            """As Vault.open, on the Vault this server holds for the mind (the client found the same vault)."""
+            caller = Caller(select_mind(minds.root, minds.config, mind), caller_source())
+            vault = held.enter_context(minds.acting(caller, asked))
+            earlier = list(vault.notices)  # a read may run while a store of the worker waits for git
+            held.callback(lambda: vault.notices.__setitem__(slice(None), earlier))
+            vault.notices.clear()
+            vault.issues = []  # as a new Vault: only what this command's reads find
+            return vault
+
+        with environment(request["env"]), _writing_to(out, err):
+            try:
+                main.main(
+                    args=list(request["argv"]),
+                    prog_name=request["prog"],
+                    standalone_mode=True,
+                    obj=Served(opener, SERVED),
+                    terminal_width=max(min(int(columns), 80) - 2, 50),  # click's HelpFormatter, on that terminal
+                )
+                code = 0
+            except SystemExit as exc:
+                code = exc.code if isinstance(exc.code, int) else 0 if exc.code is None else 1
+                if not isinstance(exc.code, int | None):
+                    print(exc.code, file=sys.stderr)
+            out.flush()
+            err.flush()
+    frames.append((EXIT, str(code).encode("ascii")))
+    return _joined(frames)
+
+
+def _listen(path: Path) -> socket.socket:
+    """A socket listening at `path`, mode 0600 from its first moment (made in a private folder, then moved
+    there); a socket left by a killed server is replaced, anything else in the way refused (OSError)."""
+    if path.is_socket():
+        probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            probe.connect(str(path))
+        except ConnectionRefusedError:
+            path.unlink()  # nobody listens: left by a server that was killed
+        else:
+            raise OSError(98, "another server listens there")  # EADDRINUSE; cannot be: it holds serve.lock
+        finally:
+            probe.close()
+    folder = Path(tempfile.mkdtemp(prefix=".cli-", dir=path.parent))  # 0700: nobody else reaches the socket
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        made = folder / "s"
+        sock.bind(str(made))
+        os.chmod(made, 0o600)
+        sock.listen(64)
+        os.rename(made, path)  # refuses a folder in the way; replaces nothing else (no socket is there now)
+    except OSError:
+        sock.close()
+        raise
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+    return sock
+
+
+def _read_request(conn: socket.socket) -> dict[str, Any]:
+    """The command line: one line of JSON (ValueError when it is not one, or not whole)."""
+    data = b""
+    while not data.endswith(b"\n"):
+        chunk = conn.recv(65536)
+        if not chunk or len(data) + len(chunk) > MAX_REQUEST:
+            raise ValueError("no whole command line")
+        data += chunk
+    request = json.loads(data)
+    argv, env, streams = request.get("argv"), request.get("env"), request.get("streams")
+    valid = (
+        isinstance(argv, list)
+        and all(isinstance(arg, str) for arg in argv)
+        and isinstance(env, dict)
+        and all(name in PASSED and isinstance(value, str) for name, value in env.items())
+        and isinstance(streams, list)
+        and len(streams) == 2
+        and all(isinstance(s, dict) and isinstance(s.get("encoding"), str) for s in streams)
+        and isinstance(request.get("prog"), str)
+        and isinstance(request.get("columns"), int)
+    )
+    if not valid:
+        raise ValueError("not a command line")
+    return request
+
+
+def _frame(kind: bytes, payload: bytes) -> bytes:
+    return kind + len(payload).to_bytes(4, "big") + payload
+
+
+def _joined(frames: list[tuple[bytes, bytes]]) -> list[tuple[bytes, bytes]]:
+    """Neighbouring frames of one stream as one."""
+    joined: list[tuple[bytes, bytes]] = []
+    for kind, payload in frames:
+        if joined and joined[-1][0] == kind and kind != EXIT:
+            joined[-1] = (kind, joined[-1][1] + payload)
+        else:
+            joined.append((kind, payload))
+    return joined
+
+
+def _stamp(path: Path) -> tuple[int, int, int] | None:
+    try:
+        info = path.stat()
+    except OSError:
+        return None
+    return (info.st_ino, info.st_size, info.st_mtime_ns)
+
+
+def _utf8(encoding: str) -> bool:
+    try:
+        return codecs.lookup(encoding).name == "utf-8"
+    except LookupError:
+        return False
+
+
+class _Recorder(io.RawIOBase):
+    """A client's stdout or stderr: what is written becomes a frame."""
+
+    def __init__(self, frames: list[tuple[bytes, bytes]], kind: bytes, tty: bool) -> None:
+        super().__init__()
+        self._frames, self._kind, self._tty = frames, kind, tty
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, data: Any) -> int:
+        self._frames.append((self._kind, bytes(data)))
+        return len(data)
+
+    def isatty(self) -> bool:
+        return self._tty
+
+
+def _output(frames: list[tuple[bytes, bytes]], kind: bytes, stream: dict[str, Any]) -> io.TextIOWrapper:
+    """The text stream a command writes for the client: its encoding, and its errors as `memfile`'s main
+    sets them (a strict stream gets backslash escapes instead of an error)."""
+    errors = stream.get("errors") or "strict"
+    return io.TextIOWrapper(
+        _Recorder(frames, kind, bool(stream.get("tty"))),  # type: ignore[arg-type]
+        encoding=stream["encoding"],
+        errors="backslashreplace" if errors == "strict" else errors,
+        write_through=True,
+    )
+
+
+class _ThreadStream:
+    """sys.stdout or sys.stderr of a server: a command line's stream in the thread running its command
+    (`_writing_to`), the process's own everywhere else."""
+
+    def __init__(self, own: Any) -> None:
+        self._own = own
+        self._local = threading.local()
+
+    def _target(self) -> Any:
+        return getattr(self._local, "target", None) or self._own
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._target(), name)
+
+    def write(self, text: str) -> int:
+        return int(self._target().write(text))
+
+    def flush(self) -> None:
+        self._target().flush()
+
+    def isatty(self) -> bool:
+        return bool(self._target().isatty())
+
+
+@contextmanager
+def _writing_to(out: io.TextIOWrapper, err: io.TextIOWrapper) -> Iterator[None]:
+    """sys.stdout and sys.stderr are `out` and `err` in this thread while the block runs."""
+    pairs = [(s, t) for s, t in ((sys.stdout, out), (sys.stderr, err)) if isinstance(s, _ThreadStream)]
+    before = [(stream, getattr(stream._local, "target", None)) for stream, _ in pairs]
+    for stream, target in pairs:
+        stream._local.target = target
+    try:
+        yield
+    finally:
+        for stream, earlier in before:
+            stream._local.target = earlier
