@@ -26,6 +26,7 @@ def _isolated_env(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.
         "MEMFILE_MIND",
         "MEMFILE_SOURCE",
         "MEMFILE_KEYS",  # the served faces' keys file: never the machine's own
+        "MEMFILE_NO_SERVER",  # the command line's fast path through a running server is tested as it is
         "XDG_CONFIG_HOME",
         "EDITOR",
         "VISUAL",
