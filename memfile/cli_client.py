@@ -84,7 +84,11 @@ def answer(argv: list[str]) -> int | None:
             return None
     except OSError:
         return None  # no server: the common case costs one stat
-    frames = _ask(path, _request(argv, vault))
+    try:
+        frames = _ask(path, _request(argv, vault))
+    except KeyboardInterrupt:  # Ctrl+C while the server answers: as in process
+        sys.stderr.write("memfile: interrupted\n")
+        return 130
     if frames is None:
         return None
     return _write(frames)

@@ -32,6 +32,7 @@ import threading
 import time
 import traceback
 from collections.abc import Callable, Iterator
+from concurrent.futures import CancelledError
 from contextlib import ExitStack, contextmanager, suppress
 from pathlib import Path
 from typing import Any
@@ -148,7 +149,7 @@ class _CommandLines:
                 conn.settimeout(None)
                 frames = self.minds.run(lambda: run_command(self.minds, request, asked), read=True).result()
                 conn.sendall(b"".join(_frame(kind, payload) for kind, payload in frames))
-            except (OSError, ValueError, RuntimeError):
+            except (OSError, ValueError, RuntimeError, CancelledError):
                 return  # the client left, sent nonsense, or the server is stopping: it runs the command itself
             except Exception:  # noqa: BLE001 - a bug: the client runs the command itself; the traceback is ours
                 traceback.print_exc()
@@ -249,9 +250,14 @@ def _read_request(conn: socket.socket) -> dict[str, Any]:
             raise ValueError("no whole command line")
         data += chunk
     request = json.loads(data)
+    if not isinstance(request, dict):
+        raise ValueError("not a command line")
     argv, env, streams = request.get("argv"), request.get("env"), request.get("streams")
     valid = (
-        isinstance(argv, list)
+        isinstance(request.get("protocol"), int)
+        and isinstance(request.get("version"), str)
+        and isinstance(request.get("vault"), str)
+        and isinstance(argv, list)
         and all(isinstance(arg, str) for arg in argv)
         and isinstance(env, dict)
         and all(name in PASSED and isinstance(value, str) for name, value in env.items())
