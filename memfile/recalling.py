@@ -14,7 +14,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .config import STATE_DIR, Config
+from .config import STATE_DIR, Config, plain
 from .errors import InvalidInput, NotFound
 from .files import atomic_write
 from .index import Index, SearchOptions, View
@@ -61,6 +61,7 @@ class Recaller:
         self.actor = actor
         self.notices = notices
         self._index = index
+        self._kept_record: tuple[RecallReport, str] | None = None  # the last report served, as its record
 
     @property
     def name(self) -> str:
@@ -81,7 +82,9 @@ class Recaller:
         now = utc_now()
 
         def whole(view: View) -> RecallReport:
-            return self._whole(view, now, include_superseded, budget)
+            return view.derived(
+                ("whole", include_superseded, budget), now, lambda m: self._whole(m, now, include_superseded, budget)
+            )
 
         def recallable_of(memories: list[Memory]) -> tuple[Recallable, datetime]:
             """The recallable memories at `now`, and until when that holds (the first expiry)."""
@@ -135,23 +138,33 @@ class Recaller:
             raise InvalidInput("budget", budget, "a whole number of tokens (0 = no limit)")
         return budget
 
-    def _whole(self, view: View, now: datetime, include_superseded: bool, budget: int | None) -> RecallReport:
-        """The recall of every memory not expired at `now`, from Memory objects."""
+    def _whole(
+        self, memories: list[Memory], now: datetime, include_superseded: bool, budget: int | None
+    ) -> tuple[RecallReport, datetime]:
+        """The recall of every memory not expired at `now`, and until when it holds: the first expiry
+        among them (nothing else in it depends on the time; `View.derived` keeps it that long)."""
         from .recall import recall
 
-        live = [m for m in view.memories() if not m.is_expired(now) and (include_superseded or not m.superseded)]
-        return recall(live, self.mind, self.name, budget)
+        live = [m for m in memories if not m.is_expired(now) and (include_superseded or not m.superseded)]
+        until = min((m.expires_at for m in live if m.expires_at is not None), default=_NEVER)
+        return recall(live, self.mind, self.name, budget), until
 
     def _served(self, report: RecallReport) -> RecallReport:
         """Record what recall gave (`.memfile/last_recall.json`): what did the agent see on its last turn?"""
-        self._record(_record_of(report))
+        kept = self._kept_record
+        if kept is None or kept[0] is not report or plain("catalog_cache"):
+            # A report kept by the index (a whole recall of an unchanged mind) is recorded as last time.
+            kept = self._kept_record = (report, json.dumps(_record_of(report), ensure_ascii=False))
+        self._record(kept[1])
         return report
 
-    def _record(self, served: dict[str, Any]) -> None:
-        record = {"served_at": format_datetime(utc_now()), "source": str(self.actor), "mind": self.mind} | served
+    def _record(self, served: str) -> None:
+        """Write the record: when, who and which mind, then `served` (the JSON object of `_record_of`)."""
+        record = {"served_at": format_datetime(utc_now()), "source": str(self.actor), "mind": self.mind}
+        head = json.dumps(record, ensure_ascii=False)
         name = LAST_RECALL.format(mind=self.mind)
         try:
-            data = json.dumps(record, ensure_ascii=False).encode("utf-8")
+            data = (head[:-1] + ", " + served[1:]).encode("utf-8")  # the two objects' members as one object
             atomic_write(self.root / STATE_DIR / name, data, durable=False)  # a record, not a memory
         except OSError as exc:  # a read-only vault still recalls
             self.notices.append(f"could not record the recall in {STATE_DIR}/{name}: {exc.strerror}")

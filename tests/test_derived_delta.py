@@ -10,6 +10,7 @@ the same recallable set, the same recall texts.
 
 from __future__ import annotations
 
+import json
 import random
 import re
 import subprocess
@@ -309,3 +310,28 @@ def test_updated_is_of_on_the_new_set() -> None:
         live = list({m.path: m for m in live}.values())
         rest = [m for m in current.values() if m.path not in gone]
         same_sets(kept.updated(live, gone), Recallable.of(rest + live))
+
+
+@cached
+def test_a_whole_recall_is_kept_until_its_first_expiry_and_recorded_at_each_call(root: Path) -> None:
+    long = Vault.open(root, MIND)
+    soon = utc_now().replace(microsecond=0) + timedelta(seconds=2)
+    path = root / long.store("fact", "brief", "gone soon", priority="critical").memory.path
+    edited(path, "expires_at", format_datetime(soon))
+    first = long.recall(0)
+    assert "gone soon" in first.text
+    assert long.recall(0) is first  # kept: the mind did not change and nothing in it expired yet
+    with long.acting_as("agent"):
+        assert long.recall(0) is first
+    record = long.last_recall()
+    assert record.source == "agent" and record.tokens == first.tokens
+    assert [m["ref"] for m in record.memories] == [item.memory.ref for item in first.items]
+    raw = json.loads((root / ".memfile" / f"last_recall-{MIND}.json").read_text(encoding="utf-8"))
+    assert list(raw)[:4] == ["served_at", "source", "mind", "query"] and raw["mind"] == MIND
+    deadline = time.monotonic() + 30
+    while utc_now() < soon and time.monotonic() < deadline:
+        time.sleep(0.05)
+    after = long.recall(0)
+    assert after is not first and "gone soon" not in after.text
+    assert after.text == Vault.open(root, MIND).recall(0).text
+    assert long.last_recall().memories == Vault.open(root, MIND).last_recall().memories
