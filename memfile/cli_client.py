@@ -185,37 +185,54 @@ def _program_name() -> str:
 
 def _ask(path: str, request: dict[str, Any]) -> list[tuple[bytes, bytes]] | None:
     """The server's frames up to and with the exit code, or None: no answer (the command then runs here)."""
+    import _socket  # socket.py's C core: socket.py itself (selectors, enum wrappers) costs 3-5 ms more
     import json
-    import socket
 
     try:
-        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
-            sock.settimeout(ANSWER_WITHIN)
-            sock.connect(path)
-            sock.sendall(json.dumps(request).encode("ascii") + b"\n")
-            reader = sock.makefile("rb")
-            first = _frame(reader)
-            if first is None or first[0] != ANSWERING:
-                return None  # refused (another version, vault or settings), or gone
-            sock.settimeout(None)  # it answers: the command may take as long as it takes
-            frames = []
-            while (frame := _frame(reader)) is not None:
-                frames.append(frame)
-                if frame[0] == EXIT:
-                    return frames
-            return None  # the server went away mid-answer: none of it is written
+        sock = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
+    except OSError:
+        return None
+    try:
+        sock.settimeout(ANSWER_WITHIN)
+        sock.connect(path)
+        sock.sendall(json.dumps(request).encode("ascii") + b"\n")
+        first = _frame(sock)
+        if first is None or first[0] != ANSWERING:
+            return None  # refused (another version, vault or settings), or gone
+        sock.settimeout(None)  # it answers: the command may take as long as it takes
+        frames = []
+        while (frame := _frame(sock)) is not None:
+            frames.append(frame)
+            if frame[0] == EXIT:
+                return frames
+        return None  # the server went away mid-answer: none of it is written
     except (OSError, ValueError):
         return None
+    finally:
+        sock.close()
 
 
-def _frame(reader: Any) -> tuple[bytes, bytes] | None:
-    """One frame: a kind byte, a 4-byte big-endian length, the payload; None at the end of the stream."""
-    head = reader.read(5)
-    if len(head) < 5:
+def _frame(sock: Any) -> tuple[bytes, bytes] | None:
+    """The next frame a server sends: a kind byte, a 4-byte big-endian length, the payload; None when
+    the stream ends first."""
+    head = _exactly(sock, 5)
+    if head is None:
         return None
-    size = int.from_bytes(head[1:], "big")
-    payload = reader.read(size)
-    return (head[:1], payload) if len(payload) == size else None
+    payload = _exactly(sock, int.from_bytes(head[1:], "big"))
+    return None if payload is None else (bytes(head[:1]), payload)
+
+
+def _exactly(sock: Any, size: int) -> Any:
+    """`size` bytes from `sock` (a bytearray, filled in place: a recall of 6 MB is copied once), or None."""
+    data = bytearray(size)
+    view = memoryview(data)
+    got = 0
+    while got < size:
+        count = sock.recv_into(view[got:])
+        if not count:
+            return None
+        got += count
+    return data
 
 
 def _write(frames: list[tuple[bytes, bytes]]) -> int:

@@ -148,6 +148,16 @@ class RecallReport(str):
         """The recall text as a plain str."""
         return str.__str__(self)
 
+    def encode(self, encoding: str = "utf-8", errors: str = "strict") -> bytes:
+        """The text's bytes; its UTF-8 bytes are made once (a long-lived Vault serves a kept whole recall
+        again and again: 6 MB at 10,000 memories, 8 ms to encode)."""
+        if (encoding, errors) != ("utf-8", "strict"):
+            return str.encode(self, encoding, errors)
+        utf8: bytes | None = self.__dict__.get("_utf8")
+        if utf8 is None:
+            utf8 = self.__dict__["_utf8"] = str.encode(self)
+        return utf8
+
     def to_dict(self) -> dict[str, Any]:
         data = {
             "mind": self.mind,
