@@ -13,7 +13,7 @@ Here (Whoosh is never imported: every read runs this module):
 - `bulk_child`: a bulk build in a fresh interpreter when this process runs threads (`build_apart`).
 Elsewhere in the package: `scandir_fd` (source._opened_folder), `procs`, `codec` and `gc`
 (store._bulk_options, write_codec.py, store._collector_paused), `row_new` (`row_decoder` here),
-`morphology` (query.defer_morphology), `formats` (persisted.IndexPositions/IndexExistence), `score_cache`
+`formats` (persisted.IndexPositions/IndexExistence), `score_cache`
 (score_cache.py), `masks` (store.Masks), `catalog_cache` (View._catalog_memories, Catalog.changes; the Vault's recall cache).
 """
 

@@ -7,11 +7,8 @@ friends, in the index's `ScoreCache.parsed`), so its size cap holds on every fac
 
 from __future__ import annotations
 
-import sys
-from types import ModuleType
 from typing import Any
 
-from ..config import plain
 from ..errors import InvalidInput
 
 #: The longest query, in characters. A question or a task description fits many times over; a pasted
@@ -65,7 +62,6 @@ def parse_query(text: str, schema: Any) -> Any:
         InvalidInput: the query is empty, too long (`check_query`) or cannot be parsed.
     """
     check_query(text)
-    defer_morphology()
     from whoosh import qparser, query
 
     cleaned = text.replace("?", " ").strip()
@@ -128,53 +124,6 @@ def _prefix_or_stem(node: Any) -> Any:
     if isinstance(node, query.Prefix) and stem_word(node.text) != node.text:
         return query.Or([node, query.Prefix(node.fieldname, stem_word(node.text), boost=node.boost)])
     return node
-
-
-#: Whoosh's English morphology: its tables are built when the module is imported.
-MORPHOLOGY = "whoosh.lang.morph_en"
-
-
-def defer_morphology() -> None:
-    """Have Whoosh's English morphology built on first use, not whenever `whoosh.query` is imported.
-
-    `whoosh.query` imports `variations` from it for the `Variations` query,
-    which memfile never makes, and building its tables (600 exceptions, 25
-    compiled patterns) takes 47 M instructions: 8 % of a `memfile search`
-    process. Call this before the first Whoosh import: it puts a stand-in in
-    `sys.modules` whose `variations`, and any other name, loads the real
-    module first (then in `sys.modules` too), so every caller gets Whoosh's
-    own answers. Nothing happens once the real module is loaded.
-    """
-    if MORPHOLOGY in sys.modules or plain("morphology"):
-        return
-    import importlib.util
-
-    spec = importlib.util.find_spec(MORPHOLOGY)
-    if spec is None or spec.loader is None:
-        return
-    loader = spec.loader
-    stand_in = ModuleType(
-        MORPHOLOGY, "Whoosh's English morphology, loaded on first use (memfile.index.query.defer_morphology)."
-    )
-
-    def real() -> ModuleType:
-        module = sys.modules.get(MORPHOLOGY)
-        if module is None or module is stand_in:
-            module = importlib.util.module_from_spec(spec)
-            loader.exec_module(module)
-            sys.modules[MORPHOLOGY] = module
-        return module
-
-    def variations(word: str) -> Any:
-        return real().variations(word)
-
-    def attribute(name: str) -> Any:
-        if name.startswith("__"):  # the import system asks for __path__ and the like: not a use
-            raise AttributeError(name)
-        return getattr(real(), name)
-
-    stand_in.__dict__.update(variations=variations, __getattr__=attribute)
-    sys.modules[MORPHOLOGY] = stand_in
 
 
 #: BM25 parameters. Memories are short notes, so a long one is rarely long for nothing: less length

@@ -39,7 +39,7 @@ from ..model import Memory, ParseIssue, SearchHit, memory_to_row
 from ..text import normalize
 from .catalog import Catalog, Row, Stat, diff, is_unsure, issue_row, memory_row, settled
 from .damage import IndexDamaged, decoding, is_damage
-from .query import defer_morphology, weighting
+from .query import weighting
 from .score_cache import ScoreCache, hidden_docs, stored_memory
 
 SCHEMA_VERSION = 15  # 15: the catalog keeps no recall entries; 14: the pickled classes moved to memfile.index.persisted
@@ -165,7 +165,6 @@ class Store:
 
     def _open(self) -> Any:
         if self._ix is None:
-            defer_morphology()
             from whoosh import index
 
             self.folder.mkdir(parents=True, exist_ok=True)
