@@ -2,9 +2,10 @@
 
 Run from the project root (one command):
 
-    python benchmarks/bench_index.py                        # sizes 10,000 and 100,000, 5 runs each
+    python benchmarks/bench_index.py                           # sizes 10,000 and 100,000, 5 runs each
     python benchmarks/bench_index.py --sizes 10000 --runs 3
-    python benchmarks/bench_index.py --smoke                # once, at 100 memories: does it still run?
+    python benchmarks/bench_index.py --sizes 10000 --runs 7 --served-runs 31  # a noisy machine
+    python benchmarks/bench_index.py --smoke                   # once, at 100 memories: does it still run?
 
 Needs `rg` (ripgrep) on PATH or next to the Python interpreter; `pip install ripgrep`
 provides it (if pip tries to build it from source, `pip install --only-binary :all: ripgrep`).
@@ -26,6 +27,17 @@ A cold `memfile reindex` (the index deleted and rebuilt from the files) is run `
 at sizes up to 20,000 and once above that (it takes minutes at 100,000); the table says how
 many runs each row has. Targets (issue 3, "Speed") are checked at 10,000 and 100,000 memories;
 other sizes are reported without a verdict.
+
+Every row named so far runs without a server, with MEMFILE_NO_SERVER=1 set (the command runs in its own
+process even if a server answered). Then, at each size, `memfile serve --port 0` starts on the
+vault and the rows "(process, server)" measure the command line answered through it (issue 24):
+`memfile search W1 W2`, `memfile recall --query "W1 W2"` and `memfile recall`, each a whole
+process of the installed `memfile` script beside this Python (what an agent runs), interleaved
+with `python -c pass` and ripgrep on the same words, `--served-runs` rounds. Two checks say the
+figures are what they claim: the served search imports neither click nor Whoosh (the server
+answered it), and its output is the in-process output byte for byte. The server stops at the end
+of its size. One more pair of rows, before the server starts, shows what the client's look for a
+server costs a command when none runs: the same search with MEMFILE_NO_SERVER unset and set.
 """
 
 from __future__ import annotations
@@ -39,6 +51,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -60,6 +73,7 @@ from common import (  # noqa: E402
     say,
     timed,
     timing_label,
+    wait_until,
     word_pairs,
 )
 
@@ -73,6 +87,13 @@ SEARCH_VS_RG = {10_000: 2.0, 100_000: 1.0}  # memfile search process <= factor x
 SEARCH_TWO_WORDS_S = {100_000: 0.025}
 SEARCH_QUESTION_S = {100_000: 0.100}
 RECALL_TARGET_S = {10_000: 0.250}
+# size -> target with a server running, from issue 24
+SERVED_SEARCH_VS_RG = {10_000: 1.0, 100_000: 0.2}  # memfile search process, served <= factor x rg
+SERVED_SEARCH_OVER_PYTHON_S = {10_000: 0.025, 100_000: 0.025}  # ... and <= python -c pass + this
+SERVED_RECALL_VS_RG = {10_000: 1.0}  # memfile recall [--query] process, served <= factor x rg
+
+#: Set for every row without a server: the command runs in its process whether a server answers or not.
+NO_SERVER = {"MEMFILE_NO_SERVER": "1"}
 
 
 # --- measuring ----------------------------------------------------------------
@@ -80,6 +101,11 @@ RECALL_TARGET_S = {10_000: 0.250}
 
 def imported_modules(argv: list[str], env: dict[str, str]) -> set[str]:
     """Top-level packages a Python process imports (from `-X importtime`)."""
+    return imports_and_output(argv, env)[0]
+
+
+def imports_and_output(argv: list[str], env: dict[str, str]) -> tuple[set[str], str]:
+    """Top-level packages a Python process imports (from `-X importtime`), and its stdout."""
     proc = subprocess.run([argv[0], "-X", "importtime", *argv[1:]], env=env, capture_output=True, text=True)
     found = set()
     for line in proc.stderr.splitlines():
@@ -87,7 +113,7 @@ def imported_modules(argv: list[str], env: dict[str, str]) -> set[str]:
             name = line.rsplit("|", 1)[1].strip()
             if name and name != "package":
                 found.add(name.split(".")[0])
-    return found
+    return found, proc.stdout
 
 
 def scandir_walk(folder: str) -> int:
@@ -122,6 +148,50 @@ def in_process(calls: list[tuple[Any, str, list[float]]], runs: int) -> None:
             start = time.perf_counter()
             call(query)
             times.append(time.perf_counter() - start)
+
+
+def memfile_script() -> list[str]:
+    """The installed `memfile` command beside this Python (its console script): what an agent runs."""
+    script = Path(sys.executable).parent / "memfile"
+    if not script.exists():
+        raise SystemExit(f"no `memfile` script beside {sys.executable}: install memfile into this Python")
+    return [str(script)]
+
+
+def start_server(vault: Path, env: dict[str, str], log: Path) -> subprocess.Popen[bytes]:
+    """`memfile serve --port 0` on `vault`, returned once `memfile status` is answered through it
+    (it names the server, and the process imported no click: the server answered, not the process)."""
+    server_env = dict(env, MEMFILE_KEYS=str(log.with_suffix(".keys.toml")))  # no keys file: the command line needs none
+    with open(log, "wb") as out:
+        server = subprocess.Popen(
+            [*memfile_script(), "--vault", str(vault), "serve", "--port", "0"],
+            env=server_env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+        )
+    status = [sys.executable, *memfile_script(), "--vault", str(vault), "status"]
+
+    def answered() -> bool:
+        if server.poll() is not None:
+            return True
+        found, out = imports_and_output(status, env)
+        return "Server: running" in out and "click" not in found
+
+    if wait_until(answered, timeout=600, interval=0.1) is None or server.poll() is not None:
+        stop_server(server)
+        tail = log.read_text(encoding="utf-8", errors="replace")[-2000:]
+        raise SystemExit(f"memfile serve did not answer `memfile status` (exit {server.poll()}):\n{tail}")
+    return server
+
+
+def stop_server(server: subprocess.Popen[bytes]) -> None:
+    """SIGTERM (the server answers what it holds, then stops); SIGKILL after a minute."""
+    server.terminate()
+    try:
+        server.wait(60)
+    except subprocess.TimeoutExpired:
+        server.kill()
+        server.wait()
 
 
 # --- the benchmark ------------------------------------------------------------------
@@ -358,15 +428,132 @@ def bench_size(
         found = imported_modules([*base, "recall"], env) & {"whoosh", "git", "watchdog", "mcp"}
         check_row(table, "imports of recall (info)", found, "", size=size)
 
+    bench_served(size, args, vault, env, rg_run, table, work)
+
+
+def bench_served(
+    size: int,
+    args: argparse.Namespace,
+    vault: Path,
+    env: dict[str, str],
+    rg_run: Callable[[str, str], float | None],
+    table: Table,
+    work: Path,
+) -> None:
+    """The rows with a server of `vault` running (issue 24), and before it starts, the client's look for one."""
+    base = [*MEMFILE, "--vault", str(vault), "--mind", MIND]
+    served = [*memfile_script(), "--vault", str(vault), "--mind", MIND]
+    looking = {name: value for name, value in env.items() if name not in NO_SERVER}
+    pairs = word_pairs(vault / MIND, args.served_runs, args.seed + 3)
+
+    # 6. no server yet: a search with MEMFILE_NO_SERVER unset (the client looks for a server) and set
+    look_times, plain_times = [], []
+    run([*base, "search", *pairs[0]], looking)
+    for i in range(args.served_runs):
+        w1, w2 = pairs[i]
+        look_times.append(run([*base, "search", w1, w2], looking)[0])
+        plain_times.append(run([*base, "search", w1, w2], env)[0])
+    table.timing(
+        "memfile search W1 W2 (process, no server, client looks)",
+        size,
+        look_times,
+        p95_too=False,
+        baseline="MEMFILE_NO_SERVER=1",
+        base=plain_times,
+        note="no server runs: the client finds the vault, sees no .memfile/cli.sock and runs the command "
+        "itself; the baseline skips that look",
+    )
+
+    # 7. with `memfile serve` running: the command line answered through it, next to python and rg
+    server = start_server(vault, looking, work / f"serve-{size}.log")
+    try:
+        w1, w2 = pairs[0]
+        found, out = imports_and_output([sys.executable, *served, "search", w1, w2], looking)
+        found &= {"click", "whoosh", "git", "yaml"}
+        table.add(
+            "served: search imports no click/whoosh/git/yaml",
+            ok=not found and bool(out),
+            check=True,
+            target="none",
+            size=size,
+            note="the server answered: " + (("the process imported " + ", ".join(sorted(found))) if found else "yes"),
+            shown=", ".join(sorted(found)) or "none imported",
+        )
+        commands = [["search", w1, w2], ["recall", "--query", f"{w1} {w2}"], ["recall"], ["list", "--json"]]
+        differ = [" ".join(c) for c in commands if run([*served, *c], looking)[1] != run([*base, *c], env)[1]]
+        table.add(
+            "served: output = in-process output",
+            ok=not differ,
+            check=True,
+            target="identical",
+            size=size,
+            note=("differs: " + "; ".join(differ)) if differ else "search, recall --query, recall, list --json",
+            shown="differs: " + "; ".join(differ) if differ else "identical",
+        )
+        py_times: list[float] = []
+        rg_times: list[float] = []
+        search_times: list[float] = []
+        recall_q_times: list[float] = []
+        recall_times: list[float] = []
+        for i in range(args.served_runs):
+            w1, w2 = pairs[i]
+            py_times.append(run([sys.executable, "-c", "pass"], env)[0])
+            rg_times += [t for t in [rg_run(w1, w2)] if t is not None]
+            search_times.append(run([*served, "search", w1, w2], looking)[0])
+            recall_q_times.append(run([*served, "recall", "--query", f"{w1} {w2}"], looking)[0])
+            recall_times.append(run([*served, "recall"], looking)[0])
+    finally:
+        stop_server(server)
+
+    words = "words: " + ", ".join(" ".join(p) for p in pairs)
+    factor = SERVED_SEARCH_VS_RG.get(size)
+    table.timing(
+        "memfile search W1 W2 (process, server)",
+        size,
+        search_times,
+        baseline="rg -l -i" if rg_times else None,
+        base=rg_times or None,
+        limit_s=factor * p50(rg_times) if factor and rg_times else None,
+        target=(f"<= {factor:g}x rg" if factor != 1 else "<= rg") if factor else "",
+        note="the installed `memfile` script, answered by `memfile serve`; " + words,
+    )
+    over = SERVED_SEARCH_OVER_PYTHON_S.get(size)
+    table.timing(
+        "memfile search W1 W2 (process, server)",
+        size,
+        search_times,
+        baseline="python -c pass",
+        base=py_times,
+        limit_s=p50(py_times) + over if over else None,
+        target=f"<= python + {over * 1000:g} ms" if over else "",
+    )
+    factor = SERVED_RECALL_VS_RG.get(size)
+    for figure, times in (
+        ("memfile recall --query 'W1 W2' (process, server)", recall_q_times),
+        ("memfile recall (process, server)", recall_times),
+    ):
+        table.timing(
+            figure,
+            size,
+            times,
+            baseline="rg -l -i" if rg_times else None,
+            base=rg_times or None,
+            limit_s=factor * p50(rg_times) if factor and rg_times else None,
+            target=(f"<= {factor:g}x rg" if factor != 1 else "<= rg") if factor else "",
+        )
+
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000])
     parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument(
+        "--served-runs", type=int, default=15, help="rounds of the rows with a server (and of the client's look)"
+    )
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--keep", action="store_true", help="keep the generated vaults (their folder is printed)")
-    args = parse_args(parser, sizes=[100], runs=1)
-    env = bench_env()
+    args = parse_args(parser, sizes=[100], runs=1, served_runs=2)
+    env = {**bench_env(), **NO_SERVER}  # the rows with a server drop it (bench_served)
     rg = find_rg(required=not args.smoke)
     rg_version = (
         subprocess.run([rg, "--version"], capture_output=True, text=True).stdout.split("\n")[0]
