@@ -204,7 +204,7 @@ def _ask(path: str, request: dict[str, Any]) -> list[tuple[bytes, bytes]] | None
         while (frame := _frame(sock)) is not None:
             frames.append(frame)
             if frame[0] == EXIT:
-                return frames
+                return frames if frame[1].isdigit() else None
         return None  # the server went away mid-answer: none of it is written
     except (OSError, ValueError):
         return None
@@ -236,18 +236,18 @@ def _exactly(sock: Any, size: int) -> Any:
 
 
 def _write(frames: list[tuple[bytes, bytes]]) -> int:
-    """Write the output frames to stdout and stderr in their order; the exit code."""
+    """Write the output frames to stdout and stderr in their order; the exit code. A reader gone away
+    (say `| head`) ends stdout quietly, as in process; what goes to stderr is still written."""
     code = 0
-    try:
-        for kind, payload in frames:
-            if kind in (STDOUT, STDERR):
-                stream = sys.stdout if kind == STDOUT else sys.stderr
-                if stream is not None:
-                    stream.flush()
-                    stream.buffer.write(payload)
-                    stream.buffer.flush()
-            elif kind == EXIT:
-                code = int(payload)
-    except BrokenPipeError:  # the reader (say `| head`) went away: stop quietly, as in process
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    for kind, payload in frames:
+        if kind == EXIT:
+            code = int(payload)
+        elif kind in (STDOUT, STDERR):
+            stream = sys.stdout if kind == STDOUT else sys.stderr
+            try:
+                stream.flush()
+                stream.buffer.write(payload)
+                stream.buffer.flush()
+            except BrokenPipeError:
+                os.dup2(os.open(os.devnull, os.O_WRONLY), stream.fileno())
     return code

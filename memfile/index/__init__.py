@@ -425,6 +425,7 @@ class View:
         kept = index._derived.get(name)
         if version is not None and kept and kept[1] <= now < kept[2] and not plain("catalog_cache"):
             if kept[0] == version:
+                self.take_issues()  # as `memories()` would: the files that cannot be parsed, for this read
                 return cast(T, kept[3])
             if update is not None and index._store is not None:
                 with stored_bytes():
@@ -432,6 +433,7 @@ class View:
                 if found is not None:
                     value, until = update(cast(T, kept[3]), kept[2], found[1], found[2])
                     index._derived[name] = (found[0], now, until, value)
+                    self.take_issues()
                     return value
         index.remakes += 1
         value, until = make(self.memories())
