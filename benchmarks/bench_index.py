@@ -89,7 +89,7 @@ SEARCH_QUESTION_S = {100_000: 0.100}
 RECALL_TARGET_S = {10_000: 0.250}
 # size -> target with a server running, from issue 24
 SERVED_SEARCH_VS_RG = {10_000: 1.0, 100_000: 0.2}  # memfile search process, served <= factor x rg
-SERVED_SEARCH_OVER_PYTHON_S = {10_000: 0.025, 100_000: 0.025}  # ... and <= python -c pass + this
+SERVED_SEARCH_OVER_PYTHON_S = {10_000: 0.025}  # ... and <= python -c pass + this (issue 24 sets it at 10k only)
 SERVED_RECALL_VS_RG = {10_000: 1.0}  # memfile recall [--query] process, served <= factor x rg
 
 #: Set for every row without a server: the command runs in its process whether a server answers or not.

@@ -38,7 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from . import __version__
-from .cli import Served, main
+from .cli import NotServed, Served, main
 from .cli_client import ANSWERING, EXIT, PASSED, PROTOCOL, REFUSED, SERVED, SOCKET_NAME, STDERR, STDOUT, _command
 from .config import CONFIG_NAME, STATE_DIR, caller_source, environment, select_mind
 from .files import hold_lock
@@ -149,7 +149,7 @@ class _CommandLines:
                 conn.settimeout(None)
                 frames = self.minds.run(lambda: run_command(self.minds, request, asked), read=True).result()
                 conn.sendall(b"".join(_frame(kind, payload) for kind, payload in frames))
-            except (OSError, ValueError, RuntimeError, CancelledError):
+            except (OSError, ValueError, RuntimeError, CancelledError, NotServed):
                 return  # the client left, sent nonsense, or the server is stopping: it runs the command itself
             except Exception:  # noqa: BLE001 - a bug: the client runs the command itself; the traceback is ours
                 traceback.print_exc()
