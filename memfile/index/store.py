@@ -92,6 +92,11 @@ def _document(memory: Memory, row: bytes) -> dict[str, Any]:
     return document
 
 
+#: Looks at the index's files before a table of contents that vanished is called damage (another
+#: process's commit replaces it: each look lists the files again).
+OPEN_LOOKS = 3
+
+
 @dataclass
 class RefreshReport:
     """What bringing the index in line with the files did."""
@@ -168,17 +173,24 @@ class Store:
             from whoosh import index
 
             self.folder.mkdir(parents=True, exist_ok=True)
-            try:
-                if index.exists_in(str(self.folder), INDEX_NAME):
-                    self._check_segments()
-                    self._ix = index.open_dir(str(self.folder), indexname=INDEX_NAME)
-            except Exception as exc:
-                if not is_damage(exc):
-                    raise
-                self._ix = None
-                self.damage = exc.kind if isinstance(exc, IndexDamaged) else type(exc).__name__
-                self.destroy()
-                self.folder.mkdir(parents=True, exist_ok=True)
+            for look in range(OPEN_LOOKS):
+                try:
+                    if index.exists_in(str(self.folder), INDEX_NAME):
+                        self._check_segments()
+                        self._ix = index.open_dir(str(self.folder), indexname=INDEX_NAME)
+                    break
+                except Exception as exc:
+                    if isinstance(exc, FileNotFoundError) and look < OPEN_LOOKS - 1:
+                        # Whoosh lists the tables of contents, then opens the newest: another process's
+                        # commit may have written a newer one and deleted that one in between.
+                        continue
+                    if not is_damage(exc):
+                        raise
+                    self._ix = None
+                    self.damage = exc.kind if isinstance(exc, IndexDamaged) else type(exc).__name__
+                    self.destroy()
+                    self.folder.mkdir(parents=True, exist_ok=True)
+                    break
             if self._ix is None:
                 self._remove_other_versions()
                 self._ix = index.create_in(str(self.folder), schema(), indexname=INDEX_NAME)
