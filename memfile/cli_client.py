@@ -75,17 +75,18 @@ def answer(argv: list[str]) -> int | None:
     chosen = _command(argv)
     if chosen is None:
         return None
-    vault = _find_vault(chosen[0])
-    if vault is None:
-        return None
-    path = os.path.join(vault, ".memfile", SOCKET_NAME)
     try:
+        vault = _find_vault(chosen[0])
+        if vault is None:
+            return None
+        path = os.path.join(vault, ".memfile", SOCKET_NAME)
         if os.stat(path).st_uid != os.getuid():  # only a socket of this user's own server is asked
             return None
-    except OSError:
-        return None  # no server: the common case costs one stat
+        request = _request(argv, vault)
+    except (OSError, ValueError):  # no server (the common case costs one stat), or no folder to work in
+        return None
     try:
-        frames = _ask(path, _request(argv, vault))
+        frames = _ask(path, request)
     except KeyboardInterrupt:  # Ctrl+C while the server answers: as in process
         sys.stderr.write("memfile: interrupted\n")
         return 130

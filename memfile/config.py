@@ -348,7 +348,13 @@ def find_vault(explicit: str | os.PathLike[str] | None = None, start: Path | Non
                 f"by itself; make it one with: memfile init {root}"
             )
         return root
-    here = (start or Path.cwd()).resolve()
+    try:
+        here = (start or Path.cwd()).resolve()
+    except FileNotFoundError:
+        raise NotAVault(
+            "the current folder no longer exists, so no vault can be found from it; "
+            "cd into the vault, or pass --vault PATH or set MEMFILE_VAULT"
+        ) from None
     for folder in (here, *here.parents):
         if _has_config(folder):
             return folder

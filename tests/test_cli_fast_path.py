@@ -955,3 +955,14 @@ def test_a_second_server_of_the_vault_answers_http_only(server: Server, setup: S
     assert "another server of this vault answers the command line" in err, err
     assert cli_socket(setup).exists()  # the first one's, untouched
     served(["--vault", str(setup.root), "tags"], client_env(setup.home), record)
+
+
+def test_a_current_folder_that_no_longer_exists_is_no_vault_and_no_traceback(tmp_path: Path) -> None:
+    gone = tmp_path / "gone"
+    gone.mkdir()
+    script = f'cd "{gone}" && rmdir "{gone}" && exec "{sys.executable}" -m memfile search anything'
+    ran = subprocess.run(["sh", "-c", script], capture_output=True, text=True, timeout=60)
+    assert ran.returncode == 7, ran.stderr
+    assert (
+        ran.stderr.startswith("memfile: error: the current folder no longer exists") and "Traceback" not in ran.stderr
+    )
