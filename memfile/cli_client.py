@@ -72,7 +72,7 @@ def answer(argv: list[str]) -> int | None:
         hasattr(s, "buffer") for s in (sys.stdout, sys.stderr)
     ):
         return None
-    chosen = _command(argv)
+    chosen = served_command(argv)
     if chosen is None:
         return None
     try:
@@ -95,7 +95,7 @@ def answer(argv: list[str]) -> int | None:
     return _write(frames)
 
 
-def _command(argv: list[str]) -> tuple[str | None, str] | None:
+def served_command(argv: list[str]) -> tuple[str | None, str] | None:
     """(`--vault` value, command) when the command is one a server answers, else None."""
     vault = None
     at = 0

@@ -23,11 +23,9 @@ import codecs
 import io
 import json
 import os
-import shutil
 import socket
 import struct
 import sys
-import tempfile
 import threading
 import time
 import traceback
@@ -39,9 +37,10 @@ from typing import Any
 
 from . import __version__
 from .cli import NotServed, Served, main
-from .cli_client import ANSWERING, EXIT, PASSED, PROTOCOL, REFUSED, SERVED, SOCKET_NAME, STDERR, STDOUT, _command
+from .cli_client import ANSWERING, EXIT, PASSED, PROTOCOL, REFUSED, SERVED, SOCKET_NAME, STDERR, STDOUT, served_command
 from .config import CONFIG_NAME, STATE_DIR, caller_source, environment, select_mind
 from .files import hold_lock
+from .server import unix_listener
 from .vault import Vault
 from .worker import Caller, Minds
 
@@ -103,7 +102,7 @@ class _CommandLines:
         if len(os.fsencode(self.path)) > MAX_SOCKET_PATH:
             return f"the path {self.path} is too long for a Unix socket ({MAX_SOCKET_PATH} bytes at most)"
         try:
-            self._listener = _listen(self.path)
+            self._listener = unix_listener(self.path)
         except OSError as exc:
             return f"{self.path} cannot be made ({exc.strerror})"
         self._streams = (sys.stdout, sys.stderr)
@@ -167,7 +166,7 @@ class _CommandLines:
             return "the command line runs in another time zone (TZ)"
         if not all(_utf8(stream["encoding"]) for stream in request["streams"]):
             return "the command line's output is not UTF-8"
-        if _command(request["argv"]) is None:
+        if served_command(request["argv"]) is None:
             return "this server answers only memfile's read commands"
         return None
 
@@ -210,35 +209,6 @@ def run_command(minds: Minds, request: dict[str, Any], asked: float) -> list[tup
             err.flush()
     frames.append((EXIT, str(code).encode("ascii")))
     return _joined(frames)
-
-
-def _listen(path: Path) -> socket.socket:
-    """A socket listening at `path`, mode 0600 from its first moment (made in a private folder, then moved
-    there); a socket left by a killed server is replaced, anything else in the way refused (OSError)."""
-    if path.is_socket():
-        probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        try:
-            probe.connect(str(path))
-        except ConnectionRefusedError:
-            path.unlink()  # nobody listens: left by a server that was killed
-        else:
-            raise OSError(98, "another server listens there")  # EADDRINUSE; cannot be: it holds serve.lock
-        finally:
-            probe.close()
-    folder = Path(tempfile.mkdtemp(prefix=".cli-", dir=path.parent))  # 0700: nobody else reaches the socket
-    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    try:
-        made = folder / "s"
-        sock.bind(str(made))
-        os.chmod(made, 0o600)
-        sock.listen(64)
-        os.rename(made, path)  # refuses a folder in the way; replaces nothing else (no socket is there now)
-    except OSError:
-        sock.close()
-        raise
-    finally:
-        shutil.rmtree(folder, ignore_errors=True)
-    return sock
 
 
 def _read_request(conn: socket.socket) -> dict[str, Any]:

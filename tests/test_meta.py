@@ -81,7 +81,7 @@ MAY_IMPORT: dict[str, set[str]] = {
     # The command line's fast path: the client imports nothing of memfile but its version (it must stay
     # light); the server half runs the command line's own commands on the resident worker.
     "cli_client": {"__init__"},
-    "cli_served": FACE_MAY_USE | {"__init__", "cli", "cli_client", "files", "worker"},
+    "cli_served": FACE_MAY_USE | {"__init__", "cli", "cli_client", "files", "server", "worker"},
     # The resident faces: one worker thread owns every Vault call (`worker`), shared by MCP and HTTP.
     "worker": FACE_MAY_USE | {"watch", "paths"},
     "mcp_server": FACE_MAY_USE | {"watch", "worker"},

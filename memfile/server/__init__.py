@@ -10,12 +10,15 @@ it any more) and returns, leaving the Vaults for the process's end to release (`
 
 from __future__ import annotations
 
+import errno
 import gc
 import ipaddress
 import os
+import shutil
 import signal
 import socket
 import stat
+import tempfile
 import threading
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import AbstractContextManager, contextmanager, nullcontext, suppress
@@ -31,7 +34,7 @@ from ..worker import Minds
 from .app import build_app
 from .auth import LOOPBACK_NAMES
 
-__all__ = ["DEFAULT_HOST", "DEFAULT_PORT", "allowed_hosts", "bind_address", "build_app", "serve"]
+__all__ = ["DEFAULT_HOST", "DEFAULT_PORT", "allowed_hosts", "bind_address", "build_app", "serve", "unix_listener"]
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8765
@@ -249,18 +252,17 @@ def _listening(
             yield sock, f"http://{shown}:{sock.getsockname()[1]}"
         return
     path = Path(uds).expanduser().absolute()
-    _clear_stale_socket(path)
-    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    mask = os.umask(0o177)  # the socket file is born 0600: no moment in which others may connect
     try:
-        sock.bind(str(path))
+        sock = unix_listener(path)
+    except FileExistsError:
+        raise InvalidInput(
+            "--uds", str(path), "a path that does not exist yet", reason="a file is in the way"
+        ) from None
+    except ConnectionError:
+        raise Conflict(f"a server already listens on {path}; stop it, or pass another --uds PATH") from None
     except OSError as exc:
-        sock.close()
         raise InvalidInput("--uds", str(uds), "a path where a socket can be made", reason=str(exc.strerror)) from None
-    finally:
-        os.umask(mask)
     try:
-        os.chmod(path, 0o600)
         with sock:
             yield sock, f"unix:{path}"
     finally:
@@ -269,20 +271,43 @@ def _listening(
                 path.unlink()
 
 
-def _clear_stale_socket(path: Path) -> None:
-    """Remove a socket file left by a server that is gone; refuse anything else in the way."""
+def unix_listener(path: Path) -> socket.socket:
+    """A Unix socket listening at `path`, mode 0600 from its first moment: bound in a private 0700 folder
+    beside it, then moved into place (no process-wide umask, so no other thread's files are touched). A
+    socket left by a server that was killed is replaced.
+
+    Raises:
+        FileExistsError: something other than a socket is in the way.
+        ConnectionError: a server listens there.
+        OSError: the socket cannot be made there.
+    """
     try:
         info = os.lstat(path)
     except FileNotFoundError:
-        return
-    if not stat.S_ISSOCK(info.st_mode):
-        raise InvalidInput("--uds", str(path), "a path that does not exist yet", reason="a file is in the way")
-    probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        info = None
+    if info is not None and not stat.S_ISSOCK(info.st_mode):
+        raise FileExistsError(errno.EEXIST, "a file is in the way", str(path))
+    if info is not None:
+        probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            probe.connect(str(path))
+        except OSError:
+            path.unlink()  # nothing listens there: a socket left by a server that was killed
+        else:
+            raise ConnectionError(errno.EADDRINUSE, "a server already listens there", str(path))
+        finally:
+            probe.close()
+    folder = Path(tempfile.mkdtemp(prefix=".socket-", dir=path.parent))
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
-        probe.connect(str(path))
+        made = folder / "s"
+        sock.bind(str(made))
+        os.chmod(made, 0o600)
+        sock.listen(64)
+        os.rename(made, path)
     except OSError:
-        path.unlink()  # nothing listens there: a socket left by a server that was killed
-    else:
-        raise Conflict(f"a server already listens on {path}; stop it, or pass another --uds PATH")
+        sock.close()
+        raise
     finally:
-        probe.close()
+        shutil.rmtree(folder, ignore_errors=True)
+    return sock
