@@ -794,7 +794,7 @@ def mcp(state: State, no_watch: bool) -> None:
     serve(state.vault_path, state.mind, watch=not no_watch)
 
 
-# Last: each registers its commands on `main` (git: history, sync, ...; keys: key add|list|revoke; serve).
-from . import cli_git, cli_keys, cli_serve  # noqa: E402
+# Last: each registers its commands on `main` (git: history, sync, ...; keys; serve; export and import).
+from . import cli_git, cli_keys, cli_serve, cli_transfer  # noqa: E402
 
-COMMAND_MODULES = (cli_git, cli_keys, cli_serve)
+COMMAND_MODULES = (cli_git, cli_keys, cli_serve, cli_transfer)

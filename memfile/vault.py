@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from functools import cached_property, wraps
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, TextIO, TypeVar
 
 from .config import (
     STATE_DIR,
@@ -59,7 +59,7 @@ from .model import (
     resolve_ref,
     utc_now,
 )
-from .paths import shown_path, validate_mind
+from .paths import mind_dirs, shown_path, validate_mind
 from .recalling import Recaller
 from .writer import Writer
 
@@ -70,6 +70,7 @@ if TYPE_CHECKING:
     from .git import GitStore, History, LogEntry, Remote, RemoteReport, Version
     from .recall import RecallReport
     from .recalling import RecallRecord
+    from .transfer import ExportReport, ImportReport, MindExport
 
 
 @dataclass(frozen=True)
@@ -934,6 +935,130 @@ class Vault:
             InvalidInput: the budget or limit is not allowed, or the query cannot be parsed.
         """
         return self._recaller.recall(budget, query=query, limit=limit, include_superseded=include_superseded)
+
+    # --- in and out ------------------------------------------------------
+
+    def _export_parts(self, all_minds: bool) -> Iterator[MindExport]:
+        from .transfer import MindExport
+
+        for mind in mind_dirs(self.root) if all_minds else [self.mind]:
+            vault = self if mind == self.mind else Vault(self.root, mind, self.config, self.actor)
+            try:
+                memories = sorted(vault.memories(), key=lambda m: m.path)
+                yield MindExport(mind, vault.name, self.root, memories, list(vault.issues))
+            finally:
+                if vault is not self:
+                    vault.close()
+
+    def export_lines(self, *, all_minds: bool = False, format: str = "jsonl", raw: bool = False) -> Iterator[str]:
+        """The export's text a line at a time (see `export`); each ends in a newline."""
+        from . import __version__
+        from .transfer import check_export, export_lines
+
+        check_export(format, raw)
+        parts = self._export_parts(all_minds)
+        return export_lines(parts, fmt=format, raw=raw, now=utc_now(), version=__version__, counted=[])
+
+    @_verb
+    def export(
+        self, out: str | os.PathLike[str] | TextIO, *, all_minds: bool = False, format: str = "jsonl", raw: bool = False
+    ) -> ExportReport:
+        """Export the mind's memories (every one: expired and superseded ones are marked, not left out).
+
+        Args:
+            out: a file (written whole, then renamed into place) or a text stream.
+            all_minds: every mind of the vault, not only this one.
+            format: `jsonl`, memfile's export (a header, one line per memory with every field under
+                Synapse's names, one per unreadable file, an end line with the count), or `json`, a plain
+                array of Synapse-shaped memories.
+            raw: each file's exact text and its sha256 too (`jsonl`): an import then writes the same bytes.
+
+        Returns:
+            An ExportReport: the count, the minds, and the files that could not be read (not in the export).
+        """
+        from . import __version__
+        from .transfer import export_to
+
+        return export_to(out, self._export_parts(all_minds), format, raw, __version__)
+
+    @_verb
+    def import_(
+        self,
+        source: str | os.PathLike[str] | bytes,
+        *,
+        format: str | None = None,
+        on_conflict: str = "newer",
+        dry_run: bool = False,
+        from_mind: str | None = None,
+        split: str = "sections",
+        category: str | None = None,
+        include_dreams: bool = False,
+        max_priority: str = "high",
+        source_as: str | None = None,
+        name: str | None = None,
+    ) -> ImportReport:
+        """Import memories into this mind as one commit, or nothing when any record is refused.
+
+        Args:
+            source: a file (or an OpenClaw folder), or the file's bytes.
+            format: `memfile`, `synapse`, `langbot` or `openclaw`; default: told from the file.
+            on_conflict: a memory already here with the same id and other content: `skip` it, take the
+                `newer` by updated_at, or `overwrite` it. The same category/key under another id is
+                always a conflict, reported and never merged.
+            dry_run: decide and report, write nothing.
+            from_mind: the mind to take from a memfile export holding several.
+            split, category, include_dreams: OpenClaw's MEMORY.md: split by `sections`, `bullets` or
+                not at all (`file`); the category instead of the one guessed from a heading; DREAMS.md too.
+            max_priority: LangBot's importance 5 becomes `high`, or `critical` when a person asks.
+            source_as: LangBot: `user` when a person vouches for the profiles (default agent).
+            name: what to call the file in messages and the commit (default: its name).
+
+        Returns:
+            An ImportReport: created, updated, unchanged, skipped, conflicts, what could not be mapped, the commit.
+            Ids, dates, verified and unknown keys are kept as given; an agent's import lands unverified.
+
+        Raises:
+            InvalidInput: the file cannot be read, or a record is refused (its number and the reason).
+        """
+        from .transfer import import_file
+
+        options = {
+            "split": split,
+            "category": category,
+            "include_dreams": include_dreams,
+            "max_priority": max_priority,
+            "source": source_as,
+        }
+        return import_file(
+            source,
+            writer=self._writer,
+            index=self._index,
+            actor=self.actor,
+            fmt=format,
+            on_conflict=on_conflict,
+            dry_run=dry_run,
+            from_mind=from_mind,
+            options=options,
+            name=name,
+        )
+
+    @classmethod
+    def clone(cls, url: str, path: str | os.PathLike[str], mind: str | None = None) -> Vault:
+        """Clone a vault from its remote onto this machine, ready to use: whatever branch the remote's HEAD
+        names, the branch memfile pushed is checked out tracking the remote, the merge driver is set up
+        and the index built.
+
+        Raises:
+            Conflict: `path` exists and is not an empty folder. GitError: the clone failed.
+            NotAVault: the repository holds no memfile vault.
+        """
+        from .git import clone_vault
+
+        root = Path(path).expanduser().resolve()
+        clone_vault(url, root)
+        vault = cls.open(root, mind)
+        vault.reindex()
+        return vault
 
     def close(self) -> None:
         """Stop the watcher, if any, and release the index's files (the Vault may not be used afterwards)."""

@@ -1,0 +1,155 @@
+"""Memories in and out of a mind: `memfile export` and `memfile import` (a collaborator of the Vault).
+
+`exporting` writes memfile's JSONL export (or Synapse's JSON array);
+`importing` reads an import file in any known format and writes it into
+one mind as one commit; `memfile_format`, `synapse`, `langbot` and
+`openclaw` read one format each into records (`records`). The Vault hands
+in its writer and index; this package writes only through the writer.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TextIO
+
+from ..errors import InvalidInput
+from ..model import Source, utc_now
+from .exporting import EXPORT_FORMATS, ExportReport, MindExport, export_lines
+from .importing import ImportReport, apply, plan, read_import
+from .records import FORMATS, ON_CONFLICT, SPLITS, ImportOptions, Incoming
+
+if TYPE_CHECKING:
+    from ..index import Index
+    from ..writer import Writer
+
+__all__ = [
+    "EXPORT_FORMATS",
+    "FORMATS",
+    "ON_CONFLICT",
+    "SPLITS",
+    "ExportReport",
+    "ImportOptions",
+    "ImportReport",
+    "Incoming",
+    "MindExport",
+    "check_export",
+    "export_lines",
+    "export_to",
+    "import_file",
+]
+
+
+def check_export(fmt: str, raw: bool) -> None:
+    """Refuse an export's options before anything is read.
+
+    Raises:
+        InvalidInput: an unknown format, or `raw` with Synapse's JSON (which has no place for a file's text).
+    """
+    if fmt not in EXPORT_FORMATS:
+        raise InvalidInput("--format", fmt, EXPORT_FORMATS)
+    if raw and fmt != "jsonl":
+        raise InvalidInput("--raw", "with --format json", "--raw with --format jsonl (Synapse's JSON has no file text)")
+
+
+def export_to(
+    out: str | os.PathLike[str] | TextIO, parts: Iterable[MindExport], fmt: str, raw: bool, version: str
+) -> ExportReport:
+    """Write an export to a file (replaced only once whole) or a text stream; see `exporting.export_lines`."""
+    check_export(fmt, raw)
+    seen: list[MindExport] = []
+
+    def kept(parts: Iterable[MindExport]) -> Iterator[MindExport]:
+        for part in parts:
+            seen.append(MindExport(part.mind, part.name, part.root, [], part.issues))
+            yield part
+
+    counted: list[int] = []
+    lines = export_lines(kept(parts), fmt=fmt, raw=raw, now=utc_now(), version=version, counted=counted)
+    if isinstance(out, str | os.PathLike):
+        _write_whole(Path(out), lines)
+    else:
+        for line in lines:
+            out.write(line)
+        out.flush()
+    return ExportReport(
+        format=fmt,
+        count=counted[0],
+        minds=[part.mind for part in seen],
+        raw=raw,
+        unreadable=[str(issue) for part in seen for issue in part.issues],
+    )
+
+
+def _write_whole(path: Path, lines: Iterable[str]) -> None:
+    """Write lines to a temporary file beside `path`, then rename it into place: never half an export."""
+    import tempfile
+
+    try:
+        handle = tempfile.NamedTemporaryFile(
+            "w", encoding="utf-8", newline="\n", dir=path.parent, prefix=f".{path.name}.", delete=False
+        )
+    except OSError as exc:
+        raise InvalidInput(
+            "-o", str(path), "a file in a folder memfile can write", reason=exc.strerror or str(exc)
+        ) from None
+    try:
+        with handle:
+            for line in lines:
+                handle.write(line)
+        os.replace(handle.name, path)
+    except BaseException:
+        Path(handle.name).unlink(missing_ok=True)
+        raise
+
+
+def import_file(
+    source: str | os.PathLike[str] | bytes,
+    *,
+    writer: Writer,
+    index: Index,
+    actor: Source,
+    fmt: str | None,
+    on_conflict: str,
+    dry_run: bool,
+    from_mind: str | None,
+    options: dict[str, Any],
+    name: str | None = None,
+) -> ImportReport:
+    """`Vault.import_`'s work: read, plan, and (unless `dry_run`) write the plan as one commit under the
+    writer lock (the plan is made again under the lock, on the mind as it then is)."""
+    if options["split"] not in SPLITS:
+        raise InvalidInput("--split", options["split"], SPLITS)
+    if options["max_priority"] not in ("high", "critical"):
+        raise InvalidInput("--max-priority", options["max_priority"], ("high", "critical"))
+    if options["source"] not in (None, "user", "agent"):
+        raise InvalidInput("--source", options["source"], ("user", "agent"))
+    if isinstance(source, bytes):
+        name = name or "the request body"
+        incoming = read_import(source, name, fmt, ImportOptions(now=utc_now(), **options))
+    else:
+        path = Path(source).expanduser()
+        incoming = read_import(path, str(source), fmt, ImportOptions(now=utc_now(), **options))
+        name = name or path.name or str(path)
+
+    def decide() -> Any:
+        return plan(
+            incoming,
+            name=name,
+            root=writer.root,
+            mind=writer.mind,
+            memories=index.memories(),
+            issues=index.issues,
+            actor=actor,
+            on_conflict=on_conflict,
+            from_mind=from_mind,
+            now=utc_now(),
+        )
+
+    if dry_run:
+        return decide().report(True, None)
+    with writer.transaction():
+        result = decide()
+        commit = apply(result, writer, actor)
+    return result.report(False, commit)

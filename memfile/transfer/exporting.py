@@ -1,0 +1,143 @@
+"""`memfile export`: a mind's memories as JSON Lines (memfile's own format) or a JSON array (Synapse's shape).
+
+The JSONL form opens with a header line (format, version, memfile version,
+minds), has one line per memory with every field under Synapse's names, one
+line per file memfile could not read (never dropped silently), and ends with
+a trailer holding the count, so that a file cut short is refused on import.
+Lines are made one at a time: 100,000 memories never sit in memory as text.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from ..model import Memory, ParseIssue, Report, format_datetime
+
+#: The `format` of the header line, and the version of the format this memfile writes and reads.
+FORMAT = "memfile-export"
+VERSION = 1
+#: What `--format` accepts.
+EXPORT_FORMATS = ("jsonl", "json")
+#: Synapse's memory object, the shape of `--format json` (seed 000).
+SYNAPSE_FIELDS = (
+    "id",
+    "category",
+    "key",
+    "content",
+    "tags",
+    "priority",
+    "source",
+    "verified",
+    "confidence",
+    "expires_at",
+    "mind_id",
+    "created_at",
+    "updated_at",
+)
+
+
+@dataclass(frozen=True)
+class ExportReport(Report):
+    """What `Vault.export` wrote: how many memories of which minds, and the files it could not read."""
+
+    format: str
+    count: int
+    minds: list[str]
+    raw: bool
+    unreadable: list[str] = field(default_factory=list)  # "path:line: reason" of each file left out
+
+
+@dataclass(frozen=True)
+class MindExport:
+    """One mind's part of an export: its memories (in path order) and its unreadable files."""
+
+    mind: str
+    name: str
+    root: Path
+    memories: list[Memory]
+    issues: list[ParseIssue]
+
+
+def record(memory: Memory, root: Path, raw: bool, now: datetime) -> dict[str, Any]:
+    """The export record of one memory: Synapse's names, then memfile's own fields; with `raw`, the file's
+    exact text and its sha256 (the bytes are read now: the fields come from the index, which a read
+    brought in line with the files just before)."""
+    fields = memory.to_dict()
+    out: dict[str, Any] = {"type": "memory"}
+    for name in SYNAPSE_FIELDS:
+        out[name] = memory.mind if name == "mind_id" else fields[name]
+    out |= {
+        "status": fields["status"],
+        "superseded_by": fields["superseded_by"],
+        "expired": memory.is_expired(now),
+        "extra": fields["extra"],
+        "path": memory.path,
+        "id_derived": memory.id_derived,
+        "has_front_matter": memory.has_front_matter,
+    }
+    if raw:
+        data = (root / memory.path).read_bytes()
+        out["raw"] = data.decode("utf-8")  # memfile reads only UTF-8 files: a memory's file always decodes
+        out["sha256"] = hashlib.sha256(data).hexdigest()
+    return out
+
+
+def synapse_object(memory: Memory) -> dict[str, Any]:
+    """A memory as Synapse's API shows it (`--format json`)."""
+    fields = memory.to_dict()
+    return {name: memory.mind if name == "mind_id" else fields[name] for name in SYNAPSE_FIELDS}
+
+
+def export_lines(
+    minds: Iterable[MindExport], *, fmt: str, raw: bool, now: datetime, version: str, counted: list[int]
+) -> Iterator[str]:
+    """The export's text, a line (or, for `json`, an array element) at a time, each ending in a newline.
+
+    Args:
+        minds: each mind's memories and unreadable files, made lazily (one mind in memory at a time).
+        fmt: `jsonl` (memfile's format) or `json` (a plain array of Synapse-shaped memories).
+        raw: include each file's exact text and sha256 (`jsonl` only).
+        now: the moment of the export (which memories count as expired).
+        version: memfile's version, for the header.
+        counted: appended with the number of memories written, once done (for the caller's report).
+    """
+    minds = list(minds) if fmt == "jsonl" else minds  # the header names the minds before their memories
+    count = 0
+    if fmt == "jsonl":
+        assert isinstance(minds, list)
+        header = {
+            "type": "header",
+            "format": FORMAT,
+            "version": VERSION,
+            "exported_at": format_datetime(now),
+            "memfile_version": version,
+            "minds": [{"mind": part.mind, "name": part.name} for part in minds],
+            "raw": raw,
+        }
+        yield _line(header)
+    else:
+        yield "["
+    unreadable = 0
+    for part in minds:
+        for memory in part.memories:
+            if fmt == "jsonl":
+                yield _line(record(memory, part.root, raw, now))
+            else:
+                yield ("\n" if count == 0 else ",\n") + json.dumps(synapse_object(memory), ensure_ascii=False)
+            count += 1
+        if fmt == "jsonl":
+            for issue in part.issues:
+                unreadable += 1
+                yield _line({"type": "unreadable", "path": issue.path, "line": issue.line, "reason": issue.reason})
+    yield _line({"type": "end", "count": count, "unreadable": unreadable}) if fmt == "jsonl" else "\n]\n"
+    counted.append(count)
+
+
+def _line(value: dict[str, Any]) -> str:
+    return json.dumps(value, ensure_ascii=False) + "\n"

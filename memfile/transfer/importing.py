@@ -1,0 +1,490 @@
+"""`memfile import`: records from a file (memfile's export, Synapse, LangBot, OpenClaw) into one mind, as
+one commit or nothing.
+
+Every record is checked before anything is written: a record that fails
+stops the import with its number and the reason. Ids, dates, `verified` and
+unknown keys are written verbatim (a store would move `updated_at`). The same
+id with the same content is left alone, so importing twice changes nothing;
+the same id with other content follows `on_conflict`; the same
+`category/key` under another id is a conflict, reported and never merged.
+An agent's import lands unverified, as `source: agent`, at most `high`, and
+cannot change what a person verified or made critical.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from dataclasses import dataclass, field, replace
+from datetime import datetime
+from pathlib import Path, PurePosixPath
+from typing import TYPE_CHECKING, Any
+
+from .. import fileformat
+from ..errors import FileParseError, InvalidInput
+from ..model import (
+    AGENT_PRIORITY_CAP,
+    DEFAULT_CONFIDENCE,
+    KNOWN_FIELDS,
+    Memory,
+    ParseIssue,
+    Priority,
+    Report,
+    Source,
+    Status,
+    new_id,
+    parse_bool,
+    parse_category,
+    parse_confidence,
+    parse_memory_id,
+    parse_optional_datetime,
+    parse_priority,
+    parse_source,
+    parse_status,
+    parse_tags,
+    validate_key,
+)
+from ..paths import is_memory_name, memory_relpath, safe_path
+from .records import FORMATS, ON_CONFLICT, ImportOptions, Incoming
+
+if TYPE_CHECKING:
+    from ..writer import Writer
+
+#: The largest import file read (a JSON file is read whole): 10,000 memories take about 5 MB.
+MAX_IMPORT_BYTES = 512 * 2**20
+#: The fields that say what a memory is; the rest (where it lies, how its file was written) can differ.
+_SAME_FIELDS_IGNORE = ("path", "mind", "has_front_matter", "id_derived")
+
+
+@dataclass(frozen=True)
+class ImportReport(Report):
+    """What `Vault.import_` did (or, with `dry_run`, would do).
+
+    `created` and `updated` list refs (`category/key`); `skipped` and `conflicts` hold
+    {record, ref, reason}; `unmapped` says what a reader could not map; `notices` what the
+    import changed on its way in (an agent's priority capped, say).
+    """
+
+    format: str
+    mind: str
+    file: str
+    dry_run: bool
+    commit: str | None
+    created: list[str] = field(default_factory=list)
+    updated: list[str] = field(default_factory=list)
+    unchanged: int = 0
+    skipped: list[dict[str, Any]] = field(default_factory=list)
+    conflicts: list[dict[str, Any]] = field(default_factory=list)
+    unmapped: list[str] = field(default_factory=list)
+    notices: list[str] = field(default_factory=list)
+
+
+# --- reading the file ----------------------------------------------------------
+
+
+def read_import(source: Path | bytes, name: str, fmt: str | None, options: ImportOptions) -> Incoming:
+    """The records of an import file, its format detected when `fmt` is None.
+
+    Raises:
+        InvalidInput: the file cannot be read, is not UTF-8, its format cannot be told, or a reader refuses it.
+    """
+    if fmt is not None and fmt not in FORMATS:
+        raise InvalidInput("--from", fmt, FORMATS)
+    if isinstance(source, Path) and source.is_dir():
+        if fmt not in (None, "openclaw"):
+            raise InvalidInput("FILE", name, f"a {fmt} file, not a folder")
+        return _openclaw(source, options)
+    data = _read_bytes(source, name) if isinstance(source, Path) else source
+    if len(data) > MAX_IMPORT_BYTES:
+        raise InvalidInput("FILE", name, f"a file of at most {MAX_IMPORT_BYTES // 2**20} MB")
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise InvalidInput("FILE", name, "a UTF-8 text file", reason=f"byte {exc.start} is not UTF-8") from None
+    if "\x00" in text:
+        raise InvalidInput("FILE", name, "a text file (JSON, JSON Lines or Markdown)", reason="it holds NUL bytes")
+    fmt = fmt or detect(text, name)
+    if fmt == "openclaw":
+        if isinstance(source, Path):
+            return _openclaw(source, options)
+        import tempfile
+
+        with tempfile.TemporaryDirectory(prefix="memfile-import-") as folder:  # a Markdown body sent over HTTP
+            path = Path(folder) / (name if name.endswith(".md") else "MEMORY.md")
+            path.write_text(text, encoding="utf-8")
+            return _openclaw(path, options)
+    if fmt == "memfile":
+        from .memfile_format import read_memfile
+
+        return read_memfile(text.splitlines(), name)
+    try:
+        value = json.loads(text)
+    except ValueError as exc:
+        raise InvalidInput("FILE", name, f"a {fmt} JSON file", reason=f"it is not JSON: {exc}") from None
+    if fmt == "synapse":
+        from .synapse import read_synapse
+
+        return read_synapse(value, options)
+    if not isinstance(value, dict):
+        raise InvalidInput("FILE", name, "a LangBot export envelope (a JSON object with profiles or episodes)")
+    from .langbot import read_langbot
+
+    return read_langbot(value, options)
+
+
+def _openclaw(path: Path, options: ImportOptions) -> Incoming:
+    from .openclaw import read_openclaw
+
+    return read_openclaw(path, options)
+
+
+def _read_bytes(path: Path, name: str) -> bytes:
+    try:
+        if path.stat().st_size > MAX_IMPORT_BYTES:
+            raise InvalidInput("FILE", name, f"a file of at most {MAX_IMPORT_BYTES // 2**20} MB")
+        return path.read_bytes()
+    except FileNotFoundError:
+        raise InvalidInput("FILE", name, "an existing file or folder", reason="there is none") from None
+    except OSError as exc:
+        raise InvalidInput("FILE", name, "a file memfile can read", reason=exc.strerror or str(exc)) from None
+
+
+def detect(text: str, name: str) -> str:
+    """Which format a file's text is in: memfile's export, Synapse's JSON, a LangBot envelope or Markdown.
+
+    Raises:
+        InvalidInput: none of these (the message says to pass --from).
+    """
+    from .memfile_format import is_memfile_export
+
+    stripped = text.lstrip()
+    if stripped.startswith("{") and is_memfile_export(stripped.split("\n", 1)[0]):
+        return "memfile"
+    if stripped[:1] in ("{", "["):
+        try:
+            value = json.loads(text)
+        except ValueError:
+            value = None
+        if isinstance(value, list):
+            return "synapse"
+        if isinstance(value, dict):
+            if "profiles" in value or "episodes" in value:
+                return "langbot"
+            if "memories" in value:
+                return "synapse"
+    elif name.endswith(".md") or stripped.startswith("#") or not stripped:
+        return "openclaw"
+    raise InvalidInput(
+        "FILE",
+        name,
+        'memfile\'s export, a Synapse JSON array or {"memories": [...]}, a LangBot envelope, or OpenClaw Markdown',
+        reason="its format could not be told; name it with --from " + "|".join(FORMATS),
+    )
+
+
+# --- one record --------------------------------------------------------------
+
+
+@dataclass
+class _Change:
+    """One record's memory as it will be written."""
+
+    number: int
+    where: str
+    memory: Memory
+    data: bytes | None  # the exact bytes (raw records, new files); None: made from the old file (`rewritten`)
+    old: Memory | None = None
+
+
+def _memory(record: dict[str, Any], mind: str, relpath: str, now: datetime) -> Memory:
+    """The memory a record describes, defaults filled as a store fills them (verbatim otherwise)."""
+    for name in ("category", "key", "content"):
+        if record.get(name) is None:
+            raise InvalidInput(name, None, "a value: every memory has a category, a key and a content")
+    if not isinstance(record["content"], str):
+        raise InvalidInput("content", record["content"], "text")
+    given_id = record.get("id")
+    source = parse_source(record["source"]) if record.get("source") is not None else Source.USER
+    created = parse_optional_datetime(record.get("created_at"), "created_at") or now
+    status = parse_status(record["status"]) if record.get("status") is not None else None
+    superseded_by = record.get("superseded_by")
+    extra = record.get("extra") or {}
+    if not isinstance(extra, dict):
+        raise InvalidInput("extra", extra, "an object of the front-matter keys memfile does not know")
+    clash = [k for k in extra if k in KNOWN_FIELDS]
+    if clash:
+        raise InvalidInput("extra", clash[0], f"keys other than memfile's own ({', '.join(sorted(KNOWN_FIELDS))})")
+    return Memory(
+        id=parse_memory_id(given_id, "id") if given_id not in (None, "") else new_id(),
+        mind=mind,
+        category=parse_category(record["category"]),
+        key=validate_key(record["key"]),
+        content=record["content"].replace("\r\n", "\n").strip(),
+        path=relpath,
+        created_at=created,
+        updated_at=parse_optional_datetime(record.get("updated_at"), "updated_at") or created,
+        priority=parse_priority(record["priority"]) if record.get("priority") is not None else Priority.NORMAL,
+        tags=parse_tags(record.get("tags")),
+        source=source,
+        verified=parse_bool(record["verified"], "verified")
+        if record.get("verified") is not None
+        else source is Source.USER,
+        confidence=parse_confidence(record["confidence"])
+        if record.get("confidence") is not None
+        else DEFAULT_CONFIDENCE[source],
+        expires_at=parse_optional_datetime(record.get("expires_at"), "expires_at"),
+        status=None if status is Status.ACTIVE and superseded_by is None else status,
+        superseded_by=parse_memory_id(superseded_by, "superseded_by") if superseded_by is not None else None,
+        extra=tuple(extra.items()),
+        id_derived=bool(record.get("id_derived")) and given_id == fileformat.derived_id(str(record.get("path"))),
+    )
+
+
+def _target(record: dict[str, Any], mind: str, category: str, key: str) -> str:
+    """Where a record's file goes: its exported path moved into `mind`, else `mind/category/key.md`."""
+    path = record.get("path")
+    if path is None:
+        return memory_relpath(mind, parse_category(category), validate_key(key)).as_posix()
+    allowed = "a path inside its mind folder, such as MIND/project/name.md"
+    if not isinstance(path, str) or "\\" in path or "\x00" in path:
+        raise InvalidInput("path", path, allowed)
+    parts = PurePosixPath(path).parts
+    from_mind = record.get("mind_id")
+    if (
+        PurePosixPath(path).is_absolute()
+        or ".." in parts
+        or len(parts) < 2
+        or (from_mind is not None and parts[0] != from_mind)
+        or not is_memory_name(parts[-1])
+    ):
+        raise InvalidInput("path", path, allowed, reason="it would leave the mind or is not a memory file's name")
+    return PurePosixPath(mind, *parts[1:]).as_posix()
+
+
+def _same(a: Memory, b: Memory) -> bool:
+    """Whether two memories say the same (where their files lie and how they are written aside)."""
+    left, right = a.to_dict(), b.to_dict()
+    return all(left[k] == right[k] for k in left if k not in _SAME_FIELDS_IGNORE)
+
+
+def _from_raw(record: dict[str, Any], memory: Memory) -> tuple[bytes, Memory]:
+    """A raw record's bytes and the memory they hold, checked: its sha256, and that they say what its
+    fields say.
+
+    Raises:
+        InvalidInput: the text is not a string, its sha256 differs, it cannot be read, or its front-matter
+            disagrees with the record's fields.
+    """
+    raw = record["raw"]
+    if not isinstance(raw, str):
+        raise InvalidInput("raw", type(raw).__name__, "the file's text")
+    data = raw.encode("utf-8", "surrogatepass")
+    if record.get("sha256") != hashlib.sha256(data).hexdigest():
+        raise InvalidInput("sha256", record.get("sha256"), "the sha256 of raw", reason="the text was changed or cut")
+    origin = str(record.get("path") or memory.path)
+    parsed: Memory | None = None
+    for mtime in (memory.updated_at, memory.created_at):  # dates the file lacks came from its mtime
+        try:
+            parsed = fileformat.parse(data, origin, mtime)
+        except FileParseError as exc:
+            raise InvalidInput("raw", origin, "a memory file memfile can read", reason=str(exc)) from None
+        if _same(parsed, memory):
+            return data, replace(parsed, mind=memory.mind, path=memory.path)
+    assert parsed is not None
+    left, right = parsed.to_dict(), memory.to_dict()
+    differ = [k for k in left if k not in _SAME_FIELDS_IGNORE and left[k] != right[k]]
+    raise InvalidInput(
+        "raw",
+        origin,
+        "a file whose front-matter says what the record's fields say",
+        reason=f"they differ in {', '.join(differ)}",
+    )
+
+
+def _as_agent(memory: Memory, record: dict[str, Any]) -> Memory:
+    """An agent's import: unverified, `source: agent`, at most high (critical memories are pinned)."""
+    return replace(
+        memory,
+        source=Source.AGENT,
+        verified=False,
+        priority=AGENT_PRIORITY_CAP if memory.priority is Priority.CRITICAL else memory.priority,
+        confidence=memory.confidence if record.get("confidence") is not None else DEFAULT_CONFIDENCE[Source.AGENT],
+    )
+
+
+# --- the plan ------------------------------------------------------------------
+
+
+@dataclass
+class Plan:
+    """What an import does to the mind, decided before anything is written."""
+
+    format: str
+    mind: str
+    file: str
+    created: list[_Change] = field(default_factory=list)
+    updated: list[_Change] = field(default_factory=list)
+    unchanged: int = 0
+    skipped: list[dict[str, Any]] = field(default_factory=list)
+    conflicts: list[dict[str, Any]] = field(default_factory=list)
+    unmapped: list[str] = field(default_factory=list)
+    notices: list[str] = field(default_factory=list)
+
+    def report(self, dry_run: bool, commit: str | None) -> ImportReport:
+        return ImportReport(
+            format=self.format,
+            mind=self.mind,
+            file=self.file,
+            dry_run=dry_run,
+            commit=commit,
+            created=[c.memory.ref for c in self.created],
+            updated=[c.memory.ref for c in self.updated],
+            unchanged=self.unchanged,
+            skipped=self.skipped,
+            conflicts=self.conflicts,
+            unmapped=self.unmapped,
+            notices=self.notices,
+        )
+
+
+def _at(where: str, exc: InvalidInput) -> InvalidInput:
+    return InvalidInput(f"{exc.field} of {where}", exc.value, exc.allowed, reason=exc.reason)
+
+
+def plan(
+    incoming: Incoming,
+    *,
+    name: str,
+    root: Path,
+    mind: str,
+    memories: list[Memory],
+    issues: list[ParseIssue],
+    actor: Source,
+    on_conflict: str,
+    from_mind: str | None,
+    now: datetime,
+) -> Plan:
+    """Check every record and decide what each does to the mind; nothing is written.
+
+    Raises:
+        InvalidInput: the first record that fails, with its number and reason.
+    """
+    if on_conflict not in ON_CONFLICT:
+        raise InvalidInput("--on-conflict", on_conflict, ON_CONFLICT)
+    result = Plan(incoming.format, mind, name, unmapped=list(incoming.unmapped))
+    by_id = {m.id: m for m in memories}
+    by_ref: dict[str, list[Memory]] = {}
+    for m in memories:
+        by_ref.setdefault(m.ref, []).append(m)
+    by_path = {m.path: m for m in memories}
+    unreadable = {i.path for i in issues}
+    seen: dict[str, str] = {}  # id, ref and path -> the record that claimed them
+    capped = 0
+    for number, record in enumerate(_of_mind(incoming, from_mind), start=1):
+        if not isinstance(record, dict):
+            raise InvalidInput(f"record {number}", type(record).__name__, "a JSON object describing one memory")
+        where = str(record.get("_where") or f"record {number}")
+        try:
+            relpath = _target(record, mind, record.get("category") or "", record.get("key") or "")
+            safe_path(root, relpath, mind)  # no symlinked folder leads out of the mind
+            memory = _memory(record, mind, relpath, now)
+            data, memory = _from_raw(record, memory) if record.get("raw") is not None else (None, memory)
+        except InvalidInput as exc:
+            raise _at(where, exc) from None
+        if actor is Source.AGENT:
+            agent = _as_agent(memory, record)
+            capped += agent.priority is not memory.priority
+            if data is not None and agent != memory:
+                data = fileformat.rewrite(data, relpath, memory, agent)
+            memory = agent
+        for claim in (memory.id, memory.ref, relpath):
+            if claim in seen:
+                raise InvalidInput(
+                    where,
+                    claim,
+                    "one record per memory",
+                    reason=f"{seen[claim]} names the same id, category/key or path",
+                )
+            seen[claim] = where
+        old = by_id.get(memory.id) or (by_path.get(relpath) if memory.id_derived else None)
+        entry: dict[str, Any] = {"record": number, "ref": memory.ref}
+        if old is None:
+            if by_ref.get(memory.ref):
+                entry["reason"] = (
+                    f"{memory.ref} is already in mind {mind} as another memory ({by_ref[memory.ref][0].id}); "
+                    "not merged: forget or rename one of them, then import again"
+                )
+            elif relpath in by_path or relpath in unreadable or os.path.lexists(root / relpath):
+                entry["reason"] = f"{relpath} already holds another file; move it away, then import again"
+            else:
+                result.created.append(_Change(number, where, memory, data))
+                continue
+            result.conflicts.append(entry)
+            continue
+        memory = replace(memory, path=old.path)
+        if data == _bytes(root / old.path) if data is not None else _same(old, memory):
+            result.unchanged += 1
+            continue
+        if memory.ref != old.ref and by_ref.get(memory.ref):
+            result.conflicts.append(entry | {"reason": f"{memory.ref} is already in mind {mind} as another memory"})
+        elif actor is Source.AGENT and (old.verified or old.priority is Priority.CRITICAL):
+            result.conflicts.append(
+                entry | {"reason": f"{old.ref} was verified by a person or is critical: an agent cannot change it"}
+            )
+        elif on_conflict == "skip":
+            result.skipped.append(entry | {"reason": "differs from the mind's; kept the mind's (--on-conflict skip)"})
+        elif on_conflict == "newer" and memory.updated_at <= old.updated_at:
+            result.skipped.append(entry | {"reason": "the mind's is as new or newer (updated_at); kept the mind's"})
+        else:
+            result.updated.append(_Change(number, where, memory, data, old))
+    if capped:
+        result.notices.append(f"{capped} critical memories were imported as high: an agent cannot write critical")
+    return result
+
+
+def _bytes(path: Path) -> bytes | None:
+    try:
+        return path.read_bytes()
+    except OSError:
+        return None
+
+
+def _of_mind(incoming: Incoming, from_mind: str | None) -> list[Any]:
+    """The records to import: those of `from_mind`; a file of several minds needs it named."""
+    minds = sorted({str(r.get("mind_id")) for r in incoming.records if isinstance(r, dict) and r.get("mind_id")})
+    if from_mind is not None:
+        if incoming.format == "memfile" and from_mind not in minds:
+            raise InvalidInput("--from-mind", from_mind, minds or ["(the file holds no memory)"])
+        return [r for r in incoming.records if not isinstance(r, dict) or r.get("mind_id") in (from_mind, None)]
+    if incoming.format == "memfile" and len(minds) > 1:
+        raise InvalidInput(
+            "--from-mind",
+            None,
+            minds,
+            reason=f"the file holds the memories of {len(minds)} minds: import one at a time",
+        )
+    return incoming.records
+
+
+# --- writing -------------------------------------------------------------------
+
+
+def apply(result: Plan, writer: Writer, actor: Source) -> str | None:
+    """Write the plan as one commit (`import N memories from FILE (actor)`), for a caller holding the lock."""
+    changes: list[tuple[str, bytes | None]] = []
+    for change in result.created:
+        data = change.data if change.data is not None else fileformat.serialize(change.memory).encode("utf-8")
+        changes.append((change.memory.path, data))
+    for change in result.updated:
+        assert change.old is not None
+        if change.data is not None:
+            writer.record_hand_edit(change.old)
+            changes.append((change.old.path, change.data))
+        else:
+            changes.append((change.old.path, writer.rewritten(change.old, change.memory)))
+    if not changes:
+        return None
+    count = len(changes)
+    subject = f"import {count} {'memory' if count == 1 else 'memories'} from {result.file} ({actor})"
+    return writer.apply_all(changes, subject)

@@ -1,0 +1,44 @@
+"""What every import reader produces, and the options that steer the readers.
+
+A record is a plain dict of JSON values describing one memory under Synapse's
+field names (memfile's export record): `category`, `key` and `content` are
+required; `id`, `tags`, `priority`, `source`, `verified`, `confidence`,
+`expires_at`, `created_at`, `updated_at`, `status`, `superseded_by`, `extra`
+and `mind_id` may be given; `_where` names where it came from for messages.
+memfile's own export records may also carry `path`, `raw` and `sha256`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+#: The formats `memfile import --from` accepts.
+FORMATS = ("memfile", "synapse", "langbot", "openclaw")
+#: What `--on-conflict` accepts: what to do with a record whose id is in the mind with other content.
+ON_CONFLICT = ("skip", "newer", "overwrite")
+#: What `--split` accepts (OpenClaw's MEMORY.md).
+SPLITS = ("sections", "bullets", "file")
+
+
+@dataclass(frozen=True)
+class ImportOptions:
+    """How the readers map foreign shapes (see `Vault.import_`)."""
+
+    now: datetime
+    split: str = "sections"  # OpenClaw MEMORY.md: sections | bullets | file
+    category: str | None = None  # OpenClaw: overrides the category guessed from a heading
+    include_dreams: bool = False  # OpenClaw: DREAMS.md is skipped unless set
+    max_priority: str = "high"  # LangBot importance 5 is high unless "critical"
+    source: str | None = None  # LangBot: the source of its memories (default agent); a person may say user
+
+
+@dataclass
+class Incoming:
+    """What a reader made of an import file: the records, and what it could not map (never dropped silently)."""
+
+    format: str
+    records: list[dict[str, Any]]
+    unmapped: list[str] = field(default_factory=list)
+    minds: list[str] = field(default_factory=list)  # memfile's own export: the minds its header names
