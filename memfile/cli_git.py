@@ -1,13 +1,15 @@
-"""The command line's git and upkeep commands (history, restore, undo, log, sync, remote, resolve, doctor)."""
+"""The command line's git and upkeep commands (history, restore, undo, log, sync, remote, clone, resolve, doctor)."""
 
 from __future__ import annotations
 
+import shlex
 from typing import Any
 
 import click
 
 from .cli import State, _json, _print_store, json_option, main
 from .errors import EXIT_PROBLEMS, EXIT_SYNC_CONFLICTS, InvalidInput, Refused
+from .vault import Vault
 
 
 @main.command()
@@ -141,6 +143,8 @@ def _print_sync(report: Any) -> None:
         )
     for entry in report.kept_ours:
         click.echo(f"kept {entry}: git could not merge it; the other version is in the merge (see: memfile history)")
+    if report.clone_command:
+        click.echo(f"created {report.branch} on {report.remote}; on another machine: {report.clone_command}")
 
 
 @main.group()
@@ -162,6 +166,53 @@ def remote_add(state: State, url: str, name: str) -> None:
     """
     state.vault().add_remote(url, name)
     click.echo(f"added remote {name} {url}; sync with: memfile sync --remote {name}")
+
+
+@main.command()
+@click.argument("url")
+@click.argument("path", type=click.Path(file_okay=False))
+@click.option("--mind", help="The mind to open first (default: as for every command; every mind is cloned).")
+@json_option
+@click.pass_obj
+def clone(state: State, url: str, path: str, mind: str | None, as_json: bool) -> None:
+    """Clone a vault onto this machine: its minds, the merge driver, the index; then sync as usual.
+
+    Finds the branch memfile pushed whatever branch the remote's HEAD names.
+    PATH must not exist yet, or be an empty folder.
+
+    Example: memfile clone git@example.com:me/mind.git ~/memory
+    """
+    from .paths import MIND_PATTERN, mind_dirs
+
+    vault = Vault.clone(url, path, mind or state.mind)
+    state.opened.append(vault)
+    names = [m for m in mind_dirs(vault.root) if MIND_PATTERN.fullmatch(m)]
+    minds = []
+    for name in names:
+        if name == vault.mind:
+            minds.append({"mind": name, "name": vault.name, "memories": len(vault.memories())})
+            continue
+        with Vault.open(vault.root, name) as other:  # its index is built now, as the first mind's was
+            state.opened.append(other)  # its unreadable files are named like the first mind's
+            minds.append({"mind": name, "name": other.name, "memories": len(other.memories())})
+    upstream = (vault.status()["git"] or {}).get("upstream")
+    chosen = "" if names == [vault.mind] or vault.config.default_mind == vault.mind else f" --mind {vault.mind}"
+    data = {
+        "vault": str(vault.root),
+        "url": url,
+        "branch": upstream.split("/", 1)[1] if upstream else None,
+        "upstream": upstream,
+        "mind": vault.mind,
+        "minds": minds,
+        "next": f"cd {shlex.quote(str(vault.root))} && memfile{chosen} recall",
+    }
+    if as_json:
+        _json(data)
+        return
+    click.echo(f"cloned {url} into {vault.root} (branch {data['branch']}, tracking {upstream})")
+    for entry in minds:
+        click.echo(f"  {entry['mind']}: {entry['name']}, {entry['memories']} memories")
+    click.echo(f"next: {data['next']}  (then memfile sync to exchange changes)")
 
 
 @main.command()

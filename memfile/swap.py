@@ -20,6 +20,8 @@ from typing import Any
 from .errors import Conflict
 from .files import TEMP_PREFIX, fsync_dir, temp_file
 
+#: A write of this many files syncs the new ones to disk together (`prepare`), not one by one.
+BULK_WRITE = 16
 _RENAME_NOREPLACE, _RENAME_EXCHANGE = 1, 2
 _AT_FDCWD = -100
 _UNSUPPORTED = (errno.EINVAL, errno.ENOSYS, errno.EOPNOTSUPP, errno.ENOTSUP, errno.EPERM, errno.EXDEV)
@@ -36,8 +38,13 @@ class EditedMeanwhile(Conflict):
         )
 
 
-def put(path: Path, relpath: str, data: bytes | None, expected: bytes | None) -> bytes | None:
+def put(
+    path: Path, relpath: str, data: bytes | None, expected: bytes | None, prepared: Path | None = None
+) -> bytes | None:
     """Make `path` hold `data` (None: remove it) when it holds `expected` (None: when it does not exist).
+
+    `prepared`: a temp file beside `path` already holding `data` and synced by the caller, whose folder the
+    caller also syncs afterwards (a write of many files: one sync for all, `Writer.apply_all`).
 
     Returns:
         What was there before (equal to `expected`).
@@ -48,7 +55,7 @@ def put(path: Path, relpath: str, data: bytes | None, expected: bytes | None) ->
     if data is None:
         return _remove(path, relpath, expected)
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = temp_file(path, data)
+    tmp = prepared or temp_file(path, data)
     try:
         if expected is None:
             _create(tmp, path, relpath)
@@ -57,8 +64,27 @@ def put(path: Path, relpath: str, data: bytes | None, expected: bytes | None) ->
             displaced = _replace(tmp, path, relpath, expected, data)
     finally:
         tmp.unlink(missing_ok=True)
-    fsync_dir(path.parent)
+    if prepared is None:
+        fsync_dir(path.parent)
     return displaced
+
+
+def prepare(changes: list[tuple[str, Path, bytes | None]]) -> dict[str, Path]:
+    """For a write of many files: each new content in a temp file beside its path, all synced to disk
+    with one sync instead of one each (every file is still on disk before `put` renames it in place;
+    the caller syncs the folders afterwards). Returns relpath -> temp file, for `put(prepared=...)`."""
+    prepared: dict[str, Path] = {}
+    try:
+        for relpath, path, data in changes:
+            if data is not None:
+                path.parent.mkdir(parents=True, exist_ok=True)
+                prepared[relpath] = temp_file(path, data, durable=False)
+        os.sync()
+    except BaseException:
+        for tmp in prepared.values():
+            tmp.unlink(missing_ok=True)
+        raise
+    return prepared
 
 
 def _create(tmp: Path, path: Path, relpath: str) -> None:

@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any, TextIO, TypeVar
 
 from .config import (
     STATE_DIR,
+    AmbiguousMind,
     Config,
     caller_source,
     find_vault,
@@ -941,11 +942,12 @@ class Vault:
     def _export_parts(self, all_minds: bool) -> Iterator[MindExport]:
         from .transfer import MindExport
 
+        config = load_config(self.root) if all_minds else self.config  # a mind added since this Vault opened
         for mind in mind_dirs(self.root) if all_minds else [self.mind]:
-            vault = self if mind == self.mind else Vault(self.root, mind, self.config, self.actor)
+            vault = self if mind == self.mind else Vault(self.root, mind, config, self.actor)
             try:
                 memories = sorted(vault.memories(), key=lambda m: m.path)
-                yield MindExport(mind, vault.name, self.root, memories, list(vault.issues))
+                yield MindExport(mind, config.display_name(mind), self.root, memories, list(vault.issues))
             finally:
                 if vault is not self:
                     vault.close()
@@ -1056,7 +1058,10 @@ class Vault:
 
         root = Path(path).expanduser().resolve()
         clone_vault(url, root)
-        vault = cls.open(root, mind)
+        try:
+            vault = cls.open(root, mind)
+        except AmbiguousMind:  # several minds, none named the default: the clone is still good
+            vault = cls.open(root, mind_dirs(root)[0])
         vault.reindex()
         return vault
 

@@ -39,7 +39,7 @@ from .errors import (
     NotFound,
     Refused,
 )
-from .files import atomic_write, cannot_write, writer_lock
+from .files import atomic_write, cannot_write, fsync_dir, writer_lock
 from .index import Index
 from .model import (
     AGENT_PRIORITY_CAP,
@@ -256,19 +256,25 @@ class Writer:
         commit fails every file is put back as it was, so a change is either on disk
         and in git, or in neither. `keys`: see `trailers`.
         """
-        from .swap import put
+        from .swap import BULK_WRITE, prepare, put
 
         paths = [(relpath, safe_path(self.root, relpath, self.mind)) for relpath, _ in changes]
         for relpath, data in changes:
             if data is not None:
                 _readable(data, relpath)
+        bulk = len(changes) >= BULK_WRITE  # the new files synced to disk at once, then their folders
+        prepared = prepare([(r, p, d) for (r, p), (_, d) in zip(paths, changes, strict=True)]) if bulk else {}
         before: list[bytes | None] = []
         try:
             for (relpath, path), (_, data) in zip(paths, changes, strict=True):
-                before.append(put(path, relpath, data, self._bases.get(relpath)))
+                before.append(put(path, relpath, data, self._bases.get(relpath), prepared.pop(relpath, None)))
         except BaseException:
             self._put_back(paths[: len(before)], changes, before)  # what was written before the refusal
+            for tmp in prepared.values():
+                tmp.unlink(missing_ok=True)
             raise
+        for folder in {path.parent for _, path in paths} if bulk else ():
+            fsync_dir(folder)
         relpaths = [relpath for relpath, _ in paths]
         # git commits in its own process while this one updates the index: the two overlap on two cores.
         from concurrent.futures import ThreadPoolExecutor  # only a write needs a thread

@@ -22,6 +22,7 @@ SCRIPTS = [
     "bench_core",
     "bench_git",
     "bench_index",
+    "bench_inout",
     "bench_mcp",
     "bench_retrieval",
     "bench_serve",

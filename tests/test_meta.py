@@ -79,7 +79,7 @@ MAY_IMPORT: dict[str, set[str]] = {
     # `mcp` commands), `cli_git` is the second half of the command line; `__main__` runs `cli`.
     "cli": FACE_MAY_USE | {"cli_git", "cli_keys", "cli_serve", "cli_transfer", "watch", "mcp_server"},
     "cli_transfer": FACE_MAY_USE | {"cli"},
-    "cli_git": FACE_MAY_USE | {"cli", "git"},
+    "cli_git": FACE_MAY_USE | {"cli", "git", "paths"},
     "cli_keys": FACE_MAY_USE | {"cli", "keys"},
     "cli_serve": FACE_MAY_USE | {"cli", "keys", "server", "cli_served"},
     # The command line's fast path: the client imports nothing of memfile but its version (it must stay
@@ -102,6 +102,7 @@ FACE_EXCEPTIONS = {
     ("__main__", "config"): "MEMFILE_PLAIN (config.plain) decides whether a read-only command may end at once",
     ("cli_keys", "keys"): "the key commands are the keys file's face",
     ("worker", "paths"): "which folders are minds (mind_dirs), known without opening a Vault for each",
+    ("cli_git", "paths"): "clone prints every mind it got (mind_dirs), as the worker knows them",
     ("cli_serve", "keys"): "serve checks the keys file before it listens",
     ("cli_client", "__init__"): "the client tells the server its memfile version (memfile.__version__)",
     ("cli_served", "__init__"): "the server refuses a client of another memfile version (memfile.__version__)",

@@ -2,12 +2,14 @@
 
 `store` runs git (every change one readable commit), `merge` merges two
 versions of a memory field by field, `history` reads and restores versions,
-`remote` syncs with a remote. The package is imported as one unit on the first
-git use (a write, history, sync, doctor's git checks); reads never import it.
+`remote` syncs with a remote, `clone` makes a second machine's vault from it.
+The package is imported as one unit on the first git use (a write, history,
+sync, clone, doctor's git checks); reads never import it.
 """
 
 from __future__ import annotations
 
+from .clone import clone_vault
 from .history import History, LogEntry, Version
 from .merge import ATTRIBUTES, merge_memory
 from .remote import (
@@ -29,6 +31,7 @@ __all__ = [
     "Remote",
     "RemoteReport",
     "Version",
+    "clone_vault",
     "configure_merge_driver",
     "merge_memory",
     "recover_interrupted_sync",

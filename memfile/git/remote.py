@@ -53,6 +53,8 @@ class RemoteReport:
     hand_edits: str | None = None  # the commit of pending hand edits made first
     conflicts: list[str] = field(default_factory=list)  # REFs whose body changed on both sides
     kept_ours: list[str] = field(default_factory=list)  # files git could not merge: ours kept, theirs in history
+    #: Set when this sync created the branch on the remote: how another machine gets the vault.
+    clone_command: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)
@@ -139,6 +141,20 @@ def write_attributes(root: Path) -> bool:
         return False
     atomic_write(path, (text + ("\n" if text and not text.endswith("\n") else "") + MERGE_RULE + "\n").encode())
     return True
+
+
+URL_RULE = "a git URL or a path (not starting with -; ext:: and fd:: run commands)"
+
+
+def check_url(url: str) -> str:
+    """`url`, when memfile may hand it to git: never an option, never a transport that runs a command.
+
+    Raises:
+        InvalidInput: it starts with -, holds a control character, or is an ext:: or fd:: URL.
+    """
+    if not url or url.startswith("-") or any(ord(c) < 32 for c in url) or url.lower().startswith(("ext::", "fd::")):
+        raise InvalidInput("URL", url, URL_RULE)
+    return url
 
 
 def recover_interrupted_sync(git: GitStore, wait: float = RECOVERY_WAIT_S) -> list[str]:
@@ -263,8 +279,12 @@ class Remote:
 
         if not valid_remote_name(name):
             raise InvalidInput("--name", name, REMOTE_NAME_RULE)
-        if not url or url.startswith("-") or any(ord(c) < 32 for c in url) or url.lower().startswith(("ext::", "fd::")):
-            raise InvalidInput("URL", url, "a git URL or a path (not starting with -; ext:: and fd:: run commands)")
+        from .clone import clone_command, local_path
+
+        check_url(url)
+        path = local_path(url, Path.cwd())
+        if path is not None and not url.startswith("file://"):  # git reads a path from the vault's folder:
+            url = str(path)  # keep the folder meant here, as git clone does
         if name in self._git.remotes():
             raise Conflict(
                 f"this vault already has a remote named {name!r} ({self._git.remote_url(name)}); "
@@ -272,6 +292,9 @@ class Remote:
                 f"(or change it: git remote set-url {name} URL)"
             )
         self._git.add_remote(name, url)
+        self.notices.append(
+            f"once a memfile sync has pushed the vault, set up another machine with: {clone_command(url, self.root)}"
+        )
 
     def sync(self, remote: str | None = None, branch: str | None = None, new_branch: bool = False) -> RemoteReport:
         """`Vault.sync` (its docstring says what it does)."""
@@ -295,6 +318,7 @@ class Remote:
                     reason=f"it exists neither here nor on {remote}; to create it on {remote}, pass --new-branch",
                 )
             report = RemoteReport(remote, branch, hand_edits=self._writer.commit_changed(None))
+            created = not self._git.has_ref(upstream)
             before = self._git.resolve("HEAD")
             for attempt in range(PUSH_ATTEMPTS):
                 if attempt:
@@ -311,6 +335,13 @@ class Remote:
                 )
             if self._git.has_ref(upstream):
                 self._git.set_upstream(remote, branch)  # `memfile status` and `git status` show ahead/behind
+                if created:  # the first push of the vault: say how another machine gets it
+                    from .clone import clone_command, point_bare_head
+
+                    url = self._git.remote_url(remote)
+                    report.clone_command = clone_command(url, self.root) if url else None
+                    notice = point_bare_head(self._git, remote, branch)
+                    self.notices += [notice] if notice else []
         after = self._git.resolve("HEAD")
         if before and after and before != after:
             report.files_in = [p for p in self._git.changed_between(before, after) if p.startswith(f"{self.mind}/")]

@@ -7,25 +7,35 @@ Vault, as the request's `Caller` (its mind, `agent` or `user`, its key's label);
 only receives and answers. Memories are answered as `Memory.to_dict()` with `mind` named
 `mind_id`, Synapse's name. The endpoints that Synapse's seeds do not list are marked
 `x-memfile-extension` in the OpenAPI document (`memfile.server.openapi`).
+
+`GET /memory/export` and `POST /memory/import` follow `memfile export` and `memfile import`: a Mind
+Key reaches only its own mind, as an agent. The export is written on the worker thread into a
+spooled temporary file (kept in memory up to `EXPORT_SPOOL_BYTES`, on disk beyond), which the
+response then streams from a thread of Starlette's pool: no Vault call is made from the event loop,
+and a large export does not sit in memory. Both are logged on the server's stderr with the key's label.
 """
 
 from __future__ import annotations
 
+import io
 import json
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
+import sys
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterator
 from contextlib import asynccontextmanager
-from typing import TYPE_CHECKING, Any, TypeVar
+from datetime import datetime, timezone
+from tempfile import SpooledTemporaryFile
+from typing import IO, TYPE_CHECKING, Any, NamedTuple, TypeVar
 
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.middleware.body_limit import RequestBodyLimitMiddleware
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response
+from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import BaseRoute, Route
 
-from ..errors import InvalidInput
-from ..model import Memory, StoreResult, parse_bool, parse_category
-from .auth import CALLER, MAX_BODY_BYTES, MIND_PARAMETER, Authenticate, Guard
+from ..errors import InvalidInput, Refused
+from ..model import Memory, Source, StoreResult, parse_bool, parse_category
+from .auth import CALLER, IMPORT_PATH, MAX_BODY_BYTES, MAX_IMPORT_BODY_BYTES, MIND_PARAMETER, Authenticate, Guard
 from .errors import EXCEPTION_HANDLERS
 from .mcp_mount import McpMount
 from .openapi import document
@@ -62,6 +72,29 @@ NOT_A_FIELD = {
 }
 #: The query parameters of a recall (GET /memory/recall and GET /memory).
 RECALL_PARAMETERS = ("q", "budget", "limit", "format", "include_superseded")
+#: The query parameters of GET /memory/export (`memfile export`'s options).
+EXPORT_PARAMETERS = ("format", "raw", "all_minds")
+#: Each export format, with its media type and file extension.
+EXPORT_FORMATS = {"jsonl": ("application/x-ndjson", "jsonl"), "json": ("application/json", "json")}
+#: The query parameters of POST /memory/import (`memfile import`'s options; the body is the file, so
+#: `--include-dreams`, which reads DREAMS.md beside an OpenClaw folder's MEMORY.md, has no place here).
+IMPORT_PARAMETERS = ("from", "on_conflict", "dry_run", "from_mind", "split", "category", "max_priority", "source")
+#: The library's names for the options of an export or import (the command line's) -> this API's names.
+TRANSFER_NAMES = {
+    "--format": "format",
+    "--raw": "raw",
+    "--from": "from",
+    "--on-conflict": "on_conflict",
+    "--split": "split",
+    "--max-priority": "max_priority",
+    "--source": "source",
+    "--from-mind": "from_mind",
+    "FILE": "body",
+}
+#: Bytes of an export kept in memory before its spooled file moves to disk.
+EXPORT_SPOOL_BYTES = 8 * 1024 * 1024
+#: Bytes of an export handed to the client at a time.
+EXPORT_CHUNK_BYTES = 256 * 1024
 SEARCH_PARAMETERS = (
     "q",
     "tag",
@@ -226,6 +259,79 @@ def _as_expires_at(exc: InvalidInput) -> InvalidInput:
     return InvalidInput("expires_at", exc.value, exc.allowed, reason=exc.reason)
 
 
+# --- export and import ----------------------------------------------------------------------------
+
+
+class Exported(NamedTuple):
+    """An export made on the worker thread, for the response to stream."""
+
+    file: IO[bytes]  # rewound; the response closes it
+    size: int  # bytes
+    memories: int  # how many memories it holds
+    unreadable: int  # files left out because they could not be read (listed in the export)
+
+
+def export_file(vault: Vault, *, all_minds: bool, format: str, raw: bool) -> Exported:
+    """On the worker thread: `vault`'s export written into a spooled temporary file (in memory up to
+    EXPORT_SPOOL_BYTES, then on disk), rewound for reading."""
+    spool: IO[bytes] = SpooledTemporaryFile(max_size=EXPORT_SPOOL_BYTES)  # noqa: SIM115 - the response closes it
+    try:
+        text = io.TextIOWrapper(spool, encoding="utf-8", newline="")
+        report = vault.export(text, all_minds=all_minds, format=format, raw=raw)
+        text.flush()
+        text.detach()  # the spool stays open for the response
+        size = spool.tell()
+        spool.seek(0)
+    except BaseException:
+        spool.close()
+        raise
+    return Exported(spool, size, report.count, len(report.unreadable))
+
+
+async def _transfer_named(call: Awaitable[T]) -> T:
+    """`await call`, with the library's names of export and import options (the command line's) in its
+    error given as this API's query parameters (`--on-conflict` is `on_conflict`, the file is the body)."""
+    try:
+        return await call
+    except InvalidInput as exc:
+        if exc.field not in TRANSFER_NAMES:
+            raise
+        raise InvalidInput(TRANSFER_NAMES[exc.field], exc.value, exc.allowed, reason=exc.reason) from None
+
+
+def file_chunks(file: IO[bytes]) -> Iterator[bytes]:
+    """The file's bytes in chunks, then the file closed (Starlette runs each step in its thread pool)."""
+    with file:
+        while chunk := file.read(EXPORT_CHUNK_BYTES):
+            yield chunk
+
+
+def export_filename(caller: Caller, all_minds: bool, format: str, now: datetime) -> str:
+    """The name a client saves an export as: memfile-export-MIND-YYYYMMDD.jsonl (`all-minds` for every mind)."""
+    scope = "all-minds" if all_minds else caller.mind
+    return f"memfile-export-{scope}-{now:%Y%m%d}.{EXPORT_FORMATS[format][1]}"
+
+
+def import_summary(report: dict[str, Any]) -> str:
+    """An ImportReport's counts in one line, for the server's log."""
+
+    counts = [f"{len(report[name])} {name}" for name in ("created", "updated", "skipped", "conflicts")]
+    counts.insert(2, f"{report['unchanged']} unchanged")
+    done = "a dry run, nothing written" if report["dry_run"] else f"commit {report['commit'] or 'none'}"
+    return f"{', '.join(counts)} ({report['format']}; {done})"
+
+
+def log(message: str) -> None:
+    """A line on the server's stderr (`memfile serve: ...`), where its other messages go."""
+    print(f"memfile serve: {message}", file=sys.stderr, flush=True)
+
+
+def acting(caller: Caller) -> str:
+    """Who a logged request acted as: its key's label and kind."""
+    kind = "Mind Key" if caller.source is Source.AGENT else "person's token"
+    return f"{kind} {caller.key!r}"
+
+
 # --- the application ----------------------------------------------------------------------------
 
 
@@ -349,6 +455,58 @@ def build_app(
 
     # --- extensions ---
 
+    async def export(request: Request) -> Response:
+        given = parameters(request, EXPORT_PARAMETERS)
+        fmt = given.get("format", "jsonl")
+        if fmt not in EXPORT_FORMATS:
+            raise InvalidInput("format", fmt, ", ".join(EXPORT_FORMATS))
+        raw, all_minds = flag(given.get("raw"), "raw"), flag(given.get("all_minds"), "all_minds")
+        if raw and fmt != "jsonl":
+            raise InvalidInput(
+                "raw", "true", "raw with format=jsonl", reason="Synapse's JSON has no place for file text"
+            )
+        caller: Caller = request.scope[CALLER]
+        if all_minds and caller.source is Source.AGENT:
+            raise Refused(
+                f"this Mind Key ({caller.key}) exports only the mind {caller.mind!r}; leave out all_minds, "
+                "or export every mind with a person's token"
+            )
+        now = datetime.now(timezone.utc)
+        exported = await _transfer_named(
+            read(request, lambda vault: export_file(vault, all_minds=all_minds, format=fmt, raw=raw))
+        )
+        scope = "every mind" if all_minds else f"the mind {caller.mind!r}"
+        left_out = f"; {exported.unreadable} unreadable files left out (listed in it)" if exported.unreadable else ""
+        what = f"{fmt}, raw" if raw else fmt
+        log(f"export by {acting(caller)}: {exported.memories} memories of {scope} ({what}){left_out}")
+        filename = export_filename(caller, all_minds, fmt, now)
+        headers = {"Content-Disposition": f'attachment; filename="{filename}"', "Content-Length": str(exported.size)}
+        return StreamingResponse(file_chunks(exported.file), media_type=EXPORT_FORMATS[fmt][0], headers=headers)
+
+    async def import_file(request: Request) -> Response:
+        given = parameters(request, IMPORT_PARAMETERS)
+        options: dict[str, Any] = {
+            "format": given.get("from") or None,
+            "on_conflict": given.get("on_conflict", "newer"),
+            "dry_run": flag(given.get("dry_run"), "dry_run"),
+            "from_mind": given.get("from_mind") or None,
+            "split": given.get("split", "sections"),
+            "category": given.get("category") or None,
+            "max_priority": given.get("max_priority", "high"),
+            "source_as": given.get("source") or None,
+        }
+        data = await request.body()
+        if not data.strip():
+            raise InvalidInput(
+                "body",
+                None,
+                "the file to import: memfile's JSONL export, Synapse or LangBot JSON, or an OpenClaw Markdown file",
+            )
+        caller: Caller = request.scope[CALLER]
+        report = await _transfer_named(call(request, lambda vault: vault.import_(data, **options).to_dict()))
+        log(f"import by {acting(caller)} into the mind {caller.mind!r}: {import_summary(report)}")
+        return JSONResponse(report)
+
     async def show(request: Request) -> Response:
         parameters(request, ())
         ref = request.path_params["id"]
@@ -384,6 +542,8 @@ def build_app(
         endpoint("/memory/search", GET=search),
         endpoint("/memory/by-tag", GET=by_tag),
         endpoint("/memory/expiring", GET=expiring),
+        endpoint("/memory/export", GET=export),  # before /memory/{id}, which would take `export` for an id
+        endpoint(IMPORT_PATH, max_body_size=MAX_IMPORT_BODY_BYTES, POST=import_file),  # a whole export file
         endpoint("/memory/{id}", GET=show, PUT=update, DELETE=forget),
         endpoint("/memory/{id}/verify", POST=verify),
         endpoint("/memory/{id}/history", GET=history),
@@ -413,11 +573,12 @@ def build_app(
     return app
 
 
-def endpoint(path: str, **handlers: Handler) -> Route:
-    """One path with a handler per method (so a 405 lists every method the path has)."""
+def endpoint(path: str, max_body_size: int | None = None, **handlers: Handler) -> Route:
+    """One path with a handler per method (so a 405 lists every method the path has); `max_body_size`
+    replaces the server's body limit for it."""
 
     async def dispatch(request: Request) -> Response:
         method = "GET" if request.method == "HEAD" else request.method
         return await handlers[method](request)
 
-    return Route(path, dispatch, methods=list(handlers), name=path)
+    return Route(path, dispatch, methods=list(handlers), name=path, max_body_size=max_body_size)

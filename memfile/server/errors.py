@@ -95,7 +95,7 @@ async def on_http_error(request: Request, exc: Exception) -> Response:
         404: f"no such endpoint: {request.method} {request.url.path}; see GET /openapi.json for the endpoints",
         405: f"{request.method} is not allowed on {request.url.path}; allowed: "
         + (exc.headers or {}).get("Allow", "see GET /openapi.json"),
-        413: "the request body is larger than 11 MB (a memory's content may take at most 10 MB); send less",
+        413: "the request body is larger than 11 MB, 64 MB for an import (a memory's content may take at most 10 MB); send less",
     }.get(exc.status_code, exc.detail)
     return error_response(exc.status_code, name, message, dict(exc.headers or {}))
 

@@ -65,6 +65,60 @@ _RECALL_RESPONSES = {
 }
 
 
+#: The formats of an import (`?from=`), its conflict rules (`?on_conflict=`), and how an OpenClaw
+#: MEMORY.md is split (`?split=`): memfile import's options (memfile.transfer.records holds them; the
+#: HTTP face may not import it, and a test holds the two together).
+IMPORT_FORMATS = ["memfile", "synapse", "langbot", "openclaw"]
+ON_CONFLICT = ["skip", "newer", "overwrite"]
+SPLITS = ["sections", "bullets", "file"]
+_EXPORT_PARAMETERS = [
+    _query(
+        "format",
+        "jsonl (default): memfile's export, a header, one memory a line, a trailer with the count; "
+        "json: a plain array of Synapse-shaped memories.",
+        {"enum": ["jsonl", "json"], "default": "jsonl"},
+    ),
+    _query("raw", "Each memory also carries its file's exact text and its sha256 (a byte-exact round trip).", _BOOL),
+    _query("all_minds", "Every mind of the vault (a person's token only: a Mind Key gets 403).", _BOOL),
+]
+_IMPORT_PARAMETERS = [
+    _query("from", "The file's format (default: detected).", {"enum": IMPORT_FORMATS}),
+    _query(
+        "on_conflict",
+        "A memory whose id is in the mind with other content: skip it, take the newer by updated_at "
+        "(default), or overwrite.",
+        {"enum": ON_CONFLICT, "default": "newer"},
+    ),
+    _query("dry_run", "Answer the plan and write nothing.", _BOOL),
+    _query("from_mind", "memfile's export of several minds: the mind to take.", _STRING),
+    _query(
+        "split",
+        "OpenClaw MEMORY.md: a memory per ## section (default), per top-level bullet, or the whole file.",
+        {"enum": SPLITS, "default": "sections"},
+    ),
+    _query("category", "OpenClaw: the category of every memory (default: guessed from each heading).", _STRING),
+    _query(
+        "max_priority",
+        "The highest priority an imported memory gets (LangBot importance 5 is high unless critical).",
+        {"enum": ["high", "critical"], "default": "high"},
+    ),
+    _query(
+        "source",
+        "LangBot: who the profiles come from (default agent); a Mind Key imports as an agent whatever it says.",
+        {"enum": [str(s) for s in Source]},
+    ),
+]
+_IMPORT_BODY = {
+    "required": True,
+    "description": "The file to import, as it is: memfile's JSONL export, Synapse's memory JSON (an array or "
+    '{"memories": [...]}), a LangBot profiles or episodes envelope, or an OpenClaw MEMORY.md.',
+    "content": {
+        media: {"schema": {"type": "string"}}
+        for media in ("application/x-ndjson", "application/json", "text/markdown", "text/plain")
+    },
+}
+
+
 def _operation(
     summary: str,
     responses: dict[str, Any],
@@ -72,6 +126,7 @@ def _operation(
     operation_id: str,
     parameters: list[dict[str, Any]] | None = None,
     body: dict[str, Any] | None = None,
+    request_body: dict[str, Any] | None = None,
     extension: bool = False,
     public: bool = False,
     description: str = "",
@@ -82,6 +137,8 @@ def _operation(
     operation["parameters"] = (parameters or []) + ([] if public else [_ref("parameters", "mind")])
     if body is not None:
         operation["requestBody"] = {"required": True, "content": _json(body)}
+    if request_body is not None:  # a body that is not JSON
+        operation["requestBody"] = request_body
     operation["responses"] = responses | ({} if public else _ERRORS)
     if public:
         operation["security"] = []
@@ -182,7 +239,7 @@ def _components() -> dict[str, Any]:
             "Refused": error_response("Not permitted to this credential (an agent verifying, another mind...)."),
             "NotFound": error_response("No such memory, mind or endpoint."),
             "Conflict": error_response("Something is in the way of the write."),
-            "ContentTooLarge": error_response("The body is larger than 11 MB."),
+            "ContentTooLarge": error_response("The body is larger than 11 MB (64 MB for an import)."),
             "MisdirectedRequest": error_response("The Host header names another server (DNS rebinding)."),
             "Busy": {
                 **error_response("The writer lock was held too long by another process: try again."),
@@ -247,6 +304,32 @@ def _components() -> dict[str, Any]:
                     "diff": _STRING,
                     "problem": {"type": ["string", "null"]},
                     "memory": {"oneOf": [memory, {"type": "null"}]},
+                },
+            },
+            "ImportReport": {
+                "type": "object",
+                "description": "What an import did (or, with dry_run, would do).",
+                "properties": {
+                    "format": {"enum": IMPORT_FORMATS},
+                    "mind": _STRING,
+                    "file": {"type": "string", "description": "What was imported: `request body` here."},
+                    "dry_run": _BOOL,
+                    "commit": {"type": ["string", "null"], "description": "The import's one commit (null: none)."},
+                    "created": {"type": "array", "items": _STRING},
+                    "updated": {"type": "array", "items": _STRING},
+                    "unchanged": {"type": "integer"},
+                    "skipped": {"type": "array", "items": _ref("schemas", "ImportIssue")},
+                    "conflicts": {"type": "array", "items": _ref("schemas", "ImportIssue")},
+                    "unmapped": {"type": "array", "items": _STRING},
+                    "notices": {"type": "array", "items": _STRING},
+                },
+            },
+            "ImportIssue": {
+                "type": "object",
+                "properties": {
+                    "record": {"type": ["integer", "string"], "description": "The record's number in the file."},
+                    "ref": {"type": ["string", "null"]},
+                    "reason": _STRING,
                 },
             },
             "NewMemory": _input_schema(
@@ -329,6 +412,36 @@ def _paths(mcp: bool) -> dict[str, Any]:
                 _ok("The memories.", memories),
                 operation_id="expiring",
                 parameters=[_query("within", "A duration: 30m, 12h, 7d (default), 2w.", {**_STRING, "default": "7d"})],
+            )
+        },
+        "/memory/export": {
+            "get": _operation(
+                "Every memory of the mind (a person's token may ask for every mind), as a file to keep or import "
+                "elsewhere: memfile export. Expired and superseded memories are in it, marked.",
+                {
+                    "200": {
+                        "description": "The export, as an attachment (Content-Disposition names the file).",
+                        "headers": {"Content-Disposition": {"schema": _STRING}},
+                        "content": {
+                            "application/x-ndjson": {"schema": _STRING},
+                            "application/json": {"schema": {"type": "array", "items": memory}},
+                        },
+                    }
+                },
+                operation_id="exportMemories",
+                parameters=_EXPORT_PARAMETERS,
+                extension=True,
+            )
+        },
+        "/memory/import": {
+            "post": _operation(
+                "Import a file into the mind in one commit, or write nothing (memfile import): any record that "
+                "fails validation is a 400 naming it. A Mind Key imports as an agent: its memories land unverified.",
+                _ok("What the import did (with dry_run: would do).", _ref("schemas", "ImportReport")),
+                operation_id="importMemories",
+                parameters=_IMPORT_PARAMETERS,
+                request_body=_IMPORT_BODY,
+                extension=True,
             )
         },
         "/memory/{id}": {

@@ -16,6 +16,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from pathlib import Path, PurePosixPath
@@ -53,6 +54,8 @@ if TYPE_CHECKING:
 
 #: The largest import file read (a JSON file is read whole): 10,000 memories take about 5 MB.
 MAX_IMPORT_BYTES = 512 * 2**20
+#: An id an import writes: memfile's own (mem_...) or a hand-made one as memfile reads it, nothing path-like.
+_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9 _.:-]{0,99}")
 #: The fields that say what a memory is; the rest (where it lies, how its file was written) can differ.
 _SAME_FIELDS_IGNORE = ("path", "mind", "has_front_matter", "id_derived")
 
@@ -117,7 +120,7 @@ def read_import(source: Path | bytes, name: str, fmt: str | None, options: Impor
     if fmt == "memfile":
         from .memfile_format import read_memfile
 
-        return read_memfile(text.splitlines(), name)
+        return read_memfile(text.split("\n"), name)  # JSON text may hold U+2028, which splitlines splits at
     try:
         value = json.loads(text)
     except ValueError as exc:
@@ -204,7 +207,14 @@ def _memory(record: dict[str, Any], mind: str, relpath: str, now: datetime) -> M
             raise InvalidInput(name, None, "a value: every memory has a category, a key and a content")
     if not isinstance(record["content"], str):
         raise InvalidInput("content", record["content"], "text")
+    problem = fileformat.body_problem(record["content"])
+    if problem:
+        raise InvalidInput("content", _short(record["content"]), "text memfile can write and read back", reason=problem)
     given_id = record.get("id")
+    if given_id not in (None, "") and not (
+        isinstance(given_id, str) and _ID.fullmatch(given_id) and ".." not in given_id
+    ):
+        raise InvalidInput("id", given_id, "an id such as mem_01jf3k8q2w7x: letters, digits, space, _ . : -")
     source = parse_source(record["source"]) if record.get("source") is not None else Source.USER
     created = parse_optional_datetime(record.get("created_at"), "created_at") or now
     status = parse_status(record["status"]) if record.get("status") is not None else None
@@ -216,7 +226,7 @@ def _memory(record: dict[str, Any], mind: str, relpath: str, now: datetime) -> M
     if clash:
         raise InvalidInput("extra", clash[0], f"keys other than memfile's own ({', '.join(sorted(KNOWN_FIELDS))})")
     return Memory(
-        id=parse_memory_id(given_id, "id") if given_id not in (None, "") else new_id(),
+        id=given_id if given_id not in (None, "") else new_id(),  # as memfile reads ids: any text
         mind=mind,
         category=parse_category(record["category"]),
         key=validate_key(record["key"]),
@@ -241,6 +251,10 @@ def _memory(record: dict[str, Any], mind: str, relpath: str, now: datetime) -> M
     )
 
 
+def _short(text: str) -> str:
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
 def _target(record: dict[str, Any], mind: str, category: str, key: str) -> str:
     """Where a record's file goes: its exported path moved into `mind`, else `mind/category/key.md`."""
     path = record.get("path")
@@ -257,6 +271,7 @@ def _target(record: dict[str, Any], mind: str, category: str, key: str) -> str:
         or len(parts) < 2
         or (from_mind is not None and parts[0] != from_mind)
         or not is_memory_name(parts[-1])
+        or ".git" in parts
     ):
         raise InvalidInput("path", path, allowed, reason="it would leave the mind or is not a memory file's name")
     return PurePosixPath(mind, *parts[1:]).as_posix()
@@ -381,13 +396,17 @@ def plan(
     unreadable = {i.path for i in issues}
     seen: dict[str, str] = {}  # id, ref and path -> the record that claimed them
     capped = 0
+    checked: set[str] = set()
     for number, record in enumerate(_of_mind(incoming, from_mind), start=1):
         if not isinstance(record, dict):
             raise InvalidInput(f"record {number}", type(record).__name__, "a JSON object describing one memory")
         where = str(record.get("_where") or f"record {number}")
         try:
             relpath = _target(record, mind, record.get("category") or "", record.get("key") or "")
-            safe_path(root, relpath, mind)  # no symlinked folder leads out of the mind
+            folder = relpath.rpartition("/")[0]
+            if folder not in checked:  # no symlinked folder leads out of the mind (one check a folder)
+                safe_path(root, relpath, mind)
+                checked.add(folder)
             memory = _memory(record, mind, relpath, now)
             data, memory = _from_raw(record, memory) if record.get("raw") is not None else (None, memory)
         except InvalidInput as exc:

@@ -1,0 +1,362 @@
+"""Reading OpenClaw's memory files into import records.
+
+OpenClaw (docs.openclaw.ai/concepts/memory) keeps an agent's memory as Markdown in its
+workspace: `MEMORY.md` (curated, long-term), `memory/YYYY-MM-DD.md` or
+`memory/YYYY-MM-DD-<slug>.md` (daily notes, append-only) and an optional `DREAMS.md`.
+
+* `MEMORY.md` is split by its `##` headings (`split="sections"`, the default): a section
+  becomes `note/<slug-of-heading>`, its category guessed from the heading's words
+  (`ImportOptions.category` overrides the guess). Text before the first `##` heading is a
+  memory of its own, `<file>_intro` (say `note/memory_intro`); a title alone is not.
+  `split="bullets"` makes each top-level list item a memory (key from its first words,
+  category from its section), `split="file"` the whole file one memory.
+* A daily note becomes `context/daily_YYYY_MM_DD[_slug]`, created that day at 00:00Z (or at
+  the file's mtime when that is later the same day), tagged `openclaw, daily`.
+* `DREAMS.md` is skipped unless `include_dreams`; then it is one memory, `note/dreams`.
+
+Every file it does not know is named in `unmapped`; a symbolic link leading out of the
+given folder is never followed. Ids are derived from the file's name and the record's key,
+dates from the file (its name, or its mtime), so importing the same files twice changes nothing.
+"""
+
+from __future__ import annotations
+
+import re
+import textwrap
+from datetime import date, datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from ..errors import InvalidInput
+from ..model import parse_category
+from .records import SPLITS, ImportOptions, Incoming
+from .synapse import derived_id, slug, unique_key
+
+FORMAT = "openclaw"
+CURATED = ("MEMORY.md", "memory.md")  # OpenClaw reads the lowercase name when MEMORY.md is absent
+DREAMS = "DREAMS.md"
+DAILY = re.compile(r"(\d{4})-(\d{2})-(\d{2})(?:-(.+))?\.md")
+SHAPE = "a folder holding MEMORY.md and/or memory/YYYY-MM-DD.md, or one such .md file"
+
+_HEADING2 = re.compile(r" {0,3}##(?:[ \t]+(.*?))?(?:[ \t]+#+)?[ \t]*")
+_HEADING1 = re.compile(r" {0,3}#[ \t]+(.*?)(?:[ \t]+#+)?[ \t]*")
+_FENCE = re.compile(r" {0,3}(```+|~~~+)")
+_ITEM = re.compile(r"(?:[-*+]|\d{1,9}[.)])(?:[ \t]+(.*)|$)")  # top level: at the start of the line
+
+#: Heading words -> category, the first match wins ("User preferences" is a preference, not an identity).
+GUESSES = (
+    ("mistake", ("mistake", "mistakes", "lesson", "lessons", "learned", "learnings", "pitfalls", "gotchas")),
+    ("preference", ("preference", "preferences", "likes", "dislikes", "prefers")),
+    ("project", ("project", "projects")),
+    ("identity", ("about me", "about the user", "user", "identity", "who i am")),
+    ("skill", ("skill", "skills")),
+    ("fact", ("fact", "facts")),
+    ("context", ("context",)),
+)
+
+
+def read_openclaw(path: Path, options: ImportOptions) -> Incoming:
+    """Records from an OpenClaw workspace folder, or from one MEMORY.md-like file or daily note.
+
+    Raises InvalidInput for a path that is neither, a file that is not UTF-8 (naming it), or a bad option.
+    """
+    reader = _Reader(options)
+    path = Path(path)
+    if path.is_dir():
+        reader.folder(path)
+    elif path.is_file():
+        reader.single(path)
+    else:
+        raise InvalidInput("OpenClaw import", str(path), SHAPE, reason="no such file or folder")
+    return Incoming(format=FORMAT, records=reader.records, unmapped=reader.unmapped)
+
+
+def guess_category(heading: str) -> str | None:
+    """The category a heading's words suggest (`Lessons learned` -> mistake), or None."""
+    padded = " " + " ".join(re.findall(r"[a-z]+", heading.lower())) + " "
+    for category, phrases in GUESSES:
+        if any(f" {phrase} " in padded for phrase in phrases):
+            return category
+    return None
+
+
+class _Reader:
+    def __init__(self, options: ImportOptions) -> None:
+        if options.split not in SPLITS:
+            raise InvalidInput("split", options.split, SPLITS)
+        self.category = str(parse_category(options.category)) if options.category is not None else None
+        if options.source is not None and options.source not in ("user", "agent"):
+            raise InvalidInput("source", options.source, "user, agent")
+        self.source = options.source or "agent"  # OpenClaw's files are written by its agent
+        self.options = options
+        self.records: list[dict[str, Any]] = []
+        self.unmapped: list[str] = []
+        self.taken: dict[str, set[str]] = {}
+
+    # ------------------------------------------------------------ what to read
+
+    def folder(self, root: Path) -> None:
+        base = root.resolve()
+        known = False
+        curated_seen: str | None = None
+        for entry in _listing(root):
+            name = entry.name
+            if not self.inside(entry, base, name):
+                continue
+            if name in CURATED and entry.is_file():
+                known = True
+                if curated_seen:
+                    self.unmapped.append(f"{name}: {curated_seen} is read instead: not imported")
+                    continue
+                curated_seen = name
+                self.curated(entry, name)
+            elif name == DREAMS and entry.is_file():
+                known = True
+                self.dreams(entry)
+            elif name == "memory" and entry.is_dir():
+                known = True
+                self.daily_folder(entry, base)
+            elif DAILY.fullmatch(name) and entry.is_file():
+                known = True
+                self.daily(entry, f"memory/{name}")
+            else:
+                kind = "a folder" if entry.is_dir() else "not an OpenClaw memory file"
+                self.unmapped.append(f"{name}: {kind}: not imported")
+        if not known:
+            raise InvalidInput("OpenClaw folder", str(root), SHAPE, reason="it holds none of them")
+
+    def daily_folder(self, folder: Path, base: Path) -> None:
+        for entry in _listing(folder):
+            shown_name = f"memory/{entry.name}"
+            if not self.inside(entry, base, shown_name):
+                continue
+            if entry.is_file() and DAILY.fullmatch(entry.name):
+                self.daily(entry, shown_name)
+            else:
+                kind = "a folder" if entry.is_dir() else "not a daily note (YYYY-MM-DD[-slug].md)"
+                self.unmapped.append(f"{shown_name}: {kind}: not imported")
+
+    def single(self, path: Path) -> None:
+        name = path.name
+        if DAILY.fullmatch(name):
+            self.daily(path, f"memory/{name}")
+        elif name == DREAMS:
+            self.dreams(path)
+        elif path.suffix.lower() in (".md", ".markdown"):
+            self.curated(path, name)
+        else:
+            raise InvalidInput("OpenClaw file", name, SHAPE)
+
+    def inside(self, entry: Path, base: Path, name: str) -> bool:
+        """True unless `entry` is a symbolic link leading out of the given folder (then it is named in unmapped)."""
+        if not entry.is_symlink():
+            return True
+        try:
+            target = entry.resolve()
+        except (OSError, RuntimeError):  # a loop of links
+            target = None
+        if target is not None and target.is_relative_to(base) and target.exists():
+            return True
+        self.unmapped.append(f"{name}: a symbolic link leading out of the folder (or nowhere): not followed")
+        return False
+
+    # ------------------------------------------------------------ the three kinds of file
+
+    def curated(self, path: Path, name: str) -> None:
+        text = _read(path, name)
+        stamp = _stamp(_mtime(path, name))
+        taken: set[str] = set()
+        if self.options.split == "file":
+            if not text.strip():
+                self.unmapped.append(f"{name}: empty: not imported")
+                return
+            key = slug(Path(name).stem, 90)
+            self.add(name, key, self.category or "note", text.strip(), f"{name} (whole file)", stamp, taken)
+            return
+        preamble, sections = _sections(text)
+        title = next((m.group(1) for line in preamble if (m := _HEADING1.fullmatch(line))), None)
+        if self.options.split == "bullets":
+            untitled = [line for line in preamble if not _HEADING1.fullmatch(line)]
+            self.bullets(name, title, untitled, f"{name} text before the first section", stamp, taken)
+            for heading, lines in sections:
+                self.bullets(name, heading, lines, f"{name} section {heading!r}", stamp, taken)
+            return
+        body = "\n".join(preamble).strip()
+        if body and any(line.strip() and not _HEADING1.fullmatch(line) for line in preamble):
+            category = self.category or guess_category(title or "") or "note"
+            key = f"{slug(Path(name).stem, 80)}_intro"
+            self.add(name, key, category, body, f"{name} text before the first section", stamp, taken, title)
+        elif body:
+            self.unmapped.append(f"{name}: the title {title!r} has no text of its own: not imported")
+        for heading, lines in sections:
+            content = "\n".join(lines).strip()
+            where = f"{name} section {heading!r}"
+            if not content:
+                self.unmapped.append(f"{where}: empty: not imported")
+                continue
+            category = self.category or guess_category(heading) or "note"
+            self.add(name, slug(heading or "untitled", 90), category, content, where, stamp, taken, heading)
+
+    def bullets(
+        self, name: str, heading: str | None, lines: list[str], where: str, stamp: str, taken: set[str]
+    ) -> None:
+        items, outside = _items(lines)
+        if not items and not outside:
+            if heading is not None:  # a section, or a title, with nothing under it
+                self.unmapped.append(f"{where}: empty: not imported")
+            return
+        if outside:
+            self.unmapped.append(
+                f"{where}: {outside} line{'s' if outside != 1 else ''} outside the list items not imported"
+                " (split by sections to keep them)"
+            )
+        category = self.category or guess_category(heading or "") or "note"
+        for number, item in enumerate(items, 1):
+            if not item.strip():
+                self.unmapped.append(f"{where} item {number}: empty: not imported")
+                continue
+            first_line = item.strip().splitlines()[0]
+            key = slug(first_line, 60)
+            self.add(name, key, category, item.strip(), f"{where} item {number}", stamp, taken, heading)
+
+    def daily(self, path: Path, name: str) -> None:
+        match = DAILY.fullmatch(path.name)
+        assert match is not None  # the callers matched it
+        year, month, day, rest = match.groups()
+        try:
+            day_date = date(int(year), int(month), int(day))
+        except ValueError:
+            self.unmapped.append(f"{name}: {year}-{month}-{day} is not a date: not imported")
+            return
+        text = _read(path, name)
+        if not text.strip():
+            self.unmapped.append(f"{name}: empty: not imported")
+            return
+        midnight = datetime(day_date.year, day_date.month, day_date.day, tzinfo=timezone.utc)
+        mtime = _mtime(path, name)
+        created = mtime if mtime.date() == day_date and mtime > midnight else midnight
+        key = f"daily_{year}_{month}_{day}" + (f"_{slug(rest, 70)}" if rest else "")
+        self.add(name, key, "context", text.strip(), name, _stamp(created), set(), tags=["openclaw", "daily"])
+
+    def dreams(self, path: Path) -> None:
+        if not self.options.include_dreams:
+            self.unmapped.append(f"{DREAMS}: the dream diary is skipped (import it with include_dreams)")
+            return
+        text = _read(path, DREAMS)
+        if not text.strip():
+            self.unmapped.append(f"{DREAMS}: empty: not imported")
+            return
+        stamp = _stamp(_mtime(path, DREAMS))
+        self.add(DREAMS, "dreams", "note", text.strip(), DREAMS, stamp, set(), tags=["openclaw", "dreams"])
+
+    def add(
+        self,
+        name: str,
+        key: str,
+        category: str,
+        content: str,
+        where: str,
+        stamp: str,
+        taken: set[str],
+        heading: str | None = None,
+        tags: list[str] | None = None,
+    ) -> None:
+        """One record; a key its file or category already has gets a `_2` suffix, never merged."""
+        key = unique_key(key, taken | self.taken.setdefault(category, set()))
+        taken.add(key)
+        self.taken[category].add(key)
+        extra: dict[str, Any] = {"openclaw_file": name}
+        if heading is not None:
+            extra["openclaw_heading"] = heading
+        self.records.append(
+            {
+                "id": derived_id(FORMAT, f"{name}#{key}"),
+                "category": category,
+                "key": key,
+                "content": content,
+                "tags": tags or ["openclaw"],
+                "source": self.source,
+                "created_at": stamp,
+                "updated_at": stamp,
+                "extra": extra,
+                "_where": where,
+            }
+        )
+
+
+def _listing(folder: Path) -> list[Path]:
+    """A folder's entries by name, dot-files left out (a workspace's .git is not memory)."""
+    try:
+        return sorted((entry for entry in folder.iterdir() if not entry.name.startswith(".")), key=lambda p: p.name)
+    except OSError as error:
+        raise InvalidInput("OpenClaw folder", str(folder), "a readable folder", reason=error.strerror or "") from None
+
+
+def _read(path: Path, name: str) -> str:
+    """A file's text: UTF-8 (a BOM dropped), line ends made `\\n`; anything else is refused, naming the file."""
+    try:
+        data = path.read_bytes()
+    except OSError as error:
+        raise InvalidInput(f"file {name}", name, "a readable file", reason=error.strerror or "") from None
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as error:
+        raise InvalidInput(
+            f"file {name}", name, "UTF-8 text", reason=f"byte {error.start} is not UTF-8: convert the file first"
+        ) from None
+    return text.replace("\r\n", "\n").replace("\r", "\n")
+
+
+def _mtime(path: Path, name: str) -> datetime:
+    try:
+        seconds = path.stat().st_mtime
+    except OSError as error:
+        raise InvalidInput(f"file {name}", name, "a readable file", reason=error.strerror or "") from None
+    return datetime.fromtimestamp(int(seconds), timezone.utc)
+
+
+def _stamp(moment: datetime) -> str:
+    return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _sections(text: str) -> tuple[list[str], list[tuple[str, list[str]]]]:
+    """The lines before the first `##` heading, and each `##` section's heading and lines (code fences respected)."""
+    preamble: list[str] = []
+    sections: list[tuple[str, list[str]]] = []
+    fence: str | None = None
+    for line in text.split("\n"):
+        opener = _FENCE.match(line)
+        if fence is None and opener:
+            fence = opener.group(1)[0] * 3
+        elif fence is not None and line.strip().startswith(fence):
+            fence = None
+        elif fence is None and (heading := _HEADING2.fullmatch(line)):
+            sections.append(((heading.group(1) or "").strip(), []))
+            continue
+        (sections[-1][1] if sections else preamble).append(line)
+    return preamble, sections
+
+
+def _items(lines: list[str]) -> tuple[list[str], int]:
+    """The top-level list items in `lines` (each with its continuation lines), and how many lines lie outside them."""
+    items: list[list[str]] = []
+    outside = 0
+    current: list[str] | None = None
+    blank = False
+    for line in lines:
+        item = _ITEM.fullmatch(line)
+        if item:
+            current = [item.group(1) or ""]
+            items.append(current)
+            blank = False
+        elif not line.strip():
+            blank = current is not None
+        elif current is not None and (line[0] in " \t" or not blank):
+            current.extend([""] if blank else [])
+            current.append(line)
+            blank = False
+        else:
+            current = None
+            outside += 1
+    texts = [item[0] + ("\n" + textwrap.dedent("\n".join(item[1:])) if item[1:] else "") for item in items]
+    return texts, outside

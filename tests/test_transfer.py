@@ -1,0 +1,867 @@
+"""Export and import in memfile's own format (issue 25): `Vault.export_lines` / `export` / `import_`,
+`memfile export` / `memfile import`.
+
+Real vaults in tmp_path, real git, the real CLI. What the export holds (a header, one record per memory
+under Synapse's names, a trailer with the count; raw text and sha256 only with raw; expired, superseded
+and unreadable memories never dropped silently), and the import's rules: one commit or nothing, a plan
+on --dry-run, the three conflict modes, (category, key) under another id never merged, a truncated or
+tampered export refused, hostile paths refused, an agent's import landing unverified and never critical,
+and a person's import keeping ids, dates, verified and unknown keys verbatim.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import commit_count, git
+from helpers import BROKEN, HAND_MADE, commit_by_hand, fails, in_vault, last_subject, ok, write
+
+import memfile
+from memfile import Vault
+from memfile.errors import MemfileError
+
+MIND = "michael"
+NAME = "Michael's Mind"
+#: Synapse's memory fields (seed 000), which every export record and every `--format json` object carries.
+SYNAPSE_FIELDS = (
+    "id",
+    "category",
+    "key",
+    "content",
+    "tags",
+    "priority",
+    "source",
+    "verified",
+    "confidence",
+    "expires_at",
+    "mind_id",
+    "created_at",
+    "updated_at",
+)
+#: A hand-made file with a BOM, CRLF line ends, comments, unknown keys and text in three scripts.
+BOM_CRLF = (
+    "\ufeff---\r\n"
+    "id: mem_bomcrlf0001\r\n"
+    "# Ghi chú: a comment in Vietnamese\r\n"
+    "category: preference\r\n"
+    "key: pho_order\r\n"
+    "mood: vui vẻ   # an inline comment\r\n"
+    "priority: high\r\n"
+    "tags: [ẩm thực, อาหาร]\r\n"
+    "created_at: 2021-03-04T05:06:07Z\r\n"
+    "updated_at: 2022-03-04T05:06:07Z\r\n"
+    "source: user\r\n"
+    "zz_last: 1\r\n"
+    "---\r\n"
+    "Phở bò tái, không hành. ก๋วยเตี๋ยว 很好吃。\r\n"
+)
+
+
+# --- helpers ---------------------------------------------------------------------------------------
+
+
+def new_vault(tmp_path: Path, name: str = "v", mind: str = MIND) -> Vault:
+    return Vault.init(tmp_path / name, mind, NAME)
+
+
+def exported(vault: Vault, **options: Any) -> list[dict[str, Any]]:
+    """The export's lines, parsed; every line ends with exactly one newline."""
+    lines = list(vault.export_lines(**options))
+    assert all(line.endswith("\n") and "\n" not in line[:-1] for line in lines), lines
+    return [json.loads(line) for line in lines]
+
+
+def records_of(lines: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [line for line in lines if line.get("type") == "memory"]
+
+
+def by_key(lines: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    return {r["key"]: r for r in records_of(lines)}
+
+
+def export_file(path: Path, lines: list[dict[str, Any]]) -> Path:
+    """An export file holding these lines as JSONL."""
+    path.write_text("".join(json.dumps(line, ensure_ascii=False) + "\n" for line in lines), encoding="utf-8")
+    return path
+
+
+def closed(header: dict[str, Any], records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Header, records and a trailer with the right count."""
+    return [header, *records, {"type": "end", "count": len(records)}]
+
+
+def mind_files(vault: Vault) -> dict[str, bytes]:
+    """Every memory file of the vault's mind, by vault-relative path."""
+    return {
+        p.relative_to(vault.root).as_posix(): p.read_bytes()
+        for p in sorted(vault.mind_dir.rglob("*.md"))
+        if p.is_file()
+    }
+
+
+def every_file(root: Path) -> set[str]:
+    """Every file of the vault folder but git's own and the index (a `.git` folder deeper down counts)."""
+    return {
+        p.relative_to(root).as_posix()
+        for p in root.rglob("*")
+        if p.is_file() and p.relative_to(root).parts[0] not in (".git", ".memfile")
+    }
+
+
+def untouched(vault: Vault, commits: int, files: dict[str, bytes]) -> None:
+    """Nothing was written: no commit, the mind's files as they were, a clean work tree."""
+    assert commit_count(vault.root) == commits
+    assert mind_files(vault) == files
+    assert git(vault.root, "status", "--porcelain", "--untracked-files=all").strip() == ""
+
+
+def comparable(memory_dict: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in memory_dict.items() if k != "mind"}
+
+
+@pytest.fixture
+def src(tmp_path: Path) -> Vault:
+    """A vault with stored memories (tags, priority, an agent's, a superseded pair) and a hand-made file."""
+    vault = new_vault(tmp_path, "src")
+    vault.store("fact", "office", "The office is in Berlin", tags=["work", "berlin"], priority="high")
+    vault.store("preference", "tea", "Green tea, no sugar", confidence=0.9)
+    with vault.acting_as("agent"):
+        vault.store("project", "synapse_status", "Synapse v1.5.0 deployed. CI green.", tags=["synapse"])
+    vault.store("fact", "old_phone", "The phone number ends in 12")
+    vault.store("fact", "new_phone", "The phone number ends in 34", supersedes="old_phone")
+    write(vault.mind_dir / "fact" / "office_hours.md", HAND_MADE)
+    commit_by_hand(vault.root, f"{MIND}/fact/office_hours.md")
+    return vault
+
+
+@pytest.fixture
+def dst(tmp_path: Path) -> Vault:
+    """An empty vault with the same mind."""
+    return new_vault(tmp_path, "dst")
+
+
+# --- export: the format ------------------------------------------------------------------------------
+
+
+def test_export_has_a_header_one_record_per_memory_and_a_trailer_and_makes_no_commit(src: Vault) -> None:
+    commits = commit_count(src.root)
+    lines = exported(src)
+    header, *records, trailer = lines
+    assert header["type"] == "header"
+    assert header["format"] == "memfile-export"
+    assert header["version"] == 1
+    assert header["memfile_version"] == memfile.__version__
+    assert header["minds"] == [{"mind": MIND, "name": NAME}]
+    assert trailer == {"type": "end", "count": 6, "unreadable": 0}
+    assert [r["type"] for r in records] == ["memory"] * 6
+    assert sorted(r["key"] for r in records) == sorted(m.key for m in src.memories())
+    assert commit_count(src.root) == commits
+
+
+def test_an_export_record_carries_every_field_under_synapse_names_and_unknown_keys_in_file_order(src: Vault) -> None:
+    records = by_key(exported(src))
+    for memory in src.memories():
+        record = records[memory.key]
+        assert set(SYNAPSE_FIELDS) <= set(record), memory.ref
+        assert record["mind_id"] == MIND and "mind" not in record
+        for name, value in comparable(memory.to_dict()).items():
+            assert record[name] == value, (memory.ref, name)
+        assert "raw" not in record and "sha256" not in record  # raw is opt-in (the issue)
+    hand = records["office_hours"]
+    assert hand["id"] == "mem_handmade0001"
+    assert list(hand["extra"]) == ["aliases", "links"]
+    assert hand["extra"] == {"aliases": ["hours", "opening"], "links": ["https://example.com/hours"]}
+    assert hand["path"] == f"{MIND}/fact/office_hours.md"
+    assert hand["created_at"] == "2020-01-01T08:00:00Z" and hand["updated_at"] == "2020-01-02T08:00:00Z"
+    assert records["synapse_status"]["source"] == "agent" and records["synapse_status"]["verified"] is False
+
+
+def test_a_raw_export_holds_the_exact_file_text_and_its_sha256(src: Vault) -> None:
+    path = write(src.mind_dir / "preference" / "pho_order.md", "")
+    path.write_bytes(BOM_CRLF.encode("utf-8"))
+    commit_by_hand(src.root, f"{MIND}/preference/pho_order.md")
+    lines = exported(src, raw=True)
+    assert lines[0].get("raw") is True
+    for record in records_of(lines):
+        data = (src.root / record["path"]).read_bytes()
+        assert record["raw"].encode("utf-8") == data, record["path"]
+        assert record["sha256"] == hashlib.sha256(data).hexdigest()
+    pho = by_key(lines)["pho_order"]
+    assert pho["raw"].startswith("\ufeff---\r\n")
+    assert list(pho["extra"]) == ["mood", "zz_last"]
+    assert pho["tags"] == ["ẩm thực", "อาหาร"]
+
+
+def test_expired_and_superseded_memories_are_exported_and_marked(src: Vault) -> None:
+    write(
+        src.mind_dir / "context" / "trip.md",
+        "---\nid: mem_expired0001\nexpires_at: 2001-01-01T00:00:00Z\n---\nIn Hanoi this week\n",
+    )
+    commit_by_hand(src.root, f"{MIND}/context/trip.md")
+    records = by_key(exported(src))
+    assert records["trip"]["expires_at"] == "2001-01-01T00:00:00Z" and records["trip"]["expired"] is True
+    assert records["office"]["expired"] is False
+    old, new = records["old_phone"], records["new_phone"]
+    assert old["status"] == "superseded" and old["superseded_by"] == new["id"]
+    assert new["status"] == "active" and new["superseded_by"] is None
+
+
+def test_an_unreadable_file_is_listed_on_stderr_and_the_export_still_succeeds(src: Vault, tmp_path: Path) -> None:
+    write(src.mind_dir / "fact" / "broken.md", BROKEN)
+    commit_by_hand(src.root, f"{MIND}/fact/broken.md")
+    report = src.export(tmp_path / "api.jsonl")
+    assert report.count == 6
+    assert any("broken.md" in str(issue) for issue in report.unreadable), report.unreadable
+    result = ok(in_vault(src.root, "export", "-o", tmp_path / "cli.jsonl"))
+    assert f"{MIND}/fact/broken.md" in result.stderr
+    lines = [json.loads(line) for line in (tmp_path / "cli.jsonl").read_text(encoding="utf-8").splitlines()]
+    assert lines[-1] == {"type": "end", "count": 6, "unreadable": 1}
+    assert "broken" not in by_key(lines)
+    listed = [line for line in lines if line["type"] == "unreadable"]  # named in the file too, never dropped
+    assert [line["path"] for line in listed] == [f"{MIND}/fact/broken.md"] and listed[0]["reason"]
+    result = ok(in_vault(src.root, "export"))  # to stdout: the warning still goes to stderr, not into the data
+    assert f"{MIND}/fact/broken.md" in result.stderr
+    assert json.loads(result.stdout.splitlines()[-1]) == {"type": "end", "count": 6, "unreadable": 1}
+    dst = new_vault(tmp_path, "dst")  # the export, unreadable line and all, imports; the line is reported
+    report = dst.import_(tmp_path / "cli.jsonl")
+    assert len(report.created) == 6 and any("broken.md" in line for line in report.unmapped), report.unmapped
+
+
+def test_format_json_is_a_plain_array_of_synapse_shaped_memories(src: Vault) -> None:
+    result = ok(in_vault(src.root, "export", "--format", "json"))
+    data = json.loads(result.stdout)
+    assert isinstance(data, list) and len(data) == 6
+    for item in data:
+        assert set(SYNAPSE_FIELDS) <= set(item)
+        assert item["mind_id"] == MIND
+    assert json.loads("".join(src.export_lines(format="json"))) == data
+
+
+def test_all_minds_exports_every_mind_and_otherwise_only_the_chosen_one(src: Vault, tmp_path: Path) -> None:
+    work = Vault.init(src.root, "work", "Work")
+    work.store("project", "roadmap", "Ship export in Q1")
+    src = Vault.open(src.root, MIND)
+    only = exported(src)
+    assert {r["mind_id"] for r in records_of(only)} == {MIND}
+    both = exported(src, all_minds=True)
+    assert both[0]["minds"] == [{"mind": MIND, "name": NAME}, {"mind": "work", "name": "Work"}]
+    assert {r["mind_id"] for r in records_of(both)} == {MIND, "work"}
+    assert both[-1]["count"] == 7
+    result = ok(in_vault(src.root, "--mind", "work", "export"))
+    assert [json.loads(line)["key"] for line in result.stdout.splitlines()[1:-1]] == ["roadmap"]
+    ok(in_vault(src.root, "export", "--all-minds", "-o", tmp_path / "all.jsonl"))
+    assert json.loads((tmp_path / "all.jsonl").read_text(encoding="utf-8").splitlines()[-1])["count"] == 7
+
+
+def test_a_long_lived_vault_names_a_mind_added_since_it_opened_by_its_display_name(src: Vault) -> None:
+    Vault.init(src.root, "work", "Work").store("project", "roadmap", "Ship export in Q1")
+    assert exported(src, all_minds=True)[0]["minds"][1] == {"mind": "work", "name": "Work"}
+
+
+def test_export_to_a_file_and_its_json_report(src: Vault, tmp_path: Path) -> None:
+    out = tmp_path / "out.jsonl"
+    result = ok(in_vault(src.root, "export", "--raw", "-o", out))
+    assert '"type": "memory"' not in result.stdout  # the records went to the file
+    lines = [json.loads(line) for line in out.read_text(encoding="utf-8").splitlines()]
+    assert lines[-1]["count"] == 6 and all("raw" in r for r in records_of(lines))
+    report = json.loads(ok(in_vault(src.root, "export", "-o", tmp_path / "again.jsonl", "--json")).stdout)
+    assert report["count"] == 6 and report["minds"] == [MIND] and report["unreadable"] == []
+    fails(in_vault(src.root, "export", "--json"), 2)  # the export itself is the data on standard output
+    fails(in_vault(src.root, "export", "--raw", "--format", "json"), 2)  # Synapse's JSON has no file text
+    fails(in_vault(src.root, "export", "--mind", MIND, "--all-minds"), 2)
+    api = src.export(tmp_path / "api.jsonl", raw=True)
+    assert api.count == 6 and MIND in json.dumps(api.minds) and list(api.unreadable) == []
+    again = [json.loads(line) for line in (tmp_path / "api.jsonl").read_text(encoding="utf-8").splitlines()]
+    assert again[1:] == lines[1:]
+
+
+def test_export_and_import_have_help_with_an_example() -> None:
+    from helpers import run
+
+    for command in ("export", "import"):
+        assert "Example:" in ok(run(command, "--help")).stdout
+
+
+# --- import: round trips and idempotence ------------------------------------------------------------
+
+
+def test_a_persons_import_keeps_ids_dates_verified_and_unknown_keys_verbatim(
+    src: Vault, dst: Vault, tmp_path: Path
+) -> None:
+    src.export(tmp_path / "export.jsonl")
+    report = dst.import_(tmp_path / "export.jsonl")
+    assert report.format == "memfile" and report.mind == MIND and not report.dry_run
+    assert sorted(report.created) == sorted(m.ref for m in src.memories())
+    assert report.commit and report.conflicts == [] and report.skipped == []
+    theirs = {m.id: comparable(m.to_dict()) for m in src.memories()}
+    ours = {m.id: comparable(m.to_dict()) for m in dst.memories()}
+    assert ours == theirs  # ids, dates (updated_at not moved), verified, source, extra, status...
+    hand = dst.get("office_hours")
+    assert [k for k, _ in hand.extra] == ["aliases", "links"]
+    assert dst.get("synapse_status").verified is False and dst.get("office").verified is True
+
+
+def test_a_raw_import_is_byte_identical(src: Vault, dst: Vault, tmp_path: Path) -> None:
+    path = write(src.mind_dir / "preference" / "pho_order.md", "")
+    path.write_bytes(BOM_CRLF.encode("utf-8"))
+    commit_by_hand(src.root, f"{MIND}/preference/pho_order.md")
+    src.export(tmp_path / "export.jsonl", raw=True)
+    dst.import_(tmp_path / "export.jsonl")
+    assert mind_files(dst) == mind_files(src)
+
+
+def test_importing_twice_changes_nothing_the_second_time(src: Vault, dst: Vault, tmp_path: Path) -> None:
+    src.export(tmp_path / "export.jsonl")
+    ok(in_vault(dst.root, "import", tmp_path / "export.jsonl"))
+    commits, files = commit_count(dst.root), mind_files(dst)
+    report = dst.import_(tmp_path / "export.jsonl")
+    assert report.commit is None and report.created == [] and report.updated in ([], 0) and report.unchanged == 6
+    ok(in_vault(dst.root, "import", tmp_path / "export.jsonl"))
+    untouched(dst, commits, files)
+
+
+def test_the_import_is_one_commit_whose_message_names_the_count_the_file_and_the_source(
+    src: Vault, dst: Vault, tmp_path: Path
+) -> None:
+    src.export(tmp_path / "export.jsonl")
+    commits = commit_count(dst.root)
+    ok(in_vault(dst.root, "import", tmp_path / "export.jsonl"))
+    assert commit_count(dst.root) == commits + 1
+    assert last_subject(dst.root) == "import 6 memories from export.jsonl (user)"
+    changed = git(dst.root, "show", "--name-only", "--format=", "HEAD").split()
+    assert len(changed) == 6 and all(p.startswith(f"{MIND}/") for p in changed)
+
+
+def test_import_cli_json_report(src: Vault, dst: Vault, tmp_path: Path) -> None:
+    src.export(tmp_path / "export.jsonl")
+    data = json.loads(ok(in_vault(dst.root, "import", tmp_path / "export.jsonl", "--json")).stdout)
+    assert data["format"] == "memfile" and len(data["created"]) == 6 and data["commit"]
+    again = json.loads(ok(in_vault(dst.root, "import", tmp_path / "export.jsonl", "--json")).stdout)
+    assert again["unchanged"] == 6 and again["created"] == [] and again["commit"] is None
+
+
+def test_the_format_is_detected_without_from_and_a_wrong_from_is_refused(
+    src: Vault, dst: Vault, tmp_path: Path
+) -> None:
+    src.export(tmp_path / "export.jsonl")
+    synapse = tmp_path / "synapse.json"
+    synapse.write_text(ok(in_vault(src.root, "export", "--format", "json")).stdout, encoding="utf-8")
+    plan = json.loads(ok(in_vault(dst.root, "import", tmp_path / "export.jsonl", "--dry-run", "--json")).stdout)
+    assert plan["format"] == "memfile"
+    plan = json.loads(ok(in_vault(dst.root, "import", synapse, "--dry-run", "--json")).stdout)
+    assert plan["format"] == "synapse" and len(plan["created"]) == 6
+    fails(in_vault(dst.root, "import", tmp_path / "export.jsonl", "--from", "langbot"), 2)
+    fails(in_vault(dst.root, "import", tmp_path / "export.jsonl", "--from", "nonsense"), 2)
+    assert commit_count(dst.root) == 1
+
+
+def test_from_mind_picks_one_mind_of_an_all_minds_export(src: Vault, dst: Vault, tmp_path: Path) -> None:
+    Vault.init(src.root, "work", "Work").store("project", "roadmap", "Ship export in Q1")
+    src.export(tmp_path / "all.jsonl", all_minds=True)
+    commits = commit_count(dst.root)
+    with pytest.raises(MemfileError, match="from.mind"):  # several minds: which one must be said
+        dst.import_(tmp_path / "all.jsonl")
+    with pytest.raises(MemfileError, match="nobody"):
+        dst.import_(tmp_path / "all.jsonl", from_mind="nobody")
+    assert commit_count(dst.root) == commits
+    report = dst.import_(tmp_path / "all.jsonl", from_mind="work")
+    assert report.created == ["project/roadmap"]
+    assert [m.key for m in dst.memories()] == ["roadmap"]
+
+
+# --- import: one commit or nothing ------------------------------------------------------------------
+
+
+BAD_RECORDS = {
+    "category": ({"category": "nonsense"}, "category"),
+    "key": ({"key": "Not A Key"}, "key"),
+    "content not text": ({"content": 42}, "content"),
+    "content with NUL": ({"content": "a\x00b"}, "content"),
+    "content with conflict markers": ({"content": "<<<<<<< HEAD\nmine\n=======\ntheirs\n>>>>>>> other"}, "content"),
+    "missing content": ({"content": None}, "content"),
+    "priority": ({"priority": "urgent"}, "priority"),
+    "id": ({"id": "../../etc/passwd"}, "id"),
+    "tags": ({"tags": {"a": 1}}, "tags"),
+    "confidence": ({"confidence": 7}, "confidence"),
+    "date": ({"created_at": "yesterday"}, "created_at"),
+    "status": ({"status": "deleted"}, "status"),
+    "superseded_by": ({"status": "superseded", "superseded_by": "not an id"}, "superseded_by"),
+    "extra": ({"extra": ["not", "a", "mapping"]}, "extra"),
+}
+
+
+@pytest.mark.parametrize("case", BAD_RECORDS, ids=list(BAD_RECORDS))
+def test_a_bad_record_in_the_middle_stops_the_import_naming_its_number_and_writes_nothing(
+    case: str, src: Vault, dst: Vault, tmp_path: Path
+) -> None:
+    change, field = BAD_RECORDS[case]
+    header, *records, _ = exported(src)
+    bad = dict(records[3])
+    for name, value in change.items():
+        if value is None:
+            bad.pop(name)
+        else:
+            bad[name] = value
+    records[3] = bad
+    path = export_file(tmp_path / "export.jsonl", closed(header, records))
+    commits, files = commit_count(dst.root), mind_files(dst)
+    with pytest.raises(MemfileError) as planned:  # a dry run refuses what the import would refuse
+        dst.import_(path, dry_run=True)
+    assert field in str(planned.value)
+    with pytest.raises(MemfileError) as caught:
+        dst.import_(path)
+    assert "4" in str(caught.value) and field in str(caught.value), str(caught.value)
+    untouched(dst, commits, files)
+    result = fails(in_vault(dst.root, "import", path), 2)
+    assert "record 4" in result.stderr or "line 5" in result.stderr, result.stderr
+    assert field in result.stderr
+    untouched(dst, commits, files)
+
+
+def test_a_record_that_is_not_an_object_or_of_an_unknown_type_is_refused(
+    src: Vault, dst: Vault, tmp_path: Path
+) -> None:
+    header, *records, _ = exported(src)
+    commits, files = commit_count(dst.root), mind_files(dst)
+    for odd in ([1, 2], "text", {"type": "martian", **records[0]}):
+        path = export_file(tmp_path / "odd.jsonl", [header, records[0], odd, *records[1:], {"type": "end", "count": 7}])
+        fails(in_vault(dst.root, "import", path), 2)
+        untouched(dst, commits, files)
+
+
+def test_dry_run_writes_nothing_and_prints_the_plan(src: Vault, dst: Vault, tmp_path: Path) -> None:
+    src.export(tmp_path / "first.jsonl")
+    dst.import_(tmp_path / "first.jsonl")
+    dst.store("skill", "clash", "mine")
+    header, *records, _ = exported(src)
+    records = [
+        dict(r, content="The office moved to Hamburg", updated_at="2999-01-01T00:00:00Z") if r["key"] == "office" else r
+        for r in records
+    ]
+    records.append({"type": "memory", "category": "fact", "key": "brand_new", "content": "Something new"})
+    records.append({"type": "memory", "id": "mem_clashtheirs01", "category": "skill", "key": "clash", "content": "x"})
+    path = export_file(tmp_path / "second.jsonl", closed(header, records))
+    commits, files = commit_count(dst.root), mind_files(dst)
+    plan = dst.import_(path, dry_run=True)
+    assert plan.dry_run and plan.commit is None
+    assert plan.created == ["fact/brand_new"]
+    assert plan.updated == ["fact/office"]
+    assert plan.unchanged == 5
+    assert [(c["record"], c["ref"]) for c in plan.conflicts] == [(8, "skill/clash")]
+    untouched(dst, commits, files)
+    result = fails(in_vault(dst.root, "import", path, "--dry-run"), 4)  # a conflict: exit 4, as a real import
+    for word in ("fact/brand_new", "fact/office", "skill/clash", "5 unchanged", "nothing written"):
+        assert word in result.stdout, result.stdout
+    data = json.loads(fails(in_vault(dst.root, "import", path, "--dry-run", "--json"), 4).stdout)
+    assert data["dry_run"] is True and data["created"] == ["fact/brand_new"] and data["unchanged"] == 5
+    assert data["updated"] == ["fact/office"] and data["commit"] is None and "unmapped" in data
+    untouched(dst, commits, files)
+    result = fails(in_vault(dst.root, "import", path), 4)  # the rest goes in, the conflict stays reported
+    assert "skill/clash" in result.stdout and commit_count(dst.root) == commits + 1
+    assert dst.get("skill/clash").content == "mine" and dst.get("fact/office").content.endswith("Hamburg")
+
+
+# --- import: conflicts --------------------------------------------------------------------------------
+
+
+def _one(vault: Vault, ref: str) -> dict[str, Any]:
+    return next(r for r in exported(vault) if r.get("type") == "memory" and f"{r['category']}/{r['key']}" == ref)
+
+
+@pytest.mark.parametrize(
+    ("mode", "file_is_newer", "taken"),
+    [
+        ("newer", True, True),
+        ("newer", False, False),
+        ("skip", True, False),
+        ("skip", False, False),
+        ("overwrite", True, True),
+        ("overwrite", False, True),
+    ],
+)
+def test_the_same_id_with_other_content_follows_on_conflict(
+    mode: str, file_is_newer: bool, taken: bool, dst: Vault, tmp_path: Path
+) -> None:
+    dst.store("fact", "office", "Berlin")
+    header, *_ = exported(dst)
+    mine = _one(dst, "fact/office")
+    theirs = dict(mine, content="Hamburg", tags=["moved"])
+    theirs["updated_at"] = "2999-01-01T00:00:00Z" if file_is_newer else "2000-01-01T00:00:00Z"
+    path = export_file(tmp_path / "export.jsonl", closed(header, [theirs]))
+    commits = commit_count(dst.root)
+    report = dst.import_(path, on_conflict=mode)
+    memory = dst.get("fact/office")
+    if taken:
+        assert report.updated == ["fact/office"] and report.commit
+        assert memory.content == "Hamburg" and memory.tags == ("moved",)
+        assert memory.to_dict()["updated_at"] == theirs["updated_at"]  # verbatim, not moved to now
+        assert commit_count(dst.root) == commits + 1
+    else:
+        assert report.updated in ([], 0) and [s["ref"] for s in report.skipped] == ["fact/office"]
+        assert report.skipped[0]["reason"]
+        assert memory.content == "Berlin" and report.commit is None
+        assert commit_count(dst.root) == commits
+
+
+@pytest.mark.parametrize("mode", ["newer", "overwrite"])
+def test_a_newer_raw_record_replaces_the_file_byte_for_byte(mode: str, dst: Vault, tmp_path: Path) -> None:
+    dst.store("fact", "office", "Berlin", tags=["work"])
+    header, *records, _ = exported(dst, raw=True)
+    record = records[0]
+    stamp = record["updated_at"]
+    text = record["raw"].replace("Berlin", "Hà Nội").replace(f"updated_at: {stamp}", "updated_at: 2999-01-01T00:00:00Z")
+    text = text.replace("---\n", "---\n# a comment from the other machine\n", 1).replace("\n", "\r\n")
+    record |= {"raw": text, "sha256": hashlib.sha256(text.encode("utf-8")).hexdigest()}
+    record |= {"content": "Hà Nội", "updated_at": "2999-01-01T00:00:00Z"}
+    report = dst.import_(export_file(tmp_path / "export.jsonl", closed(header, [record])), on_conflict=mode)
+    assert report.updated == ["fact/office"] and report.commit
+    assert (dst.mind_dir / "fact" / "office.md").read_bytes() == text.encode("utf-8")
+    assert dst.get("office").content == "Hà Nội" and dst.get("office").tags == ("work",)
+    assert git(dst.root, "status", "--porcelain").strip() == ""
+
+
+def test_on_conflict_through_the_cli(dst: Vault, tmp_path: Path) -> None:
+    dst.store("fact", "office", "Berlin")
+    header, *_ = exported(dst)
+    theirs = dict(_one(dst, "fact/office"), content="Hamburg", updated_at="2000-01-01T00:00:00Z")
+    path = export_file(tmp_path / "export.jsonl", closed(header, [theirs]))
+    ok(in_vault(dst.root, "import", path))  # default newer: older file, skipped
+    assert dst.get("office").content == "Berlin"
+    ok(in_vault(dst.root, "import", path, "--on-conflict", "skip"))
+    assert dst.get("office").content == "Berlin"
+    ok(in_vault(dst.root, "import", path, "--on-conflict", "overwrite"))
+    assert dst.get("office").content == "Hamburg"
+    fails(in_vault(dst.root, "import", path, "--on-conflict", "merge"), 2)
+
+
+@pytest.mark.parametrize("mode", ["skip", "newer", "overwrite"])
+def test_the_same_category_and_key_under_another_id_is_a_conflict_never_merged(
+    mode: str, dst: Vault, tmp_path: Path
+) -> None:
+    dst.store("fact", "office", "Berlin")
+    header, *_ = exported(dst)
+    theirs = dict(
+        _one(dst, "fact/office"), id="mem_othermachine01", content="Hamburg", updated_at="2999-01-01T00:00:00Z"
+    )
+    theirs.pop("path", None)
+    other = dict(theirs, id="mem_othermachine02", key="lunch", content="Pho at noon")
+    path = export_file(tmp_path / "export.jsonl", closed(header, [theirs, other]))
+    before = (dst.mind_dir / "fact" / "office.md").read_bytes()
+    report = dst.import_(path, on_conflict=mode)
+    assert [c["ref"] for c in report.conflicts] == ["fact/office"] and report.conflicts[0]["reason"]
+    assert (dst.mind_dir / "fact" / "office.md").read_bytes() == before
+    assert [m.id for m in dst.memories() if m.key == "office"] != ["mem_othermachine01"]
+    assert len([m for m in dst.memories() if m.key == "office"]) == 1
+    assert report.created == ["fact/lunch"]  # the rest of the import goes in
+
+
+@pytest.mark.parametrize("twin", ["id", "ref", "path"])
+def test_two_records_of_one_memory_in_one_file_are_refused(twin: str, src: Vault, dst: Vault, tmp_path: Path) -> None:
+    header, *records, _ = exported(src)
+    first = records[0]
+    other = dict(first, id="mem_twintwin0001", key="twin_key", path=f"{MIND}/{first['category']}/twin_key.md")
+    other |= (
+        {"id": first["id"]} if twin == "id" else {"key": first["key"]} if twin == "ref" else {"path": first["path"]}
+    )
+    path = export_file(tmp_path / "export.jsonl", closed(header, [*records, other]))
+    commits, files = commit_count(dst.root), mind_files(dst)
+    with pytest.raises(MemfileError, match="record 7") as refusal:
+        dst.import_(path)
+    assert "record 1" in str(refusal.value)
+    untouched(dst, commits, files)
+
+
+# --- import: a truncated or tampered export -------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "cut", ["no trailer", "wrong count", "a record dropped", "cut mid-line", "no header", "only a header", "empty"]
+)
+def test_a_truncated_export_is_refused(cut: str, src: Vault, dst: Vault, tmp_path: Path) -> None:
+    src.export(tmp_path / "full.jsonl")
+    text = (tmp_path / "full.jsonl").read_text(encoding="utf-8")
+    lines = text.splitlines(keepends=True)
+    damaged = {
+        "no trailer": "".join(lines[:-1]),
+        "wrong count": "".join(lines[:-1]) + '{"type": "end", "count": 7, "unreadable": 0}\n',
+        "a record dropped": "".join(lines[:2] + lines[3:]),
+        "cut mid-line": "".join(lines[:3]) + lines[3][: len(lines[3]) // 2],
+        "no header": "".join(lines[1:]),
+        "only a header": lines[0],
+        "empty": "",
+    }[cut]
+    path = tmp_path / "export.jsonl"
+    path.write_text(damaged, encoding="utf-8")
+    commits, files = commit_count(dst.root), mind_files(dst)
+    with pytest.raises(MemfileError):
+        dst.import_(path, format="memfile")
+    result = fails(in_vault(dst.root, "import", path, "--from", "memfile"), 2)
+    assert result.stderr.strip()
+    untouched(dst, commits, files)
+    fails(in_vault(dst.root, "import", path), 2)  # detected or not, the same refusal
+    untouched(dst, commits, files)
+
+
+def test_lines_after_the_trailer_are_refused(src: Vault, dst: Vault, tmp_path: Path) -> None:
+    src.export(tmp_path / "export.jsonl")
+    extra = next(r for r in exported(src) if r.get("type") == "memory")
+    with (tmp_path / "export.jsonl").open("a", encoding="utf-8") as out:
+        out.write(json.dumps(dict(extra, key="smuggled", id="mem_smuggled01")) + "\n")
+    fails(in_vault(dst.root, "import", tmp_path / "export.jsonl"), 2)
+    assert commit_count(dst.root) == 1
+
+
+def _raw_record(src: Vault, ref: str) -> tuple[dict[str, Any], dict[str, Any]]:
+    lines = exported(src, raw=True)
+    return lines[0], next(r for r in records_of(lines) if f"{r['category']}/{r['key']}" == ref)
+
+
+def test_a_raw_record_whose_sha256_does_not_match_is_refused(src: Vault, dst: Vault, tmp_path: Path) -> None:
+    header, record = _raw_record(src, "fact/office")
+    record["raw"] = record["raw"].replace("Berlin", "Bonn")  # the text changed, the checksum did not
+    path = export_file(tmp_path / "export.jsonl", closed(header, [record]))
+    commits, files = commit_count(dst.root), mind_files(dst)
+    result = fails(in_vault(dst.root, "import", path), 2)
+    assert "sha256" in result.stderr
+    untouched(dst, commits, files)
+
+
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [
+        ("key", "someone_else"),
+        ("category", "skill"),
+        ("id", "mem_notthesame01"),
+        ("content", "Bonn"),
+        ("priority", "low"),
+        ("verified", False),
+        ("updated_at", "2001-01-01T00:00:00Z"),
+        ("extra", {"smuggled": True}),
+    ],
+)
+def test_a_raw_record_whose_front_matter_disagrees_with_its_fields_is_refused(
+    field: str, value: Any, src: Vault, dst: Vault, tmp_path: Path
+) -> None:
+    header, record = _raw_record(src, "fact/office")
+    record[field] = value
+    if field in ("key", "category"):
+        record["path"] = f"{MIND}/{record['category']}/{record['key']}.md"
+    path = export_file(tmp_path / "export.jsonl", closed(header, [record]))
+    commits, files = commit_count(dst.root), mind_files(dst)
+    result = fails(in_vault(dst.root, "import", path), 2)
+    assert field in result.stderr, result.stderr
+    untouched(dst, commits, files)
+
+
+HOSTILE_PATHS = {
+    "dot-dot": f"{MIND}/../evil.md",
+    "dot-dot at the start": "../evil.md",
+    "deep dot-dot": f"{MIND}/fact/../../evil.md",
+    "absolute": "/tmp/evil.md",
+    "other mind": "other/fact/office.md",
+    "backslashes": f"{MIND}\\fact\\office.md",
+    "backslash dot-dot": f"{MIND}\\..\\evil.md",
+    "NUL": f"{MIND}/fact/office\x00.md",
+    "not markdown": f"{MIND}/fact/office.txt",
+    "git folder": f"{MIND}/.git/config.md",
+    "memfile folder": ".memfile/evil.md",
+    "top-level config": "memfile.toml",
+    "empty": "",
+    "the mind itself": f"{MIND}",
+}
+
+
+@pytest.mark.parametrize("name", HOSTILE_PATHS, ids=list(HOSTILE_PATHS))
+def test_a_raw_record_whose_path_leaves_the_mind_is_refused(name: str, src: Vault, dst: Vault, tmp_path: Path) -> None:
+    header, record = _raw_record(src, "fact/office")
+    record["path"] = HOSTILE_PATHS[name]
+    path = export_file(tmp_path / "export.jsonl", closed(header, [record]))
+    commits, files = commit_count(dst.root), mind_files(dst)
+    everything = every_file(dst.root)
+    result = fails(in_vault(dst.root, "import", path), 2)
+    assert "path" in result.stderr, result.stderr
+    untouched(dst, commits, files)
+    assert every_file(dst.root) == everything
+    assert not (tmp_path / "evil.md").exists() and not Path("/tmp/evil.md").exists()
+
+
+def test_a_record_whose_path_runs_through_a_symlink_out_of_the_mind_is_refused(
+    src: Vault, dst: Vault, tmp_path: Path
+) -> None:
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (dst.mind_dir / "fact").mkdir(exist_ok=True)
+    (dst.mind_dir / "fact" / "escape").symlink_to(outside, target_is_directory=True)
+    for raw in (True, False):
+        header, *records, _ = exported(src, raw=raw)
+        record = dict(records[0], path=f"{MIND}/fact/escape/{records[0]['key']}.md")
+        path = export_file(tmp_path / "export.jsonl", closed(header, [record]))
+        commits = commit_count(dst.root)
+        result = fails(in_vault(dst.root, "import", path), 2)
+        assert "path" in result.stderr or "symlink" in result.stderr, result.stderr
+        assert list(outside.iterdir()) == [] and commit_count(dst.root) == commits
+
+
+@pytest.mark.parametrize("name", ["dot-dot", "absolute", "other mind", "backslashes", "NUL", "git folder"])
+def test_a_hostile_path_in_a_record_without_raw_writes_nothing_outside_the_mind(
+    name: str, src: Vault, dst: Vault, tmp_path: Path
+) -> None:
+    header, *records, _ = exported(src)
+    record = dict(records[0], path=HOSTILE_PATHS[name])
+    path = export_file(tmp_path / "export.jsonl", closed(header, [record]))
+    everything = every_file(dst.root)
+    result = in_vault(dst.root, "import", path)
+    assert result.exit_code in (0, 2) and "Traceback" not in result.stderr, (result.exit_code, result.stderr)
+    new = every_file(dst.root) - everything
+    assert all(p.startswith(f"{MIND}/") and ".." not in p and ".git" not in p and p.endswith(".md") for p in new), new
+    assert not (tmp_path / "evil.md").exists() and not Path("/tmp/evil.md").exists()
+
+
+# --- import: who imports -------------------------------------------------------------------------
+
+
+def test_an_agents_import_lands_unverified_as_agent(src: Vault, dst: Vault, tmp_path: Path) -> None:
+    src.export(tmp_path / "export.jsonl")
+    agent = Vault.open(dst.root, MIND, source="agent")
+    report = agent.import_(tmp_path / "export.jsonl")
+    assert len(report.created) == 6
+    for memory in dst.memories():
+        assert memory.verified is False and memory.source.value == "agent", memory.ref
+    assert last_subject(dst.root).endswith("(agent)")
+
+
+def test_an_agents_cli_import_lands_unverified(src: Vault, dst: Vault, tmp_path: Path) -> None:
+    src.export(tmp_path / "export.jsonl")
+    ok(in_vault(dst.root, "import", tmp_path / "export.jsonl", env={"MEMFILE_SOURCE": "agent"}))
+    assert {(m.verified, m.source.value) for m in dst.memories()} == {(False, "agent")}
+    assert last_subject(dst.root) == "import 6 memories from export.jsonl (agent)"
+
+
+def test_an_agents_import_caps_a_critical_memory_at_high_and_says_so(src: Vault, dst: Vault, tmp_path: Path) -> None:
+    src.store("identity", "name", "Michael", priority="critical")
+    src.export(tmp_path / "export.jsonl")
+    agent = Vault.open(dst.root, MIND, source="agent")
+    report = agent.import_(tmp_path / "export.jsonl")
+    assert dst.get("identity/name").priority.value == "high"
+    assert all(m.priority.value != "critical" for m in dst.memories())
+    assert any("critical" in notice for notice in report.notices), report.notices
+    result = ok(
+        in_vault(new_vault(tmp_path, "dst2").root, "import", tmp_path / "export.jsonl", env={"MEMFILE_SOURCE": "agent"})
+    )
+    assert "critical" in result.stdout + result.stderr
+
+
+def test_an_agents_import_cannot_change_a_verified_or_critical_memory(dst: Vault, tmp_path: Path) -> None:
+    dst.store("fact", "office", "Berlin")  # a person's: verified
+    with dst.acting_as("agent"):
+        dst.store("fact", "boss", "Anna", priority="high")
+    dst.store("fact", "boss", "Anna", priority="critical")  # a person raised it (verified by that store too)
+    header, *_ = exported(dst)
+    theirs = [
+        dict(_one(dst, ref), content="Hamburg", updated_at="2999-01-01T00:00:00Z", verified=False, priority="low")
+        for ref in ("fact/office", "fact/boss")
+    ]
+    path = export_file(tmp_path / "export.jsonl", closed(header, theirs))
+    before = mind_files(dst)
+    agent = Vault.open(dst.root, MIND, source="agent")
+    for mode in ("newer", "overwrite"):
+        report = agent.import_(path, on_conflict=mode)
+        assert report.updated == [] and report.commit is None
+        assert sorted(c["ref"] for c in report.conflicts) == ["fact/boss", "fact/office"]
+        assert mind_files(dst) == before
+
+
+def test_an_agents_raw_import_is_rewritten_unverified_keeping_the_rest_of_the_file(
+    src: Vault, dst: Vault, tmp_path: Path
+) -> None:
+    src.export(tmp_path / "export.jsonl", raw=True)
+    agent = Vault.open(dst.root, MIND, source="agent")
+    report = agent.import_(tmp_path / "export.jsonl")
+    assert len(report.created) == 6
+    assert all(not m.verified and m.source.value == "agent" for m in dst.memories())
+    text = (dst.mind_dir / "fact" / "office_hours.md").read_text(encoding="utf-8")
+    assert "# a comment kept by memfile" in text and "aliases: [hours, opening]   # an inline comment" in text
+    assert dst.get("office_hours").to_dict()["updated_at"] == "2020-01-02T08:00:00Z"
+
+
+def test_unknown_fields_of_a_record_are_reported_as_unmapped(src: Vault, dst: Vault, tmp_path: Path) -> None:
+    header, *records, _ = exported(src)
+    records[0] = dict(records[0], colour="red")
+    report = dst.import_(export_file(tmp_path / "export.jsonl", closed(header, records)))
+    assert len(report.created) == 6
+    assert any("colour" in line for line in report.unmapped), report.unmapped
+
+
+def test_import_from_standard_input(src: Vault, dst: Vault) -> None:
+    text = "".join(src.export_lines())
+    ok(in_vault(dst.root, "import", "-", input=text))
+    assert len(dst.memories()) == 6
+    assert last_subject(dst.root).startswith("import 6 memories from ")
+
+
+# --- import: hostile input ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "kind", ["binary", "not json", "not utf-8", "a json number", "huge line", "huge file", "missing file", "a folder"]
+)
+def test_input_that_is_no_export_gives_a_clear_error(kind: str, dst: Vault, tmp_path: Path) -> None:
+    path = tmp_path / "input.jsonl"
+    if kind == "binary":
+        path.write_bytes(b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR" + bytes(range(256)))
+    elif kind == "not json":
+        path.write_text("id,category,key\n1,fact,office\n", encoding="utf-8")
+    elif kind == "not utf-8":
+        path.write_bytes(b'{"type": "header", "format": "memfile-export", "version": 1, "x": "\xff\xfe"}\n')
+    elif kind == "a json number":
+        path.write_text("42\n", encoding="utf-8")
+    elif kind == "huge line":  # a record whose content is over the 10 MB a memory may hold
+        header = {"type": "header", "format": "memfile-export", "version": 1, "minds": [{"mind": MIND}]}
+        record = {"type": "memory", "category": "fact", "key": "big", "content": "a" * (11 * 2**20)}
+        export_file(path, closed(header, [record]))
+    elif kind == "huge file":  # sparse: no disk used, refused before it is read
+        with path.open("wb") as out:
+            out.truncate(3 * 2**30)
+    elif kind == "a folder":
+        path.mkdir()
+    commits = commit_count(dst.root)
+    if kind == "missing file":  # exit 2 (click's check) or 3 (not found), the file named either way
+        result = in_vault(dst.root, "import", path)
+        assert result.exit_code in (2, 3) and "Traceback" not in result.stderr, (result.exit_code, result.stderr)
+        assert "input.jsonl" in result.stderr
+    else:
+        result = fails(in_vault(dst.root, "import", path), 2)
+        assert result.stderr.startswith("memfile: error:"), result.stderr[:500]
+    assert len(result.stderr) < 2000
+    assert commit_count(dst.root) == commits
+
+
+def test_an_export_from_a_newer_format_version_is_refused(src: Vault, dst: Vault, tmp_path: Path) -> None:
+    header, *records, _ = exported(src)
+    path = export_file(tmp_path / "export.jsonl", closed(dict(header, version=2), records))
+    result = fails(in_vault(dst.root, "import", path, "--from", "memfile"), 2)
+    assert "version" in result.stderr
+    assert commit_count(dst.root) == 1
+
+
+def test_line_and_paragraph_separators_in_a_memory_survive_export_and_import(dst: Vault, tmp_path: Path) -> None:
+    """JSON Lines are split at \\n only: U+2028, U+2029 and U+0085 inside a string are not line ends."""
+    text = "Dòng một\u2028dòng hai\u2029ย่อหน้า\x85中文"
+    src = new_vault(tmp_path, "seps")
+    src.store("note", "separators", text, tags=["a\u2028b"])
+    for raw in (False, True):
+        target = new_vault(tmp_path, f"seps_{raw}")
+        src.export(tmp_path / f"seps_{raw}.jsonl", raw=raw)
+        target.import_(tmp_path / f"seps_{raw}.jsonl")
+        assert target.get("note/separators").content == src.get("note/separators").content
+        assert mind_files(target) == mind_files(src) or not raw
+
+
+def test_import_from_bytes(src: Vault, dst: Vault) -> None:
+    data = "".join(src.export_lines()).encode("utf-8")
+    report = dst.import_(data)
+    assert len(report.created) == 6 and report.commit
