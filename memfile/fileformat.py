@@ -18,6 +18,7 @@ from datetime import datetime
 from functools import cache, lru_cache
 from typing import Any
 
+from .config import plain
 from .errors import FileParseError, InvalidInput
 from .model import (
     DEFAULT_CONFIDENCE,
@@ -431,7 +432,64 @@ def _body(content: str, newline: str) -> str:
 
 def serialize(memory: Memory) -> str:
     """The full text of a new memory file."""
-    return "---\n" + _dump(front_matter_fields(memory)) + "---\n" + _body(memory.content, "\n")
+    fields = front_matter_fields(memory)
+    front = None if plain("emit") else _emitted(fields)
+    return "---\n" + (front if front is not None else _dump(fields)) + "---\n" + _body(memory.content, "\n")
+
+
+# --- the front-matter of a new file, written directly ---------------------------
+# A speed trick (docs/internals.md): ruamel takes 1.4 ms to dump one front-matter; an import writes
+# thousands. `_emitted` writes what ruamel writes for the values a new file usually holds (plain or
+# single-quoted one-line strings, numbers, booleans, null, dates, flat lists of strings) and gives up
+# (None: ruamel writes it) on anything else. tests/reliability/test_properties.py proves it equal to ruamel.
+
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_-]{0,63}")
+#: Characters ruamel writes in a plain or single-quoted scalar (YAML's printable set, no line break, no BOM).
+_QUOTABLE = re.compile("[\x20-\x7e\xa0-\u2027\u202a-\ud7ff\ue000-\ufefe\uff00-\ufffd\U00010000-\U0010fffe]*")
+
+
+#: Strings ruamel's emitter surely writes plain (when they read back as strings): no indicator anywhere.
+_SURELY_PLAIN = re.compile(r"[^\W_][\w .+/()~^=$;<>@-]*(?<! )")
+
+
+def _emitted(fields: dict[str, Any]) -> str | None:
+    lines = []
+    for name, value in fields.items():
+        text = _scalar(value) if not isinstance(value, list | tuple) else _flow(value)
+        if text is None or not (_NAME.fullmatch(name) and _plain_ok(name)):
+            return None
+        lines.append(f"{name}: {text}\n")
+    return "".join(lines)
+
+
+def _flow(items: list[Any] | tuple[Any, ...]) -> str | None:
+    texts = [_scalar(item) if isinstance(item, str) else None for item in items]
+    return None if None in texts else "[" + ", ".join(texts) + "]"  # type: ignore[arg-type]
+
+
+def _scalar(value: Any) -> str | None:
+    if value is None or isinstance(value, bool):
+        return {None: "null", True: "true", False: "false"}[value]
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float):
+        text = repr(value)
+        return text if "e" not in text and "n" not in text else None  # ruamel writes 1e-05 as 1.0e-05
+    if isinstance(value, datetime):
+        return format_datetime(value)  # what a TimeStamp of that text dumps (fileformat._yaml_value)
+    if not isinstance(value, str) or len(value) > 1000 or not _QUOTABLE.fullmatch(value):
+        return None
+    if not (_plain_ok(value) and _plain_for_ruamel(value)):
+        return "'" + value.replace("'", "''") + "'"  # asked single-quoted, as _represent_str asks
+    return value if _SURELY_PLAIN.fullmatch(value) else None  # ruamel's emitter may still quote it: ask ruamel
+
+
+@lru_cache(maxsize=4096)
+def _plain_for_ruamel(value: str) -> bool:
+    """Whether ruamel (YAML 1.2) reads `value` written plain as a string too (`1e5` is a number there)."""
+    from ruamel.yaml.nodes import ScalarNode
+
+    return bool(_yaml().resolver.resolve(ScalarNode, value, (True, False)) == "tag:yaml.org,2002:str")
 
 
 def _sequence_offset(lines: list[str]) -> int | None:

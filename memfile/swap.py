@@ -76,6 +76,7 @@ def prepare(changes: list[tuple[str, Path, bytes | None]]) -> dict[str, Path]:
     prepared: dict[str, Path] = {}
     try:
         for relpath, path, data in changes:
+            assert relpath not in prepared, f"{relpath} changed twice in one write"
             if data is not None:
                 path.parent.mkdir(parents=True, exist_ok=True)
                 prepared[relpath] = temp_file(path, data, durable=False)

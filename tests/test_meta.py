@@ -59,7 +59,7 @@ MAY_IMPORT: dict[str, set[str]] = {
     "text": set(),
     "model": {"errors"},
     "paths": {"errors", "model"},
-    "fileformat": {"errors", "model"},
+    "fileformat": {"errors", "model", "config"},  # config.plain: the direct front-matter writer's switch
     "config": {"errors", "model", "paths"},
     "files": {"errors", "paths", "fileformat"},
     "swap": {"errors", "files"},
@@ -117,6 +117,7 @@ THIRD_PARTY_HOME = {
     "click": {"cli", "cli_git", "cli_keys", "cli_serve", "cli_served", "cli_transfer"},
     "starlette": {"server"},
     "uvicorn": {"server"},
+    "jinja2": {"server"},
     "whoosh": {"index"},
     "sqlite3": {"index"},
     "git": {"git"},

@@ -121,6 +121,8 @@ class Index:
         from .fastpath import build_apart
 
         apart = (0, 0, 0)  # added, updated, removed by a fresh process
+        if paths is not None and len(paths) >= BULK:  # an import: the whole mind's diff, so a bulk load may apply
+            paths = None
         if paths is None:
             disk = split_walk(self.mind_dir, self.root, fork=worth_forking(self._store))
         else:

@@ -123,7 +123,7 @@ def read_import(source: Path | bytes, name: str, fmt: str | None, options: Impor
         return read_memfile(text.split("\n"), name)  # JSON text may hold U+2028, which splitlines splits at
     try:
         value = json.loads(text)
-    except ValueError as exc:
+    except (ValueError, RecursionError) as exc:
         raise InvalidInput("FILE", name, f"a {fmt} JSON file", reason=f"it is not JSON: {exc}") from None
     if fmt == "synapse":
         from .synapse import read_synapse
@@ -167,7 +167,7 @@ def detect(text: str, name: str) -> str:
     if stripped[:1] in ("{", "["):
         try:
             value = json.loads(text)
-        except ValueError:
+        except (ValueError, RecursionError):
             value = None
         if isinstance(value, list):
             return "synapse"
@@ -402,6 +402,12 @@ def plan(
             raise InvalidInput(f"record {number}", type(record).__name__, "a JSON object describing one memory")
         where = str(record.get("_where") or f"record {number}")
         try:
+            json.dumps(record, ensure_ascii=False).encode("utf-8")
+        except UnicodeEncodeError:
+            raise InvalidInput(
+                where, "text", "UTF-8 text", reason="it holds an unpaired surrogate (\\ud800...)"
+            ) from None
+        try:
             relpath = _target(record, mind, record.get("category") or "", record.get("key") or "")
             folder = relpath.rpartition("/")[0]
             if folder not in checked:  # no symlinked folder leads out of the mind (one check a folder)
@@ -441,7 +447,16 @@ def plan(
                 continue
             result.conflicts.append(entry)
             continue
+        if old.path in seen and seen[old.path] != where:
+            raise InvalidInput(where, old.path, "one record per memory", reason=f"{seen[old.path]} changes it too")
+        seen[old.path] = where
         memory = replace(memory, path=old.path)
+        if (
+            data is not None
+            and old.path != relpath
+            and not _same(fileformat.parse(data, old.path, old.updated_at), memory)
+        ):
+            data = None  # read at the file's own path the text would say another memory: rewrite the fields instead
         if data == _bytes(root / old.path) if data is not None else _same(old, memory):
             result.unchanged += 1
             continue

@@ -45,7 +45,7 @@ def is_memfile_export(first_line: str) -> bool:
     """Whether a file's first line is memfile's export header."""
     try:
         value = json.loads(first_line)
-    except ValueError:
+    except (ValueError, RecursionError):
         return False
     return isinstance(value, dict) and value.get("type") == "header" and value.get("format") == FORMAT
 
@@ -65,7 +65,7 @@ def read_memfile(lines: Iterable[str], name: str) -> Incoming:
             continue
         try:
             value = json.loads(line)
-        except ValueError as exc:
+        except (ValueError, RecursionError) as exc:
             raise InvalidInput(
                 "FILE", name, "memfile's export: one JSON object per line", reason=f"line {number} is not JSON ({exc})"
             ) from None

@@ -21,27 +21,13 @@ from typing import Any
 
 from ..errors import InvalidInput
 from ..model import CONFLICT_KEY, ID_PATTERN, KNOWN_FIELDS, MAX_TAG_LENGTH
+from .exporting import SYNAPSE_FIELDS
 from .records import ImportOptions, Incoming
 
 FORMAT = "synapse"
 
-#: Synapse's memory fields (seed 000), plus the ones memfile's own `--format json` adds.
-SYNAPSE_FIELDS = (
-    "id",
-    "category",
-    "key",
-    "content",
-    "tags",
-    "priority",
-    "source",
-    "verified",
-    "confidence",
-    "expires_at",
-    "created_at",
-    "updated_at",
-    "status",
-    "superseded_by",
-)
+#: Synapse's memory fields (seed 000, as `memfile export --format json` writes them), plus memfile's status.
+READ_FIELDS = (*(name for name in SYNAPSE_FIELDS if name != "mind_id"), "status", "superseded_by")
 #: Fields of memfile's export record that describe the file, not the memory: never front-matter keys.
 FILE_FIELDS = frozenset(("mind", "path", "raw", "sha256", "has_front_matter", "id_derived", "expired", "type"))
 
@@ -88,7 +74,7 @@ def read_synapse(data: Any, options: ImportOptions) -> Incoming:
 
 def _record(memory: dict[str, Any], place: str) -> tuple[dict[str, Any], list[str], list[str]]:
     """One memory's record, the names of its fields kept in extra, and of those left out."""
-    record: dict[str, Any] = {name: memory[name] for name in SYNAPSE_FIELDS if name in memory}
+    record: dict[str, Any] = {name: memory[name] for name in READ_FIELDS if name in memory}
     record.pop("id", None)
     extra: dict[str, Any] = {}
     given_extra = memory.get("extra")
@@ -99,7 +85,7 @@ def _record(memory: dict[str, Any], place: str) -> tuple[dict[str, Any], list[st
     extra_names: list[str] = []
     ignored_names: list[str] = []
     for name, value in memory.items():
-        if name in SYNAPSE_FIELDS or name in ("extra", "mind_id"):
+        if name in READ_FIELDS or name in ("extra", "mind_id"):
             continue
         if name in FILE_FIELDS or name in KNOWN_FIELDS or name == CONFLICT_KEY or not name.strip():
             ignored_names.append(name)
