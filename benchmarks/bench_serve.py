@@ -5,11 +5,12 @@ Run from the project root (one command):
     python benchmarks/bench_serve.py                   # 10,000 memories, 16 clients for 60 s, 1,000 minds
     python benchmarks/bench_serve.py --n 2000 --duration 20 --minds 200 --keep --json-out serve.json
     python benchmarks/bench_serve.py --smoke           # everything once at a tiny size: does it still run?
+    python benchmarks/bench_serve.py --only console    # the console's pages only (issue 26)
 
 Every figure comes from a real `python -m memfile --vault V serve --port P --keys FILE` process on a
 free loopback port, with its keys in a keys file in the benchmark's temp folder (made by `memfile key
 add ... --json`, as a person would), driven by `http.client` (stdlib, one keep-alive connection per
-client thread). Four parts, each printed as a table with its targets (issue 23, "Speed and load"):
+client thread). Five parts, each printed as a table with its targets (issue 23, "Speed and load"; part 5, issue 26):
 
 1. One client, on a vault of `--n` memories from ../shared/bench/make_vault.py (a git repository;
    all but `--critical` critical memories made normal, as bench_mcp.py does, so recall's budget fits),
@@ -47,6 +48,16 @@ client thread). Four parts, each printed as a table with its targets (issue 23, 
    `anon_inode:inotify`: must be 1) and watches (`inotify wd:` lines of /proc/PID/fdinfo) next to
    the machine's limits, and its open files next to its soft limit (/proc/PID/limits).
 
+5. The console (issue 26), on the main vault right after part 1 (before load's stores), as a person's
+   browser asks: logged in through the login form (its hidden CSRF field, the token, the session cookie
+   it sets), then `--console-calls` GETs each of the memories list (page 1, and the middle page, found
+   from page 1's rel="next" link), a search of the list (`?q=` with two words, the word pairs cycled),
+   and one memory with `--versions` versions (stored through POST /memory first; a check: every
+   version's content is on its page). Target: p95 <= 100 ms each at --n >= 10,000. The figures are the
+   request's wall time over loopback from this process, a client in another process than the server:
+   the server's time plus one loopback round trip (part 1's GET /health). When the console sends a
+   `Server-Timing: ...;dur=MS` header, its figures are reported beside them.
+
 Checks (what the figures rest on; a smoke run that misses one exits 1, as every benchmark here):
 no load errors, every acknowledged store in git, the tree clean, no 5xx from hostile requests, the
 server alive afterwards, nothing written or leaked outside the vault, every mind opened, one inotify
@@ -59,6 +70,7 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import hashlib
+import html
 import http.client
 import importlib.util
 import json
@@ -115,8 +127,15 @@ TARGETS = {  # issue 23; judged at --n >= 10,000 (and --minds >= 1,000 for the m
     "start_s": 1.0,
     "minds_start_s": 2.0,
     "reads_per_s": 100.0,
+    "console_p95_s": 0.100,  # issue 26: each console page, p95 at 10,000 memories
 }
-PART_NAMES = {"one-client": "1. one client", "load": "2. load", "hostile": "3. hostile", "many-minds": "4. many minds"}
+PART_NAMES = {
+    "one-client": "1. one client",
+    "load": "2. load",
+    "hostile": "3. hostile",
+    "many-minds": "4. many minds",
+    "console": "5. console",
+}
 PARTS = tuple(PART_NAMES)
 OTHER = "other"  # a second mind in the main vault: its ids are what a bench Mind Key must not reach
 OTHER_ID = "mem_othermind0001"
@@ -1448,6 +1467,150 @@ def read_int(path: str) -> int:
         return 0
 
 
+# --- part 5: the console -------------------------------------------------------------------
+
+
+class Console:
+    """One keep-alive connection to the console, as a browser sends it: a person logged in through the login
+    form, with the session cookie it set (and a same-origin `Origin` on every POST)."""
+
+    def __init__(self, port: int) -> None:
+        self.port = port
+        self.origin = f"http://127.0.0.1:{port}"
+        self.cookies: dict[str, str] = {}
+        self.conn = http.client.HTTPConnection("127.0.0.1", port, timeout=HTTP_TIMEOUT_S)
+
+    def call(self, method: str, path: str, form: dict[str, str] | None = None) -> Response:
+        """One request with the cookies so far; the answer's Set-Cookie headers are kept."""
+        headers = {"Cookie": "; ".join(f"{k}={v}" for k, v in self.cookies.items())} if self.cookies else {}
+        data = None
+        if form is not None:
+            data = urllib.parse.urlencode(form).encode()
+            headers |= {"Content-Type": "application/x-www-form-urlencoded", "Origin": self.origin}
+        start = time.perf_counter()
+        try:
+            self.conn.request(method, path, body=data, headers=headers)
+            resp = self.conn.getresponse()
+            got = resp.read()
+        except (OSError, http.client.HTTPException):
+            self.conn.close()
+            raise
+        took = time.perf_counter() - start
+        for value in resp.msg.get_all("Set-Cookie") or []:
+            name, _, rest = value.partition("=")
+            self.cookies[name.strip()] = rest.split(";", 1)[0]
+        return Response(resp.status, {k.lower(): v for k, v in resp.getheaders()}, got, took)
+
+    def page(self, path: str) -> Response:
+        """A page that must answer 200 with HTML (else the benchmark stops, naming the answer)."""
+        r = self.call("GET", path)
+        if r.status != 200 or not r.headers.get("content-type", "").startswith("text/html"):
+            raise SystemExit(f"GET {path} answered {r.status} {r.headers.get('content-type')}: {r.body[:500]!r}")
+        return r
+
+    def login(self, token: str) -> None:
+        """Fill the login form as a person would: its hidden fields (the CSRF token) and the token field."""
+        form = self.page("/console/login").body.decode()
+        fields = {
+            name: html.unescape(value)
+            for tag in re.findall(r"<input\b[^>]*>", form)
+            if 'type="hidden"' in tag
+            for name, value in re.findall(r'name="([^"]+)"[^>]*value="([^"]*)"', tag)
+        }
+        secret = re.search(r'<input\b[^>]*type="password"[^>]*name="([^"]+)"', form) or re.search(
+            r'<input\b[^>]*name="([^"]+)"[^>]*type="password"', form
+        )
+        if not secret:
+            raise SystemExit(f"the login page has no password field: {form[:800]!r}")
+        r = self.call("POST", "/console/login", fields | {secret.group(1): token})
+        if r.status not in (200, 302, 303) or not self.cookies:
+            raise SystemExit(f"POST /console/login answered {r.status} and set no cookie: {r.body[:500]!r}")
+        self.page("/console")
+
+    def close(self) -> None:
+        self.conn.close()
+
+
+def server_timing(r: Response) -> float | None:
+    """The server's own duration from a `Server-Timing: ...;dur=MS` header, in seconds (None: no header)."""
+    found = re.search(r"dur=([0-9.]+)", r.headers.get("server-timing", ""))
+    return float(found.group(1)) / 1000 if found else None
+
+
+def page_link(body: bytes, rel: str) -> str | None:
+    """The href of the page's `<a rel="REL">` (pagination), unescaped."""
+    for tag in re.findall(rb"<a\b[^>]*>", body):
+        if re.search(rb'rel="' + rel.encode() + rb'"', tag):
+            href = re.search(rb'href="([^"]*)"', tag)
+            return html.unescape(href.group(1).decode()) if href else None
+    return None
+
+
+def part_console(args: argparse.Namespace, m: Main, table: Table) -> None:
+    """The console's pages at --n memories, as a person's browser asks for them: the memories list (page 1 and a
+    middle page), a search, and one memory with --versions versions. Each figure is the request's wall time
+    over loopback from this process (the client; the server is another process): the server's time plus one
+    loopback round trip (GET /health's time in part 1)."""
+    big = args.n >= 10_000
+    person = Client(m.server.port, m.person)
+    try:  # the memory with history: --versions stores of one key, each a commit, through the API
+        for i in range(args.versions):
+            body = {"category": "project", "key": "console_history", "content": f"Release {i}: the pipeline runs."}
+            history_id = str(person.ok("POST", q("/memory", mind=MIND), body, expect=(200, 201)).json()["id"])
+    finally:
+        person.close()
+    console = Console(m.server.port)
+    try:
+        console.login(m.person)
+        base = f"/console/m/{MIND}"
+        first = console.page(f"{base}/memories")
+        following = page_link(first.body, "next")
+        if following is None:
+            raise SystemExit(f"page 1 of {base}/memories has no rel=next link at {args.n:,} memories")
+        number = re.search(r"([?&]page=)(\d+)", following)
+        pages = -(-args.n // 50)
+        middle = (
+            following[: number.start(2)] + str(max(2, pages // 2)) + following[number.end(2) :] if number else following
+        )
+        paths = {
+            "memories, page 1": f"{base}/memories",
+            f"memories, page {max(2, pages // 2)} (the middle)": middle,
+            "memories, a search (two words)": None,  # a query each time: see below
+            f"one memory with {args.versions} versions": f"{base}/memory/{history_id}",
+        }
+        looked = console.page(paths[f"one memory with {args.versions} versions"]).body.decode()
+        shown = sum(f"Release {i}: the pipeline runs." in looked for i in range(args.versions))
+        table.add(
+            "the memory page shows every version",
+            ok=shown == args.versions,
+            check=True,
+            target=f"{args.versions}",
+            value=str(shown),
+            note="each version's content found in the page",
+        )
+        for figure, path in paths.items():
+            for i in range(args.warmup):
+                console.page(path or q(f"{base}/memories", q=m.queries[i % len(m.queries)]))
+            times, inside = [], []
+            for i in range(args.console_calls):
+                r = console.page(path or q(f"{base}/memories", q=m.queries[i % len(m.queries)]))
+                times.append(r.seconds)
+                if (own := server_timing(r)) is not None:
+                    inside.append(own)
+            timing(
+                table,
+                f"console: {figure}",
+                args.n,
+                times,
+                limit_s=TARGETS["console_p95_s"] if big else None,
+                note="GET, wall time over loopback from another process (a person's session cookie)",
+            )
+            if inside:
+                timing(table, f"  Server-Timing: {figure}", args.n, inside, note="the server's own figure")
+    finally:
+        console.close()
+
+
 # --- the run --------------------------------------------------------------------------------
 
 
@@ -1482,6 +1645,10 @@ def main() -> int:
     parser.add_argument("--minds", type=int, default=1000, help="many minds: minds (default 1,000)")
     parser.add_argument("--per-mind", type=int, default=20, help="many minds: memories each (default 20)")
     parser.add_argument("--minds-starts", type=int, default=3, help="many minds: server starts timed (default 3)")
+    parser.add_argument(
+        "--console-calls", type=int, default=200, help="console: timed requests of each page (default 200)"
+    )
+    parser.add_argument("--versions", type=int, default=100, help="console: versions of the one memory (default 100)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--critical", type=int, default=5, help="critical memories kept (default 5; as bench_mcp)")
     parser.add_argument("--keep", action="store_true", help="keep the temp folder (its path is printed)")
@@ -1490,7 +1657,7 @@ def main() -> int:
         "--only",
         choices=PARTS,
         action="append",
-        help="run only this part (repeatable; the main vault is made for any of the first three)",
+        help="run only this part (repeatable; the main vault is made for any but many-minds)",
     )
     args = parse_args(
         parser,
@@ -1505,6 +1672,8 @@ def main() -> int:
         hostile=50,
         minds=10,
         minds_starts=2,
+        console_calls=5,
+        versions=3,
     )
     if not sys.platform.startswith("linux"):
         raise SystemExit("bench_serve reads /proc: Linux only")
@@ -1524,13 +1693,16 @@ def main() -> int:
     logs = [work / "serve-main.log"]
     m: Main | None = None
     try:
-        if only & {"one-client", "load", "hostile"}:
+        if only & {"one-client", "load", "hostile", "console"}:
             with part("1. one client", tables["1. one client"], crashed):
                 m = prepare_main(args, work, env, tables["1. one client"])
                 if "one-client" in only:
                     part_one_client(args, m, tables["1. one client"])
                 else:  # the server the other parts use, started once
                     m.server.start(m.agents[0][1], q("/memory/search", q=m.queries[0]))
+        if m is not None and m.server.alive() and "console" in only:  # before load's stores: at --n memories
+            with part("5. console", tables["5. console"], crashed):
+                part_console(args, m, tables["5. console"])
         if m is not None and m.server.alive() and "load" in only:
             with part("2. load", tables["2. load"], crashed):
                 part_load(args, m, tables["2. load"])
@@ -1588,8 +1760,9 @@ def main() -> int:
             shutil.rmtree(work, ignore_errors=True)
 
     for name, table in tables.items():
-        print(f"\n== {name}")
-        table.print()
+        if table.rows:  # a part left out with --only has none
+            print(f"\n== {name}")
+            table.print()
     blob = {
         "commit": commit,
         "python": platform.python_version(),

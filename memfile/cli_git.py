@@ -103,7 +103,8 @@ def log(state: State, since: str | None, limit: int | None, as_json: bool) -> No
         _json([e.to_dict() for e in entries])
         return
     for entry in entries:
-        click.echo(f"{entry.date}  {entry.sha[:8]}  {entry.message}  [{entry.author}]")
+        keys = f" key {', '.join(entry.keys)}" if entry.keys else ""
+        click.echo(f"{entry.date}  {entry.sha[:8]}  {entry.message}  [{entry.author}{keys}]")
 
 
 @main.command()

@@ -10,7 +10,7 @@ from .cli import DISTRIBUTION, State, main
 from .errors import InvalidInput
 
 #: The packages of the `serve` extra: without them `memfile serve` says how to install them.
-SERVE_PACKAGES = ("starlette", "uvicorn", "h11", "anyio")
+SERVE_PACKAGES = ("starlette", "uvicorn", "h11", "anyio", "jinja2", "markupsafe", "python_multipart")
 
 
 @main.command()
@@ -50,13 +50,15 @@ def serve(
     no_watch: bool,
     keys_path: Path | None,
 ) -> None:
-    """Serve every mind of the vault over HTTP (Synapse's memory API and /mcp).
+    """Serve every mind of the vault over HTTP (Synapse's memory API, /mcp and the /console pages).
 
     Agents authenticate with a Mind Key, people with their token (make them
     with `memfile key add`); each request sends `Authorization: Bearer TOKEN`.
-    Prints the URL when ready; stops on Ctrl+C or SIGTERM once the requests
-    in flight are answered. Needs the optional extra: pip install
-    'memfile-vault[serve]'. Endpoints and security: docs/server.md.
+    A person opens the memory console in a browser at /console and logs in
+    there once with their token. Prints the URLs when ready; stops on Ctrl+C
+    or SIGTERM once the requests in flight are answered. Needs the optional
+    extra: pip install 'memfile-vault[serve]'. Endpoints and security:
+    docs/server.md.
 
     Example: memfile --vault ~/memory serve --port 8765
 
@@ -74,6 +76,11 @@ def serve(
         ) from None
     from .cli_served import command_lines
 
+    def ready(url: str) -> None:
+        click.echo(f"memfile: serving {url} (Ctrl+C to stop)")
+        if url.startswith("http"):
+            click.echo(f"memfile: the memory console: {url}/console (log in with a person's token)")
+
     def notify(message: str) -> None:
         click.echo(f"memfile: {message}", err=True)
 
@@ -86,7 +93,7 @@ def serve(
         keys_path=keys_path,
         allow_hosts=allow_hosts,
         watch=not no_watch,
-        on_ready=lambda url: click.echo(f"memfile: serving {url} (Ctrl+C to stop)"),
+        on_ready=ready,
         notify=notify,
         beside=lambda minds, url: command_lines(minds, url, notify),
     )

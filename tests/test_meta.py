@@ -89,7 +89,7 @@ MAY_IMPORT: dict[str, set[str]] = {
     # The resident faces: one worker thread owns every Vault call (`worker`), shared by MCP and HTTP.
     "worker": FACE_MAY_USE | {"watch", "paths"},
     "mcp_server": FACE_MAY_USE | {"watch", "worker"},
-    "server": FACE_MAY_USE | {"worker", "keys", "mcp_server", "server"},
+    "server": FACE_MAY_USE | {"worker", "keys", "mcp_server", "server", "recall"},
     "watch": FACE_MAY_USE | {"paths", "index"},
     "__main__": {"cli", "cli_client", "config"},
     "__init__": FACE_MAY_USE | {"recall", "watch", "store_queue"},
@@ -111,6 +111,7 @@ FACE_EXCEPTIONS = {
         "files",
     ): "the answering server holds .memfile/serve.lock (files.hold_lock), as the watcher its lock",
     ("server", "keys"): "every request's credential is checked against the keys file",
+    ("server", "recall"): "the console's profile page shows recall's pinned set (is_pinned, order) without a recall",
 }
 # Each third-party library lives in one home (a package prefix or a module).
 THIRD_PARTY_HOME = {

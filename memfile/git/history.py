@@ -80,6 +80,7 @@ class LogEntry:
     author: str
     message: str
     paths: tuple[str, ...] = field(default=())
+    keys: tuple[str, ...] = field(default=())  # the labels of the served credentials it was made with
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -88,6 +89,7 @@ class LogEntry:
             "author": self.author,
             "message": self.message,
             "paths": list(self.paths),
+            "keys": list(self.keys),
         }
 
 
@@ -98,6 +100,7 @@ MEMFILE_SUBJECT = re.compile(
 _SOURCE = re.compile(r"\((user|agent)\)")
 _REVERTS = re.compile(r"^reverts ([0-9a-f]{40})$", re.MULTILINE)
 _MIND = re.compile(r"^mind: (\S+)$", re.MULTILINE)
+_KEY = re.compile(r"^Memfile-Key: (\S+)", re.MULTILINE)  # a label, then the refs it stored in a shared commit
 _DURATION = re.compile(r"\d+\s*[mhdw]", re.IGNORECASE)
 _DATE = re.compile(r"\d{4}-\d{2}-\d{2}([T ][\d:.]+)?(Z|[+-]\d{2}:?\d{2})?")
 _AT_RULE = "a commit (sha, HEAD~2, a branch), a date (2026-05-01), or a duration back (7d)"
@@ -301,7 +304,7 @@ class History:
                 return []
             after = _git_date(moment) if moment >= _EPOCH else None
         commits = self._git.log(self.mind, since=after, limit=limit)
-        return [LogEntry(c.sha, c.date, c.author, c.subject, c.paths) for c in commits]
+        return [LogEntry(c.sha, c.date, c.author, c.subject, c.paths, tuple(_KEY.findall(c.body))) for c in commits]
 
 
 def _commit_time(commit: Commit) -> datetime:

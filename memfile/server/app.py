@@ -1,4 +1,4 @@
-"""The HTTP API of `memfile serve`: Synapse's memory endpoints over every mind of one vault.
+"""The HTTP API of `memfile serve`: Synapse's memory endpoints over every mind of one vault (and /console).
 
 `build_app` makes the Starlette application. Each endpoint reads and checks its input (query
 parameters and JSON bodies, refused by name when unknown or of the wrong type), then makes one
@@ -36,6 +36,8 @@ from starlette.routing import BaseRoute, Route
 from ..errors import InvalidInput, Refused
 from ..model import Memory, Source, StoreResult, parse_bool, parse_category
 from .auth import CALLER, IMPORT_PATH, MAX_BODY_BYTES, MAX_IMPORT_BODY_BYTES, MIND_PARAMETER, Authenticate, Guard
+from .console import Console
+from .console_auth import ConsoleMount
 from .errors import EXCEPTION_HANDLERS
 from .mcp_mount import McpMount
 from .openapi import document
@@ -342,7 +344,8 @@ def build_app(
     allowed_hosts: Iterable[str],
     mcp: bool = True,
 ) -> Starlette:
-    """The HTTP API over every mind of `minds`' vault, with `keys` as its credentials.
+    """The HTTP API over every mind of `minds`' vault, with `keys` as its credentials, and the memory
+    console at /console (`memfile.server.console`: its own pages, sessions and headers).
 
     Args:
         minds: the vault's minds; every Vault call goes through `minds.call` (one worker thread).
@@ -564,6 +567,7 @@ def build_app(
         middleware=[
             Middleware(Guard, allowed_hosts=allowed_hosts),
             Middleware(RequestBodyLimitMiddleware, max_body_size=MAX_BODY_BYTES),
+            Middleware(ConsoleMount, console=Console(minds, keys).app()),  # /console: no Bearer check there
             Middleware(Authenticate, minds=minds, keys=keys),
         ],
         exception_handlers=EXCEPTION_HANDLERS,

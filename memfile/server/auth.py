@@ -11,6 +11,7 @@ never from the URL, and never written anywhere.
 from __future__ import annotations
 
 import ipaddress
+import re
 import sys
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
@@ -24,6 +25,7 @@ from ..errors import InvalidInput, MemfileError, NotFound, Refused
 from ..keys import AGENT
 from ..model import Source
 from ..worker import Caller
+from .console_auth import is_console_path
 from .errors import KeysUnusable, Unauthorized, error_response, memfile_error_response
 
 if TYPE_CHECKING:
@@ -37,6 +39,8 @@ MAX_BODY_BYTES = 11 * 1024 * 1024
 #: The import's body is a whole export file: 64 MB holds about 30,000 memories with --raw, 60,000 without.
 MAX_IMPORT_BODY_BYTES = 64 * 1024 * 1024
 IMPORT_PATH = "/memory/import"
+#: The console's import form (a whole export file, uploaded): the same limit as IMPORT_PATH.
+CONSOLE_IMPORT_PATH = re.compile(r"/console/m/[^/]+/transfer")
 #: The endpoints answered without a credential: liveness and the API's description, neither says
 #: anything about the vault.
 PUBLIC_PATHS = frozenset({"/health", "/openapi.json"})
@@ -65,6 +69,11 @@ def is_ip_literal(name: str) -> bool:
     except ValueError:
         return False
     return True
+
+
+def is_import_path(path: str) -> bool:
+    """True for the paths that take a whole import file (MAX_IMPORT_BODY_BYTES): the API's and the console's."""
+    return path == IMPORT_PATH or CONSOLE_IMPORT_PATH.fullmatch(path) is not None
 
 
 class Guard:
@@ -101,7 +110,7 @@ class Guard:
             await response(scope, receive, send)
             return
         length = headers.get("content-length")
-        limit = MAX_IMPORT_BODY_BYTES if scope["path"] == IMPORT_PATH else self.max_body
+        limit = MAX_IMPORT_BODY_BYTES if is_import_path(scope["path"]) else self.max_body
         if length is not None and (not length.isdigit() or int(length) > limit):
             why = "an import file" if limit == MAX_IMPORT_BODY_BYTES else "a memory's content may take at most 10 MB"
             response = error_response(
@@ -116,13 +125,14 @@ class Guard:
 
 class Authenticate:
     """Sets `scope["memfile.caller"]` from the request's credential, or answers 401 (403 for a Mind Key
-    that names another mind); the public paths pass without one."""
+    that names another mind); the public paths pass without one, and so do the console's (/console and
+    under it: the console checks its own session cookie, `console_auth`)."""
 
     def __init__(self, app: ASGIApp, minds: Minds, keys: KeyStore) -> None:
         self.app, self.minds, self.keys = app, minds, keys
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or scope["path"] in PUBLIC_PATHS:
+        if scope["type"] != "http" or scope["path"] in PUBLIC_PATHS or is_console_path(scope["path"]):
             await self.app(scope, receive, send)
             return
         try:

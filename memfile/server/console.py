@@ -1,0 +1,548 @@
+"""The memory console at /console on `memfile serve`: pages where a person sees and tends an agent's memory.
+
+Every page is rendered on the server (Jinja2, autoescaped: memory text is always escaped text, never
+markup) and works without JavaScript: filters and paging are GET links and forms, actions are POST
+forms; the vendored htmx (static/htmx.min.js) only swaps <main> in place for filters and paging. Each
+page gets its data with one `Minds.call` on the worker thread, acting as the logged-in person (their
+key's label goes into every commit's `Memfile-Key:` trailer), and every action is the Vault verb the
+command line runs, one commit each, answered with a redirect (303) and a flash message. Who may see
+what, the CSRF and same-origin checks and the headers are in `console_auth`; what each page reads
+from the Vault is in `console_data`.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeVar
+from urllib.parse import quote
+
+import python_multipart  # noqa: F401 - forms need it (Starlette imports it only when a form is read)
+from jinja2 import Environment, FileSystemLoader, StrictUndefined
+from starlette.applications import Starlette
+from starlette.datastructures import UploadFile
+from starlette.exceptions import HTTPException
+from starlette.middleware import Middleware
+from starlette.requests import Request
+from starlette.responses import RedirectResponse, Response, StreamingResponse
+from starlette.routing import BaseRoute, Mount, Route
+from starlette.staticfiles import StaticFiles
+from starlette.templating import Jinja2Templates
+
+from ..errors import InvalidInput, MemfileError, NotFound, Refused
+from ..model import Source, utc_now
+from ..worker import Caller
+from . import console_data as data
+from .auth import MAX_IMPORT_BODY_BYTES
+from .console_auth import (
+    CONSOLE_PREFIX,
+    COOKIE,
+    MIND_KEY_REFUSED,
+    SESSION_HOURS,
+    SecurityHeaders,
+    Session,
+    Sessions,
+    Upload,
+    bearer_key,
+    check_csrf,
+    check_same_origin,
+    cookie_header,
+)
+from .errors import BUG_MESSAGE, Unauthorized, status_of
+
+if TYPE_CHECKING:
+    from starlette.types import ASGIApp
+
+    from ..keys import KeyStore
+    from ..vault import Vault
+    from ..worker import Minds
+
+T = TypeVar("T")
+
+HERE = Path(__file__).parent
+TEMPLATES = HERE / "templates"
+STATIC = HERE / "static"
+#: The pages of one mind, in the order the navigation shows them: (path part, label).
+PAGES = (
+    ("profile", "Profile"),
+    ("memories", "Memories"),
+    ("log", "Audit log"),
+    ("last-recall", "Last recall"),
+    ("health", "Health"),
+    ("transfer", "Export / import"),
+)
+#: The actions of one memory's page (the `action` field of its forms).
+MEMORY_ACTIONS = ("verify", "forget", "reactivate", "restore", "resolve")
+IMPORT_FORMATS = ("memfile", "synapse", "langbot", "openclaw")
+ON_CONFLICT = ("newer", "skip", "overwrite")
+_SHA = re.compile(r"[0-9a-f]{7,40}")
+_FILE_NAME = re.compile(r"[^A-Za-z0-9._-]+")
+
+
+class NeedsLogin(Exception):
+    """No session (or it ended): the answer is the login page."""
+
+
+@dataclass(frozen=True)
+class Visitor:
+    """Who asks: a person's key label, with their session (None for a person's Bearer token, which may
+    only read pages)."""
+
+    label: str
+    session: Session | None
+
+
+def environment() -> Environment:
+    """The templates' Jinja2 environment: every value escaped, an undefined name an error."""
+    env = Environment(loader=FileSystemLoader(TEMPLATES), autoescape=True, undefined=StrictUndefined, trim_blocks=True)
+    env.filters["short_date"] = short_date
+    return env
+
+
+def short_date(value: datetime | str | None) -> str:
+    """A moment as `2026-06-27 10:00 UTC` ('' for none)."""
+    if value is None or value == "":
+        return ""
+    if isinstance(value, str):
+        try:
+            moment = datetime.fromisoformat(value.replace("Z", "+00:00"))
+        except ValueError:
+            return value
+        value = moment
+    if value.tzinfo is not None:
+        value = value.astimezone(timezone.utc)
+    return value.strftime("%Y-%m-%d %H:%M UTC")
+
+
+def upload_name(filename: str | None) -> str:
+    """What an uploaded file is called in the import's commit: its base name, in plain characters."""
+    base = (filename or "").replace("\\", "/").rsplit("/", 1)[-1]
+    cleaned = _FILE_NAME.sub("_", base).strip("._")[:80]
+    return cleaned or "the uploaded file"
+
+
+class Console:
+    """The console's pages over `minds`, for the people whose tokens `keys` holds."""
+
+    def __init__(self, minds: Minds, keys: KeyStore) -> None:
+        self.minds, self.keys = minds, keys
+        self.sessions = Sessions(keys, minds.root)
+        self.templates = Jinja2Templates(env=environment())
+
+    # --- the application -------------------------------------------------------------------
+
+    def app(self) -> ASGIApp:
+        """The console as its own Starlette application, for `ConsoleMount` to hand /console to."""
+        m = CONSOLE_PREFIX + "/m/{mind}"
+        routes: list[BaseRoute] = [
+            Route(CONSOLE_PREFIX, self.minds_page, methods=["GET"]),
+            Route(CONSOLE_PREFIX + "/login", self.login, methods=["GET", "POST"]),
+            Route(CONSOLE_PREFIX + "/logout", self.logout, methods=["POST"]),
+            Mount(CONSOLE_PREFIX + "/static", StaticFiles(directory=STATIC), name="static"),
+            Route(m, self.mind_home, methods=["GET"]),
+            Route(m + "/profile", self.profile, methods=["GET"]),
+            Route(m + "/memories", self.memories, methods=["GET"]),
+            Route(m + "/memory/{ref:path}", self.memory, methods=["GET", "POST"]),
+            Route(m + "/log", self.log, methods=["GET"]),
+            Route(m + "/last-recall", self.last_recall, methods=["GET"]),
+            Route(m + "/health", self.health, methods=["GET", "POST"]),
+            Route(m + "/transfer", self.transfer, methods=["GET", "POST"], max_body_size=MAX_IMPORT_BODY_BYTES),
+            Route(m + "/export", self.export, methods=["GET"]),
+        ]
+        app = Starlette(
+            routes=routes,
+            middleware=[Middleware(SecurityHeaders)],
+            exception_handlers={
+                NeedsLogin: self.on_needs_login,
+                MemfileError: self.on_memfile_error,
+                HTTPException: self.on_http_error,
+                Exception: self.on_bug,
+            },
+        )
+        app.router.redirect_slashes = False
+        return app
+
+    # --- who asks ------------------------------------------------------------------------------
+
+    def visitor(self, request: Request) -> Visitor:
+        """The person asking, from their session cookie or a person's Bearer token.
+
+        Raises:
+            Refused: a Mind Key (on every page), or a Bearer token on a POST (actions need a session).
+            Unauthorized: a Bearer token that is no key of this vault.
+            NeedsLogin: no session.
+        """
+        if "authorization" in request.headers:
+            key = bearer_key(request.headers, self.keys, self.minds.root)
+            if key is None:
+                raise Unauthorized("the credential was not accepted: it is unknown to this vault, or was revoked")
+            if key.kind != "person":
+                raise Refused(MIND_KEY_REFUSED)
+            if request.method == "POST":
+                raise Refused("an action needs a console session: log in at /console/login (nothing was done)")
+            return Visitor(key.label, None)
+        session = self.sessions.find(request.cookies.get(COOKIE))
+        if session is None:
+            raise NeedsLogin
+        request.state.session = session
+        return Visitor(session.label, session)
+
+    def acting(self, request: Request, visitor: Visitor) -> Caller:
+        """The Caller of a mind page: its mind (checked to be one of the vault's), as the person."""
+        mind = request.path_params["mind"]
+        if mind not in self.minds.mind_names():
+            raise NotFound(f"no mind {mind!r} in this vault; the minds are listed at {CONSOLE_PREFIX}")
+        return Caller(mind, Source.USER, visitor.label)
+
+    async def checked_post(self, request: Request) -> tuple[Visitor, dict[str, Any]]:
+        """A state-changing request: from this server's page, with the session's CSRF token; its form."""
+        visitor = self.visitor(request)
+        check_same_origin(request)
+        form = await request.form(max_files=1, max_fields=20)
+        assert visitor.session is not None  # a POST without a session was refused by `visitor`
+        check_csrf(visitor.session, form.get("csrf"))
+        return visitor, dict(form)
+
+    # --- rendering -----------------------------------------------------------------------------
+
+    def render(
+        self,
+        request: Request,
+        template: str,
+        page: str,
+        context: dict[str, Any] | None = None,
+        *,
+        status: int = 200,
+        visitor: Visitor | None = None,
+        mind: str | None = None,
+    ) -> Response:
+        """A page in the layout: the vault, the minds, the navigation and the session's flash messages."""
+        session = visitor.session if visitor is not None else None
+        names = self.minds.mind_names() if visitor is not None else []
+        base = {
+            "page": page,
+            "vault_name": self.minds.root.name,
+            "minds": [(name, self.minds.config.display_name(name)) for name in names],
+            "mind": mind,
+            "mind_name": self.minds.config.display_name(mind) if mind else None,
+            "pages": PAGES,
+            "visitor": visitor,
+            "csrf": session.csrf if session is not None else "",
+            "flashes": session.take_flashes() if session is not None else [],
+            "error": None,
+            "prefix": CONSOLE_PREFIX,
+            "mind_url": self.mind_url,
+        }
+        return self.templates.TemplateResponse(request, template, base | (context or {}), status_code=status)
+
+    @staticmethod
+    def mind_url(mind: str, page: str, rest: str = "") -> str:
+        """The path of a mind's page (`rest`: more path, or a query string starting with '?')."""
+        return f"{CONSOLE_PREFIX}/m/{quote(mind, safe='')}/{page}{rest}"
+
+    async def call(self, caller: Caller, fn: Callable[[Vault], T], *, read: bool = True) -> T:
+        return await self.minds.call(caller, fn, read=read)
+
+    # --- login -------------------------------------------------------------------------------------
+
+    async def login(self, request: Request) -> Response:
+        if request.method == "GET":
+            if self.sessions.find(request.cookies.get(COOKIE)) is not None:
+                return RedirectResponse(CONSOLE_PREFIX, status_code=303)
+            return self.render(request, "login.html", "login")
+        check_same_origin(request)
+        form = await request.form(max_files=0, max_fields=5)
+        token = form.get("token")
+        key = None
+        if isinstance(token, str) and token.strip():
+            key = self.keys.authenticate(token.strip(), self.minds.root)
+        if key is None:
+            message = "that token was not accepted: it is unknown to this vault, or was revoked; see: memfile key list"
+            return self.render(request, "login.html", "login", {"error": message}, status=401)
+        session_id, _ = self.sessions.open(key)  # Refused for a Mind Key
+        response = RedirectResponse(CONSOLE_PREFIX, status_code=303)
+        response.headers["Set-Cookie"] = cookie_header(session_id, SESSION_HOURS * 3600)
+        return response
+
+    async def logout(self, request: Request) -> Response:
+        await self.checked_post(request)
+        self.sessions.close(request.cookies.get(COOKIE))
+        response = RedirectResponse(CONSOLE_PREFIX + "/login", status_code=303)
+        response.headers["Set-Cookie"] = cookie_header("", 0)
+        return response
+
+    # --- pages ----------------------------------------------------------------------------------------
+
+    async def minds_page(self, request: Request) -> Response:
+        visitor = self.visitor(request)
+        summaries = [
+            await self.call(Caller(mind, Source.USER, visitor.label), data.mind_summary)
+            for mind in self.minds.mind_names()
+        ]
+        return self.render(request, "minds.html", "minds", {"summaries": summaries}, visitor=visitor)
+
+    async def mind_home(self, request: Request) -> Response:
+        self.acting(request, self.visitor(request))
+        return RedirectResponse(self.mind_url(request.path_params["mind"], "memories"), status_code=303)
+
+    async def profile(self, request: Request) -> Response:
+        visitor = self.visitor(request)
+        caller = self.acting(request, visitor)
+        pinned = await self.call(caller, data.profile)
+        return self.render(request, "profile.html", "profile", {"pinned": pinned}, visitor=visitor, mind=caller.mind)
+
+    async def memories(self, request: Request) -> Response:
+        visitor = self.visitor(request)
+        caller = self.acting(request, visitor)
+        context: dict[str, Any] = {"choices": data.CHOICES, "view": None}
+        status = 200
+        try:
+            filters = data.Filters.of(request.query_params)
+        except InvalidInput as exc:
+            filters, context["error"], status = data.Filters(), str(exc), 400
+        context["filters"] = filters
+        if status == 200:
+            try:
+                context["view"] = await self.call(caller, lambda vault: data.memories_page(vault, filters))
+            except MemfileError as exc:
+                context["error"], status = str(exc), status_of(exc)
+        return self.render(
+            request, "memories.html", "memories", context, status=status, visitor=visitor, mind=caller.mind
+        )
+
+    async def memory(self, request: Request) -> Response:
+        visitor = self.visitor(request)
+        caller = self.acting(request, visitor)
+        ref = request.path_params["ref"]
+        if request.method == "POST":
+            return await self.memory_action(request, caller, ref)
+        view = await self.call(caller, lambda vault: data.memory_page(vault, ref))
+        return self.render(request, "memory.html", "memory", {"view": view}, visitor=visitor, mind=caller.mind)
+
+    async def memory_action(self, request: Request, caller: Caller, ref: str) -> Response:
+        """verify, forget, reactivate, restore (a version: `at`) or resolve (`take`: ours or theirs), as the
+        person, one commit; then back to the memory's page with what was done."""
+        visitor, form = await self.checked_post(request)
+        assert visitor.session is not None
+        action = form.get("action")
+        try:
+            if action not in MEMORY_ACTIONS:
+                raise InvalidInput("action", action, MEMORY_ACTIONS)
+            message = await self.call(caller, lambda vault: _act(vault, ref, str(action), form), read=False)
+        except MemfileError as exc:
+            view = await self.call(caller, lambda vault: data.memory_page(vault, ref))
+            return self.render(
+                request,
+                "memory.html",
+                "memory",
+                {"view": view, "error": str(exc)},
+                status=status_of(exc),
+                visitor=visitor,
+                mind=caller.mind,
+            )
+        visitor.session.flash(message)
+        return RedirectResponse(self.mind_url(caller.mind, "memory/" + quote(ref, safe="")), status_code=303)
+
+    async def log(self, request: Request) -> Response:
+        visitor = self.visitor(request)
+        caller = self.acting(request, visitor)
+        page = data.page_number(request.query_params.get("page"))
+        lines, more = await self.call(caller, lambda vault: data.log_page(vault, page))
+        context = {"lines": lines, "page_no": page, "has_next": more}
+        return self.render(request, "log.html", "log", context, visitor=visitor, mind=caller.mind)
+
+    async def last_recall(self, request: Request) -> Response:
+        visitor = self.visitor(request)
+        caller = self.acting(request, visitor)
+
+        def read(vault: Vault) -> tuple[Any, dict[str, Any]]:
+            try:
+                record = vault.last_recall()
+            except NotFound:
+                return None, {}
+            return record, data.recall_memories(vault, [str(m.get("id")) for m in record.memories])
+
+        record, memories = await self.call(caller, read)
+        context = {"record": record, "memories": memories}
+        return self.render(request, "last_recall.html", "last-recall", context, visitor=visitor, mind=caller.mind)
+
+    async def health(self, request: Request) -> Response:
+        visitor = self.visitor(request)
+        caller = self.acting(request, visitor)
+        doctor = None
+        if request.method == "POST":
+            visitor, form = await self.checked_post(request)
+            if form.get("action") != "doctor":
+                raise InvalidInput("action", form.get("action"), "doctor")
+            doctor = await self.call(caller, lambda vault: vault.doctor(), read=False)
+        status = await self.call(caller, lambda vault: vault.status())
+        context = {"status": status, "doctor": doctor}
+        return self.render(request, "health.html", "health", context, visitor=visitor, mind=caller.mind)
+
+    # --- export and import ------------------------------------------------------------------------------
+
+    async def export(self, request: Request) -> Response:
+        from .app import EXPORT_FORMATS, export_file, export_filename, file_chunks, log
+
+        visitor = self.visitor(request)
+        caller = self.acting(request, visitor)
+        fmt = request.query_params.get("format", "jsonl")
+        if fmt not in EXPORT_FORMATS:
+            raise InvalidInput("format", fmt, ", ".join(EXPORT_FORMATS))
+        exported = await self.call(caller, lambda vault: export_file(vault, all_minds=False, format=fmt, raw=False))
+        log(f"console export by {visitor.label!r}: {exported.memories} memories of the mind {caller.mind!r} ({fmt})")
+        filename = export_filename(caller, False, fmt, utc_now())
+        headers = {"Content-Disposition": f'attachment; filename="{filename}"', "Content-Length": str(exported.size)}
+        return StreamingResponse(file_chunks(exported.file), media_type=EXPORT_FORMATS[fmt][0], headers=headers)
+
+    async def transfer(self, request: Request) -> Response:
+        visitor = self.visitor(request)
+        caller = self.acting(request, visitor)
+        context: dict[str, Any] = {
+            "formats": IMPORT_FORMATS,
+            "on_conflict": ON_CONFLICT,
+            "plan": None,
+            "upload_id": None,
+        }
+        if request.method == "GET":
+            return self.render(request, "transfer.html", "transfer", context, visitor=visitor, mind=caller.mind)
+        visitor, form = await self.checked_post(request)
+        session = visitor.session
+        assert session is not None
+        action = form.get("action")
+        status = 200
+        try:
+            if action == "plan":
+                upload = await _upload(form)
+                context["plan"] = await self.call(caller, lambda vault: _import(vault, upload, dry_run=True))
+                context["upload_id"] = session.keep_upload(upload)
+            elif action in ("apply", "discard"):
+                upload_id = form.get("upload")
+                kept = session.uploads.pop(upload_id, None) if isinstance(upload_id, str) else None
+                if kept is None:
+                    raise NotFound("that upload is no longer kept (applied, discarded or logged out); upload it again")
+                if action == "apply":
+                    report = await self.call(caller, lambda vault: _import(vault, kept, dry_run=False), read=False)
+                    session.flash(_imported(report))
+                else:
+                    session.flash(f"discarded the upload of {kept.name}; nothing was imported")
+                return RedirectResponse(self.mind_url(caller.mind, "transfer"), status_code=303)
+            else:
+                raise InvalidInput("action", action, "plan, apply, discard")
+        except MemfileError as exc:
+            context["error"], status = str(exc), status_of(exc)
+        return self.render(
+            request, "transfer.html", "transfer", context, status=status, visitor=visitor, mind=caller.mind
+        )
+
+    # --- errors ---------------------------------------------------------------------------------------------
+
+    async def on_needs_login(self, request: Request, exc: Exception) -> Response:
+        return RedirectResponse(CONSOLE_PREFIX + "/login", status_code=303)
+
+    async def on_memfile_error(self, request: Request, exc: Exception) -> Response:
+        assert isinstance(exc, MemfileError)
+        status = 401 if isinstance(exc, Unauthorized) else status_of(exc)
+        return self.error_page(request, status, str(exc))
+
+    async def on_http_error(self, request: Request, exc: Exception) -> Response:
+        assert isinstance(exc, HTTPException)
+        message = {
+            404: f"no such page: {request.url.path}",
+            405: f"{request.method} is not allowed on {request.url.path}",
+            413: "the upload is larger than 64 MB; import a smaller file",
+        }.get(exc.status_code, str(exc.detail))
+        return self.error_page(request, exc.status_code, message)
+
+    async def on_bug(self, request: Request, exc: Exception) -> Response:
+        return self.error_page(request, 500, BUG_MESSAGE)
+
+    def error_page(self, request: Request, status: int, message: str) -> Response:
+        """An error in the layout (with the navigation when a session is known), never a traceback."""
+        session = getattr(request.state, "session", None) or self.sessions.find(request.cookies.get(COOKIE))
+        visitor = Visitor(session.label, session) if isinstance(session, Session) else None
+        mind = request.path_params.get("mind") if visitor is not None else None
+        if mind not in self.minds.mind_names():
+            mind = None
+        return self.render(
+            request,
+            "error.html",
+            "error",
+            {"error": message, "status": status},
+            status=status,
+            visitor=visitor,
+            mind=mind,
+        )
+
+
+# --- on the worker thread -----------------------------------------------------------------------------
+
+
+def _act(vault: Vault, ref: str, action: str, form: dict[str, Any]) -> str:
+    """One memory action, as the Vault verb; what was done, for the flash message."""
+    if action == "forget":
+        gone = vault.forget(ref)
+        return f"Forgot {gone.ref}: its file is removed; its versions stay in the history (restore brings it back)."
+    if action == "verify":
+        result = vault.verify(ref)
+        done = "Verified"
+    elif action == "reactivate":
+        result = vault.reactivate(ref)
+        done = "Reactivated"
+    elif action == "restore":
+        at = form.get("at")
+        if not isinstance(at, str) or not _SHA.fullmatch(at):
+            raise InvalidInput("at", at, "the commit of a version (its sha, as the history lists it)")
+        result = vault.restore(ref, at=at)
+        done = f"Restored the version of {at[:8]} of"
+    else:
+        take = form.get("take")
+        if take not in ("ours", "theirs"):
+            raise InvalidInput("take", take, "ours, theirs")
+        result = vault.resolve(ref, take=str(take))
+        done = f"Resolved the conflict ({take}) of"
+    if not result.changed:
+        return f"Nothing to change: {result.memory.ref} already is as asked."
+    return f"{done} {result.memory.ref} (commit {(result.commit or '')[:8]})."
+
+
+async def _upload(form: dict[str, Any]) -> Upload:
+    """The uploaded import file and its options.
+
+    Raises:
+        InvalidInput: no file, an empty one, or an option that is not allowed.
+    """
+    file = form.get("file")
+    if not isinstance(file, UploadFile) or not file.filename:
+        raise InvalidInput("file", None, "a file to import: memfile's JSONL export, Synapse or LangBot JSON, OpenClaw")
+    content = await file.read()
+    if not content.strip():
+        raise InvalidInput("file", file.filename, "a file with memories in it", reason="it is empty")
+    fmt = form.get("format") or None
+    if fmt is not None and fmt not in IMPORT_FORMATS:
+        raise InvalidInput("format", fmt, ("auto", *IMPORT_FORMATS))
+    on_conflict = form.get("on_conflict") or "newer"
+    if on_conflict not in ON_CONFLICT:
+        raise InvalidInput("on_conflict", on_conflict, ON_CONFLICT)
+    return Upload(content, upload_name(file.filename), fmt, on_conflict)
+
+
+def _import(vault: Vault, upload: Upload, *, dry_run: bool) -> Any:
+    return vault.import_(
+        upload.data, format=upload.format, on_conflict=upload.on_conflict, dry_run=dry_run, name=upload.name
+    )
+
+
+def _imported(report: Any) -> str:
+    """What an applied import did, in one sentence."""
+    made = f"{len(report.created)} created, {len(report.updated)} updated, {report.unchanged} unchanged"
+    if not report.commit:
+        return f"Imported {upload_label(report)}: nothing changed ({made}), so no commit was made."
+    return f"Imported {upload_label(report)}: {made} (commit {report.commit[:8]})."
+
+
+def upload_label(report: Any) -> str:
+    return f"{report.file} ({report.format})"

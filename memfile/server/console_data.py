@@ -1,0 +1,265 @@
+"""What each console page shows, read from one mind's Vault on the worker thread.
+
+Each function here takes the Vault (`Minds.call` hands it over, acting as the logged-in person) and
+returns plain values for a template: nothing here renders HTML, except `highlight`, which escapes a
+search snippet first and only then turns its **matches** into <mark> elements. The filters of the
+memories page are one value (`Filters`), read from the query string and written back into every link
+(pagination keeps them).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, fields, replace
+from datetime import timedelta
+from typing import TYPE_CHECKING, Any
+from urllib.parse import urlencode
+
+from markupsafe import Markup, escape
+
+from ..errors import InvalidInput, NotFound
+from ..model import Category, Memory, Priority, Source, utc_now
+from ..recall import is_pinned, order
+
+if TYPE_CHECKING:
+    from starlette.datastructures import QueryParams
+
+    from ..git import LogEntry, Version
+    from ..vault import Vault
+
+#: Memories a page of the memories list shows.
+PAGE_SIZE = 50
+#: Audit log entries a page shows.
+LOG_PAGE_SIZE = 50
+#: The most search hits the console reads (`Vault.search`'s limit).
+MAX_HITS = 1000
+#: What the memories page's status filter takes.
+STATUSES = ("active", "superseded", "all")
+#: The memories a "expiring soon" count looks ahead for.
+EXPIRING_WITHIN = "7d"
+_BOLD = re.compile(r"\*\*(.+?)\*\*", re.DOTALL)
+_SOURCE = re.compile(r"\((user|agent)\)")
+_PAGE_RULE = "a page number from 1"
+
+
+def highlight(snippet: str) -> Markup:
+    """A search snippet as HTML: escaped first, then each **match** made a <mark> (memory text never
+    becomes markup: only the <mark> tags added here are)."""
+    return Markup(_BOLD.sub(r"<mark>\1</mark>", str(escape(snippet))))
+
+
+def page_number(value: str | None) -> int:
+    """The `page` query parameter: a whole number from 1 (absent: 1).
+
+    Raises:
+        InvalidInput: it is not one.
+    """
+    if value is None or value == "":
+        return 1
+    if not value.isdigit() or len(value) > 9 or int(value) < 1:
+        raise InvalidInput("page", value, _PAGE_RULE)
+    return int(value)
+
+
+@dataclass(frozen=True)
+class Filters:
+    """The memories page's filters and search, as its query string gives them ('' = not filtered)."""
+
+    q: str = ""
+    category: str = ""
+    tag: str = ""
+    priority: str = ""
+    source: str = ""
+    unverified: bool = False
+    status: str = "active"
+    expired: bool = False  # show expired memories too
+    page: int = 1
+
+    @classmethod
+    def of(cls, query: QueryParams) -> Filters:
+        """The filters of a query string (unknown parameters are ignored: a page, not an API).
+
+        Raises:
+            InvalidInput: `page` or `status` is not allowed (the Vault checks the others).
+        """
+        status = query.get("status") or "active"
+        if status not in STATUSES:
+            raise InvalidInput("status", status, STATUSES)
+        return cls(
+            q=(query.get("q") or "").strip(),
+            category=query.get("category") or "",
+            tag=(query.get("tag") or "").strip(),
+            priority=query.get("priority") or "",
+            source=query.get("source") or "",
+            unverified=query.get("unverified") in ("1", "true", "on"),
+            status=status,
+            expired=query.get("expired") in ("1", "true", "on", "show"),
+            page=page_number(query.get("page")),
+        )
+
+    def query(self, **changes: Any) -> str:
+        """The query string of these filters (with `changes`), only what differs from the defaults."""
+        chosen = replace(self, **changes)
+        default = Filters()
+        pairs = []
+        for f in fields(self):
+            value = getattr(chosen, f.name)
+            if value == getattr(default, f.name):
+                continue
+            pairs.append((f.name, "1" if value is True else str(value)))
+        return urlencode(pairs)
+
+    @property
+    def active(self) -> bool:
+        """True when anything but the page narrows the list."""
+        return replace(self, page=1) != Filters()
+
+
+@dataclass(frozen=True)
+class Row:
+    """One memory of a list; `snippet` is set for a search hit (already HTML, see `highlight`)."""
+
+    memory: Memory
+    expired: bool
+    snippet: Markup | None = None
+    rank: int | None = None
+
+
+@dataclass(frozen=True)
+class MemoriesView:
+    rows: list[Row]
+    total: int | None  # None for a search: only whether more pages follow is known
+    has_next: bool
+    first: int  # the number of the page's first row (1-based)
+
+
+def memories_page(vault: Vault, filters: Filters) -> MemoriesView:
+    """A page of the mind's memories: newest first (updated_at), or best first for a search.
+
+    Raises:
+        InvalidInput: a filter value is not allowed, or the search cannot be parsed.
+    """
+    start = (filters.page - 1) * PAGE_SIZE
+    common: dict[str, Any] = {
+        "category": filters.category or None,
+        "priority": filters.priority or None,
+        "source": filters.source or None,
+        "unverified": filters.unverified,
+        "include_expired": filters.expired,
+    }
+    tags = [filters.tag] if filters.tag else None
+    now = utc_now()
+    if filters.q:
+        # As many hits as this page needs and one more (whether a next page exists): snippets cost.
+        limit = min(MAX_HITS, start + PAGE_SIZE + 1)
+        hits = vault.search(filters.q, tags=tags, include_superseded=filters.status != "active", limit=limit, **common)
+        if filters.status == "superseded":
+            hits = [hit for hit in hits if hit.memory.superseded]
+        chosen = hits[start : start + PAGE_SIZE]
+        rows = [Row(h.memory, h.memory.is_expired(now), highlight(h.snippet), h.rank) for h in chosen]
+        return MemoriesView(rows, None, len(hits) > start + PAGE_SIZE, start + 1)
+    memories = vault.list(tags=tags, status=filters.status, **common)
+    memories.sort(key=lambda m: (m.updated_at, m.path), reverse=True)
+    rows = [Row(m, m.is_expired(now)) for m in memories[start : start + PAGE_SIZE]]
+    return MemoriesView(rows, len(memories), len(memories) > start + PAGE_SIZE, start + 1)
+
+
+@dataclass(frozen=True)
+class MindSummary:
+    """A mind's line on the minds page."""
+
+    mind: str
+    name: str
+    memories: int
+    unverified: int
+    expiring: int
+    superseded: int
+    conflicts: int
+    unreadable: int
+
+
+def mind_summary(vault: Vault) -> MindSummary:
+    """The counts the minds page shows for one mind."""
+    memories = vault.memories()
+    unreadable = len(vault.issues)
+    return MindSummary(
+        mind=vault.mind,
+        name=vault.name,
+        memories=len(memories),
+        unverified=sum(1 for m in memories if not m.verified),
+        expiring=len(vault.expiring(EXPIRING_WITHIN)),
+        superseded=sum(1 for m in memories if m.superseded),
+        conflicts=sum(1 for m in memories if m.conflict is not None),
+        unreadable=unreadable,
+    )
+
+
+def profile(vault: Vault) -> list[Memory]:
+    """The pinned set every recall with a query shows first (recall's own `is_pinned` and `order`):
+    verified critical memories, and verified high ones of identity and preference; expired and
+    superseded ones are never recalled. No recall is served for it (that would replace the record
+    of what the agent was last shown)."""
+    return order([m for m in vault.list() if is_pinned(m)])
+
+
+@dataclass(frozen=True)
+class MemoryView:
+    """One memory's page: the memory as on disk (None when forgotten), its versions, newest first."""
+
+    ref: str
+    memory: Memory | None
+    versions: list[Version]
+    last: Memory | None  # the newest readable version git holds (what a restore brings back)
+
+
+def memory_page(vault: Vault, ref: str) -> MemoryView:
+    """One memory and every version of it; a forgotten one by its history.
+
+    Raises:
+        NotFound: neither the files nor git history know it. InvalidInput, AmbiguousRef: a bad REF.
+    """
+    try:
+        memory: Memory | None = vault.get(ref)
+    except NotFound:
+        memory = None
+    versions = vault.history(memory.id if memory is not None else ref)
+    last = next((v.memory for v in versions if v.memory is not None), None)
+    shown = memory.id if memory is not None else (last.id if last is not None else ref)
+    return MemoryView(shown, memory, versions, last)
+
+
+@dataclass(frozen=True)
+class LogLine:
+    """One commit of the audit log, as the console shows it."""
+
+    entry: LogEntry
+    source: str | None  # user or agent, from memfile's subject
+    keys: tuple[str, ...]  # the credentials' labels (Memfile-Key trailers), when LogEntry carries them
+
+
+def log_page(vault: Vault, page: int) -> tuple[list[LogLine], bool]:
+    """A page of the mind's changelog, newest first, and whether an older page exists."""
+    start = (page - 1) * LOG_PAGE_SIZE
+    entries = vault.log(limit=start + LOG_PAGE_SIZE + 1)
+    lines = [
+        LogLine(e, found.group(1) if (found := _SOURCE.search(e.message)) else None, tuple(getattr(e, "keys", ())))
+        for e in entries[start : start + LOG_PAGE_SIZE]
+    ]
+    return lines, len(entries) > start + LOG_PAGE_SIZE
+
+
+def recall_memories(vault: Vault, refs: list[str]) -> dict[str, Memory]:
+    """The memories a recall record names, by id, as on disk now (those gone are left out)."""
+    wanted = set(refs)
+    return {m.id: m for m in vault.memories() if m.id in wanted}
+
+
+#: The choices of the memories page's filters.
+CHOICES = {
+    "category": [str(c) for c in Category],
+    "priority": [str(p) for p in Priority],
+    "source": [str(s) for s in Source],
+    "status": list(STATUSES),
+}
+#: A memory expiring within this is marked as soon gone.
+SOON = timedelta(days=7)

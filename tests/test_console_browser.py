@@ -1,0 +1,420 @@
+"""The console in a real browser: Debian's Chromium, headless, driven by Selenium, against a real `memfile serve`.
+
+One server and one browser serve the whole module (a vault of michael's memories in three scripts, an agent's
+unverified memories, a memory with history, a hostile memory and more than a page of notes: see
+console_browser_helpers). Each test logs in and walks one flow a person would; after each, the browser's log
+holds no error (JavaScript errors, CSP violations and failed loads are SEVERE entries) and no hostile payload
+ran (`window.__pwned` is undefined). The tests skip without Chromium and its driver, and fail instead when
+CI is set. `MEMFILE_SCREENSHOTS=1` also saves each page to docs/console/ (docs/console.md shows them).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qs, urlsplit
+
+import pytest
+from console_browser_helpers import (
+    CHINESE,
+    FILLERS,
+    HISTORY,
+    IMG,
+    NARROW,
+    SCRIPT,
+    THAI,
+    VIETNAMESE,
+    browser_errors,
+    console_setup,
+    isolated_git,
+    pwned,
+    require_browser,
+    screenshot,
+    start_chromium,
+    without_browser,
+)
+from test_serve_helpers import Server, Setup, git, start_server
+
+from memfile import Vault
+
+WAIT = 30.0  # seconds; generous, the machine is shared (a wait ends as soon as its condition holds)
+PAGE = 50  # memories a page
+
+
+# --- no browser needed -----------------------------------------------------------------------------
+
+
+def test_without_chromium_a_person_skips_and_ci_fails() -> None:
+    assert without_browser([], None) is None
+    assert without_browser([], "true") is None
+    kind, why = without_browser(["chromium", "chromedriver"], None) or ("", "")
+    assert kind == "skip" and "chromium and chromedriver not found" in why
+    assert "apt-get install chromium chromium-driver" in why
+    for ci in ("true", "1", "yes"):
+        kind, why = without_browser(["chromedriver"], ci) or ("", "")
+        assert kind == "fail" and "CI is set" in why and "chromium-driver" in why
+    assert (without_browser(["chromium"], "") or ("",))[0] == "skip"  # CI= (empty) is not set
+
+
+# --- the server, the browser, and the checks after each flow ------------------------------------
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Setup, Server]]:
+    require_browser()
+    setup = console_setup(tmp_path_factory.mktemp("console"))
+    server = start_server(setup)
+    try:
+        yield setup, server
+    finally:
+        code, _, err = server.stop()
+        assert code == 0 and "Traceback" not in err, err[-3000:]
+
+
+@pytest.fixture(scope="module")
+def driver(served: tuple[Setup, Server], tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    chromium = start_chromium(downloads=tmp_path_factory.mktemp("downloads"))
+    try:
+        yield chromium
+    finally:
+        chromium.quit()
+
+
+class Browser:
+    """The driver at the server's address, with the waits and finds the flows need."""
+
+    def __init__(self, driver: Any, setup: Setup, server: Server) -> None:
+        self.driver, self.setup, self.server = driver, setup, server
+        self.base = server.url
+
+    def go(self, path: str) -> None:
+        self.driver.get(self.base + path)
+
+    def path(self) -> str:
+        return str(self.driver.current_url).removeprefix(self.base)
+
+    def query(self) -> dict[str, list[str]]:
+        return parse_qs(urlsplit(self.driver.current_url).query)
+
+    def wait(self, condition: Any, message: str = "") -> Any:
+        from selenium.webdriver.support.ui import WebDriverWait
+
+        return WebDriverWait(self.driver, WAIT, poll_frequency=0.05).until(lambda d: condition(), message)
+
+    def find(self, css: str) -> Any:
+        from selenium.webdriver.common.by import By
+
+        return self.driver.find_element(By.CSS_SELECTOR, css)
+
+    def find_all(self, css: str) -> list[Any]:
+        from selenium.webdriver.common.by import By
+
+        return list(self.driver.find_elements(By.CSS_SELECTOR, css))
+
+    def text(self) -> str:
+        return str(self.find("body").text)
+
+    def login(self, token: str) -> None:
+        """Type the token into the login form and press Enter, as a person does."""
+        from selenium.webdriver.common.keys import Keys
+
+        self.driver.delete_all_cookies()
+        self.go("/console/login")
+        self.find("input[type=password]").send_keys(token + Keys.ENTER)
+
+    def logged_in(self) -> None:
+        self.login(self.setup.tokens["person"])
+        self.wait(lambda: not self.path().startswith("/console/login"), "the person's login did not leave the form")
+
+    def mark(self) -> None:
+        """A value on `window` that a full page load would lose and an htmx swap keeps."""
+        self.driver.execute_script("window.__kept = 'kept'")
+
+    def kept(self) -> bool:
+        return self.driver.execute_script("return window.__kept") == "kept"
+
+    def memory_links(self) -> list[str]:
+        """The hrefs of the memories the list shows, in order (read at once: an htmx swap may be under way)."""
+        return list(
+            self.driver.execute_script("return [...document.querySelectorAll('#memories a.ref')].map(a => a.href)")
+        )
+
+
+@pytest.fixture
+def browser(driver: Any, served: tuple[Setup, Server]) -> Iterator[Browser]:
+    """The module's browser for one flow; afterwards no error in its log and no hostile payload ran."""
+    setup, server = served
+    browser_errors(driver)  # what an earlier flow left
+    yield Browser(driver, setup, server)
+    errors = browser_errors(driver)
+    assert not errors, "the browser logged errors:\n" + "\n".join(errors)
+    assert not pwned(driver), "a hostile payload ran"
+
+
+# --- the flows -----------------------------------------------------------------------------------
+
+
+@pytest.mark.browser
+def test_a_person_logs_in_with_the_token_and_sees_every_mind(browser: Browser) -> None:
+    browser.driver.delete_all_cookies()
+    browser.go("/console")
+    browser.wait(lambda: browser.path().startswith("/console/login"), "/console did not lead to the login form")
+    screenshot(browser.driver, "login")
+    browser.logged_in()
+    token = browser.setup.tokens["person"]
+    assert token not in browser.driver.current_url and token not in browser.driver.page_source
+    cookies = browser.driver.get_cookies()
+    assert cookies and all(c["httpOnly"] for c in cookies), cookies
+    assert {c.get("sameSite") for c in cookies} == {"Strict"}, cookies
+    assert browser.driver.execute_script("return document.cookie") == ""  # HttpOnly: no script reads it
+    text = browser.text()
+    assert "Michael's Mind" in text and "anna" in text
+    screenshot(browser.driver, "minds")
+    browser.find("#logout button").click()
+    browser.wait(lambda: browser.path().startswith("/console/login"), "logging out did not lead to the login form")
+    browser.go("/console/m/michael/memories")
+    assert browser.path().startswith("/console/login"), "the session outlived its logout"
+
+
+@pytest.mark.browser
+def test_a_mind_key_or_a_wrong_token_stays_at_the_login_form(browser: Browser) -> None:
+    for token, said in (
+        (browser.setup.tokens["michael"], "person's token"),
+        ("mfp_nothing_" + "x" * 32, "not accepted"),
+    ):
+        browser.login(token)
+        browser.wait(lambda: browser.find_all("#error"), "no message after a refused login")
+        assert browser.path().startswith("/console/login"), browser.path()
+        assert said in browser.find("#error").text
+        assert not browser.driver.get_cookies()
+        assert token not in browser.driver.current_url and token not in browser.driver.page_source
+        browser.go("/console/m/michael/memories")
+        assert browser.path().startswith("/console/login"), "a refused login reached a page"
+    # A refused login answers 401 or 403, which the browser logs; that and nothing else is expected.
+    unexpected = [e for e in browser_errors(browser.driver) if not re.search(r"status of 40[13]\b", e)]
+    assert not unexpected, unexpected
+
+
+@pytest.mark.browser
+def test_a_form_on_another_site_changes_nothing(browser: Browser) -> None:
+    """Cross-site request forgery: a page elsewhere posts the forget form; the session cookie (SameSite=Strict)
+    stays home, and the console's CSRF and same-origin checks would refuse it anyway."""
+    setup = browser.setup
+    browser.logged_in()
+    target = f"{browser.base}/console/m/michael/memory/{setup.ids['agent']}"
+    head = git(setup.root, "rev-parse", "HEAD")
+    browser.driver.get(
+        "data:text/html,<form method=post action='" + target + "'><input name=action value=forget>"
+        "<input name=csrf value=guess></form><script>document.forms[0].submit()</script>"
+    )
+    browser.wait(lambda: browser.driver.current_url.startswith(browser.base), "the forged form was not sent")
+    browser.wait(lambda: browser.find_all("main"), "no answer to the forged form")
+    assert git(setup.root, "rev-parse", "HEAD") == head, "a forged form made a commit"
+    assert (setup.root / "michael" / "project" / "deploy_notes.md").exists()
+    unexpected = [e for e in browser_errors(browser.driver) if not re.search(r"status of 40[13]\b", e)]
+    assert not unexpected, unexpected
+    browser.go(f"/console/m/michael/memory/{setup.ids['agent']}")  # still logged in: the session is intact
+    assert browser.find_all("button[name=action][value=forget]")
+
+
+@pytest.mark.browser
+def test_the_memories_filter_swaps_the_list_in_place_and_pushes_the_url(browser: Browser) -> None:
+    from selenium.webdriver.support.ui import Select
+
+    browser.logged_in()
+    browser.go("/console/m/michael/memories")
+    first = browser.memory_links()
+    assert len(first) == PAGE, len(first)
+    text = browser.text()
+    assert "unverified" in text.lower()  # the agent's memories are marked
+    screenshot(browser.driver, "memories")
+    screenshot(browser.driver, "memories-360", NARROW)
+    browser.mark()
+    Select(browser.find("#f-source")).select_by_value("agent")
+    browser.wait(lambda: browser.query().get("source") == ["agent"], "the filter did not change the URL")
+    browser.wait(lambda: len(browser.memory_links()) == 3, "the list did not show the agent's three memories")
+    assert browser.kept(), "the filter reloaded the whole page (htmx should swap <main>)"
+    listed = browser.find("main").text
+    assert "deploy_notes" in listed and "standup_time" in listed and "filler_" not in listed
+    browser.driver.back()  # the pushed URL is history: back shows every memory again
+    browser.wait(lambda: "source" not in browser.query(), "back did not return to the unfiltered list")
+    browser.wait(lambda: len(browser.memory_links()) == PAGE, "back did not show the whole first page")
+
+
+@pytest.mark.browser
+def test_the_search_box_finds_as_the_person_types(browser: Browser) -> None:
+    browser.logged_in()
+    browser.go("/console/m/michael/memories")
+    browser.mark()
+    box = browser.find("#q")
+    box.send_keys("pipeline")
+    browser.wait(lambda: browser.query().get("q") == ["pipeline"], "typing did not change the URL")
+    browser.wait(lambda: len(browser.memory_links()) == 1, "the search did not narrow the list to one memory")
+    assert browser.kept(), "the search reloaded the whole page"
+    assert "deploy_notes" in browser.find("main").text
+    assert browser.find_all("#memories mark"), "no highlighted snippet"
+
+
+@pytest.mark.browser
+def test_paging_goes_to_the_next_page_and_back(browser: Browser) -> None:
+    browser.logged_in()
+    browser.go("/console/m/michael/memories?tag=filler")
+    assert len(browser.memory_links()) == PAGE
+    assert not browser.find_all("a[rel=prev]")
+    page_one = set(browser.memory_links())
+    browser.mark()
+    browser.find("a[rel=next]").click()
+    browser.wait(lambda: browser.query().get("page") == ["2"], "next did not change the URL")
+    browser.wait(lambda: len(browser.memory_links()) == FILLERS - PAGE, "page 2 did not show the rest")
+    assert not page_one & set(browser.memory_links())
+    assert browser.query().get("tag") == ["filler"], "paging dropped the filter"
+    assert not browser.find_all("a[rel=next]")
+    assert browser.kept(), "paging reloaded the whole page"
+    browser.find("a[rel=prev]").click()
+    browser.wait(lambda: set(browser.memory_links()) == page_one, "prev did not come back to page 1")
+
+
+@pytest.mark.browser
+def test_verify_an_agents_memory_and_the_audit_log_grows(browser: Browser) -> None:
+    setup = browser.setup
+    browser.logged_in()
+    browser.go("/console/m/michael/log")
+    before = browser.find_all("#log tbody tr")
+    assert "verify fact/standup_time" not in browser.find("#log").text
+    screenshot(browser.driver, "log")
+    browser.go("/console/m/michael/memories?source=agent")
+    [link] = [a for a in browser.find_all("#memories a.ref") if "standup_time" in a.text]
+    link.click()
+    browser.wait(lambda: setup.ids["to_verify"] in browser.path(), "the memory's page did not open")
+    assert "09:30 Berlin" in browser.find("#body").text
+    screenshot(browser.driver, "memory")
+    browser.find("button[name=action][value=verify]").click()
+    browser.wait(lambda: not browser.find_all("button[name=action][value=verify]"), "verify left its button")
+    assert "unverified" not in browser.find("h1").text
+    assert git(setup.root, "log", "-1", "--format=%s").strip() == "verify fact/standup_time (user)"
+    browser.go("/console/m/michael/log")
+    assert len(browser.find_all("#log tbody tr")) == len(before) + 1
+    newest = browser.find("#log tbody tr").text
+    assert "verify fact/standup_time" in newest and "person-key" in newest
+
+
+@pytest.mark.browser
+def test_a_memory_shows_its_fields_and_every_version(browser: Browser) -> None:
+    browser.logged_in()
+    browser.go(f"/console/m/michael/memory/{browser.setup.ids['history']}")
+    assert browser.find("#body").text == HISTORY[-1]
+    assert len(browser.find_all("#history li.version")) == len(HISTORY)
+    history = browser.find("#history").text
+    for content in HISTORY:
+        assert content in history, content
+    assert "synapse" in browser.find("#fields").text
+    browser.driver.execute_script("document.getElementById('history').scrollIntoView()")
+    screenshot(browser.driver, "memory-history")
+
+
+@pytest.mark.browser
+def test_a_hostile_memory_renders_as_inert_text(browser: Browser) -> None:
+    browser.logged_in()
+    browser.go("/console/m/michael/memories?source=agent")  # the list: a shortened text, tags as links
+    row = browser.find(f"#row-{browser.setup.ids['hostile']}").text
+    assert "hostile_payload" in row and "<script>" in row
+    browser.go("/console/m/michael/memories?q=pwned")  # a search snippet: escaped, then its matches marked
+    row = browser.find(f"#row-{browser.setup.ids['hostile']}")
+    assert row.find_elements("css selector", "mark") and "<script>" in row.text
+    assert not browser.find_all("main img") and not browser.find_all("main script")
+    browser.go(f"/console/m/michael/memory/{browser.setup.ids['hostile']}")
+    body = browser.find("#body").text
+    assert SCRIPT in body and IMG in body and "javascript:window.__pwned=1" in body
+    tags = browser.find("#fields").text
+    assert SCRIPT in tags and IMG in tags
+    assert not browser.find_all("main img"), "an <img> from the memory's text reached the page"
+    assert not browser.find_all("a[href^='javascript:' i]"), "a javascript: link is clickable"
+    for script in browser.find_all("script"):  # only the server's own files
+        assert (script.get_attribute("src") or "").startswith(browser.base + "/"), script.get_attribute("outerHTML")
+
+
+@pytest.mark.browser
+def test_the_scripts_render_on_profile_memories_and_last_recall(browser: Browser) -> None:
+    browser.logged_in()
+    browser.go("/console/m/michael/profile")
+    profile = browser.find("main").text
+    assert "Allergic to penicillin." in profile and VIETNAMESE in profile and THAI in profile
+    screenshot(browser.driver, "profile")
+    browser.go("/console/m/michael/memories?tag=" + "办公室")
+    assert CHINESE in browser.find("#memories").text
+    browser.go("/console/m/michael/memories?tag=" + "tiếng việt")
+    assert len(browser.memory_links()) == 1
+    browser.go("/console/m/michael/last-recall")
+    assert browser.find("#recall-query").text.strip('“”"') == "deploy pipeline"
+    assert "deploy_notes" in browser.find("#recalled").text
+    screenshot(browser.driver, "last-recall")
+
+
+@pytest.mark.browser
+def test_health_runs_doctor_on_the_button(browser: Browser) -> None:
+    browser.logged_in()
+    browser.go("/console/m/michael/health")
+    assert not browser.find_all("#doctor-summary")
+    browser.find("button[name=action][value=doctor]").click()
+    browser.wait(lambda: browser.find_all("#doctor-summary"), "doctor showed nothing")
+    assert browser.find_all("#findings li")
+    screenshot(browser.driver, "health")
+
+
+@pytest.mark.browser
+def test_import_shows_a_dry_run_then_applies_it_in_one_commit(browser: Browser, tmp_path: Path) -> None:
+    setup = browser.setup
+    with isolated_git(setup.home):
+        other = Vault.init(tmp_path / "other", "michael")
+        try:
+            other.store("fact", "imported_city", "Imported: the team meets in Huế.")
+            exported = tmp_path / "michael.jsonl"
+            other.export(exported)
+        finally:
+            other.close()
+    assert json.loads(exported.read_text(encoding="utf-8").splitlines()[0])
+    commits = git(setup.root, "rev-list", "--count", "HEAD")
+    browser.logged_in()
+    browser.go("/console/m/michael/transfer")
+    assert browser.find_all("#export-jsonl"), "no export link"
+    screenshot(browser.driver, "transfer")
+    browser.find("#import-file").send_keys(str(exported))
+    browser.find("#import-form button[name=action][value=plan]").click()
+    browser.wait(lambda: browser.find_all("#plan"), "the dry run showed no plan")
+    assert browser.find("#plan-created").text == "1"
+    assert git(setup.root, "rev-list", "--count", "HEAD") == commits, "the dry run wrote"
+    screenshot(browser.driver, "transfer-plan")
+    browser.find("#apply-import").click()
+    browser.wait(
+        lambda: int(git(setup.root, "rev-list", "--count", "HEAD")) == int(commits) + 1, "apply made no commit"
+    )
+    assert (setup.root / "michael" / "fact" / "imported_city.md").exists()
+
+
+@pytest.mark.browser
+def test_the_memories_controls_are_reached_with_the_keyboard(browser: Browser) -> None:
+    from selenium.webdriver.common.action_chains import ActionChains
+    from selenium.webdriver.common.keys import Keys
+
+    browser.logged_in()
+    browser.go("/console/m/michael/memories")
+    wanted = {"q", "f-category", "f-priority", "f-source", "f-tag", "f-status", "f-unverified", "f-expired"}
+    reached = []
+    for _ in range(40):
+        ActionChains(browser.driver).send_keys(Keys.TAB).perform()
+        reached.append(browser.driver.execute_script("return document.activeElement.id"))
+        if wanted <= set(reached):
+            break
+    assert wanted <= set(reached), reached
+    browser.mark()
+    browser.find("#f-source").send_keys(Keys.DOWN)  # any -> user: the change applies it
+    browser.wait(lambda: browser.query().get("source") == ["user"], "the keyboard did not apply the filter")
+    focused = "return document.activeElement.id"
+    browser.wait(lambda: browser.driver.execute_script(focused) == "f-source", "the swap lost the focus")
+    ActionChains(browser.driver).send_keys(Keys.DOWN).perform()  # the focused control: user -> agent
+    browser.wait(lambda: browser.query().get("source") == ["agent"], "the keyboard did not apply the filter")
+    browser.wait(lambda: len(browser.memory_links()) == 3, "the list did not show the agent's three memories")
+    assert browser.kept()
