@@ -865,3 +865,22 @@ def test_import_from_bytes(src: Vault, dst: Vault) -> None:
     data = "".join(src.export_lines()).encode("utf-8")
     report = dst.import_(data)
     assert len(report.created) == 6 and report.commit
+
+
+def test_unknown_keys_memfile_could_not_read_back_are_refused_naming_the_record(dst: Vault, tmp_path: Path) -> None:
+    """A record whose `extra` would make an unreadable file (nested past YAML's depth cap) stops the import
+    in the plan, dry run included, naming its record; nothing is written."""
+    deep: dict[str, Any] = {}
+    inner = deep
+    for _ in range(150):
+        inner["a"] = {}
+        inner = inner["a"]
+    header = {"type": "header", "format": "memfile-export", "version": 1, "minds": [{"mind": MIND}]}
+    good = {"type": "memory", "id": "mem_fine00000001", "category": "note", "key": "fine", "content": "ok"}
+    bad = {"type": "memory", "id": "mem_deep00000001", "category": "note", "key": "deep", "content": "x", "extra": deep}
+    path = export_file(tmp_path / "deep.jsonl", closed(header, [good, bad]))
+    commits, files = commit_count(dst.root), mind_files(dst)
+    for dry_run in (True, False):
+        with pytest.raises(MemfileError, match=r"record 2 .*nested more than 100 levels"):
+            dst.import_(path, dry_run=dry_run)
+    untouched(dst, commits, files)

@@ -170,7 +170,8 @@ class GitStore:
             The new commit's sha, or None when nothing changed (no empty commits).
         """
         on_disk = [p for p in relpaths if (self.root / p).exists()]
-        gone = [p for p in relpaths if p not in on_disk]
+        kept = set(on_disk)  # an import commits 10,000 paths: membership in a list would be quadratic
+        gone = [p for p in relpaths if p not in kept]
         in_index = self._listed("ls-files", "--", *gone) if gone else set()  # a removal to stage
         # not in the index either: a removal already staged (a `git rm`, a forget killed before its commit)
         in_head = self._listed("ls-tree", "--name-only", "HEAD", "--", *gone) if gone else set()
@@ -196,7 +197,8 @@ class GitStore:
                 raise GitError(f"git add failed in {self.root}: {out.strip()}{_lock_hint(out)}")
             on_disk = [p for p in on_disk if p not in gone_now]
             in_index |= self._listed("ls-files", "--", *gone_now)  # tracked: its removal is staged instead
-        present = on_disk + [p for p in relpaths if p not in on_disk and (p in in_index or p in in_head)]
+        kept = set(on_disk)
+        present = on_disk + [p for p in relpaths if p not in kept and (p in in_index or p in in_head)]
         if not present:
             return None
         status, out = self._run(

@@ -317,6 +317,16 @@ def _from_raw(record: dict[str, Any], memory: Memory) -> tuple[bytes, Memory]:
     )
 
 
+def _reads_back(memory: Memory) -> None:
+    """Refuse a memory whose file memfile could not read back (unknown keys nested too deep, say)."""
+    try:
+        fileformat.parse(fileformat.serialize(memory).encode("utf-8"), memory.path, memory.updated_at)
+    except FileParseError as exc:
+        raise InvalidInput(
+            "extra", _short(str(dict(memory.extra))), "front-matter memfile can read back", reason=exc.reason
+        ) from None
+
+
 def _as_agent(memory: Memory, record: dict[str, Any]) -> Memory:
     """An agent's import: unverified, `source: agent`, at most high (critical memories are pinned)."""
     return replace(
@@ -415,6 +425,8 @@ def plan(
                 checked.add(folder)
             memory = _memory(record, mind, relpath, now)
             data, memory = _from_raw(record, memory) if record.get("raw") is not None else (None, memory)
+            if data is None and memory.extra:  # unknown keys of any shape: the file must read back
+                _reads_back(memory)
         except InvalidInput as exc:
             raise _at(where, exc) from None
         if actor is Source.AGENT:
