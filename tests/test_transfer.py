@@ -268,6 +268,8 @@ def test_export_to_a_file_and_its_json_report(src: Vault, tmp_path: Path) -> Non
     assert '"type": "memory"' not in result.stdout  # the records went to the file
     lines = [json.loads(line) for line in out.read_text(encoding="utf-8").splitlines()]
     assert lines[-1]["count"] == 6 and all("raw" in r for r in records_of(lines))
+    assert out.stat().st_mode & 0o777 == 0o600  # it holds the mind's memories: readable by its owner only
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".out.jsonl")] == []  # no temp file left
     report = json.loads(ok(in_vault(src.root, "export", "-o", tmp_path / "again.jsonl", "--json")).stdout)
     assert report["count"] == 6 and report["minds"] == [MIND] and report["unreadable"] == []
     fails(in_vault(src.root, "export", "--json"), 2)  # the export itself is the data on standard output

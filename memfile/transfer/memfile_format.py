@@ -8,28 +8,16 @@ from collections.abc import Iterable
 from typing import Any
 
 from ..errors import InvalidInput
-from .exporting import FORMAT, VERSION
+from ..model import KNOWN_FIELDS
+from .exporting import FORMAT, SYNAPSE_FIELDS, VERSION
 from .records import Incoming
 
 #: The fields a memory record may hold besides the memory's own (`records.py`): not reported as unmapped.
 RECORD_FIELDS = frozenset(
     {
         "type",
-        "id",
-        "mind_id",
-        "category",
-        "key",
-        "content",
-        "tags",
-        "priority",
-        "source",
-        "verified",
-        "confidence",
-        "expires_at",
-        "created_at",
-        "updated_at",
-        "status",
-        "superseded_by",
+        *SYNAPSE_FIELDS,
+        *KNOWN_FIELDS,
         "expired",
         "extra",
         "path",
