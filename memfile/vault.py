@@ -21,7 +21,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
-from functools import cached_property, wraps
+from functools import cached_property, partial, wraps
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO, TypeVar
 
@@ -939,18 +939,21 @@ class Vault:
 
     # --- in and out ------------------------------------------------------
 
-    def _export_parts(self, all_minds: bool) -> Iterator[MindExport]:
+    def _export_parts(self, all_minds: bool) -> builtins.list[MindExport]:
         from .transfer import MindExport
 
         config = load_config(self.root) if all_minds else self.config  # a mind added since this Vault opened
-        for mind in mind_dirs(self.root) if all_minds else [self.mind]:
+
+        def load(mind: str) -> tuple[builtins.list[Memory], builtins.list[ParseIssue]]:
             vault = self if mind == self.mind else Vault(self.root, mind, config, self.actor)
             try:
-                memories = sorted(vault.memories(), key=lambda m: m.path)
-                yield MindExport(mind, config.display_name(mind), self.root, memories, list(vault.issues))
+                return sorted(vault.memories(), key=lambda m: m.path), builtins.list(vault.issues)
             finally:
                 if vault is not self:
                     vault.close()
+
+        minds = mind_dirs(self.root) if all_minds else [self.mind]
+        return [MindExport(m, config.display_name(m), self.root, partial(load, m)) for m in minds]
 
     def export_lines(self, *, all_minds: bool = False, format: str = "jsonl", raw: bool = False) -> Iterator[str]:
         """The export's text a line at a time (see `export`); each ends in a newline."""
@@ -959,7 +962,7 @@ class Vault:
 
         check_export(format, raw)
         parts = self._export_parts(all_minds)
-        return export_lines(parts, fmt=format, raw=raw, now=utc_now(), version=__version__, counted=[])
+        return export_lines(parts, fmt=format, raw=raw, now=utc_now(), version=__version__)
 
     @_verb
     def export(

@@ -10,13 +10,13 @@ in its writer and index; this package writes only through the writer.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
 from ..errors import InvalidInput
 from ..model import Source, utc_now
-from .exporting import EXPORT_FORMATS, ExportReport, MindExport, export_lines
+from .exporting import EXPORT_FORMATS, ExportReport, MindExport, Tally, export_lines
 from .importing import ImportReport, apply, plan, read_import
 from .records import FORMATS, ON_CONFLICT, SPLITS, ImportOptions, Incoming
 
@@ -54,32 +54,19 @@ def check_export(fmt: str, raw: bool) -> None:
 
 
 def export_to(
-    out: str | os.PathLike[str] | TextIO, parts: Iterable[MindExport], fmt: str, raw: bool, version: str
+    out: str | os.PathLike[str] | TextIO, minds: list[MindExport], fmt: str, raw: bool, version: str
 ) -> ExportReport:
     """Write an export to a file (replaced only once whole) or a text stream; see `exporting.export_lines`."""
     check_export(fmt, raw)
-    seen: list[MindExport] = []
-
-    def kept(parts: Iterable[MindExport]) -> Iterator[MindExport]:
-        for part in parts:
-            seen.append(MindExport(part.mind, part.name, part.root, [], part.issues))
-            yield part
-
-    counted: list[int] = []
-    lines = export_lines(kept(parts), fmt=fmt, raw=raw, now=utc_now(), version=version, counted=counted)
+    tally = Tally()
+    lines = export_lines(minds, fmt=fmt, raw=raw, now=utc_now(), version=version, tally=tally)
     if isinstance(out, str | os.PathLike):
         _write_whole(Path(out), lines)
     else:
         for line in lines:
             out.write(line)
         out.flush()
-    return ExportReport(
-        format=fmt,
-        count=counted[0],
-        minds=[part.mind for part in seen],
-        raw=raw,
-        unreadable=[str(issue) for part in seen for issue in part.issues],
-    )
+    return ExportReport(fmt, tally.count, [part.mind for part in minds], raw, tally.unreadable)
 
 
 def _write_whole(path: Path, lines: Iterable[str]) -> None:

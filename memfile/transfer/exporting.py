@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -55,13 +55,21 @@ class ExportReport(Report):
 
 @dataclass(frozen=True)
 class MindExport:
-    """One mind's part of an export: its memories (in path order) and its unreadable files."""
+    """One mind's part of an export: `load()` gives its memories (in path order) and unreadable files,
+    called when the export reaches it, so one mind's memories are in memory at a time."""
 
     mind: str
     name: str
     root: Path
-    memories: list[Memory]
-    issues: list[ParseIssue]
+    load: Callable[[], tuple[list[Memory], list[ParseIssue]]]
+
+
+@dataclass
+class Tally:
+    """What an export wrote, filled in as it goes (for the caller's report)."""
+
+    count: int = 0
+    unreadable: list[str] = field(default_factory=list)  # "path:line: reason" of each file left out
 
 
 def record(memory: Memory, root: Path, raw: bool, now: datetime) -> dict[str, Any]:
@@ -95,22 +103,21 @@ def synapse_object(memory: Memory) -> dict[str, Any]:
 
 
 def export_lines(
-    minds: Iterable[MindExport], *, fmt: str, raw: bool, now: datetime, version: str, counted: list[int]
+    minds: list[MindExport], *, fmt: str, raw: bool, now: datetime, version: str, tally: Tally | None = None
 ) -> Iterator[str]:
     """The export's text, a line (or, for `json`, an array element) at a time, each ending in a newline.
 
     Args:
-        minds: each mind's memories and unreadable files, made lazily (one mind in memory at a time).
+        minds: the minds to export; each one's memories are loaded when the export reaches it.
         fmt: `jsonl` (memfile's format) or `json` (a plain array of Synapse-shaped memories).
         raw: include each file's exact text and sha256 (`jsonl` only).
         now: the moment of the export (which memories count as expired).
         version: memfile's version, for the header.
-        counted: appended with the number of memories written, once done (for the caller's report).
+        tally: counts what was written, for the caller's report.
     """
-    minds = list(minds) if fmt == "jsonl" else minds  # the header names the minds before their memories
-    count = 0
-    if fmt == "jsonl":
-        assert isinstance(minds, list)
+    tally = tally or Tally()
+    jsonl = fmt == "jsonl"
+    if jsonl:
         header = {
             "type": "header",
             "format": FORMAT,
@@ -123,20 +130,18 @@ def export_lines(
         yield _line(header)
     else:
         yield "["
-    unreadable = 0
     for part in minds:
-        for memory in part.memories:
-            if fmt == "jsonl":
+        memories, issues = part.load()
+        for memory in memories:
+            if jsonl:
                 yield _line(record(memory, part.root, raw, now))
             else:
-                yield ("\n" if count == 0 else ",\n") + json.dumps(synapse_object(memory), ensure_ascii=False)
-            count += 1
-        if fmt == "jsonl":
-            for issue in part.issues:
-                unreadable += 1
-                yield _line({"type": "unreadable", "path": issue.path, "line": issue.line, "reason": issue.reason})
-    yield _line({"type": "end", "count": count, "unreadable": unreadable}) if fmt == "jsonl" else "\n]\n"
-    counted.append(count)
+                yield ("\n" if tally.count == 0 else ",\n") + json.dumps(synapse_object(memory), ensure_ascii=False)
+            tally.count += 1
+        tally.unreadable += map(str, issues)
+        for issue in issues if jsonl else ():
+            yield _line({"type": "unreadable", "path": issue.path, "line": issue.line, "reason": issue.reason})
+    yield _line({"type": "end", "count": tally.count, "unreadable": len(tally.unreadable)}) if jsonl else "\n]\n"
 
 
 def _line(value: dict[str, Any]) -> str:
