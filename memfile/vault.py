@@ -724,6 +724,35 @@ class Vault:
         return self._writer.forget(ref)
 
     @_verb
+    def write_raw(
+        self, changes: Mapping[str, str | None], *, subject: str, based_on: Mapping[str, bytes | None] | None = None
+    ) -> str | None:
+        """Write memory files with the exact text given (None removes one), all in one commit.
+
+        The primitive of text-editing faces (Claude's memory tool): what a store takes as
+        arguments comes here as a whole file, front-matter included, and is checked as such.
+
+        Args:
+            changes: vault-relative path (`<mind>/.../<name>.md`) to its new text, or None.
+            subject: the commit's subject; `(user)` or `(agent)` is appended.
+            based_on: the bytes each path held when the caller read it (None: it did not exist);
+                a file that changed since is left as it is and nothing is written.
+
+        Returns:
+            The commit's sha, or None when every file already held its text.
+
+        Raises:
+            InvalidInput: a path outside this mind or not ending in .md, or a text memfile cannot read.
+            Conflict: a file changed since `based_on`, or a text takes another file's (category, key) or id.
+            Refused: a file memfile cannot read would be overwritten; an agent's text is verified,
+                critical, or claims `source: user` (unless the file already was), or it changes or
+                removes a memory a person verified or made critical.
+        """
+        from .rawwrite import write_raw
+
+        return write_raw(self._writer, changes, subject, based_on or {})
+
+    @_verb
     def verify(self, ref: str) -> StoreResult:
         """Mark a memory as checked by a person (`verified: true`).
 
