@@ -11,7 +11,6 @@ import json
 import os
 import re
 import sys
-import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -483,21 +482,32 @@ def edit(state: State, ref: str, as_json: bool) -> None:
 @click.option("--budget", type=int, help="Most tokens the output may take (estimate: characters / 4); 0 = no limit.")
 @click.option("--limit", type=int, default=10, show_default=True, help="With --query: most matches besides the pinned.")
 @click.option("--include-superseded", is_flag=True, help="Also memories marked superseded.")
+@click.option("--with-mind", "with_minds", multiple=True, help="Also read this mind (repeat), read-only.")
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
 @click.pass_obj
-def recall(state: State, query: str | None, budget: int | None, limit: int, include_superseded: bool, fmt: str) -> None:
+def recall(
+    state: State,
+    query: str | None,
+    budget: int | None,
+    limit: int,
+    include_superseded: bool,
+    with_minds: tuple[str, ...],
+    fmt: str,
+) -> None:
     """Print the prioritized summary an agent puts in its context window.
 
     Without --query: every memory, critical first, then newest first. With
     --query: the verified critical memories and verified high identity and
     preference ones (pinned), then the best matches ranked by relevance, priority, recency (half-life
-    decay), confidence and verified; --format json shows each score's parts.
+    decay), confidence and verified; --format json shows each score's parts. --with-mind
+    adds another mind's memories (a group chat's mind with its speaker's), each labelled.
 
     Example: memfile --vault sample_vault recall --budget 500
 
-    Example: memfile recall --query "deploy synapse to vps1" --budget 800
+    Example: memfile --mind group_a recall --with-mind alice --query "deploy synapse to vps1" --budget 800
     """
     options: dict[str, Any] = {"query": query, "limit": limit, "include_superseded": include_superseded}
+    options |= {"with_minds": with_minds} if with_minds else {}
     options |= {"budget": budget} if budget is not None else {}
     report = state.vault().recall(**options)
     _json(report.to_dict()) if fmt == "json" else click.echo(report.encode(), nl=False)
@@ -653,47 +663,6 @@ def reindex(state: State, as_json: bool) -> None:
 
 
 @main.command()
-@click.option("--autocommit", is_flag=True, help="Commit hand edits, one commit per batch.")
-@click.option(
-    "--debounce", type=float, default=0.3, show_default=True, help="Seconds of quiet before a batch is applied."
-)
-@click.pass_obj
-def watch(state: State, autocommit: bool, debounce: float) -> None:
-    """Keep the index in line with the files while editors change them (Ctrl-C stops).
-
-    Example: memfile watch --autocommit
-    """
-    import signal
-    import threading
-
-    from .watch import Watcher
-
-    if not 0.0 < debounce <= 10.0:
-        raise InvalidInput("debounce", debounce, "seconds, more than 0 and at most 10")
-    vault = state.vault()
-    done = threading.Event()
-
-    def report(sync: Any, paths: list[str]) -> None:
-        if sync.changed or sync.skipped:
-            click.echo(
-                f"{time.strftime('%H:%M:%S')} indexed {sync.added} added, {sync.updated} updated, "
-                f"{sync.removed} removed ({len(paths)} paths)"
-            )
-        for issue in sync.skipped:
-            click.echo(f"memfile: warning: {issue}", err=True)
-
-    watcher = Watcher(vault, debounce=debounce, autocommit=autocommit, on_batch=report).start()
-    for number in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(number, lambda *_: done.set())
-    click.echo(f"watching {vault.root / vault.mind} (pid {os.getpid()}); Ctrl-C stops", err=True)
-    try:
-        done.wait()  # signals interrupt the wait; no polling
-    finally:
-        watcher.stop()
-        click.echo("stopped", err=True)
-
-
-@main.command()
 @json_option
 @click.pass_obj
 def status(state: State, as_json: bool) -> None:
@@ -765,33 +734,6 @@ def last_recall(state: State, as_json: bool) -> None:
         near = f", next to {item['neighbour_of']}" if item.get("neighbour_of") else ""
         short = ", shortened" if item["shortened"] else ""
         click.echo(f"  {item['ref']}  {why}{near}{short}".rstrip())
-
-
-@main.command()
-@click.option(
-    "--no-watch",
-    is_flag=True,
-    help="Do not start a watcher (each call then checks the files itself; the answers are the same).",
-)
-@click.pass_obj
-def mcp(state: State, no_watch: bool) -> None:
-    """Serve one mind to an agent over the Model Context Protocol (stdio).
-
-    Needs the optional extra: pip install 'memfile-vault[mcp]' (in a checkout:
-    pip install '.[mcp]'). Everything the
-    agent stores is source agent, unverified; it cannot reach other minds.
-
-    Example: memfile --vault ~/mind --mind michael mcp
-    """
-    try:
-        from .mcp_server import serve
-    except ImportError as exc:
-        raise InvalidInput(
-            "mcp",
-            str(exc),
-            f"the MCP SDK: pip install '{DISTRIBUTION}[mcp]' (in a checkout of memfile: pip install '.[mcp]')",
-        ) from None
-    serve(state.vault_path, state.mind, watch=not no_watch)
 
 
 # Last: each registers its commands on `main` (git: history, sync, ...; keys; serve; export and import).

@@ -1,8 +1,12 @@
-"""The command line's `memfile serve`: the vault's one resident process (the HTTP API, /mcp)."""
+"""The command line's long-running commands: `memfile serve` (the vault's one resident process: the HTTP
+API, /mcp, the console), `memfile mcp` (one mind over stdio) and `memfile watch`."""
 
 from __future__ import annotations
 
+import os
+import time
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -97,3 +101,72 @@ def serve(
         notify=notify,
         beside=lambda minds, url: command_lines(minds, url, notify),
     )
+
+
+@main.command()
+@click.option("--autocommit", is_flag=True, help="Commit hand edits, one commit per batch.")
+@click.option(
+    "--debounce", type=float, default=0.3, show_default=True, help="Seconds of quiet before a batch is applied."
+)
+@click.pass_obj
+def watch(state: State, autocommit: bool, debounce: float) -> None:
+    """Keep the index in line with the files while editors change them (Ctrl-C stops).
+
+    Example: memfile watch --autocommit
+    """
+    import signal
+    import threading
+
+    from .watch import Watcher
+
+    if not 0.0 < debounce <= 10.0:
+        raise InvalidInput("debounce", debounce, "seconds, more than 0 and at most 10")
+    vault = state.vault()
+    done = threading.Event()
+
+    def report(sync: Any, paths: list[str]) -> None:
+        if sync.changed or sync.skipped:
+            click.echo(
+                f"{time.strftime('%H:%M:%S')} indexed {sync.added} added, {sync.updated} updated, "
+                f"{sync.removed} removed ({len(paths)} paths)"
+            )
+        for issue in sync.skipped:
+            click.echo(f"memfile: warning: {issue}", err=True)
+
+    watcher = Watcher(vault, debounce=debounce, autocommit=autocommit, on_batch=report).start()
+    for number in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(number, lambda *_: done.set())
+    click.echo(f"watching {vault.root / vault.mind} (pid {os.getpid()}); Ctrl-C stops", err=True)
+    try:
+        done.wait()  # signals interrupt the wait; no polling
+    finally:
+        watcher.stop()
+        click.echo("stopped", err=True)
+
+
+@main.command()
+@click.option(
+    "--no-watch",
+    is_flag=True,
+    help="Do not start a watcher (each call then checks the files itself; the answers are the same).",
+)
+@click.option("--read-mind", "read_minds", multiple=True, help="Recall also reads this mind (repeat), read-only.")
+@click.pass_obj
+def mcp(state: State, no_watch: bool, read_minds: tuple[str, ...]) -> None:
+    """Serve one mind to an agent over the Model Context Protocol (stdio).
+
+    Needs the optional extra: pip install 'memfile-vault[mcp]' (in a checkout: pip install '.[mcp]').
+    Everything the agent stores is source agent, unverified; it reaches no other mind, but its
+    recall also reads each --read-mind (a group chat's mind with its speaker's profile).
+
+    Example: memfile --vault ~/chats --mind group_a mcp --read-mind alice
+    """
+    try:
+        from .mcp_server import serve
+    except ImportError as exc:
+        raise InvalidInput(
+            "mcp",
+            str(exc),
+            f"the MCP SDK: pip install '{DISTRIBUTION}[mcp]' (in a checkout of memfile: pip install '.[mcp]')",
+        ) from None
+    serve(state.vault_path, state.mind, watch=not no_watch, read_minds=read_minds)

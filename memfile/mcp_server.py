@@ -26,7 +26,7 @@ import difflib
 import inspect
 import json
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
 from typing import TYPE_CHECKING, Any
 
@@ -49,7 +49,7 @@ from mcp_types import (
 )
 
 from .config import find_vault, select_mind
-from .errors import MemfileError, Refused
+from .errors import InvalidInput, MemfileError, Refused
 from .model import Source
 from .vault import Vault
 from .worker import Caller, Minds
@@ -367,9 +367,10 @@ async def serve_stdio(server: MCPServer) -> None:
 CallerOf = Callable[[Context], Caller]
 
 
-def build_server(minds: Minds, caller_of: CallerOf) -> MCPServer:
+def build_server(minds: Minds, caller_of: CallerOf, read_minds: Sequence[str] = ()) -> MCPServer:
     """The MCP server over `minds`: every tool call runs on its worker thread, in the mind and as the source
-    of `caller_of(ctx)` (stdio: one mind, as the agent; HTTP: the credential of the request that carried it)."""
+    of `caller_of(ctx)` (stdio: one mind, as the agent; HTTP: the credential of the request that carried it).
+    `read_minds`: other minds the recall tool reads too, read-only (`Vault.recall`'s `with_minds`)."""
     parameters: dict[str, tuple[str, ...]] = {}  # tool name -> its arguments, for refuse_unknown_arguments
     server = MCPServer("memfile", instructions=INSTRUCTIONS, middleware=[refuse_unknown_arguments(parameters)])
     recall_budget = minds.config.mcp_recall_budget  # `[mcp] recall_budget`; None: no limit
@@ -406,7 +407,9 @@ def build_server(minds: Minds, caller_of: CallerOf) -> MCPServer:
     )
     async def recall(ctx: Context, query: str | None = None, budget: int | None = None, limit: int = 10) -> str:
         budget = recall_budget if budget is None else budget
-        text = await call(ctx, lambda vault: vault.recall(query=query, limit=limit, budget=budget), read=True)
+        text = await call(
+            ctx, lambda vault: vault.recall(query=query, limit=limit, budget=budget, with_minds=read_minds), read=True
+        )
         return _closing_for_agent(text)
 
     @tool(description=_doc(Vault.search, "Find memories about a topic, best first."), annotations=READ)
@@ -501,16 +504,21 @@ def build_server(minds: Minds, caller_of: CallerOf) -> MCPServer:
     return server
 
 
-def serve(path: str | None, mind: str | None, watch: bool = True) -> None:
+def serve(path: str | None, mind: str | None, watch: bool = True, read_minds: Sequence[str] = ()) -> None:
     """Run the stdio MCP server for one mind, as the agent, until the client disconnects.
 
-    A watcher keeps the index warm, unless another one (`memfile watch`) already does.
+    A watcher keeps the index warm, unless another one (`memfile watch`) already does. `read_minds`:
+    other minds its recall reads too, read-only (every tool but recall sees the one mind only).
     """
     minds = Minds(find_vault(path), watch=watch)
     try:
         caller = Caller(select_mind(minds.root, minds.config, mind), Source.AGENT)
         minds.call_sync(caller, lambda vault: None)  # opened now: a mind that cannot be opened fails before serving
-        anyio.run(serve_stdio, build_server(minds, lambda ctx: caller))
+        for other in read_minds:  # so does a read mind that does not exist, or is named twice or is this one
+            select_mind(minds.root, minds.config, other)
+            if other == caller.mind or list(read_minds).count(other) > 1:
+                raise InvalidInput("read-mind", other, f"other minds of the vault, each once (not {caller.mind})")
+        anyio.run(serve_stdio, build_server(minds, lambda ctx: caller, read_minds))
     finally:
         minds.close()
 

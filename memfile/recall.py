@@ -59,6 +59,10 @@ NEIGHBOUR_WINDOW = timedelta(minutes=10)
 CONVERSATION = Category.CONTEXT
 
 
+#: A recall of several minds: each mind folder's display name (None: a recall of one mind, unlabelled).
+Labels = dict[str, str] | None
+
+
 def estimate_tokens(text: str) -> int:
     """The documented token estimate: ceil(characters / 4)."""
     return -(-len(text) // CHARS_PER_TOKEN)
@@ -374,11 +378,14 @@ def _short(content: str) -> str:
     return (first[: SHORT_CHARS - 1].rstrip() + "…") if len(first) > SHORT_CHARS else first + (" …" if cut else "")
 
 
-def _entry(memory: Memory, shortened: bool, neighbour_of: str | None = None) -> str:
+def _entry(memory: Memory, shortened: bool, neighbour_of: str | None = None, labels: Labels = None) -> str:
     """An entry without its `[NNN] ` number (numbers are added once the selection is final); its first
-    line says when the memory is conflicted and what it is a neighbour of."""
+    line says when the memory is conflicted, what it is a neighbour of, and (a recall of several minds,
+    `labels`) whose it is."""
     state = "verified" if memory.verified else "unverified"
     text = f"{str(memory.category)} ({memory.priority.upper()}) [{state}]"  # str(): no enum lookup
+    if labels is not None:
+        text += f" [mind: {labels.get(memory.mind, memory.mind)}]"
     if memory.conflict is not None:
         text += f" [conflicted: memfile resolve {memory.ref}]"
     if neighbour_of is not None:
@@ -432,13 +439,16 @@ def _tier_steps(chosen: list[Memory], indexes: list[int]) -> list[tuple[int, str
     return steps
 
 
-def recall(memories: list[Memory], mind: str, mind_name: str, budget: int | None = None) -> RecallReport:
+def recall(
+    memories: list[Memory], mind: str, mind_name: str, budget: int | None = None, labels: Labels = None
+) -> RecallReport:
     """Choose and render the recall of `memories` (already filtered: no expired ones).
 
     Args:
         memories: the candidates.
         mind, mind_name: the mind folder and its display name for the header.
         budget: the most tokens the text may take (by `estimate_tokens`); None = no limit.
+        labels: for a recall of several minds, each mind folder's display name: every entry names its mind.
     """
     chosen = order(memories)
     verified = sum(1 for m in chosen if m.verified)
@@ -450,6 +460,7 @@ def recall(memories: list[Memory], mind: str, mind_name: str, budget: int | None
         lambda _out: header,
         budget,
         RecallReport(mind, mind_name, "", (), len(chosen), verified, 0, 0, budget, 0),
+        labels=labels,
     )
 
 
@@ -462,6 +473,7 @@ def recall_query(
     budget: int | None = None,
     limit: int | None = 10,
     matched: int | None = None,
+    labels: Labels = None,
 ) -> RecallReport:
     """The recall for a query: the pinned memories of `memories`, then the best of `ranked`.
 
@@ -472,6 +484,7 @@ def recall_query(
         budget: the most tokens the text may take; None = no limit.
         limit: the most matches to show besides the pinned ones; None = all.
         matched: how many memories match the query in all (default: len(ranked)).
+        labels: see `recall`.
     """
     matched = len(ranked) if matched is None else matched
     recallable = memories if isinstance(memories, Recallable) else Recallable.of(memories)
@@ -512,6 +525,7 @@ def recall_query(
         budget,
         RecallReport(mind, mind_name, "", (), total, verified, 0, 0, budget, 0, query=query, matched=matched),
         pinned=(len(pinned), recallable.texts),
+        labels=labels,
     )
 
 
@@ -522,6 +536,7 @@ def _render(
     budget: int | None,
     report: RecallReport,
     pinned: tuple[int, dict[tuple[str, str], str]] | None = None,
+    labels: Labels = None,
 ) -> RecallReport:
     """Apply the cuts `steps()` gives (entry, mode), in order, until the text fits the budget; render it.
 
@@ -537,11 +552,11 @@ def _render(
         if i < pinned_count:  # kept between recalls, by (path, mode)
             place = (items[i].memory.path, mode)
             if place not in pinned_texts:
-                pinned_texts[place] = _entry(items[i].memory, mode == _SHORT)
+                pinned_texts[place] = _entry(items[i].memory, mode == _SHORT, labels=labels)
             return pinned_texts[place]
         text = rendered[mode][i]
         if text is None:
-            text = rendered[mode][i] = _entry(items[i].memory, mode == _SHORT, items[i].neighbour_of)
+            text = rendered[mode][i] = _entry(items[i].memory, mode == _SHORT, items[i].neighbour_of, labels)
         return text
 
     costs: dict[str, list[int]] = {_FULL: [-1] * len(items), _SHORT: [-1] * len(items), _OUT: [0] * len(items)}

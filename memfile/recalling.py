@@ -122,6 +122,55 @@ class Recaller:
 
         return self._served(self._index.read(whole if query is None else matching))
 
+    def recall_across(
+        self,
+        others: list[Recaller],
+        budget: int | None = UNSET,
+        *,
+        query: str | None = None,
+        limit: int | None = 10,
+        include_superseded: bool = False,
+    ) -> RecallReport:
+        """`Vault.recall` with `with_minds`: this mind's recall and the `others`' in one text and one budget,
+        each entry naming its mind. Each mind is read through its own index only (a mind not named is never
+        read); the pinned memories of every mind come first, then the best matches of all, ranked together;
+        a neighbour is one of the same mind."""
+        from .recall import Match, Recallable, recall, recall_query, score, with_neighbours
+
+        budget = self._checked(budget, limit)
+        if query is not None:
+            check_query(query)
+        now = utc_now()
+        parts = [self, *others]
+        labels = {part.mind: part.name for part in parts}
+        name = " + ".join(labels.values())
+
+        def recallable(view: View) -> list[Memory]:
+            return [m for m in view.memories() if not m.is_expired(now) and (include_superseded or not m.superseded)]
+
+        if query is None:
+            every = [m for part in parts for m in part._index.read(recallable)]
+            return self._served(recall(every, self.mind, name, budget, labels))
+        options = SearchOptions(
+            include_superseded=include_superseded, limit=max(CANDIDATES, limit or 0), snippets=False
+        )
+        every, matches, matched = [], [], 0
+        for part in parts:
+
+            def found(view: View) -> tuple[list[Memory], list[Match], int]:
+                mine = recallable(view)
+                hits, count = view.search(query, options, now, count=True)
+                return mine, with_neighbours([Match(hit.memory, hit.score) for hit in hits], Recallable.of(mine)), count
+
+            mine, near, count = part._index.read(found)
+            every += mine
+            matches += near
+            matched += count
+        ranked = score(matches, now, self.config.half_life_days)
+        return self._served(
+            recall_query(Recallable.of(every), ranked, query, self.mind, name, budget, limit, matched, labels)
+        )
+
     def _checked(self, budget: int | None | object, limit: int | None) -> int | None:
         """The budget asked for, or `[recall] budget` of memfile.toml; None for no limit (0 asks for none).
 
@@ -217,7 +266,12 @@ def _record_of(report: RecallReport) -> dict[str, Any]:
         "left_out": report.left_out,
         "shortened": report.shortened,
         "memories": [
-            [item.memory.ref, item.memory.id, item.pinned, item.shortened, item.score, item.neighbour_of]
+            [_ref(item.memory, report.mind), item.memory.id, item.pinned, item.shortened, item.score, item.neighbour_of]
             for item in report.items
         ],
     }
+
+
+def _ref(memory: Memory, mind: str) -> str:
+    """A recalled memory's REF in the record of `mind`'s recall: `MIND:category/key` for another mind's."""
+    return memory.ref if memory.mind == mind else f"{memory.mind}:{memory.ref}"

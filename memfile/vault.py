@@ -17,7 +17,7 @@ import builtins
 import os
 import threading
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
@@ -60,7 +60,7 @@ from .model import (
     resolve_ref,
     utc_now,
 )
-from .paths import mind_dirs, shown_path, validate_mind
+from .paths import MIND_PATTERN, mind_dirs, shown_path, validate_mind
 from .recalling import Recaller
 from .writer import Writer
 
@@ -165,6 +165,7 @@ class Vault:
         self._writer = Writer(root, mind, config, actor, self._index, self.notices)
         self._writer.after_write = self._autosync
         self._recaller = Recaller(root, mind, config, actor, self._index, self.notices)
+        self._readers: dict[str, Vault] = {}  # other minds read by `recall(with_minds=...)`
 
     @property
     def while_committing(self) -> Callable[[Future[str | None]], None] | None:
@@ -940,6 +941,7 @@ class Vault:
         query: str | None = None,
         limit: int | None = 10,
         include_superseded: bool = False,
+        with_minds: Sequence[str] = (),
     ) -> RecallReport:
         """The recall an agent puts in its context window: a `RecallReport`, which is the text itself (a str;
         `.encode()` gives the UTF-8 bytes `memfile recall` writes) and tells what was chosen and cut
@@ -960,11 +962,30 @@ class Vault:
             query: what the agent is working on; None = the whole mind.
             limit: with a query, the most matches shown besides the pinned memories (1 to 1000; None = all).
             include_superseded: also memories marked superseded.
+            with_minds: other minds of the vault read too, read-only (a group chat's mind with its
+                speaker's): one text and one budget, the header naming every mind (`Mind: Group A +
+                Alice`) and each entry its own; the pinned memories of every mind come first.
 
         Raises:
-            InvalidInput: the budget or limit is not allowed, or the query cannot be parsed.
+            InvalidInput: the budget or limit is not allowed, the query cannot be parsed, or a mind of
+                `with_minds` is this one or named twice.
+            NotFound: a mind of `with_minds` does not exist.
         """
-        return self._recaller.recall(budget, query=query, limit=limit, include_superseded=include_superseded)
+        if not with_minds:
+            return self._recaller.recall(budget, query=query, limit=limit, include_superseded=include_superseded)
+        others = [self._reader(mind)._recaller for mind in _other_minds(self.mind, with_minds)]
+        return self._recaller.recall_across(
+            others, budget, query=query, limit=limit, include_superseded=include_superseded
+        )
+
+    def _reader(self, mind: str) -> Vault:
+        """Another mind of this vault, opened once to be read (`recall`'s `with_minds`), acting as this Vault."""
+        reader = self._readers.get(mind)
+        if reader is None:
+            reader = self._readers[mind] = Vault(
+                self.root, select_mind(self.root, self.config, mind), self.config, self.actor
+            )
+        return reader
 
     # --- in and out ------------------------------------------------------
 
@@ -1102,6 +1123,8 @@ class Vault:
         if self._watcher is not None:
             self._watcher.stop()
             self._watcher = None
+        for reader in self._readers.values():
+            reader.close()
         self._index.close()
 
     def __enter__(self) -> Vault:
@@ -1109,6 +1132,21 @@ class Vault:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _other_minds(mind: str, with_minds: Sequence[str]) -> builtins.list[str]:
+    """`recall`'s `with_minds`, checked: mind folder names, none of them `mind`, none twice."""
+    if isinstance(with_minds, str):
+        with_minds = [with_minds]
+    names = builtins.list(with_minds)
+    for name in names:
+        if not isinstance(name, str) or not MIND_PATTERN.fullmatch(name) or name == mind or names.count(name) > 1:
+            raise InvalidInput(
+                "with_minds",
+                name,
+                f"the names of other mind folders of the vault, each once (not {mind}, which is read anyway)",
+            )
+    return names
 
 
 def _server(root: Path) -> dict[str, Any] | None:

@@ -49,6 +49,8 @@ WARM_STEP = 0.05
 WARM_AGAIN = 1.0
 #: Seconds between tries to watch a mind that another watcher (`memfile watch`) watched at the last try.
 WATCH_AGAIN = 10.0
+#: Seconds between looks at git's loose objects (packed past `memfile.git.LOOSE_MOST`; see `_tidy`).
+TIDY_EVERY = 2.0
 
 
 @dataclass(frozen=True)
@@ -103,6 +105,8 @@ class Minds:
         self._warmed: tuple[str | None, float] = (None, -WARM_AGAIN)  # (mind, when its warm work was found done)
         # Stores waiting for their mind's next commit (see `store`): (mind, source) -> [(arguments, future)].
         self._stores: dict[tuple[str, Source], list[tuple[dict[str, Any], Future[StoreResult]]]] = {}
+        self._tidied = threading.Event()  # set at the end: the tidy thread stops
+        threading.Thread(target=self._tidy, name="memfile-git-tidy", daemon=True).start()
 
     # --- the vault's minds ------------------------------------------------
 
@@ -173,6 +177,7 @@ class Minds:
         the thread. Safe to call twice; no call may be made afterwards."""
         if self.watcher is not None:
             self.watcher.stop()
+        self._tidied.set()
         with self._guard:
             if self._closed:
                 return
@@ -189,6 +194,7 @@ class Minds:
         minds. No call may be made afterwards, and `close` then does nothing."""
         if self.watcher is not None:
             self.watcher.stop(finish=False)
+        self._tidied.set()
         with self._guard:
             if self._closed:
                 return
@@ -359,6 +365,18 @@ class Minds:
             if not more:
                 self._warmed = (mind, time.monotonic())
                 return
+
+    def _tidy(self) -> None:
+        """Beside the worker (its own thread; no Vault is used): pack git's loose objects now and then, so a
+        memory's history stays quick to read however many commits the process makes (git alone waits for
+        6,700). Housekeeping only: a failure is left to git's own gc."""
+        while not self._tidied.wait(TIDY_EVERY):
+            try:
+                from .git import pack_loose_objects
+
+                pack_loose_objects(self.root)
+            except Exception:  # noqa: BLE001, S110 - a repository git cannot pack is the next write's to report
+                pass
 
     def _stop_warming(self) -> bool:
         time.sleep(0)  # lets the event loop's thread take the GIL if a call came in

@@ -684,3 +684,24 @@ def test_a_commit_git_refuses_takes_its_memory_back_from_the_reads_made_meanwhil
     assert minds.call_sync(ALICE, lambda v: [h.memory.key for h in v.search("mint")], read=True) == []
     assert not (root / "alice" / "fact" / "doomed.md").exists()
     assert git(root, "status", "--porcelain").strip() == ""
+
+
+def test_git_loose_objects_are_packed_beside_the_worker(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from memfile.git import LOOSE_MOST
+    from memfile.git.store import loose_objects
+
+    monkeypatch.setattr(worker, "TIDY_EVERY", 0.05)
+    root = Vault.init(tmp_path / "v", "alice").root
+    many = root / "many"
+    many.mkdir()
+    for i in range(LOOSE_MOST + 50):  # what many commits leave: objects git keeps loose until gc.auto (6,700)
+        (many / f"{i}.txt").write_text(f"object {i}\n")
+    git(root, "add", "many")
+    git(root, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", "many files")
+    assert loose_objects(root) > LOOSE_MOST
+    with Minds(root, watch=False) as minds:
+        assert wait_until(lambda: loose_objects(root) <= LOOSE_MOST, timeout=30)
+        stored = minds.call_sync(ALICE, lambda v: v.store("fact", "office", "Hanoi"))
+        assert minds.call_sync(ALICE, lambda v: len(v.history(stored.memory.ref))) == 1
+    fsck = subprocess.run(["git", "fsck", "--no-dangling"], cwd=root, capture_output=True, text=True)
+    assert fsck.returncode == 0, fsck.stderr

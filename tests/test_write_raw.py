@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from memfile import Conflict, InvalidInput, Refused, Vault
-from tests.helpers import last_subject, write
+from helpers import last_subject, write
 
 AGENT_NOTE = "---\nsource: agent\n---\nThe user's cat is called Miso.\n"
 

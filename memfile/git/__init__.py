@@ -20,12 +20,13 @@ from .remote import (
     run_merge_driver,
     write_attributes,
 )
-from .store import Commit, GitStore
+from .store import LOOSE_MOST, Commit, GitStore, pack_loose_objects
 
 __all__ = [
     "ATTRIBUTES",
     "Commit",
     "GitStore",
+    "LOOSE_MOST",
     "History",
     "LogEntry",
     "Remote",
@@ -34,6 +35,7 @@ __all__ = [
     "clone_vault",
     "configure_merge_driver",
     "merge_memory",
+    "pack_loose_objects",
     "recover_interrupted_sync",
     "run_merge_driver",
     "write_attributes",

@@ -142,7 +142,7 @@ class History:
             return resolve_ref(ref, self.memories(), self.mind).path
         except NotFound:
             pass
-        if direct is not None and self._git.log(direct.as_posix(), limit=1):
+        if direct is not None and self._git.log(direct.as_posix(), limit=1, names=False):
             return direct.as_posix()
         if ID_PATTERN.fullmatch(ref):
             found = self._git.paths_that_held(f"id: {ref}", self.mind)
@@ -154,7 +154,7 @@ class History:
         """`Vault.history` (its docstring says what it does)."""
 
         relpath = self._history_path(ref)
-        commits = list(reversed(self._git.log(relpath)))  # oldest first, to diff each against the one before
+        commits = list(reversed(self._git.log(relpath, names=False)))  # oldest first, to diff each against the one before
         contents = self._git.read_all([(commit.sha, relpath) for commit in commits])
         versions: list[Version] = []
         for commit, data in zip(commits, contents, strict=True):
@@ -188,7 +188,7 @@ class History:
         data = self._version_bytes(sha, relpath)
         if data is None:
             raise NotFound(f"{ref} did not exist at {at} ({sha[:8]}); see: memfile history {ref}")
-        commit = self._git.log(relpath, limit=1)
+        commit = self._git.log(relpath, limit=1, names=False)
         moment = _commit_time(commit[0]) if commit else utc_now()
         return fileformat.parse(data, relpath, moment)
 
@@ -200,7 +200,7 @@ class History:
         moment = _moment(at, "at", _AT_RULE)
         found = None
         if moment >= utc_now():  # the future: what is there now (also past a clock that ran ahead)
-            latest = self._git.log(relpath, limit=1)
+            latest = self._git.log(relpath, limit=1, names=False)
             found = latest[0].sha if latest else None
         elif moment >= _EPOCH:
             found = self._git.last_before(_git_date(moment), relpath)
@@ -217,7 +217,7 @@ class History:
         with self._writer.transaction():
             relpath = self._history_path(ref)
             if at is None:  # the newest version git holds (before a forget, the last one)
-                commits = self._git.log(relpath)
+                commits = self._git.log(relpath, names=False)
                 contents = self._git.read_all([(c.sha, relpath) for c in commits])
                 sha = next((c.sha for c, data in zip(commits, contents, strict=True) if data is not None), "")
                 if not sha:

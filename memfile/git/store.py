@@ -227,11 +227,16 @@ class GitStore:
 
     # --- history --------------------------------------------------------------
 
-    def log(self, *paths: str, since: str | None = None, limit: int | None = None) -> list[Commit]:
-        """Commits touching `paths` (all commits when none), newest first, each with the paths it touched."""
+    def log(self, *paths: str, since: str | None = None, limit: int | None = None, names: bool = True) -> list[Commit]:
+        """Commits touching `paths` (all commits when none), newest first, each with the paths it touched.
+
+        `names=False` leaves `Commit.paths` empty: for one file's log, whose commits are all its own,
+        that spares git a diff of every commit (at 10,000 memories, 100 versions: ~90 ms -> ~15 ms).
+        """
         if not self.exists():
             return []
-        args = ["log", _FORMAT, "--name-only", "--no-renames"] + (["--full-history"] if paths else [])
+        args = ["log", _FORMAT, *(["--name-only"] if names else []), "--no-renames"]
+        args += ["--full-history"] if paths else []
         if since:
             args.append(f"--since={since}")
         if limit:
@@ -243,8 +248,8 @@ class GitStore:
             raise GitError(f"git log failed in {self.root}: {out.strip()}")
         commits = []
         for record in out.split(_RECORD)[1:]:
-            sha, date, author, subject, body, names = record.split(_FIELD, 5)
-            commits.append(Commit(sha, date, author, subject, body.strip(), tuple(n for n in names.split("\n") if n)))
+            sha, date, author, subject, body, touched = record.split(_FIELD, 5)
+            commits.append(Commit(sha, date, author, subject, body.strip(), tuple(n for n in touched.split("\n") if n)))
         return commits
 
     def read(self, rev: str, relpath: str) -> bytes | None:
@@ -556,6 +561,40 @@ class GitStore:
         """The paths a listing command (`ls-files`, `ls-tree`) prints; none when it fails (no HEAD yet)."""
         status, out = self._run(*args, check=False)
         return set(out.splitlines()) if status == 0 else set()
+
+
+#: Loose objects a resident process lets git keep before it packs them (`pack_loose_objects`).
+LOOSE_MOST = 256
+
+
+def loose_objects(root: Path) -> int:
+    """How many loose objects the vault's repository holds (each commit adds its new files and folders)."""
+    objects = root / ".git" / "objects"
+    count = 0
+    for fanout in range(256):
+        try:
+            count += len(os.listdir(objects / f"{fanout:02x}"))
+        except (FileNotFoundError, NotADirectoryError):
+            pass
+    return count
+
+
+def pack_loose_objects(root: Path, most: int = LOOSE_MOST) -> bool:
+    """Pack the repository's loose objects when there are more than `most`; True when it packed.
+
+    Reading a memory's history reads every version's folders: at 10,000 memories
+    a category's folder lists thousands of files, and 100 versions of one memory
+    take ~100 ms of `git log` from loose objects, ~10 ms from a pack. git packs
+    them by itself only past 6,700 (`gc.auto`); a resident process calls this
+    between requests. `git repack -d` is safe beside commits being made (git
+    packs what it listed and deletes only loose copies of what it packed).
+    """
+    if loose_objects(root) <= most:
+        return False
+    import subprocess
+
+    subprocess.run(["git", "repack", "-d", "-l", "-q"], cwd=root, capture_output=True, check=False)
+    return True
 
 
 _CONTROL = re.compile(r"[\x00-\x20\x7f]")
