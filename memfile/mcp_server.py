@@ -50,6 +50,7 @@ from mcp_types import (
 
 from .config import find_vault, select_mind
 from .errors import InvalidInput, MemfileError, Refused
+from .memory_tool import MemoryToolBackend, MemoryToolError
 from .model import Source
 from .vault import Vault
 from .worker import Caller, Minds
@@ -77,7 +78,7 @@ def _doc(method: Any, when: str) -> str:
 # --- errors in an agent's terms -------------------------------------------------------------
 
 #: The tools, each named after the CLI command of the same verb (`memfile store` = the `store` tool).
-TOOL_NAMES = ("recall", "search", "store", "show", "list", "forget", "expiring", "tags")
+TOOL_NAMES = ("recall", "search", "store", "show", "list", "forget", "expiring", "tags", "memory")
 
 #: What an agent asks the user for, by the CLI command that does it (a command with no tool: for people).
 ASK_THE_USER = {
@@ -500,6 +501,44 @@ def build_server(minds: Minds, caller_of: CallerOf, read_minds: Sequence[str] = 
     @tool(description=_doc(Vault.tags, "Every tag in use, with counts (to reuse tags when storing)."), annotations=READ)
     async def tags(ctx: Context) -> list[dict[str, Any]]:
         return await call(ctx, lambda vault: [{"tag": tag, "count": count} for tag, count in vault.tags()], read=True)
+
+    @tool(
+        description=(
+            "Claude's memory tool (memory_20250818), for clients without the Anthropic SDK: one command on "
+            "/memories, this mind's folder. view (path, view_range), create (path, file_text), str_replace "
+            "(path, old_str, new_str), insert (path, insert_line, insert_text), delete (path), rename "
+            "(old_path, new_path). Memories are Markdown files at /memories/<category>/<key>.md."
+        ),
+        annotations=DELETE,
+    )
+    async def memory(
+        ctx: Context,
+        command: str,
+        path: str | None = None,
+        view_range: list[int] | None = None,
+        file_text: str | None = None,
+        old_str: str | None = None,
+        new_str: str | None = None,
+        insert_line: int | None = None,
+        insert_text: str | None = None,
+        old_path: str | None = None,
+        new_path: str | None = None,
+    ) -> str:
+        arguments: dict[str, Any] = dict(path=path, view_range=view_range, file_text=file_text, old_str=old_str)
+        arguments |= dict(new_str=new_str, insert_line=insert_line, insert_text=insert_text)
+        arguments |= dict(old_path=old_path, new_path=new_path)
+        given = {name: value for name, value in arguments.items() if value is not None}
+
+        def work(vault: Vault) -> tuple[str, bool]:
+            try:
+                return MemoryToolBackend(vault).run({"command": command, **given}), False
+            except MemoryToolError as exc:  # the model's mistake: an error result, not memfile's failure
+                return str(exc), True
+
+        text, refused = await call(ctx, work, read=command == "view")
+        if refused:
+            raise ToolError(text)
+        return text
 
     return server
 

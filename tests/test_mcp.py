@@ -30,7 +30,7 @@ from mcp.client.stdio import StdioServerParameters, stdio_client  # noqa: E402
 from memfile import Vault  # noqa: E402
 from memfile.files import lock_holder  # noqa: E402
 
-TOOLS = {"recall", "search", "store", "show", "list", "forget", "expiring", "tags"}
+TOOLS = {"recall", "search", "store", "show", "list", "forget", "expiring", "tags", "memory"}
 READ_ONLY = {"recall", "search", "show", "list", "expiring", "tags"}
 #: Tools whose result is not an object: the SDK wraps it as structured content {"result": ...}.
 WRAPPED = {"recall", "search", "list", "expiring", "tags"}
@@ -163,7 +163,7 @@ def test_tools_are_listed_with_descriptions_and_annotations(sample_copy: Path) -
         assert tool.annotations.read_only_hint is (name in READ_ONLY), name
         assert tool.annotations.open_world_hint is False, name
         assert tool.input_schema["type"] == "object"
-    assert tools["forget"].annotations.destructive_hint is True
+    assert tools["forget"].annotations.destructive_hint is True is tools["memory"].annotations.destructive_hint
     assert tools["store"].annotations.destructive_hint is False
     assert all(tools[name].annotations.destructive_hint is False for name in READ_ONLY)
     assert set(tools["store"].input_schema["required"]) == {"category", "key", "content"}

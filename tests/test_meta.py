@@ -89,7 +89,7 @@ MAY_IMPORT: dict[str, set[str]] = {
     "cli_served": FACE_MAY_USE | {"__init__", "cli", "cli_client", "files", "server", "worker"},
     # The resident faces: one worker thread owns every Vault call (`worker`), shared by MCP and HTTP.
     "worker": FACE_MAY_USE | {"watch", "paths", "git"},
-    "mcp_server": FACE_MAY_USE | {"watch", "worker"},
+    "mcp_server": FACE_MAY_USE | {"watch", "worker", "memory_tool"},
     "server": FACE_MAY_USE | {"worker", "keys", "mcp_server", "server", "recall"},
     "watch": FACE_MAY_USE | {"paths", "index"},
     "__main__": {"cli", "cli_client", "config"},
@@ -109,6 +109,7 @@ FACE_EXCEPTIONS = {
     ("__main__", "config"): "MEMFILE_PLAIN (config.plain) decides whether a read-only command may end at once",
     ("cli_keys", "keys"): "the key commands are the keys file's face",
     ("worker", "paths"): "which folders are minds (mind_dirs), known without opening a Vault for each",
+    ("mcp_server", "memory_tool"): "the `memory` tool runs Claude's memory-tool commands (MemoryToolBackend)",
     ("worker", "git"): "git's loose objects are packed beside the worker (pack_loose_objects), no Vault involved",
     ("cli_git", "paths"): "clone prints every mind it got (mind_dirs), as the worker knows them",
     ("cli_serve", "keys"): "serve checks the keys file before it listens",
@@ -135,6 +136,7 @@ THIRD_PARTY_HOME = {
     "ruamel": {"fileformat"},
     "watchdog": {"watch"},
     "mcp": {"mcp_server"},
+    "anthropic": {"anthropic_tool"},
 }
 FACES = {
     "cli",

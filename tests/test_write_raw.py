@@ -6,9 +6,9 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from helpers import last_subject, write
 
 from memfile import Conflict, InvalidInput, Refused, Vault
-from helpers import last_subject, write
 
 AGENT_NOTE = "---\nsource: agent\n---\nThe user's cat is called Miso.\n"
 

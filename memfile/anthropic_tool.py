@@ -1,0 +1,76 @@
+"""Claude's memory tool for the Anthropic SDK, backed by a vault (the `memfile[anthropic]` extra).
+
+`MemfileMemoryTool(vault)` is the SDK's `BetaAbstractMemoryTool` whose six commands run
+`memfile.memory_tool.MemoryToolBackend`: pass it in `tools=[...]` of the SDK's tool runner
+(`client.beta.messages.tool_runner`) and `/memories` is the vault's mind, written as an agent.
+A refused command raises the SDK's `ToolError`, which the runner hands back to the model as an
+error result (`is_error: true`). The SDK is imported here only.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from anthropic.lib.tools import BetaAbstractMemoryTool, ToolError
+from anthropic.types.beta import (
+    BetaCacheControlEphemeralParam,
+    BetaMemoryTool20250818CreateCommand,
+    BetaMemoryTool20250818DeleteCommand,
+    BetaMemoryTool20250818InsertCommand,
+    BetaMemoryTool20250818RenameCommand,
+    BetaMemoryTool20250818StrReplaceCommand,
+    BetaMemoryTool20250818ViewCommand,
+)
+
+from .memory_tool import MAX_WRITE_BYTES, MemoryToolBackend, MemoryToolError
+from .vault import Vault
+
+
+class MemfileMemoryTool(BetaAbstractMemoryTool):
+    """The memory tool (`{"type": "memory_20250818", "name": "memory"}`) over one mind of a vault.
+
+    Args:
+        vault: the vault, bound to the mind `/memories` stands for; commands run as `agent`.
+        cache_control: the SDK's prompt-caching setting for the tool definition.
+        max_write_bytes: the largest file a command may write (64 KiB).
+    """
+
+    def __init__(
+        self,
+        vault: Vault,
+        *,
+        cache_control: BetaCacheControlEphemeralParam | None = None,
+        max_write_bytes: int = MAX_WRITE_BYTES,
+    ) -> None:
+        super().__init__(cache_control=cache_control)
+        self.backend = MemoryToolBackend(vault, max_write_bytes=max_write_bytes)
+
+    def _run(self, command: Any) -> str:
+        try:
+            return self.backend.run(command.to_dict(exclude_none=True))
+        except MemoryToolError as exc:
+            raise ToolError(str(exc)) from None
+
+    def view(self, command: BetaMemoryTool20250818ViewCommand) -> str:
+        """List a folder two levels deep, or show a file with line numbers (`view_range` for a part)."""
+        return self._run(command)
+
+    def create(self, command: BetaMemoryTool20250818CreateCommand) -> str:
+        """Create a memory file (never over an existing one)."""
+        return self._run(command)
+
+    def str_replace(self, command: BetaMemoryTool20250818StrReplaceCommand) -> str:
+        """Replace the one occurrence of `old_str` in a memory file."""
+        return self._run(command)
+
+    def insert(self, command: BetaMemoryTool20250818InsertCommand) -> str:
+        """Insert text after line `insert_line` (0: at the top) of a memory file."""
+        return self._run(command)
+
+    def delete(self, command: BetaMemoryTool20250818DeleteCommand) -> str:
+        """Forget a memory file, or every memory of a folder in one commit."""
+        return self._run(command)
+
+    def rename(self, command: BetaMemoryTool20250818RenameCommand) -> str:
+        """Move a memory file or folder (stored anew with `renamed_from`, the old one forgotten, one commit)."""
+        return self._run(command)

@@ -1,0 +1,587 @@
+"""Claude's memory tool (`memory_20250818`) over one mind of a vault.
+
+`MemoryToolBackend(vault).execute(command)` runs one command of the tool (`view`, `create`,
+`str_replace`, `insert`, `delete`, `rename`) with `/memories` standing for the mind folder,
+as an agent, and returns the text to hand back to the model. Outputs and error texts are the
+ones of the Anthropic SDK's reference backend (`BetaLocalFilesystemMemoryTool`), so a model
+that learned the tool sees what it expects; memfile's rules come on top: only `.md` files, an
+edit must leave a memory file memfile can read with the same id, category, key, created_at and
+source, a verified or critical memory is a person's to change, a write is at most 64 KiB, and
+each command is one git commit. Nothing here needs the SDK (memfile.anthropic_tool wraps it).
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass, replace
+from datetime import datetime, timezone
+from pathlib import Path, PurePosixPath
+from typing import Any
+from urllib.parse import unquote
+
+from . import fileformat
+from .errors import FileParseError, InvalidInput, MemfileError
+from .model import DEFAULT_CONFIDENCE, Category, Memory, Priority, Source, format_datetime, new_id, utc_now
+from .paths import is_inside, safe_path
+from .vault import Vault
+
+#: The folder the model sees: the mind folder.
+ROOT = "/memories"
+#: The most a command may write into one file (memfile's own 10 MB limit is for people).
+MAX_WRITE_BYTES = 64 * 1024
+#: The SDK's limits and formats.
+MAX_LINES = 999_999
+LINE_NUMBER_WIDTH = len(str(MAX_LINES))
+COMMANDS = ("view", "create", "str_replace", "insert", "delete", "rename")
+#: The front-matter key a renamed memory carries: the id of the memory it was renamed from.
+RENAMED_FROM = "renamed_from"
+
+LAYOUT = (
+    "memories are Markdown files at /memories/<category>/<key>.md, where <category> is one of "
+    + ", ".join(c.value for c in Category)
+    + " and <key> is snake_case (lowercase letters, digits and _), for example /memories/preference/coffee.md"
+)
+
+
+class MemoryToolError(Exception):
+    """A command the backend will not carry out; `str(e)` is the text to give the model as an error result."""
+
+
+@dataclass(frozen=True)
+class _Target:
+    """A tool path checked to lie in the mind: as given, mind-relative (`""` for /memories), vault-relative."""
+
+    given: str
+    rel: str
+    relpath: str
+    full: Path
+
+    @property
+    def ref(self) -> str:
+        """How a commit subject names it: `note/coffee` for a file, `note/` for a folder."""
+        return self.rel.removesuffix(".md")
+
+
+class MemoryToolBackend:
+    """Executes the memory tool's commands on `vault`'s mind folder, as an agent.
+
+    Args:
+        vault: the vault, bound to the mind that `/memories` stands for. Calls run as `agent`
+            (the vault's actor is switched for each call when it is `user`).
+        max_write_bytes: the largest file a command may write.
+    """
+
+    def __init__(self, vault: Vault, *, max_write_bytes: int = MAX_WRITE_BYTES) -> None:
+        self.vault = vault
+        self.max_write_bytes = max_write_bytes
+
+    def execute(self, command: Mapping[str, Any]) -> str:
+        """Run one command (the tool call's `input`, e.g. `{"command": "view", "path": "/memories"}`).
+
+        Returns:
+            The result text for the model; a refused command's text is the error message (as the
+            SDK's ToolError texts), so the model's mistakes never raise. Use `run` to tell them apart.
+        """
+        try:
+            return self.run(command)
+        except MemoryToolError as exc:
+            return str(exc)
+
+    def run(self, command: Mapping[str, Any]) -> str:
+        """`execute`, raising MemoryToolError (with the text for the model) when the command is refused.
+
+        Raises:
+            MemoryToolError: a bad command, a path outside /memories, a memfile rule, or any
+                MemfileError of the vault (a busy vault included), with its message.
+        """
+        if not isinstance(command, Mapping):
+            raise MemoryToolError(f"The memory tool's input must be an object with a `command`, got: {command!r}")
+        name = command.get("command")
+        handler: Callable[[Mapping[str, Any]], str] | None = getattr(self, f"_{name}", None)
+        if name not in COMMANDS or handler is None:
+            raise MemoryToolError(f"Unknown command: {name}; the memory tool's commands are {', '.join(COMMANDS)}")
+        try:
+            with self._as_agent():
+                return handler(command)
+        except MemfileError as exc:
+            raise MemoryToolError(str(exc)) from None
+
+    @contextmanager
+    def _as_agent(self) -> Iterator[None]:
+        if self.vault.actor is Source.AGENT:  # keeps a served credential's label (Vault.acting_as sets it)
+            yield
+        else:
+            with self.vault.acting_as(Source.AGENT):
+                yield
+
+    # --- the commands --------------------------------------------------------------------
+
+    def _view(self, command: Mapping[str, Any]) -> str:
+        target = self._target(_text(command, "path"))
+        full = target.full.resolve()
+        try:
+            leaf = os.lstat(full)
+        except (FileNotFoundError, NotADirectoryError):
+            raise MemoryToolError(f"The path {target.given} does not exist. Please provide a valid path.") from None
+        if stat.S_ISDIR(leaf.st_mode):
+            return self._listing(target.given, full, leaf)
+        if not stat.S_ISREG(leaf.st_mode):
+            raise MemoryToolError(f"Unsupported file type for {target.given}")
+        lines = _read(full, target.given).split("\n")
+        if len(lines) > MAX_LINES:
+            raise MemoryToolError(f"File {target.given} exceeds maximum line limit of 999,999 lines.")
+        view_range = command.get("view_range")
+        start_num = 1
+        if view_range is not None:
+            if not (
+                isinstance(view_range, list | tuple)
+                and all(isinstance(n, int) and not isinstance(n, bool) for n in view_range)
+            ):
+                raise MemoryToolError(f"`view_range` must be two line numbers [start, end], got: {view_range!r}")
+            if len(view_range) == 2:
+                start = max(1, view_range[0]) - 1
+                end = len(lines) if view_range[1] == -1 else view_range[1]
+                lines, start_num = lines[start:end], start + 1
+        numbered = [f"{str(i + start_num).rjust(LINE_NUMBER_WIDTH)}\t{line}" for i, line in enumerate(lines)]
+        return f"Here's the content of {target.given} with line numbers:\n" + "\n".join(numbered)
+
+    def _listing(self, given: str, folder: Path, leaf: os.stat_result) -> str:
+        items: list[tuple[str, str]] = []
+        mind_dir = self.vault.mind_dir
+
+        def collect(dir_path: Path, relative: str, depth: int) -> None:
+            try:
+                entries = sorted(dir_path.iterdir(), key=lambda p: p.name)
+            except OSError:
+                return
+            for item in entries:
+                if item.name.startswith("."):
+                    continue
+                item_relative = f"{relative}/{item.name}" if relative else item.name
+                try:
+                    if not is_inside(item, mind_dir):  # a symlink leading out of the mind
+                        continue
+                    size = item.stat().st_size
+                except OSError:
+                    continue
+                if item.is_dir():
+                    items.append((_size(size), f"{item_relative}/"))
+                    if depth < 2:
+                        collect(item, item_relative, depth + 1)
+                elif item.is_file():
+                    items.append((_size(size), item_relative))
+
+        collect(folder, "", 1)
+        header = f"Here're the files and directories up to 2 levels deep in {given}, excluding hidden items:"
+        lines = [f"{_size(leaf.st_size)}\t{given}", *(f"{size}\t{given}/{path}" for size, path in items)]
+        return f"{header}\n" + "\n".join(lines)
+
+    def _create(self, command: Mapping[str, Any]) -> str:
+        target = self._target(_text(command, "path"))
+        file_text = _text(command, "file_text")
+        if target.full.exists() or target.full.is_symlink():
+            raise MemoryToolError(f"File {target.given} already exists")
+        self._writable(target)
+        self._capped(target, file_text)
+        memory = self._parsed(target, file_text.encode("utf-8"))
+        holder = self._holding(memory.category, memory.key)
+        if holder is not None:
+            raise MemoryToolError(
+                f"A memory {memory.category}/{memory.key} already exists at {_shown(holder.path)}; "
+                "view and edit that file (str_replace, insert), or create this one under another key"
+            )
+        if memory.has_front_matter:
+            text = self._new_file_text(target, file_text, memory)
+        else:  # the file `store` would write for this text at this place
+            now = utc_now()
+            agents = replace(memory, source=Source.AGENT, verified=False, confidence=DEFAULT_CONFIDENCE[Source.AGENT])
+            text = fileformat.serialize(replace(agents, id=new_id(), id_derived=False, created_at=now, updated_at=now))
+        self.vault.write_raw(
+            {target.relpath: text}, subject=f"memory-tool create {target.ref}", based_on={target.relpath: None}
+        )
+        return f"File created successfully at: {target.given}"
+
+    def _str_replace(self, command: Mapping[str, Any]) -> str:
+        target = self._target(_text(command, "path"))
+        old_str, new_str = _text(command, "old_str"), _text(command, "new_str")
+        data, content = self._existing_file(target)
+        count = content.count(old_str)
+        if count == 0:
+            raise MemoryToolError(
+                f"No replacement was performed, old_str `{old_str}` did not appear verbatim in {target.given}."
+            )
+        if count > 1:
+            matching_lines: list[int] = []
+            start = 0
+            while (pos := content.find(old_str, start)) != -1:
+                matching_lines.append(content[:pos].count("\n") + 1)
+                start = pos + 1
+            raise MemoryToolError(
+                f"No replacement was performed. Multiple occurrences of old_str `{old_str}` in lines: "
+                f"{', '.join(map(str, matching_lines))}. Please ensure it is unique"
+            )
+        changed_line_index = content[: content.find(old_str)].count("\n")
+        new_content = content.replace(old_str, new_str)
+        self._edit(target, data, new_content, "str_replace")
+        new_lines = new_content.split("\n")
+        context_start, context_end = max(0, changed_line_index - 2), min(len(new_lines), changed_line_index + 3)
+        snippet = [
+            f"{str(n).rjust(LINE_NUMBER_WIDTH)}\t{new_lines[n - 1]}" for n in range(context_start + 1, context_end + 1)
+        ]
+        return "The memory file has been edited. Here is the snippet showing the change (with line numbers):\n" + (
+            "\n".join(snippet)
+        )
+
+    def _insert(self, command: Mapping[str, Any]) -> str:
+        target = self._target(_text(command, "path"))
+        insert_line = command.get("insert_line")
+        if not isinstance(insert_line, int) or isinstance(insert_line, bool):
+            raise MemoryToolError(f"`insert_line` must be a line number, got: {insert_line!r}")
+        insert_text = _text(command, "insert_text")
+        data, content = self._existing_file(target)
+        lines = content.split("\n")
+        if lines[-1] == "":
+            lines.pop()
+        if insert_line < 0 or insert_line > len(lines):
+            raise MemoryToolError(
+                f"Invalid `insert_line` parameter: {insert_line}. It should be within the range [0, {len(lines)}]."
+            )
+        lines.insert(insert_line, insert_text.rstrip("\n"))
+        new_content = "\n".join(lines)
+        if not new_content.endswith("\n"):
+            new_content += "\n"
+        self._edit(target, data, new_content, "insert")
+        return f"The file {target.given} has been edited."
+
+    def _delete(self, command: Mapping[str, Any]) -> str:
+        target = self._target(_text(command, "path"))
+        if target.rel == "":
+            raise MemoryToolError("Cannot delete the /memories directory itself")
+        full = target.full
+        if full.is_file() and not full.is_symlink():
+            self._writable(target)
+            memory = self._memory_at(target)
+            data, _ = self._existing_file(target)
+            self.vault.write_raw(
+                {memory.path: None}, subject=f"memory-tool delete {target.ref}", based_on={memory.path: data}
+            )
+        elif full.is_dir() and not full.is_symlink():
+            memories, based_on = self._memories_in(target, "delete")
+            if memories:
+                self.vault.write_raw(
+                    dict.fromkeys((m.path for m in memories), None),
+                    subject=f"memory-tool delete {target.ref}/",
+                    based_on=based_on,
+                )
+            _remove_empty_folders(full)
+        else:
+            raise MemoryToolError(f"The path {target.given} does not exist")
+        return f"Successfully deleted {target.given}"
+
+    def _rename(self, command: Mapping[str, Any]) -> str:
+        old = self._target(_text(command, "old_path"))
+        new = self._target(_text(command, "new_path"))
+        if old.rel == "":
+            raise MemoryToolError("Cannot rename the /memories directory itself")
+        if new.full.exists() or new.full.is_symlink():
+            raise MemoryToolError(f"The destination {new.given} already exists")
+        if new.rel == "" or (new.rel + "/").startswith(old.rel + "/"):
+            raise MemoryToolError(f"Cannot rename {old.given} into itself ({new.given})")
+        now = utc_now()
+        if old.full.is_file() and not old.full.is_symlink():
+            self._writable(old)
+            self._writable(new)
+            memory = self._memory_at(old)
+            moves = [(memory, new.relpath)]
+        elif old.full.is_dir() and not old.full.is_symlink():
+            memories, _ = self._memories_in(old, "rename")
+            prefix = old.relpath + "/"
+            moves = [(m, new.relpath + "/" + m.path.removeprefix(prefix)) for m in memories]
+            for _, relpath in moves:
+                self._writable(self._target(ROOT + "/" + relpath.split("/", 1)[1]))
+        else:
+            raise MemoryToolError(f"The path {old.given} does not exist")
+        changes: dict[str, str | None] = {}
+        based_on: dict[str, bytes | None] = {}
+        for memory, relpath in moves:
+            data = safe_path(self.vault.root, memory.path, self.vault.mind).read_bytes()
+            changes[memory.path], based_on[memory.path] = None, data
+            changes[relpath], based_on[relpath] = _renamed(data, memory, relpath, now), None
+        if changes:
+            self.vault.write_raw(changes, subject=f"memory-tool rename {old.ref} -> {new.ref}", based_on=based_on)
+        if old.full.is_dir():
+            _remove_empty_folders(old.full)
+        return f"Successfully renamed {old.given} to {new.given}"
+
+    # --- paths ---------------------------------------------------------------------------
+
+    def _target(self, path: str) -> _Target:
+        """The path checked: under /memories, no NUL, backslash or `..` (also URL-encoded), not absolute
+        once /memories is taken off, and inside the mind folder with symlinks resolved (paths.safe_path)."""
+        rest = path[len(ROOT) :] if path.startswith(ROOT) else None
+        if rest is None or rest and not rest.startswith("/"):
+            raise MemoryToolError(f"Path must start with /memories, got: {path}")
+        rest = rest[1:]
+        decoded = [rest]
+        while len(decoded) < 4 and unquote(decoded[-1]) != decoded[-1]:
+            decoded.append(unquote(decoded[-1]))
+        for text in decoded:
+            if "\x00" in text or "\\" in text:
+                raise MemoryToolError(
+                    f"Path {path!r} is not allowed: it holds a NUL character or a backslash; "
+                    "separate folders with / (for example /memories/note/example.md)"
+                )
+            if text.startswith("/") or ".." in text.split("/"):
+                raise MemoryToolError(f"Path {path} would escape /memories directory")
+        rel = PurePosixPath(rest).as_posix() if rest else ""
+        rel = "" if rel == "." else rel
+        mind = self.vault.mind
+        relpath = f"{mind}/{rel}" if rel else mind
+        try:
+            full = safe_path(self.vault.root, relpath, mind)
+        except InvalidInput:
+            raise MemoryToolError(f"Path {path} would escape /memories directory") from None
+        return _Target(path, rel, relpath, full)
+
+    def _writable(self, target: _Target) -> None:
+        """Refuse a path memfile would not take for a memory file (the error names the layout)."""
+        parts = target.rel.split("/") if target.rel else []
+        if not parts or not parts[-1].endswith(".md") or any(p.startswith(".") for p in parts):
+            raise MemoryToolError(f"{target.given} is not a memory file: {LAYOUT}.")
+        if target.full.resolve() != self.vault.mind_dir.resolve().joinpath(*parts):
+            raise MemoryToolError(f"{target.given} goes through a symbolic link; memfile writes memory files only.")
+
+    def _capped(self, target: _Target, text: str) -> None:
+        size = len(text.encode("utf-8"))
+        if size > self.max_write_bytes:
+            raise MemoryToolError(
+                f"No change was made: {target.given} would be {size:,} bytes, and the memory tool writes at most "
+                f"{self.max_write_bytes:,} bytes per file; keep memories short, or split this one into several files."
+            )
+
+    # --- memories ------------------------------------------------------------------------
+
+    def _parsed(self, target: _Target, data: bytes, mtime: datetime | None = None) -> Memory:
+        """The memory `data` would be at `target`, or the reason it could not be one."""
+        try:
+            return fileformat.parse(data, target.relpath, mtime or utc_now())
+        except FileParseError as exc:
+            line = f" (line {exc.line})" if exc.line else ""
+            raise MemoryToolError(
+                f"No change was made: {target.given} would not be a memory file memfile can read: {exc.reason}{line}. "
+                "Keep the front-matter between the two --- lines valid YAML, or leave it out."
+            ) from None
+
+    def _holding(self, category: Category, key: str) -> Memory | None:
+        return next((m for m in self.vault.memories() if m.category is category and m.key == key), None)
+
+    def _memory_at(self, target: _Target) -> Memory:
+        memory = next((m for m in self.vault.memories() if m.path == target.relpath), None)
+        if memory is None:
+            problem = next((i for i in self.vault.issues if i.path == target.relpath), None)
+            why = f" ({problem.reason})" if problem else ""
+            raise MemoryToolError(
+                f"{target.given} is not a memory memfile can read{why}; a person must mend it by hand, tell the user."
+            )
+        return memory
+
+    def _memories_in(self, target: _Target, verb: str) -> tuple[list[Memory], dict[str, bytes | None]]:
+        """Every memory under a folder, refused when the folder holds anything else or a memory that is a
+        person's to remove (verified or critical): a folder goes all or nothing."""
+        prefix = target.relpath + "/"
+        memories = sorted((m for m in self.vault.memories() if m.path.startswith(prefix)), key=lambda m: m.path)
+        paths = {m.path for m in memories}
+        others = sorted(
+            (Path(folder) / name).relative_to(self.vault.root).as_posix()
+            for folder, _, names in os.walk(target.full)
+            for name in names
+        )
+        others = [p for p in others if p not in paths]
+        if others:
+            shown = ", ".join(_shown(p) for p in others[:10]) + (", ..." if len(others) > 10 else "")
+            raise MemoryToolError(
+                f"Cannot {verb} {target.given}: it holds files that are not memories memfile can read ({shown}); "
+                "nothing was changed: a person must look at them, tell the user."
+            )
+        guarded = [m for m in memories if m.verified or m.priority is Priority.CRITICAL]
+        if guarded:
+            shown = ", ".join(_shown(m.path) for m in guarded[:10]) + (", ..." if len(guarded) > 10 else "")
+            raise MemoryToolError(
+                f"Cannot {verb} {target.given}: it holds memories a person verified or made critical ({shown}), "
+                f"which only a person can {verb}; nothing was changed. {verb.capitalize()} the other files one by "
+                "one, and store corrections as new memories."
+            )
+        based_on: dict[str, bytes | None] = {
+            m.path: safe_path(self.vault.root, m.path, self.vault.mind).read_bytes() for m in memories
+        }
+        return memories, based_on
+
+    def _existing_file(self, target: _Target) -> tuple[bytes, str]:
+        full = target.full
+        if not full.exists():
+            raise MemoryToolError(f"The path {target.given} does not exist. Please provide a valid path.")
+        if not full.is_file():
+            raise MemoryToolError(f"The path {target.given} is not a file.")
+        self._writable(target)
+        data = full.read_bytes()
+        return data, _decoded(data, target.given)
+
+    def _edit(self, target: _Target, data: bytes, new_text: str, verb: str) -> None:
+        """Write an edited file: still a memory, the same one, not a person's, moved `updated_at`; one commit."""
+        self._capped(target, new_text)
+        mtime = datetime.fromtimestamp(target.full.stat().st_mtime, tz=timezone.utc)
+        before = self._memory_at(target)
+        if before.verified or before.priority is Priority.CRITICAL:
+            why = "verified by a person" if before.verified else "critical"
+            raise MemoryToolError(
+                f"No change was made: {before.ref} ({target.given}) is {why}, so only a person can change it. "
+                "Create a new memory file with the correction instead, and tell the user "
+                f"(who can mark the old one superseded: memfile store ... --supersedes {before.ref})."
+            )
+        before = self._parsed(target, data, mtime)
+        after = self._parsed(target, new_text.encode("utf-8"), mtime)
+        for name in ("id", "category", "key", "created_at", "source"):
+            old_value, new_value = getattr(before, name), getattr(after, name)
+            if old_value != new_value:
+                raise MemoryToolError(
+                    f"No change was made: the edit would change the {name} of {before.ref} "
+                    f"({_value(old_value)} -> {_value(new_value)}), which never changes. Leave that line as it "
+                    "is; to file the memory elsewhere, rename the file or create a new one."
+                )
+        if after.verified and not before.verified:
+            raise MemoryToolError(
+                "No change was made: agents cannot verify memories (verified: true); only a person can."
+            )
+        encoded = new_text.encode("utf-8")
+        if after.has_front_matter and encoded != data:
+            encoded = fileformat.rewrite(encoded, target.relpath, after, replace(after, updated_at=utc_now()))
+        self.vault.write_raw(
+            {target.relpath: encoded.decode("utf-8")},
+            subject=f"memory-tool {verb} {target.ref}",
+            based_on={target.relpath: data},
+        )
+
+    def _new_file_text(self, target: _Target, file_text: str, memory: Memory) -> str:
+        """The text of a new file: the model's, with the front-matter keys an agent's memory carries added
+        where missing (id, `source: agent`, created_at, updated_at), and checked to belong where it is."""
+        placed = self._parsed(target, b"")
+        if (memory.category, memory.key) != (placed.category, placed.key):
+            raise MemoryToolError(
+                f"No change was made: the front-matter names {memory.ref}, but a file at {target.given} holds "
+                f"{placed.ref}: leave `category` and `key` out of the front-matter, or create the file at "
+                f"/memories/{memory.category}/{memory.key}.md"
+            )
+        now = format_datetime(utc_now())
+        wanted = {"id": new_id(), "source": "agent", "created_at": now, "updated_at": now}
+        try:
+            missing = [
+                f"{name}: {value}\n"
+                for name, value in wanted.items()
+                if (name != "id" or memory.id_derived)
+                and _lacks(target.relpath, file_text, memory, f"{name}: {value}\n")
+            ]
+        except FileParseError:
+            raise MemoryToolError(
+                f"No change was made: the front-matter of {target.given} must be one `key: value` per line "
+                "between the two --- lines (or left out: memfile writes it)."
+            ) from None
+        return _with_lines(file_text, memory, "".join(missing))
+
+
+# --- helpers ---------------------------------------------------------------------------------
+
+
+def _text(command: Mapping[str, Any], name: str) -> str:
+    value = command.get(name)
+    if not isinstance(value, str):
+        what = "missing" if value is None else f"not text: {value!r}"
+        raise MemoryToolError(f"The {command.get('command')} command needs `{name}` (text), which is {what}")
+    return value
+
+
+def _with_lines(text: str, memory: Memory, lines: str) -> str:
+    """`text` with front-matter `lines` added at the top of its front-matter (made when it has none)."""
+    if not lines:
+        return text
+    if not memory.has_front_matter:
+        return "---\n" + lines + "---\n" + text
+    first = text.index("\n") + 1
+    return text[:first] + lines + text[first:]
+
+
+def _lacks(relpath: str, text: str, memory: Memory, line: str) -> bool:
+    """Whether the front-matter of `text` lacks the key of `line`: adding it gives no key twice."""
+    try:
+        fileformat.parse(_with_lines(text, memory, line).encode("utf-8"), relpath, utc_now())
+    except FileParseError as exc:
+        if "appears twice" in exc.reason:
+            return False
+        raise
+    return True
+
+
+def _renamed(data: bytes, memory: Memory, relpath: str, now: datetime) -> str:
+    """The text of `memory`'s file stored anew at `relpath`: a new id, the category and key the place
+    gives, `renamed_from: <old id>`; content, dates of creation and every other key kept."""
+    placed = fileformat.parse(b"", relpath, now)
+    extra = tuple((k, v) for k, v in memory.extra if k != RENAMED_FROM) + ((RENAMED_FROM, memory.id),)
+    new = replace(
+        memory,
+        id=new_id(),
+        category=placed.category,
+        key=placed.key,
+        path=relpath,
+        updated_at=now,
+        extra=extra,
+        id_derived=False,
+    )
+    return fileformat.rewrite(data, memory.path, memory, new).decode("utf-8")
+
+
+def _read(path: Path, given: str) -> str:
+    try:
+        return _decoded(path.read_bytes(), given)
+    except FileNotFoundError:
+        raise MemoryToolError(
+            f"The file {given} no longer exists (may have been deleted or renamed concurrently)."
+        ) from None
+
+
+def _decoded(data: bytes, given: str) -> str:
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise MemoryToolError(f"path {given!r} is not valid utf-8") from None
+
+
+def _size(size: int) -> str:
+    """The SDK's file sizes: `0B`, `512B`, `1.5K`, `4K`, `2.0M`."""
+    if size == 0:
+        return "0B"
+    units = ["B", "K", "M", "G"]
+    i = min((size.bit_length() - 1) // 10, len(units) - 1)
+    value = size / (1024**i)
+    return f"{int(value)}{units[i]}" if value == int(value) else f"{value:.1f}{units[i]}"
+
+
+def _shown(relpath: str) -> str:
+    """A vault-relative path as the model sees it: under /memories."""
+    return ROOT + "/" + relpath.split("/", 1)[1]
+
+
+def _value(value: object) -> str:
+    return format_datetime(value) if hasattr(value, "astimezone") else str(value)  # type: ignore[arg-type]
+
+
+def _remove_empty_folders(folder: Path) -> None:
+    """Remove `folder` and the folders in it that are left empty (deepest first); others stay."""
+    if not folder.is_dir():
+        return
+    for inner, _, _ in sorted(os.walk(folder), key=lambda entry: -len(entry[0])):
+        try:
+            os.rmdir(inner)
+        except OSError:
+            pass
