@@ -25,6 +25,7 @@ SCRIPTS = [
     "bench_inout",
     "bench_mcp",
     "bench_retrieval",
+    "bench_semantic",
     "bench_serve",
     "bench_watch",
     "bench_writes",

