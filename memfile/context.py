@@ -145,7 +145,8 @@ def build(
     report, memory = None, ""
     if vault is not None and recall_share > 0:  # 0: the app recalls no memory here
         cap = min(int(budget * recall_share), budget - base - required)
-        report, memory = _memory(vault, query, system, cap, budget, system_cost)
+        shown = [f"{Category.CONTEXT}/{key}"] if key is not None else []  # in its own section, not twice
+        report, memory = _memory(vault, query, system, cap, budget, system_cost, shown)
 
     previous = None
     if key is not None:
@@ -267,7 +268,13 @@ def _check(
 
 
 def _memory(
-    vault: Vault, query: str | None, system: str, cap: int, budget: int, system_cost: Callable[[str], int]
+    vault: Vault,
+    query: str | None,
+    system: str,
+    cap: int,
+    budget: int,
+    system_cost: Callable[[str], int],
+    exclude: list[str],
 ) -> tuple[RecallReport | None, str]:
     """The recall for `query` and the memory section that shows it, taking at most `cap` tokens of the
     system message by the app's count. The recall's own budget is in memfile's estimate; when the app's
@@ -284,7 +291,7 @@ def _memory(
         if asked < 1:  # 0 would mean "no limit" to recall
             break
         try:
-            report = vault.recall(asked, query=query)
+            report = vault.recall(asked, query=query, exclude=exclude)
         except InvalidInput as exc:
             if exc.field != "budget":
                 raise

@@ -74,6 +74,7 @@ class Recaller:
         query: str | None = None,
         limit: int | None = 10,
         include_superseded: bool = False,
+        exclude: frozenset[str] = frozenset(),
     ) -> RecallReport:
         """`Vault.recall` (its docstring says what it does)."""
         budget = self._checked(budget, limit)
@@ -83,7 +84,11 @@ class Recaller:
 
         def whole(view: View) -> RecallReport:
             return view.derived(
-                ("whole", include_superseded, budget), now, lambda m: self._whole(m, now, include_superseded, budget)
+                ("whole", include_superseded, budget, exclude),
+                now,
+                lambda every: self._whole(
+                    [m for m in every if not _named(m, exclude)], now, include_superseded, budget
+                ),
             )
 
         def recallable_of(memories: list[Memory]) -> tuple[Recallable, datetime]:
@@ -94,7 +99,11 @@ class Recaller:
             return Recallable.of(live), min((m.expires_at for m in live if m.expires_at is not None), default=_NEVER)
 
         def is_recallable(memory: Memory) -> bool:
-            return not memory.is_expired(now) and (include_superseded or not memory.superseded)
+            return (
+                not memory.is_expired(now)
+                and (include_superseded or not memory.superseded)
+                and not _named(memory, exclude)
+            )
 
         def recallable_updated(
             kept: Recallable, until: datetime, changed: list[Memory], removed: set[str]
@@ -111,11 +120,13 @@ class Recaller:
             from .recall import Match, recall_query, score, with_neighbours
 
             assert query is not None
-            recallable = view.derived(("recallable", include_superseded), now, recallable_of, recallable_updated)
+            key = ("recallable", include_superseded, exclude)
+            recallable = view.derived(key, now, recallable_of, recallable_updated)
             options = SearchOptions(
                 include_superseded=include_superseded, limit=max(CANDIDATES, limit or 0), snippets=False
             )
             hits, matched = view.search(query, options, now, count=True)
+            hits = [hit for hit in hits if not _named(hit.memory, exclude)]
             matches = with_neighbours([Match(hit.memory, hit.score) for hit in hits], recallable)
             ranked = score(matches, now, self.config.half_life_days)
             return recall_query(recallable, ranked, query, self.mind, self.name, budget, limit, matched)
@@ -275,3 +286,8 @@ def _record_of(report: RecallReport) -> dict[str, Any]:
 def _ref(memory: Memory, mind: str) -> str:
     """A recalled memory's REF in the record of `mind`'s recall: `MIND:category/key` for another mind's."""
     return memory.ref if memory.mind == mind else f"{memory.mind}:{memory.ref}"
+
+
+def _named(memory: Memory, refs: frozenset[str]) -> bool:
+    """Whether `refs` (`recall`'s `exclude`) names the memory, by id or `category/key`."""
+    return bool(refs) and (memory.id in refs or memory.ref in refs)

@@ -942,6 +942,7 @@ class Vault:
         limit: int | None = 10,
         include_superseded: bool = False,
         with_minds: Sequence[str] = (),
+        exclude: Iterable[str] = (),
     ) -> RecallReport:
         """The recall an agent puts in its context window: a `RecallReport`, which is the text itself (a str;
         `.encode()` gives the UTF-8 bytes `memfile recall` writes) and tells what was chosen and cut
@@ -965,6 +966,8 @@ class Vault:
             with_minds: other minds of the vault read too, read-only (a group chat's mind with its
                 speaker's): one text and one budget, the header naming every mind (`Mind: Group A +
                 Alice`) and each entry its own; the pinned memories of every mind come first.
+            exclude: memories (ids or `category/key`) left out, as if they were not there: what the
+                caller shows on its own (`memfile.context`'s rolling summary).
 
         Raises:
             InvalidInput: the budget or limit is not allowed, the query cannot be parsed, or a mind of
@@ -972,7 +975,15 @@ class Vault:
             NotFound: a mind of `with_minds` does not exist.
         """
         if not with_minds:
-            return self._recaller.recall(budget, query=query, limit=limit, include_superseded=include_superseded)
+            return self._recaller.recall(
+                budget,
+                query=query,
+                limit=limit,
+                include_superseded=include_superseded,
+                exclude=frozenset([exclude] if isinstance(exclude, str) else exclude),
+            )
+        if exclude:
+            raise InvalidInput("exclude", list(exclude), "nothing with with_minds (a recall of one mind only)")
         others = [self._reader(mind)._recaller for mind in _other_minds(self.mind, with_minds)]
         return self._recaller.recall_across(
             others, budget, query=query, limit=limit, include_superseded=include_superseded

@@ -402,6 +402,8 @@ def test_the_rolling_summary_is_stored_superseded_recalled_and_kept_in_history(m
     )
     assert third.dropped == [] and third.stored is None and third.summary == second.summary
     assert second.summary in third.system and len(summarize.calls) == calls
+    assert third.system.count(second.summary) == 1  # in its own section, not also in the memory section
+    assert third.recall is not None and ref not in [item.memory.ref for item in third.recall.items]
 
 
 def test_without_summarize_nothing_is_stored(mind: Vault) -> None:

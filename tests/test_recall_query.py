@@ -1128,3 +1128,16 @@ def test_a_long_lived_vault_recalls_what_changed_and_drops_what_expired(vault: V
     assert vault.search("slip") == [] and [h.memory.key for h in vault.search("slip", include_expired=True)] == [
         "boat_slip"
     ]
+
+
+def test_exclude_leaves_memories_out_as_if_they_were_not_there(vault: Vault) -> None:
+    kept = vault.store("fact", "deploy_day", "Deploys go out on Thursdays.", priority="critical").memory
+    gone = vault.store("note", "deploy_summary", "Earlier: we talked about deploys on Thursdays.").memory
+    for query in (None, "deploys Thursdays"):
+        every = [item.memory.ref for item in vault.recall(query=query, budget=0).items]
+        assert gone.ref in every and kept.ref in every
+        for named in ([gone.ref], [gone.id], gone.ref):
+            left = [item.memory.ref for item in vault.recall(query=query, budget=0, exclude=named).items]
+            assert left == [ref for ref in every if ref != gone.ref]
+    with pytest.raises(InvalidInput, match="exclude"):
+        vault.recall(exclude=[gone.ref], with_minds=["other"])
