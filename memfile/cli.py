@@ -235,6 +235,7 @@ def _read_content(content: str | None) -> str:
 @click.option(
     "--supersedes", metavar="REF", help="An older memory this one replaces: marked superseded in the same commit."
 )
+@click.option("--allow-secret", is_flag=True, help="Store it though it looks like a token or key (people only).")
 @json_option
 @click.pass_obj
 def store(
@@ -248,6 +249,7 @@ def store(
     expires: str | None,
     source: str | None,
     supersedes: str | None,
+    allow_secret: bool,
     as_json: bool,
 ) -> None:
     """Store a memory, or update the one with the same CATEGORY and KEY.
@@ -265,6 +267,7 @@ def store(
         "confidence": confidence,
         "source": source,
         "supersedes": supersedes,
+        "allow_secret": allow_secret,
     }
     if tags:
         options["tags"] = list(tags)

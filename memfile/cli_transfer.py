@@ -112,6 +112,7 @@ def export(
     type=click.Choice(["user", "agent"]),
     help="LangBot: who the profiles come from (default agent: LangBot's agent tools write them).",
 )
+@click.option("--allow-secret", is_flag=True, help="Import contents that look like tokens or keys (people only).")
 @json_option
 @click.pass_obj
 def import_(
@@ -127,6 +128,7 @@ def import_(
     include_dreams: bool,
     max_priority: str,
     source_as: str | None,
+    allow_secret: bool,
     as_json: bool,
 ) -> None:
     """Import memories from FILE into the mind as one commit, or nothing at all.
@@ -138,6 +140,7 @@ def import_(
     unknown keys are kept; importing the same file twice changes nothing. The
     same category/key under another id is a conflict: reported, never merged
     (exit 4 after the rest is imported). An agent's import lands unverified.
+    A record that looks like it holds a secret (a token, a key) stops it too.
 
     Example: memfile import memories.jsonl --dry-run
 
@@ -158,6 +161,7 @@ def import_(
             include_dreams=include_dreams,
             max_priority=max_priority,
             source_as=source_as,
+            allow_secret=allow_secret,
         )
     )
     if as_json:

@@ -20,10 +20,14 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from .errors import Conflict, InvalidInput, MemfileError, NotAVault, NotFound
 from .model import Source, parse_source
 from .paths import MIND_PATTERN, MIND_RULE, mind_dirs, validate_mind
+
+if TYPE_CHECKING:
+    from .secretscan import SecretPolicy
 
 CONFIG_NAME = "memfile.toml"
 STATE_DIR = ".memfile"
@@ -56,6 +60,7 @@ class Config:
         half_life_days: recall's recency half-life, above 0 and at most 1e9 days.
         sync_remote: a remote name or URL that cannot reach git as an option (`valid_remote`).
         sync_interval: seconds between autosyncs, 10 to a year.
+        secrets: `[secrets]` (`policy`, `allow`), checked by `memfile.secretscan.SecretPolicy`.
     """
 
     default_mind: str | None = None
@@ -69,6 +74,7 @@ class Config:
     sync_remote: str = DEFAULT_REMOTE
     sync_interval: float = DEFAULT_SYNC_INTERVAL
     mcp_recall_budget: int | None = DEFAULT_MCP_RECALL_BUDGET
+    secrets: SecretPolicy | None = None  # `[secrets]`; None: the defaults (refuse, no allow pattern)
 
     def display_name(self, mind: str) -> str:
         return self.mind_names.get(mind, mind)
@@ -288,6 +294,7 @@ def load_config(root: Path) -> Config:
     recall = _Settings(path, data, "recall")
     sync = _Settings(path, data, "sync")
     mcp = _Settings(path, data, "mcp")
+    secrets = _Settings(path, data, "secrets")
     default_mind = top.text("default_mind", f"a mind folder name: {MIND_RULE}", MIND_PATTERN.fullmatch)
     author_name = git.text("author_name", "a name without control characters, < or >", _is_ident)
     author_email = git.text("author_email", "an e-mail address without control characters, < or >", _is_ident)
@@ -319,7 +326,17 @@ def load_config(root: Path) -> Config:
         sync_remote=remote or DEFAULT_REMOTE,
         sync_interval=float(interval) if interval is not None else DEFAULT_SYNC_INTERVAL,
         mcp_recall_budget=(int(mcp_budget) or None) if mcp_budget is not None else DEFAULT_MCP_RECALL_BUDGET,
+        secrets=_secret_policy(secrets),
     )
+
+
+def _secret_policy(table: _Settings) -> SecretPolicy | None:
+    """`[secrets]`, checked; None when absent (the scanner's rules are compiled only when a write scans)."""
+    if not table.table:
+        return None
+    from .secretscan import SecretPolicy
+
+    return SecretPolicy.from_table(table.table, fail=table.fail)
 
 
 def find_vault(explicit: str | os.PathLike[str] | None = None, start: Path | None = None) -> Path:
@@ -442,6 +459,10 @@ def render_config(mind: str, name: str | None) -> str:
         "# autosync = false      # writes push and `memfile watch` pulls, at most every interval",
         '# remote = "origin"',
         "# interval = 300        # seconds",
+        "",
+        "# [secrets]",
+        '# policy = "refuse"      # a write holding a token or key: refuse | warn | off (docs/secrets.md)',
+        "# allow = []             # regexes of known false positives",
         "",
     ]
     return "\n".join(lines)

@@ -130,6 +130,7 @@ class Doctor:
         for path in map(shown_path, status["uncommitted"]):
             add(Finding("uncommitted", f"{path} has changes not committed to git", path))
         self._check_files(report)
+        self._check_secrets(report, memories)
         now = utc_now()
         expired = sum(1 for m in memories if m.is_expired(now))
         superseded = sum(1 for m in memories if m.superseded)
@@ -147,6 +148,30 @@ class Doctor:
                 )
             )
         return report
+
+    def _check_secrets(self, report: DoctorReport, memories: list[Memory]) -> None:
+        """A `secret` finding for each value shaped like a credential in a memory file (the whole file:
+        front-matter too), unless `[secrets] policy = "off"`; never fixed (the person removes it)."""
+        from .secretscan import OFF, SecretPolicy, scan
+
+        policy = self._writer.config.secrets or SecretPolicy()
+        if policy.policy == OFF:
+            return
+        for memory in memories:
+            try:
+                text = (self.root / memory.path).read_text(encoding="utf-8-sig")
+            except (OSError, UnicodeDecodeError):
+                continue  # changed meanwhile: the next doctor reads it
+            for found in scan(text, policy.allow):
+                where = f"{memory.path}:{found.line}"
+                report.findings.append(
+                    Finding(
+                        "secret",
+                        f"{where}: {found.what} ({found.masked}); remove it by hand, and see docs/secrets.md "
+                        "for the versions git keeps",
+                        memory.path,
+                    )
+                )
 
     def _misplaced(self, memory: Memory, expected: str) -> bool:
         """Whether the file's front-matter names a category or key other than the ones its place gives.

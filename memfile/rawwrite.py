@@ -19,12 +19,17 @@ from . import fileformat
 from .errors import Conflict, FileParseError, InvalidInput, Refused
 from .model import AGENT_PRIORITY_CAP, Memory, Priority, Source, utc_now
 from .paths import safe_path
+from .secretscan import guard
 from .swap import EditedMeanwhile
 from .writer import AGENT_CAP_REFUSAL, Writer
 
 
 def write_raw(
-    writer: Writer, changes: Mapping[str, str | None], subject: str, based_on: Mapping[str, bytes | None]
+    writer: Writer,
+    changes: Mapping[str, str | None],
+    subject: str,
+    based_on: Mapping[str, bytes | None],
+    allow_secret: bool = False,
 ) -> str | None:
     """`Vault.write_raw` (its docstring says what it does)."""
     with writer.transaction():
@@ -56,6 +61,10 @@ def write_raw(
             encoded = None if text is None else text.encode("utf-8")
             if encoded is not None:
                 new[relpath] = _checked(writer, relpath, encoded, old)
+                agent = writer.actor is Source.AGENT
+                assert text is not None
+                if warned := guard(writer.config.secrets, text, what=relpath, allow_secret=allow_secret, agent=agent):
+                    writer.notices.append(warned)
             if encoded != data:
                 written.append((relpath, encoded))
         _unique(new, [m for path, m in known.items() if path not in changes])

@@ -114,7 +114,7 @@ T = TypeVar("T")
 
 #: The arguments of `Vault.store`, which `store_many` takes by name.
 _STORE_ARGUMENTS = frozenset(
-    {"category", "key", "content", "priority", "tags", "confidence", "expires", "source", "supersedes"}
+    {"category", "key", "content", "priority", "tags", "confidence", "expires", "source", "supersedes", "allow_secret"}
 )
 #: What an entry of `store_many` may hold: store's arguments and the credential it is made for.
 _STORE_MANY_FIELDS = _STORE_ARGUMENTS | {"credential"}
@@ -620,6 +620,7 @@ class Vault:
         expires: str | datetime | None = UNSET,
         source: str | Source | None = None,
         supersedes: str | None = None,
+        allow_secret: bool = False,
     ) -> StoreResult:
         """Store a memory: create it, or update the one with the same (category, key) in place.
 
@@ -639,13 +640,16 @@ class Vault:
             supersedes: REF of an older memory this one replaces: in the same commit it is
                 marked `status: superseded` with `superseded_by: <this id>`, which keeps it on
                 disk but out of recall and search (`reactivate` brings it back).
+            allow_secret: a person stores content that looks like a secret (a token, a key, a
+                password) all the same, with a warning; never an agent (`[secrets]`, docs/secrets.md).
 
         Returns:
             A StoreResult with the memory as written, whether anything changed, and the superseded memory.
 
         Raises:
             InvalidInput: a field is not allowed (the message names it and the allowed values).
-            Refused: an agent tried to store as a user, or to supersede a memory a person verified.
+            Refused: an agent tried to store as a user, or to supersede a memory a person verified;
+                the content looks like a secret (SecretFound: the rule, line and a masked value).
             Conflict: another file holds the memory's path, or the lock timed out.
         """
         return self._writer.store(
@@ -658,6 +662,7 @@ class Vault:
             expires=expires,
             source=source,
             supersedes=supersedes,
+            allow_secret=allow_secret,
         )
 
     @_verb
@@ -726,7 +731,12 @@ class Vault:
 
     @_verb
     def write_raw(
-        self, changes: Mapping[str, str | None], *, subject: str, based_on: Mapping[str, bytes | None] | None = None
+        self,
+        changes: Mapping[str, str | None],
+        *,
+        subject: str,
+        based_on: Mapping[str, bytes | None] | None = None,
+        allow_secret: bool = False,
     ) -> str | None:
         """Write memory files with the exact text given (None removes one), all in one commit.
 
@@ -738,6 +748,7 @@ class Vault:
             subject: the commit's subject; `(user)` or `(agent)` is appended.
             based_on: the bytes each path held when the caller read it (None: it did not exist);
                 a file that changed since is left as it is and nothing is written.
+            allow_secret: as `store`'s (a person's only).
 
         Returns:
             The commit's sha, or None when every file already held its text.
@@ -751,7 +762,7 @@ class Vault:
         """
         from .rawwrite import write_raw
 
-        return write_raw(self._writer, changes, subject, based_on or {})
+        return write_raw(self._writer, changes, subject, based_on or {}, allow_secret)
 
     @_verb
     def verify(self, ref: str) -> StoreResult:
@@ -1062,6 +1073,7 @@ class Vault:
         max_priority: str = "high",
         source_as: str | None = None,
         name: str | None = None,
+        allow_secret: bool = False,
     ) -> ImportReport:
         """Import memories into this mind as one commit, or nothing when any record is refused.
 
@@ -1078,6 +1090,7 @@ class Vault:
             max_priority: LangBot's importance 5 becomes `high`, or `critical` when a person asks.
             source_as: LangBot: `user` when a person vouches for the profiles (default agent).
             name: what to call the file in messages and the commit (default: its name).
+            allow_secret: as `store`'s: a person imports contents that look like secrets, with a warning.
 
         Returns:
             An ImportReport: created, updated, unchanged, skipped, conflicts, what could not be mapped, the commit.
@@ -1085,6 +1098,7 @@ class Vault:
 
         Raises:
             InvalidInput: the file cannot be read, or a record is refused (its number and the reason).
+            Refused: a record's content looks like a secret (SecretFound names the record).
         """
         from .transfer import import_file
 
@@ -1106,6 +1120,7 @@ class Vault:
             from_mind=from_mind,
             options=options,
             name=name,
+            allow_secret=allow_secret,
         )
 
     @classmethod

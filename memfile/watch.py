@@ -287,6 +287,8 @@ class Batcher:
             message = str(exc) if isinstance(exc, MemfileError) else f"{type(exc).__name__}: {exc}"
             _logger("memfile.watch").warning("watcher: %s", message)
         batch.batches += 1
+        if report.changed and not full:
+            _warn_of_secrets(batch.root, paths)
         if self.on_batch is not None:
             self.on_batch(report, paths if not full else ["(all files)"])
         batch.finish()
@@ -603,6 +605,25 @@ def _schedule(observer: Any, folder: Path, callback: Callable[[Any], None]) -> N
             callback(event)
 
     observer.schedule(Handler(), str(folder), recursive=True, event_filter=kinds)
+
+
+def _warn_of_secrets(root: Path, paths: list[str]) -> None:
+    """A person's hand edit is never refused, but a secret in it is told (`memfile.secretscan.warning`)."""
+    from .config import load_config
+    from .secretscan import warning
+
+    try:
+        policy = load_config(root).secrets
+    except MemfileError:
+        return  # memfile.toml is being edited: the next command names its problem
+    for relpath in paths:
+        try:
+            text = (root / relpath).read_text(encoding="utf-8-sig") if relpath.endswith(".md") else ""
+        except (OSError, UnicodeDecodeError):
+            continue  # gone again, or unreadable: the index names it
+        told = warning(policy, text, relpath) if text else None
+        if told:
+            _logger("memfile.watch").warning("watcher: %s", told)
 
 
 def _logger(name: str) -> Any:

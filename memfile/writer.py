@@ -21,13 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from . import fileformat
-from .config import (
-    CONFIG_NAME,
-    STATE_DIR,
-    Config,
-    config_with_mind,
-    render_config,
-)
+from .config import CONFIG_NAME, STATE_DIR, Config, config_with_mind, render_config
 from .errors import (
     AmbiguousRef,
     Conflict,
@@ -348,12 +342,13 @@ class Writer:
         expires: str | datetime | None = UNSET,
         source: str | Source | None = None,
         supersedes: str | None = None,
+        allow_secret: bool = False,
     ) -> StoreResult:
         """`Vault.store` (its docstring says what it does)."""
-        request = self._request(category, key, content, priority, tags, confidence, expires, source, supersedes)
-        from . import (
-            store_queue,  # here, like the git half's modules: reads never need it
+        request = self._request(
+            category, key, content, priority, tags, confidence, expires, source, supersedes, allow_secret
         )
+        from . import store_queue  # here, like the git half's modules: reads never need it
 
         state = self.root / STATE_DIR
         with cannot_write(self.root):
@@ -404,8 +399,9 @@ class Writer:
         expires: str | datetime | None = UNSET,
         source: str | Source | None = None,
         supersedes: str | None = None,
+        allow_secret: bool = False,
     ) -> dict[str, Any]:
-        """A store checked (every field, the agent rules) and made into plain values (a store queue request).
+        """A store checked (every field, the agent rules, secrets) and made into plain values (a store queue request).
 
         Raises:
             InvalidInput, Refused: as `Vault.store` says.
@@ -434,6 +430,11 @@ class Writer:
         content = content.replace("\r\n", "\n").strip()
         if len(content.encode("utf-8")) > fileformat.MAX_FILE_BYTES - 64 * 1024:
             raise InvalidInput("content", f"{len(content.encode('utf-8'))} bytes", "text of at most 10 MB")
+        from .secretscan import guard
+
+        agent, what = self.actor is Source.AGENT, f"the content of {category.value}/{key}"
+        if warned := guard(self.config.secrets, content, what=what, allow_secret=allow_secret, agent=agent):
+            self.notices.append(warned)
         new_priority = parse_priority(priority) if priority is not None else None
         new_tags = parse_tags(tags) if tags is not None else None
         new_confidence = parse_confidence(confidence) if confidence is not None else None
@@ -694,14 +695,8 @@ class Writer:
         with self.transaction():
             memory = self.find(ref)
             if self.actor is Source.AGENT and (memory.verified or memory.priority is Priority.CRITICAL):
-                why = " and ".join(
-                    w
-                    for w, on in (
-                        ("critical", memory.priority is Priority.CRITICAL),
-                        ("verified by a person", memory.verified),
-                    )
-                    if on
-                )
+                marks = (("critical", memory.priority is Priority.CRITICAL), ("verified by a person", memory.verified))
+                why = " and ".join(w for w, on in marks if on)
                 instead = "" if memory.verified else f", or store the correction with supersedes={memory.ref!r}"
                 raise Refused(
                     f"{memory.ref} is {why}, so an agent cannot forget it; ask the user to forget it "
@@ -741,6 +736,10 @@ class Writer:
             if not path.exists():
                 raise NotFound(f"{before.path} no longer exists after the edit")
             after = self._index.load(before.path)[1]
+            from .secretscan import warning  # a person's edit is never refused: they are told
+
+            if warned := warning(self.config.secrets, after.content, f"the edit of {after.ref}"):
+                self.notices.append(warned)
             for name, old_value, new_value in (
                 ("category", before.category, after.category),
                 ("key", before.key, after.key),

@@ -50,9 +50,9 @@ def test_readme_documents_every_exit_code() -> None:
 # The design, by package prefix (STYLE.md "The shape of the house"): faces -> vault -> writer, recaller,
 # doctor -> index/, git/ -> core. Each module may import the units listed for its prefix; an exception
 # carries its reason. Imports under `if TYPE_CHECKING:` are annotations only and are not counted.
-CORE = {"errors", "model", "paths", "fileformat", "config", "text", "files", "swap", "recall"}
+CORE = {"errors", "model", "paths", "fileformat", "config", "text", "files", "swap", "recall", "secretscan"}
 #: What the index sits on: the core without recall (what recall means is not the cache's business).
-INDEX_BASE = CORE - {"recall"}
+INDEX_BASE = CORE - {"recall", "secretscan"}
 FACE_MAY_USE = {"vault", "model", "errors", "config"}
 MAY_IMPORT: dict[str, set[str]] = {
     "errors": set(),
@@ -60,7 +60,7 @@ MAY_IMPORT: dict[str, set[str]] = {
     "model": {"errors"},
     "paths": {"errors", "model"},
     "fileformat": {"errors", "model", "config"},  # config.plain: the direct front-matter writer's switch
-    "config": {"errors", "model", "paths"},
+    "config": {"errors", "model", "paths", "secretscan"},  # [secrets] is checked by the scanner's policy
     "files": {"errors", "paths", "fileformat"},
     "swap": {"errors", "files"},
     "recall": {"errors", "model"},
@@ -91,7 +91,7 @@ MAY_IMPORT: dict[str, set[str]] = {
     "worker": FACE_MAY_USE | {"watch", "paths", "git"},
     "mcp_server": FACE_MAY_USE | {"watch", "worker", "memory_tool"},
     "server": FACE_MAY_USE | {"worker", "keys", "mcp_server", "server", "recall"},
-    "watch": FACE_MAY_USE | {"paths", "index"},
+    "watch": FACE_MAY_USE | {"paths", "index", "secretscan"},
     "__main__": {"cli", "cli_client", "config"},
     # Issue 27/28's library helpers over the facade (being built; each entry is checked when it lands).
     "context": FACE_MAY_USE | {"recall"},
@@ -105,6 +105,7 @@ MAY_IMPORT: dict[str, set[str]] = {
 FACE_EXCEPTIONS = {
     ("cli_git", "git"): "the hidden merge-file command is git's merge driver (git.run_merge_driver), imported when run",
     ("watch", "paths"): "which file names are memories (is_ignored_name) decides what an event is about",
+    ("watch", "secretscan"): "a secret in a hand edit is told (secretscan.warning), never refused",
     ("watch", "index"): "the watcher vouches for the index (its marker) so reads may skip the stat walk",
     ("__main__", "config"): "MEMFILE_PLAIN (config.plain) decides whether a read-only command may end at once",
     ("cli_keys", "keys"): "the key commands are the keys file's face",

@@ -61,8 +61,16 @@ FIELD_TYPES: dict[str, tuple[type, ...]] = {
     "expires_at": (str, type(None)),
     "source": (str,),
     "supersedes": (str,),
+    "allow_secret": (bool,),  # a person stores what looks like a secret all the same (a Mind Key: 403)
 }
-TYPE_NAMES = {str: "a string", list: "a list of strings", int: "a number", float: "a number", type(None): "null"}
+TYPE_NAMES = {
+    str: "a string",
+    list: "a list of strings",
+    int: "a number",
+    float: "a number",
+    type(None): "null",
+    bool: "true or false",
+}
 #: The fields of POST /memory that must be there.
 REQUIRED = ("category", "key", "content")
 #: Why a field a client may try is not one, when there is more to say than its name.
@@ -80,7 +88,17 @@ EXPORT_PARAMETERS = ("format", "raw", "all_minds")
 EXPORT_FORMATS = {"jsonl": ("application/x-ndjson", "jsonl"), "json": ("application/json", "json")}
 #: The query parameters of POST /memory/import (`memfile import`'s options; the body is the file, so
 #: `--include-dreams`, which reads DREAMS.md beside an OpenClaw folder's MEMORY.md, has no place here).
-IMPORT_PARAMETERS = ("from", "on_conflict", "dry_run", "from_mind", "split", "category", "max_priority", "source")
+IMPORT_PARAMETERS = (
+    "from",
+    "on_conflict",
+    "dry_run",
+    "from_mind",
+    "split",
+    "category",
+    "max_priority",
+    "source",
+    "allow_secret",
+)
 #: The library's names for the options of an export or import (the command line's) -> this API's names.
 TRANSFER_NAMES = {
     "--format": "format",
@@ -215,7 +233,7 @@ async def json_body(request: Request, allowed: Iterable[str], required: Iterable
             raise InvalidInput(name, None, f"{name} in the body of {where}")
     for name, value in data.items():
         types = FIELD_TYPES[name]
-        if isinstance(value, bool) or not isinstance(value, types):
+        if isinstance(value, bool) is not (bool in types) or not isinstance(value, types):
             wanted = " or ".join(dict.fromkeys(TYPE_NAMES[t] for t in types))
             raise InvalidInput(name, value, wanted, reason=f"it is {_json_type(value)}")
         if isinstance(value, list) and not all(isinstance(item, str) for item in value):
@@ -231,7 +249,9 @@ def _json_type(value: Any) -> str:
 def store_options(data: dict[str, Any]) -> dict[str, Any]:
     """`Vault.store`'s keyword arguments from a body: `expires_at` is its `expires` (null: never)."""
     options: dict[str, Any] = {
-        name: data[name] for name in ("priority", "tags", "confidence", "source", "supersedes") if name in data
+        name: data[name]
+        for name in ("priority", "tags", "confidence", "source", "supersedes", "allow_secret")
+        if name in data
     }
     if "expires_at" in data:
         options["expires"] = "never" if data["expires_at"] is None else data["expires_at"]
@@ -497,6 +517,7 @@ def build_app(
             "category": given.get("category") or None,
             "max_priority": given.get("max_priority", "high"),
             "source_as": given.get("source") or None,
+            "allow_secret": flag(given.get("allow_secret"), "allow_secret"),
         }
         data = await request.body()
         if not data.strip():

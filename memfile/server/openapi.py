@@ -107,6 +107,11 @@ _IMPORT_PARAMETERS = [
         "LangBot: who the profiles come from (default agent); a Mind Key imports as an agent whatever it says.",
         {"enum": [str(s) for s in Source]},
     ),
+    _query(
+        "allow_secret",
+        "A person imports contents that look like tokens or keys all the same (a Mind Key: 403).",
+        _BOOL,
+    ),
 ]
 _IMPORT_BODY = {
     "required": True,
@@ -197,6 +202,11 @@ def _input_schema(required: list[str], description: str) -> dict[str, Any]:
             },
             "source": {"enum": [str(s) for s in Source], "description": "A Mind Key stores as agent only."},
             "supersedes": {"type": "string", "description": "An older memory this one replaces (its id or REF)."},
+            "allow_secret": {
+                "type": "boolean",
+                "description": "A person's token stores content that looks like a token or key all the same "
+                "(refused by default: docs/secrets.md); a Mind Key never can (403).",
+            },
         },
     }
 

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 from ..errors import InvalidInput
 from ..model import Source, utc_now
+from ..secretscan import guard
 from .exporting import EXPORT_FORMATS, ExportReport, MindExport, Tally, export_lines
 from .importing import ImportReport, apply, plan, read_import
 from .records import FORMATS, ON_CONFLICT, SPLITS, ImportOptions, Incoming
@@ -103,9 +104,12 @@ def import_file(
     from_mind: str | None,
     options: dict[str, Any],
     name: str | None = None,
+    allow_secret: bool = False,
 ) -> ImportReport:
     """`Vault.import_`'s work: read, plan, and (unless `dry_run`) write the plan as one commit under the
     writer lock (the plan is made again under the lock, on the mind as it then is)."""
+    if allow_secret and actor is Source.AGENT:
+        guard(None, "", what="the import", allow_secret=True, agent=True)  # refused: only a person may
     if options["split"] not in SPLITS:
         raise InvalidInput("--split", options["split"], SPLITS)
     if options["max_priority"] not in ("high", "critical"):
@@ -132,6 +136,8 @@ def import_file(
             on_conflict=on_conflict,
             from_mind=from_mind,
             now=utc_now(),
+            secrets=writer.config.secrets,
+            allow_secret=allow_secret,
         )
 
     if dry_run:

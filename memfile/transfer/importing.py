@@ -47,6 +47,7 @@ from ..model import (
     validate_key,
 )
 from ..paths import is_memory_name, memory_relpath, safe_path
+from ..secretscan import SecretPolicy, guard
 from .records import FORMATS, ON_CONFLICT, ImportOptions, Incoming
 
 if TYPE_CHECKING:
@@ -389,11 +390,16 @@ def plan(
     on_conflict: str,
     from_mind: str | None,
     now: datetime,
+    secrets: SecretPolicy | None = None,
+    allow_secret: bool = False,
 ) -> Plan:
     """Check every record and decide what each does to the mind; nothing is written.
 
+    `secrets`, `allow_secret`: the vault's `[secrets]` and a person's --allow-secret (`secretscan.guard`).
+
     Raises:
         InvalidInput: the first record that fails, with its number and reason.
+        SecretFound: the first record whose content looks like a secret (the policy refuses it).
     """
     if on_conflict not in ON_CONFLICT:
         raise InvalidInput("--on-conflict", on_conflict, ON_CONFLICT)
@@ -445,6 +451,13 @@ def plan(
                 )
             seen[claim] = where
         old = by_id.get(memory.id) or (by_path.get(relpath) if memory.id_derived else None)
+        if old is None or old.content != memory.content:  # what is written is scanned, not what stays
+            what = (
+                f"{where} ({memory.ref})" if where == f"record {number}" else f"record {number}, {where} ({memory.ref})"
+            )
+            agent = actor is Source.AGENT
+            if warned := guard(secrets, memory.content, what=what, allow_secret=allow_secret, agent=agent):
+                result.notices.append(warned)
         entry: dict[str, Any] = {"record": number, "ref": memory.ref}
         if old is None:
             if by_ref.get(memory.ref):

@@ -1,0 +1,249 @@
+"""Secrets never reach the vault: every write path scans (store through every face, the memory tool, the
+importers), a person's hand edit is only warned about, doctor reports what is on disk.
+
+Token-shaped values are built at run time: no string in this file is one (push protection never flags it)."""
+
+from __future__ import annotations
+
+import json
+import logging
+import random
+import string
+import subprocess
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from conftest import commit_count, git
+from helpers import in_vault, write
+from test_serve_helpers import Server, Setup, make_setup, start_server
+
+from memfile import InvalidInput, Refused, Vault
+from memfile.memory_tool import MemoryToolBackend
+from memfile.secretscan import SecretFound
+
+RNG = random.Random(27)
+
+
+def github_token() -> str:
+    return "gh" + "p_" + "".join(RNG.choices(string.ascii_letters + string.digits, k=36))
+
+
+def stripe_key() -> str:
+    return "sk" + "_live_" + "".join(RNG.choices(string.ascii_letters + string.digits, k=24))
+
+
+def middle(token: str) -> str:
+    """A piece of the token no masked value may show."""
+    return token[6:-6]
+
+
+def secrets_config(root: Path, body: str) -> None:
+    path = root / "memfile.toml"
+    path.write_text(path.read_text(encoding="utf-8") + "\n[secrets]\n" + body + "\n", encoding="utf-8")
+
+
+def no_trace(root: Path, token: str) -> None:
+    """The value is nowhere memfile writes: files, git history (every version), its state folder."""
+    log = git(root, "log", "--all", "-p", "--format=%B")
+    assert middle(token) not in log
+    for path in root.rglob("*"):
+        if path.is_file() and ".git" not in path.parts:
+            assert middle(token) not in path.read_text(encoding="utf-8", errors="replace"), path
+
+
+# --- the library ------------------------------------------------------------------------------------
+
+
+def test_a_store_holding_a_token_is_refused_with_the_rule_line_and_a_masked_value(vault: Vault) -> None:
+    token = github_token()
+    commits = commit_count(vault.root)
+    with pytest.raises(SecretFound) as caught:
+        vault.store("fact", "ci_token", f"The CI uses this:\n{token}")
+    message = str(caught.value)
+    assert "line 2" in message and "GitHub" in message and token[:4] + "…" + token[-4:] in message
+    assert middle(token) not in message and middle(token) not in repr(caught.value.findings)
+    assert isinstance(caught.value, Refused) and caught.value.exit_code == 2
+    assert commit_count(vault.root) == commits and vault.list() == []
+    with vault.acting_as("agent") as agent, pytest.raises(SecretFound):
+        agent.store("fact", "ci_token", f"token {token}")
+    no_trace(vault.root, token)
+
+
+def test_a_person_may_allow_it_an_agent_never(vault: Vault) -> None:
+    token = stripe_key()
+    result = vault.store("fact", "stripe_test", f"key {token}", allow_secret=True)
+    assert result.created and any("written anyway (--allow-secret)" in n for n in result.notices)
+    assert not any(middle(token) in n for n in result.notices)
+    with vault.acting_as("agent") as agent, pytest.raises(Refused, match="only a person"):
+        agent.store("fact", "other", "no secret here", allow_secret=True)
+
+
+def test_policy_warn_off_and_allow_patterns(vault: Vault) -> None:
+    token = github_token()
+    secrets_config(vault.root, 'policy = "warn"')
+    with Vault.open(vault.root, "michael") as warned:
+        result = warned.store("fact", "a", f"token {token}")
+        assert result.created and any("GitHub" in n and middle(token) not in n for n in result.notices)
+    (vault.root / "memfile.toml").write_text(
+        (vault.root / "memfile.toml").read_text().replace('policy = "warn"', 'policy = "off"')
+    )
+    with Vault.open(vault.root, "michael") as off:
+        assert off.store("fact", "b", f"token {token}").notices == ()
+    (vault.root / "memfile.toml").write_text(
+        (vault.root / "memfile.toml").read_text().replace('policy = "off"', f"allow = ['^{token[:10]}']")
+    )
+    with Vault.open(vault.root, "michael") as allowed:
+        assert allowed.store("fact", "c", f"token {token}").created
+        with pytest.raises(SecretFound):
+            allowed.store("fact", "d", f"token {github_token()}")
+
+
+@pytest.mark.parametrize(
+    ("body", "field"),
+    [('policy = "block"', "secrets.policy"), ("allow = ['']", "secrets.allow[0]"), ("allow = 3", "secrets.allow")],
+)
+def test_a_bad_secrets_table_names_the_setting(vault: Vault, body: str, field: str) -> None:
+    secrets_config(vault.root, body)
+    with pytest.raises(InvalidInput) as caught:
+        Vault.open(vault.root, "michael")
+    assert field in str(caught.value)
+    result = in_vault(vault.root, "list")
+    assert result.exit_code == 2 and field in result.output and "Traceback" not in result.output
+
+
+def test_write_raw_and_the_memory_tool_refuse_a_secret(vault: Vault) -> None:
+    token = github_token()
+    commits = commit_count(vault.root)
+    with vault.acting_as("agent") as agent:
+        with pytest.raises(SecretFound):
+            agent.write_raw({"michael/note/x.md": f"---\nsource: agent\n---\n{token}\n"}, subject="memory-tool create")
+        tool = MemoryToolBackend(agent)
+        answer = tool.execute({"command": "create", "path": "/memories/note/ci.md", "file_text": f"token: {token}"})
+        assert "GitHub" in answer and middle(token) not in answer
+        tool.execute(
+            {"command": "create", "path": "/memories/note/ci.md", "file_text": "The CI token is in the vault."}
+        )
+        answer = tool.execute(
+            {"command": "str_replace", "path": "/memories/note/ci.md", "old_str": "in the vault", "new_str": token}
+        )
+        assert "GitHub" in answer and middle(token) not in answer
+    assert commit_count(vault.root) == commits + 1  # the clean create only
+    no_trace(vault.root, token)
+
+
+def test_an_import_stops_at_the_record_holding_a_secret(vault: Vault, tmp_path: Path) -> None:
+    token = stripe_key()
+    records = [
+        {"category": "fact", "key": "fine", "content": "Nothing secret."},
+        {"category": "fact", "key": "billing", "content": f"Stripe live key {token}"},
+    ]
+    file = tmp_path / "in.json"
+    file.write_text(json.dumps(records), encoding="utf-8")
+    commits = commit_count(vault.root)
+    for dry_run in (True, False):
+        with pytest.raises(SecretFound, match="record 2") as caught:
+            vault.import_(file, dry_run=dry_run)
+        assert middle(token) not in str(caught.value)
+    assert commit_count(vault.root) == commits and vault.list() == []
+    with vault.acting_as("agent") as agent, pytest.raises(Refused):
+        agent.import_(file, allow_secret=True)
+    report = vault.import_(file, allow_secret=True)
+    assert len(report.created) == 2 and any("written anyway" in n for n in report.notices)
+    result = in_vault(vault.root, "import", str(file), "--json")  # unchanged now, no new record to refuse
+    assert result.exit_code == 0, result.output
+
+
+def test_a_persons_edit_is_warned_about_never_refused(vault: Vault, monkeypatch: pytest.MonkeyPatch) -> None:
+    token = github_token()
+    stored = vault.store("fact", "ci", "The CI token lives in the password manager.")
+    memory, path = vault.begin_edit(stored.memory.ref)
+    path.write_text(path.read_text().replace("lives in the password manager", token))
+    result = vault.finish_edit(memory)
+    assert result.changed and any(
+        "looks like it holds a secret" in n and middle(token) not in n for n in result.notices
+    )
+    assert token in vault.get("fact/ci").content  # kept: the person's own edit
+
+
+def test_the_watcher_warns_of_a_secret_in_a_hand_edit(vault: Vault, caplog: pytest.LogCaptureFixture) -> None:
+    from memfile.watch import Watcher
+
+    token = github_token()
+    seen: list[list[str]] = []
+    (vault.root / "michael" / "fact").mkdir()  # a new folder is heard as a whole diff: doctor finds those
+    with caplog.at_level(logging.WARNING, logger="memfile.watch"):
+        watcher = Watcher(vault, debounce=0.05, on_batch=lambda report, paths: seen.append(paths)).start()
+        try:
+            time.sleep(0.3)  # the first pass (a full diff) is not a hand edit
+            write(vault.root / "michael" / "fact" / "hand.md", f"Deploy key: {token}\n")
+            deadline = time.monotonic() + 20
+            while time.monotonic() < deadline and not any("hand.md" in r.getMessage() for r in caplog.records):
+                time.sleep(0.05)
+        finally:
+            watcher.stop()
+    told = [r.getMessage() for r in caplog.records if "hand.md" in r.getMessage()]
+    assert told and "GitHub" in told[0] and middle(token) not in told[0]
+
+
+def test_doctor_reports_secrets_on_disk_masked(vault: Vault) -> None:
+    token = stripe_key()
+    write(vault.root / "michael" / "note" / "billing.md", f"---\napi_key: {token}\n---\nBilling notes.\n")
+    report = vault.doctor()
+    secret = [f for f in report.findings if f.kind == "secret"]
+    assert len(secret) == 1 and secret[0].path == "michael/note/billing.md" and secret[0].problem
+    assert ":2:" in secret[0].message and middle(token) not in secret[0].message
+    result = in_vault(vault.root, "doctor", "--json")
+    assert result.exit_code == 5 and middle(token) not in result.output
+    secrets_config(vault.root, 'policy = "off"')
+    with Vault.open(vault.root, "michael") as off:
+        assert not [f for f in off.doctor().findings if f.kind == "secret"]
+
+
+# --- the command line -----------------------------------------------------------------------------------
+
+
+def test_the_command_line(vault: Vault) -> None:
+    token = github_token()
+    refused = in_vault(vault.root, "store", "fact", "ci", f"token {token}")
+    assert refused.exit_code == 2 and "GitHub" in refused.output and middle(token) not in refused.output
+    assert "--allow-secret" in refused.output and "Traceback" not in refused.output
+    allowed = in_vault(vault.root, "store", "fact", "ci", f"token {token}", "--allow-secret")
+    assert allowed.exit_code == 0 and "written anyway" in allowed.output
+    agent = in_vault(vault.root, "store", "fact", "ci2", "x", "--allow-secret", env={"MEMFILE_SOURCE": "agent"})
+    assert agent.exit_code == 2 and "only a person" in agent.output
+
+
+# --- the HTTP API ------------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Setup, Server]]:
+    setup = make_setup(tmp_path_factory.mktemp("secrets"))
+    server = start_server(setup)
+    yield setup, server
+    code, _, err = server.stop()
+    assert code == 0 and "Traceback" not in err, err
+
+
+def test_the_http_api(served: tuple[Setup, Server]) -> None:
+    setup, server = served
+    token = github_token()
+    body = {"category": "fact", "key": "ci", "content": f"token {token}"}
+    for who in ("michael", "person"):
+        answer = server.request("POST", "/memory", setup.tokens[who], body)
+        assert answer.status == 403 and "GitHub" in answer.json()["message"] and middle(token) not in answer.json()["message"]
+    answer = server.request("POST", "/memory", setup.tokens["michael"], body | {"allow_secret": True})
+    assert answer.status == 403 and "only a person" in answer.json()["message"]
+    answer = server.request("POST", "/memory", setup.tokens["person"], body | {"allow_secret": True})
+    assert answer.status == 201, answer
+    answer = server.request("POST", "/memory", setup.tokens["person"], body | {"allow_secret": "yes"})
+    assert answer.status == 400 and "allow_secret" in answer.json()["message"]
+    records = json.dumps([{"category": "fact", "key": "stripe", "content": f"key {stripe_key()}"}])
+    answer = server.request("POST", "/memory/import", setup.tokens["person"], records)
+    assert answer.status == 403 and "record 1" in answer.json()["message"]
+    answer = server.request("POST", "/memory/import?allow_secret=true", setup.tokens["person"], records)
+    assert answer.status == 200, answer
+    log = subprocess.run(["git", "log", "-p"], cwd=setup.root, capture_output=True, text=True).stdout
+    assert middle(token) in log  # what a person allowed is stored; nothing else was
