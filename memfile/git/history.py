@@ -154,7 +154,8 @@ class History:
         """`Vault.history` (its docstring says what it does)."""
 
         relpath = self._history_path(ref)
-        commits = list(reversed(self._git.log(relpath, names=False)))  # oldest first, to diff each against the one before
+        # Oldest first, to diff each against the one before.
+        commits = list(reversed(self._git.log(relpath, names=False)))
         contents = self._git.read_all([(commit.sha, relpath) for commit in commits])
         versions: list[Version] = []
         for commit, data in zip(commits, contents, strict=True):
