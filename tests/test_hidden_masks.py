@@ -113,7 +113,7 @@ def test_segment_masks_give_exactly_the_plain_hidden_set_and_until(batches: list
 
 
 @pytest.mark.slow
-@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(batch, min_size=1, max_size=8))
 def test_segment_masks_give_exactly_the_plain_hidden_set_in_longer_histories(batches: list[Any]) -> None:
     check_history(batches)

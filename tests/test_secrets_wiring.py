@@ -233,7 +233,11 @@ def test_the_http_api(served: tuple[Setup, Server]) -> None:
     body = {"category": "fact", "key": "ci", "content": f"token {token}"}
     for who in ("michael", "person"):
         answer = server.request("POST", "/memory", setup.tokens[who], body)
-        assert answer.status == 403 and "GitHub" in answer.json()["message"] and middle(token) not in answer.json()["message"]
+        assert (
+            answer.status == 403
+            and "GitHub" in answer.json()["message"]
+            and middle(token) not in answer.json()["message"]
+        )
     answer = server.request("POST", "/memory", setup.tokens["michael"], body | {"allow_secret": True})
     assert answer.status == 403 and "only a person" in answer.json()["message"]
     answer = server.request("POST", "/memory", setup.tokens["person"], body | {"allow_secret": True})

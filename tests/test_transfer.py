@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 from conftest import commit_count, git
 from helpers import BROKEN, HAND_MADE, commit_by_hand, fails, in_vault, last_subject, ok, write
+from shared_vaults import built_once, copied
 
 import memfile
 from memfile import Vault
@@ -123,10 +124,9 @@ def comparable(memory_dict: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in memory_dict.items() if k != "mind"}
 
 
-@pytest.fixture
-def src(tmp_path: Path) -> Vault:
-    """A vault with stored memories (tags, priority, an agent's, a superseded pair) and a hand-made file."""
-    vault = new_vault(tmp_path, "src")
+def build_src(root: Path) -> None:
+    """Stored memories (tags, priority, an agent's, a superseded pair) and a hand-made file."""
+    vault = Vault.init(root, MIND, NAME)
     vault.store("fact", "office", "The office is in Berlin", tags=["work", "berlin"], priority="high")
     vault.store("preference", "tea", "Green tea, no sugar", confidence=0.9)
     with vault.acting_as("agent"):
@@ -135,13 +135,30 @@ def src(tmp_path: Path) -> Vault:
     vault.store("fact", "new_phone", "The phone number ends in 34", supersedes="old_phone")
     write(vault.mind_dir / "fact" / "office_hours.md", HAND_MADE)
     commit_by_hand(vault.root, f"{MIND}/fact/office_hours.md")
-    return vault
+    vault.close()
+
+
+@pytest.fixture(scope="module")
+def src_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return built_once(tmp_path_factory, "src", build_src)
+
+
+@pytest.fixture(scope="module")
+def empty_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return built_once(tmp_path_factory, "dst", lambda root: Vault.init(root, MIND, NAME).close())
 
 
 @pytest.fixture
-def dst(tmp_path: Path) -> Vault:
-    """An empty vault with the same mind."""
-    return new_vault(tmp_path, "dst")
+def src(src_template: Path, tmp_path: Path) -> Vault:
+    """A vault with stored memories (tags, priority, an agent's, a superseded pair) and a hand-made file:
+    each test's own copy of one built for the module (shared_vaults)."""
+    return Vault.open(copied(src_template, tmp_path / "src"), MIND)
+
+
+@pytest.fixture
+def dst(empty_template: Path, tmp_path: Path) -> Vault:
+    """An empty vault with the same mind (a copy of one `Vault.init` made for the module)."""
+    return Vault.open(copied(empty_template, tmp_path / "dst"), MIND)
 
 
 # --- export: the format ------------------------------------------------------------------------------

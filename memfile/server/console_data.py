@@ -222,7 +222,12 @@ def memory_page(vault: Vault, ref: str) -> MemoryView:
         memory: Memory | None = vault.get(ref)
     except NotFound:
         memory = None
-    versions = vault.history(memory.id if memory is not None else ref)
+    # Its REF finds the file at once where it is in its usual place; an id is looked for among every memory.
+    if memory is None:
+        versions = vault.history(ref)
+    else:
+        usual = memory.path == f"{memory.mind}/{memory.category}/{memory.key}.md"
+        versions = vault.history(memory.ref if usual else memory.id)
     last = next((v.memory for v in versions if v.memory is not None), None)
     shown = memory.id if memory is not None else (last.id if last is not None else ref)
     return MemoryView(shown, memory, versions, last)

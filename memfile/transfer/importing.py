@@ -455,8 +455,8 @@ def plan(
             what = (
                 f"{where} ({memory.ref})" if where == f"record {number}" else f"record {number}, {where} ({memory.ref})"
             )
-            agent = actor is Source.AGENT
-            if warned := guard(secrets, memory.content, what=what, allow_secret=allow_secret, agent=agent):
+            by_agent = actor is Source.AGENT
+            if warned := guard(secrets, memory.content, what=what, allow_secret=allow_secret, agent=by_agent):
                 result.notices.append(warned)
         entry: dict[str, Any] = {"record": number, "ref": memory.ref}
         if old is None:

