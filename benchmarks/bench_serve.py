@@ -678,7 +678,7 @@ def load_client(
                 body = {
                     "category": "note",
                     "key": f"load_{t:02d}_{i:06d}",
-                    "content": f"Load test note {t}-{i}, token {word}: the billing sync runs nightly.",
+                    "content": f"Load test note {t}-{i}, marker {word}: the billing sync runs nightly.",
                     "tags": ["bench", "load"],
                 }
                 path = "/memory"

@@ -262,7 +262,7 @@ def write(path: Path, data: str) -> None:
 
 
 def hand_made(tok: str, what: str) -> str:
-    return f"---\ntags: [bench, watch]\n---\n{what} written by bench_watch, token {tok}.\n"
+    return f"---\ntags: [bench, watch]\n---\n{what} written by bench_watch, marker {tok}.\n"
 
 
 class Editor:
@@ -294,21 +294,21 @@ class Editor:
         path = vault / rel
         if kind == "append":
             with open(path, "a", encoding="utf-8") as f:
-                f.write(f"\nAppended in place, token {tok}.\n")
+                f.write(f"\nAppended in place, marker {tok}.\n")
         elif kind == "jetbrains":  # IntelliJ "safe write"
-            text = path.read_text(encoding="utf-8") + f"\nSaved by a JetBrains IDE, token {tok}.\n"
+            text = path.read_text(encoding="utf-8") + f"\nSaved by a JetBrains IDE, marker {tok}.\n"
             tmp, old = Path(f"{path}___jb_tmp___"), Path(f"{path}___jb_old___")
             write(tmp, text)
             os.rename(path, old)
             os.rename(tmp, path)
             os.unlink(old)
         elif kind == "sed_i":  # GNU sed -i: a temp file in the same folder, renamed over the original
-            text = path.read_text(encoding="utf-8") + f"\nEdited with sed -i, token {tok}.\n"
+            text = path.read_text(encoding="utf-8") + f"\nEdited with sed -i, marker {tok}.\n"
             tmp = path.parent / ("sed" + "".join(r.choice(string.ascii_letters + string.digits) for _ in range(6)))
             write(tmp, text)
             os.replace(tmp, path)
         elif kind == "vim":  # vim with backupcopy=no: 4913 probe, swap file, backup by rename, new file
-            text = path.read_text(encoding="utf-8") + f"\nSaved by vim, token {tok}.\n"
+            text = path.read_text(encoding="utf-8") + f"\nSaved by vim, marker {tok}.\n"
             swap = path.parent / f".{path.name}.swp"
             write(swap, "vim swap\n")
             probe = path.parent / "4913"

@@ -486,6 +486,7 @@ def edit(state: State, ref: str, as_json: bool) -> None:
 @click.option("--limit", type=int, default=10, show_default=True, help="With --query: most matches besides the pinned.")
 @click.option("--include-superseded", is_flag=True, help="Also memories marked superseded.")
 @click.option("--with-mind", "with_minds", multiple=True, help="Also read this mind (repeat), read-only.")
+@click.option("--semantic/--lexical", default=None, help="With --query: matches by meaning too (as search).")
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
 @click.pass_obj
 def recall(
@@ -495,6 +496,7 @@ def recall(
     limit: int,
     include_superseded: bool,
     with_minds: tuple[str, ...],
+    semantic: bool | None,
     fmt: str,
 ) -> None:
     """Print the prioritized summary an agent puts in its context window.
@@ -511,6 +513,7 @@ def recall(
     """
     options: dict[str, Any] = {"query": query, "limit": limit, "include_superseded": include_superseded}
     options |= {"with_minds": with_minds} if with_minds else {}
+    options |= {"semantic": semantic} if semantic is not None else {}
     options |= {"budget": budget} if budget is not None else {}
     report = state.vault().recall(**options)
     _json(report.to_dict()) if fmt == "json" else click.echo(report.encode(), nl=False)

@@ -9,6 +9,7 @@ search process in all.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -19,11 +20,13 @@ from .errors import InvalidInput, NotFound
 from .files import atomic_write
 from .index import Index, SearchOptions, View
 from .index.query import check_query
-from .model import UNSET, Memory, Report, Source, format_datetime, utc_now
+from .model import UNSET, Memory, Report, SearchHit, Source, format_datetime, utc_now
 
 if TYPE_CHECKING:
     from .recall import Recallable, RecallReport
 
+#: A recall by meaning too: (query, text hits, recallable memories, how many) -> the fused hits.
+Fuse = Callable[[str, Sequence[SearchHit], Sequence[Memory], int], Sequence[SearchHit]]
 #: Where the last recall served to a mind is recorded (in `.memfile/`): one record per mind, so that
 #: no mind (nor an agent bound to it) ever reads another's query or memory ids.
 LAST_RECALL = "last_recall-{mind}.json"
@@ -75,8 +78,10 @@ class Recaller:
         limit: int | None = 10,
         include_superseded: bool = False,
         exclude: frozenset[str] = frozenset(),
+        fuse: Fuse | None = None,
     ) -> RecallReport:
-        """`Vault.recall` (its docstring says what it does)."""
+        """`Vault.recall` (its docstring says what it does); `fuse`: the text matches and the recallable
+        memories -> the matches by meaning too (`semantic`)."""
         budget = self._checked(budget, limit)
         if query is not None:
             check_query(query)  # before any work: a 10 MB query is refused at once
@@ -127,6 +132,9 @@ class Recaller:
             )
             hits, matched = view.search(query, options, now, count=True)
             hits = [hit for hit in hits if not _named(hit.memory, exclude)]
+            if fuse is not None:
+                hits = list(fuse(query, hits, recallable.memories, options.limit))
+                matched = max(matched, len(hits))
             matches = with_neighbours([Match(hit.memory, hit.score) for hit in hits], recallable)
             ranked = score(matches, now, self.config.half_life_days)
             return recall_query(recallable, ranked, query, self.mind, self.name, budget, limit, matched)

