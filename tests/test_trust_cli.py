@@ -112,11 +112,11 @@ def test_edit_without_an_editor_says_to_set_editor(vault: Vault, tmp_path: Path)
 def test_install_hints_name_a_distribution_that_is_memfiles() -> None:
     import tomllib
 
-    from memfile import cli
+    from memfile import cli, cli_serve
 
     pyproject = tomllib.loads((Path(__file__).parent.parent / "pyproject.toml").read_text())
     assert pyproject["project"]["name"] == cli.DISTRIBUTION == "memfile-vault"
-    assert "pip install 'memfile-vault[mcp]'" in (cli.mcp.help or "")
+    assert "pip install 'memfile-vault[mcp]'" in (cli_serve.mcp.help or "")
     readme = (Path(__file__).parent.parent / "README.md").read_text()
     assert "memfile[" not in readme and "install memfile " not in readme
     assert ok(run("--version")).stdout.startswith("memfile, version")
