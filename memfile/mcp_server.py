@@ -49,10 +49,10 @@ from mcp_types import (
 )
 
 from .config import find_vault, select_mind
-from .errors import InvalidInput, MemfileError, Refused
+from .errors import MemfileError, Refused
 from .memory_tool import MemoryToolBackend, MemoryToolError
 from .model import Source
-from .vault import Vault
+from .vault import Vault, other_minds
 from .worker import Caller, Minds
 
 if TYPE_CHECKING:
@@ -553,10 +553,8 @@ def serve(path: str | None, mind: str | None, watch: bool = True, read_minds: Se
     try:
         caller = Caller(select_mind(minds.root, minds.config, mind), Source.AGENT)
         minds.call_sync(caller, lambda vault: None)  # opened now: a mind that cannot be opened fails before serving
-        for other in read_minds:  # so does a read mind that does not exist, or is named twice or is this one
-            select_mind(minds.root, minds.config, other)
-            if other == caller.mind or list(read_minds).count(other) > 1:
-                raise InvalidInput("read-mind", other, f"other minds of the vault, each once (not {caller.mind})")
+        for other in other_minds(caller.mind, read_minds, "read-mind"):  # so does a read mind that is wrong
+            select_mind(minds.root, minds.config, other)  # or does not exist (NotFound)
         anyio.run(serve_stdio, build_server(minds, lambda ctx: caller, read_minds))
     finally:
         minds.close()

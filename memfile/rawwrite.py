@@ -58,11 +58,11 @@ def write_raw(
                     f"{old.ref} is {why}, so an agent cannot change or remove it; "
                     f"store the correction as a new memory with supersedes={old.ref!r}"
                 )
-            encoded = None if text is None else text.encode("utf-8")
-            if encoded is not None:
+            encoded = None
+            if text is not None:
+                encoded = text.encode("utf-8")
                 new[relpath] = _checked(writer, relpath, encoded, old)
                 agent = writer.actor is Source.AGENT
-                assert text is not None
                 if warned := guard(writer.config.secrets, text, what=relpath, allow_secret=allow_secret, agent=agent):
                     writer.notices.append(warned)
             if encoded != data:

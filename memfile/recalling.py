@@ -91,9 +91,7 @@ class Recaller:
             return view.derived(
                 ("whole", include_superseded, budget, exclude),
                 now,
-                lambda every: self._whole(
-                    [m for m in every if not _named(m, exclude)], now, include_superseded, budget
-                ),
+                lambda every: self._whole(every, now, include_superseded, budget, exclude),
             )
 
         def recallable_of(memories: list[Memory]) -> tuple[Recallable, datetime]:
@@ -104,11 +102,7 @@ class Recaller:
             return Recallable.of(live), min((m.expires_at for m in live if m.expires_at is not None), default=_NEVER)
 
         def is_recallable(memory: Memory) -> bool:
-            return (
-                not memory.is_expired(now)
-                and (include_superseded or not memory.superseded)
-                and not _named(memory, exclude)
-            )
+            return _recallable(memory, now, include_superseded, exclude)
 
         def recallable_updated(
             kept: Recallable, until: datetime, changed: list[Memory], removed: set[str]
@@ -165,7 +159,7 @@ class Recaller:
         name = " + ".join(labels.values())
 
         def recallable(view: View) -> list[Memory]:
-            return [m for m in view.memories() if not m.is_expired(now) and (include_superseded or not m.superseded)]
+            return [m for m in view.memories() if _recallable(m, now, include_superseded)]
 
         if query is None:
             every = [m for part in parts for m in part._index.read(recallable)]
@@ -207,13 +201,18 @@ class Recaller:
         return budget
 
     def _whole(
-        self, memories: list[Memory], now: datetime, include_superseded: bool, budget: int | None
+        self,
+        memories: list[Memory],
+        now: datetime,
+        include_superseded: bool,
+        budget: int | None,
+        exclude: frozenset[str] = frozenset(),
     ) -> tuple[RecallReport, datetime]:
-        """The recall of every memory not expired at `now`, and until when it holds: the first expiry
-        among them (nothing else in it depends on the time; `View.derived` keeps it that long)."""
+        """The recall of every memory not expired at `now` (nor excluded), and until when it holds: the first
+        expiry among them (nothing else in it depends on the time; `View.derived` keeps it that long)."""
         from .recall import recall
 
-        live = [m for m in memories if not m.is_expired(now) and (include_superseded or not m.superseded)]
+        live = [m for m in memories if _recallable(m, now, include_superseded, exclude)]
         until = min((m.expires_at for m in live if m.expires_at is not None), default=_NEVER)
         return recall(live, self.mind, self.name, budget), until
 
@@ -294,6 +293,11 @@ def _record_of(report: RecallReport) -> dict[str, Any]:
 def _ref(memory: Memory, mind: str) -> str:
     """A recalled memory's REF in the record of `mind`'s recall: `MIND:category/key` for another mind's."""
     return memory.ref if memory.mind == mind else f"{memory.mind}:{memory.ref}"
+
+
+def _recallable(memory: Memory, now: datetime, include_superseded: bool, exclude: frozenset[str] = frozenset()) -> bool:
+    """Whether a recall at `now` may show the memory: not expired, not superseded (unless asked), not excluded."""
+    return not memory.is_expired(now) and (include_superseded or not memory.superseded) and not _named(memory, exclude)
 
 
 def _named(memory: Memory, refs: frozenset[str]) -> bool:

@@ -1066,7 +1066,7 @@ class Vault:
             )
         if exclude:
             raise InvalidInput("exclude", list(exclude), "nothing with with_minds (a recall of one mind only)")
-        others = [self._reader(mind)._recaller for mind in _other_minds(self.mind, with_minds)]
+        others = [self._reader(mind)._recaller for mind in other_minds(self.mind, with_minds)]
         return self._recaller.recall_across(
             others, budget, query=query, limit=limit, include_superseded=include_superseded
         )
@@ -1237,15 +1237,16 @@ class Vault:
 _FILTERS = ("tags", "category", "priority", "source", "unverified", "include_expired", "include_superseded")
 
 
-def _other_minds(mind: str, with_minds: Sequence[str]) -> builtins.list[str]:
-    """`recall`'s `with_minds`, checked: mind folder names, none of them `mind`, none twice."""
+def other_minds(mind: str, with_minds: Sequence[str], field: str = "with_minds") -> builtins.list[str]:
+    """`recall`'s `with_minds` (and `memfile mcp --read-mind`, named `field`), checked: mind folder names,
+    none of them `mind`, none twice (whether each exists is found when it is opened: NotFound)."""
     if isinstance(with_minds, str):
         with_minds = [with_minds]
     names = builtins.list(with_minds)
     for name in names:
         if not isinstance(name, str) or not MIND_PATTERN.fullmatch(name) or name == mind or names.count(name) > 1:
             raise InvalidInput(
-                "with_minds",
+                field,
                 name,
                 f"the names of other mind folders of the vault, each once (not {mind}, which is read anyway)",
             )
