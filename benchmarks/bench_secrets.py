@@ -64,7 +64,7 @@ def rand(n: int, alphabet: str = _ALNUM) -> str:
             value = "".join(secrets.SystemRandom().sample(alphabet, n))
         else:
             value = "".join(secrets.choice(alphabet) for _ in range(n))
-        if not mixed or (any(c.isdigit() for c in value[:-2]) and any(c.isalpha() for c in value)):
+        if not mixed or (any(c.isdigit() for c in value[:-2] or value) and any(c.isalpha() for c in value)):
             return value
 
 

@@ -49,14 +49,15 @@ def rand(n: int, alphabet: str = ALNUM) -> str:
     """`n` random characters of `alphabet`; with letters and digits in it, at least one of each. A short
     value has no character twice: 12 characters drawn with repeats fall under the keyword rule's entropy
     gate about once in 40 runs, which would make the tests flaky. A mixed value has a digit before its last
-    two characters: `abcdefgh12` reads as a name in code, which the keyword rule rightly skips."""
+    two characters (when it has more than two): `abcdefgh12` reads as a name in code, which the keyword
+    rule rightly skips."""
     mixed = any(c.isdigit() for c in alphabet) and any(c.isalpha() for c in alphabet)
     while True:
         if n <= 16 and n <= len(alphabet):
             value = "".join(secrets.SystemRandom().sample(alphabet, n))
         else:
             value = "".join(secrets.choice(alphabet) for _ in range(n))
-        if not mixed or (any(c.isdigit() for c in value[:-2]) and any(c.isalpha() for c in value)):
+        if not mixed or (any(c.isdigit() for c in value[:-2] or value) and any(c.isalpha() for c in value)):
             return value
 
 
