@@ -25,8 +25,8 @@ from .model import UNSET, Memory, Report, SearchHit, Source, format_datetime, ut
 if TYPE_CHECKING:
     from .recall import Recallable, RecallReport
 
-#: A recall by meaning too: (query, text hits, recallable memories, how many) -> the fused hits.
-Fuse = Callable[[str, Sequence[SearchHit], Sequence[Memory], int], Sequence[SearchHit]]
+#: A recall by meaning too: (the read's view, query, text hits, what is recallable, how many) -> the fused hits.
+Fuse = Callable[[View, str, Sequence[SearchHit], Callable[[Memory], bool], int], Sequence[SearchHit]]
 #: Where the last recall served to a mind is recorded (in `.memfile/`): one record per mind, so that
 #: no mind (nor an agent bound to it) ever reads another's query or memory ids.
 LAST_RECALL = "last_recall-{mind}.json"
@@ -127,7 +127,7 @@ class Recaller:
             hits, matched = view.search(query, options, now, count=True)
             hits = [hit for hit in hits if not _named(hit.memory, exclude)]
             if fuse is not None:
-                hits = list(fuse(query, hits, recallable.memories, options.limit))
+                hits = list(fuse(view, query, hits, is_recallable, options.limit))
                 matched = max(matched, len(hits))
             matches = with_neighbours([Match(hit.memory, hit.score) for hit in hits], recallable)
             ranked = score(matches, now, self.config.half_life_days)

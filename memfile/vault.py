@@ -517,25 +517,20 @@ class Vault:
         )
         if not (self.config.semantic if semantic is None else semantic):
             return self._index.read(lambda view: view.search(query, options)[0])
-        from dataclasses import replace
+        from .semantic.mind import admission
 
-        from .semantic.mind import admitted
-
-        filters = {name: getattr(options, name) for name in _FILTERS}
-        candidates = admitted(self._index.memories(), **filters)
-        deeper = replace(options, limit=max(50, 5 * limit))
-
-        def lexical(text: str) -> builtins.list[SearchHit]:
-            return self._index.read(lambda view: view.search(text, deeper)[0])
-
-        return builtins.list(self._vectors().search(query, lexical, candidates, limit))
+        admit = admission(**{name: getattr(options, name) for name in _FILTERS})
+        vectors = self._vectors()
+        vectors.queries.get(query)  # the model runs first: the read's stat walk (no watcher) fills both cores
+        return builtins.list(self._index.read(lambda view: vectors.search(view, query, options, admit)))
 
     def _vectors(self) -> MindVectors:
         """The mind's vectors under `[search] model` (the model is loaded on first use)."""
         if self._mind_vectors is None:
+            from .index.persisted import STOP_WORDS
             from .semantic.mind import MindVectors
 
-            self._mind_vectors = MindVectors(self.root, self.mind, self.config.semantic_model)
+            self._mind_vectors = MindVectors(self.root, self.mind, self.config.semantic_model, STOP_WORDS)
         return self._mind_vectors
 
     @_verb
@@ -1055,6 +1050,9 @@ class Vault:
             NotFound: a mind of `with_minds` does not exist.
         """
         by_meaning = query is not None and (self.config.semantic if semantic is None else semantic)
+        if by_meaning and query is not None:
+            check_query(query)
+            self._vectors().queries.get(query)  # before the read, as `search` does
         if not with_minds:
             return self._recaller.recall(
                 budget,

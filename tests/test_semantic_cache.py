@@ -253,3 +253,33 @@ def test_two_processes_embedding_at_once_leave_a_sound_cache(vault: Vault) -> No
     with sqlite3.connect(cache.path) as db:
         assert db.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
         assert db.execute("SELECT count(*) FROM vectors").fetchone()[0] == 120
+
+
+def test_nearest_is_every_admitted_memory_ranked_then_cut(vault: Vault) -> None:
+    """`nearest` walks the best rows until `depth` memories pass: the same list as ranking every admitted
+    memory with a vector (ties by path) and keeping the first `depth`, the plain path it replaces."""
+    from memfile.semantic.cache import by_hash
+
+    texts = [f"Memory about topic {i % 13}." for i in range(40)]  # 13 texts, most held by several memories
+    for i, text in enumerate(texts):
+        vault.store("fact" if i % 3 else "note", f"m{i:02d}", text)
+    embedder = FakeEmbedder(dimension=4)  # few dimensions: near ties between rows are common
+    cache = open_cache(vault, embedder)
+    cache.embed(vault.memories()[:30])
+    memories = vault.memories()  # ten of them without a vector
+    tests = [lambda m: True, lambda m: m.category == "note", lambda m: m.key.endswith("7"), lambda m: False]
+    for seed in range(20):
+        query = embedder.embed_query(f"question {seed}")
+        for admit in tests:
+            for centre in (False, True):
+                for depth in (1, 5, 40):
+                    ranking = (cache.centred() if centre else cache._all()) @ query
+                    raw = cache._all() @ query
+                    rows = [(cache._row.get(cache.hash_of(m)), m) for m in memories if admit(m)]
+                    ranked = sorted(
+                        ((r, m) for r, m in rows if r is not None), key=lambda p: (-ranking[p[0]], p[1].path)
+                    )
+                    plain = [(m.path, float(raw[r])) for r, m in ranked[:depth]]
+                    fast = cache.nearest(query, by_hash(memories), depth, admit=admit, centre=centre)
+                    assert [(m.path, c) for m, c in fast] == plain
+                    assert cache.nearest(query, by_hash(filter(admit, memories)), depth, centre=centre) == fast

@@ -29,6 +29,7 @@ from memfile.semantic.hybrid import (  # noqa: E402
     hybrid_search,
     lexical_query,
 )
+from memfile.semantic.language import is_foreign, is_plain_vietnamese  # noqa: E402
 
 TOPICS = {
     "job": ("nurse", "hospital", "job", "living", "work"),
@@ -157,11 +158,64 @@ def test_query_vectors_are_remembered_up_to_a_size() -> None:
 
 
 def test_vietnamese_function_words_leave_the_lexical_half_only() -> None:
-    assert lexical_query("Cô ấy làm nghề gì?") == "làm nghề"
+    assert lexical_query("Cô ấy làm nghề gì?") == "nghề"
     assert lexical_query("Hóa đơn của khách được lưu ở đâu?") == "Hóa đơn khách lưu"
     assert lexical_query("anh ấy") == ""
+    assert lexical_query("Cái bàn của bạn") == "bàn"  # compared with accents: bàn (table) stays, bạn (you) goes
     assert lexical_query("what do the cats eat?") == "what do the cats eat?"  # not Vietnamese: untouched
-    assert lexical_query("co ay lam nghe gi") == "co ay lam nghe gi"  # no Vietnamese letters: untouched
+    assert lexical_query("co ay lam nghe gi?") == "nghe"  # Vietnamese typed without accents
+    assert lexical_query("he can do it") == "he can do it"  # spells Vietnamese syllables, but English words
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["co ay an chay khong?", "anh ay hoc nganh gi o dai hoc", "con meo o nha bao nhieu tuoi", "chi ay thich gi"],
+)
+def test_vietnamese_without_accents_is_recognised(text: str) -> None:
+    assert is_plain_vietnamese(text) and is_foreign(text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "what does she do for a living?",
+        "he can do it",
+        "Where is the billing database?",
+        "co",  # one word is not enough
+        "Cô ấy ăn chay không?",  # accents: Vietnamese by its letters, not this test
+        "tom and jerry",
+        "",
+    ],
+)
+def test_english_is_not_taken_for_vietnamese(text: str) -> None:
+    assert not is_plain_vietnamese(text)
+
+
+def test_a_lexical_hit_counts_by_the_content_words_it_shares(vault: Vault) -> None:
+    """A memory sharing one incidental word of a longer question gets no lexical vote; one holding
+    most of its content words gets up to twice a plain vote; a one-word question keeps its vote."""
+    from memfile.index.persisted import STOP_WORDS
+
+    vault.store("fact", "car", "Drives an old blue Volvo.")
+    vault.store("fact", "pet", "Has a cat named Miso who is fifteen years old.")
+    vault.store("fact", "kids", "Two children: Anna, nine, and Tom, twelve.")
+    cache, embedder = ready(vault)
+    params = HybridParams(stop_words=STOP_WORDS)
+
+    def fused(question: str) -> dict[str, FusedHit]:
+        lexical = vault.search(lexical_query(question), limit=50)
+        vector = embedder.embed_query(question)
+        hits = hybrid_search(lexical, vault.list(), cache, vector, question=question, params=params)
+        return {h.memory.key: h for h in hits}
+
+    one_word = fused("How old are the children and when are their birthdays?")
+    car = one_word["car"]  # "old" alone of six content words: no lexical vote, the dense one only
+    assert car.lexical_rank is not None and car.score == pytest.approx(1.0 / (params.k + car.dense_rank))
+    most = fused("the old blue Volvo")
+    assert most["car"].lexical_rank == 1
+    assert most["car"].score == pytest.approx(2.0 / (params.k + 1) + 1.0 / (params.k + most["car"].dense_rank))
+    single = fused("Volvo")
+    assert single["car"].score >= 2.0 / (params.k + 1)  # one content word, held: the whole vote
 
 
 def test_first_line_is_the_first_text_line_cut_short(vault: Vault) -> None:

@@ -110,3 +110,46 @@ def test_recall_for_a_query_by_meaning_too(mind: Vault) -> None:
     assert fused.matched >= 1 and NURSE in fused.text
     text = in_vault(mind.root, "recall", "--semantic", "--query", question).stdout
     assert NURSE in text
+
+
+def test_search_by_meaning_is_the_plain_composition(vault: Vault) -> None:
+    """`Vault.search(semantic=True)` (one read: the lexical half without snippets, the dense half walking
+    the nearest rows of every memory, snippets for the hits kept) gives what the plain composition
+    gives: the lexical search with its snippets fused with every filtered memory ranked by cosine."""
+    from memfile.index.persisted import STOP_WORDS
+    from memfile.semantic.cache import VectorCache
+    from memfile.semantic.hybrid import HybridParams, hybrid_search, lexical_query
+    from memfile.semantic.mind import admission, shared_embedder
+
+    topics = ["a nurse at the hospital", "the cat Miso", "espresso in the morning", "Nhà hàng phở gần chợ"]
+    for i in range(24):
+        vault.store(
+            ("fact", "note", "project")[i % 3],
+            f"m{i:02d}",
+            f"Item {i % 6} about {topics[i % 4]}; more words here.",
+            tags="work" if i % 2 else "home",
+            expires="2000-01-01T00:00:00Z" if i == 5 else None,
+        )
+    vault.store("fact", "m30", "A newer note on the cat Miso.", supersedes="fact/m03")
+    vault.embed()
+    vault.store("note", "late", "The nurse moved to the night shift.")  # no vector: found by its words only
+    cache = VectorCache.open(vault.root, vault.mind, shared_embedder(vault.config.semantic_model))
+    filter_sets: list[dict] = [{}, {"category": "note"}, {"tags": ["work"]}, {"include_expired": True}]
+    filter_sets.append({"include_superseded": True, "unverified": True})
+    for question in ("who works at the hospital?", "nurse", "con mèo tên gì?", "Miso cat morning"):
+        for filters in filter_sets:
+            for limit in (1, 3, 10):
+                fast = vault.search(question, semantic=True, limit=limit, **filters)
+                params = HybridParams(depth=max(HybridParams.depth, 5 * limit), stop_words=STOP_WORDS)
+                text = lexical_query(question)
+                lexical = vault.search(text, limit=params.depth, **filters) if text.strip() else []
+                options = {"tags": (), "category": None, "priority": None, "source": None, "unverified": False}
+                options |= {"include_expired": False, "include_superseded": False} | filters
+                options["tags"] = tuple(options["tags"])
+                candidates = [m for m in vault.memories() if admission(**options)(m)]
+                vector = cache.embedder.embed_query(question)
+                plain = hybrid_search(lexical, candidates, cache, vector, question=question, limit=limit, params=params)
+                got = [(h.memory.key, h.score, h.lexical_rank, h.dense_rank, h.cosine) for h in fast]
+                want = [(h.memory.key, h.score, h.lexical_rank, h.dense_rank, h.cosine) for h in plain]
+                assert got == want, (question, filters, limit)
+                assert [h.to_dict() for h in fast] == [h.to_dict() for h in plain], (question, filters, limit)

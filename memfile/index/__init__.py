@@ -488,6 +488,26 @@ class View:
                 with stored_bytes():
                     return store.search_counted(text, options, now, self.report.pending, count)
 
+    def snippets(self, text: str, memories: list[Memory]) -> list[str]:
+        """The snippet each memory has as a hit of `search(text, ...)`: for the hits a caller keeps of
+        a search run with `snippets=False` (a hybrid search fuses 50 and shows 10). Where the index
+        cannot be used, the snippets of a search of these memories alone (the same marks: a memory's
+        marked words are the query's words it holds).
+
+        Raises:
+            InvalidInput: the query cannot be parsed.
+        """
+        store = self.index._store
+        if store is not None and memories:
+            try:
+                with stored_bytes():
+                    return store.snippets(text, memories)
+            except IndexDamaged:
+                store.close()  # the next read looks again (and rebuilds if it must)
+        everything = SearchOptions(include_expired=True, include_superseded=True, limit=max(1, len(memories)))
+        found = {hit.memory.path: hit.snippet for hit in search_memories(memories, text, everything, utc_now())}
+        return [found.get(memory.path, "") for memory in memories]
+
 
 def _damaged(exc: IndexDamaged | IndexUnwritable) -> str:
     return f"the index was damaged ({getattr(exc, 'kind', exc)}) and is rebuilt from the files"

@@ -479,6 +479,33 @@ class Store:
         """`search`, and with `count` how many memories match in all (not only the `limit` best; else 0)."""
         return self._search(text, options, now, pending, count=count)
 
+    def snippets(self, text: str, memories: list[Memory]) -> list[str]:
+        """The snippet each of these memories has as a hit of a search for `text` (`search`'s, made for
+        the hits a caller keeps of a search run with `snippets=False`).
+
+        A memory read but not indexed yet (`pending`) may hold a word the index lacks: the query's own
+        words are marked too, which changes nothing for an indexed memory (none holds such a word).
+
+        Raises:
+            InvalidInput: the query cannot be parsed.
+        """
+        self._current()
+        assert self._warm is not None
+        if plain("score_cache"):
+            from .query import parse_query
+
+            parsed = parse_query(text, self._searcher.schema)
+        else:
+            parsed = self._warm.parsed(text)
+        field = self._searcher.schema["text"]
+        own = {
+            term if isinstance(term, str) else field.from_bytes(term)
+            for name, term in parsed.iter_all_terms(phrases=True)
+            if name == "text"
+        }
+        words = _words(self._searcher, parsed) | own
+        return [_snippet(memory, words) for memory in memories]
+
     def warm(self, seconds: float, stop: Callable[[], bool] | None = None) -> bool:
         """Spend about `seconds` working out the scores of the index's most frequent words
         (`ScoreCache.warm_some`); True while there is more to do. Nothing when no search opened the index."""
@@ -686,24 +713,27 @@ def _hits(
     searcher: Any, parsed: Any, best: list[tuple[float, int]], options: SearchOptions, warm: ScoreCache | None
 ) -> list[SearchHit]:
     """The `best` (score, docnum) as hits, with snippets if asked; memories decoded through `warm` when given."""
-    text = searcher.schema["text"]
-    words = (
-        frozenset(
-            text.from_bytes(term) for _, term in parsed.existing_terms(searcher.reader(), fieldname="text", expand=True)
-        )
-        if options.snippets
-        else frozenset()
-    )
+    words = _words(searcher, parsed) if options.snippets else frozenset()
     hits = []
     for score, docnum in best[: options.limit]:
         memory = warm.memory(docnum) if warm is not None else stored_memory(searcher, docnum)
-        snippet = (
-            ((words and highlight(normalize(memory.content), words)) or _lead(memory.content))
-            if options.snippets
-            else ""
-        )
-        hits.append(SearchHit(memory, float(score or 0.0), " ".join(snippet.split()), 0))
+        hits.append(SearchHit(memory, float(score or 0.0), _snippet(memory, words) if options.snippets else "", 0))
     return hits
+
+
+def _words(searcher: Any, parsed: Any) -> frozenset[str]:
+    """The index terms of the query's text field that are in the index (a `prefix*` expanded): what a
+    snippet marks."""
+    text = searcher.schema["text"]
+    return frozenset(
+        text.from_bytes(term) for _, term in parsed.existing_terms(searcher.reader(), fieldname="text", expand=True)
+    )
+
+
+def _snippet(memory: Memory, words: frozenset[str]) -> str:
+    """A hit's snippet: the passages with the `words` in bold, else the content's start; on one line."""
+    snippet = (words and highlight(normalize(memory.content), words)) or _lead(memory.content)
+    return " ".join(snippet.split())
 
 
 def _lead(content: str) -> str:

@@ -27,7 +27,7 @@ import os
 import re
 import sqlite3
 import threading
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -63,6 +63,15 @@ def text_hash(text: str) -> str:
     return hashlib.sha256(f"{RECIPE}\0{text}".encode()).hexdigest()
 
 
+def by_hash(memories: Iterable[Memory]) -> dict[str, tuple[Memory, ...]]:
+    """The memories by the cache key of their embedded text (`VectorCache.nearest`'s `by_hash`)."""
+    out: dict[str, tuple[Memory, ...]] = {}
+    for memory in memories:
+        key = text_hash(embed_text(memory))
+        out[key] = out.get(key, ()) + (memory,)
+    return out
+
+
 def script_of(text: str) -> str:
     """ "th" for text with Thai letters, "vi" for Latin text with Vietnamese letters, else "other"."""
     if any("\u0e00" <= c <= "\u0e7f" for c in text):
@@ -92,6 +101,7 @@ class VectorCache:
         self._db = self._connect()
         self._hashes: dict[str, str] = {}  # embedded text -> hash (saves sha256 on every search)
         self._row: dict[str, int] = {}  # hash -> row of self._matrix
+        self._hash_at: list[str] = []  # row of self._matrix -> hash
         self._scripts: list[str] = []
         self._blocks: list[Any] = []  # row blocks not yet stacked into _matrix
         self._matrix: Any = None
@@ -166,6 +176,7 @@ class VectorCache:
             self._db.close()
             self._db = self._connect()
             self._row.clear()
+            self._hash_at.clear()
             self._scripts.clear()
             self._blocks.clear()
             self._matrix = self._centred = None
@@ -203,6 +214,7 @@ class VectorCache:
             if key in self._row or len(blob) != 4 * dim:
                 continue  # a row of the wrong length is never trusted: its memory counts as missing
             self._row[key] = len(self._scripts)
+            self._hash_at.append(key)
             self._scripts.append(script)
             fresh.append(blob)
         if fresh:
@@ -315,25 +327,53 @@ class VectorCache:
             rows, kept = self._rows(memories)
             return matrix[rows], kept
 
-    def scores(
-        self, memories: Sequence[Memory], query: Any, *, centre: bool = False
-    ) -> tuple[NDArray[np.float32], NDArray[np.float32], list[Memory]]:
-        """(cosines, ranking scores, the memories that have a vector), in the order given.
+    def nearest(
+        self,
+        query: Any,
+        by_hash: Mapping[str, Sequence[Memory]],
+        depth: int,
+        *,
+        admit: Callable[[Memory], bool] | None = None,
+        centre: bool = False,
+    ) -> list[tuple[Memory, float]]:
+        """The `depth` memories nearest `query`, best first (ties by path), each with its raw cosine.
 
-        The cosines are the raw ones; the ranking scores are the same unless `centre`, when each
-        row is first made less like the mean row of its script (computed from this cache's own
-        vectors; see `centred`). One product over every cached row, then a gather: cheaper than
-        copying the candidates' rows.
+        `by_hash` holds the memories that may be ranked, by `hash_of` (`by_hash(memories)`; a long-lived
+        Vault keeps it while its index is unchanged); `admit`, when given, must also pass (a search's
+        filters, checked on the nearest rows only). One product over every cached row, then the rows
+        are walked best first until `depth` memories are found: the same list as ranking every
+        admitted memory with a vector and keeping the first `depth` (tests/test_semantic_hybrid.py).
+        The ranking is by the raw cosine, or with `centre` by the cosine after removing each script's
+        mean row (see `centred`).
         """
         np = _require("numpy")
         with self._lock:
             matrix = self._all()
-            rows, kept = self._rows(memories)
-            if not rows:
-                empty = np.zeros(0, dtype=np.float32)
-                return empty, empty, kept
-            raw = (matrix @ query)[rows]
-            return raw, (self.centred() @ query)[rows] if centre else raw, kept
+            if not len(matrix) or depth < 1:
+                return []
+            raw = matrix @ query
+            ranking = self.centred() @ query if centre else raw
+            order = np.argsort(-ranking, kind="stable")
+            found: list[tuple[float, str, Memory, float]] = []
+            floor: float | None = None  # the ranking score of the depth-th memory found
+            for row in order.tolist():
+                score = float(ranking[row])
+                if floor is not None and score < floor:
+                    break
+                for memory in by_hash.get(self._hash_at[row], ()):
+                    if admit is None or admit(memory):
+                        found.append((score, memory.path, memory, float(raw[row])))
+                if floor is None and len(found) >= depth:
+                    floor = score  # rows scoring the same as this one still count (ties go by path)
+            found.sort(key=lambda f: (-f[0], f[1]))
+            return [(memory, cosine) for _, _, memory, cosine in found[:depth]]
+
+    def cosine(self, memory: Memory, query: Any) -> float | None:
+        """The raw cosine of `memory` to `query` (None: it has no vector)."""
+        with self._lock:
+            matrix = self._all()
+            row = self._row.get(self.hash_of(memory))
+            return None if row is None else float(matrix[row] @ query)
 
     def centred(self) -> NDArray[np.float32]:
         """Every row less the mean row of its script ("th", "vi", "other"), renormalised.

