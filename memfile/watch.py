@@ -42,6 +42,8 @@ DEFAULT_DEBOUNCE = 0.3
 #: Seconds a call waits for the watcher to hear everything made before it (`MindsWatcher.caught_up`).
 BARRIER_TIMEOUT = 1.0
 MAX_WAIT = 1.0
+#: `[search] semantic`: seconds without a change before the watcher embeds what has no vector yet.
+EMBED_EVERY = 2.0
 
 #: Applies one mind's batch: (mind, vault-relative paths, or None for the full stat-only diff) -> its report.
 Refresh = Callable[[str, "list[str] | None"], RefreshReport]
@@ -369,13 +371,35 @@ class Watcher:
                 vault.commit_hand_edits(paths)
             return report
 
+        pulled, semantic = time.monotonic(), vault.config.semantic
+
+        def idle() -> None:
+            nonlocal pulled, semantic
+            if vault.config.autosync and time.monotonic() - pulled >= vault.config.sync_interval:
+                pulled = time.monotonic()
+                self._pull(vault)  # [sync] autosync: the remote's changes come in while idle
+            if semantic:
+                semantic = self._embed(vault)
+
+        every = [vault.config.sync_interval] if vault.config.autosync else []
+        every += [EMBED_EVERY] if vault.config.semantic else []
         try:
-            if vault.config.autosync:  # [sync] autosync: the remote's changes come in while idle
-                self._batcher.run(refresh, vault.config.sync_interval, lambda: self._pull(vault))
-            else:
-                self._batcher.run(refresh)
+            self._batcher.run(refresh, min(every) if every else None, idle if every else None)
         finally:
             vault.close()
+
+    def _embed(self, vault: Vault) -> bool:
+        """`[search] semantic`: embed the memories without a vector, stopping as soon as a change is heard
+        (a store embeds its own memory; this catches hand edits, pulls and imports). False when it cannot
+        (the extra is missing, the model unknown): said once, not tried again."""
+        try:
+            done = vault.embed(batch=8, stop=self._batcher.wake.is_set)
+        except MemfileError as exc:
+            _logger("memfile.watch").warning("semantic: %s; memories are not embedded", exc)
+            return False
+        if done:
+            _logger("memfile.watch").info("semantic: %d memories embedded", done)
+        return True
 
     def _pull(self, vault: Vault) -> None:
         try:

