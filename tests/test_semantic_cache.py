@@ -158,7 +158,8 @@ def test_a_row_of_the_wrong_length_counts_as_missing(vault: Vault) -> None:
     path = cache_path(vault.root, vault.mind, "fake-1")
     open_cache(vault, FakeEmbedder()).close()
     with sqlite3.connect(path) as db:
-        db.execute("INSERT INTO vectors VALUES (?, 'other', ?)", (text_hash(memories[0].content), b"\x00" * 12))
+        row = (text_hash(memories[0].content), b"\x00" * 12)
+        db.execute("INSERT INTO vectors (hash, script, vector) VALUES (?, 'other', ?)", row)
     cache = open_cache(vault, FakeEmbedder())
     assert cache.counts(memories) == (0, 2)
 
@@ -283,3 +284,43 @@ def test_nearest_is_every_admitted_memory_ranked_then_cut(vault: Vault) -> None:
                     fast = cache.nearest(query, by_hash(memories), depth, admit=admit, centre=centre)
                     assert [(m.path, c) for m, c in fast] == plain
                     assert cache.nearest(query, by_hash(filter(admit, memories)), depth, centre=centre) == fast
+
+
+def test_rows_added_after_a_prune_are_seen_by_a_live_cache(vault: Vault) -> None:
+    """A prune that deletes the newest rows must not let the next rows take their numbers again: a live
+    cache reads the rows added since it last looked by number (`seq`, AUTOINCREMENT)."""
+    filled(vault, 4)
+    embedder = FakeEmbedder()
+    live = open_cache(vault, embedder)
+    live.embed(vault.memories())
+    assert live.counts(vault.memories()) == (4, 4)  # read: it knows rows 1-4
+    vault.forget("fact/m3")  # the newest row's memory
+    vault.store("fact", "m0", "Memory number 0, edited.")  # the oldest row's too
+    vault.store("fact", "m9", "A new memory.")
+    other = open_cache(vault, FakeEmbedder())  # another process's cache on the same file
+    assert other.prune(vault.memories()) == 2
+    assert other.embed(vault.memories()) == 2
+    assert live.counts(vault.memories()) == (4, 4)
+    assert sorted(m.key for m in live.matrix_for(vault.memories())[1]) == ["m0", "m1", "m2", "m9"]
+
+
+def test_a_schema_1_file_is_brought_to_schema_2_with_its_vectors(vault: Vault) -> None:
+    contents = filled(vault, 3)
+    path = cache_path(vault.root, vault.mind, "fake-1")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    old = FakeEmbedder()
+    with sqlite3.connect(path) as db:  # the layout of schema 1, as the first version wrote it
+        db.execute("CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
+        db.execute("CREATE TABLE vectors (hash TEXT PRIMARY KEY, script TEXT NOT NULL, vector BLOB NOT NULL)")
+        meta = {"schema": "1", "model_id": "fake-1", "dimension": "8", "recipe": "content-v1"}
+        db.executemany("INSERT INTO meta VALUES (?, ?)", sorted(meta.items()))
+        rows = [(text_hash(c), "other", old._one(c).astype("<f4").tobytes()) for c in contents]
+        db.executemany("INSERT INTO vectors VALUES (?, ?, ?)", rows)
+    db.close()
+    embedder = FakeEmbedder()
+    cache = open_cache(vault, embedder)
+    assert not cache.rebuilt and cache.counts(vault.memories()) == (3, 3) and embedder.embedded == []
+    with sqlite3.connect(path) as db:
+        assert dict(db.execute("SELECT key, value FROM meta"))["schema"] == "2"
+        assert [r[0] for r in db.execute("SELECT seq FROM vectors ORDER BY seq")] == [1, 2, 3]
+    db.close()

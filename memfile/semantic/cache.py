@@ -5,7 +5,8 @@ again. One SQLite file per mind and per model, `.memfile/vectors-<mind>-<model_i
 
     meta(key, value)               schema, model_id, dimension, recipe: a file whose meta does not
                                    match what this code would write is thrown away and rebuilt
-    vectors(hash, script, vector)  hash = sha256 of the embedded text (and the recipe), script of
+    vectors(seq, hash, script,     seq = the row's number (AUTOINCREMENT: never given twice),
+            vector)                hash = sha256 of the embedded text (and the recipe), script of
                                    that text ("th", "vi" or "other"), vector = float32 bytes
 
 Rows are keyed by the hash of what is embedded (`embed_text(memory)`), so a rename, a new tag or
@@ -17,7 +18,9 @@ A file that is not a database, has the wrong meta, or fails `quick_check` when o
 aside and rebuilt; a row of the wrong length is ignored and re-embedded.
 
 For searches, a process keeps every row in memory (a float32 matrix) and reads only the rows added
-since it last looked (by rowid), so a warm search costs one matrix-vector product.
+since it last looked (by `seq`), so a warm search costs one matrix-vector product. A file of
+schema 1 (rows numbered by SQLite's rowid, which a row added after a prune could take again) is
+brought to schema 2 when opened, its vectors kept.
 """
 
 from __future__ import annotations
@@ -39,7 +42,13 @@ if TYPE_CHECKING:
     import numpy as np
     from numpy.typing import NDArray
 
-SCHEMA = "1"
+#: 2: rows numbered by AUTOINCREMENT (`seq`): a process reads the rows added since it last looked by
+#: their number, which SQLite's plain rowid would give again to a row added after a prune.
+SCHEMA = "2"
+VECTORS_TABLE = (
+    "CREATE TABLE vectors (seq INTEGER PRIMARY KEY AUTOINCREMENT, "
+    "hash TEXT NOT NULL UNIQUE, script TEXT NOT NULL, vector BLOB NOT NULL)"
+)
 #: What is embedded; part of every row's hash, so changing it re-embeds everything.
 RECIPE = "content-v1"
 #: Memories embedded per transaction (and per call to the engine).
@@ -80,6 +89,15 @@ def script_of(text: str) -> str:
     return "vi" if any(c in VIETNAMESE for c in lowered) else "other"
 
 
+def _from_schema_1(db: sqlite3.Connection) -> None:
+    """A file of schema 1 (rows numbered by rowid) brought to schema 2 in the caller's transaction,
+    its vectors kept: embedding 10,000 memories again takes tens of minutes."""
+    db.execute("ALTER TABLE vectors RENAME TO vectors_1")
+    db.execute(VECTORS_TABLE)
+    db.execute("INSERT INTO vectors (hash, script, vector) SELECT hash, script, vector FROM vectors_1 ORDER BY rowid")
+    db.execute("DROP TABLE vectors_1")
+
+
 def cache_path(root: Path, mind: str, model_id: str) -> Path:
     """Where the vectors of one mind and model live."""
     safe = re.sub(r"[^A-Za-z0-9._-]+", "-", f"{mind}-{model_id}").strip("-.") or "vectors"
@@ -105,7 +123,7 @@ class VectorCache:
         self._scripts: list[str] = []
         self._blocks: list[Any] = []  # row blocks not yet stacked into _matrix
         self._matrix: Any = None
-        self._last_rowid = 0
+        self._last_seq = 0
         self._centred: Any = None
 
     @classmethod
@@ -140,12 +158,12 @@ class VectorCache:
             db.execute("BEGIN IMMEDIATE")
             try:
                 db.execute("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
-                db.execute(
-                    "CREATE TABLE IF NOT EXISTS vectors "
-                    "(hash TEXT PRIMARY KEY, script TEXT NOT NULL, vector BLOB NOT NULL)"
-                )
                 have = dict(db.execute("SELECT key, value FROM meta").fetchall())
-                if not have:
+                if have and have != want and have == want | {"schema": "1"}:
+                    _from_schema_1(db)
+                    db.execute("UPDATE meta SET value = ? WHERE key = 'schema'", (SCHEMA,))
+                elif not have:
+                    db.execute(VECTORS_TABLE)
                     db.executemany("INSERT INTO meta VALUES (?, ?)", sorted(want.items()))
                 elif have != want:
                     raise sqlite3.DatabaseError(f"the file was written for {have}, not {want}")
@@ -180,7 +198,7 @@ class VectorCache:
             self._scripts.clear()
             self._blocks.clear()
             self._matrix = self._centred = None
-            self._last_rowid = 0
+            self._last_seq = 0
 
     def close(self) -> None:
         """Close the file (the cache cannot be used afterwards)."""
@@ -204,13 +222,13 @@ class VectorCache:
         np = _require("numpy")
         dim = self.embedder.dimension
         rows = self._db.execute(
-            "SELECT rowid, hash, script, vector FROM vectors WHERE rowid > ? ORDER BY rowid", (self._last_rowid,)
+            "SELECT seq, hash, script, vector FROM vectors WHERE seq > ? ORDER BY seq", (self._last_seq,)
         ).fetchall()
         if not rows:
             return
         fresh: list[bytes] = []
-        for rowid, key, script, blob in rows:
-            self._last_rowid = max(self._last_rowid, rowid)
+        for seq, key, script, blob in rows:
+            self._last_seq = max(self._last_seq, seq)
             if key in self._row or len(blob) != 4 * dim:
                 continue  # a row of the wrong length is never trusted: its memory counts as missing
             self._row[key] = len(self._scripts)
