@@ -578,7 +578,7 @@ def search(
         return
     if not hits:
         click.echo("no memory matches", err=True)
-    bold = sys.stdout.isatty()
+    bold = sys.stdout.isatty() and not os.environ.get("NO_COLOR")  # no-color.org: set and not empty
     for hit in hits:
         snippet = (
             re.sub(r"\*\*(.+?)\*\*", lambda m: click.style(m.group(1), bold=True), hit.snippet) if bold else hit.snippet

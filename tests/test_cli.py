@@ -1002,3 +1002,28 @@ def test_a_copied_memory_file_is_named_as_a_copy(root: Path) -> None:
     shutil.copy(root / "michael" / "fact" / "af.md", root / "michael" / "fact" / "af_copy.md")
     result = fails(in_vault(root, "show", "fact/af"), 2)
     assert "a copy?" in result.stderr and "af_copy.md" in result.stderr
+
+
+@pytest.mark.parametrize("no_color", ["", "1"])
+def test_search_bolds_matches_on_a_terminal_unless_no_color(vault: Vault, no_color: str) -> None:
+    """On a terminal the matched words are bold; `NO_COLOR` set and not empty (no-color.org) turns it off."""
+    import pty
+
+    vault.store("fact", "car", "Drives an old blue Volvo.")
+    env = {k: v for k, v in os.environ.items() if k != "NO_COLOR"} | {"NO_COLOR": no_color}
+    env |= {"MEMFILE_NO_SERVER": "1"}
+    pid, fd = pty.fork()
+    if pid == 0:  # the child: memfile's output goes to the terminal
+        os.execve(sys.executable, [sys.executable, "-m", "memfile", "--vault", str(vault.root), "search", "volvo"], env)
+    out = b""
+    while True:
+        try:
+            chunk = os.read(fd, 4096)
+        except OSError:
+            break
+        if not chunk:
+            break
+        out += chunk
+    os.waitpid(pid, 0)
+    assert b"Volvo" in out
+    assert (b"\x1b[1m" in out) == (not no_color)
