@@ -30,8 +30,10 @@ client thread). Five parts, each printed as a table with its targets (issue 23, 
    (unique keys; `--store-share` changes the share: 0 and 1 separate the two kinds of work).
    Counted by status: a 503 with Retry-After is documented (the writer lock was busy), anything
    else but 200/201 is an error; reads/s (target >= 100), p50/p95/p99 of reads and stores, the
-   server's RSS (VmRSS sampled, peak VmHWM). Afterwards every acknowledged store must be at git's
-   HEAD with its content (`git cat-file --batch`), and the work tree clean.
+   server's RSS (VmRSS sampled, peak VmHWM), its CPU per request (the server, its git, the clients)
+   and the server's split by thread (the worker, the event loop, the watcher: /proc/PID/task).
+   Afterwards every acknowledged store must be at git's HEAD with its content (`git cat-file
+   --batch`), and the work tree clean.
 3. Hostile: `--hostile` hostile or malformed requests over raw sockets (bad JSON, wrong types,
    unknown fields, huge or broken Content-Length, a 12 MB body, traversal ids such as `../` and
    `%2e%2e%2f`, `?mind=` tricks, another mind's ids, bad tokens, bad Host headers, garbage methods
@@ -234,6 +236,48 @@ def cpu_of(pid: int) -> tuple[float, float]:
     fields = Path(f"/proc/{pid}/stat").read_text(encoding="ascii").rsplit(")", 1)[1].split()
     tick = os.sysconf("SC_CLK_TCK")
     return (int(fields[11]) + int(fields[12])) / tick, (int(fields[13]) + int(fields[14])) / tick
+
+
+def thread_cpu(pid: int) -> dict[int, tuple[str, float]]:
+    """Each thread of a process: tid -> (its name in /proc/PID/task/TID/comm, seconds of CPU so far)."""
+    tick = os.sysconf("SC_CLK_TCK")
+    found: dict[int, tuple[str, float]] = {}
+    try:
+        tids = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return found
+    for tid in tids:
+        try:
+            comm = Path(f"/proc/{pid}/task/{tid}/comm").read_text(encoding="ascii").strip()
+            fields = Path(f"/proc/{pid}/task/{tid}/stat").read_text(encoding="ascii").rsplit(")", 1)[1].split()
+        except OSError:
+            continue  # ended meanwhile
+        found[int(tid)] = (comm, (int(fields[11]) + int(fields[12])) / tick)
+    return found
+
+
+def cpu_by_thread(pid: int, before: dict[int, tuple[str, float]], after: dict[int, tuple[str, float]]) -> Counter[str]:
+    """Seconds of CPU between two `thread_cpu` looks, by what each thread is: "event loop" (the main
+    thread), "worker" (the busiest thread named memfile-worker: the worker names itself so), "watcher"
+    (the other threads of that name: Linux names a thread after the one that starts it, and the worker
+    starts the watcher's), "other threads" (the rest: the git tidy's, the command line's socket's).
+    Threads that ended meanwhile (a commit's) are not counted."""
+    spent = {tid: (name, seconds - before.get(tid, (name, 0.0))[1]) for tid, (name, seconds) in after.items()}
+    named = sorted((seconds, tid) for tid, (name, seconds) in spent.items() if name == "memfile-worker")
+    worker = named[-1][1] if named else None
+    found: Counter[str] = Counter()
+    for tid, (name, seconds) in spent.items():
+        kind = (
+            "event loop"
+            if tid == pid
+            else "worker"
+            if tid == worker
+            else "watcher"
+            if name == "memfile-worker"
+            else "other threads"
+        )
+        found[kind] += seconds
+    return found
 
 
 def kb(status: dict[str, str], name: str) -> int | None:
@@ -719,7 +763,7 @@ def part_load(args: argparse.Namespace, m: Main, table: Table) -> None:
     sampler = threading.Thread(target=sample, daemon=True)
     rss_before = kb(proc_status(pid), "VmRSS")
     commits_before = int(git(m.vault, m.env, "rev-list", "--count", "HEAD"))
-    cpu_before, client_before = cpu_of(pid), time.process_time()
+    cpu_before, client_before, threads_before = cpu_of(pid), time.process_time(), thread_cpu(pid)
     start = time.perf_counter()
     stop_at = start + args.duration
     threads = [
@@ -736,7 +780,7 @@ def part_load(args: argparse.Namespace, m: Main, table: Table) -> None:
     for th in threads:
         th.join()
     elapsed = time.perf_counter() - start
-    cpu_after, client_cpu = cpu_of(pid), time.process_time() - client_before
+    cpu_after, client_cpu, threads_after = cpu_of(pid), time.process_time() - client_before, thread_cpu(pid)
     done.set()
     sampler.join()
     hwm = kb(proc_status(pid), "VmHWM")
@@ -789,6 +833,18 @@ def part_load(args: argparse.Namespace, m: Main, table: Table) -> None:
         value=f"{server_cpu * per:.1f}, {git_cpu * per:.1f}, {client_cpu * per:.1f} ms",
         shown=f"{server_cpu * per:.1f} ms, {git_cpu * per:.1f} ms, {client_cpu * per:.1f} ms "
         f"({(server_cpu + git_cpu + client_cpu) / elapsed:.2f} of {os.cpu_count()} CPUs busy)",
+    )
+    by_thread = sorted(
+        ((seconds, t) for t, seconds in cpu_by_thread(pid, threads_before, threads_after).items()), reverse=True
+    )
+    shares = ", ".join(f"{t} {seconds * per:.1f} ms ({seconds / elapsed:.2f} CPUs)" for seconds, t in by_thread)
+    table.add(
+        "CPU per request by server thread",
+        value=", ".join(f"{t}: {seconds * per:.1f} ms" for seconds, t in by_thread),
+        shown=shares,
+        note="the worker owns every Vault call; the event loop parses, routes and answers; the watcher hears "
+        "every file event of the vault. A thread that waits for the GIL or for the disk uses no CPU.",
+        threads_ms={t: round(seconds * per, 2) for seconds, t in by_thread},
     )
     for name, times in (("reads", reads), ("  search", searches), ("  recall?q=", recalls), ("stores", stores)):
         if times:

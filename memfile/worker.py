@@ -14,7 +14,9 @@ the commit's git processes and the reads overlap. With `watch=True`, one in-proc
 (`memfile.watch.MindsWatcher`: one recursive watch over the vault, a handful
 of threads and one inotify instance however many minds are open) follows each
 opened mind's files, unless another watcher (`memfile watch`) already does;
-its batches are refreshed on the worker thread too. `close` closes every
+its batches are refreshed on the worker thread too. Under load, a store lets
+the reads waiting go first for up to `STORE_GATHER` seconds, so that the
+stores coming in meanwhile share its commit (see `Minds.store`). `close` closes every
 Vault; `stop` is the quick end of a process that exits next (`memfile serve`).
 """
 
@@ -51,15 +53,21 @@ WARM_AGAIN = 1.0
 WATCH_AGAIN = 10.0
 #: Seconds between looks at git's loose objects (packed past `memfile.git.LOOSE_MOST`; see `_tidy`).
 TIDY_EVERY = 2.0
+#: The worker thread's name, in Python and to the system (`ps -L`, `top -H`, /proc/PID/task/TID/comm).
+WORKER_THREAD = "memfile-worker"
+#: Seconds a store lets the reads waiting go first, so that more stores share its commit (see `Minds.store`).
+STORE_GATHER = 0.2
 
 
 @dataclass(frozen=True)
 class _Job:
-    """A call for the worker thread: `run()` sets `future`; a `read` may run while a commit is being made."""
+    """A call for the worker thread: `run()` sets `future`; a `read` may run while a commit is being made, and
+    ahead of a store's job until its `gather_until` (time.monotonic(); 0: none)."""
 
     run: Callable[[], Any]
     future: Future[Any]
     read: bool
+    gather_until: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -96,7 +104,7 @@ class Minds:
         self._jobs: deque[_Job] = deque()  # in order, but a read may run ahead while a commit is made
         self._ending = False  # no job will come in any more: the worker ends once the queue is empty
         self._committing = False  # the worker is inside a write waiting for git (see `_while_committing`)
-        self._worker = threading.Thread(target=self._serve, name="memfile-worker", daemon=True)
+        self._worker = threading.Thread(target=self._serve, name=WORKER_THREAD, daemon=True)
         self._worker.start()
         self._waiting = 0  # calls submitted and not finished: warm work stops for them
         self._warm_queued = False
@@ -146,6 +154,12 @@ class Minds:
         `Memfile-Key:` trailer): under load, a server then makes one git commit for the stores that came
         in while the last one was being made, not one each.
 
+        When its turn comes while reads wait, those reads go first (the oldest first), for up to
+        `STORE_GATHER` seconds after the first of these stores came in: the stores coming in meanwhile
+        join its commit. Each commit and index update costs the worker about as much as three stores'
+        own work, so under load fewer, fuller commits leave it more time for reads; a store that finds no
+        read waiting is made at once, and writes keep their order (only reads go ahead).
+
         Raises:
             Whatever `Vault.store` raises for this store (another store of the commit never makes it fail).
         """
@@ -156,7 +170,8 @@ class Minds:
             waiting.append(({**arguments, "credential": caller.key}, future))
             first = len(waiting) == 1
         if first:  # the job that stores every store of this group waiting by the time it runs
-            self._submit(lambda: self._store_waiting(Caller(caller.mind, caller.source)))
+            gather_until = time.monotonic() + STORE_GATHER
+            self._submit(lambda: self._store_waiting(Caller(caller.mind, caller.source)), gather_until=gather_until)
         return await asyncio.wrap_future(future)
 
     def run(self, job: Callable[[], T], *, read: bool = False) -> Future[T]:
@@ -209,12 +224,12 @@ class Minds:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def _submit(self, job: Callable[[], T], *, read: bool = False) -> Future[T]:
+    def _submit(self, job: Callable[[], T], *, read: bool = False, gather_until: float = 0.0) -> Future[T]:
         with self._guard:
             if self._closed:
                 raise RuntimeError("the vault's worker is closed; no call can be made any more")
             self._waiting += 1
-            future = self._queue(job, read)
+            future = self._queue(job, read, gather_until)
         future.add_done_callback(self._done)
         return future
 
@@ -223,10 +238,10 @@ class Minds:
         with self._guard:
             return self._queue(job, False)
 
-    def _queue(self, job: Callable[[], T], read: bool) -> Future[T]:
+    def _queue(self, job: Callable[[], T], read: bool, gather_until: float = 0.0) -> Future[T]:
         """For a caller holding `_guard`: `job` at the end of the queue."""
         future: Future[T] = Future()
-        self._jobs.append(_Job(job, future, read))
+        self._jobs.append(_Job(job, future, read, gather_until))
         self._wake.notify()
         return future
 
@@ -254,14 +269,26 @@ class Minds:
 
     def _serve(self) -> None:
         """The worker thread: every job in turn, until `_end` and the queue is empty."""
+        _name_thread(WORKER_THREAD)
         while True:
             with self._guard:
                 while not self._jobs and not self._ending:
                     self._wake.wait()
                 if not self._jobs:
                     return
-                job = self._jobs.popleft()
+                job = self._next()
             _run(job)
+
+    def _next(self) -> _Job:
+        """For the worker holding `_guard`: the next job, out of the queue: the oldest, unless it is a store
+        still gathering the stores of its commit (`Minds.store`) while reads wait: then the oldest read."""
+        job = self._jobs[0]
+        if job.gather_until and time.monotonic() < job.gather_until:
+            read = next((j for j in self._jobs if j.read), None)
+            if read is not None:
+                self._jobs.remove(read)
+                return read
+        return self._jobs.popleft()
 
     def _while_committing(self, commit: Future[Any]) -> None:
         """`Vault.while_committing` of every opened Vault: while git makes a store's commit, run the reads
@@ -403,6 +430,18 @@ def _run(job: _Job) -> None:
         job.future.set_exception(exc)
     else:
         job.future.set_result(result)
+
+
+def _name_thread(name: str) -> None:
+    """Give the calling thread `name` (at most 15 characters) where the system shows threads, so that a look
+    at the server's threads (`top -H`, benchmarks/bench_serve.py) tells the worker from the event loop.
+    Threads it starts afterwards show the name too (Linux names a new thread after the one that starts it):
+    the watcher's, a commit's. Linux only; elsewhere, or where /proc cannot be written, nothing changes."""
+    try:
+        with open(f"/proc/self/task/{threading.get_native_id()}/comm", "w", encoding="ascii") as comm:
+            comm.write(name[:15])
+    except OSError:
+        pass
 
 
 def _hold(vaults: list[Vault]) -> None:
