@@ -7,6 +7,7 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 from click.testing import CliRunner, Result
 from conftest import git
@@ -109,3 +110,23 @@ def another_thread_running() -> Iterator[None]:
     finally:
         stop.set()
         thread.join()
+
+
+@contextmanager
+def worker_held(minds: Any, caller: Any) -> Iterator[threading.Event]:
+    """A served vault's worker (`memfile.worker.Minds`) kept busy by a call of `caller` (a commit being
+    made, say) until the event given is set: every call made meanwhile queues up behind it."""
+    release, busy = threading.Event(), threading.Event()
+
+    def occupy(vault: Any) -> None:
+        busy.set()
+        release.wait(30)
+
+    blocker = threading.Thread(target=minds.call_sync, args=(caller, occupy))
+    blocker.start()
+    assert busy.wait(10)
+    try:
+        yield release
+    finally:
+        release.set()
+        blocker.join(30)

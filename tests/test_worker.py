@@ -11,13 +11,12 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import pytest
 from conftest import git
-from helpers import plain_vault, write
+from helpers import plain_vault, worker_held, write
 
 from memfile import Vault, worker
 from memfile.config import AmbiguousMind
@@ -460,25 +459,6 @@ def test_without_watching_nothing_is_watched_and_hand_edits_are_still_seen(root:
 # --- stores that wait together share a commit; a call applies what the watcher saw first ---------------------
 
 
-@contextmanager
-def worker_held(minds: Minds) -> Iterator[threading.Event]:
-    """The worker kept busy (a commit being made, say) until the event given is set: calls made meanwhile wait."""
-    release, busy = threading.Event(), threading.Event()
-
-    def occupy(vault: Vault) -> None:
-        busy.set()
-        release.wait(10)
-
-    blocker = threading.Thread(target=minds.call_sync, args=(ALICE, occupy))
-    blocker.start()
-    assert busy.wait(10)
-    try:
-        yield release
-    finally:
-        release.set()
-        blocker.join(10)
-
-
 def test_stores_that_wait_together_share_one_commit_and_each_hears_its_own_answer(minds: Minds, root: Path) -> None:
     minds.call_sync(ALICE, lambda v: v.list())
     commits = int(git(root, "rev-list", "--count", "HEAD"))
@@ -493,7 +473,7 @@ def test_stores_that_wait_together_share_one_commit_and_each_hears_its_own_answe
         release.set()
         return await asyncio.gather(*tasks, return_exceptions=True)
 
-    with worker_held(minds) as release:
+    with worker_held(minds, ALICE) as release:
         results = asyncio.run(five_stores(release))
     assert [r.memory.key for r in results[:4]] == ["k0", "k1", "k2", "k3"]
     assert isinstance(results[4], Refused)  # an agent stores at most high: refused alone
@@ -515,7 +495,7 @@ def test_stores_of_several_agent_keys_share_a_commit_and_each_key_names_its_own(
         release.set()
         return await asyncio.gather(*tasks)
 
-    with worker_held(minds) as release:
+    with worker_held(minds, ALICE) as release:
         a1, b1, a2, elsewhere = asyncio.run(stores(release))
     assert a1.commit == b1.commit == a2.commit != elsewhere.commit  # another mind: its own commit
     body = git(root, "show", "-s", "--format=%B", a1.commit).splitlines()
@@ -644,7 +624,7 @@ def test_calls_that_waited_together_share_one_barrier_and_a_later_edit_is_still_
         release.set()
         return await asyncio.gather(*tasks)
 
-    with worker_held(minds) as release:
+    with worker_held(minds, ALICE) as release:
         made = minds.watcher._barrier_made
         assert asyncio.run(five_reads(release)) == ["green tea"] * 5
     assert minds.watcher._barrier_made - made <= 1  # the first read's barrier, made after all came in

@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 from conftest import git
+from helpers import worker_held
 
 from memfile import Vault, worker
 from memfile.model import Source
@@ -42,20 +43,8 @@ def minds(root: Path) -> Iterator[Minds]:
 @pytest.fixture
 def held(minds: Minds) -> Iterator[threading.Event]:
     """The worker kept busy until the event is set: every call made meanwhile queues up behind."""
-    release, busy = threading.Event(), threading.Event()
-
-    def occupy(vault: Vault) -> None:
-        busy.set()
-        release.wait(30)
-
-    blocker = threading.Thread(target=minds.call_sync, args=(ALICE, occupy))
-    blocker.start()
-    assert busy.wait(10)
-    try:
+    with worker_held(minds, ALICE) as release:
         yield release
-    finally:
-        release.set()
-        blocker.join(30)
 
 
 def keys_now(vault: Vault) -> list[str]:
