@@ -1,10 +1,11 @@
-"""Hybrid search: memfile's lexical hits fused with a dense ranking of the same candidates.
+"""Hybrid search: memfile's lexical hits fused with a dense ranking under the same filters.
 
-The caller (`Vault.search(..., semantic=True)`) runs the lexical search as always, deeper, and
-passes its hits with the memories that pass the same filters (category, tags, priority, source,
-expiry, superseded; this mind only). Only those candidates are ranked by cosine, so a filtered-out
-memory can never come back through its vector. Both rankings are fused by weighted reciprocal
-rank: `score = w_lex / (k + lexical rank) + w_dense / (k + dense rank)`.
+`Vault.search(..., semantic=True)` (memfile.semantic.mind) runs the lexical search as always,
+deeper, and the dense half over the memories that pass the same filters (category, tags,
+priority, source, expiry, superseded; this mind only: `dense_ranking`), so a filtered-out memory
+can never come back through its vector. Both rankings are fused by weighted reciprocal rank
+(`fuse`): `score = w(m) / (k + lexical rank) + w_dense / (k + dense rank)`, a lexical hit's weight
+w(m) growing with the share of the question's content words it holds.
 
 A memory without a vector yet is still found lexically; a hit found only by meaning shows its
 first line as snippet. Each `FusedHit` says its parts (lexical rank, dense rank, cosine).
