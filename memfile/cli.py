@@ -17,6 +17,7 @@ from typing import Any
 
 import click
 
+from .config import environ
 from .errors import EXIT_UNEXPECTED, FileParseError, InvalidInput, MemfileError
 from .model import Memory, StoreResult, format_datetime
 from .vault import Vault
@@ -578,7 +579,7 @@ def search(
         return
     if not hits:
         click.echo("no memory matches", err=True)
-    bold = sys.stdout.isatty() and not os.environ.get("NO_COLOR")  # no-color.org: set and not empty
+    bold = sys.stdout.isatty() and not environ().get("NO_COLOR")  # no-color.org: set and not empty
     for hit in hits:
         snippet = (
             re.sub(r"\*\*(.+?)\*\*", lambda m: click.style(m.group(1), bold=True), hit.snippet) if bold else hit.snippet

@@ -104,9 +104,10 @@ class InvalidConfig(InvalidInput):
         self.args = (message,)
 
 
-#: The variables that choose the vault, the mind and the caller: read through `environ()`, so that a
-#: resident process can answer a command line run elsewhere with that process's values (`environment`).
-CHOOSING = ("MEMFILE_VAULT", "MEMFILE_MIND", "MEMFILE_SOURCE")
+#: The variables that choose the vault, the mind and the caller, and `NO_COLOR` (no bold on a terminal):
+#: read through `environ()`, so that a resident process can answer a command line run elsewhere with
+#: that process's values (`environment`).
+CHOOSING = ("MEMFILE_VAULT", "MEMFILE_MIND", "MEMFILE_SOURCE", "NO_COLOR")
 _ENVIRONMENT: ContextVar[Mapping[str, str] | None] = ContextVar("memfile_environment", default=None)
 
 

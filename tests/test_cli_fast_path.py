@@ -412,7 +412,8 @@ def test_search_on_a_terminal_is_bold_both_ways(server: Server, setup: Setup, re
     alone = on_terminal(args, client_env(setup.home, **env), None)
     assert isinstance(through.answer, int)
     assert_same(through, alone)
-    assert b"\x1b[1mdocker\x1b[0m" in through.out  # bold: the terminal was seen as one
+    bold = b"\x1b[1mdocker\x1b[0m" in through.out  # the terminal was seen as one, and NO_COLOR too
+    assert bold == ("NO_COLOR" not in env), through.out
     piped = memfile_run(args, client_env(setup.home, **env), record=record)
     assert b"\x1b[" not in piped.out and b"**docker**" in piped.out
 

@@ -412,8 +412,13 @@ def test_the_memories_controls_are_reached_with_the_keyboard(browser: Browser) -
     browser.mark()
     browser.find("#f-source").send_keys(Keys.DOWN)  # any -> user: the change applies it
     browser.wait(lambda: browser.query().get("source") == ["user"], "the keyboard did not apply the filter")
-    focused = "return document.activeElement.id"
-    browser.wait(lambda: browser.driver.execute_script(focused) == "f-source", "the swap lost the focus")
+    # The address changes before htmx has swapped and settled the new list in: a key pressed meanwhile
+    # lands on the control about to be replaced. Wait for the swap to end, the new control focused.
+    settled = (
+        "const e = document.activeElement; return e.id === 'f-source' && e.isConnected && e.value === 'user'"
+        " && !document.querySelector('.htmx-request, .htmx-swapping, .htmx-settling')"
+    )
+    browser.wait(lambda: browser.driver.execute_script(settled), "the swap lost the focus")
     ActionChains(browser.driver).send_keys(Keys.DOWN).perform()  # the focused control: user -> agent
     browser.wait(lambda: browser.query().get("source") == ["agent"], "the keyboard did not apply the filter")
     browser.wait(lambda: len(browser.memory_links()) == 3, "the list did not show the agent's three memories")
