@@ -365,21 +365,24 @@ class Watcher:
     def _run(self) -> None:
         vault = Vault.open(self.root, self.mind)  # its own: SQLite connections stay in one thread
 
+        pulled, semantic, unembedded = time.monotonic(), vault.config.semantic, True
+
         def refresh(mind: str, paths: list[str] | None) -> RefreshReport:
+            nonlocal unembedded
             report = vault.refresh(paths=paths, wait=True)
             if self.autocommit:
                 vault.commit_hand_edits(paths)
+            unembedded = True  # files were touched (another process may have indexed them first)
             return report
 
-        pulled, semantic = time.monotonic(), vault.config.semantic
-
         def idle() -> None:
-            nonlocal pulled, semantic
+            nonlocal pulled, semantic, unembedded
             if vault.config.autosync and time.monotonic() - pulled >= vault.config.sync_interval:
                 pulled = time.monotonic()
                 self._pull(vault)  # [sync] autosync: the remote's changes come in while idle
-            if semantic:
+            if semantic and unembedded:  # nothing changed since the last whole pass: no look at every vector
                 semantic = self._embed(vault)
+                unembedded = self._batcher.wake.is_set()  # stopped by a change: the next quiet spell goes on
 
         every = [vault.config.sync_interval] if vault.config.autosync else []
         every += [EMBED_EVERY] if vault.config.semantic else []
