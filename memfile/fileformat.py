@@ -350,10 +350,25 @@ def _represent_str(representer: Any, value: str) -> Any:
     return representer.represent_scalar("tag:yaml.org,2002:str", value, style=None if _plain_ok(value) else "'")
 
 
-@lru_cache(maxsize=4096)
+#: A word PyYAML (YAML 1.1) reads back plain as itself, unless it is one of `_YAML_WORDS` (a bool or null):
+#: no other implicit type starts with a letter, no indicator is in it. Ids and keys are such words.
+_PLAIN_WORD = re.compile(r"[A-Za-z][A-Za-z0-9_]*")
+_YAML_WORDS = frozenset(
+    "yes Yes YES no No NO true True TRUE false False FALSE on On ON off Off OFF null Null NULL".split()
+)
+
+
 def _plain_ok(value: str) -> bool:
-    """Whether PyYAML reads `value` back, written plain, as the same string (in a mapping and in a list).
-    Kept per value: a store writes the same categories, sources and tags over and over."""
+    """Whether PyYAML reads `value` back, written plain, as the same string (in a mapping and in a list):
+    a plain word is told by its letters (an import writes 10,000 ids and keys, each new), the rest by
+    reading it (`_read_plain`)."""
+    return bool(_PLAIN_WORD.fullmatch(value)) and value not in _YAML_WORDS or _read_plain(value)
+
+
+@lru_cache(maxsize=4096)
+def _read_plain(value: str) -> bool:
+    """`_plain_ok` by PyYAML itself. Kept per value: a store writes the same categories, sources and tags
+    over and over."""
     import yaml
 
     try:

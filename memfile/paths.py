@@ -60,13 +60,37 @@ def safe_path(root: Path, relpath: PurePosixPath | str, mind: str) -> Path:
     Raises InvalidInput when the relative path is absolute, climbs with `..`,
     or resolves (through a symlink) outside `root/mind`.
     """
-    rel = PurePosixPath(str(relpath).replace("\\", "/"))
-    if rel.is_absolute() or ".." in rel.parts or not rel.parts or rel.parts[0] != mind:
-        raise InvalidInput("path", str(relpath), f"a path inside the mind folder {mind}/")
-    full = root / Path(*rel.parts)
+    full = _lexically_inside(root, relpath, mind)
     if not is_inside(full, root / mind):
         raise InvalidInput("path", str(relpath), f"a path inside the mind folder {mind}/ (a symlink leads outside)")
     return full
+
+
+def safe_paths(root: Path, relpaths: list[str], mind: str) -> list[Path]:
+    """`safe_path` of each of many paths (a write of many files), each folder resolved once: a file
+    that is no symlink resolves to its resolved folder and its name, so only a symlink is resolved
+    again (resolving every path of a 10,000-memory import took 1.7 s).
+
+    Raises:
+        InvalidInput: as `safe_path`, for the first path that fails.
+    """
+    inside: set[Path] = set()  # folders found inside the mind, with symlinks resolved
+    paths = []
+    for relpath in relpaths:
+        full = _lexically_inside(root, relpath, mind)
+        if full.parent not in inside or os.path.islink(full):
+            full = safe_path(root, relpath, mind)
+            if not os.path.islink(full):  # resolved through its folder: the folder leads inside
+                inside.add(full.parent)
+        paths.append(full)
+    return paths
+
+
+def _lexically_inside(root: Path, relpath: PurePosixPath | str, mind: str) -> Path:
+    rel = PurePosixPath(str(relpath).replace("\\", "/"))
+    if rel.is_absolute() or ".." in rel.parts or not rel.parts or rel.parts[0] != mind:
+        raise InvalidInput("path", str(relpath), f"a path inside the mind folder {mind}/")
+    return root / Path(*rel.parts)
 
 
 def mind_dirs(root: Path) -> list[str]:

@@ -14,8 +14,9 @@ from __future__ import annotations
 
 import errno
 import os
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from .errors import Conflict
 from .files import TEMP_PREFIX, fsync_dir, temp_file
@@ -24,6 +25,7 @@ from .files import TEMP_PREFIX, fsync_dir, temp_file
 BULK_WRITE = 16
 _RENAME_NOREPLACE, _RENAME_EXCHANGE = 1, 2
 _AT_FDCWD = -100
+T = TypeVar("T")
 _UNSUPPORTED = (errno.EINVAL, errno.ENOSYS, errno.EOPNOTSUPP, errno.ENOTSUP, errno.EPERM, errno.EXDEV)
 
 
@@ -67,6 +69,60 @@ def put(
     if prepared is None:
         fsync_dir(path.parent)
     return displaced
+
+
+#: What a bulk write read back from a file it made: (bytes, the file's mtime in ns, what `check` made of them).
+ReadBack = tuple[bytes, int, T]
+
+
+def put_all(
+    changes: list[tuple[str, Path, bytes | None]],
+    bases: Mapping[str, bytes | None],
+    check: Callable[[bytes, str, int | None], T],
+) -> tuple[list[bytes | None], dict[str, ReadBack[T]]]:
+    """`put` each change (relpath, path, data) on what it was based: `bases[relpath]`, or no file at all.
+
+    `check(data, relpath, mtime_ns)` refuses data that must not be written, before anything is put in
+    place. A write of BULK_WRITE files or more is `prepare`d first, and each new file is checked as it
+    lies in its temp file, with the mtime it keeps once in place (a rename keeps the inode); the values
+    `check` returned come back by relpath. The caller syncs the folders of a bulk write afterwards.
+
+    Returns:
+        What each file held before (for `undo`), and what a bulk write read back.
+
+    Raises:
+        EditedMeanwhile: a file changed under the write; every file put so far is put back.
+    """
+    bulk = len(changes) >= BULK_WRITE
+    if not bulk:
+        for relpath, _, data in changes:
+            if data is not None:
+                check(data, relpath, None)
+    prepared = prepare(changes) if bulk else {}
+    read_back: dict[str, ReadBack[T]] = {}
+    before: list[bytes | None] = []
+    try:
+        for relpath, _, data in changes:
+            if data is not None and relpath in prepared:
+                mtime_ns = os.stat(prepared[relpath]).st_mtime_ns
+                read_back[relpath] = (data, mtime_ns, check(data, relpath, mtime_ns))
+        for relpath, path, data in changes:
+            before.append(put(path, relpath, data, bases.get(relpath), prepared.pop(relpath, None)))
+    except BaseException:
+        undo(changes[: len(before)], before)  # what was written before the refusal
+        for tmp in prepared.values():
+            tmp.unlink(missing_ok=True)
+        raise
+    return before, read_back
+
+
+def undo(changes: list[tuple[str, Path, bytes | None]], before: list[bytes | None]) -> None:
+    """Put back what `put_all` wrote (newest first); a file saved by someone meanwhile keeps their save."""
+    for (relpath, path, data), old in reversed(list(zip(changes, before))):
+        try:
+            put(path, relpath, old, data)
+        except EditedMeanwhile:
+            pass
 
 
 def prepare(changes: list[tuple[str, Path, bytes | None]]) -> dict[str, Path]:

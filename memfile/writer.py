@@ -12,6 +12,7 @@ restore and undo (memfile.git) all write through it. The `Vault` owns one
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import replace
@@ -34,7 +35,8 @@ from .errors import (
     Refused,
 )
 from .files import atomic_write, cannot_write, fsync_dir, writer_lock
-from .index import Index
+from .index import Index, source
+from .index.fastpath import may_fork
 from .model import (
     AGENT_PRIORITY_CAP,
     DEFAULT_CONFIDENCE,
@@ -56,7 +58,7 @@ from .model import (
     utc_now,
     validate_key,
 )
-from .paths import memory_relpath, safe_path
+from .paths import memory_relpath, safe_path, safe_paths
 
 if TYPE_CHECKING:
     from concurrent.futures import Future
@@ -250,42 +252,32 @@ class Writer:
         commit fails every file is put back as it was, so a change is either on disk
         and in git, or in neither. `keys`: see `trailers`.
         """
-        from .swap import BULK_WRITE, prepare, put
+        from .swap import put_all, undo
 
-        paths = [(relpath, safe_path(self.root, relpath, self.mind)) for relpath, _ in changes]
-        for relpath, data in changes:
-            if data is not None:
-                _readable(data, relpath)
-        bulk = len(changes) >= BULK_WRITE  # the new files synced to disk at once, then their folders
-        prepared = prepare([(r, p, d) for (r, p), (_, d) in zip(paths, changes, strict=True)]) if bulk else {}
-        before: list[bytes | None] = []
-        try:
-            for (relpath, path), (_, data) in zip(paths, changes, strict=True):
-                before.append(put(path, relpath, data, self._bases.get(relpath), prepared.pop(relpath, None)))
-        except BaseException:
-            self._put_back(paths[: len(before)], changes, before)  # what was written before the refusal
-            for tmp in prepared.values():
-                tmp.unlink(missing_ok=True)
-            raise
-        for folder in {path.parent for _, path in paths} if bulk else ():
+        relpaths = [relpath for relpath, _ in changes]
+        paths = safe_paths(self.root, relpaths, self.mind)
+        writes = [(relpath, path, data) for (relpath, data), path in zip(changes, paths, strict=True)]
+        before, known = put_all(writes, self._bases, _readable)
+        for folder in {path.parent for path in paths} if known else ():
             fsync_dir(folder)
-        relpaths = [relpath for relpath, _ in paths]
-        # git commits in its own process while this one updates the index: the two overlap on two cores.
+        message = f"{subject}\n\n{self.trailers(keys)}"
         from concurrent.futures import ThreadPoolExecutor  # only a write needs a thread
 
         with ThreadPoolExecutor(max_workers=1, thread_name_prefix="memfile-commit") as pool:
-            commit = pool.submit(self.git.commit, relpaths, f"{subject}\n\n{self.trailers(keys)}")
-            try:
-                self._index.refresh(paths=relpaths, wait=True)
-            except LockTimeout:
-                # The change is on disk and in git; the index catches up at the next command.
-                self.notices.append("the index was busy; it will include this change at the next command")
-            if self.while_committing is not None:
-                self.while_committing(commit)  # a resident process answers reads meanwhile
+            if known and self.while_committing is None and may_fork():
+                # Nothing else runs here: the index is built first, on both cores and from the memories
+                # just read back, then git commits (overlapped, the two shared two cores three ways).
+                self._index_written(relpaths, known)
+                commit = pool.submit(self.git.commit, relpaths, message)
+            else:  # git commits in its own process while this one updates the index
+                commit = pool.submit(self.git.commit, relpaths, message)
+                self._index_written(relpaths, known)
+                if self.while_committing is not None:
+                    self.while_committing(commit)  # a resident process answers reads meanwhile
             try:
                 sha = commit.result()
             except GitError:
-                self._put_back(paths, changes, before)
+                undo(writes, before)
                 for relpath in relpaths:
                     self.git.unstage(relpath)
                 self._resync(relpaths)
@@ -294,17 +286,13 @@ class Writer:
             self.after_write()
         return sha
 
-    def _put_back(
-        self, paths: list[tuple[str, Path]], changes: list[tuple[str, bytes | None]], before: list[bytes | None]
-    ) -> None:
-        """Undo written changes (newest first); a file saved by someone meanwhile keeps their save."""
-        from .swap import EditedMeanwhile, put
-
-        for (relpath, path), (_, data), old in reversed(list(zip(paths, changes, before))):
-            try:
-                put(path, relpath, old, data)
-            except EditedMeanwhile:
-                pass
+    def _index_written(self, relpaths: list[str], known: dict[str, Any]) -> None:
+        """The index brought in line with files just written (`known`: what was read back from them)."""
+        try:
+            self._index.refresh(paths=relpaths, wait=True, known=known)
+        except LockTimeout:
+            # The change is on disk and in git; the index catches up at the next command.
+            self.notices.append("the index was busy; it will include this change at the next command")
 
     def _resync(self, relpaths: list[str]) -> None:
         """Best effort: the index back in line with files just put back (else the next command does it)."""
@@ -780,14 +768,15 @@ def _read_or_none(path: Path) -> bytes | None:
         return None
 
 
-def _readable(data: bytes, relpath: str, field: str | None = None) -> None:
-    """Refuse to write a file memfile could not read back (and would then skip as unreadable).
+def _readable(data: bytes, relpath: str, mtime_ns: int | None = None, field: str | None = None) -> Memory:
+    """Refuse to write a file memfile could not read back (and would then skip as unreadable); the memory
+    the index will read, for a file of this mtime (default: now).
 
     Raises:
         InvalidInput: naming `field` when given (what the caller passed), else the file.
     """
     try:
-        fileformat.parse(data, relpath, utc_now())
+        return source.parse_as_read(data, relpath, time.time_ns() if mtime_ns is None else mtime_ns)
     except FileParseError as exc:
         line = f" on line {exc.line}" if exc.line else ""
         raise InvalidInput(

@@ -151,3 +151,16 @@ def test_the_plain_path_writes_through_ruamel(monkeypatch) -> None:  # type: ign
     fast = fileformat.serialize(memory)
     monkeypatch.setenv("MEMFILE_PLAIN", "emit")
     assert fileformat.serialize(memory) == fast
+
+
+@given(
+    st.one_of(
+        st.from_regex(r"[A-Za-z][A-Za-z0-9_]{0,20}", fullmatch=True),
+        st.sampled_from(sorted(fileformat._YAML_WORDS) + ["y", "n", "Y", "N", "Yes_", "nil", "None", "NaN", "inf"]),
+        st.text(alphabet="yesnotrufalNULnF0123456789_.:-+ ", min_size=0, max_size=8),
+    )
+)
+@settings(max_examples=2000, deadline=None)
+def test_a_plain_word_is_told_by_its_letters_as_pyyaml_reads_it(value: str) -> None:
+    """`_plain_ok` tells a word (ids, keys) without reading it: the same answer as PyYAML's own reading."""
+    assert fileformat._plain_ok(value) == fileformat._read_plain(value), value

@@ -550,6 +550,48 @@ def test_safe_path_allows_a_symlink_that_stays_inside_the_mind(root: Path) -> No
     assert paths.safe_path(root, "michael/shortcut/x.md", "michael") == root / "michael" / "shortcut" / "x.md"
 
 
+def test_safe_paths_answers_as_safe_path_for_each(root: Path, tmp_path: Path) -> None:
+    """Each folder resolved once, each symlinked file resolved again: the same path or the same refusal as
+    `safe_path` of each path alone, in any order (a symlinked file first or after a plain one)."""
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "secret.md").write_text("secret")
+    mind = root / "michael"
+    (mind / "escape").symlink_to(outside, target_is_directory=True)
+    (mind / "shortcut").symlink_to(mind / "fact", target_is_directory=True)
+    (mind / "bridge").mkdir()
+    (mind / "bridge" / "in.md").symlink_to(mind / "fact" / "x.md")  # a file inside, through a link
+    (mind / "bridge" / "out.md").symlink_to(outside / "secret.md")  # a file outside, beside plain ones
+    (outside / "back.md").symlink_to(mind / "fact" / "x.md")  # a folder outside, a file pointing back in
+    cases = [
+        "michael/fact/x.md",
+        "michael/fact/y.md",
+        "michael/shortcut/z.md",
+        "michael/bridge/in.md",
+        "michael/bridge/plain.md",
+        "michael/bridge/out.md",
+        "michael/escape/back.md",
+        "michael/escape/x.md",
+        "michael/../other/fact/x.md",
+        "other/fact/x.md",
+    ]
+
+    def alone(rel: str) -> Path | str:
+        try:
+            return paths.safe_path(root, rel, "michael")
+        except InvalidInput as exc:
+            return str(exc)
+
+    for order in (cases, cases[::-1], sorted(cases, key=lambda c: c.endswith("plain.md"))):
+        for n, rel in enumerate(order):
+            ok = [r for r in order[:n] if not isinstance(alone(r), str)]  # the paths checked before it
+            try:
+                got: Path | str = paths.safe_paths(root, [*ok, rel], "michael")[-1]
+            except InvalidInput as exc:
+                got = str(exc)
+            assert got == alone(rel), (order, rel)
+
+
 # --- paths: ignore rules ---------------------------------------------------------
 
 

@@ -21,8 +21,8 @@ from typing import Any
 import pytest
 from helpers import BROKEN, HAND_MADE, another_thread_running, write
 
-from memfile import Vault
-from memfile.index import BULK
+from memfile import Vault, fileformat
+from memfile.index import BULK, source
 
 NOTES = [
     ("fact", "vps1_server", "The VPS runs Docker and Postgres 16; backups go to the NAS nightly.", ["infra", "docker"]),
@@ -240,3 +240,54 @@ def test_commands_as_processes_give_the_same_output(twins: tuple[Path, Path], co
 
     for _ in range(2):  # the index built, then read
         assert memfile(twins[0], False) == memfile(twins[1], True)
+
+
+@pytest.mark.parametrize("count", [40, pytest.param(BULK + 5, marks=pytest.mark.slow)])
+def test_a_bulk_write_indexes_what_its_files_hold(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, count: int) -> None:
+    """A write of many files hands the index the memories it read back from them (`parsed`): they are
+    what the files give read afresh, dates taken from a file's mtime included (hand-made files without
+    front-matter, imported byte for byte), and each file is parsed once less than on the plain path."""
+    source_vault = Vault.init(tmp_path / "source", "m")
+    for i in range(count // 2):
+        path = write(source_vault.mind_dir / "note" / f"hand_{i}.md", f"A hand-made note {i} about docker.\n")
+        os.utime(path, (1_700_000_000 + i, 1_700_000_000 + i))
+    stores = [{"category": "fact", "key": f"k{i}", "content": f"Stored {i}: postgres."} for i in range(count // 2)]
+    source_vault.store_many(stores)
+    export = tmp_path / "export.jsonl"
+    source_vault.export(export, raw=True)
+    parses: list[int] = []
+    real_parse = fileformat.parse
+
+    def counted(*args: Any) -> Any:
+        parses[-1] += 1
+        return real_parse(*args)
+
+    monkeypatch.setattr(fileformat, "parse", counted)
+    for plain in ("", "parsed"):
+        monkeypatch.setenv("MEMFILE_PLAIN", plain)
+        parses.append(0)
+        vault = Vault.init(tmp_path / f"import-{plain}", "m")
+        assert len(vault.import_(export).created) == count - count % 2
+        indexed = sorted((m.path, m.to_dict()) for m in vault.memories())
+        assert indexed == sorted((m.path, m.to_dict()) for m in source.parse_all(vault.root, vault.mind_dir)[0])
+        assert vault.status()["stale"] == []
+    assert parses[1] - parses[0] == count - count % 2  # the index read each file the write had read back
+
+
+def test_what_a_writer_read_back_is_taken_only_for_the_same_bytes_and_second(tmp_path: Path) -> None:
+    """`source.load`'s `known`: taken when the file holds its bytes with an mtime of its second; otherwise
+    (the file changed since, or its mtime moved to another second: its dates may come from it) parsed."""
+    root = tmp_path / "v"
+    path = write(root / "m" / "note" / "a.md", "A note without front-matter.\n")
+    os.utime(path, ns=(1_780_000_000_400_000_000, 1_780_000_000_400_000_000))
+    data = path.read_bytes()
+    marker = source.parse_as_read(b"Another memory.\n", "m/note/a.md", 0)
+    for known, taken in [
+        ((data, 1_780_000_000_900_000_000, marker), True),  # the same second
+        ((data, 1_780_000_001_000_000_000, marker), False),  # another second
+        ((b"Other bytes.\n", 1_780_000_000_400_000_000, marker), False),
+    ]:
+        _, memory = source.load(root, root / "m", "m/note/a.md", known)
+        assert (memory == marker) is taken
+        if not taken:
+            assert memory == source.parse_as_read(data, "m/note/a.md", 1_780_000_000_400_000_000)

@@ -20,7 +20,7 @@ write_codec.py (speed tricks; `MEMFILE_PLAIN=1` turns them all off).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable
+from collections.abc import Callable, Hashable, Mapping
 from datetime import datetime
 from pathlib import Path
 from typing import TypeVar, cast
@@ -100,6 +100,7 @@ class Index:
         paths: list[str] | None = None,
         wait: bool = False,
         trust_watcher: bool = False,
+        known: Mapping[str, source.Known] | None = None,
     ) -> RefreshReport:
         """Bring the index in line with the files: a stat-only diff, then re-read only what changed.
 
@@ -110,6 +111,7 @@ class Index:
                 changed is read and overlaid (the report's `pending`).
             trust_watcher: skip the diff while a live watcher vouches for the index (and no
                 `progress` is asked for).
+            known: what the caller wrote and parsed, by path (`source.load`): not parsed again.
 
         Raises:
             LockTimeout: `wait` is true and another process kept the writer lock past the timeout.
@@ -143,7 +145,7 @@ class Index:
                         apart = build_apart(self.root, self.mind, progress)  # the sync below then finds little to do
                     report = store.sync(
                         disk,
-                        self.load,
+                        self.load if not known else lambda path: self.load(path, known.get(path)),
                         paths,
                         progress=progress,
                         wait=wait,
@@ -295,13 +297,13 @@ class Index:
         if self._store is not None:
             self._store.close()
 
-    def load(self, relpath: str) -> tuple[Stat, Memory]:
+    def load(self, relpath: str, known: source.Known | None = None) -> tuple[Stat, Memory]:
         """One file's stat and memory (`source.load`).
 
         Raises:
             FileParseError: the file cannot be read or parsed.
         """
-        return source.load(self.root, self.mind_dir, relpath)
+        return source.load(self.root, self.mind_dir, relpath, known)
 
     def last_update(self) -> float | None:
         """When the index last changed (a timestamp), None when never or no index is in use."""
