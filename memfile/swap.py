@@ -56,7 +56,8 @@ def put(
     """
     if data is None:
         return _remove(path, relpath, expected)
-    path.parent.mkdir(parents=True, exist_ok=True)
+    if prepared is None:  # else its temp file lies in the folder
+        path.parent.mkdir(parents=True, exist_ok=True)
     tmp = prepared or temp_file(path, data)
     try:
         if expected is None:
@@ -130,11 +131,14 @@ def prepare(changes: list[tuple[str, Path, bytes | None]]) -> dict[str, Path]:
     with one sync instead of one each (every file is still on disk before `put` renames it in place;
     the caller syncs the folders afterwards). Returns relpath -> temp file, for `put(prepared=...)`."""
     prepared: dict[str, Path] = {}
+    folders: set[Path] = set()  # made (or found) already
     try:
         for relpath, path, data in changes:
             assert relpath not in prepared, f"{relpath} changed twice in one write"
             if data is not None:
-                path.parent.mkdir(parents=True, exist_ok=True)
+                if path.parent not in folders:
+                    path.parent.mkdir(parents=True, exist_ok=True)
+                    folders.add(path.parent)
                 prepared[relpath] = temp_file(path, data, durable=False)
         os.sync()
     except BaseException:

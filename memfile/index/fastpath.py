@@ -14,7 +14,8 @@ Here (Whoosh is never imported: every read runs this module):
 Elsewhere in the package: `scandir_fd` (source._opened_folder), `procs`, `codec` and `gc`
 (store._bulk_options, write_codec.py, store._collector_paused), `row_new` (`row_decoder` here),
 `formats` (persisted.IndexPositions/IndexExistence), `score_cache`
-(score_cache.py), `masks` (store.Masks), `catalog_cache` (View._catalog_memories, Catalog.changes; the Vault's recall cache).
+(score_cache.py), `masks` (store.Masks), `catalog_cache` (View._catalog_memories, Catalog.changes; the Vault's recall cache),
+`parsed` (source.load: the memories a bulk write read back from its files, not parsed again).
 """
 
 from __future__ import annotations

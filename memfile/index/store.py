@@ -291,11 +291,13 @@ class Store:
             return report
         from whoosh.index import LockError
 
+        from .write_codec import open_writer
+
         try:
             ix = self._open()
             # Another process building the whole index is done sooner than this one reading every file again.
             patient = wait or todo >= BULK
-            writer = ix.writer(timeout=self.lock_timeout if patient else 0.0, **_bulk_options(todo))
+            writer = open_writer(ix, timeout=self.lock_timeout if patient else 0.0, **_bulk_options(todo))
         except LockError:
             if wait:
                 raise LockTimeout(str(self.folder / f"{INDEX_NAME}_WRITELOCK"), self.lock_timeout) from None
