@@ -130,9 +130,15 @@ def files_differ(source: Path, target: Path) -> list[str]:
 
 
 def settle() -> None:
-    """Before a timed write: the disk work the untimed steps left (the last run's vault removed, 20,000
-    files and more; a copy) done, so that the figure does not pay for it. That work went on for seconds
-    after them: creating a file then took 0.3-1 ms, not 0.03-0.1 ms (this machine, 2026-12-02)."""
+    """Before a timed write: the disk work the untimed steps left (a vault made, files copied) done, so
+    that the figure does not pay for it.
+
+    Nor does a timed write follow the removal of many files: each run writes into a new folder, and the
+    folders go at the end. On this machine (ext4 mounted with `discard`, 2026-12-02) creating a file
+    took 0.5-1.1 ms for more than 20 s after 10,000 files were removed, until about as many new files
+    had been created, against 0.04-0.1 ms otherwise: an import of 10,000 memories (and git's 10,000
+    objects in the baseline) right after the last run's vault was removed paid 10 s and more for it.
+    """
     os.sync()
     time.sleep(1.0)
 
@@ -193,10 +199,9 @@ def bench(args: argparse.Namespace, work: Path, env: dict[str, str], table: Tabl
     )
 
     # 2. import into an empty vault (made before each run, untimed), next to git add + commit of the same files
-    target = work / "target"
     import_times, git_times, made, created, trees = [], [], [], [], []
-    for _ in range(args.import_runs):
-        empty_vault(target, env)
+    for attempt in range(args.import_runs):
+        target = empty_vault(work / f"target{attempt}", env)  # a new folder each run: see `settle`
         before = commits(target, env)
         settle()
         took, out = run([*MEMFILE, "--vault", str(target), "--mind", MIND, "import", str(export), "--json"], env)
@@ -204,8 +209,7 @@ def bench(args: argparse.Namespace, work: Path, env: dict[str, str], table: Tabl
         made.append(commits(target, env) - before)
         created.append(how_many(report_of(out), "created"))
         trees.append(clean(target, env))
-        plain = work / "plain-git"
-        shutil.rmtree(plain, ignore_errors=True)
+        plain = work / f"plain-git{attempt}"
         shutil.copytree(source / MIND, plain / MIND)
         run(["git", "init", "-q", str(plain)], env)
         settle()
@@ -265,7 +269,8 @@ def bench(args: argparse.Namespace, work: Path, env: dict[str, str], table: Tabl
     )
 
     # 4. the --raw export imported: the files are the source's, byte for byte (timed once, for information)
-    empty_vault(target, env)
+    target = empty_vault(work / "raw-target", env)
+    settle()
     took, _ = run([*MEMFILE, "--vault", str(target), "--mind", MIND, "import", str(raw_export), "--json"], env)
     table.timing("memfile import FILE (--raw export), empty vault (process)", n, [took], p95_too=False)
     differ = files_differ(source, target)

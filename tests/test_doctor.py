@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import time
 from pathlib import Path
 
@@ -106,6 +107,41 @@ def test_a_staged_removal_is_committed_as_a_hand_edit(vault: Vault) -> None:
     assert sha and git(vault.root, "show", "--name-status", "--format=", sha).split() == ["D", "michael/fact/office.md"]
     assert git(vault.root, "status", "--porcelain").strip() == ""
     assert "uncommitted" not in kinds(vault)
+
+
+def test_a_staged_removal_beside_a_staged_new_file_is_committed_by_fix(vault: Vault) -> None:
+    """A forget killed after its `git add`, then a store of a new key killed inside its `git commit -- PATH`:
+    git status shows the two as one rename (similar bytes) and names only the new file; `doctor --fix`
+    commits both, the removal included (a crash run once found it left staged)."""
+    vault.store("fact", "k_11", "fact k_11 version of worker 1 step 3: mark1x3z")
+    root, fact = vault.root, vault.root / "michael" / "fact"
+    text = (fact / "k_11.md").read_text(encoding="utf-8")
+    (fact / "k_11.md").unlink()
+    git(root, "add", "--all", "--", "michael/fact/k_11.md")
+    other = re.sub(r"mem_\w+", "mem_0000k05", text).replace("k_11", "k_05").replace("1x3z", "2x0z")
+    write(fact / "k_05.md", other)
+    git(root, "add", "--", "michael/fact/k_05.md")
+    old = time.time() - 3600
+    for name in ("index.lock", "next-index-4242.lock"):  # the killed `git commit -- PATH` held both
+        lock = root / ".git" / name
+        lock.write_bytes((root / ".git" / "index").read_bytes())
+        os.utime(lock, (old, old))
+    assert git(root, "status", "--porcelain").startswith("R  michael/fact/k_11.md -> ")
+    assert {f.path for f in vault.doctor().problems if f.kind == "uncommitted"} == {
+        "michael/fact/k_05.md",
+        "michael/fact/k_11.md",
+    }
+    assert "committed hand edits" in " ".join(vault.doctor(fix=True).fixed)
+    assert git(root, "status", "--porcelain") == ""
+    assert vault.doctor().problems == []
+    assert git(root, "show", "--name-status", "--no-renames", "--format=", "HEAD").split() == [
+        "A",
+        "michael/fact/k_05.md",
+        "D",
+        "michael/fact/k_11.md",
+    ]
+    versions = {v.memory.content for v in vault.history("fact/k_11") if v.memory is not None}
+    assert "fact k_11 version of worker 1 step 3: mark1x3z" in versions
 
 
 def test_store_queue_leftovers_of_killed_processes_are_found_and_fixed(vault: Vault) -> None:

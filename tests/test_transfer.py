@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +25,7 @@ from shared_vaults import built_once, copied
 import memfile
 from memfile import Vault
 from memfile.errors import MemfileError
+from memfile.git.store import PACKED_ADD, GitStore
 
 MIND = "michael"
 NAME = "Michael's Mind"
@@ -926,3 +928,23 @@ def test_unknown_keys_memfile_could_not_read_back_are_refused_naming_the_record(
         with pytest.raises(MemfileError, match=r"record 2 .*nested more than 100 levels"):
             dst.import_(path, dry_run=dry_run)
     untouched(dst, commits, files)
+
+
+def test_a_commit_of_many_files_packs_their_contents_into_one_file(tmp_path: Path) -> None:
+    """From PACKED_ADD files a commit's `git add` writes one pack, not a file per object: the same blobs
+    and tree as a plain `git add` of the same files, and git finds the repository sound."""
+    trees = []
+    for name, count in (("packed", PACKED_ADD), ("loose", PACKED_ADD - 1)):
+        root = tmp_path / name
+        store = GitStore(root, "Test", "test@example.com")
+        store.init()
+        paths = [f"m/note/n{i:04d}.md" for i in range(count)]
+        for path in paths:
+            write(root / path, f"Note {path}\n")
+        assert store.commit(paths, "many") is not None
+        loose = [p for p in (root / ".git" / "objects").glob("??/*")]
+        assert (len(loose) < 10) is (name == "packed"), len(loose)  # only the trees and the commit stay loose
+        assert git(root, "status", "--porcelain") == ""
+        assert subprocess.run(["git", "fsck", "--strict"], cwd=root, capture_output=True).returncode == 0
+        trees.append(git(root, "ls-tree", "-r", "HEAD").splitlines())
+    assert trees[0][:-1] == trees[1]  # the same blob for each file

@@ -556,6 +556,7 @@ class CrashRun:
             found = {f.kind for f in report.problems}
             assert found <= {"temp_file", "uncommitted", "stale_lock"}, found
             assert ("stale_lock" in found) == bool(git_locks(root)), found  # every git lock, aged above
+            status = git(root, "status", "--short")  # what doctor --fix started from (shown in a finding)
             vault.doctor(fix=True)
             left = git_locks(root)
             after = vault.doctor()
@@ -583,7 +584,8 @@ class CrashRun:
                         )
                 self.findings.append(
                     f"kill {self.kills}: doctor --fix left git locks {left}, problems "
-                    f"{[(f.kind, f.path) for f in after.problems]}, git status {git(root, 'status', '--short')!r}"
+                    f"{[(f.kind, f.path) for f in after.problems]}, git status {git(root, 'status', '--short')!r} "
+                    f"(before doctor --fix {status!r})"
                     f"{effect}"
                 )
                 for lock in left:
