@@ -266,7 +266,7 @@ class Writer:
         with ThreadPoolExecutor(max_workers=1, thread_name_prefix="memfile-commit") as pool:
             if known and self.while_committing is None and may_fork():
                 # Nothing else runs here: the index is built first, on both cores and from the memories
-                # just read back, then git commits (overlapped, the two shared two cores three ways).
+                # just read back (a thread running would send the build to a fresh process), then git commits.
                 self._index_written(relpaths, known)
                 commit = pool.submit(self.git.commit, relpaths, message)
             else:  # git commits in its own process while this one updates the index
