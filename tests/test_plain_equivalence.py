@@ -275,9 +275,13 @@ def test_a_bulk_write_indexes_what_its_files_hold(tmp_path: Path, monkeypatch: p
     assert parses[1] - parses[0] == count - count % 2  # the index read each file the write had read back
 
 
-def test_what_a_writer_read_back_is_taken_only_for_the_same_bytes_and_second(tmp_path: Path) -> None:
+def test_what_a_writer_read_back_is_taken_only_for_the_same_bytes_and_second(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """`source.load`'s `known`: taken when the file holds its bytes with an mtime of its second; otherwise
-    (the file changed since, or its mtime moved to another second: its dates may come from it) parsed."""
+    (the file changed since, or its mtime moved to another second: its dates may come from it) parsed;
+    never taken on the plain path."""
+    monkeypatch.delenv("MEMFILE_PLAIN", raising=False)
     root = tmp_path / "v"
     path = write(root / "m" / "note" / "a.md", "A note without front-matter.\n")
     os.utime(path, ns=(1_780_000_000_400_000_000, 1_780_000_000_400_000_000))
@@ -292,3 +296,6 @@ def test_what_a_writer_read_back_is_taken_only_for_the_same_bytes_and_second(tmp
         assert (memory == marker) is taken
         if not taken:
             assert memory == source.parse_as_read(data, "m/note/a.md", 1_780_000_000_400_000_000)
+    monkeypatch.setenv("MEMFILE_PLAIN", "parsed")
+    _, memory = source.load(root, root / "m", "m/note/a.md", (data, 1_780_000_000_400_000_000, marker))
+    assert memory != marker
