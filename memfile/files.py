@@ -82,12 +82,24 @@ def atomic_write(path: Path, data: bytes, durable: bool = True) -> None:
 
 def temp_file(path: Path, data: bytes, durable: bool = True) -> Path:
     """A new file holding `data` beside `path`: unique, dot-prefixed (no walk reads it), fsynced when durable."""
-    tmp = path.parent / f"{TEMP_PREFIX}{path.name}.{os.urandom(6).hex()}"
+    return new_file(temp_name(path), data, durable)
+
+
+def temp_name(path: Path) -> Path:
+    """A unique, dot-prefixed name beside `path` for its temp file (no walk reads it)."""
+    return path.parent / f"{TEMP_PREFIX}{path.name}.{os.urandom(6).hex()}"
+
+
+def new_file(tmp: Path, data: bytes, durable: bool = True, mtime_ns: int | None = None) -> Path:
+    """Create `tmp` (never over an existing file) holding `data`, fsynced when durable, with this mtime
+    when given (else the kernel's: now). Removed again when the write fails."""
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
     try:
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
             handle.flush()
+            if mtime_ns is not None:
+                os.utime(handle.fileno(), ns=(mtime_ns, mtime_ns))
             if durable:
                 os.fsync(handle.fileno())
     except BaseException:

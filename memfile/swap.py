@@ -14,12 +14,13 @@ from __future__ import annotations
 
 import errno
 import os
-from collections.abc import Callable, Mapping
+import time
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any, TypeVar
 
 from .errors import Conflict
-from .files import TEMP_PREFIX, fsync_dir, temp_file
+from .files import TEMP_PREFIX, fsync_dir, new_file, temp_file, temp_name
 
 #: A write of this many files syncs the new ones to disk together (`prepare`), not one by one.
 BULK_WRITE = 16
@@ -74,19 +75,24 @@ def put(
 
 #: What a bulk write read back from a file it made: (bytes, the file's mtime in ns, what `check` made of them).
 ReadBack = tuple[bytes, int, T]
+#: Runs a job in another process while this one goes on (`put_all`'s `beside`): gives the wait for it
+#: (True when the job succeeded), or None when it cannot (then nothing runs).
+Beside = Callable[[Callable[[], None]], Callable[[], bool] | None]
 
 
 def put_all(
     changes: list[tuple[str, Path, bytes | None]],
     bases: Mapping[str, bytes | None],
     check: Callable[[bytes, str, int | None], T],
+    beside: Beside | None = None,
 ) -> tuple[list[bytes | None], dict[str, ReadBack[T]]]:
     """`put` each change (relpath, path, data) on what it was based: `bases[relpath]`, or no file at all.
 
     `check(data, relpath, mtime_ns)` refuses data that must not be written, before anything is put in
     place. A write of BULK_WRITE files or more is `prepare`d first, and each new file is checked as it
     lies in its temp file, with the mtime it keeps once in place (a rename keeps the inode); the values
-    `check` returned come back by relpath. The caller syncs the folders of a bulk write afterwards.
+    `check` returned come back by relpath. `beside`: see `prepare`. The caller syncs the folders of a
+    bulk write afterwards.
 
     Returns:
         What each file held before (for `undo`), and what a bulk write read back.
@@ -94,25 +100,28 @@ def put_all(
     Raises:
         EditedMeanwhile: a file changed under the write; every file put so far is put back.
     """
-    bulk = len(changes) >= BULK_WRITE
-    if not bulk:
+    read_back: dict[str, ReadBack[T]] = {}
+    prepared: dict[str, Path] = {}
+    if len(changes) >= BULK_WRITE:
+        mtime_ns = time.time_ns()  # every new file's, set as it is written
+
+        def read_back_all() -> None:
+            for relpath, _, data in changes:
+                if data is not None:
+                    read_back[relpath] = (data, mtime_ns, check(data, relpath, mtime_ns))
+
+        prepared = prepare(changes, mtime_ns, read_back_all, beside)
+    else:
         for relpath, _, data in changes:
             if data is not None:
                 check(data, relpath, None)
-    prepared = prepare(changes) if bulk else {}
-    read_back: dict[str, ReadBack[T]] = {}
     before: list[bytes | None] = []
     try:
-        for relpath, _, data in changes:
-            if data is not None and relpath in prepared:
-                mtime_ns = os.stat(prepared[relpath]).st_mtime_ns
-                read_back[relpath] = (data, mtime_ns, check(data, relpath, mtime_ns))
         for relpath, path, data in changes:
             before.append(put(path, relpath, data, bases.get(relpath), prepared.pop(relpath, None)))
     except BaseException:
         undo(changes[: len(before)], before)  # what was written before the refusal
-        for tmp in prepared.values():
-            tmp.unlink(missing_ok=True)
+        _remove_all(prepared.values())
         raise
     return before, read_back
 
@@ -126,26 +135,57 @@ def undo(changes: list[tuple[str, Path, bytes | None]], before: list[bytes | Non
             pass
 
 
-def prepare(changes: list[tuple[str, Path, bytes | None]]) -> dict[str, Path]:
-    """For a write of many files: each new content in a temp file beside its path, all synced to disk
-    with one sync instead of one each (every file is still on disk before `put` renames it in place;
-    the caller syncs the folders afterwards). Returns relpath -> temp file, for `put(prepared=...)`."""
+def prepare(
+    changes: list[tuple[str, Path, bytes | None]],
+    mtime_ns: int,
+    meanwhile: Callable[[], None] = lambda: None,
+    beside: Beside | None = None,
+) -> dict[str, Path]:
+    """For a write of many files: each new content in a temp file beside its path, with this mtime, all
+    synced to disk with one sync instead of one each (every file is still on disk before `put` renames it
+    in place; the caller syncs the folders afterwards), and `meanwhile()` run. Returns relpath -> temp
+    file, for `put(prepared=...)`; when `meanwhile` raises, no temp file is left.
+
+    `beside` (a speed trick of the caller's, `temp_child`) writes the temp files in another process
+    while this one runs `meanwhile`: creating 10,000 files costs the kernel 1 to 8 s, reading them back
+    as much again. When that process fails, the files are written here (raising what it met).
+    """
     prepared: dict[str, Path] = {}
-    folders: set[Path] = set()  # made (or found) already
-    try:
-        for relpath, path, data in changes:
-            assert relpath not in prepared, f"{relpath} changed twice in one write"
+    for relpath, path, data in changes:
+        assert relpath not in prepared, f"{relpath} changed twice in one write"
+        if data is not None:
+            prepared[relpath] = temp_name(path)
+    for folder in {path.parent for _, path, data in changes if data is not None}:
+        folder.mkdir(parents=True, exist_ok=True)
+
+    def write_all() -> None:
+        for relpath, _, data in changes:
             if data is not None:
-                if path.parent not in folders:
-                    path.parent.mkdir(parents=True, exist_ok=True)
-                    folders.add(path.parent)
-                prepared[relpath] = temp_file(path, data, durable=False)
+                new_file(prepared[relpath], data, durable=False, mtime_ns=mtime_ns)
         os.sync()
+
+    try:
+        wait = beside(write_all) if beside is not None else None
+        if wait is None:
+            write_all()
+            meanwhile()
+        else:
+            try:
+                meanwhile()
+            finally:
+                written = wait()
+            if not written:
+                _remove_all(prepared.values())
+                write_all()
     except BaseException:
-        for tmp in prepared.values():
-            tmp.unlink(missing_ok=True)
+        _remove_all(prepared.values())
         raise
     return prepared
+
+
+def _remove_all(temps: Iterable[Path]) -> None:
+    for tmp in temps:
+        tmp.unlink(missing_ok=True)
 
 
 def _create(tmp: Path, path: Path, relpath: str) -> None:

@@ -13,7 +13,7 @@ restore and undo (memfile.git) all write through it. The `Vault` owns one
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import replace
 from datetime import datetime
@@ -36,7 +36,7 @@ from .errors import (
 )
 from .files import atomic_write, cannot_write, fsync_dir, writer_lock
 from .index import Index, source
-from .index.fastpath import may_fork
+from .index.fastpath import beside, may_fork
 from .model import (
     AGENT_PRIORITY_CAP,
     DEFAULT_CONFIDENCE,
@@ -257,36 +257,41 @@ class Writer:
         relpaths = [relpath for relpath, _ in changes]
         paths = safe_paths(self.root, relpaths, self.mind)
         writes = [(relpath, path, data) for (relpath, data), path in zip(changes, paths, strict=True)]
-        before, known = put_all(writes, self._bases, _readable)
+        before, known = put_all(writes, self._bases, _readable, beside)
         for folder in {path.parent for path in paths} if known else ():
             fsync_dir(folder)
         message = f"{subject}\n\n{self.trailers(keys)}"
-        from concurrent.futures import ThreadPoolExecutor  # only a write needs a thread
-
-        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="memfile-commit") as pool:
+        try:
             if known and self.while_committing is None and may_fork():
-                # Nothing else runs here: the index is built first, on both cores and from the memories
-                # just read back (a thread running would send the build to a fresh process), then git commits.
-                self._index_written(relpaths, known)
-                commit = pool.submit(self.git.commit, relpaths, message)
-            else:  # git commits in its own process while this one updates the index
-                commit = pool.submit(self.git.commit, relpaths, message)
-                self._index_written(relpaths, known)
-                if self.while_committing is not None:
-                    self.while_committing(commit)  # a resident process answers reads meanwhile
-            try:
-                sha = commit.result()
-            except GitError:
-                undo(writes, before)
-                for relpath in relpaths:
-                    self.git.unstage(relpath)
-                self._resync(relpaths)
-                raise
+                # Nothing else runs here: git stages the files in its own process while this one builds the
+                # index on both cores from the memories just read back (a thread running would send the
+                # build to a fresh process), then git commits.
+                sha = self.git.commit(relpaths, message, meanwhile=lambda: self._index_written(relpaths, known))
+            else:
+                sha = self._commit_beside_index(relpaths, message, known)
+        except GitError:
+            undo(writes, before)
+            for relpath in relpaths:
+                self.git.unstage(relpath)
+            self._resync(relpaths)
+            raise
         if self.after_write is not None:
             self.after_write()
         return sha
 
-    def _index_written(self, relpaths: list[str], known: dict[str, Any]) -> None:
+    def _commit_beside_index(self, relpaths: list[str], message: str, known: Mapping[str, source.Known]) -> str | None:
+        """Git commits in its own thread while this one updates the index (and a resident process answers
+        reads meanwhile, `while_committing`)."""
+        from concurrent.futures import ThreadPoolExecutor  # only a write needs a thread
+
+        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="memfile-commit") as pool:
+            commit = pool.submit(self.git.commit, relpaths, message)
+            self._index_written(relpaths, known)
+            if self.while_committing is not None:
+                self.while_committing(commit)
+            return commit.result()
+
+    def _index_written(self, relpaths: list[str], known: Mapping[str, source.Known]) -> None:
         """The index brought in line with files just written (`known`: what was read back from them)."""
         try:
             self._index.refresh(paths=relpaths, wait=True, known=known)

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -118,6 +118,35 @@ class GitStore:
             raise GitError(f"git {args[0]} failed in {self.root}: {(err or out).strip()}{_lock_hint(err)}")
         return status, (f"{out}\n{err}".strip() if errors and status != 0 else out)
 
+    def _run_beside(self, meanwhile: Callable[[], None], *args: str, config: tuple[str, ...] = ()) -> tuple[int, str]:
+        """`_run(*args, check=False, errors=True)` with `meanwhile()` run while git works; git is waited for
+        also when `meanwhile` raises. Its output goes to a temp file: a pipe nobody reads could fill up."""
+        import subprocess
+        import tempfile
+
+        import git
+
+        command = [git.Git.GIT_PYTHON_GIT_EXECUTABLE or "git", *_OPTIONS, *config, *args]
+        with tempfile.TemporaryFile() as output:
+            try:
+                process = subprocess.Popen(
+                    command,
+                    cwd=self.root,
+                    env={**os.environ, **self._env},
+                    stdin=subprocess.DEVNULL,
+                    stdout=output,
+                    stderr=subprocess.STDOUT,
+                    pass_fds=self._inherit,
+                )
+            except OSError as exc:
+                raise GitError(f"git could not be run: {_reason(exc)}; install git and try again") from None
+            try:
+                meanwhile()
+            finally:
+                status = process.wait()
+            output.seek(0)
+            return status, output.read().decode("utf-8", "replace").strip()
+
     def unfinished_operation(self) -> str | None:
         """The git operation left half done in the repository (merge, rebase, ...), if any."""
         git_dir = self.root / ".git"
@@ -168,8 +197,11 @@ class GitStore:
             "behind": behind,
         }
 
-    def commit(self, relpaths: list[str], message: str) -> str | None:
+    def commit(self, relpaths: list[str], message: str, meanwhile: Callable[[], None] | None = None) -> str | None:
         """Commit exactly these paths (adds, changes, removals) in one commit.
+
+        `meanwhile`: run in this process while `git add` stages the files (in its own process; a bulk
+        write builds the index meanwhile), before the commit.
 
         Returns:
             The new commit's sha, or None when nothing changed (no empty commits).
@@ -181,7 +213,7 @@ class GitStore:
         # not in the index either: a removal already staged (a `git rm`, a forget killed before its commit)
         in_head = self._listed("ls-tree", "--name-only", "HEAD", "--", *gone) if gone else set()
         present = on_disk + [p for p in gone if p in in_index or p in in_head]
-        if not present:
+        if not present and meanwhile is None:  # (else it runs below, with nothing to stage)
             return None
         # What a person staged by hand stays staged (and out of this commit): then the commit names
         # its paths, which costs git a second index. Usually nothing is staged and the plain commit does.
@@ -195,7 +227,12 @@ class GitStore:
             if not (on_disk or in_index):
                 break
             many = ("-c", "core.bigFileThreshold=1") if len(on_disk) >= PACKED_ADD else ()  # see PACKED_ADD
-            status, out = self._run("add", "--all", "--", *on_disk, *in_index, check=False, errors=True, config=many)
+            adding = ("add", "--all", "--", *on_disk, *in_index)
+            if meanwhile is not None:
+                status, out = self._run_beside(meanwhile, *adding, config=many)
+                meanwhile = None
+            else:
+                status, out = self._run(*adding, check=False, errors=True, config=many)
             if status == 0:
                 break
             gone_now = [p for p in on_disk if not (self.root / p).exists()]
@@ -205,6 +242,8 @@ class GitStore:
             in_index |= self._listed("ls-files", "--", *gone_now)  # tracked: its removal is staged instead
         kept = set(on_disk)
         present = on_disk + [p for p in relpaths if p not in kept and (p in in_index or p in in_head)]
+        if meanwhile is not None:  # nothing to stage
+            meanwhile()
         if not present:
             return None
         status, out = self._run(

@@ -10,7 +10,9 @@ Here (Whoosh is never imported: every read runs this module):
 - `walk`: the stat walk of a refresh in two halves, one in a forked child (`split_walk`, `Aside`);
 - `walk`, `digest`: a read answered from the index while two children walk (`beside_walk`), when
   the catalog vouches by digest for the last whole walk (catalog.fingerprint, Catalog.stale);
-- `bulk_child`: a bulk build in a fresh interpreter when this process runs threads (`build_apart`).
+- `bulk_child`: a bulk build in a fresh interpreter when this process runs threads (`build_apart`);
+- `temp_child`: a bulk write's temp files made in a forked child while this process reads them back
+  (`beside`, handed to `swap.put_all` by the writer).
 Elsewhere in the package: `scandir_fd` (source._opened_folder), `procs`, `codec` and `gc`
 (store._bulk_options, write_codec.py, store._collector_paused), `row_new` (`row_decoder` here),
 `formats` (persisted.IndexPositions/IndexExistence), `score_cache`
@@ -171,6 +173,21 @@ def split_walk(mind_dir: Path, root: Path, fork: bool = True) -> dict[str, Any]:
 def may_fork() -> bool:
     """Whether this process may fork: no other thread runs (a child would copy the locks they hold)."""
     return threading.active_count() == 1
+
+
+def beside(job: Callable[[], None]) -> Callable[[], bool] | None:
+    """`job` run in a forked child (`Aside`) while this process goes on: the wait for it (True when it
+    succeeded), or None when it cannot run there (nothing ran). The trick `temp_child`: a bulk write's
+    temp files made there while this process reads their contents back (`swap.prepare`)."""
+    if plain("temp_child"):
+        return None
+
+    def run() -> bytes:
+        job()
+        return b""
+
+    other = Aside.start(run)
+    return None if other is None else (lambda: other.result() is not None)
 
 
 class Aside:

@@ -264,10 +264,11 @@ def _target(record: dict[str, Any], mind: str, category: str, key: str) -> str:
     allowed = "a path inside its mind folder, such as MIND/project/name.md"
     if not isinstance(path, str) or "\\" in path or "\x00" in path:
         raise InvalidInput("path", path, allowed)
-    parts = PurePosixPath(path).parts
+    pure = PurePosixPath(path)
+    parts = pure.parts
     from_mind = record.get("mind_id")
     if (
-        PurePosixPath(path).is_absolute()
+        pure.is_absolute()
         or ".." in parts
         or len(parts) < 2
         or (from_mind is not None and parts[0] != from_mind)
@@ -275,7 +276,7 @@ def _target(record: dict[str, Any], mind: str, category: str, key: str) -> str:
         or ".git" in parts
     ):
         raise InvalidInput("path", path, allowed, reason="it would leave the mind or is not a memory file's name")
-    return PurePosixPath(mind, *parts[1:]).as_posix()
+    return "/".join((mind, *parts[1:]))  # parts, as pathlib cut them, hold no "/" and no "."
 
 
 def _same(a: Memory, b: Memory) -> bool:
