@@ -1169,6 +1169,7 @@ class Vault:
             InvalidInput: the file cannot be read, or a record is refused (its number and the reason).
             Refused: a record's content looks like a secret (SecretFound names the record).
         """
+        from .index import fastpath
         from .transfer import import_file
 
         options = {
@@ -1190,6 +1191,7 @@ class Vault:
             options=options,
             name=name,
             allow_secret=allow_secret,
+            aside=lambda compute: fastpath.aside("scan_child", compute),
         )
 
     @classmethod

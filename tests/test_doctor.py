@@ -178,3 +178,18 @@ def test_store_queue_leftovers_of_killed_processes_are_found_and_fixed(vault: Va
     assert sum("left over in the store queue" in line for line in report.fixed) == 4
     assert sorted(p.name for p in queue.iterdir()) == sorted([live.name, writing.name])
     assert "queue_leftover" not in kinds(vault)
+
+
+def test_a_new_file_staged_then_deleted_beside_a_staged_file_is_no_commit_error(vault: Vault) -> None:
+    """A file staged as new and deleted before its commit (git's `AD`), while a person keeps another file
+    staged: the commit of the hand edits names only paths git can commit, and the person's stays staged."""
+    root, fact = vault.root, vault.root / "michael" / "fact"
+    write(fact / "brief.md", "A new note, staged and then deleted.\n")
+    git(root, "add", "--", "michael/fact/brief.md")
+    (fact / "brief.md").unlink()
+    write(root / "notes.txt", "a person's own staged file\n")
+    git(root, "add", "--", "notes.txt")
+    write(fact / "office.md", "The office is in Hanoi.\n")
+    assert vault.commit_hand_edits(["michael/fact/brief.md", "michael/fact/office.md"])
+    assert git(root, "show", "--name-status", "--format=", "HEAD").split() == ["A", "michael/fact/office.md"]
+    assert git(root, "status", "--porcelain").splitlines() == ["A  notes.txt"]

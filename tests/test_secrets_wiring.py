@@ -11,7 +11,7 @@ import random
 import string
 import subprocess
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -153,6 +153,51 @@ def test_an_import_stops_at_the_record_holding_a_secret(vault: Vault, tmp_path: 
     assert len(report.created) == 2 and any("written anyway" in n for n in report.notices)
     result = in_vault(vault.root, "import", str(file), "--json")  # unchanged now, no new record to refuse
     assert result.exit_code == 0, result.output
+
+
+def _import_outcome(vault: Vault, file: Path, **options: object) -> tuple[str, list[str]]:
+    """What an import said: its refusal, or the notices of what it wrote (the writes undone after)."""
+    try:
+        report = vault.import_(file, dry_run=True, **options)  # type: ignore[arg-type]
+    except SecretFound as exc:
+        return str(exc), []
+    return "", report.notices
+
+
+@pytest.mark.parametrize("child", ["scans", "fails", "off"])
+def test_an_import_scanned_for_secrets_in_a_child_says_what_a_scan_here_says(
+    vault: Vault, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, child: str
+) -> None:
+    """The trick `scan_child` (the contents scanned in a forked child while the records are checked): the
+    same refusal, at the same record, and the same warnings as the plain path, when the child fails too."""
+    from memfile.index import fastpath
+
+    tokens = [stripe_key(), github_token()]
+    records = [{"category": "fact", "key": f"k{i}", "content": f"Plain fact number {i}.\r\n"} for i in range(40)]
+    records[6]["content"] = f"  Billing uses {tokens[0]}\r\nand nothing else.  "
+    records[29]["content"] = f"CI token {tokens[1]}"
+    file = tmp_path / "in.json"
+    file.write_text(json.dumps(records), encoding="utf-8")
+    monkeypatch.setenv("MEMFILE_PLAIN", "scan_child")
+    plain = [_import_outcome(vault, file), _import_outcome(vault, file, allow_secret=True)]
+    monkeypatch.delenv("MEMFILE_PLAIN")
+    asked: list[str] = []
+    real = fastpath.aside
+
+    def recorded(trick: str, compute: Callable[[], bytes]) -> Callable[[], bytes | None] | None:
+        asked.append(trick)
+        if child == "fails":
+            return lambda: None
+        return real(trick, compute)
+
+    monkeypatch.setattr(fastpath, "aside", recorded)
+    if child == "off":
+        monkeypatch.setenv("MEMFILE_PLAIN", "scan_child")
+    outcomes = [_import_outcome(vault, file), _import_outcome(vault, file, allow_secret=True)]
+    assert outcomes == plain and asked == ["scan_child"] * 2
+    assert "record 7" in plain[0][0] and not plain[0][1]
+    assert [n.split(",")[0] for n in plain[1][1]] == ["record 7", "record 30"]
+    assert all(middle(token) not in text for token in tokens for text in [plain[0][0], *plain[1][1]])
 
 
 def test_a_persons_edit_is_warned_about_never_refused(vault: Vault, monkeypatch: pytest.MonkeyPatch) -> None:

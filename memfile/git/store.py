@@ -240,8 +240,11 @@ class GitStore:
                 raise GitError(f"git add failed in {self.root}: {out.strip()}{_lock_hint(out)}")
             on_disk = [p for p in on_disk if p not in gone_now]
             in_index |= self._listed("ls-files", "--", *gone_now)  # tracked: its removal is staged instead
+            in_head |= self._listed("ls-tree", "--name-only", "HEAD", "--", *gone_now)
+        # Staged now: what is on disk, and the removal of what HEAD has (a file staged as new and then
+        # deleted, git's `AD`, left the index with the add and is nothing to commit).
         kept = set(on_disk)
-        present = on_disk + [p for p in relpaths if p not in kept and (p in in_index or p in in_head)]
+        present = on_disk + [p for p in relpaths if p not in kept and p in in_head]
         if meanwhile is not None:  # nothing to stage
             meanwhile()
         if not present:

@@ -12,7 +12,9 @@ Here (Whoosh is never imported: every read runs this module):
   the catalog vouches by digest for the last whole walk (catalog.fingerprint, Catalog.stale);
 - `bulk_child`: a bulk build in a fresh interpreter when this process runs threads (`build_apart`);
 - `temp_child`: a bulk write's temp files made in a forked child while this process reads them back
-  (`beside`, handed to `swap.put_all` by the writer).
+  (`beside`, handed to `swap.put_all` by the writer);
+- `scan_child`: an import's contents scanned for secrets in a forked child while this process checks
+  its records (`aside`, handed to `transfer.importing.plan` by the Vault).
 Elsewhere in the package: `scandir_fd` (source._opened_folder), `procs`, `codec` and `gc`
 (store._bulk_options, write_codec.py, store._collector_paused), `row_new` (`row_decoder` here),
 `formats` (persisted.IndexPositions/IndexExistence), `score_cache`
@@ -175,19 +177,27 @@ def may_fork() -> bool:
     return threading.active_count() == 1
 
 
+def aside(trick: str, compute: Callable[[], bytes]) -> Callable[[], bytes | None] | None:
+    """`compute()` run in a forked child (`Aside`) for the speed trick `trick` while this process goes on:
+    the wait for its bytes (None when it failed; call it once, also on the way out of an error), or None
+    when it cannot run there or the trick is off (nothing ran)."""
+    if plain(trick):
+        return None
+    other = Aside.start(compute)
+    return None if other is None else other.result
+
+
 def beside(job: Callable[[], None]) -> Callable[[], bool] | None:
-    """`job` run in a forked child (`Aside`) while this process goes on: the wait for it (True when it
+    """`job` run in a forked child while this process goes on (`aside`): the wait for it (True when it
     succeeded), or None when it cannot run there (nothing ran). The trick `temp_child`: a bulk write's
     temp files made there while this process reads their contents back (`swap.prepare`)."""
-    if plain("temp_child"):
-        return None
 
     def run() -> bytes:
         job()
         return b""
 
-    other = Aside.start(run)
-    return None if other is None else (lambda: other.result() is not None)
+    wait = aside("temp_child", run)
+    return None if wait is None else (lambda: wait() is not None)
 
 
 class Aside:

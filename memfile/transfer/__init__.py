@@ -18,7 +18,7 @@ from ..errors import InvalidInput
 from ..model import Source, utc_now
 from ..secretscan import guard
 from .exporting import EXPORT_FORMATS, ExportReport, MindExport, Tally, export_lines
-from .importing import ImportReport, apply, plan, read_import
+from .importing import Aside, ImportReport, apply, plan, read_import
 from .records import FORMATS, ON_CONFLICT, SPLITS, ImportOptions, Incoming
 
 if TYPE_CHECKING:
@@ -105,6 +105,7 @@ def import_file(
     options: dict[str, Any],
     name: str | None = None,
     allow_secret: bool = False,
+    aside: Aside | None = None,
 ) -> ImportReport:
     """`Vault.import_`'s work: read, plan, and (unless `dry_run`) write the plan as one commit under the
     writer lock (the plan is made again under the lock, on the mind as it then is)."""
@@ -138,6 +139,7 @@ def import_file(
             now=utc_now(),
             secrets=writer.config.secrets,
             allow_secret=allow_secret,
+            aside=aside,
         )
 
     if dry_run:
