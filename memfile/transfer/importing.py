@@ -18,15 +18,14 @@ import json
 import marshal
 import os
 import re
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any
 
 from .. import fileformat
-from ..errors import FileParseError, InvalidInput
+from ..errors import FileParseError, InvalidInput, MemfileError
 from ..model import (
     AGENT_PRIORITY_CAP,
     DEFAULT_CONFIDENCE,
@@ -401,7 +400,7 @@ def plan(
     """Check every record and decide what each does to the mind; nothing is written.
 
     `secrets`, `allow_secret`: the vault's `[secrets]` and a person's --allow-secret (`secretscan.guard`).
-    `aside`: runs the scan for secrets in another process meanwhile (`_scanned_aside`).
+    `aside`: runs the scan for secrets in another process meanwhile (`_SecretChecks`).
 
     Raises:
         InvalidInput: the first record that fails, with its number and reason.
@@ -420,7 +419,8 @@ def plan(
     capped = 0
     checked: set[str] = set()
     records = _of_mind(incoming, from_mind)
-    with _scanned_aside(records, secrets, None if allow_secret and actor is Source.AGENT else aside) as clean:
+    checks = _SecretChecks(records, secrets, allow_secret, aside)
+    try:
         for number, record in enumerate(records, start=1):
             if not isinstance(record, dict):
                 raise InvalidInput(f"record {number}", type(record).__name__, "a JSON object describing one memory")
@@ -459,16 +459,13 @@ def plan(
                     )
                 seen[claim] = where
             old = by_id.get(memory.id) or (by_path.get(relpath) if memory.id_derived else None)
-            # What is written is scanned, not what stays (a content found clean meanwhile needs no scan).
-            if (old is None or old.content != memory.content) and not clean(number - 1, memory.content):
+            if old is None or old.content != memory.content:  # what is written is scanned, not what stays
                 what = (
                     f"{where} ({memory.ref})"
                     if where == f"record {number}"
                     else f"record {number}, {where} ({memory.ref})"
                 )
-                by_agent = actor is Source.AGENT
-                if warned := guard(secrets, memory.content, what=what, allow_secret=allow_secret, agent=by_agent):
-                    result.notices.append(warned)
+                checks.add(number - 1, memory.content, what, actor is Source.AGENT)
             entry: dict[str, Any] = {"record": number, "ref": memory.ref}
             if old is None:
                 if by_ref.get(memory.ref):
@@ -510,6 +507,12 @@ def plan(
                 result.skipped.append(entry | {"reason": "the mind's is as new or newer (updated_at); kept the mind's"})
             else:
                 result.updated.append(_Change(number, where, memory, data, old))
+        result.notices.extend(checks.finish())
+    except MemfileError:
+        checks.finish()  # a secret in an earlier record is the first error
+        raise
+    finally:
+        checks.close()
     if capped:
         result.notices.append(f"{capped} critical memories were imported as high: an agent cannot write critical")
     return result
@@ -520,43 +523,65 @@ def plan(
 Aside = Callable[[Callable[[], bytes]], Callable[[], bytes | None] | None]
 
 
-@contextmanager
-def _scanned_aside(
-    records: list[Any], secrets: SecretPolicy | None, aside: Aside | None
-) -> Iterator[Callable[[int, str], bool]]:
-    """`clean(i, text)`: whether `text`, the content of record i as given, holds nothing `secrets` finds, so
-    that `guard` would find nothing in it. The contents are scanned in another process (`aside`) while
-    this one checks the records: the scan is a quarter of the checks (0.9 s for 10,000 memories). False
-    (not known: scan it here) without `aside`, for another text, or when that process failed; it is
-    waited for on the way out, an error's included."""
-    policy = secrets or SecretPolicy()
-    texts = [
-        r["content"].replace("\r\n", "\n").strip()
-        if isinstance(r, dict) and isinstance(r.get("content"), str)
-        else None
-        for r in records
-    ]
+class _SecretChecks:
+    """An import's checks for secrets (`secretscan.guard` on each content written), made in record order
+    once the records are checked: the first refusal raises, the warnings come back.
 
-    def scan() -> bytes:
-        return marshal.dumps(
-            [i for i, text in enumerate(texts) if text is not None and policy.check(text, allow_secret=True)]
-        )
+    Meanwhile every record's content is scanned in another process (`aside`, the speed trick
+    `scan_child`: the scan is a third of the checks, 0.9 s for 10,000 memories); only a content found
+    holding something there, or written otherwise than given (a raw record's), is scanned here.
+    `close()` waits for that process: call it on the way out, an error's included.
+    """
 
-    wait = aside(scan) if aside is not None and policy.policy != OFF else None
-    flagged: set[int] | None = None
+    def __init__(
+        self, records: list[Any], secrets: SecretPolicy | None, allow_secret: bool, aside: Aside | None
+    ) -> None:
+        self._secrets, self._allow_secret = secrets, allow_secret
+        self._pending: list[tuple[int, str, str, bool]] = []  # (record index, content, what, by an agent)
+        policy = secrets or SecretPolicy()
+        texts = [
+            r["content"].replace("\r\n", "\n").strip()
+            if isinstance(r, dict) and isinstance(r.get("content"), str)
+            else None
+            for r in records
+        ]
 
-    def clean(i: int, text: str) -> bool:
-        nonlocal wait, flagged
-        if wait is not None:
-            found, wait = wait(), None
-            flagged = set(marshal.loads(found)) if found is not None else None
-        return flagged is not None and i < len(texts) and texts[i] == text and i not in flagged
+        def scan() -> bytes:  # the indexes of the contents holding something
+            return marshal.dumps(
+                [i for i, text in enumerate(texts) if text is not None and policy.check(text, allow_secret=True)]
+            )
 
-    try:
-        yield clean
-    finally:
-        if wait is not None:
-            wait()
+        self._texts = texts
+        self._wait = aside(scan) if aside is not None and policy.policy != OFF else None
+        self._flagged: set[int] | None = None
+
+    def add(self, index: int, content: str, what: str, agent: bool) -> None:
+        """Check record `index`'s `content` (named `what` in messages) before the import is made."""
+        if self._allow_secret and agent:  # refused whatever the content
+            guard(self._secrets, content, what=what, allow_secret=True, agent=True)
+        self._pending.append((index, content, what, agent))
+
+    def finish(self) -> list[str]:
+        """Run the checks added so far: the warnings, in record order.
+
+        Raises:
+            SecretFound: the first content the policy refuses.
+        """
+        self.close()
+        flagged, pending, self._pending = self._flagged, self._pending, []
+        warnings = []
+        for index, content, what, agent in pending:
+            if flagged is not None and self._texts[index] == content and index not in flagged:
+                continue  # found holding nothing: `guard` would find nothing
+            if warned := guard(self._secrets, content, what=what, allow_secret=self._allow_secret, agent=agent):
+                warnings.append(warned)
+        return warnings
+
+    def close(self) -> None:
+        """Wait for the other process (once): what it found, unless it failed."""
+        if self._wait is not None:
+            found, self._wait = self._wait(), None
+            self._flagged = set(marshal.loads(found)) if found is not None else None
 
 
 def _bytes(path: Path) -> bytes | None:
