@@ -200,6 +200,25 @@ def test_an_import_scanned_for_secrets_in_a_child_says_what_a_scan_here_says(
     assert all(middle(token) not in text for token in tokens for text in [plain[0][0], *plain[1][1]])
 
 
+@pytest.mark.parametrize("plain", ["", "scan_child"])
+def test_an_imports_first_error_is_its_first_bad_record_a_secret_or_another_fault(
+    vault: Vault, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, plain: str
+) -> None:
+    """The secret checks are made once the records are checked (while a child scans): the error named is
+    still the first record's that fails, whether it holds a secret or a bad field."""
+    monkeypatch.setenv("MEMFILE_PLAIN", plain)
+    records = [{"category": "fact", "key": f"k{i}", "content": f"Plain fact number {i}."} for i in range(20)]
+    secret, bad = dict(records[2], content=f"key {stripe_key()}"), dict(records[9], category="no-such-category")
+    for at_secret, at_bad, expected in ((2, 9, SecretFound), (9, 2, InvalidInput)):
+        file = tmp_path / f"in{at_secret}.json"
+        changed = list(records)
+        changed[at_secret], changed[at_bad] = secret, bad
+        file.write_text(json.dumps(changed), encoding="utf-8")
+        with pytest.raises(expected, match=r"memories\[2\]"):  # the third record
+            vault.import_(file)
+    assert vault.list() == []
+
+
 def test_a_persons_edit_is_warned_about_never_refused(vault: Vault, monkeypatch: pytest.MonkeyPatch) -> None:
     token = github_token()
     stored = vault.store("fact", "ci", "The CI token lives in the password manager.")
