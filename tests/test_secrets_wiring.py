@@ -171,7 +171,9 @@ def test_an_import_scanned_for_secrets_in_a_child_says_what_a_scan_here_says(
     """The trick `scan_child` (the contents scanned in a forked child while the records are checked): the
     same refusal, at the same record, and the same warnings as the plain path, when the child fails too."""
     from memfile.index import fastpath
+    from memfile.transfer import importing
 
+    monkeypatch.setattr(importing, "SCAN_ASIDE_FROM", 0)  # these 40 records are scanned aside as 1,000 are
     tokens = [stripe_key(), github_token()]
     records = [{"category": "fact", "key": f"k{i}", "content": f"Plain fact number {i}.\r\n"} for i in range(40)]
     records[6]["content"] = f"  Billing uses {tokens[0]}\r\nand nothing else.  "
@@ -206,7 +208,10 @@ def test_an_imports_first_error_is_its_first_bad_record_a_secret_or_another_faul
 ) -> None:
     """The secret checks are made once the records are checked (while a child scans): the error named is
     still the first record's that fails, whether it holds a secret or a bad field."""
+    from memfile.transfer import importing
+
     monkeypatch.setenv("MEMFILE_PLAIN", plain)
+    monkeypatch.setattr(importing, "SCAN_ASIDE_FROM", 0)
     records = [{"category": "fact", "key": f"k{i}", "content": f"Plain fact number {i}."} for i in range(20)]
     secret, bad = dict(records[2], content=f"key {stripe_key()}"), dict(records[9], category="no-such-category")
     for at_secret, at_bad, expected in ((2, 9, SecretFound), (9, 2, InvalidInput)):

@@ -523,6 +523,11 @@ def plan(
 Aside = Callable[[Callable[[], bytes]], Callable[[], bytes | None] | None]
 
 
+#: An import of this many records or more is scanned for secrets in another process (`_SecretChecks`): 90 ms
+#: of scanning pays for the fork; a small import is scanned here.
+SCAN_ASIDE_FROM = 1000
+
+
 class _SecretChecks:
     """An import's checks for secrets (`secretscan.guard` on each content written), made in record order
     once the records are checked: the first refusal raises, the warnings come back.
@@ -552,7 +557,8 @@ class _SecretChecks:
             )
 
         self._texts = texts
-        self._wait = aside(scan) if aside is not None and policy.policy != OFF else None
+        worth = policy.policy != OFF and len(records) >= SCAN_ASIDE_FROM
+        self._wait = aside(scan) if aside is not None and worth else None
         self._flagged: set[int] | None = None
 
     def add(self, index: int, content: str, what: str, agent: bool) -> None:
