@@ -548,6 +548,7 @@ def test_openclaw_sections_field_by_field(workspace: Path) -> None:
         "source": "agent",
         "created_at": stamp,
         "updated_at": stamp,
+        "_dates_guessed": True,
         "extra": {"openclaw_file": "MEMORY.md", "openclaw_heading": "About me"},
         "_where": "MEMORY.md section 'About me'",
     }
@@ -582,6 +583,7 @@ def test_openclaw_daily_notes(workspace: Path) -> None:
         "source": "agent",
         "created_at": "2026-03-28T21:15:30Z",  # the mtime: later the same day
         "updated_at": "2026-03-28T21:15:30Z",
+        "_dates_guessed": True,
         "extra": {"openclaw_file": "memory/2026-03-28.md"},
         "_where": "memory/2026-03-28.md",
     }
@@ -804,6 +806,44 @@ def test_import_each_fixture_into_a_fresh_vault_twice(tmp_path: Path, name: str,
     assert again.commit is None and again.created == [] and again.updated == []
     assert again.unchanged == len(report.created)
     assert commit_count(vault.root) == count
+
+
+def test_a_record_without_dates_imported_again_later_keeps_the_minds_dates(tmp_path: Path) -> None:
+    """A Synapse memory with no dates is dated now when made; imported again (later) it is unchanged.
+
+    "Later" is made without waiting: the file's dates are set back by hand first.
+    """
+    vault = Vault.init(tmp_path / "v", "michael", "Michael's Mind")
+    undated = [{"id": "syn-1", "category": "fact", "key": "undated", "content": "From Synapse"}]
+    vault.import_(json.dumps(undated).encode(), format="synapse")
+    path = vault.root / vault.get("fact/undated").path
+    text = path.read_text(encoding="utf-8")
+    path.write_text(text.replace(f"{datetime.now(timezone.utc):%Y}-", "2020-"), encoding="utf-8")
+    dated = vault.get("fact/undated")
+    assert dated.created_at.year == 2020 and dated.updated_at.year == 2020
+    again = vault.import_(json.dumps(undated).encode(), format="synapse")
+    assert again.unchanged == 1 and again.updated == [] and again.commit is None
+    assert vault.get("fact/undated").created_at == dated.created_at
+    changed = vault.import_(json.dumps([{**undated[0], "content": "Said anew"}]).encode(), format="synapse")
+    assert changed.updated == ["fact/undated"]
+    now = vault.get("fact/undated")
+    assert now.content == "Said anew" and now.created_at == dated.created_at and now.updated_at.year > 2020
+
+
+def test_an_openclaw_file_touched_but_not_changed_imports_unchanged(tmp_path: Path) -> None:
+    """OpenClaw's dates are the file's mtime, a guess: a newer mtime alone changes nothing."""
+    vault = Vault.init(tmp_path / "v", "michael", "Michael's Mind")
+    workspace = tmp_path / "workspace"
+    shutil.copytree(FIXTURES / "openclaw", workspace)
+    first = vault.import_(workspace)
+    memory = workspace / "MEMORY.md"
+    os.utime(memory, (at("2026-11-30T00:00:00Z"),) * 2)
+    again = vault.import_(workspace)
+    assert again.updated == [] and again.unchanged == len(first.created) and again.commit is None
+    memory.write_text(memory.read_text(encoding="utf-8") + "\n## Later\n\nA new section.\n", encoding="utf-8")
+    os.utime(memory, (at("2026-11-30T00:00:00Z"),) * 2)
+    grown = vault.import_(workspace)
+    assert grown.updated == [] and len(grown.created) == 1 and grown.commit is not None
 
 
 def test_wrong_types_through_the_whole_import_never_escape_as_bugs(tmp_path: Path) -> None:

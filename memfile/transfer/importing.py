@@ -281,6 +281,23 @@ def _target(record: dict[str, Any], mind: str, category: str, key: str) -> str:
     return "/".join((mind, *parts[1:]))  # parts, as pathlib cut them, hold no "/" and no "."
 
 
+def _dates_kept(record: dict[str, Any], memory: Memory, old: Memory) -> Memory:
+    """`memory` with the dates its record does not give (or only guesses) taken from the mind's `old`.
+
+    A Synapse memory without dates, or a MEMORY.md section dated by the file's mtime, says nothing
+    of when it was made: imported again it is unchanged, not updated to now. If it says something
+    new, it keeps `old`'s created_at and its own updated_at (now, or the guess).
+    """
+    guessed = bool(record.get("_dates_guessed"))
+    if guessed or record.get("created_at") is None:
+        memory = replace(memory, created_at=old.created_at)
+    if guessed or record.get("updated_at") is None:
+        kept = replace(memory, updated_at=old.updated_at)
+        if _same(old, kept):
+            return kept
+    return memory
+
+
 def _same(a: Memory, b: Memory) -> bool:
     """Whether two memories say the same (where their files lie and how they are written aside)."""
     left, right = a.to_dict(), b.to_dict()
@@ -484,6 +501,8 @@ def plan(
                 raise InvalidInput(where, old.path, "one record per memory", reason=f"{seen[old.path]} changes it too")
             seen[old.path] = where
             memory = replace(memory, path=old.path)
+            if data is None:
+                memory = _dates_kept(record, memory, old)
             if (
                 data is not None
                 and old.path != relpath

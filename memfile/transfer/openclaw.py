@@ -278,6 +278,7 @@ class _Reader:
                 "source": self.source,
                 "created_at": stamp,
                 "updated_at": stamp,
+                "_dates_guessed": True,  # from the file's mtime: a memory already here keeps its dates
                 "extra": extra,
                 "_where": where,
             }

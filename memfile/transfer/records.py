@@ -4,7 +4,9 @@ A record is a plain dict of JSON values describing one memory under Synapse's
 field names (memfile's export record): `category`, `key` and `content` are
 required; `id`, `tags`, `priority`, `source`, `verified`, `confidence`,
 `expires_at`, `created_at`, `updated_at`, `status`, `superseded_by`, `extra`
-and `mind_id` may be given; `_where` names where it came from for messages.
+and `mind_id` may be given; `_where` names where it came from for messages, and
+`_dates_guessed` says its dates are only a guess (a file's mtime): a memory
+already in the mind keeps its own dates where a record gives none or guesses.
 memfile's own export records may also carry `path`, `raw` and `sha256`.
 """
 
