@@ -61,6 +61,14 @@ def read_file(path: str, relpath: str, follow: Callable[[str], bool]) -> tuple[b
     return data, stat_of(info), stat_of(after)
 
 
+def read_or_none(path: Path) -> bytes | None:
+    """The file's bytes, or None when there is no file."""
+    try:
+        return path.read_bytes()
+    except FileNotFoundError:
+        return None
+
+
 def atomic_write(path: Path, data: bytes, durable: bool = True) -> None:
     """Replace `path` with `data` so that a reader sees the old or the new bytes, never a mix.
 
@@ -240,6 +248,11 @@ def cannot_write(root: Path) -> Iterator[None]:
             raise
         where = f" ({exc.filename})" if exc.filename else ""
         raise Conflict(f"memfile cannot write in the vault {root}{where}: {reason}; nothing was changed") from None
+
+
+def os_reason(exc: OSError) -> str:
+    """What the file system said, as `cannot_write` says it where it can."""
+    return WHY_NOT.get(exc.errno or 0) or exc.strerror or str(exc)
 
 
 WHY_NOT = {

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from .errors import Conflict
-from .files import TEMP_PREFIX, fsync_dir, new_file, temp_file, temp_name
+from .files import TEMP_PREFIX, fsync_dir, new_file, read_or_none, temp_file, temp_name
 
 #: A write of this many files syncs the new ones to disk together (`prepare`), not one by one.
 BULK_WRITE = 16
@@ -207,7 +207,7 @@ def _replace(tmp: Path, path: Path, relpath: str, expected: bytes, data: bytes) 
     """Swap `tmp` (the new bytes) with `path`; a save found displaced goes back in place."""
     swapped = exchange(tmp, path)
     if swapped is None:  # this system cannot swap: look just before the rename
-        if _read(path) != expected:
+        if read_or_none(path) != expected:
             raise EditedMeanwhile(relpath)
         os.replace(tmp, path)
         return expected
@@ -278,10 +278,3 @@ def _renameat2() -> Any:
         except (OSError, AttributeError):
             _LIBC.append(None)
     return _LIBC[0]
-
-
-def _read(path: Path) -> bytes | None:
-    try:
-        return path.read_bytes()
-    except FileNotFoundError:
-        return None

@@ -34,7 +34,7 @@ from .errors import (
     NotFound,
     Refused,
 )
-from .files import atomic_write, cannot_write, fsync_dir, writer_lock
+from .files import atomic_write, cannot_write, fsync_dir, os_reason, read_or_none, writer_lock
 from .index import Index, source
 from .index.fastpath import beside, may_fork
 from .model import (
@@ -210,10 +210,10 @@ class Writer:
         """
         path = safe_path(self.root, memory.path, self.mind)
         for _ in range(3):
-            data = _read_or_none(path)
+            data = read_or_none(path)
             if self.git.is_changed(memory.path):
                 self.git.commit([memory.path], f"record hand edit of {memory.ref}\n\n{self.trailers()}")
-            if _read_or_none(path) == data:  # no save between the read and the commit: these bytes are in git
+            if read_or_none(path) == data:  # no save between the read and the commit: these bytes are in git
                 break
         else:
             raise Conflict(f"{memory.path} keeps changing on disk; wait until it is saved, then try again")
@@ -292,12 +292,15 @@ class Writer:
             return commit.result()
 
     def _index_written(self, relpaths: list[str], known: Mapping[str, source.Known]) -> None:
-        """The index brought in line with files just written (`known`: what was read back from them)."""
+        """The index brought in line with files just written (`known`: what was read back from them).
+
+        The files are the truth and git commits them whatever the index does: an index that is busy or
+        cannot be written (a full disk) is a notice, and the next command brings it in line."""
         try:
             self._index.refresh(paths=relpaths, wait=True, known=known)
-        except LockTimeout:
-            # The change is on disk and in git; the index catches up at the next command.
-            self.notices.append("the index was busy; it will include this change at the next command")
+        except (LockTimeout, OSError) as exc:
+            why = "was busy" if isinstance(exc, LockTimeout) else f"could not be written: {os_reason(exc)}"
+            self.notices.append(f"the index {why}; it will include this change at the next command")
 
     def _resync(self, relpaths: list[str]) -> None:
         """Best effort: the index back in line with files just put back (else the next command does it)."""
@@ -764,13 +767,6 @@ def _detached_head(root: Path, git: GitStore) -> bool:
         except GitError:
             return True
         return False
-
-
-def _read_or_none(path: Path) -> bytes | None:
-    try:
-        return path.read_bytes()
-    except FileNotFoundError:
-        return None
 
 
 def _readable(data: bytes, relpath: str, mtime_ns: int | None = None, field: str | None = None) -> Memory:

@@ -9,6 +9,7 @@ while the child writes leaves no temp file behind.
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -168,3 +169,39 @@ def test_a_failed_git_add_beside_work_names_git_s_reason(tmp_path: Path) -> None
     with pytest.raises(GitError, match="git add failed.*index.lock"):
         git.commit([relpath for relpath, _, _ in changes], "import 20", meanwhile=lambda: ran.append(1))
     assert ran == [1]
+
+
+@pytest.mark.parametrize("forks", [True, False], ids=["index-beside-git-add", "commit-in-a-thread"])
+def test_an_import_whose_index_build_fails_is_still_committed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, forks: bool
+) -> None:
+    """The files are written and valid: the index (a cache) failing must not leave them staged but uncommitted.
+
+    Either way the write goes, git commits them, the import answers with a notice (a disk full while
+    the index is written), and the next read brings the index in line.
+    """
+    from conftest import commit_count, git
+
+    from memfile import Vault
+    from memfile.index import Index
+
+    vault = Vault.init(tmp_path / "v", "michael", "Michael's Mind")
+    records = [{"category": "fact", "key": f"k{i}", "content": f"memory {i}"} for i in range(30)]
+    refresh = Index.refresh
+
+    def failing(self: Index, *args: object, **kwargs: object) -> object:
+        if kwargs.get("known"):
+            raise OSError(28, "No space left on device")
+        return refresh(self, *args, **kwargs)
+
+    monkeypatch.setattr(Index, "refresh", failing)
+    if not forks:
+        monkeypatch.setattr("memfile.writer.may_fork", lambda: False)
+    before = commit_count(vault.root)
+    report = vault.import_(json.dumps(records).encode(), format="synapse")
+    assert len(report.created) == 30 and report.commit is not None
+    assert any("the index could not be written: the disk is full" in notice for notice in vault.notices)
+    assert commit_count(vault.root) == before + 1
+    assert git(vault.root, "status", "--porcelain") == ""
+    monkeypatch.setattr(Index, "refresh", refresh)
+    assert len(vault.memories()) == 30
