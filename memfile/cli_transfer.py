@@ -147,32 +147,30 @@ def import_(
     Example: memfile import ~/openclaw/workspace --from openclaw --split bullets
     """
     source: str | bytes = sys.stdin.buffer.read() if file == "-" else file
-    report = (
-        _mind(state, mind)
-        .vault()
-        .import_(
-            source,
-            format=fmt,
-            on_conflict=on_conflict,
-            dry_run=dry_run,
-            from_mind=from_mind,
-            split=split,
-            category=category,
-            include_dreams=include_dreams,
-            max_priority=max_priority,
-            source_as=source_as,
-            allow_secret=allow_secret,
-        )
+    vault = _mind(state, mind).vault()
+    report = vault.import_(
+        source,
+        format=fmt,
+        on_conflict=on_conflict,
+        dry_run=dry_run,
+        from_mind=from_mind,
+        split=split,
+        category=category,
+        include_dreams=include_dreams,
+        max_priority=max_priority,
+        source_as=source_as,
+        allow_secret=allow_secret,
     )
     if as_json:
         _json(report.to_dict())
     else:
-        _print_import(report.to_dict())
+        _print_import(report.to_dict(), on_stderr=vault.notices)
     if report.conflicts:
         click.get_current_context().exit(EXIT_CONFLICT)
 
 
-def _print_import(report: dict[str, Any]) -> None:
+def _print_import(report: dict[str, Any], on_stderr: list[str]) -> None:
+    """The report for a person; the notices that go to stderr anyway (`Vault.notices`) are not repeated."""
     verb = "would import" if report["dry_run"] else "imported"
     click.echo(
         f"{verb} into mind {report['mind']} from {report['file']} ({report['format']}): "
@@ -193,4 +191,5 @@ def _print_import(report: dict[str, Any]) -> None:
     for line in report["unmapped"]:
         click.echo(f"  unmapped {line}")
     for line in report["notices"]:
-        click.echo(f"  note     {line}")
+        if line not in on_stderr:
+            click.echo(f"  note     {line}")

@@ -201,6 +201,7 @@ def test_an_import_whose_index_build_fails_is_still_committed(
     report = vault.import_(json.dumps(records).encode(), format="synapse")
     assert len(report.created) == 30 and report.commit is not None
     assert any("the index could not be written: the disk is full" in notice for notice in vault.notices)
+    assert report.notices == vault.notices  # the report alone (HTTP, --json) says it too
     assert commit_count(vault.root) == before + 1
     assert git(vault.root, "status", "--porcelain") == ""
     monkeypatch.setattr(Index, "refresh", refresh)

@@ -625,6 +625,7 @@ def test_import_shows_the_plan_then_applies_it_as_one_commit(console: Console) -
         ' {"category": "fact", "key": "imported_th", "content": "ภาษาไทย ร้านอาหาร"}]'
     )
     before = subject(root)
+    (root / ".merge_file_Cn5tQ1").write_text("left by a killed merge\n")  # removed by the write, which says so
     planned = client.post(
         f"/console/m/{MIND}/transfer",
         data={"csrf": token, "action": "plan", "format": "synapse"},
@@ -639,9 +640,9 @@ def test_import_shows_the_plan_then_applies_it_as_one_commit(console: Console) -
     applied = post(client, f"/console/m/{MIND}/transfer", {"csrf": token, "action": "apply", "upload": upload})
     assert applied.status_code == 303
     assert subject(root) == "import 2 memories from memories.json (user)"
-    assert flashes(page(client, f"/console/m/{MIND}/transfer"))[0].startswith(
-        "Imported memories.json (synapse): 2 created"
-    )
+    shown = flashes(page(client, f"/console/m/{MIND}/transfer"))
+    assert shown[0].startswith("Imported memories.json (synapse): 2 created")
+    assert shown[1:] == ["removed 1 temporary files of a merge that was killed (.merge_file_Cn5tQ1)"]
     again = post(client, f"/console/m/{MIND}/transfer", {"csrf": token, "action": "apply", "upload": upload})
     assert again.status_code == 404 and "no longer kept" in again.text  # applied once, then gone
     empty = client.post(

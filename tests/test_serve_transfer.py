@@ -368,6 +368,16 @@ def test_synapse_json_and_an_openclaw_memory_file_are_imported(server: Server, p
     assert any("green tea" in hit["content"] for hit in found)
 
 
+def test_the_import_answer_carries_what_the_write_told(server: Server, setup: Setup, person: str) -> None:
+    """A notice of the write itself (a killed merge's leftover file removed) is in the answer: the
+    server has no stderr for it to go to."""
+    (setup.root / ".merge_file_Zq9x8W").write_text("left by a killed merge\n")
+    answer = import_(server, person, jsonl(record("import_with_a_notice")))
+    assert answer.status == 200, answer.body
+    assert answer.json()["notices"] == ["removed 1 temporary files of a merge that was killed (.merge_file_Zq9x8W)"]
+    assert not (setup.root / ".merge_file_Zq9x8W").exists()
+
+
 def test_from_mind_takes_one_mind_of_an_export_of_several(server: Server, person: str) -> None:
     store(server, person, "from_mind_anna", "Anna's to copy", mind="anna")
     store(server, person, "from_mind_michael", "Michael's, not copied")

@@ -365,6 +365,25 @@ def test_import_cli_json_report(src: Vault, dst: Vault, tmp_path: Path) -> None:
     assert again["unchanged"] == 6 and again["created"] == [] and again["commit"] is None
 
 
+def test_the_import_report_carries_what_the_write_told_and_the_cli_says_it_once(
+    src: Vault, dst: Vault, tmp_path: Path
+) -> None:
+    """A killed sync's merge-driver leftovers removed on the way in: a notice of the write (`Vault.notices`),
+    in the report too, so a face that answers with the report alone (HTTP, --json) loses none."""
+    src.export(tmp_path / "export.jsonl")
+    (dst.root / ".merge_file_a1B2c3").write_text("left by a killed merge\n")
+    report = dst.import_(tmp_path / "export.jsonl")
+    told = "removed 1 temporary files of a merge that was killed (.merge_file_a1B2c3)"
+    assert told in report.notices and told in dst.notices
+    (dst.root / ".merge_file_d4E5f6").write_text("left by a killed merge\n")
+    data = json.loads(ok(in_vault(dst.root, "import", tmp_path / "export.jsonl", "--json")).stdout)
+    assert data["notices"] == ["removed 1 temporary files of a merge that was killed (.merge_file_d4E5f6)"]
+    (dst.root / ".merge_file_g7H8i9").write_text("left by a killed merge\n")
+    result = ok(in_vault(dst.root, "import", tmp_path / "export.jsonl"))
+    assert ".merge_file_g7H8i9" not in result.stdout  # on stderr, once, like every command's notices
+    assert result.stderr.count("removed 1 temporary files of a merge that was killed (.merge_file_g7H8i9)") == 1
+
+
 def test_the_format_is_detected_without_from_and_a_wrong_from_is_refused(
     src: Vault, dst: Vault, tmp_path: Path
 ) -> None:

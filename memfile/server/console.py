@@ -426,7 +426,8 @@ class Console:
                     raise NotFound("that upload is no longer kept (applied, discarded or logged out); upload it again")
                 if action == "apply":
                     report = await self.call(caller, lambda vault: _import(vault, kept, dry_run=False), read=False)
-                    session.flash(_imported(report))
+                    for message in (_imported(report), *report.notices):
+                        session.flash(message)
                 else:
                     session.flash(f"discarded the upload of {kept.name}; nothing was imported")
                 return RedirectResponse(self.mind_url(caller.mind, "transfer"), status_code=303)

@@ -331,7 +331,12 @@ def _components() -> dict[str, Any]:
                     "skipped": {"type": "array", "items": _ref("schemas", "ImportIssue")},
                     "conflicts": {"type": "array", "items": _ref("schemas", "ImportIssue")},
                     "unmapped": {"type": "array", "items": _STRING},
-                    "notices": {"type": "array", "items": _STRING},
+                    "notices": {
+                        "type": "array",
+                        "items": _STRING,
+                        "description": "What the import changed on its way in, then what its write told "
+                        "(the index could not be written, a killed sync's files removed).",
+                    },
                 },
             },
             "ImportIssue": {

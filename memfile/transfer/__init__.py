@@ -108,7 +108,10 @@ def import_file(
     aside: Aside | None = None,
 ) -> ImportReport:
     """`Vault.import_`'s work: read, plan, and (unless `dry_run`) write the plan as one commit under the
-    writer lock (the plan is made again under the lock, on the mind as it then is)."""
+    writer lock (the plan is made again under the lock, on the mind as it then is). The report's notices
+    end with the writer's and the index's of this import (a full disk while the index was written, a
+    killed sync's debris removed), so a face that answers with the report alone loses none."""
+    already = len(writer.notices)
     if allow_secret and actor is Source.AGENT:
         guard(None, "", what="the import", allow_secret=True, agent=True)  # refused: only a person may
     if options["split"] not in SPLITS:
@@ -143,8 +146,11 @@ def import_file(
         )
 
     if dry_run:
-        return decide().report(True, None)
-    with writer.transaction():
         result = decide()
-        commit = apply(result, writer, actor)
-    return result.report(False, commit)
+        commit: str | None = None
+    else:
+        with writer.transaction():
+            result = decide()
+            commit = apply(result, writer, actor)
+    result.notices += [n for n in writer.notices[already:] if n not in result.notices]
+    return result.report(dry_run, commit)

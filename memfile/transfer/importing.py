@@ -69,7 +69,8 @@ class ImportReport(Report):
 
     `created` and `updated` list refs (`category/key`); `skipped` and `conflicts` hold
     {record, ref, reason}; `unmapped` says what a reader could not map; `notices` what the
-    import changed on its way in (an agent's priority capped, say).
+    import changed on its way in (an agent's priority capped, say), then what the write told
+    (the index could not be written, a killed sync's leftovers removed: `Vault.notices` of the call).
     """
 
     format: str
