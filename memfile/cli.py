@@ -20,11 +20,15 @@ import click
 from .config import environ
 from .errors import EXIT_UNEXPECTED, FileParseError, InvalidInput, MemfileError
 from .model import Memory, StoreResult, format_datetime
+from .terminal import unshown, wrapped
 from .vault import Vault
 
 EXAMPLE_VAULT = "sample_vault"
 #: Commands that list unreadable files themselves: no summary line about them.
 LISTS_UNREADABLE = {"status", "doctor"}
+#: Commands whose terminal output is drawn by a library (uvicorn's coloured log, MCP's stdio protocol):
+#: their streams are not `terminal.Shown`.
+DRAWS_ITS_OWN = {"serve", "mcp"}
 #: The distribution to install (the name `memfile` on the package index is another project).
 DISTRIBUTION = "memfile-vault"
 #: The command `main` runs, and the entry point's hook told of it once it is known (memfile.__main__).
@@ -178,6 +182,14 @@ def main(ctx: click.Context, vault_path: str | None, mind: str | None, debug: bo
     for stream in (sys.stdout, sys.stderr):  # a terminal that cannot show a character gets an escape, not an error
         if hasattr(stream, "reconfigure") and getattr(stream, "errors", "") == "strict":
             stream.reconfigure(errors="backslashreplace")
+    if ctx.invoked_subcommand not in DRAWS_ITS_OWN:  # a terminal is shown control characters as escapes
+        given = sys.stdout, sys.stderr
+        sys.stdout, sys.stderr = wrapped(sys.stdout), wrapped(sys.stderr)
+
+        @ctx.call_on_close
+        def put_back() -> None:
+            sys.stdout, sys.stderr = given
+
     ctx.obj = State(vault_path, mind, debug)
     RUNNING["command"] = ctx.invoked_subcommand
     if RUNNING["started"] is not None:
@@ -660,7 +672,7 @@ def reindex(state: State, semantic: bool, as_json: bool) -> None:
     Example: memfile reindex --semantic
     """
     vault = state.vault()
-    with click.progressbar(length=0, label="indexing", file=sys.stderr) as bar:
+    with click.progressbar(length=0, label="indexing", file=unshown(sys.stderr)) as bar:
 
         def progress(done: int, total: int) -> None:
             bar.length = total
@@ -669,7 +681,7 @@ def reindex(state: State, semantic: bool, as_json: bool) -> None:
         report = vault.reindex(progress=progress)
     embedded = None
     if semantic:
-        with click.progressbar(length=0, label="embedding", file=sys.stderr) as bar:
+        with click.progressbar(length=0, label="embedding", file=unshown(sys.stderr)) as bar:
 
             def embedding(done: int, total: int) -> None:
                 bar.length = total

@@ -41,6 +41,7 @@ from .cli_client import ANSWERING, EXIT, PASSED, PROTOCOL, REFUSED, SERVED, SOCK
 from .config import CONFIG_NAME, STATE_DIR, caller_source, environment, select_mind
 from .files import hold_lock
 from .server import unix_listener
+from .terminal import wrapped
 from .vault import Vault
 from .worker import Caller, Minds
 
@@ -290,16 +291,18 @@ class _Recorder(io.RawIOBase):
         return self._tty
 
 
-def _output(frames: list[tuple[bytes, bytes]], kind: bytes, stream: dict[str, Any]) -> io.TextIOWrapper:
-    """The text stream a command writes for the client: its encoding, and its errors as `memfile`'s main
-    sets them (a strict stream gets backslash escapes instead of an error)."""
+def _output(frames: list[tuple[bytes, bytes]], kind: bytes, stream: dict[str, Any]) -> Any:
+    """The text stream a command writes for the client: its encoding, its errors as `memfile`'s main
+    sets them (a strict stream gets backslash escapes instead of an error), and on the client's terminal
+    every control character shown as an escape (`terminal.Shown`), as `memfile`'s main does."""
     errors = stream.get("errors") or "strict"
-    return io.TextIOWrapper(
-        _Recorder(frames, kind, bool(stream.get("tty"))),  # type: ignore[arg-type]
+    text = io.TextIOWrapper(  # type: ignore[type-var]
+        _Recorder(frames, kind, bool(stream.get("tty"))),
         encoding=stream["encoding"],
         errors="backslashreplace" if errors == "strict" else errors,
         write_through=True,
     )
+    return wrapped(text)
 
 
 class _ThreadStream:
@@ -327,7 +330,7 @@ class _ThreadStream:
 
 
 @contextmanager
-def _writing_to(out: io.TextIOWrapper, err: io.TextIOWrapper) -> Iterator[None]:
+def _writing_to(out: Any, err: Any) -> Iterator[None]:
     """sys.stdout and sys.stderr are `out` and `err` in this thread while the block runs."""
     pairs = [(s, t) for s, t in ((sys.stdout, out), (sys.stderr, err)) if isinstance(s, _ThreadStream)]
     before = [(stream, getattr(stream._local, "target", None)) for stream, _ in pairs]

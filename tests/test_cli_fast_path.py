@@ -418,6 +418,41 @@ def test_search_on_a_terminal_is_bold_both_ways(server: Server, setup: Setup, re
     assert b"\x1b[" not in piped.out and b"**docker**" in piped.out
 
 
+#: What an agent might store to drive a person's terminal: OSC 52 (write the clipboard), the title's OSC,
+#: clear the screen, conceal text, a carriage return that writes over the line, C1's one-byte CSI.
+HOSTILE = (
+    "The clipboard note \x1b]52;c;cHduZWQ=\x07 and \x1b]0;title\x1b\\ \x1b[2J\x1b[8mhidden\x1b[0m\rover\x9b31m end"
+)
+
+
+@pytest.mark.parametrize(
+    "args", [["show", "note/terminal_hostile"], ["search", "clipboard"], ["recall", "--query", "clipboard"]]
+)
+def test_a_terminal_is_shown_control_characters_as_escapes_both_ways(
+    server: Server, setup: Setup, record: Path, args: list[str]
+) -> None:
+    """A memory's control characters reach a terminal as visible escapes (through the server and in
+    process alike), search's own bold still works, and a pipe gets the memory as stored."""
+    store = ["--vault", str(setup.root), "store", "note", "terminal_hostile", HOSTILE]
+    assert memfile_run(store, client_env(setup.home)).code == 0
+    args = ["--vault", str(setup.root), *args]
+    through = on_terminal(args, client_env(setup.home), record)
+    alone = on_terminal(args, client_env(setup.home, MEMFILE_NO_SERVER="1"), None)
+    assert isinstance(through.answer, int)
+    assert_same(through, alone)
+    out = through.out.decode()
+    for control in ("\x1b]", "\x07", "\x1b[2J", "\x1b[8m", "\x9b"):
+        assert control not in out, (control, out)
+    assert "\r" not in out.replace("\r\n", "")  # the terminal's own line ends (onlcr) only
+    assert r"note \x1b]52;c;cHduZWQ=\x07 and \x1b]0;title\x1b" in out  # search shows a snippet
+    if args[2] == "show":
+        assert r"\x1b]0;title\x1b\ \x1b[2J\x1b[8mhidden" + "\x1b[0m" + r"\x0dover\x9b31m end" in out
+    if args[2] == "search":
+        assert "\x1b[1mclipboard\x1b[0m" in out  # memfile's own bold is not escaped
+    piped = memfile_run(args, client_env(setup.home), record=record)
+    assert "note \x1b]52;c;cHduZWQ=\x07 and" in piped.out.decode()  # a pipe gets the text as stored
+
+
 @pytest.mark.parametrize("columns", [40, 60, 100, 200])
 def test_help_wraps_to_the_terminal_both_ways(server: Server, setup: Setup, record: Path, columns: int) -> None:
     args = ["--vault", str(setup.root), "recall", "--help"]

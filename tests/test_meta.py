@@ -78,7 +78,7 @@ MAY_IMPORT: dict[str, set[str]] = {
     "keys": {"errors", "model", "paths", "config", "files"},  # the served faces' credentials, outside any vault
     # Faces: only the facade and its values. `cli_serve` starts the long-running ones (serve, the watcher,
     # the stdio MCP server), `cli_git` is the second half of the command line; `__main__` runs `cli`.
-    "cli": FACE_MAY_USE | {"cli_git", "cli_keys", "cli_serve", "cli_transfer"},
+    "cli": FACE_MAY_USE | {"cli_git", "cli_keys", "cli_serve", "cli_transfer", "terminal"},
     "cli_transfer": FACE_MAY_USE | {"cli"},
     "cli_git": FACE_MAY_USE | {"cli", "git", "paths"},
     "cli_keys": FACE_MAY_USE | {"cli", "keys"},
@@ -86,7 +86,9 @@ MAY_IMPORT: dict[str, set[str]] = {
     # The command line's fast path: the client imports nothing of memfile but its version (it must stay
     # light); the server half runs the command line's own commands on the resident worker.
     "cli_client": {"__init__"},
-    "cli_served": FACE_MAY_USE | {"__init__", "cli", "cli_client", "files", "server", "worker"},
+    "cli_served": FACE_MAY_USE | {"__init__", "cli", "cli_client", "files", "server", "worker", "terminal"},
+    # What a terminal is shown (control characters as escapes): the standard library only.
+    "terminal": set(),
     # The resident faces: one worker thread owns every Vault call (`worker`), shared by MCP and HTTP.
     "worker": FACE_MAY_USE | {"watch", "paths", "git"},
     "mcp_server": FACE_MAY_USE | {"watch", "worker", "memory_tool"},
@@ -150,6 +152,7 @@ FACES = {
     "cli_serve",
     "cli_client",
     "cli_served",
+    "terminal",
     "mcp_server",
     "watch",
     "worker",
