@@ -156,7 +156,9 @@ def _json(data: Any) -> None:
 json_option = click.option("--json", "as_json", is_flag=True, help="Print JSON for programs.")
 
 
-@click.group(cls=MemfileGroup, context_settings={"help_option_names": ["-h", "--help"]})
+# color: click would strip escape sequences from what goes to a pipe or a file; memfile writes a memory
+# there as stored, and styles only a terminal's output (terminal.Shown escapes a memory's own codes).
+@click.group(cls=MemfileGroup, context_settings={"help_option_names": ["-h", "--help"], "color": True})
 @click.option(
     "--vault",
     "vault_path",

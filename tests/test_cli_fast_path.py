@@ -451,6 +451,8 @@ def test_a_terminal_is_shown_control_characters_as_escapes_both_ways(
         assert "\x1b[1mclipboard\x1b[0m" in out  # memfile's own bold is not escaped
     piped = memfile_run(args, client_env(setup.home), record=record)
     assert "note \x1b]52;c;cHduZWQ=\x07 and" in piped.out.decode()  # a pipe gets the text as stored
+    if args[2] == "show":
+        assert HOSTILE in piped.out.decode()  # every escape sequence kept (click strips them from a pipe)
 
 
 @pytest.mark.parametrize("columns", [40, 60, 100, 200])

@@ -126,6 +126,10 @@ def test_show_recall_and_list_on_a_terminal_escape_what_the_memory_holds(hostile
         [sys.executable, "-m", "memfile", "--vault", root, "recall"], env=env, capture_output=True, check=True
     )
     assert b"Paste \x1b]52;c;cHduZWQ=\x07 here" in piped.stdout  # a pipe (an agent) gets it as stored
+    shown_piped = subprocess.run(
+        [sys.executable, "-m", "memfile", "--vault", root, "show", "note/hostile"], env=env, capture_output=True
+    )
+    assert b"tags: t\x1b[8mx\n" in shown_piped.stdout  # not stripped by click on its way to a pipe
 
 
 def test_an_error_on_a_terminal_is_escaped_and_the_progress_bar_still_draws(hostile: Vault, tmp_path: Path) -> None:
