@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import errno
+import os
 import textwrap
 import threading
 from collections.abc import Iterator
@@ -130,3 +132,21 @@ def worker_held(minds: Any, caller: Any) -> Iterator[threading.Event]:
     finally:
         release.set()
         blocker.join(30)
+
+
+def read_terminal(master: int) -> bytes:
+    """All a pseudo-terminal's other side wrote, until every end of it is closed; `master` is closed then."""
+    out = b""
+    try:
+        while True:
+            try:
+                chunk = os.read(master, 65536)
+            except OSError as exc:  # EIO: every end of the terminal's other side is closed
+                assert exc.errno == errno.EIO
+                break
+            if not chunk:
+                break
+            out += chunk
+    finally:
+        os.close(master)
+    return out

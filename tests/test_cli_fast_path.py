@@ -12,7 +12,6 @@ vault or edits its memfile.toml has a vault (and a server) of its own.
 
 from __future__ import annotations
 
-import errno
 import fcntl
 import json
 import os
@@ -43,7 +42,7 @@ from fastpath_helpers import (
     request,
     talk,
 )
-from helpers import write
+from helpers import read_terminal, write
 from test_serve_helpers import DEADLINE, Server, Setup, git, make_setup, start_server
 
 from memfile import Vault
@@ -383,19 +382,7 @@ def on_terminal(args: list[str], env: dict[str, str], record: Path | None, colum
         )
     finally:
         os.close(slave)
-    out = b""
-    try:
-        while True:
-            try:
-                chunk = os.read(master, 65536)
-            except OSError as exc:  # EIO: every end of the terminal's other side is closed
-                assert exc.errno == errno.EIO
-                break
-            if not chunk:
-                break
-            out += chunk
-    finally:
-        os.close(master)
+    out = read_terminal(master)
     assert process.stderr is not None
     err = process.stderr.read()
     process.stderr.close()

@@ -4,7 +4,6 @@ through-the-server half is in tests/test_cli_fast_path.py."""
 
 from __future__ import annotations
 
-import errno
 import io
 import os
 import pty
@@ -14,6 +13,7 @@ from pathlib import Path
 
 import click
 import pytest
+from helpers import read_terminal
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -86,19 +86,7 @@ def on_terminal(args: list[str], env: dict[str, str]) -> bytes:
         )
     finally:
         os.close(slave)
-    out = b""
-    try:
-        while True:
-            try:
-                chunk = os.read(master, 65536)
-            except OSError as exc:  # EIO: the other side is closed
-                assert exc.errno == errno.EIO
-                break
-            if not chunk:
-                break
-            out += chunk
-    finally:
-        os.close(master)
+    out = read_terminal(master)
     process.wait(60)
     return out
 
