@@ -334,6 +334,20 @@ def test_each_filter_of_the_memories_page(console: Console, filtered: dict[str, 
     assert client.get(base + "status=everything").status_code == 400
 
 
+def test_the_address_htmx_shows_holds_only_the_filters_in_use(console: Console) -> None:
+    """A filter form sends every field, empty or not; the address pushed is the page's clean one."""
+    client = console.person()
+    base = "/console/m/anna/memories"
+    htmx = {"HX-Request": "true"}
+    sent = "q=&category=&priority=&source=agent&tag=&status=active"
+    assert client.get(f"{base}?{sent}", headers=htmx).headers["HX-Push-Url"] == f"{base}?source=agent"
+    assert client.get(f"{base}?q=&category=&status=active", headers=htmx).headers["HX-Push-Url"] == base
+    both = client.get(f"{base}?q=caf%C3%A9+tea&unverified=on&page=1", headers=htmx).headers["HX-Push-Url"]
+    assert both == f"{base}?q=caf%C3%A9+tea&unverified=1"
+    assert "HX-Push-Url" not in client.get(f"{base}?{sent}").headers  # a page load keeps its own address
+    assert "HX-Push-Url" not in client.get(f"{base}?status=everything", headers=htmx).headers  # the error's own
+
+
 def test_pagination_links_keep_the_filters(console: Console) -> None:
     client = console.person()
     made = [

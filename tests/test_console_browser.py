@@ -237,6 +237,7 @@ def test_the_memories_filter_swaps_the_list_in_place_and_pushes_the_url(browser:
     browser.wait(lambda: browser.query().get("source") == ["agent"], "the filter did not change the URL")
     browser.wait(lambda: len(browser.memory_links()) == 3, "the list did not show the agent's three memories")
     assert browser.kept(), "the filter reloaded the whole page (htmx should swap <main>)"
+    assert browser.path() == "/console/m/michael/memories?source=agent"  # no empty fields in the address
     listed = browser.find("main").text
     assert "deploy_notes" in listed and "standup_time" in listed and "filler_" not in listed
     browser.driver.back()  # the pushed URL is history: back shows every memory again

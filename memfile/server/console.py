@@ -309,9 +309,13 @@ class Console:
                 context["view"] = await self.call(caller, lambda vault: data.memories_page(vault, filters))
             except MemfileError as exc:
                 context["error"], status = str(exc), status_of(exc)
-        return self.render(
+        response = self.render(
             request, "memories.html", "memories", context, status=status, visitor=visitor, mind=caller.mind
         )
+        if request.headers.get("HX-Request") == "true" and status == 200:  # the address htmx shows: no empty fields
+            query = filters.query()
+            response.headers["HX-Push-Url"] = self.mind_url(caller.mind, "memories", f"?{query}" if query else "")
+        return response
 
     async def memory(self, request: Request) -> Response:
         visitor = self.visitor(request)
