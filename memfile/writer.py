@@ -579,6 +579,10 @@ class Writer:
             )
         if existing:
             memory = self._updated(existing[0], content, priority, tags, confidence, expires, effective, now, actor)
+            if memory.superseded and old is not None:  # it replaces `old`: it is the one in force now
+                memory = replace(memory, status=Status.ACTIVE, superseded_by=None, id_derived=False)
+            elif memory.superseded and memory != existing[0]:
+                self.notices.append(self._still_superseded(memory))
             created = False
             changes = [] if memory == existing[0] else [(memory.path, self.rewritten(existing[0], memory))]
         else:
@@ -620,6 +624,12 @@ class Writer:
             self._bases[memory.path] = data
             changes = [(memory.path, data)]
         return memory, created, changes, superseded
+
+    def _still_superseded(self, memory: Memory) -> str:
+        """The notice of an update to a superseded memory, which stays out of recall and search."""
+        by = next((m.ref for m in self._index.memories() if m.id == memory.superseded_by), memory.superseded_by)
+        kept = "the update is kept but stays out of recall and search"
+        return f"{memory.ref} is superseded by {by}: {kept}; bring it back with: memfile reactivate {memory.ref}"
 
     def _updated(
         self,

@@ -913,6 +913,34 @@ def test_reactivate_brings_a_memory_back_in_one_commit(superseded: Vault) -> Non
     assert not vault.reactivate("berlin_office").changed and commit_count(root) == before + 1
 
 
+def test_a_superseded_memory_stored_as_superseding_its_successor_is_the_one_in_force(superseded: Vault) -> None:
+    """user_city superseded user_location; storing user_location again, superseding user_city, makes it
+    the active one (not a cycle that hides both)."""
+    before = commit_count(superseded.root)
+    result = superseded.store("identity", "user_location", "Lives in Munich", supersedes="identity/user_city")
+    assert result.memory.status is Status.ACTIVE and result.memory.superseded_by is None
+    assert result.superseded is not None and result.superseded.ref == "identity/user_city"
+    assert commit_count(superseded.root) == before + 1
+    assert superseded.get("identity/user_city").superseded_by == result.memory.id
+    assert [m.ref for m in superseded.list(category="identity")] == ["identity/user_location"]
+    assert "Lives in Munich" in superseded.recall() and "Lives in Hamburg" not in superseded.recall()
+    assert [h.memory.ref for h in superseded.search("munich")] == ["identity/user_location"]
+
+
+def test_an_update_to_a_superseded_memory_is_kept_and_says_it_stays_superseded(superseded: Vault) -> None:
+    result = superseded.store("identity", "user_location", "Lives in Berlin, by the canal")
+    told = (
+        "identity/user_location is superseded by identity/user_city: the update is kept but stays out of "
+        "recall and search; bring it back with: memfile reactivate identity/user_location"
+    )
+    assert result.changed and result.memory.status is Status.SUPERSEDED and told in result.notices
+    assert "by the canal" not in superseded.recall()
+    again = superseded.store("identity", "user_location", "Lives in Berlin, by the canal")
+    assert not again.changed and not again.notices  # nothing changed, nothing to say
+    cli = ok(in_vault(superseded.root, "store", "identity", "user_location", "Lives in Berlin, Mitte"))
+    assert told in cli.stderr
+
+
 def test_a_memory_cannot_supersede_itself(vault: Vault) -> None:
     vault.store("fact", "a", "one")
     path = vault.root / "michael" / "fact" / "a.md"
