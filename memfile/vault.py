@@ -897,6 +897,7 @@ class Vault:
             NotFound: nothing to restore (the memory never existed, or not at `at`).
             InvalidInput: `at` names no commit and no real date.
             Refused: an agent would overwrite a memory a person verified.
+            Conflict: the memory's file now holds another memory (another id), stored since that version.
         """
         return self._history.restore(ref, at)
 

@@ -9,7 +9,7 @@ import pytest
 from conftest import commit_count
 from helpers import BROKEN, commit_by_hand, fails, in_vault, last_subject, ok, write
 
-from memfile import NotFound, Refused, Vault
+from memfile import Conflict, NotFound, Refused, Vault
 
 
 def three_versions(vault: Vault) -> None:
@@ -60,6 +60,23 @@ def test_restore_an_old_version_and_show_at(vault: Vault) -> None:
     ok(in_vault(vault.root, "restore", "project/roadmap", "--at", "HEAD~2"))
     assert vault.get("roadmap").content == "v1: search" and commit_count(vault.root) == before + 1
     assert "content" in vault.history("roadmap")[0].changed
+
+
+def test_restore_never_replaces_another_memory_stored_since_under_the_same_key(vault: Vault) -> None:
+    vault.store("fact", "office", "Office in Berlin")
+    vault.forget("fact/office")
+    newer = vault.store("fact", "office", "Office in Hamburg (a new memory)").memory
+    path = vault.root / "michael" / "fact" / "office.md"
+    data, before = path.read_bytes(), commit_count(vault.root)
+    with pytest.raises(Conflict) as caught:
+        vault.restore("fact/office", at="HEAD~2")
+    assert newer.id in str(caught.value) and "memfile forget fact/office" in str(caught.value)
+    assert path.read_bytes() == data and commit_count(vault.root) == before
+    result = fails(in_vault(vault.root, "restore", "fact/office", "--at", "HEAD~2"), 4)
+    assert "is now another memory" in result.stderr
+    vault.forget("fact/office")  # as the message says: then the old one comes back, with its own id
+    restored = vault.restore("fact/office", at="HEAD~3").memory
+    assert restored.content == "Office in Berlin" and restored.id != newer.id
 
 
 def test_bad_at_and_unknown_ref_are_clear_errors(vault: Vault) -> None:

@@ -129,6 +129,10 @@ def test_agent_restore_at_a_sha_over_its_own_memory_stays_unverified(minds: Path
     person_version = git(minds, "rev-parse", "HEAD").strip()
     as_("alice", minds, "forget", "fact/pin")
     as_("alice", minds, "store", "fact", "pin", "The door code is 0000", agent=True)
+    as_(
+        "alice", minds, "restore", "fact/pin", "--at", person_version, agent=True, code=4
+    )  # another memory holds fact/pin
+    as_("alice", minds, "forget", "fact/pin", agent=True)  # its own, as the refusal says
     as_("alice", minds, "restore", "fact/pin", "--at", person_version, agent=True)
     data = memory(minds, "alice", "fact/pin")
     assert_agents(data)
@@ -142,6 +146,10 @@ def test_agent_restore_at_a_date_over_its_own_memory_stays_unverified(minds: Pat
     as_("alice", minds, "forget", "fact/pin")
     monkeypatch.delenv("GIT_COMMITTER_DATE")
     as_("alice", minds, "store", "fact", "pin", "The door code is 0000", agent=True)
+    as_(
+        "alice", minds, "restore", "fact/pin", "--at", "2021-06-01", agent=True, code=4
+    )  # another memory holds fact/pin
+    as_("alice", minds, "forget", "fact/pin", agent=True)  # its own, as the refusal says
     as_("alice", minds, "restore", "fact/pin", "--at", "2021-06-01", agent=True)
     data = memory(minds, "alice", "fact/pin")
     assert_agents(data, "high")

@@ -232,6 +232,13 @@ class History:
                     f"memfile restore {ref}, or pick one from: memfile history {ref}"
                 )
             old = fileformat.parse(data, relpath, utc_now())
+            current = next((m for m in self.memories() if m.path == relpath), None)
+            if current is not None and current.id != old.id:  # the path holds a memory stored since
+                raise Conflict(
+                    f"{current.ref} is now another memory ({current.id}) than the one of commit {sha[:8]} "
+                    f"({old.id}); restoring would replace it: forget it first (git keeps it), with: "
+                    f"memfile forget {current.ref}"
+                )
             if self.actor is Source.AGENT:  # never what the file said: a person's version stays the person's
                 data, mine = _agents_version(data, relpath, old)
                 if mine != old:
@@ -240,7 +247,6 @@ class History:
                         f"{mine.priority}); a person can verify it with: memfile verify {old.ref}"
                     )
                 old = mine
-            current = next((m for m in self.memories() if m.path == relpath), None)
             if current is None and safe_path(self.root, relpath, self.mind).exists():
                 raise Conflict(f"{relpath} exists but cannot be read (see the warning above); fix or move it first")
             if current is not None:
