@@ -112,6 +112,17 @@ class Doctor:
             if count > 1:
                 paths = sorted(m.path for m in memories if (m.category, m.key) == (category, key))
                 add(Finding("duplicate", f"{category}/{key} is held by {count} files: {', '.join(paths)}", paths[0]))
+        for memory_id, count in Counter(m.id for m in memories).items():
+            if count > 1:
+                paths = sorted(m.path for m in memories if m.id == memory_id)
+                add(
+                    Finding(
+                        "duplicate_id",
+                        f"{memory_id} is the id of {count} memories: {', '.join(paths)} (a copy?); remove the "
+                        "id: line of all but one, and memfile gives it an id of its own",
+                        paths[0],
+                    )
+                )
         for memory in memories:
             expected = memory_relpath(self.mind, memory.category, memory.key).as_posix()
             if self._misplaced(memory, expected):
@@ -192,6 +203,18 @@ class Doctor:
 
         add = report.findings.append
         for folder, dirs, files in os.walk(self.mind_dir, followlinks=False):
+            if ".git" in dirs + files:  # git of the vault stages nothing in it (paths.safe_paths refuses to write)
+                own = Path(folder).relative_to(self.root).as_posix()
+                add(
+                    Finding(
+                        "nested_repository",
+                        f"{own}/ is a git repository of its own: the vault's git keeps no version of the "
+                        f"memories in it, and memfile does not write there; move that folder out of the mind, "
+                        f"or remove {own}/.git",
+                        own,
+                    )
+                )
+                dirs[:] = [name for name in dirs if name != ".git"]
             for name in dirs + files:
                 path = Path(folder) / name
                 relpath = path.relative_to(self.root).as_posix()

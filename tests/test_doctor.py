@@ -8,10 +8,11 @@ import re
 import time
 from pathlib import Path
 
-from conftest import git
+import pytest
+from conftest import commit_count, git
 from helpers import BROKEN, fails, in_vault, ok, write
 
-from memfile import Vault
+from memfile import GitError, Vault
 
 
 def kinds(vault: Vault) -> set[str]:
@@ -47,6 +48,34 @@ def test_problems_are_named_and_exit_5_and_nothing_changes(vault: Vault) -> None
     assert data["problems"] >= 7 and data["fixed"] == []
     after = {p: p.read_bytes() for p in before}
     assert after == before  # read-only
+
+
+def test_a_nested_repository_is_reported_and_never_written(vault: Vault) -> None:
+    """A folder of the mind holding .git of its own: the vault's `git add` stages nothing in it, so a
+    store there would be written and never committed (its versions lost)."""
+    root = vault.root
+    write(root / "michael" / "notes" / "fact" / "wifi.md", "---\ncategory: fact\nkey: wifi\n---\nv1\n")
+    git(root / "michael" / "notes", "init", "-q")
+    before, path = commit_count(root), root / "michael" / "notes" / "fact" / "wifi.md"
+    with pytest.raises(GitError) as caught:
+        vault.store("fact", "wifi", "v2")
+    assert "michael/notes/ is a git repository of its own" in str(caught.value)
+    assert path.read_text(encoding="utf-8").endswith("v1\n") and commit_count(root) == before
+    assert "remove michael/notes/.git" in fails(in_vault(root, "store", "fact", "wifi", "v3"), 6).stderr
+    vault.store("fact", "elsewhere", "a memory outside it is stored as ever")
+    assert "nested_repository" in kinds(vault)
+    assert "michael/notes/ is a git repository of its own" in fails(in_vault(root, "doctor"), 5).stdout
+    git(root, "init", "-q", str(root / "michael"))  # the mind folder itself
+    with pytest.raises(GitError):
+        vault.store("fact", "elsewhere", "changed")
+
+
+def test_an_id_held_by_two_files_is_reported(vault: Vault) -> None:
+    vault.store("fact", "k5", "x")
+    text = (vault.root / "michael" / "fact" / "k5.md").read_text(encoding="utf-8")
+    write(vault.root / "michael" / "project" / "k5.md", text.replace("category: fact", "category: project"))
+    found = [f for f in vault.doctor().findings if f.kind == "duplicate_id"]
+    assert len(found) == 1 and "michael/fact/k5.md, michael/project/k5.md" in found[0].message
 
 
 def test_fix_applies_only_safe_repairs(vault: Vault) -> None:
