@@ -389,6 +389,32 @@ def find_vault(explicit: str | os.PathLike[str] | None = None, start: Path | Non
     )
 
 
+def new_vault_root(path: str | os.PathLike[str]) -> Path:
+    """The folder `memfile init PATH` makes a vault of, or adds a mind to (resolved; it may not exist yet).
+
+    Raises:
+        InvalidInput: PATH is empty (an unset variable, say), or a folder inside another vault.
+    """
+    if not str(path).strip():
+        raise InvalidInput("PATH", str(path), "a folder (. for the current one)")
+    root = Path(path).expanduser().resolve()
+    if not _has_config(root):
+        for parent in root.parents:
+            if _has_config(parent):
+                raise InvalidInput(
+                    "PATH",
+                    str(path),
+                    "a folder outside any vault",
+                    reason=f"{root} is inside the vault {parent}; add a mind to it with: memfile init {parent} --mind NAME",
+                )
+    return root
+
+
+def is_vault(root: Path) -> bool:
+    """Whether `root` is a vault: it holds memfile.toml (only `memfile init` makes one)."""
+    return _has_config(root)
+
+
 def _has_config(folder: Path) -> bool:
     """memfile.toml is there, whatever it is: a folder or a FIFO of that name is then named by `load_config`."""
     return os.path.lexists(folder / CONFIG_NAME)

@@ -31,7 +31,9 @@ from .config import (
     Config,
     caller_source,
     find_vault,
+    is_vault,
     load_config,
+    new_vault_root,
     select_mind,
     validate_display_name,
 )
@@ -254,7 +256,8 @@ class Vault:
         """Create a vault (or add a mind to one): memfile.toml, the mind folder, .gitignore, a git repository.
 
         Args:
-            path: the vault folder (created if missing).
+            path: the vault folder (created if missing). A folder that is not a vault yet may hold a
+                folder named `mind`: its notes become the mind's memories (a notice says how to commit them).
             mind: the first mind's folder name.
             name: the mind's display name, shown by recall.
 
@@ -263,20 +266,23 @@ class Vault:
 
         Raises:
             Conflict: the mind already exists in that vault.
+            InvalidInput: `path` is empty, or inside another vault.
         """
         validate_mind(mind)
         validate_display_name(name)  # before anything is made: a bad name leaves no folder, repository or index
-        root = Path(path).expanduser().resolve()
+        root = new_vault_root(path)
         try:
             root.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
             raise InvalidInput(
                 "PATH", str(path), "a folder memfile can create", reason=exc.strerror or str(exc)
             ) from None
-        if (root / mind).exists() or (root / mind).is_symlink():
+        mind_dir = root / mind
+        if mind_dir.is_symlink() or (mind_dir.exists() and is_vault(root)):
             raise Conflict(
                 f"mind {mind!r} already exists in {root}; open it with: memfile --vault {root} --mind {mind} recall"
             )
+        adopted = mind_dir.is_dir() and any(mind_dir.iterdir())  # a folder of notes becomes the mind
         maker = cls(root, mind, load_config(root), caller_source(Source.USER))
         try:
             maker._writer.create_mind(name)
@@ -284,6 +290,11 @@ class Vault:
             maker.close()
         vault = cls(root, mind, load_config(root), maker.actor)
         vault.notices += maker.notices
+        if adopted:
+            vault.notices.append(
+                f"the files already in {mind}/ are its memories, read as they are and not yet committed; "
+                "commit them now with: memfile doctor --fix (else each is committed when memfile first changes it)"
+            )
         return vault
 
     #: Set by memfile.watch (which sits above this module): starts a Watcher over a Vault.

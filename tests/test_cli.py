@@ -913,6 +913,28 @@ def test_init_in_a_folder_with_files_commits_only_its_own(tmp_path: Path) -> Non
     assert git(folder, "log", "--format=%s").splitlines() == ["init mind bob"]
 
 
+def test_init_adopts_a_folder_of_notes_named_as_the_mind(tmp_path: Path) -> None:
+    """A folder that is not a vault yet, holding a folder of notes named as the mind: its notes become
+    the mind's memories (exit 4 sent the person to a vault that did not exist)."""
+    folder = tmp_path / "notes"
+    write(folder / "michael" / "identity" / "user_name.md", "Michael Schäfer\n")
+    result = ok(run("init", folder, "--mind", "michael"))
+    assert "the files already in michael/ are its memories" in result.stderr and "doctor --fix" in result.stderr
+    assert "identity/user_name" in ok(in_vault(folder, "list")).stdout
+    assert "Michael Schäfer" not in git(folder, "log", "-p")  # committed when asked, not behind the person's back
+    ok(in_vault(folder, "doctor", "--fix"))
+    assert "Michael Schäfer" in git(folder, "log", "-p") and git(folder, "status", "--porcelain").strip() == ""
+    assert "already exists" in fails(run("init", folder, "--mind", "michael"), 4).stderr  # a vault now
+
+
+def test_init_refuses_an_empty_path_and_a_folder_inside_another_vault(tmp_path: Path) -> None:
+    assert "invalid PATH ''" in fails(run("init", ""), 2).stderr
+    ok(run("init", tmp_path / "v", "--mind", "alice"))
+    inside = fails(run("init", tmp_path / "v" / "alice" / "sub", "--mind", "bob"), 2).stderr
+    assert f"is inside the vault {(tmp_path / 'v').resolve()}" in inside and "--mind NAME" in inside
+    assert not (tmp_path / "v" / "alice" / "sub").exists()
+
+
 def test_a_file_with_an_out_of_range_date_is_skipped(root: Path) -> None:
     write(root / "michael" / "note" / "b.md", "---\nexpires_at: 9999-12-31T23:59:59-05:00\n---\nb\n")
     result = ok(in_vault(root, "recall"))
