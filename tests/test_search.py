@@ -83,6 +83,22 @@ def test_memory_sharing_more_query_words_ranks_higher(vault: Vault) -> None:
     assert found(vault, "postgres backup nightly") == ["three_words", "two_words", "one_word"]
 
 
+def test_a_huge_memory_is_found_by_the_words_of_its_first_256_kib(vault: Vault) -> None:
+    """Search indexes the first INDEXED_CHARS of a content (a store of 10 MB of distinct words held a
+    server's worker for a minute); the memory itself stays whole."""
+    from memfile.index.store import INDEXED_CHARS
+
+    content = "zeppelin " + "filler words " * (INDEXED_CHARS // 13) + "submarine at the end"
+    assert len(content) > INDEXED_CHARS
+    vault.store("note", "huge", content)
+    hits = vault.search("zeppelin")
+    assert [h.memory.key for h in hits] == ["huge"] and "**zeppelin**" in hits[0].snippet
+    assert vault.search("submarine") == []  # past the indexed part
+    assert vault.get("note/huge").content == content  # the file, show and recall keep every word
+    vault.store("note", "small", "a submarine in a small memory")
+    assert [h.memory.key for h in vault.search("submarine")] == ["small"]
+
+
 def test_word_in_key_is_found(vault: Vault) -> None:
     vault.store("fact", "kubernetes_cluster", "three nodes in Frankfurt")
     vault.store("fact", "other", "nothing relevant here")
