@@ -122,3 +122,13 @@ def _latin(word: str, start: int) -> Iterator[tuple[str, int, int]]:
     folded = fold(word)
     if folded:
         yield folded, start, start + len(word)
+
+
+def head(text: str, limit: int) -> str:
+    """The start of `text`, at most `limit` characters, cut at a space or line break when one lies in
+    its second half (no word cut in two); `text` itself when it is that short."""
+    if len(text) <= limit:
+        return text
+    cut = text[:limit]
+    space = max(cut.rfind(" "), cut.rfind("\n"))
+    return cut[:space] if space > limit // 2 else cut

@@ -90,6 +90,22 @@ def test_every_memory_is_embedded_once_and_counted(vault: Vault) -> None:
         np.testing.assert_allclose(row, embedder.embed_query(memory.content))
 
 
+def test_a_long_memory_is_embedded_by_its_first_lines_and_a_short_one_whole(vault: Vault) -> None:
+    """The engine embeds a long text window by window (10,000 words took 86 s): only the first
+    EMBEDDED_CHARS are embedded, cut at a space; a short content is embedded exactly as stored."""
+    from memfile.semantic.cache import EMBEDDED_CHARS
+
+    long = "The harbour crane manual. " + "Check the winch and the cable daily. " * 20_000
+    vault.store("note", "manual", long)
+    vault.store("note", "short", "A short note about the ferry.")
+    fake = FakeEmbedder()
+    assert open_cache(vault, fake).embed(vault.memories()) == 2
+    by_length = sorted(fake.embedded, key=len)
+    assert by_length[0] == "A short note about the ferry."
+    assert long.startswith(by_length[1]) and EMBEDDED_CHARS // 2 < len(by_length[1]) <= EMBEDDED_CHARS
+    assert by_length[1].endswith("daily.")  # cut between words
+
+
 def test_a_rename_or_an_unrelated_edit_re_embeds_nothing_and_an_edit_re_embeds_one(vault: Vault) -> None:
     filled(vault)
     embedder = FakeEmbedder()

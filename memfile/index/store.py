@@ -36,7 +36,7 @@ from typing import Any
 from ..config import plain
 from ..errors import FileParseError, LockTimeout
 from ..model import Memory, ParseIssue, SearchHit, memory_to_row
-from ..text import normalize
+from ..text import head, normalize
 from .catalog import Catalog, Row, Stat, diff, is_unsure, issue_row, memory_row, settled
 from .damage import IndexDamaged, decoding, is_damage
 from .query import weighting
@@ -74,11 +74,7 @@ INDEXED_CHARS = 256 * 1024
 
 def indexed_content(content: str) -> str:
     """The part of `content` search indexes (`INDEXED_CHARS`), cut at a space so that no word is cut in two."""
-    if len(content) <= INDEXED_CHARS:
-        return content
-    cut = content[:INDEXED_CHARS]
-    space = max(cut.rfind(" "), cut.rfind("\n"))
-    return cut[:space] if space > INDEXED_CHARS // 2 else cut
+    return head(content, INDEXED_CHARS)
 
 
 def _document(memory: Memory, row: bytes) -> dict[str, Any]:

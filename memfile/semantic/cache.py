@@ -36,6 +36,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..config import STATE_DIR
 from ..model import Memory
+from ..text import head
 from .embedders import Embedder, _require
 
 if TYPE_CHECKING:
@@ -51,20 +52,25 @@ VECTORS_TABLE = (
 )
 #: What is embedded; part of every row's hash, so changing it re-embeds everything.
 RECIPE = "content-v1"
+#: The characters of a content that are embedded: about 1,000 of e5's tokens, two of its 512-token windows.
+#: The engine embeds a longer text window by window (10,000 words: 86 s on this project's 2 shared cores),
+#: holding a server's one worker as long; what a memory is about is in its first lines. Shorter contents
+#: are embedded whole, as before (their hashes, so their vectors, are unchanged).
+EMBEDDED_CHARS = 4096
 #: Memories embedded per transaction (and per call to the engine).
 BATCH = 32
 VIETNAMESE = frozenset("ăâđêôơưạảấầẩẫậắằẳẵặẹẻẽếềểễệỉịọỏốồổỗộớờởỡợụủứừửữựỳỵỷỹ")
 
 
 def embed_text(memory: Memory) -> str:
-    """The text embedded for a memory: its content, as written.
+    """The text embedded for a memory: its content, as written, up to `EMBEDDED_CHARS`.
 
     Measured on the probe set's tune half (docs/semantic.md): adding the key's words or the
     category moved no question into the top 3 and pulled cross-language questions toward
     English keys, so only the content is embedded (and a rename or re-categorisation re-embeds
     nothing).
     """
-    return memory.content
+    return head(memory.content, EMBEDDED_CHARS)
 
 
 def text_hash(text: str) -> str:
