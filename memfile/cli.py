@@ -325,8 +325,13 @@ def _show_text(memory: Memory) -> str:
         *([f"status: {memory.status}", f"superseded_by: {memory.superseded_by or ''}"] if memory.status else []),
         f"path: {memory.path}",
     ]
-    lines += [f"{name}: {value}" for name, value in memory.extra]
+    lines += [f"{name}: {_shown_value(value)}" for name, value in memory.extra]
     return "\n".join(lines) + "\n\n" + memory.content
+
+
+def _shown_value(value: Any) -> str:
+    """An unknown front-matter key's value as a person reads it: a list or a map in JSON, not Python's repr."""
+    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
 
 
 @main.command()

@@ -131,10 +131,15 @@ def sync(state: State, remote: str | None, branch: str | None, new_branch: bool,
         raise SystemExit(EXIT_SYNC_CONFLICTS)
 
 
+def _counted(count: int, one: str, many: str) -> str:
+    return f"{count} {one if count == 1 else many}"
+
+
 def _print_sync(report: Any) -> None:
     click.echo(
-        f"synced with {report.remote}/{report.branch}: {report.came_in} commits in "
-        f"({len(report.files_in)} memory files changed), {report.went_out} commits out"
+        f"synced with {report.remote}/{report.branch}: {_counted(report.came_in, 'commit', 'commits')} in "
+        f"({_counted(len(report.files_in), 'memory file', 'memory files')} changed), "
+        f"{_counted(report.went_out, 'commit', 'commits')} out"
     )
     if report.hand_edits:
         click.echo(f"committed hand edits first ({report.hand_edits[:8]})")
@@ -188,7 +193,7 @@ def clone(state: State, url: str, path: str, mind: str | None, as_json: bool) ->
     vault = Vault.clone(url, path, mind or state.mind)
     state.opened.append(vault)
     names = [m for m in mind_dirs(vault.root) if MIND_PATTERN.fullmatch(m)]
-    minds = []
+    minds: list[dict[str, Any]] = []
     for name in names:
         if name == vault.mind:
             minds.append({"mind": name, "name": vault.name, "memories": len(vault.memories())})
@@ -212,7 +217,7 @@ def clone(state: State, url: str, path: str, mind: str | None, as_json: bool) ->
         return
     click.echo(f"cloned {url} into {vault.root} (branch {data['branch']}, tracking {upstream})")
     for entry in minds:
-        click.echo(f"  {entry['mind']}: {entry['name']}, {entry['memories']} memories")
+        click.echo(f"  {entry['mind']}: {entry['name']}, {_counted(entry['memories'], 'memory', 'memories')}")
     click.echo(f"next: {data['next']}  (then memfile sync to exchange changes)")
 
 

@@ -54,6 +54,7 @@ from .model import (
     Source,
     StoreResult,
     add_duration,
+    format_datetime,
     parse_category,
     parse_duration,
     parse_priority,
@@ -625,7 +626,7 @@ class Vault:
 
     def _last_index_update(self) -> str | None:
         last = self._index.last_update()
-        return datetime.fromtimestamp(last, timezone.utc).isoformat() if last else None
+        return format_datetime(datetime.fromtimestamp(int(last), timezone.utc)) if last else None
 
     @_verb
     def status(self) -> StatusReport:

@@ -1049,3 +1049,13 @@ def test_search_bolds_matches_on_a_terminal_unless_no_color(vault: Vault, no_col
     os.waitpid(pid, 0)
     assert b"Volvo" in out
     assert (b"\x1b[1m" in out) == (not no_color)
+
+
+def test_show_gives_unknown_keys_as_json_and_stats_a_z_time(root: Path) -> None:
+    write(
+        root / "michael" / "fact" / "k3.md",
+        "---\nkey: k3\naliases: [one, Hà Nội]\nlinks: {a: 1}\nflag: true\n---\nbody\n",
+    )
+    shown = ok(in_vault(root, "show", "fact/k3")).stdout
+    assert 'aliases: ["one", "Hà Nội"]\nlinks: {"a": 1}\nflag: true\n' in shown
+    assert re.search(r"last updated \d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$", ok(in_vault(root, "stats")).stdout, re.M)

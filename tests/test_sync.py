@@ -225,3 +225,11 @@ def test_watcher_with_autosync_pulls_while_idle(two: tuple[Vault, Vault]) -> Non
         while time.monotonic() < deadline and all(m.key != "editor" for m in watched.list()):
             time.sleep(0.5)
         assert watched.get("fact/editor").content == "Uses neovim"
+
+
+def test_sync_counts_in_words_that_agree_with_the_numbers(two: tuple[Vault, Vault]) -> None:
+    laptop, server = two
+    laptop.store("fact", "desk", "A standing desk")
+    assert "1 commit out" in ok(in_vault(laptop.root, "sync")).stdout
+    out = ok(in_vault(server.root, "sync")).stdout
+    assert "1 commit in (1 memory file changed), 0 commits out" in out
