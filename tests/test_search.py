@@ -99,6 +99,18 @@ def test_a_huge_memory_is_found_by_the_words_of_its_first_256_kib(vault: Vault) 
     assert [h.memory.key for h in vault.search("submarine")] == ["small"]
 
 
+def test_filters_in_a_query_take_any_case_and_refuse_a_value_no_memory_has(vault: Vault) -> None:
+    vault.store("fact", "keeper", "The lighthouse keeper", priority="high")
+    vault.store("note", "visit", "We visited the lighthouse")
+    for query in ("lighthouse category:FACT", "lighthouse category:Fact", "lighthouse priority:HIGH"):
+        assert [h.memory.key for h in vault.search(query)] == ["keeper"], query
+    assert [h.memory.key for h in vault.search("lighthouse NOT category:FACT")] == ["visit"]
+    with pytest.raises(InvalidInput) as caught:
+        vault.search("lighthouse category:bogus")
+    assert "query filter category:" in str(caught.value) and "identity, preference, fact" in str(caught.value)
+    assert "verified" in str(fails(in_vault(vault.root, "search", "lighthouse verified:maybe"), 2).stderr)
+
+
 def test_word_in_key_is_found(vault: Vault) -> None:
     vault.store("fact", "kubernetes_cluster", "three nodes in Frankfurt")
     vault.store("fact", "other", "nothing relevant here")

@@ -83,6 +83,7 @@ def parse_query(text: str, schema: Any) -> Any:
         parsed = parser.parse(cleaned).accept(_prefix_or_stem).accept(_require_filters_and_nots)
     except Exception as exc:  # noqa: BLE001 - the parser's own failure is the user's bad query
         raise InvalidInput("query", text, syntax, reason=str(exc)) from None
+    parsed = parsed.accept(_filter_value)
     errors = [q for q in parsed.leaves() if type(q).__name__ == "ErrorQuery"]
     if errors:
         raise InvalidInput("query", text, syntax, reason=str(getattr(errors[0], "message", "cannot be parsed")))
@@ -93,6 +94,27 @@ def parse_query(text: str, schema: Any) -> Any:
 
 #: Fields a person uses as filters: `apollo category:fact` means apollo, in the fact category.
 _FILTER_FIELDS = {"category", "tags", "priority", "source", "verified"}
+
+
+def _filter_value(node: Any) -> Any:
+    """`category:FACT` as `category:fact` (the values are stored lowercase), and a value no memory can
+    have refused by name (`category:bogus` found nothing, silently)."""
+    from whoosh import query
+
+    from ..model import Category, Priority, Source
+
+    allowed = {
+        "category": [str(c) for c in Category],
+        "priority": [str(p) for p in Priority],
+        "source": [str(s) for s in Source],
+        "verified": ["true", "false"],
+    }
+    if isinstance(node, query.Term) and node.fieldname in allowed:
+        value = str(node.text).lower()
+        if value not in allowed[node.fieldname]:
+            raise InvalidInput(f"query filter {node.fieldname}:", node.text, allowed[node.fieldname])
+        return query.Term(node.fieldname, value, boost=node.boost)
+    return node
 
 
 def _require_filters_and_nots(node: Any) -> Any:
