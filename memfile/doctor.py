@@ -22,7 +22,7 @@ from . import fileformat
 from .config import STATE_DIR
 from .errors import GitError, MemfileError
 from .files import TEMP_PREFIX
-from .model import Category, Memory, ParseIssue, Source, derive_key, utc_now
+from .model import Category, Memory, ParseIssue, Source, key_fits_name, utc_now
 from .paths import is_inside, is_utf8_name, memory_relpath, shown_path
 
 if TYPE_CHECKING:
@@ -194,7 +194,7 @@ class Doctor:
             return False
         category, key = _named(self.root, memory)
         return (category is not None and category != _placed_category(memory.path)) or (
-            key is not None and key != derive_key(memory.path.rsplit("/", 1)[-1][:-3])
+            key is not None and not key_fits_name(key, memory.path.rsplit("/", 1)[-1][:-3])
         )
 
     def _check_files(self, report: DoctorReport) -> None:

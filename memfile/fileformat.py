@@ -1,12 +1,14 @@
 """Parse and serialize one memory file.
 
 Front-matter exists only when the file's first line (after a BOM) is a `---`
-fence; otherwise the whole file is the content. Reading uses PyYAML's safe
-loader (python-frontmatter's choice), with every node checked before a value is
-built: no key twice, no recursive alias, no alias bomb. Rewriting uses
-ruamel.yaml round-trip, and only for the keys that change: their lines are
-spliced into the original front-matter, so every other byte (unknown keys,
-comments, quoting, indentation, CRLF, a BOM, the body) stays as it was.
+fence; otherwise the whole file is the content. A first-line fence that no
+`---` line closes makes the file unreadable, never body text. Reading uses
+PyYAML's safe loader (python-frontmatter's choice), with every node checked
+before a value is built: no key twice, no recursive alias, no alias bomb.
+Rewriting uses ruamel.yaml round-trip, and only for the keys that change:
+their lines are spliced into the original front-matter, so every other byte
+(unknown keys, comments, quoting, indentation, CRLF, a BOM, the body) stays as
+it was.
 """
 
 from __future__ import annotations
@@ -51,6 +53,8 @@ BOM = "\ufeff"
 _FENCE = re.compile(r"^-{3,}\s*$", re.MULTILINE)
 _CONFLICT_START = re.compile(r"^<{7}( |$)", re.MULTILINE)
 _CONFLICT_END = re.compile(r"^>{7}( |$)", re.MULTILINE)
+#: YAML's end-of-document line, which python-frontmatter (and so memfile) does not take as a closing fence.
+_DOCUMENT_END = re.compile(r"^\.{3}\s*$", re.MULTILINE)
 
 
 # --- reading ----------------------------------------------------------------
@@ -72,7 +76,8 @@ def decode(data: bytes, path: str) -> str:
 def _locate(text: str) -> tuple[re.Match[str], re.Match[str]] | None:
     """The opening and closing fence of the front-matter: the opening one is the file's first line (after
     a BOM, which `decode` took off), or there is no front-matter and the whole file is the content;
-    a `---` rule further down is Markdown's horizontal rule."""
+    a `---` rule further down is Markdown's horizontal rule. None for an opening fence without a closing
+    one too: `parse` refuses that file."""
     opening = _FENCE.match(text)
     if opening is None:
         return None
@@ -119,6 +124,8 @@ def parse(data: bytes, relpath: str, mtime: datetime) -> Memory:
     if conflict and _CONFLICT_END.search(text, conflict.end()):
         raise FileParseError(relpath, text.count("\n", 0, conflict.start()) + 1, "contains git conflict markers")
     fences = _locate(text)
+    if fences is None and _FENCE.match(text):
+        raise FileParseError(relpath, 1, _unclosed(text))
     if fences is None:
         meta: dict[str, Any] = {}
         content = text.strip()
@@ -133,6 +140,20 @@ def parse(data: bytes, relpath: str, mtime: datetime) -> Memory:
     except InvalidInput as exc:
         field_name = "tags" if exc.field == "tag" else exc.field
         raise FileParseError(relpath, _key_line(text, fences, field_name), str(exc).rstrip(".")) from None
+
+
+def _unclosed(text: str) -> str:
+    """Why a file whose first line opens front-matter that no `---` line closes cannot be read.
+
+    python-frontmatter reads such a file as all body, so its YAML lines would become the content and
+    its category, key and priority would silently be the defaults: memfile refuses it instead.
+    """
+    reason = "front-matter opened by the `---` on line 1 is never closed: add a `---` line after its last key"
+    dots = _DOCUMENT_END.search(text)
+    if dots:
+        line = text.count("\n", 0, dots.start()) + 1
+        reason += f" (memfile does not end it at the `...` on line {line}: write `---` there)"
+    return reason + "; if line 1 is meant as a horizontal rule, write `***` instead"
 
 
 def _front_matter(fm_text: str, relpath: str, offset: int) -> dict[str, Any]:

@@ -220,10 +220,43 @@ def validate_key(value: object, field_name: str = "key") -> str:
     return value
 
 
+#: Hex digits of a file name's SHA-256 in a key derived from a name whose letters do not fold to ASCII.
+NAME_HASH_LENGTH = 10
+
+
 def derive_key(stem: str) -> str:
-    """A valid key made from a file name: `Reading-List` -> `reading_list`."""
-    key = re.sub(r"[^a-z0-9]+", "_", stem.lower()).strip("_")[:100].rstrip("_")
-    return key or "untitled"
+    """A valid key made from a file name (docs/format.md): `Reading-List` -> `reading_list`, `Ghi chú` ->
+    `ghi_chu`; a name with letters that do not fold to ASCII gets a hash of the name, so two such names
+    never share a key: `Café 日本` -> `cafe_` + 10 hex digits, `日本語` -> `file_` + 10 hex digits.
+
+    The same on every machine and run, whatever the name's Unicode normal form (macOS writes NFD names).
+    """
+    if stem.isascii():  # what every ASCII name always gave: keys of existing files must not move
+        return _snake(stem) or "untitled"
+    import hashlib
+    import unicodedata
+
+    from .text import fold
+
+    name = unicodedata.normalize("NFC", stem)
+    folded = fold(unicodedata.normalize("NFKC", name))  # NFKC first: fullwidth `Ｍｅｍｏ` and `²` have ASCII forms
+    # Punctuation, spaces and controls separate words, as ASCII punctuation does; a letter, digit, mark or
+    # symbol (an emoji) left over is part of the name that the ASCII key would lose.
+    if all(ch.isascii() or unicodedata.category(ch)[0] in "PZC" for ch in folded):
+        return _snake(folded) or "untitled"
+    digest = hashlib.sha256(name.encode("utf-8", "surrogatepass")).hexdigest()[:NAME_HASH_LENGTH]
+    return (_snake(folded)[: 99 - NAME_HASH_LENGTH].rstrip("_") or "file") + "_" + digest
+
+
+def key_fits_name(key: str, stem: str) -> bool:
+    """Whether `key` is one the file name `stem` gives: `derive_key(stem)`, or what memfile derived
+    before non-ASCII names were folded and hashed (`Café au lait` -> `caf_au_lait`, `日本語` -> `untitled`),
+    which a rewrite of such a hand-made file wrote into its front-matter: that file is where it belongs."""
+    return key in (derive_key(stem), _snake(stem) or "untitled")
+
+
+def _snake(text: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "_", text.lower()).strip("_")[:100].rstrip("_")
 
 
 def parse_confidence(value: object, field_name: str = "confidence") -> float:

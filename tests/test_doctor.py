@@ -78,6 +78,16 @@ def test_an_id_held_by_two_files_is_reported(vault: Vault) -> None:
     assert len(found) == 1 and "michael/fact/k5.md, michael/project/k5.md" in found[0].message
 
 
+def test_a_key_an_earlier_memfile_derived_from_a_non_ascii_name_is_not_misplaced(vault: Vault) -> None:
+    """`Café au lait.md` once derived `caf_au_lait` (now `cafe_au_lait`), which a rewrite wrote into the
+    file: it is where it belongs, and `doctor --fix` must not move it."""
+    write(vault.root / "michael" / "note" / "Café au lait.md", "---\nkey: caf_au_lait\n---\nWith oat milk\n")
+    write(vault.root / "michael" / "note" / "日本語.md", "---\nkey: untitled\n---\nNihongo\n")
+    assert "misplaced" not in kinds(vault)
+    vault.doctor(fix=True)
+    assert (vault.root / "michael" / "note" / "Café au lait.md").exists()
+
+
 def test_fix_applies_only_safe_repairs(vault: Vault) -> None:
     vault.store("fact", "office", "Berlin")
     mind = vault.root / "michael"

@@ -17,10 +17,22 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 import pytest
+from helpers import fails, in_vault, ok
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from memfile import Category, FileParseError, Memory, Priority, Source, fileformat
+from memfile import (
+    Category,
+    Conflict,
+    FileParseError,
+    InvalidInput,
+    Memory,
+    Priority,
+    Refused,
+    Source,
+    Vault,
+    fileformat,
+)
 from memfile.model import ID_PATTERN, KEY_PATTERN, KNOWN_FIELDS, format_datetime
 from memfile.paths import MIND_PATTERN
 
@@ -334,11 +346,6 @@ def test_parse_of_empty_front_matter_uses_defaults() -> None:
     assert (m.content, m.id_derived, m.has_front_matter) == ("body", True, True)
 
 
-def test_parse_of_an_unclosed_fence_reads_the_whole_file_as_content() -> None:
-    m = fileformat.parse(b"---\nnot front matter\n", "michael/note/x.md", MTIME)
-    assert (m.content, m.has_front_matter) == ("---\nnot front matter", False)
-
-
 # --- malformed files ---------------------------------------------------------------
 
 FACT = "michael/fact/x.md"
@@ -486,6 +493,97 @@ def test_a_yaml_alias_bomb_is_refused_within_a_second() -> None:
 def test_a_few_yaml_aliases_are_fine() -> None:
     m = fileformat.parse(b"---\nbase: &b [x, y]\nmore: *b\n---\nbody\n", FACT, MTIME)
     assert dict(m.extra) == {"base": ["x", "y"], "more": ["x", "y"]}
+
+
+#: QA's file: front-matter opened, never closed; python-frontmatter reads it all as body, with default fields.
+UNCLOSED = b"---\ncategory: identity\nkey: user_name\npriority: critical\ntags: [person]\n\nMichael Schaefer\n"
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        UNCLOSED,
+        UNCLOSED.replace(b"\n", b"\r\n"),
+        BOM + UNCLOSED,
+        BOM + UNCLOSED.replace(b"\n", b"\r\n"),
+        b"---\nkey: x\n",
+        b"---  \nkey: x",
+        b"-----\nkey: x\n",
+        b"---\n",
+        b"---",
+    ],
+)
+def test_front_matter_that_is_never_closed_is_refused_at_its_opening_line(data: bytes) -> None:
+    err = parse_error(data)
+    assert err.line == 1
+    assert err.reason.startswith("front-matter opened by the `---` on line 1 is never closed")
+    assert "add a `---` line after its last key" in err.reason
+    assert "`..." not in err.reason
+
+
+def test_str_of_an_unclosed_front_matter_error_says_how_to_fix_it() -> None:
+    assert str(parse_error(UNCLOSED)) == (
+        "michael/fact/x.md:1: front-matter opened by the `---` on line 1 is never closed: add a `---` line after "
+        "its last key; if line 1 is meant as a horizontal rule, write `***` instead; fix the file by hand "
+        "(memfile never changes it)."
+    )
+
+
+@pytest.mark.parametrize("newline", [b"\n", b"\r\n"])
+def test_a_yaml_document_end_does_not_close_front_matter_and_the_error_names_its_line(newline: bytes) -> None:
+    """python-frontmatter, and so memfile, closes front-matter only with `---`."""
+    err = parse_error(BOM + b"---\nkey: x\ntags: [a]\n...\nbody\n".replace(b"\n", newline))
+    assert err.line == 1
+    assert "does not end it at the `...` on line 4: write `---` there" in err.reason
+
+
+def test_a_note_that_starts_with_a_dash_rule_and_has_no_front_matter_is_refused_with_the_stars_hint() -> None:
+    """The rule: a first line `---` always opens front-matter (python-frontmatter's reading); with no closing
+    `---` line the file is unreadable, so a person who meant a horizontal rule is told to write `***`."""
+    err = parse_error(b"---\n\nA note that starts below a horizontal rule.\n", "michael/note/rule.md")
+    assert "if line 1 is meant as a horizontal rule, write `***` instead" in err.reason
+
+
+@pytest.mark.parametrize("rule", [b"***", b"___", b"* * *", b"- - -"])
+def test_a_note_that_starts_with_another_rule_is_all_content(rule: bytes) -> None:
+    m = fileformat.parse(rule + b"\n\nA note below a rule.\n", "michael/note/rule.md", MTIME)
+    assert (m.content, m.has_front_matter, m.key) == (rule.decode() + "\n\nA note below a rule.", False, "rule")
+
+
+@pytest.mark.parametrize(
+    "data",
+    [b"\n---\nkey: x\n", b"Title\n---\nkey: x\n", b"Intro\n\n---\n\nMore after a rule.\n", b" ---\nkey: x\n"],
+)
+def test_a_dash_line_below_the_first_line_is_body_even_with_no_second_one(data: bytes) -> None:
+    m = fileformat.parse(data, "michael/note/x.md", MTIME)
+    assert (m.content, m.has_front_matter) == (data.decode().strip(), False)
+
+
+def test_an_unclosed_front_matter_in_a_vault_is_skipped_named_and_never_overwritten(vault: Vault) -> None:
+    """QA's case: it was read as a `fact` of normal priority whose content was the YAML lines, with no warning."""
+    path = vault.root / "michael" / "fact" / "unclosed2.md"
+    path.parent.mkdir(parents=True)
+    path.write_bytes(UNCLOSED)
+    named = "michael/fact/unclosed2.md:1: front-matter opened by the `---` on line 1 is never closed"
+    for args in (["list"], ["recall"], ["show", "unclosed2"]):
+        result = in_vault(vault.root, *args)
+        assert named in result.stderr and "Michael Schaefer" not in result.stdout, args
+    assert fails(in_vault(vault.root, "show", "unclosed2"), 3)
+    assert named in ok(in_vault(vault.root, "status")).stdout
+    assert named in fails(in_vault(vault.root, "doctor", "--fix"), 5).stdout
+    with pytest.raises(Conflict, match="unreadable"):
+        vault.store("fact", "unclosed2", "overwritten")
+    with pytest.raises(Refused, match="cannot read"):
+        vault.write_raw({"michael/fact/unclosed2.md": "fixed\n"}, subject="x")
+    assert path.read_bytes() == UNCLOSED
+    path.write_bytes(UNCLOSED.replace(b"\n\n", b"\n---\n"))  # the fix the message asks for
+    assert vault.get("identity/user_name").content == "Michael Schaefer"
+
+
+def test_an_unclosed_front_matter_is_never_written(vault: Vault) -> None:
+    with pytest.raises(InvalidInput, match="never closed"):
+        vault.write_raw({"michael/note/n.md": "---\nkey: n\nbody\n"}, subject="x")
+    assert not (vault.root / "michael" / "note" / "n.md").exists()
 
 
 def test_str_of_a_parse_error_names_file_line_and_what_to_do() -> None:

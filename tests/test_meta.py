@@ -57,7 +57,7 @@ FACE_MAY_USE = {"vault", "model", "errors", "config"}
 MAY_IMPORT: dict[str, set[str]] = {
     "errors": set(),
     "text": set(),
-    "model": {"errors"},
+    "model": {"errors", "text"},  # a key derived from a file name folds its accents as search does
     "paths": {"errors", "model"},
     "fileformat": {"errors", "model", "config"},  # config.plain: the direct front-matter writer's switch
     "config": {"errors", "model", "paths", "secretscan"},  # [secrets] is checked by the scanner's policy
