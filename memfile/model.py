@@ -11,6 +11,7 @@ import json
 import os
 import re
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta, timezone
 from enum import StrEnum
@@ -269,7 +270,7 @@ def parse_confidence(value: object, field_name: str = "confidence") -> float:
         raise InvalidInput(field_name, value, allowed) from None
     if not 0.0 <= number <= 1.0:
         raise InvalidInput(field_name, value, allowed)
-    return number
+    return number + 0.0  # -0.0 is 0.0 (a file would say `confidence: -0.0`)
 
 
 def parse_bool(value: object, field_name: str) -> bool:
@@ -331,7 +332,7 @@ def add_duration(moment: datetime, span: timedelta, field_name: str) -> datetime
     try:
         return moment + span
     except OverflowError:
-        raise InvalidInput(field_name, span, "a duration that ends before the year 10000") from None
+        raise InvalidInput(field_name, f"{span.days}d", "a duration that ends before the year 10000") from None
 
 
 def parse_optional_datetime(value: object, field_name: str) -> datetime | None:
@@ -523,23 +524,29 @@ class StoreResult:
     superseded: Memory | None = None  # the memory this store marked superseded, as now on disk
 
 
-REF_RULE = "an id (mem_...), category/key, or a key that is unique in the mind"
+REF_RULE = "an id (mem_...), category/key, a key that is unique in the mind, or the file's path (mind/category/key.md)"
 
 
-def resolve_ref(ref: object, memories: list[Memory], mind: str) -> Memory:
-    """The one memory a REF names: an id, `category/key`, or a key unique in the mind.
+def resolve_ref(ref: object, memories: list[Memory], mind: str, issues: Sequence[ParseIssue] = ()) -> Memory:
+    """The one memory a REF names: an id, `category/key`, a key unique in the mind, or the path of its
+    file as `list` shows it (`mind/category/key.md`).
 
     Raises:
         InvalidInput: the REF is malformed or tries to leave the mind (`..`, `/abs`, URL-encoded forms).
-        NotFound: no memory matches.
+        NotFound: no memory matches (naming the file that cannot be read, among `issues`, that may hold it).
         AmbiguousRef: several memories (or copies of one file) match.
     """
     if not isinstance(ref, str) or not ref.strip():
         raise InvalidInput("REF", ref, REF_RULE)
+    path = ref.endswith(".md")
     for text in {ref, unquote(ref)}:
-        if "\x00" in text or "\\" in text or text.startswith("/") or ".." in text or text.count("/") > 1:
+        if "\x00" in text or "\\" in text or text.startswith("/") or ".." in text:
             raise InvalidInput("REF", ref, REF_RULE, reason="it must not point outside the mind")
-    if ID_PATTERN.fullmatch(ref):
+        if text.count("/") > 1 and not path:
+            raise InvalidInput("REF", ref, REF_RULE, reason="category/key holds one /; a file's path ends in .md")
+    if path:
+        matches = [m for m in memories if m.path in (ref, f"{mind}/{ref}")]
+    elif ID_PATTERN.fullmatch(ref):
         matches = [m for m in memories if m.id == ref]
     elif "/" in ref:
         category_text, key = ref.split("/", 1)
@@ -550,9 +557,17 @@ def resolve_ref(ref: object, memories: list[Memory], mind: str) -> Memory:
         validate_key(ref, "REF")
         matches = [m for m in memories if m.key == ref]
     if not matches:
+        name = ref if path else f"{ref.rsplit('/', 1)[-1]}.md"
+        unreadable = next((i for i in issues if i.path in (ref, f"{mind}/{ref}") or i.path.endswith(f"/{name}")), None)
+        if unreadable is not None:
+            where = f"{unreadable.path}:{unreadable.line}" if unreadable.line else unreadable.path
+            raise NotFound(
+                f"no memory {ref!r} in mind {mind}: {where} may hold it, but cannot be read ({unreadable.reason}); "
+                "fix the file, see: memfile doctor"
+            )
         raise NotFound(f"no memory {ref!r} in mind {mind}; list them with: memfile list")
     if len(matches) > 1:
-        copies = len({(m.category, m.key) for m in matches}) == 1
+        copies = len({(m.category, m.key) for m in matches}) == 1 or len({m.id for m in matches}) == 1
         raise AmbiguousRef(
             ref,
             sorted(f"{m.ref} ({m.path})" for m in matches),

@@ -385,7 +385,7 @@ class Vault:
         return self._index.rebuild(progress)
 
     def _find(self, ref: str) -> Memory:
-        return resolve_ref(ref, self.memories(), self.mind)
+        return resolve_ref(ref, self.memories(), self.mind, self.issues)
 
     @_verb
     def get(self, ref: str) -> Memory:

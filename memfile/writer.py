@@ -102,7 +102,7 @@ class Writer:
         return GitStore(self.root, self.config.author_name, self.config.author_email)
 
     def find(self, ref: str) -> Memory:
-        return resolve_ref(ref, self._index.memories(), self.mind)
+        return resolve_ref(ref, self._index.memories(), self.mind, self._index.issues)
 
     def create_mind(self, name: str | None) -> None:
         """`Vault.init`'s work: memfile.toml, the mind folder, .gitignore, the merge driver, in one commit

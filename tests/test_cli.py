@@ -951,7 +951,13 @@ def test_a_file_with_an_out_of_range_date_is_skipped(root: Path) -> None:
     ],
 )
 def test_values_out_of_range_are_bad_input(root: Path, args: tuple[str, ...]) -> None:
-    fails(in_vault(root, *args), 2)
+    err = fails(in_vault(root, *args), 2).stderr
+    assert "timedelta" not in err and ("3000000d" in err or "9999-12-31" in err or "w'" in err or "d'" in err), err
+
+
+def test_a_confidence_of_minus_zero_is_written_as_zero(root: Path) -> None:
+    ok(in_vault(root, "store", "fact", "z", "zero", "--confidence", "-0"))
+    assert "confidence: 0.0\n" in (root / "michael" / "fact" / "z.md").read_text(encoding="utf-8")
 
 
 def test_init_on_a_path_below_a_file_is_bad_input(tmp_path: Path) -> None:
@@ -1059,3 +1065,17 @@ def test_show_gives_unknown_keys_as_json_and_stats_a_z_time(root: Path) -> None:
     shown = ok(in_vault(root, "show", "fact/k3")).stdout
     assert 'aliases: ["one", "Hà Nội"]\nlinks: {"a": 1}\nflag: true\n' in shown
     assert re.search(r"last updated \d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$", ok(in_vault(root, "stats")).stdout, re.M)
+
+
+def test_a_ref_may_be_the_path_list_prints_and_errors_say_what_is_wrong(root: Path) -> None:
+    ok(in_vault(root, "store", "fact", "office", "In Berlin"))
+    path = "michael/fact/office.md"
+    assert path in ok(in_vault(root, "list")).stdout
+    for ref in (path, "fact/office.md"):
+        assert ok(in_vault(root, "show", ref)).stdout.rstrip().endswith("In Berlin")
+    assert "category/key holds one /" in fails(in_vault(root, "show", "fact/a/b"), 2).stderr
+    assert "outside the mind" in fails(in_vault(root, "show", "michael/../x.md"), 2).stderr
+    write(root / "michael" / "fact" / "broken.md", "---\ntags: true\n---\nbody\n")
+    for args in (("show", "broken"), ("forget", "fact/broken")):
+        err = fails(in_vault(root, *args), 3).stderr
+        assert "michael/fact/broken.md:2 may hold it, but cannot be read (invalid tags" in err, err
