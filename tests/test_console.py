@@ -675,6 +675,52 @@ def test_import_shows_the_plan_then_applies_it_as_one_commit(console: Console) -
     assert broken.status_code == 400 and 'id="error"' in broken.text and "Traceback" not in broken.text
 
 
+def test_an_import_planned_for_one_mind_is_not_applied_to_another(console: Console) -> None:
+    client = console.person()
+    root = console.setup.root
+    token = csrf_of(page(client, f"/console/m/{MIND}/transfer"))
+    records = b'[{"category": "fact", "key": "planned_for_michael", "content": "Shown to michael only"}]'
+    planned = client.post(
+        f"/console/m/{MIND}/transfer",
+        data={"csrf": token, "action": "plan", "format": "synapse"},
+        files={"file": ("michael.json", records, "application/json")},
+        headers=SAME,
+    )
+    assert planned.status_code == 200 and 'id="plan-created">1<' in planned.text, planned.text[-800:]
+    upload = re.search(r'name="upload" value="([^"]+)"', planned.text).group(1)
+    before = subject(root)
+    for action in ("apply", "discard"):
+        elsewhere = post(client, "/console/m/anna/transfer", {"csrf": token, "action": action, "upload": upload})
+        assert elsewhere.status_code == 400, (action, elsewhere.status_code)
+        assert "planned for the mind &#39;michael&#39;" in elsewhere.text and "nothing was imported" in elsewhere.text
+    assert subject(root) == before
+    assert (
+        console.vault_call(lambda vault: [m.key for m in vault.list()], mind="anna").count("planned_for_michael") == 0
+    )
+    applied = post(client, f"/console/m/{MIND}/transfer", {"csrf": token, "action": "apply", "upload": upload})
+    assert applied.status_code == 303  # still kept for the mind it was planned for
+    assert console.vault_call(lambda vault: vault.get("planned_for_michael").content) == "Shown to michael only"
+
+
+def test_a_file_of_unknown_format_is_told_to_choose_the_format_not_a_flag(console: Console) -> None:
+    client = console.person()
+    token = csrf_of(page(client, f"/console/m/{MIND}/transfer"))
+    planned = client.post(
+        f"/console/m/{MIND}/transfer",
+        data={"csrf": token, "action": "plan"},
+        files={"file": ("notes.txt", b"hello, no format memfile knows", "text/plain")},
+        headers=SAME,
+    )
+    assert planned.status_code == 400 and "the Format choice: memfile|synapse" in planned.text, planned.text[-800:]
+    assert "--from" not in planned.text
+
+
+def test_a_ref_with_a_control_character_is_said_to_hold_one(console: Console) -> None:
+    client = console.person()
+    html = page(client, memory_url("office%00"), status=400)
+    assert "control character" in html and "outside the mind" not in html
+
+
 def test_vietnamese_thai_and_chinese_text_round_trips(console: Console) -> None:
     client = console.person()
     texts = {

@@ -353,6 +353,24 @@ def test_a_mind_key_reaches_only_its_mind(server: Server, setup: Setup, agent: s
     assert server.request("GET", f"/memory/{theirs['id']}", anna).status == 200
 
 
+def test_a_mind_key_never_learns_the_other_minds_names_nor_whether_one_exists(
+    server: Server, setup: Setup, agent: str, person: str
+) -> None:
+    answers = [
+        server.request("GET", "/memory/recall?mind=zzz", agent),
+        server.request("GET", "/memory/recall?mind=anna", agent),
+        server.request("GET", f"/memory/recall?mind={quote('../anna', safe='')}", agent),
+        server.request("POST", "/memory?mind=zzz", agent, {"category": "fact", "key": "never", "content": "no"}),
+    ]
+    for answer in answers:
+        assert answer.status == 403 and answer.error == "Refused", answer
+        message = answer.json()["message"]
+        assert "michael" in message and "anna" not in message and "minds:" not in message, message
+    assert len({answer.json()["message"] for answer in answers}) == 1  # an existing mind is told apart from none
+    helpful = server.request("GET", "/memory/recall?mind=zzz", person)  # a person's token keeps the list
+    assert helpful.status == 404 and "anna, michael" in helpful.json()["message"]
+
+
 def test_a_persons_token_names_the_mind_or_gets_the_default(server: Server, setup: Setup, person: str) -> None:
     in_anna = server.request("POST", "/memory?mind=anna", person, {"category": "fact", "key": "p", "content": "P"})
     assert in_anna.status in (200, 201) and in_anna.json()["mind_id"] == "anna"
@@ -459,6 +477,95 @@ def test_unknown_and_wrong_fields_are_named(server: Server, agent: str) -> None:
     assert bad_budget.status == 400 and "budget" in bad_budget.json()["message"]
     assert server.request("GET", "/memory/recall?format=xml", agent).status == 400
     assert server.request("GET", "/memory/typed", agent).status == 404
+
+
+def test_an_endpoint_without_a_body_refuses_one_and_does_nothing(
+    server: Server, setup: Setup, agent: str, person: str
+) -> None:
+    doomed = store(server, agent, "body_on_delete", "Still here")
+    checked = store(server, agent, "body_on_verify", "Not checked yet")
+    before = git(setup.root, "rev-list", "--count", "HEAD")
+    gone = server.request("DELETE", f"/memory/{doomed['id']}", agent, {"dry_run": True})
+    assert gone.status == 400 and gone.error == "InvalidInput", gone
+    assert "dry_run" in gone.json()["message"] and "takes no body" in gone.json()["message"]
+    verified = server.request("POST", f"/memory/{checked['id']}/verify", person, {"verified": False, "junk": 1})
+    assert verified.status == 400 and "verified, junk" in verified.json()["message"], verified
+    for method, path in (
+        ("GET", "/memory/recall"),
+        ("GET", "/memory/search?q=x"),
+        ("GET", "/memory/by-tag?tag=x"),
+        ("GET", "/memory/expiring"),
+        ("GET", f"/memory/{doomed['id']}"),
+        ("GET", f"/memory/{doomed['id']}/history"),
+        ("GET", "/memory/export"),
+    ):
+        answer = server.request(method, path, agent, {"q": "x"})
+        assert answer.status == 400 and "'q'" in answer.json()["message"], (path, answer)
+    not_json = server.request("DELETE", f"/memory/{doomed['id']}", agent, b"dry_run=true")
+    assert not_json.status == 400 and "takes no body" in not_json.json()["message"]
+    assert git(setup.root, "rev-list", "--count", "HEAD") == before  # nothing was done
+    assert server.request("GET", f"/memory/{doomed['id']}", agent).json()["content"] == "Still here"
+    assert server.request("GET", f"/memory/{checked['id']}", agent).json()["verified"] is False
+    assert server.request("POST", f"/memory/{checked['id']}/verify", person, b"").status == 200  # empty: fine
+    assert server.request("DELETE", f"/memory/{doomed['id']}", agent, {}).status == 200  # {}: fine
+
+
+def test_errors_say_plainly_what_is_wrong_in_this_apis_terms(server: Server, agent: str) -> None:
+    unknown = server.request("POST", "/memory/import", agent, b"hello, this is no format memfile knows")
+    assert unknown.status == 400 and "?from=memfile|synapse" in unknown.json()["message"], unknown
+    assert "--from" not in unknown.json()["message"]
+    null = server.request("POST", "/memory", agent, b"null")
+    assert null.status == 400 and "a JSON object, not null" in null.json()["message"], null
+    assert "NoneType" not in null.json()["message"]
+    nul = server.request("GET", "/memory/office%00", agent)
+    assert nul.status == 400 and "NUL" in nul.json()["message"] and "outside" not in nul.json()["message"], nul
+    assert server.request("GET", "/memory/recall?include_superseded=yes", agent).status == 400
+    for word in ("true", "false", "TRUE", ""):
+        assert server.request("GET", f"/memory/recall?include_superseded={word}", agent).status == 200, word
+
+
+def test_two_authorization_headers_are_refused_whichever_comes_first(server: Server, agent: str) -> None:
+    for first, second in ((agent, "nonsense"), ("nonsense", agent), (agent, agent)):
+        conn = server.connection()
+        try:
+            conn.putrequest("GET", "/memory/recall")
+            conn.putheader("Authorization", f"Bearer {first}")
+            conn.putheader("Authorization", f"Bearer {second}")
+            conn.endheaders()
+            response = conn.getresponse()
+            body = json.loads(response.read())
+        finally:
+            conn.close()
+        assert response.status == 400 and body["error"] == "InvalidInput", (first == agent, body)
+        assert "Authorization" in body["message"]
+        assert agent not in body["message"]
+
+
+def test_a_long_value_is_not_echoed_back_whole(server: Server, agent: str) -> None:
+    long = "a" * 10_000
+    for method, path, body in (
+        ("GET", f"/memory/{long}", None),
+        ("GET", f"/memory/{'a%20' * 3000}", None),
+        ("GET", f"/memory/fact/{long}", None),
+        ("GET", f"/memory/recall?{long}=1", None),
+        ("GET", f"/memory/expiring?within={long}", None),
+        ("POST", "/memory", {"category": "fact", "key": long, "content": "x"}),
+        ("POST", "/memory", {"category": long, "key": "x", "content": "x"}),
+        ("POST", "/memory", {"category": "fact", "key": "x", "content": "x", "tags": [1] * 5000}),
+    ):
+        answer = server.request(method, path, agent, body)
+        assert answer.status in (400, 404), (path[:60], answer.status)
+        message = answer.json()["message"]
+        assert len(message) < 600 and "\u2026" in message, (path[:60], message)
+
+
+def test_the_mcp_endpoint_refuses_a_query_parameter_it_does_not_have(server: Server, agent: str) -> None:
+    pytest.importorskip("mcp")
+    call = {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}
+    headers = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
+    refused = server.request("POST", "/mcp?bogus=1", agent, call, headers=headers)
+    assert refused.status == 400 and "bogus" in refused.json()["message"], refused
+    assert server.request("POST", "/mcp?mind=michael", agent, call, headers=headers).status == 200
 
 
 @pytest.mark.parametrize(

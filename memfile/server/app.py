@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import io
 import json
+import re
 import sys
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterator
 from contextlib import asynccontextmanager
@@ -34,7 +35,7 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import BaseRoute, Route
 
 from ..errors import InvalidInput, Refused
-from ..model import Memory, Source, StoreResult, parse_bool, parse_category
+from ..model import REF_RULE, Memory, Source, StoreResult, parse_category
 from .auth import CALLER, IMPORT_PATH, MAX_BODY_BYTES, MAX_IMPORT_BODY_BYTES, MIND_PARAMETER, Authenticate, Guard
 from .console import Console
 from .console_auth import ConsoleMount
@@ -111,6 +112,10 @@ TRANSFER_NAMES = {
     "--from-mind": "from_mind",
     "FILE": "body",
 }
+#: The values of a true/false query parameter (any case; the parameter alone is true).
+FLAG_WORDS = {"true": True, "false": False}
+#: What a REF in a path may not hold: NUL and the other control characters (no key or id has one).
+CONTROL_CHARACTERS = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 #: Bytes of an export kept in memory before its spooled file moves to disk.
 EXPORT_SPOOL_BYTES = 8 * 1024 * 1024
 #: Bytes of an export handed to the client at a time.
@@ -192,10 +197,20 @@ def whole_number(value: str | None, name: str) -> int | None:
 
 
 def flag(value: str | None, name: str) -> bool:
-    """A true/false query parameter (absent: false; `?include_expired` alone: true)."""
+    """A true/false query parameter (absent: false; `?include_expired` alone: true), `true` or `false` in any
+    case and nothing else: what the error message and the OpenAPI document (a boolean) say.
+
+    Raises:
+        InvalidInput: another value (yes, 1, on...).
+    """
     if value is None:
         return False
-    return True if value == "" else parse_bool(value, name)
+    if value == "":
+        return True
+    word = value.strip().lower()
+    if word not in FLAG_WORDS:
+        raise InvalidInput(name, value, ", ".join(FLAG_WORDS))
+    return FLAG_WORDS[word]
 
 
 async def json_body(request: Request, allowed: Iterable[str], required: Iterable[str] = ()) -> dict[str, Any]:
@@ -218,7 +233,8 @@ async def json_body(request: Request, allowed: Iterable[str], required: Iterable
     except ValueError as exc:  # UnicodeDecodeError included
         raise InvalidInput("body", f"{len(raw)} bytes", shape, reason=f"it is not JSON: {exc}") from None
     if not isinstance(data, dict):
-        raise InvalidInput("body", f"a JSON {type(data).__name__}", shape, reason="it must be an object")
+        kind = _json_type(data)
+        raise InvalidInput("body", kind, shape, reason=f"it must be a JSON object, not {kind}")
     unknown = [name for name in data if name not in allowed]
     if unknown:
         hints = "; ".join(f"{name}: {NOT_A_FIELD[name]}" for name in unknown if name in NOT_A_FIELD)
@@ -239,6 +255,53 @@ async def json_body(request: Request, allowed: Iterable[str], required: Iterable
         if isinstance(value, list) and not all(isinstance(item, str) for item in value):
             raise InvalidInput(name, value, "a list of strings", reason="an item is not a string")
     return data
+
+
+async def query_only(request: Request, allowed: Iterable[str] = (), repeatable: Iterable[str] = ()) -> dict[str, Any]:
+    """`parameters` of an endpoint that takes no body, after checking that none came: an empty body or `{}`
+    is fine, and a body with fields is refused naming them, before anything is done.
+
+    Raises:
+        InvalidInput: an unknown or repeated query parameter, or a body (its fields named, when it is a JSON object).
+    """
+    given = parameters(request, allowed, repeatable)
+    raw = await request.body()
+    if not raw.strip():
+        return given
+    where = f"{request.method} {_template(request)}"
+    try:
+        data = json.loads(raw)
+    except (ValueError, RecursionError):
+        data = raw
+    if isinstance(data, dict):
+        if not data:
+            return given
+        names = list(data)
+        raise InvalidInput(
+            "field" if len(names) == 1 else "fields",
+            ", ".join(names),
+            "no body (the options of an endpoint are query parameters)",
+            reason=f"{where} takes no body; nothing was done",
+        )
+    raise InvalidInput(
+        "body", f"{len(raw)} bytes", "no body (or an empty one)", reason=f"{where} takes no body; nothing was done"
+    )
+
+
+def path_ref(request: Request) -> str:
+    """The `{id}` of the request's path, checked by `checked_ref`."""
+    return checked_ref(request.path_params["id"])
+
+
+def checked_ref(ref: str) -> str:
+    """A memory's id or REF from a path (the Vault checks the rest; the console's memory pages too).
+
+    Raises:
+        InvalidInput: it holds NUL or another control character (%00, %0a...), which no id or key has.
+    """
+    if CONTROL_CHARACTERS.search(ref):
+        raise InvalidInput("REF", ref, REF_RULE, reason="it holds a NUL or another control character")
+    return ref
 
 
 def _json_type(value: Any) -> str:
@@ -312,13 +375,32 @@ def export_file(vault: Vault, *, all_minds: bool, format: str, raw: bool) -> Exp
 
 async def _transfer_named(call: Awaitable[T]) -> T:
     """`await call`, with the library's names of export and import options (the command line's) in its
-    error given as this API's query parameters (`--on-conflict` is `on_conflict`, the file is the body)."""
+    error given as this API's query parameters (`--on-conflict` is `on_conflict`, the file is the body),
+    also where its reason or allowed values name one (`name it with --from X` -> `?from=X`)."""
     try:
         return await call
     except InvalidInput as exc:
-        if exc.field not in TRANSFER_NAMES:
+        if type(exc) is not InvalidInput:  # a subclass says its message its own way
             raise
-        raise InvalidInput(TRANSFER_NAMES[exc.field], exc.value, exc.allowed, reason=exc.reason) from None
+        field = TRANSFER_NAMES.get(exc.field, exc.field)
+        allowed, reason = _as_parameters(exc.allowed), _as_parameters(exc.reason)
+        if (field, allowed, reason) == (exc.field, exc.allowed, exc.reason):
+            raise
+        raise InvalidInput(field, exc.value, allowed, reason=reason) from None
+
+
+def _as_parameters(text: str) -> str:
+    """`text` with the command line's options of an export or import as this API's query parameters: a
+    choice (`--from A|B`, `--from=A`) as `?from=A|B`, and an option alone (`--raw`) by its name (`raw`)."""
+
+    def parameter(match: re.Match[str]) -> str:
+        name = TRANSFER_NAMES.get(match.group(1))
+        if name is None:
+            return match.group(0)
+        value = match.group(2) or match.group(3)
+        return f"?{name}={value}" if value else name
+
+    return re.sub(r"(--[a-z][a-z-]*)(?:=(\S+)| ([\w-]+(?:\|[\w-]+)+))?", parameter, text)
 
 
 def file_chunks(file: IO[bytes]) -> Iterator[bytes]:
@@ -396,7 +478,7 @@ def build_app(
 
     async def update(request: Request) -> Response:
         parameters(request, ())
-        ref = request.path_params["id"]
+        ref = path_ref(request)
         data = await json_body(request, FIELD_TYPES)
         options = store_options(data)
 
@@ -417,7 +499,7 @@ def build_app(
         return JSONResponse(stored_json(await call(request, put)))
 
     async def recall(request: Request) -> Response:
-        given = parameters(request, RECALL_PARAMETERS)
+        given = await query_only(request, RECALL_PARAMETERS)
         fmt = given.get("format", "text")
         if fmt not in ("text", "json"):
             raise InvalidInput("format", fmt, "text, json")
@@ -439,7 +521,7 @@ def build_app(
         return Response(text, media_type="text/plain; charset=utf-8")
 
     async def search(request: Request) -> Response:
-        given = parameters(request, SEARCH_PARAMETERS, repeatable=("tag",))
+        given = await query_only(request, SEARCH_PARAMETERS, repeatable=("tag",))
         if not given.get("q", "").strip():
             raise InvalidInput("q", None, "the words to look for: ?q=WORDS")
         limit = whole_number(given.get("limit"), "limit")
@@ -460,7 +542,7 @@ def build_app(
         return JSONResponse([_renamed(hit.to_dict()) for hit in hits])
 
     async def by_tag(request: Request) -> Response:
-        given = parameters(request, ("tag", "include_expired"))
+        given = await query_only(request, ("tag", "include_expired"))
         if "tag" not in given:
             raise InvalidInput("tag", None, "a tag: ?tag=NAME")
         include_expired = flag(given.get("include_expired"), "include_expired")
@@ -468,18 +550,18 @@ def build_app(
         return JSONResponse([memory_json(m) for m in memories])
 
     async def expiring(request: Request) -> Response:
-        within = parameters(request, ("within",)).get("within", "7d")
+        within = (await query_only(request, ("within",))).get("within", "7d")
         return JSONResponse([memory_json(m) for m in await read(request, lambda vault: vault.expiring(within))])
 
     async def verify(request: Request) -> Response:
-        parameters(request, ())
-        ref = request.path_params["id"]
+        await query_only(request)
+        ref = path_ref(request)
         return JSONResponse(stored_json(await call(request, lambda vault: vault.verify(ref))))
 
     # --- extensions ---
 
     async def export(request: Request) -> Response:
-        given = parameters(request, EXPORT_PARAMETERS)
+        given = await query_only(request, EXPORT_PARAMETERS)
         fmt = given.get("format", "jsonl")
         if fmt not in EXPORT_FORMATS:
             raise InvalidInput("format", fmt, ", ".join(EXPORT_FORMATS))
@@ -532,18 +614,18 @@ def build_app(
         return JSONResponse(report)
 
     async def show(request: Request) -> Response:
-        parameters(request, ())
-        ref = request.path_params["id"]
+        await query_only(request)
+        ref = path_ref(request)
         return JSONResponse(memory_json(await read(request, lambda vault: vault.get(ref))))
 
     async def forget(request: Request) -> Response:
-        parameters(request, ())
-        ref = request.path_params["id"]
+        await query_only(request)
+        ref = path_ref(request)
         return JSONResponse(memory_json(await call(request, lambda vault: vault.forget(ref))))
 
     async def history(request: Request) -> Response:
-        parameters(request, ())
-        ref = request.path_params["id"]
+        await query_only(request)
+        ref = path_ref(request)
         versions = await read(request, lambda vault: [v.to_dict() for v in vault.history(ref)])
         for version in versions:
             if version.get("memory"):

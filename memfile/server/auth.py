@@ -25,7 +25,7 @@ from ..errors import InvalidInput, MemfileError, NotFound, Refused
 from ..keys import AGENT
 from ..model import Source
 from ..worker import Caller
-from .console_auth import is_console_path
+from .console_auth import bearer_token, is_console_path
 from .errors import KeysUnusable, Unauthorized, error_response, memfile_error_response
 
 if TYPE_CHECKING:
@@ -147,18 +147,19 @@ class Authenticate:
 
         Raises:
             Unauthorized: no credential, or one the keys file does not hold (unknown, revoked, of another vault).
-            Refused: a Mind Key names another mind.
-            InvalidInput, NotFound, AmbiguousMind: `?mind=` is given twice or names no mind of the vault,
-                or a person's token names none in a vault of several minds.
+            Refused: a Mind Key names another mind (the same answer whether that mind exists or not).
+            InvalidInput: the Authorization header or `?mind=` is given more than once.
+            NotFound, AmbiguousMind: a person's token names no mind of the vault, or none in a vault of
+                several minds.
         """
-        scheme, _, token = headers.get("authorization", "").partition(" ")
-        if scheme.lower() != "bearer" or not token.strip():
+        token = bearer_token(headers)
+        if token is None:
             raise Unauthorized(
                 "this endpoint needs a credential: send the header Authorization: Bearer TOKEN with a Mind Key "
                 "or a person's token (make one on the server's machine with: memfile key add --mind NAME --name LABEL)"
             )
         try:
-            key = self.keys.authenticate(token.strip(), self.minds.root)
+            key = self.keys.authenticate(token, self.minds.root)
         except MemfileError as exc:  # the keys file cannot be trusted: no key is taken, the server's owner is told
             print(f"memfile serve: error: {exc}", file=sys.stderr, flush=True)
             raise KeysUnusable(
@@ -170,15 +171,17 @@ class Authenticate:
                 "the credential was not accepted: it is unknown to this vault, or was revoked; "
                 "see the keys with: memfile key list"
             )
-        asked = self.asked_mind(query)
-        if key.kind == AGENT:  # a Mind Key: its own mind, as an agent
+        if key.kind == AGENT:  # a Mind Key: its own mind, as an agent, and no word of any other
             assert key.mind is not None
+            asked = self.named_mind(query)
             if asked is not None and asked != key.mind:
+                # The same answer whether the mind named exists or not, and it names no other mind.
                 raise Refused(
-                    f"this Mind Key ({key.label}) reaches only the mind {key.mind!r}, not {asked!r}; "
-                    "leave out ?mind=, or use a key of that mind"
+                    f"this Mind Key ({key.label}) reaches only its own mind, {key.mind!r}; "
+                    "leave out ?mind=, or use a key of the mind you named"
                 )
             return Caller(key.mind, Source.AGENT, key.label)
+        asked = self.asked_mind(query)
         if asked is None:
             try:
                 asked = self.minds.default_mind()
@@ -188,16 +191,27 @@ class Authenticate:
                 ) from None
         return Caller(asked, Source.USER, key.label)
 
-    def asked_mind(self, query: QueryParams) -> str | None:
-        """The mind `?mind=` names (one of the vault's mind folders), or None."""
+    @staticmethod
+    def named_mind(query: QueryParams) -> str | None:
+        """The name `?mind=` gives, whether or not the vault has such a mind; None without one.
+
+        Raises:
+            InvalidInput: `?mind=` is given more than once.
+        """
         values = query.getlist(MIND_PARAMETER)
-        if not values:
-            return None
         if len(values) > 1:
             raise InvalidInput("mind", ", ".join(values), "one ?mind=NAME", reason="it is given more than once")
+        return values[0] if values else None
+
+    def asked_mind(self, query: QueryParams) -> str | None:
+        """The mind `?mind=` names (one of the vault's mind folders), or None; for a person's token only (the
+        message lists the vault's minds)."""
+        asked = self.named_mind(query)
+        if asked is None:
+            return None
         names = self.minds.mind_names()
-        if values[0] not in names:
+        if asked not in names:
             raise NotFound(
-                f"no mind {values[0]!r} in this vault (minds: {', '.join(names) or 'none'}); name one of them with ?mind="
+                f"no mind {asked!r} in this vault (minds: {', '.join(names) or 'none'}); name one of them with ?mind="
             )
-        return values[0]
+        return asked

@@ -51,7 +51,7 @@ from .console_auth import (
     check_same_origin,
     cookie_header,
 )
-from .errors import BUG_MESSAGE, Unauthorized, status_of
+from .errors import BUG_MESSAGE, Unauthorized, clip_echoes, public_message, status_of
 
 if TYPE_CHECKING:
     from starlette.types import ASGIApp
@@ -302,13 +302,13 @@ class Console:
         try:
             filters = data.Filters.of(request.query_params)
         except InvalidInput as exc:
-            filters, context["error"], status = data.Filters(), str(exc), 400
+            filters, context["error"], status = data.Filters(), public_message(exc), 400
         context["filters"] = filters
         if status == 200:
             try:
                 context["view"] = await self.call(caller, lambda vault: data.memories_page(vault, filters))
             except MemfileError as exc:
-                context["error"], status = str(exc), status_of(exc)
+                context["error"], status = public_message(exc), status_of(exc)
         response = self.render(
             request, "memories.html", "memories", context, status=status, visitor=visitor, mind=caller.mind
         )
@@ -318,9 +318,11 @@ class Console:
         return response
 
     async def memory(self, request: Request) -> Response:
+        from .app import checked_ref
+
         visitor = self.visitor(request)
         caller = self.acting(request, visitor)
-        ref = request.path_params["ref"]
+        ref = checked_ref(request.path_params["ref"])
         if request.method == "POST":
             return await self.memory_action(request, caller, ref)
         view = await self.call(caller, lambda vault: data.memory_page(vault, ref))
@@ -342,7 +344,7 @@ class Console:
                 request,
                 "memory.html",
                 "memory",
-                {"view": view, "error": str(exc)},
+                {"view": view, "error": public_message(exc)},
                 status=status_of(exc),
                 visitor=visitor,
                 mind=caller.mind,
@@ -420,14 +422,11 @@ class Console:
         status = 200
         try:
             if action == "plan":
-                upload = await _upload(form)
+                upload = await _upload(form, caller.mind)
                 context["plan"] = await self.call(caller, lambda vault: _import(vault, upload, dry_run=True))
                 context["upload_id"] = session.keep_upload(upload)
             elif action in ("apply", "discard"):
-                upload_id = form.get("upload")
-                kept = session.uploads.pop(upload_id, None) if isinstance(upload_id, str) else None
-                if kept is None:
-                    raise NotFound("that upload is no longer kept (applied, discarded or logged out); upload it again")
+                kept = session.take_upload(form.get("upload"), caller.mind)  # planned for this mind only
                 if action == "apply":
                     report = await self.call(caller, lambda vault: _import(vault, kept, dry_run=False), read=False)
                     for message in (_imported(report), *report.notices):
@@ -438,7 +437,7 @@ class Console:
             else:
                 raise InvalidInput("action", action, "plan, apply, discard")
         except MemfileError as exc:
-            context["error"], status = str(exc), status_of(exc)
+            context["error"], status = public_message(_form_named(exc)), status_of(exc)
         return self.render(
             request, "transfer.html", "transfer", context, status=status, visitor=visitor, mind=caller.mind
         )
@@ -451,7 +450,7 @@ class Console:
     async def on_memfile_error(self, request: Request, exc: Exception) -> Response:
         assert isinstance(exc, MemfileError)
         status = 401 if isinstance(exc, Unauthorized) else status_of(exc)
-        return self.error_page(request, status, str(exc))
+        return self.error_page(request, status, public_message(exc))
 
     async def on_http_error(self, request: Request, exc: Exception) -> Response:
         assert isinstance(exc, HTTPException)
@@ -476,7 +475,7 @@ class Console:
             request,
             "error.html",
             "error",
-            {"error": message, "status": status},
+            {"error": clip_echoes(message), "status": status},
             status=status,
             visitor=visitor,
             mind=mind,
@@ -514,8 +513,8 @@ def _act(vault: Vault, ref: str, action: str, form: dict[str, Any]) -> str:
     return f"{done} {result.memory.ref} (commit {(result.commit or '')[:8]})."
 
 
-async def _upload(form: dict[str, Any]) -> Upload:
-    """The uploaded import file and its options.
+async def _upload(form: dict[str, Any], mind: str) -> Upload:
+    """The uploaded import file and its options, to be planned and applied in `mind`.
 
     Raises:
         InvalidInput: no file, an empty one, or an option that is not allowed.
@@ -532,7 +531,19 @@ async def _upload(form: dict[str, Any]) -> Upload:
     on_conflict = form.get("on_conflict") or "newer"
     if on_conflict not in ON_CONFLICT:
         raise InvalidInput("on_conflict", on_conflict, ON_CONFLICT)
-    return Upload(content, upload_name(file.filename), fmt, on_conflict)
+    return Upload(content, upload_name(file.filename), fmt, on_conflict, mind)
+
+
+def _form_named(exc: MemfileError) -> MemfileError:
+    """An import's error with the form's names for what the library calls by the command line's: the file
+    (`FILE`) and the Format choice (`--from`)."""
+    if type(exc) is not InvalidInput:
+        return exc
+    reason = re.sub(
+        r"--from(?: ([\w|-]+))?", lambda m: "the Format choice" + (f": {m.group(1)}" if m.group(1) else ""), exc.reason
+    )
+    field = "file" if exc.field == "FILE" else exc.field
+    return InvalidInput(field, exc.value, exc.allowed, reason=reason)
 
 
 def _import(vault: Vault, upload: Upload, *, dry_run: bool) -> Any:

@@ -24,7 +24,7 @@ from starlette.datastructures import Headers, MutableHeaders
 from starlette.requests import Request
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from ..errors import Refused
+from ..errors import InvalidInput, NotFound, Refused
 from ..keys import AGENT
 
 if TYPE_CHECKING:
@@ -61,12 +61,14 @@ def is_console_path(path: str) -> bool:
 
 @dataclass(frozen=True)
 class Upload:
-    """An import file a person uploaded, kept until its plan is applied or discarded."""
+    """An import file a person uploaded, kept until its plan is applied or discarded, for the one mind
+    whose plan was shown."""
 
     data: bytes
     name: str  # what the file is called in the commit and the messages
     format: str | None
     on_conflict: str
+    mind: str  # the mind it was planned for: it is applied there only
 
 
 @dataclass
@@ -96,6 +98,27 @@ class Session:
         upload_id = secrets.token_urlsafe(16)
         self.uploads[upload_id] = upload
         return upload_id
+
+    def take_upload(self, upload_id: object, mind: str) -> Upload:
+        """The kept upload `upload_id`, no longer kept, to apply or discard in `mind`.
+
+        Raises:
+            NotFound: no such upload is kept (applied, discarded, pushed out, or the session is new).
+            InvalidInput: it was planned for another mind (it stays kept for that one; nothing is done).
+        """
+        if not isinstance(upload_id, str) or upload_id not in self.uploads:
+            raise NotFound("that upload is no longer kept (applied, discarded or logged out); upload it again")
+        kept = self.uploads[upload_id]
+        if kept.mind != mind:
+            raise InvalidInput(
+                "upload",
+                kept.name,
+                f"an upload planned for the mind {mind!r}",
+                reason=f"it was planned for the mind {kept.mind!r}; apply it on that mind's Export / import "
+                "page, or upload it here for a plan of this mind; nothing was imported",
+            )
+        del self.uploads[upload_id]
+        return kept
 
 
 class Sessions:
@@ -233,10 +256,32 @@ class SecurityHeaders:
         await self.app(scope, receive, send_with_headers)
 
 
-def bearer_key(headers: Headers, keys: KeyStore, root: Path) -> Key | None:
-    """The key of an `Authorization: Bearer` header sent to a console page (None without one or when
-    the token is not a key of this vault)."""
-    scheme, _, token = headers.get("authorization", "").partition(" ")
+def bearer_token(headers: Headers) -> str | None:
+    """The token of the request's `Authorization: Bearer TOKEN` header; None without one (or another scheme).
+
+    Raises:
+        InvalidInput: the header is sent more than once (no credential is taken, not even the first).
+    """
+    given = headers.getlist("authorization")
+    if len(given) > 1:
+        raise InvalidInput(
+            "Authorization header",
+            f"sent {len(given)} times",
+            "one Authorization: Bearer TOKEN header",
+            reason="a request carries one credential; nothing was done",
+        )
+    scheme, _, token = (given[0] if given else "").partition(" ")
     if scheme.lower() != "bearer" or not token.strip():
         return None
-    return keys.authenticate(token.strip(), root)
+    return token.strip()
+
+
+def bearer_key(headers: Headers, keys: KeyStore, root: Path) -> Key | None:
+    """The key of an `Authorization: Bearer` header sent to a console page (None without one or when
+    the token is not a key of this vault).
+
+    Raises:
+        InvalidInput: the header is sent more than once.
+    """
+    token = bearer_token(headers)
+    return None if token is None else keys.authenticate(token, root)

@@ -3,11 +3,13 @@
 The status of a library error comes from its class, in one place (`STATUS`), as the CLI's exit code
 does; Starlette's own errors (404, 405, 413) get the same JSON shape. Nothing here ever puts a
 traceback in a body: an unexpected exception is a 500 with a fixed message, and uvicorn writes its
-traceback to the server's stderr.
+traceback to the server's stderr. A value a message repeats from the request is cut to `ECHO_LIMIT`
+characters (`public_message`, `clip_echoes`): a 10 KB REF is not sent back whole.
 """
 
 from __future__ import annotations
 
+import re
 from http import HTTPStatus
 
 from starlette.exceptions import HTTPException
@@ -57,11 +59,54 @@ RETRY_AFTER = 2
 HTTP_ERROR_NAMES = {404: "NotFound", 405: "MethodNotAllowed", 413: "ContentTooLarge"}
 #: What a client reads of a bug: the details are on the server's stderr, never in a body.
 BUG_MESSAGE = "memfile failed unexpectedly (a bug in memfile, not in this request); the server's log has the details"
+#: The most characters of a value an error message repeats (a REF, a key, a path); the rest is cut to "…".
+ECHO_LIMIT = 200
+ELLIPSIS = "\u2026"
+#: A value a message quotes, as Python's repr writes it ('x' or "x"): after no letter or quote, before none
+#: (so the apostrophe of "a person's token" is no quote).
+_QUOTED = re.compile(r"""(?<![\w'"])('(?:[^'\\\n]|\\.)*'|"(?:[^"\\\n]|\\.)*")(?![\w'"])""")
+#: Any other run of characters without a space that is longer than a quoted value cut short (a path).
+_LONG_RUN = re.compile(rf"\S{{{ECHO_LIMIT + 40},}}")
+
+
+def clipped(text: str, limit: int = ECHO_LIMIT) -> str:
+    """`text`, cut to `limit` characters and an ellipsis when it is longer."""
+    return text if len(text) <= limit else text[:limit] + ELLIPSIS
+
+
+def clip_echoes(message: str) -> str:
+    """`message` with every value it quotes cut to ECHO_LIMIT characters (its closing quote kept), and every
+    other run of characters without a space that is much longer too."""
+
+    def quoted(match: re.Match[str]) -> str:
+        text = match.group(0)
+        return text if len(text) <= ECHO_LIMIT + 2 else text[: ECHO_LIMIT + 1] + ELLIPSIS + text[-1]
+
+    return _LONG_RUN.sub(lambda match: clipped(match.group(0)), _QUOTED.sub(quoted, message))
+
+
+class _Echo:
+    """A value whose repr is cut to ECHO_LIMIT characters (a string keeps its quotes)."""
+
+    def __init__(self, value: object) -> None:
+        self.text = repr(clipped(value)) if isinstance(value, str) else clipped(repr(value))
+
+    def __repr__(self) -> str:
+        return self.text
+
+
+def public_message(exc: MemfileError) -> str:
+    """What an answer says of a library error: its message, with the values it repeats cut (ECHO_LIMIT). An
+    InvalidInput is said again from its fields, so a value of any type (a list of 5,000 tags) is cut too."""
+    if type(exc) is InvalidInput and exc.value is not None:
+        field = clipped(exc.field)
+        return clip_echoes(str(InvalidInput(field, _Echo(exc.value), exc.allowed, reason=exc.reason)))
+    return clip_echoes(str(exc))
 
 
 def error_response(status: int, name: str, message: str, headers: dict[str, str] | None = None) -> JSONResponse:
-    """The one shape of every error answer."""
-    return JSONResponse({"error": name, "message": message}, status_code=status, headers=headers)
+    """The one shape of every error answer (the values `message` repeats cut to ECHO_LIMIT characters)."""
+    return JSONResponse({"error": name, "message": clip_echoes(message)}, status_code=status, headers=headers)
 
 
 def status_of(exc: MemfileError) -> int:
@@ -78,7 +123,7 @@ def memfile_error_response(exc: MemfileError) -> JSONResponse:
         return error_response(401, "Unauthorized", str(exc), {"WWW-Authenticate": "Bearer"})
     status = status_of(exc)
     headers = {"Retry-After": str(RETRY_AFTER)} if isinstance(exc, LockTimeout) else None
-    return error_response(status, type(exc).__name__, str(exc), headers)
+    return error_response(status, type(exc).__name__, public_message(exc), headers)
 
 
 async def on_memfile_error(request: Request, exc: Exception) -> Response:
@@ -91,9 +136,10 @@ async def on_http_error(request: Request, exc: Exception) -> Response:
     """Starlette's own errors (no route: 404, wrong method: 405, body too large: 413) as JSON."""
     assert isinstance(exc, HTTPException)
     name = HTTP_ERROR_NAMES.get(exc.status_code) or HTTPStatus(exc.status_code).phrase.replace(" ", "")
+    path = clipped(request.url.path)
     message = {
-        404: f"no such endpoint: {request.method} {request.url.path}; see GET /openapi.json for the endpoints",
-        405: f"{request.method} is not allowed on {request.url.path}; allowed: "
+        404: f"no such endpoint: {request.method} {path}; see GET /openapi.json for the endpoints",
+        405: f"{request.method} is not allowed on {path}; allowed: "
         + (exc.headers or {}).get("Allow", "see GET /openapi.json"),
         413: "the request body is larger than 11 MB, 64 MB for an import (a memory's content may take at most 10 MB); send less",
     }.get(exc.status_code, exc.detail)

@@ -3,7 +3,8 @@
 Importing the MCP SDK takes about half a second, so the server does not wait for it at start-up:
 the first request to /mcp imports it and starts its session manager (in a task of its own, which
 also stops it at shutdown), and waits for it; later requests go straight through. Every request
-reaches it authenticated, with its `Caller` at `scope["memfile.caller"]`.
+reaches it authenticated, with its `Caller` at `scope["memfile.caller"]`; a query parameter other than
+`mind` (the authentication's) is refused with 400 here, as on every endpoint of the API.
 """
 
 from __future__ import annotations
@@ -15,10 +16,13 @@ import sys
 from contextlib import AbstractAsyncContextManager
 from typing import Any
 
+from starlette.datastructures import QueryParams
 from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from .errors import error_response
+from ..errors import InvalidInput
+from .auth import MIND_PARAMETER
+from .errors import error_response, memfile_error_response
 
 #: The methods of /mcp: POST alone. The server is stateless (`mcp_server.HttpApp`): no session to end
 #: (DELETE) and no stream of the server's own messages (GET, which would stay open and hold up a
@@ -46,6 +50,16 @@ class McpMount:
         return Route("/mcp", self, methods=METHODS, name="/mcp")
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        unknown = sorted({name for name in QueryParams(scope["query_string"]) if name != MIND_PARAMETER})
+        if unknown:  # the SDK reads no query parameter: one sent is a mistake, not to pass unnoticed
+            refused = InvalidInput(
+                "query parameter",
+                ", ".join(unknown),
+                MIND_PARAMETER,
+                reason="not a parameter of POST /mcp; a person's token names the mind with ?mind=NAME",
+            )
+            await memfile_error_response(refused)(scope, receive, send)
+            return
         if self._task is None:
             self._task = asyncio.get_running_loop().create_task(self._run())
         await self._ready.wait()
