@@ -278,7 +278,7 @@ def parse_bool(value: object, field_name: str) -> bool:
         return value
     if isinstance(value, str) and value.strip().lower() in ("true", "yes", "false", "no"):
         return value.strip().lower() in ("true", "yes")
-    raise InvalidInput(field_name, value, "true, false")
+    raise InvalidInput(field_name, value, "true, false (or yes, no)")
 
 
 def parse_tags(value: object, field_name: str = "tags") -> tuple[str, ...]:
@@ -540,7 +540,9 @@ def resolve_ref(ref: object, memories: list[Memory], mind: str, issues: Sequence
         raise InvalidInput("REF", ref, REF_RULE)
     path = ref.endswith(".md")
     for text in {ref, unquote(ref)}:
-        if "\x00" in text or "\\" in text or text.startswith("/") or ".." in text:
+        if any(ord(c) < 0x20 or ord(c) == 0x7F for c in text):
+            raise InvalidInput("REF", ref, REF_RULE, reason="it holds a NUL or another control character")
+        if "\\" in text or text.startswith("/") or ".." in text:
             raise InvalidInput("REF", ref, REF_RULE, reason="it must not point outside the mind")
         if text.count("/") > 1 and not path:
             raise InvalidInput("REF", ref, REF_RULE, reason="category/key holds one /; a file's path ends in .md")

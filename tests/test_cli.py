@@ -1075,6 +1075,7 @@ def test_a_ref_may_be_the_path_list_prints_and_errors_say_what_is_wrong(root: Pa
         assert ok(in_vault(root, "show", ref)).stdout.rstrip().endswith("In Berlin")
     assert "category/key holds one /" in fails(in_vault(root, "show", "fact/a/b"), 2).stderr
     assert "outside the mind" in fails(in_vault(root, "show", "michael/../x.md"), 2).stderr
+    assert "control character" in fails(in_vault(root, "show", "fact/off\x1bice"), 2).stderr
     write(root / "michael" / "fact" / "broken.md", "---\ntags: true\n---\nbody\n")
     for args in (("show", "broken"), ("forget", "fact/broken")):
         err = fails(in_vault(root, *args), 3).stderr

@@ -186,7 +186,7 @@ def test_parse_bool_accepts_booleans_and_yes_no_words(value: object, result: boo
 @pytest.mark.parametrize("bad", ["maybe", "", 1, 0, None])
 def test_parse_bool_refuses_anything_else(bad: object) -> None:
     err = refused(parse_bool, bad, "verified")
-    assert (err.field, err.value, err.allowed) == ("verified", bad, "true, false")
+    assert (err.field, err.value, err.allowed) == ("verified", bad, "true, false (or yes, no)")
 
 
 # --- tags -------------------------------------------------------------------------
