@@ -37,7 +37,7 @@ from .config import (
     select_mind,
     validate_display_name,
 )
-from .errors import Conflict, InvalidInput, MemfileError
+from .errors import Conflict, InvalidInput, MemfileError, NotFound
 from .files import lock_holder, lock_text
 from .index import Index, RefreshReport, SearchOptions
 from .index.query import check_query
@@ -1215,7 +1215,8 @@ class Vault:
 
         Raises:
             Conflict: `path` exists and is not an empty folder. GitError: the clone failed.
-            NotAVault: the repository holds no memfile vault.
+            NotAVault: the repository holds no memfile vault. NotFound: it holds no mind `mind` (the
+                clone is made and kept; the message says where).
         """
         from .git import clone_vault
 
@@ -1225,6 +1226,8 @@ class Vault:
             vault = cls.open(root, mind)
         except AmbiguousMind:  # several minds, none named the default: the clone is still good
             vault = cls.open(root, mind_dirs(root)[0])
+        except NotFound as exc:  # no such mind: the clone is made all the same, and kept
+            raise NotFound(f"cloned {url} into {root}, but {exc}") from None
         vault.reindex()
         return vault
 

@@ -234,3 +234,12 @@ def test_clone_needs_no_git_identity(tmp_path: Path) -> None:
     ok(run("clone", remote, tmp_path / "desk"))
     assert commit_count(tmp_path / "desk") == int(git(remote, "rev-list", "--count", "main"))
     assert git(tmp_path / "desk", "status", "--porcelain") == ""
+
+
+def test_a_clone_asked_for_a_mind_it_lacks_is_kept_and_says_where(tmp_path: Path) -> None:
+    remote = bare(tmp_path / "remote.git", "main")
+    pushed_vault(tmp_path, remote)
+    err = fails(run("clone", remote, tmp_path / "desk", "--mind", "nosuch"), 3).stderr
+    assert f"cloned {remote} into {(tmp_path / 'desk').resolve()}, but mind 'nosuch' does not exist" in err
+    assert "(minds: michael)" in err
+    assert "The office is in Berlin" in ok(in_vault(tmp_path / "desk", "recall")).stdout
