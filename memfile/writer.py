@@ -74,6 +74,9 @@ AGENT_CAP_REFUSAL = (
     "memfile store CATEGORY KEY CONTENT --priority critical"
 )
 
+#: What a store whose expires_at has passed is told (`--expires 2020-01-01`, `0m`).
+EXPIRED_KEPT = "it is stored, and out of recall and search (see: memfile expiring; list --include-expired)"
+
 
 class Writer:
     """The write transactions of one mind (see the module docstring).
@@ -263,9 +266,8 @@ class Writer:
         message = f"{subject}\n\n{self.trailers(keys)}"
         try:
             if known and self.while_committing is None and may_fork():
-                # Nothing else runs here: git stages the files in its own process while this one builds the
-                # index on both cores from the memories just read back (a thread running would send the
-                # build to a fresh process), then git commits.
+                # Nothing else runs here: git stages the files in its own process while this one builds the index
+                # on both cores from the memories read back (a thread would send the build elsewhere), then commits.
                 sha = self.git.commit(relpaths, message, meanwhile=lambda: self._index_written(relpaths, known))
             else:
                 sha = self._commit_beside_index(relpaths, message, known)
@@ -397,11 +399,8 @@ class Writer:
         supersedes: str | None = None,
         allow_secret: bool = False,
     ) -> dict[str, Any]:
-        """A store checked (every field, the agent rules, secrets) and made into plain values (a store queue request).
-
-        Raises:
-            InvalidInput, Refused: as `Vault.store` says.
-        """
+        """A store checked (every field, the agent rules, secrets) and made into plain values (a store queue
+        request). Raises InvalidInput, Refused: as `Vault.store` says."""
         now = utc_now()
         category = parse_category(category)
         validate_key(key)
@@ -435,6 +434,8 @@ class Writer:
         new_tags = parse_tags(tags) if tags is not None else None
         new_confidence = parse_confidence(confidence) if confidence is not None else None
         new_expires: Any = parse_expires(expires, now, "expires") if expires is not UNSET else UNSET
+        if isinstance(new_expires, datetime) and new_expires <= now:
+            self.notices.append(f"{category}/{key} expires {new_expires:%Y-%m-%d %H:%M}Z, already past: {EXPIRED_KEPT}")
         effective = parse_source(source) if source is not None else self.actor
         if self.actor is Source.AGENT and effective is Source.USER:
             raise Refused("an agent cannot store a memory as source user; store it as source agent")

@@ -1080,3 +1080,9 @@ def test_a_ref_may_be_the_path_list_prints_and_errors_say_what_is_wrong(root: Pa
     for args in (("show", "broken"), ("forget", "fact/broken")):
         err = fails(in_vault(root, *args), 3).stderr
         assert "michael/fact/broken.md:2 may hold it, but cannot be read (invalid tags" in err, err
+
+
+def test_a_store_that_expires_in_the_past_says_so(root: Path) -> None:
+    result = ok(in_vault(root, "store", "context", "old_trip", "Porto", "--expires", "2020-01-01"))
+    assert "context/old_trip expires 2020-01-01 00:00Z, already past: it is stored, and out of recall" in result.stderr
+    assert "already past" not in ok(in_vault(root, "store", "context", "trip", "Lisbon", "--expires", "3d")).stderr
