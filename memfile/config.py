@@ -338,6 +338,40 @@ def load_config(root: Path) -> Config:
     )
 
 
+#: The settings memfile.toml may hold, by table ("" the top level, "minds.*" each mind's table).
+KNOWN_SETTINGS: dict[str, frozenset[str]] = {
+    "": frozenset({"default_mind", "lock_timeout", "minds", "git", "recall", "sync", "mcp", "secrets", "search"}),
+    "minds.*": frozenset({"name"}),
+    "git": frozenset({"author_name", "author_email"}),
+    "recall": frozenset({"budget", "half_life_days"}),
+    "sync": frozenset({"autosync", "remote", "interval"}),
+    "mcp": frozenset({"recall_budget"}),
+    "secrets": frozenset({"policy", "allow"}),
+    "search": frozenset({"semantic", "model"}),
+}
+
+
+def unknown_settings(root: Path) -> list[str]:
+    """The settings in `root/memfile.toml` memfile does not know, as `[table] key` or `key`: a typo
+    (`lock_timout`, `[recal]`), which `load_config` ignores like a newer memfile's setting (doctor names
+    them). Empty when the file is missing or cannot be read (`load_config` says why)."""
+    try:
+        text = _read_config(root / CONFIG_NAME)
+        data = tomllib.loads(text) if text is not None else {}
+    except (InvalidConfig, tomllib.TOMLDecodeError, RecursionError, ValueError):
+        return []
+    found = [key for key in data if key not in KNOWN_SETTINGS[""]]
+    tables = {name: data.get(name) for name in KNOWN_SETTINGS if name not in ("", "minds.*")}
+    minds = data.get("minds")
+    if isinstance(minds, dict):
+        tables |= {f"minds.{mind}": table for mind, table in minds.items()}
+    for name, table in tables.items():
+        known = KNOWN_SETTINGS["minds.*" if name.startswith("minds.") else name]
+        if isinstance(table, dict):
+            found += [f"[{name}] {key}" for key in table if key not in known]
+    return found
+
+
 def _secret_policy(table: _Settings) -> SecretPolicy | None:
     """`[secrets]`, checked; None when absent (the scanner's rules are compiled only when a write scans)."""
     if not table.table:

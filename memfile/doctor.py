@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from . import fileformat
-from .config import STATE_DIR
+from .config import CONFIG_NAME, STATE_DIR, unknown_settings
 from .errors import GitError, MemfileError
 from .files import TEMP_PREFIX
 from .model import Category, Memory, ParseIssue, Source, key_fits_name, utc_now
@@ -242,6 +242,15 @@ class Doctor:
                                 "symlink_out", f"{relpath} is a symlink leading outside the vault (never read)", relpath
                             )
                         )
+        for setting in unknown_settings(self.root):
+            add(
+                Finding(
+                    "unknown_setting",
+                    f"{CONFIG_NAME}: {setting} is no setting memfile knows, so it is ignored: a typo? "
+                    "(the settings: docs/format.md; a newer memfile's setting is fine)",
+                    CONFIG_NAME,
+                )
+            )
         for entry in sorted(os.scandir(self.root), key=lambda e: e.name):
             if entry.is_file() and entry.name.endswith(".md") and entry.name.lower() != "readme.md":
                 add(Finding("outside_minds", f"{entry.name} is outside any mind folder (not a memory)", entry.name))

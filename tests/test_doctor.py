@@ -88,6 +88,24 @@ def test_a_key_an_earlier_memfile_derived_from_a_non_ascii_name_is_not_misplaced
     assert (vault.root / "michael" / "note" / "Café au lait.md").exists()
 
 
+def test_an_unknown_setting_in_memfile_toml_is_named_and_every_documented_one_is_known(vault: Vault) -> None:
+    import tomllib
+
+    from memfile.config import unknown_settings
+
+    documented = (Path(__file__).parent.parent / "docs" / "format.md").read_text(encoding="utf-8")
+    block = documented.split("## memfile.toml", 1)[1].split("```toml\n", 1)[1].split("```", 1)[0]
+    config = vault.root / "memfile.toml"
+    config.write_text(block.replace("# [", "[").replace("\n# ", "\n"), encoding="utf-8")
+    tomllib.loads(config.read_text(encoding="utf-8"))  # the documented block, uncommented, is TOML
+    assert unknown_settings(vault.root) == []
+    config.write_text('lock_timout = 5\n[recal]\nbudget = 100\n[sync]\nintervall = 60\n[minds.michael]\nnmae = "M"\n')
+    assert unknown_settings(vault.root) == ["lock_timout", "recal", "[sync] intervall", "[minds.michael] nmae"]
+    found = [f.message for f in vault.doctor().findings if f.kind == "unknown_setting"]
+    assert len(found) == 4 and "memfile.toml: lock_timout is no setting memfile knows" in found[0]
+    assert "unknown_setting" in kinds(vault)
+
+
 def test_fix_applies_only_safe_repairs(vault: Vault) -> None:
     vault.store("fact", "office", "Berlin")
     mind = vault.root / "michael"
