@@ -462,6 +462,8 @@ def select_mind(root: Path, config: Config, explicit: str | None = None) -> str:
         NotFound: the chosen mind folder does not exist, or the vault has no mind.
         AmbiguousMind: several minds and nothing chooses one.
     """
+    if explicit is not None and not explicit.strip():  # `--mind "$UNSET"`: never another mind than asked
+        raise InvalidInput("mind", explicit, f"a mind folder name: {MIND_RULE}")
     chosen = explicit or environ().get("MEMFILE_MIND") or config.default_mind
     existing = [m for m in mind_dirs(root) if MIND_PATTERN.fullmatch(m)]
     if chosen:

@@ -1086,3 +1086,9 @@ def test_a_store_that_expires_in_the_past_says_so(root: Path) -> None:
     result = ok(in_vault(root, "store", "context", "old_trip", "Porto", "--expires", "2020-01-01"))
     assert "context/old_trip expires 2020-01-01 00:00Z, already past: it is stored, and out of recall" in result.stderr
     assert "already past" not in ok(in_vault(root, "store", "context", "trip", "Lisbon", "--expires", "3d")).stderr
+
+
+def test_an_empty_mind_option_is_refused_not_ignored(root: Path) -> None:
+    """`--mind "$UNSET"` must not quietly act on the default mind."""
+    err = fails(in_vault(root, "--mind", "", "store", "fact", "k", "v"), 2).stderr
+    assert "invalid mind ''" in err and not (root / "michael" / "fact" / "k.md").exists()
