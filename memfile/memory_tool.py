@@ -438,8 +438,8 @@ class MemoryToolBackend:
             why = "verified by a person" if before.verified else "critical"
             raise MemoryToolError(
                 f"No change was made: {before.ref} ({target.given}) is {why}, so only a person can change it. "
-                "Create a new memory file with the correction instead, and tell the user "
-                f"(who can mark the old one superseded: memfile store ... --supersedes {before.ref})."
+                "Create a new memory file with the correction instead, and tell the user, "
+                f"who can mark {before.ref} superseded by it."
             )
         before = self._parsed(target, data, mtime)
         after = self._parsed(target, new_text.encode("utf-8"), mtime)

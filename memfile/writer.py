@@ -75,7 +75,7 @@ AGENT_CAP_REFUSAL = (
 )
 
 #: What a store whose expires_at has passed is told (`--expires 2020-01-01`, `0m`).
-EXPIRED_KEPT = "it is stored, and out of recall and search (see: memfile expiring; list --include-expired)"
+EXPIRED_KEPT = "it is stored, and out of recall and search (list --include-expired shows it)"
 
 
 class Writer:
@@ -629,8 +629,8 @@ class Writer:
     def _still_superseded(self, memory: Memory) -> str:
         """The notice of an update to a superseded memory, which stays out of recall and search."""
         by = next((m.ref for m in self._index.memories() if m.id == memory.superseded_by), memory.superseded_by)
-        kept = "the update is kept but stays out of recall and search"
-        return f"{memory.ref} is superseded by {by}: {kept}; bring it back with: memfile reactivate {memory.ref}"
+        kept = "the update is kept, out of recall and search until it is reactivated"
+        return f"{memory.ref} is superseded by {by}: {kept} (memfile reactivate {memory.ref})"
 
     def _updated(
         self,

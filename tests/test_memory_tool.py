@@ -342,7 +342,9 @@ def test_a_memory_a_person_verified_or_made_critical_is_theirs(tool: MemoryToolB
         message = refused(tool, command="str_replace", path=path, old_str="Allergic", new_str="x")
         if "home" in path:
             message = refused(tool, command="str_replace", path=path, old_str="Berlin", new_str="Paris")
-        assert "only a person can change it" in message and "--supersedes fact/" in message
+        assert (
+            "only a person can change it" in message and "who can mark fact/" in message and "memfile " not in message
+        )
         assert "only a person" in refused(tool, command="insert", path=path, insert_line=0, insert_text="x")
         assert "cannot change or remove it" in refused(tool, command="delete", path=path)
         assert "cannot change or remove" in refused(

@@ -930,8 +930,8 @@ def test_a_superseded_memory_stored_as_superseding_its_successor_is_the_one_in_f
 def test_an_update_to_a_superseded_memory_is_kept_and_says_it_stays_superseded(superseded: Vault) -> None:
     result = superseded.store("identity", "user_location", "Lives in Berlin, by the canal")
     told = (
-        "identity/user_location is superseded by identity/user_city: the update is kept but stays out of "
-        "recall and search; bring it back with: memfile reactivate identity/user_location"
+        "identity/user_location is superseded by identity/user_city: the update is kept, out of recall and "
+        "search until it is reactivated (memfile reactivate identity/user_location)"
     )
     assert result.changed and result.memory.status is Status.SUPERSEDED and told in result.notices
     assert "by the canal" not in superseded.recall()
