@@ -349,6 +349,33 @@ def test_the_same_category_and_key_under_another_id_is_a_conflict(server: Server
     assert server.request("GET", f"/memory/{mine['id']}", person).json()["content"] == "Already here"
 
 
+def test_a_mind_keys_import_with_a_token_outside_the_content_is_refused(
+    server: Server, setup: Setup, agent: str
+) -> None:
+    """QA: a token in a field Synapse does not know became a front-matter key, unscanned. Built at run time."""
+    token = "gh" + "p_" + hashlib.sha256(b"test_serve_transfer").hexdigest()[:36]
+    before = commits(setup)
+    memories = [{"category": "fact", "key": "import_token_field", "content": "clean", "aws": token}]
+    answer = import_(server, agent, json.dumps(memories))
+    assert answer.status == 403, answer.body
+    message = answer.json()["message"]
+    assert "record 1" in message and "'aws'" in message and token[6:-6] not in message
+    assert commits(setup) == before
+
+
+def test_an_import_that_would_move_a_memory_is_a_conflict(server: Server, setup: Setup, agent: str) -> None:
+    """QA: the same id under another category/key rewrote the memory in place; keys never change."""
+    mine = store(server, agent, "import_never_moved", "Stays a fact")
+    moved = record("import_moved_away", "Moved", id=mine["id"], category="note")
+    answer = import_(server, agent, jsonl(moved), on_conflict="overwrite")
+    assert answer.status == 200, answer.body
+    report = answer.json()
+    assert report["updated"] == [] and [c["ref"] for c in report["conflicts"]] == ["note/import_moved_away"]
+    assert "fact/import_never_moved" in report["conflicts"][0]["reason"]
+    kept = server.request("GET", f"/memory/{mine['id']}", agent).json()
+    assert kept["key"] == "import_never_moved" and kept["content"] == "Stays a fact"
+
+
 def test_synapse_json_and_an_openclaw_memory_file_are_imported(server: Server, person: str) -> None:
     synapse = [
         {"id": "syn-1", "category": "fact", "key": "import_from_synapse", "content": "From Synapse", "tags": ["s"]},

@@ -13,7 +13,10 @@ from __future__ import annotations
 
 import hashlib
 import json
+import random
+import string
 import subprocess
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
@@ -24,8 +27,10 @@ from shared_vaults import built_once, copied
 
 import memfile
 from memfile import Vault
-from memfile.errors import MemfileError
+from memfile.errors import InvalidInput, MemfileError, Refused
 from memfile.git.store import PACKED_ADD, GitStore
+from memfile.model import format_datetime
+from memfile.secretscan import SecretFound
 
 MIND = "michael"
 NAME = "Michael's Mind"
@@ -120,6 +125,11 @@ def untouched(vault: Vault, commits: int, files: dict[str, bytes]) -> None:
     assert commit_count(vault.root) == commits
     assert mind_files(vault) == files
     assert git(vault.root, "status", "--porcelain", "--untracked-files=all").strip() == ""
+
+
+def later() -> str:
+    """A time after every memory a test stores, within the day ahead an import allows another clock."""
+    return format_datetime(datetime.now(timezone.utc) + timedelta(hours=6))
 
 
 def comparable(memory_dict: dict[str, Any]) -> dict[str, Any]:
@@ -502,7 +512,7 @@ def test_dry_run_writes_nothing_and_prints_the_plan(src: Vault, dst: Vault, tmp_
     dst.store("skill", "clash", "mine")
     header, *records, _ = exported(src)
     records = [
-        dict(r, content="The office moved to Hamburg", updated_at="2999-01-01T00:00:00Z") if r["key"] == "office" else r
+        dict(r, content="The office moved to Hamburg", updated_at=later()) if r["key"] == "office" else r
         for r in records
     ]
     records.append({"type": "memory", "category": "fact", "key": "brand_new", "content": "Something new"})
@@ -553,7 +563,7 @@ def test_the_same_id_with_other_content_follows_on_conflict(
     header, *_ = exported(dst)
     mine = _one(dst, "fact/office")
     theirs = dict(mine, content="Hamburg", tags=["moved"])
-    theirs["updated_at"] = "2999-01-01T00:00:00Z" if file_is_newer else "2000-01-01T00:00:00Z"
+    theirs["updated_at"] = later() if file_is_newer else "2000-01-01T00:00:00Z"
     path = export_file(tmp_path / "export.jsonl", closed(header, [theirs]))
     commits = commit_count(dst.root)
     report = dst.import_(path, on_conflict=mode)
@@ -575,11 +585,11 @@ def test_a_newer_raw_record_replaces_the_file_byte_for_byte(mode: str, dst: Vaul
     dst.store("fact", "office", "Berlin", tags=["work"])
     header, *records, _ = exported(dst, raw=True)
     record = records[0]
-    stamp = record["updated_at"]
-    text = record["raw"].replace("Berlin", "Hà Nội").replace(f"updated_at: {stamp}", "updated_at: 2999-01-01T00:00:00Z")
+    stamp, newer = record["updated_at"], later()
+    text = record["raw"].replace("Berlin", "Hà Nội").replace(f"updated_at: {stamp}", f"updated_at: {newer}")
     text = text.replace("---\n", "---\n# a comment from the other machine\n", 1).replace("\n", "\r\n")
     record |= {"raw": text, "sha256": hashlib.sha256(text.encode("utf-8")).hexdigest()}
-    record |= {"content": "Hà Nội", "updated_at": "2999-01-01T00:00:00Z"}
+    record |= {"content": "Hà Nội", "updated_at": newer}
     report = dst.import_(export_file(tmp_path / "export.jsonl", closed(header, [record])), on_conflict=mode)
     assert report.updated == ["fact/office"] and report.commit
     assert (dst.mind_dir / "fact" / "office.md").read_bytes() == text.encode("utf-8")
@@ -607,9 +617,7 @@ def test_the_same_category_and_key_under_another_id_is_a_conflict_never_merged(
 ) -> None:
     dst.store("fact", "office", "Berlin")
     header, *_ = exported(dst)
-    theirs = dict(
-        _one(dst, "fact/office"), id="mem_othermachine01", content="Hamburg", updated_at="2999-01-01T00:00:00Z"
-    )
+    theirs = dict(_one(dst, "fact/office"), id="mem_othermachine01", content="Hamburg", updated_at=later())
     theirs.pop("path", None)
     other = dict(theirs, id="mem_othermachine02", key="lunch", content="Pho at noon")
     path = export_file(tmp_path / "export.jsonl", closed(header, [theirs, other]))
@@ -825,7 +833,7 @@ def test_an_agents_import_cannot_change_a_verified_or_critical_memory(dst: Vault
     dst.store("fact", "boss", "Anna", priority="critical")  # a person raised it (verified by that store too)
     header, *_ = exported(dst)
     theirs = [
-        dict(_one(dst, ref), content="Hamburg", updated_at="2999-01-01T00:00:00Z", verified=False, priority="low")
+        dict(_one(dst, ref), content="Hamburg", updated_at=later(), verified=False, priority="low")
         for ref in ("fact/office", "fact/boss")
     ]
     path = export_file(tmp_path / "export.jsonl", closed(header, theirs))
@@ -967,3 +975,298 @@ def test_a_commit_of_many_files_packs_their_contents_into_one_file(tmp_path: Pat
         assert subprocess.run(["git", "fsck", "--strict"], cwd=root, capture_output=True).returncode == 0
         trees.append(git(root, "ls-tree", "-r", "HEAD").splitlines())
     assert trees[0][:-1] == trees[1]  # the same blob for each file
+
+
+# --- import: secrets in every part of the file, keys that never move, Synapse's round trip ------------
+
+#: Token-shaped values are built at run time: no string in this file is one (push protection never flags it).
+_TOKENS = random.Random(44)
+
+
+def github_token() -> str:
+    return "gh" + "p_" + "".join(_TOKENS.choices(string.ascii_letters + string.digits, k=36))
+
+
+def synapse_file(path: Path, memories: list[dict[str, Any]]) -> Path:
+    path.write_text(json.dumps(memories, ensure_ascii=False), encoding="utf-8")
+    return path
+
+
+def _smuggled(shape: str, src: Vault, tmp_path: Path, token: str) -> tuple[Path, str, str]:
+    """An import file whose second memory hides `token` outside its content: the file, the record named, the
+    field named."""
+    clean = {"category": "fact", "key": "clean_one", "content": "Nothing secret here."}
+    if shape == "synapse field":  # a field Synapse does not know becomes a front-matter key
+        memories = [clean, {"category": "fact", "key": "s2", "content": "clean", "aws": token}]
+        return synapse_file(tmp_path / "in.json", memories), "record 2", "front-matter key 'aws'"
+    if shape == "synapse extra, nested":
+        extra = {"ci": {"tokens": ["not this one", f"but {token}"]}}
+        memories = [clean, {"category": "fact", "key": "s2", "content": "clean", "extra": extra}]
+        return synapse_file(tmp_path / "in.json", memories), "record 2", "front-matter key 'ci'"
+    if shape == "keyword, nested":  # a password by its name: the keyword rule reads `password: ...` lines
+        extra = {"db": {"host": "db.internal", "password": "Xk9qMv2L7pR4tZ8w"}}
+        memories = [clean, {"category": "fact", "key": "s2", "content": "clean", "extra": extra}]
+        return synapse_file(tmp_path / "in.json", memories), "record 2", "front-matter key 'db'"
+    header, *records, _ = exported(src, raw=shape == "raw front-matter")
+    second = dict(records[1])
+    if shape == "memfile extra":
+        second["extra"] = {**second["extra"], "deploy": f"with {token}"}
+        return export_file(tmp_path / "in.jsonl", closed(header, records[:1] + [second])), "record 2", "'deploy'"
+    assert shape == "raw front-matter"
+    text = second["raw"].replace("\n---\n", f"\nci_token: {token}\n---\n", 1)
+    second |= {"raw": text, "sha256": hashlib.sha256(text.encode("utf-8")).hexdigest()}
+    second["extra"] = {**second["extra"], "ci_token": token}
+    return export_file(tmp_path / "in.jsonl", closed(header, records[:1] + [second])), "record 2", "raw"
+
+
+SMUGGLED = ["synapse field", "synapse extra, nested", "keyword, nested", "memfile extra", "raw front-matter"]
+
+
+@pytest.mark.parametrize("shape", SMUGGLED)
+def test_a_secret_outside_the_content_is_refused_naming_the_record_and_the_field(
+    shape: str, src: Vault, dst: Vault, tmp_path: Path
+) -> None:
+    """QA: a token in a field Synapse does not know, in `extra` (nested too) or in a raw record's front-matter
+    was written; every importer refuses secrets wherever they are written (docs/secrets.md)."""
+    token = github_token()
+    path, record, field = _smuggled(shape, src, tmp_path, token)
+    commits, files = commit_count(dst.root), mind_files(dst)
+    agent = Vault.open(dst.root, MIND, source="agent")
+    for importer in (dst, agent):
+        for dry_run in (True, False):
+            with pytest.raises(SecretFound) as refusal:
+                importer.import_(path, dry_run=dry_run)
+            message = str(refusal.value)
+            assert record in message and field in message, message
+            assert token[6:-6] not in message
+    untouched(dst, commits, files)
+    result = fails(in_vault(dst.root, "import", path, env={"MEMFILE_SOURCE": "agent"}), 2)
+    assert record in result.stderr and field in result.stderr
+    untouched(dst, commits, files)
+    with pytest.raises(Refused, match="only a person"):  # --allow-secret is a person's only
+        agent.import_(path, allow_secret=True)
+    report = dst.import_(path, allow_secret=True)
+    assert len(report.created) == 2
+    warned = [n for n in report.notices if "written anyway" in n]
+    assert len(warned) == 1 and record in warned[0] and field in warned[0] and token[6:-6] not in warned[0]
+    assert dst.import_(path).unchanged == 2  # what stays as it is in the mind is not refused again
+
+
+def test_a_secret_a_person_left_in_an_unknown_key_does_not_stop_importing_the_memory_again(
+    dst: Vault, tmp_path: Path
+) -> None:
+    """What is written is scanned, not what stays: a hand edit's token in `links` (a person's own decision,
+    warned about) does not refuse an import that leaves the key as it is, or changes the content only."""
+    token = github_token()
+    write(dst.mind_dir / "fact" / "office_hours.md", HAND_MADE.replace("https://example.com/hours", token))
+    commit_by_hand(dst.root, f"{MIND}/fact/office_hours.md")
+    dst.export(tmp_path / "export.jsonl")
+    dst.export(tmp_path / "export.json", format="json")
+    assert dst.import_(tmp_path / "export.jsonl").unchanged == 1
+    assert dst.import_(tmp_path / "export.json", on_conflict="overwrite").unchanged == 1
+    memories = json.loads((tmp_path / "export.json").read_text(encoding="utf-8"))
+    memories[0] |= {"content": "Open 9 to 5 now.", "updated_at": later()}
+    report = dst.import_(synapse_file(tmp_path / "changed.json", memories))
+    assert report.updated == ["fact/office_hours"] and dst.get("office_hours").content == "Open 9 to 5 now."
+    assert token in (dst.mind_dir / "fact" / "office_hours.md").read_text(encoding="utf-8")
+
+
+@pytest.mark.parametrize("plain", ["", "scan_child"])
+def test_secrets_outside_the_content_are_found_alike_when_scanned_in_a_child(
+    plain: str, src: Vault, dst: Vault, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The trick `scan_child` scans the unknown keys and raw texts too: the same refusal, at the same record."""
+    from memfile.transfer import importing
+
+    monkeypatch.setenv("MEMFILE_PLAIN", plain)
+    monkeypatch.setattr(importing, "SCAN_ASIDE_FROM", 0)
+    token = github_token()
+    memories = [{"category": "fact", "key": f"k{i}", "content": f"Plain fact {i}.", "n": i} for i in range(30)]
+    memories[17]["extra"] = {"ci": [f"token {token}"]}
+    with pytest.raises(SecretFound, match=r"record 18, .*front-matter key 'ci'"):
+        dst.import_(synapse_file(tmp_path / "in.json", memories))
+    path, _, _ = _smuggled("raw front-matter", src, tmp_path, token)
+    with pytest.raises(SecretFound, match=r"record 2 .*raw"):
+        dst.import_(path)
+    assert dst.list() == []
+
+
+@pytest.mark.parametrize("raw", [False, True], ids=["fields", "raw"])
+@pytest.mark.parametrize("who", ["user", "agent"])
+def test_an_import_never_moves_a_memory_to_another_category_or_key(
+    who: str, raw: bool, dst: Vault, tmp_path: Path
+) -> None:
+    """QA: a record with a memory's id under another category/key rewrote that file in place (misplaced, and
+    the old REF gone). Keys never change (SPEC 2): it is a conflict, reported, the rest imported (exit 4)."""
+    with dst.acting_as(who) as vault:
+        kept = vault.store("note", "sec3", "The original text").memory
+    header, *records, _ = exported(dst, raw=raw)
+    moved = dict(records[0], category="fact", key="moved", content="m", updated_at=later())
+    moved["path"] = f"{MIND}/fact/moved.md"
+    if raw:
+        text = (
+            moved["raw"]
+            .replace("category: note", "category: fact")
+            .replace("key: sec3", "key: moved")
+            .replace("The original text", "m")
+            .replace(f"updated_at: {records[0]['updated_at']}", f"updated_at: {moved['updated_at']}")
+        )
+        moved |= {"raw": text, "sha256": hashlib.sha256(text.encode("utf-8")).hexdigest()}
+    other = {"type": "memory", "category": "fact", "key": "other", "content": "Goes in"}
+    path = export_file(tmp_path / "export.jsonl", closed(header, [moved, other]))
+    before = (dst.mind_dir / "note" / "sec3.md").read_bytes()
+    importer = Vault.open(dst.root, MIND, source=who)
+    for mode in ("newer", "overwrite"):
+        report = importer.import_(path, on_conflict=mode, dry_run=True)
+        assert report.updated == [] and [c["ref"] for c in report.conflicts] == ["fact/moved"]
+        reason = report.conflicts[0]["reason"]
+        assert "note/sec3" in reason and "does not move" in reason and kept.id in reason
+    result = fails(in_vault(dst.root, "import", path, "--on-conflict", "overwrite", env={"MEMFILE_SOURCE": who}), 4)
+    assert "note/sec3" in result.stdout and "fact/other" in result.stdout
+    assert (dst.mind_dir / "note" / "sec3.md").read_bytes() == before
+    assert not (dst.mind_dir / "fact" / "moved.md").exists()
+    assert dst.get("note/sec3").id == kept.id and dst.get("fact/other").content == "Goes in"
+    assert not [f for f in dst.doctor().findings if f.kind == "misplaced"]
+
+
+@pytest.mark.parametrize("name", ["created_at", "updated_at"])
+@pytest.mark.parametrize("who", ["user", "agent"])
+def test_a_date_more_than_a_day_ahead_is_refused(who: str, name: str, dst: Vault, tmp_path: Path) -> None:
+    """A record from the future (2030) would win every `newer` import and sync merge until then: refused for
+    anyone's import, naming the record and the field; another machine's clock a few hours ahead is fine."""
+    importer = Vault.open(dst.root, MIND, source=who)
+    memories = [
+        {"category": "fact", "key": "fine", "content": "Today"},
+        {"category": "fact", "key": "ahead", "content": "From 2030", name: "2030-01-01T00:00:00Z"},
+    ]
+    commits, files = commit_count(dst.root), mind_files(dst)
+    with pytest.raises(InvalidInput) as refusal:
+        importer.import_(synapse_file(tmp_path / "in.json", memories))
+    assert name in str(refusal.value) and "memories[1]" in str(refusal.value) and "future" in str(refusal.value)
+    untouched(dst, commits, files)
+    memories[1][name] = later()
+    if name == "created_at":
+        memories[1]["updated_at"] = memories[1][name]
+    assert len(importer.import_(synapse_file(tmp_path / "in.json", memories)).created) == 2
+
+
+@pytest.mark.parametrize("shape", ["as exported", "without memfile's fields"])
+def test_reimporting_a_synapse_json_export_with_overwrite_changes_nothing(
+    shape: str, src: Vault, tmp_path: Path
+) -> None:
+    """QA: `export --format json` then `import --on-conflict overwrite` dropped the unknown keys of a hand-made
+    file and `status: superseded` (the old memory came back into recall). The json export now carries them,
+    and a record that gives none (a Synapse client's, an older export) keeps the file's."""
+    src.export(tmp_path / "export.json", format="json")
+    memories = json.loads((tmp_path / "export.json").read_text(encoding="utf-8"))
+    hand = next(m for m in memories if m["key"] == "office_hours")
+    old = next(m for m in memories if m["key"] == "old_phone")
+    assert hand["extra"] == {"aliases": ["hours", "opening"], "links": ["https://example.com/hours"]}
+    assert old["status"] == "superseded" and old["superseded_by"]
+    if shape != "as exported":
+        for memory in memories:
+            for name in ("status", "superseded_by", "extra"):
+                memory.pop(name)
+    path = synapse_file(tmp_path / "in.json", memories)
+    commits, files = commit_count(src.root), mind_files(src)
+    report = src.import_(path, on_conflict="overwrite")
+    assert report.updated == [] and report.unchanged == 6 and report.commit is None
+    untouched(src, commits, files)
+    assert "old_phone" not in src.recall()
+
+
+def test_a_synapse_json_export_into_an_empty_vault_keeps_status_and_unknown_keys(
+    src: Vault, dst: Vault, tmp_path: Path
+) -> None:
+    src.export(tmp_path / "export.json", format="json")
+    report = dst.import_(tmp_path / "export.json")
+    assert len(report.created) == 6
+    ours = {m.id: comparable(m.to_dict()) | {"path": None} for m in dst.memories()}
+    theirs = {m.id: comparable(m.to_dict()) | {"path": None} for m in src.memories()}
+    for memory in theirs.values():
+        memory["has_front_matter"] = True  # the hand-made file's derived id now written down
+    assert {k: {n: v for n, v in m.items() if n != "id_derived"} for k, m in ours.items()} == {
+        k: {n: v for n, v in m.items() if n != "id_derived"} for k, m in theirs.items()
+    }
+
+
+def test_an_update_keeps_the_files_unknown_keys_and_status_unless_the_record_gives_them(
+    src: Vault, tmp_path: Path
+) -> None:
+    """SPEC 2: unknown keys are kept on every rewrite, in their order; a record's own replace them by name."""
+    src.export(tmp_path / "export.json", format="json")
+    memories = {m["key"]: m for m in json.loads((tmp_path / "export.json").read_text(encoding="utf-8"))}
+    hand, old = memories["office_hours"], memories["old_phone"]
+    for memory in (hand, old):
+        for name in ("status", "superseded_by", "extra"):
+            memory.pop(name)
+        memory["content"] += " (changed)"
+    report = src.import_(synapse_file(tmp_path / "changed.json", [hand, old]), on_conflict="overwrite")
+    assert sorted(report.updated) == ["fact/office_hours", "fact/old_phone"]
+    text = (src.mind_dir / "fact" / "office_hours.md").read_text(encoding="utf-8")
+    assert "aliases: [hours, opening]   # an inline comment" in text and "links:" in text
+    assert src.get("office_hours").content.endswith("(changed)")
+    assert src.get("old_phone").superseded and src.get("old_phone").content.endswith("(changed)")
+    hand |= {"content": "Given keys", "extra": {"aliases": ["hours"], "floor": 3}}
+    old |= {"content": "Back in recall", "status": "active", "superseded_by": None}
+    src.import_(synapse_file(tmp_path / "given.json", [hand, old]), on_conflict="overwrite")
+    extra = src.get("office_hours").extra
+    assert [name for name, _ in extra] == ["aliases", "links", "floor"]
+    assert dict(extra)["aliases"] == ["hours"] and dict(extra)["links"] == ["https://example.com/hours"]
+    assert not src.get("old_phone").superseded and "Back in recall" in src.recall()
+
+
+def test_a_mind_id_and_path_of_another_mind_say_where_a_record_came_from(
+    src: Vault, dst: Vault, tmp_path: Path
+) -> None:
+    """QA: a record naming mind alice (`mind_id`, `path`) went into michael without a word. That is what an
+    import does (into its own mind only); the report says so."""
+    memories = [
+        {"category": "fact", "key": "t", "content": "From Alice", "path": "alice/fact/t.md", "mind_id": "alice"}
+    ]
+    report = dst.import_(synapse_file(tmp_path / "in.json", memories))
+    assert report.created == ["fact/t"] and (dst.mind_dir / "fact" / "t.md").exists()
+    assert not (dst.root / "alice").exists()
+    assert any("'path'" in line for line in report.unmapped)
+    assert any("mind alice" in n and f"mind {MIND}" in n for n in report.notices), report.notices
+    work = Vault.init(src.root, "work", "Work")
+    work.store("project", "roadmap", "Ship export in Q1")
+    work.export(tmp_path / "work.jsonl")
+    report = dst.import_(tmp_path / "work.jsonl")
+    assert report.created == ["project/roadmap"] and (dst.mind_dir / "project" / "roadmap.md").exists()
+    assert any("mind work" in n for n in report.notices), report.notices
+
+
+def test_a_synapse_file_of_several_minds_is_imported_one_mind_at_a_time(src: Vault, dst: Vault, tmp_path: Path) -> None:
+    Vault.init(src.root, "work", "Work").store("project", "roadmap", "Ship export in Q1")
+    src.export(tmp_path / "all.json", format="json", all_minds=True)
+    commits = commit_count(dst.root)
+    with pytest.raises(InvalidInput, match="from.mind"):
+        dst.import_(tmp_path / "all.json")
+    with pytest.raises(InvalidInput, match="nobody"):
+        dst.import_(tmp_path / "all.json", from_mind="nobody")
+    assert commit_count(dst.root) == commits
+    assert dst.import_(tmp_path / "all.json", from_mind="work").created == ["project/roadmap"]
+
+
+def test_a_record_without_mind_id_has_a_path_in_a_mind_the_file_names(src: Vault, dst: Vault, tmp_path: Path) -> None:
+    """A raw record's path must stay in its mind: with no mind_id, that is a mind the header names (or this one)."""
+    header, record = _raw_record(src, "fact/office")
+    record.pop("mind_id")
+    path = export_file(tmp_path / "other.jsonl", closed(header, [dict(record, path="alice/fact/office.md")]))
+    result = fails(in_vault(dst.root, "import", path), 2)
+    assert "path" in result.stderr
+    assert dst.list() == []
+    assert dst.import_(export_file(tmp_path / "own.jsonl", closed(header, [record]))).created == ["fact/office"]
+
+
+def test_an_id_is_a_memorys_within_its_mind(src: Vault, tmp_path: Path) -> None:
+    """Ids are resolved within a mind (SPEC 1: minds are isolated; doctor's duplicate_id is per mind): a
+    mind's export imported into another mind of the same vault keeps its ids, and each mind reads its own."""
+    src.export(tmp_path / "export.jsonl")
+    work = Vault.init(src.root, "work", "Work")
+    assert len(work.import_(tmp_path / "export.jsonl").created) == 6
+    office = src.get("fact/office")
+    assert work.get(office.id).path == f"work/{office.category}/{office.key}.md"
+    assert src.get(office.id).path == office.path
+    assert not [f for f in work.doctor().findings if f.kind == "duplicate_id"]

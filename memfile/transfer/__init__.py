@@ -3,7 +3,8 @@
 `exporting` writes memfile's JSONL export (or Synapse's JSON array);
 `importing` reads an import file in any known format and writes it into
 one mind as one commit; `memfile_format`, `synapse`, `langbot` and
-`openclaw` read one format each into records (`records`). The Vault hands
+`openclaw` read one format each into records (`records`); `secret_checks`
+scans what an import writes for secrets. The Vault hands
 in its writer and index; this package writes only through the writer.
 """
 
@@ -18,8 +19,9 @@ from ..errors import InvalidInput
 from ..model import Source, utc_now
 from ..secretscan import guard
 from .exporting import EXPORT_FORMATS, ExportReport, MindExport, Tally, export_lines
-from .importing import Aside, ImportReport, apply, plan, read_import
+from .importing import ImportReport, apply, plan, read_import
 from .records import FORMATS, ON_CONFLICT, SPLITS, ImportOptions, Incoming
+from .secret_checks import Aside
 
 if TYPE_CHECKING:
     from ..index import Index

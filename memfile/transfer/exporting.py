@@ -96,10 +96,16 @@ def record(memory: Memory, root: Path, raw: bool, now: datetime) -> dict[str, An
     return out
 
 
+#: What `--format json` adds to Synapse's fields, as the HTTP API's memories carry them: without them a
+#: superseded memory imported back would come back into recall, and unknown keys would be lost.
+SYNAPSE_EXTENSIONS = ("status", "superseded_by", "extra")
+
+
 def synapse_object(memory: Memory) -> dict[str, Any]:
-    """A memory as Synapse's API shows it (`--format json`)."""
+    """A memory as Synapse's API shows it (`--format json`), with memfile's status and unknown keys."""
     fields = memory.to_dict()
-    return {name: memory.mind if name == "mind_id" else fields[name] for name in SYNAPSE_FIELDS}
+    shaped = {name: memory.mind if name == "mind_id" else fields[name] for name in SYNAPSE_FIELDS}
+    return shaped | {name: fields[name] for name in SYNAPSE_EXTENSIONS}
 
 
 def export_lines(

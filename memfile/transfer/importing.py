@@ -2,25 +2,27 @@
 one commit or nothing.
 
 Every record is checked before anything is written: a record that fails
-stops the import with its number and the reason. Ids, dates, `verified` and
-unknown keys are written verbatim (a store would move `updated_at`). The same
-id with the same content is left alone, so importing twice changes nothing;
-the same id with other content follows `on_conflict`; the same
-`category/key` under another id is a conflict, reported and never merged.
-An agent's import lands unverified, as `source: agent`, at most `high`, and
-cannot change what a person verified or made critical.
+stops the import with its number and the reason (a date more than a day
+ahead too). Ids, dates, `verified` and unknown keys are written verbatim (a
+store would move `updated_at`); an update keeps the file's unknown keys and,
+unless the record says, its status. The same id with the same content is left
+alone, so importing twice changes nothing; the same id with other content
+follows `on_conflict`; the same `category/key` under another id, or the same
+id under another `category/key` (keys never change), is a conflict, reported
+and never merged. Everything written is scanned for secrets: the content, the
+unknown keys, a raw record's text. An agent's import lands unverified, as
+`source: agent`, at most `high`, and cannot change what a person verified or
+made critical.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-import marshal
 import os
 import re
-from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from datetime import datetime
+from datetime import datetime, timedelta
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any
 
@@ -36,6 +38,7 @@ from ..model import (
     Report,
     Source,
     Status,
+    format_datetime,
     new_id,
     parse_bool,
     parse_category,
@@ -49,8 +52,9 @@ from ..model import (
     validate_key,
 )
 from ..paths import is_memory_name, memory_relpath, safe_path
-from ..secretscan import OFF, SecretPolicy, guard
+from ..secretscan import SecretPolicy
 from .records import FORMATS, ON_CONFLICT, ImportOptions, Incoming
+from .secret_checks import Aside, SecretChecks, add_checks, plain
 
 if TYPE_CHECKING:
     from ..writer import Writer
@@ -59,8 +63,14 @@ if TYPE_CHECKING:
 MAX_IMPORT_BYTES = 512 * 2**20
 #: An id an import writes: memfile's own (mem_...) or a hand-made one as memfile reads it, nothing path-like.
 _ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9 _.:-]{0,99}")
+#: An import of this many records or more is scanned for secrets in another process (`SecretChecks`): 90 ms
+#: of scanning pays for the fork; a small import is scanned here.
+SCAN_ASIDE_FROM = 1000
 #: The fields that say what a memory is; the rest (where it lies, how its file was written) can differ.
 _SAME_FIELDS_IGNORE = ("path", "mind", "has_front_matter", "id_derived")
+#: How far in the future an imported `created_at` or `updated_at` may lie (another machine's clock): a later
+#: date would win every `newer` conflict and every sync merge until then, so it is refused.
+MAX_CLOCK_SKEW = timedelta(days=1)
 
 
 @dataclass(frozen=True)
@@ -204,8 +214,9 @@ class _Change:
     old: Memory | None = None
 
 
-def _memory(record: dict[str, Any], mind: str, relpath: str, now: datetime) -> Memory:
-    """The memory a record describes, defaults filled as a store fills them (verbatim otherwise)."""
+def _memory(record: dict[str, Any], mind: str, relpath: str, now: datetime, latest: datetime) -> Memory:
+    """The memory a record describes, defaults filled as a store fills them (verbatim otherwise); a date
+    after `latest` (now and MAX_CLOCK_SKEW) is refused."""
     for name in ("category", "key", "content"):
         if record.get(name) is None:
             raise InvalidInput(name, None, "a value: every memory has a category, a key and a content")
@@ -220,7 +231,17 @@ def _memory(record: dict[str, Any], mind: str, relpath: str, now: datetime) -> M
     ):
         raise InvalidInput("id", given_id, "an id such as mem_01jf3k8q2w7x: letters, digits, space, _ . : -")
     source = parse_source(record["source"]) if record.get("source") is not None else Source.USER
-    created = parse_optional_datetime(record.get("created_at"), "created_at") or now
+    created = parse_optional_datetime(record.get("created_at"), "created_at")
+    updated = parse_optional_datetime(record.get("updated_at"), "updated_at")
+    if (created is not None and created > latest) or (updated is not None and updated > latest):
+        name, moment = ("created_at", created) if created is not None and created > latest else ("updated_at", updated)
+        raise InvalidInput(
+            name,
+            format_datetime(moment) if moment is not None else None,
+            f"a time no later than a day from now ({format_datetime(latest - MAX_CLOCK_SKEW)})",
+            reason="it lies in the future, and a memory from the future would win every later change",
+        )
+    created = created or now
     status = parse_status(record["status"]) if record.get("status") is not None else None
     superseded_by = record.get("superseded_by")
     extra = record.get("extra") or {}
@@ -237,7 +258,7 @@ def _memory(record: dict[str, Any], mind: str, relpath: str, now: datetime) -> M
         content=record["content"].replace("\r\n", "\n").strip(),
         path=relpath,
         created_at=created,
-        updated_at=parse_optional_datetime(record.get("updated_at"), "updated_at") or created,
+        updated_at=updated or created,
         priority=parse_priority(record["priority"]) if record.get("priority") is not None else Priority.NORMAL,
         tags=parse_tags(record.get("tags")),
         source=source,
@@ -259,8 +280,13 @@ def _short(text: str) -> str:
     return text if len(text) <= 60 else text[:57] + "..."
 
 
-def _target(record: dict[str, Any], mind: str, category: str, key: str) -> str:
-    """Where a record's file goes: its exported path moved into `mind`, else `mind/category/key.md`."""
+def _target(record: dict[str, Any], mind: str, category: str, key: str, exported: frozenset[str]) -> str:
+    """Where a record's file goes: its exported path moved into `mind`, else `mind/category/key.md`.
+
+    An exported path starts with the mind it was exported from: the record's `mind_id`, or, when it gives
+    none, this `mind` or one of the minds the file's header names (`exported`). Any other path is refused,
+    as is one that would leave that mind (`..`, absolute, `.git`, not a memory file's name).
+    """
     path = record.get("path")
     if path is None:
         return memory_relpath(mind, parse_category(category), validate_key(key)).as_posix()
@@ -274,12 +300,37 @@ def _target(record: dict[str, Any], mind: str, category: str, key: str) -> str:
         pure.is_absolute()
         or ".." in parts
         or len(parts) < 2
-        or (from_mind is not None and parts[0] != from_mind)
+        or (parts[0] != from_mind if from_mind is not None else parts[0] != mind and parts[0] not in exported)
         or not is_memory_name(parts[-1])
         or ".git" in parts
     ):
         raise InvalidInput("path", path, allowed, reason="it would leave the mind or is not a memory file's name")
     return "/".join((mind, *parts[1:]))  # parts, as pathlib cut them, hold no "/" and no "."
+
+
+def _kept(record: dict[str, Any], memory: Memory, old: Memory) -> Memory:
+    """`memory` with what its record does not say taken from the mind's `old`, as a rewrite keeps it.
+
+    The file's unknown keys stay, in their order: a key the record gives takes the record's value, a new
+    one comes after them (an import never removes one). A record that gives neither `status` nor
+    `superseded_by` (a Synapse memory) leaves a superseded memory superseded. Then `_dates_kept`.
+    """
+    kept: dict[str, Any] = {}
+    if old.extra:
+        kept["extra"] = _merged_extra(old.extra, memory.extra)
+    if record.get("status") is None and record.get("superseded_by") is None:
+        kept["status"], kept["superseded_by"] = old.status, old.superseded_by
+    return _dates_kept(record, replace(memory, **kept) if kept else memory, old)
+
+
+def _merged_extra(old: tuple[tuple[str, Any], ...], given: tuple[tuple[str, Any], ...]) -> tuple[tuple[str, Any], ...]:
+    """The file's unknown keys in file order with the record's values (an equal one keeps the file's, a
+    YAML date say), then the record's new keys in its order."""
+    if not given:
+        return old
+    new, held = dict(given), dict(old)
+    merged = [(name, value if name not in new or plain(value) == new[name] else new[name]) for name, value in old]
+    return (*merged, *((name, value) for name, value in given if name not in held))
 
 
 def _dates_kept(record: dict[str, Any], memory: Memory, old: Memory) -> Memory:
@@ -418,11 +469,12 @@ def plan(
     """Check every record and decide what each does to the mind; nothing is written.
 
     `secrets`, `allow_secret`: the vault's `[secrets]` and a person's --allow-secret (`secretscan.guard`).
-    `aside`: runs the scan for secrets in another process meanwhile (`_SecretChecks`).
+    `aside`: runs the scan for secrets in another process meanwhile (`SecretChecks`), from SCAN_ASIDE_FROM records.
 
     Raises:
         InvalidInput: the first record that fails, with its number and reason.
-        SecretFound: the first record whose content looks like a secret (the policy refuses it).
+        SecretFound: the first record whose content, unknown keys or raw text hold what looks like a secret
+            (the policy refuses it).
     """
     if on_conflict not in ON_CONFLICT:
         raise InvalidInput("--on-conflict", on_conflict, ON_CONFLICT)
@@ -437,7 +489,10 @@ def plan(
     capped = 0
     checked: set[str] = set()
     records = _of_mind(incoming, from_mind)
-    checks = _SecretChecks(records, secrets, allow_secret, aside)
+    exported = frozenset(incoming.minds)
+    latest = now + MAX_CLOCK_SKEW
+    elsewhere: dict[str, int] = {}  # the other minds the records say they come from (mind_id): how many
+    checks = SecretChecks(records, secrets, allow_secret, aside if len(records) >= SCAN_ASIDE_FROM else None)
     try:
         for number, record in enumerate(records, start=1):
             if not isinstance(record, dict):
@@ -450,12 +505,12 @@ def plan(
                     where, "text", "UTF-8 text", reason="it holds an unpaired surrogate (\\ud800...)"
                 ) from None
             try:
-                relpath = _target(record, mind, record.get("category") or "", record.get("key") or "")
+                relpath = _target(record, mind, record.get("category") or "", record.get("key") or "", exported)
                 folder = relpath.rpartition("/")[0]
                 if folder not in checked:  # no symlinked folder leads out of the mind (one check a folder)
                     safe_path(root, relpath, mind)
                     checked.add(folder)
-                memory = _memory(record, mind, relpath, now)
+                memory = _memory(record, mind, relpath, now, latest)
                 data, memory = _from_raw(record, memory) if record.get("raw") is not None else (None, memory)
                 if data is None and memory.extra:  # unknown keys of any shape: the file must read back
                     _reads_back(memory)
@@ -476,15 +531,22 @@ def plan(
                         reason=f"{seen[claim]} names the same id, category/key or path",
                     )
                 seen[claim] = where
+            from_other = record.get("mind_id")
+            if from_other is not None and from_other != mind:
+                elsewhere[str(from_other)] = elsewhere.get(str(from_other), 0) + 1
             old = by_id.get(memory.id) or (by_path.get(relpath) if memory.id_derived else None)
-            if old is None or old.content != memory.content:  # what is written is scanned, not what stays
-                what = (
-                    f"{where} ({memory.ref})"
-                    if where == f"record {number}"
-                    else f"record {number}, {where} ({memory.ref})"
-                )
-                checks.add(number - 1, memory.content, what, actor is Source.AGENT)
+            on_disk = _bytes(root / old.path) if old is not None and data is not None else None
+            add_checks(checks, number, where, record, memory, data, old, on_disk, actor is Source.AGENT)
             entry: dict[str, Any] = {"record": number, "ref": memory.ref}
+            if old is not None and old.ref != memory.ref:  # keys never change (SPEC 2), an import's neither
+                result.conflicts.append(
+                    entry
+                    | {
+                        "reason": f"the same id ({memory.id}) is {old.ref} here: an import does not move a memory "
+                        "to another category/key; store it under the new name instead"
+                    }
+                )
+                continue
             if old is None:
                 if by_ref.get(memory.ref):
                     entry["reason"] = (
@@ -503,19 +565,17 @@ def plan(
             seen[old.path] = where
             memory = replace(memory, path=old.path)
             if data is None:
-                memory = _dates_kept(record, memory, old)
+                memory = _kept(record, memory, old)
             if (
                 data is not None
                 and old.path != relpath
                 and not _same(fileformat.parse(data, old.path, old.updated_at), memory)
             ):
                 data = None  # read at the file's own path the text would say another memory: rewrite the fields instead
-            if data == _bytes(root / old.path) if data is not None else _same(old, memory):
+            if data == on_disk if data is not None else _same(old, memory):
                 result.unchanged += 1
                 continue
-            if memory.ref != old.ref and by_ref.get(memory.ref):
-                result.conflicts.append(entry | {"reason": f"{memory.ref} is already in mind {mind} as another memory"})
-            elif actor is Source.AGENT and (old.verified or old.priority is Priority.CRITICAL):
+            if actor is Source.AGENT and (old.verified or old.priority is Priority.CRITICAL):
                 result.conflicts.append(
                     entry | {"reason": f"{old.ref} was verified by a person or is critical: an agent cannot change it"}
                 )
@@ -535,79 +595,12 @@ def plan(
         checks.close()
     if capped:
         result.notices.append(f"{capped} critical memories were imported as high: an agent cannot write critical")
+    for other, count in sorted(elsewhere.items()):
+        result.notices.append(
+            f"{count} {'memory' if count == 1 else 'memories'} of mind {other} (their mind_id) went into mind {mind}: "
+            "a record's mind_id and path say where it was exported from, the import writes only into its own mind"
+        )
     return result
-
-
-#: Runs `compute` in another process while this one goes on: the wait for its bytes (None: it failed), or
-#: None when it cannot (nothing runs). The Vault hands one in (`index.fastpath.aside`, `scan_child`).
-Aside = Callable[[Callable[[], bytes]], Callable[[], bytes | None] | None]
-
-
-#: An import of this many records or more is scanned for secrets in another process (`_SecretChecks`): 90 ms
-#: of scanning pays for the fork; a small import is scanned here.
-SCAN_ASIDE_FROM = 1000
-
-
-class _SecretChecks:
-    """An import's checks for secrets (`secretscan.guard` on each content written), made in record order
-    once the records are checked: the first refusal raises, the warnings come back.
-
-    Meanwhile every record's content is scanned in another process (`aside`, the speed trick
-    `scan_child`: the scan is a third of the checks, 0.9 s for 10,000 memories); only a content found
-    holding something there, or written otherwise than given (a raw record's), is scanned here.
-    `close()` waits for that process: call it on the way out, an error's included.
-    """
-
-    def __init__(
-        self, records: list[Any], secrets: SecretPolicy | None, allow_secret: bool, aside: Aside | None
-    ) -> None:
-        self._secrets, self._allow_secret = secrets, allow_secret
-        self._pending: list[tuple[int, str, str, bool]] = []  # (record index, content, what, by an agent)
-        policy = secrets or SecretPolicy()
-        texts = [
-            r["content"].replace("\r\n", "\n").strip()
-            if isinstance(r, dict) and isinstance(r.get("content"), str)
-            else None
-            for r in records
-        ]
-
-        def scan() -> bytes:  # the indexes of the contents holding something
-            return marshal.dumps(
-                [i for i, text in enumerate(texts) if text is not None and policy.check(text, allow_secret=True)]
-            )
-
-        self._texts = texts
-        worth = policy.policy != OFF and len(records) >= SCAN_ASIDE_FROM
-        self._wait = aside(scan) if aside is not None and worth else None
-        self._flagged: set[int] | None = None
-
-    def add(self, index: int, content: str, what: str, agent: bool) -> None:
-        """Check record `index`'s `content` (named `what` in messages) before the import is made."""
-        if self._allow_secret and agent:  # refused whatever the content
-            guard(self._secrets, content, what=what, allow_secret=True, agent=True)
-        self._pending.append((index, content, what, agent))
-
-    def finish(self) -> list[str]:
-        """Run the checks added so far: the warnings, in record order.
-
-        Raises:
-            SecretFound: the first content the policy refuses.
-        """
-        self.close()
-        flagged, pending, self._pending = self._flagged, self._pending, []
-        warnings = []
-        for index, content, what, agent in pending:
-            if flagged is not None and self._texts[index] == content and index not in flagged:
-                continue  # found holding nothing: `guard` would find nothing
-            if warned := guard(self._secrets, content, what=what, allow_secret=self._allow_secret, agent=agent):
-                warnings.append(warned)
-        return warnings
-
-    def close(self) -> None:
-        """Wait for the other process (once): what it found, unless it failed."""
-        if self._wait is not None:
-            found, self._wait = self._wait(), None
-            self._flagged = set(marshal.loads(found)) if found is not None else None
 
 
 def _bytes(path: Path) -> bytes | None:
@@ -618,13 +611,14 @@ def _bytes(path: Path) -> bytes | None:
 
 
 def _of_mind(incoming: Incoming, from_mind: str | None) -> list[Any]:
-    """The records to import: those of `from_mind`; a file of several minds needs it named."""
+    """The records to import: those of `from_mind`; a file of several minds (their `mind_id`, in memfile's
+    export or Synapse's JSON) needs it named."""
     minds = sorted({str(r.get("mind_id")) for r in incoming.records if isinstance(r, dict) and r.get("mind_id")})
     if from_mind is not None:
-        if incoming.format == "memfile" and from_mind not in minds:
+        if (incoming.format == "memfile" or minds) and from_mind not in minds:
             raise InvalidInput("--from-mind", from_mind, minds or ["(the file holds no memory)"])
         return [r for r in incoming.records if not isinstance(r, dict) or r.get("mind_id") in (from_mind, None)]
-    if incoming.format == "memfile" and len(minds) > 1:
+    if len(minds) > 1:
         raise InvalidInput(
             "--from-mind",
             None,
