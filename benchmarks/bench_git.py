@@ -80,7 +80,7 @@ SYNC_TARGET_S = 2.0
 HISTORY_TARGET_S = 0.300
 HISTORY_REF = "project/history_target"
 IDENTITY = ["-c", "user.name=bench", "-c", "user.email=bench@localhost"]
-SYNCED = re.compile(r"(\d+) commits in \((\d+) memory files changed\), (\d+) commits out")
+SYNCED = re.compile(r"(\d+) commits? in \((\d+) memory files? changed\), (\d+) commits? out")
 
 
 # --- the vaults ---------------------------------------------------------------------
