@@ -187,3 +187,39 @@ def test_a_second_conflict_keeps_the_first_conflicts_other_body() -> None:
     )
     kept = merged.content + "\n" + str(merged.conflict)
     assert "Aachen" in kept and "Bonn" in kept and "Cologne" in kept, kept
+
+
+def test_a_file_git_cannot_merge_keeps_the_side_memfile_can_read(two: tuple[Vault, Vault]) -> None:
+    laptop, server = two
+    laptop.store("fact", "office", "The office moved to Hamburg")
+    laptop.sync()
+    server.sync()
+    theirs = laptop.store("fact", "office", "The office is in Munich").commit
+    laptop.sync()
+    path = server.root / server.get("fact/office").path
+    broken = path.read_text(encoding="utf-8").replace("tags:", "tags: [oops\nbroken:").replace("Hamburg", "Bremen")
+    path.write_text(broken, encoding="utf-8")  # the same body line changed on both sides: no line merge either
+    commit_by_hand(server.root, "michael/fact/office.md", message="hand edit")
+    mine = git(server.root, "rev-parse", "HEAD").strip()
+    report = server.sync()
+    assert report.kept_ours == ["michael/fact/office.md (theirs)"], report
+    assert server.get("fact/office").content == "The office is in Munich"  # readable again
+    assert path.read_text(encoding="utf-8") == (laptop.root / "michael/fact/office.md").read_text(encoding="utf-8")
+    shas = [v.sha for v in server.history("fact/office")]
+    assert theirs in shas and mine in shas  # the broken hand edit stays in history
+
+
+def test_a_file_neither_side_can_read_keeps_ours(two: tuple[Vault, Vault]) -> None:
+    laptop, server = two
+    laptop.store("fact", "office", "The office moved to Hamburg")
+    laptop.sync()
+    server.sync()
+    for vault, city in ((laptop, "Munich"), (server, "Bremen")):
+        path = vault.root / "michael/fact/office.md"
+        text = path.read_text(encoding="utf-8").replace("tags:", "tags: [oops\nbroken:").replace("Hamburg", city)
+        path.write_text(text, encoding="utf-8")
+        commit_by_hand(vault.root, "michael/fact/office.md", message=f"hand edit ({city})")
+    laptop.sync()
+    report = server.sync()
+    assert report.kept_ours == ["michael/fact/office.md (ours)"], report
+    assert "Bremen" in (server.root / "michael/fact/office.md").read_text(encoding="utf-8")
