@@ -86,11 +86,7 @@ class Writer:
     """
 
     def __init__(self, root: Path, mind: str, config: Config, actor: Source, index: Index, notices: list[str]) -> None:
-        self.root = root
-        self.mind = mind
-        self.config = config
-        self.actor = actor
-        self.notices = notices
+        self.root, self.mind, self.config, self.actor, self.notices = root, mind, config, actor, notices
         self._index = index
         self._bases: dict[str, bytes | None] = {}  # see record_hand_edit
         self.after_write: Callable[[], None] | None = None
@@ -427,11 +423,12 @@ class Writer:
             raise InvalidInput("content", f"{len(content.encode('utf-8'))} bytes", "text of at most 10 MB")
         from .secretscan import guard
 
-        agent, what = self.actor is Source.AGENT, f"the content of {category.value}/{key}"
-        if warned := guard(self.config.secrets, content, what=what, allow_secret=allow_secret, agent=agent):
-            self.notices.append(warned)
-        new_priority = parse_priority(priority) if priority is not None else None
+        agent, ref = self.actor is Source.AGENT, f"{category.value}/{key}"
         new_tags = parse_tags(tags) if tags is not None else None
+        for what, text in ((f"the content of {ref}", content), (f"a tag of {ref}", "\n".join(new_tags or ()))):
+            if warned := guard(self.config.secrets, text, what=what, allow_secret=allow_secret, agent=agent):
+                self.notices.append(warned)
+        new_priority = parse_priority(priority) if priority is not None else None
         new_confidence = parse_confidence(confidence) if confidence is not None else None
         new_expires: Any = parse_expires(expires, now, "expires") if expires is not UNSET else UNSET
         if isinstance(new_expires, datetime) and new_expires <= now:

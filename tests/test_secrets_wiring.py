@@ -71,6 +71,21 @@ def test_a_store_holding_a_token_is_refused_with_the_rule_line_and_a_masked_valu
     no_trace(vault.root, token)
 
 
+def test_a_token_in_a_tag_is_refused_like_one_in_the_content(vault: Vault) -> None:
+    token = github_token().lower()  # tags are written lowercased: a lowercase token stays one
+    commits = commit_count(vault.root)
+    for who in ("user", "agent"):
+        with vault.acting_as(who) as writer, pytest.raises(SecretFound, match="a tag of fact/ci") as caught:
+            writer.store("fact", "ci", "The CI token is kept in the password manager", tags=["infra", f"ci {token}"])
+        assert "line 2" in str(caught.value) and middle(token) not in str(caught.value)
+    vault.store("fact", "ci", "The CI token is kept in the password manager", tags="infra")
+    with pytest.raises(SecretFound, match="a tag of fact/ci"):  # an update that gives tags
+        vault.store("fact", "ci", "The CI token is kept in the password manager", tags=["infra", token])
+    assert vault.store("fact", "ci", "The CI token is kept in the vault").changed  # no tags given: none scanned
+    assert commit_count(vault.root) == commits + 2
+    no_trace(vault.root, token)
+
+
 def test_a_person_may_allow_it_an_agent_never(vault: Vault) -> None:
     token = stripe_key()
     result = vault.store("fact", "stripe_test", f"key {token}", allow_secret=True)

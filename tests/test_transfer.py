@@ -1003,6 +1003,12 @@ def _smuggled(shape: str, src: Vault, tmp_path: Path, token: str) -> tuple[Path,
         extra = {"ci": {"tokens": ["not this one", f"but {token}"]}}
         memories = [clean, {"category": "fact", "key": "s2", "content": "clean", "extra": extra}]
         return synapse_file(tmp_path / "in.json", memories), "record 2", "front-matter key 'ci'"
+    if shape == "synapse tags":  # tags are written lowercased: a lowercase token stays one
+        memories = [
+            clean,
+            {"category": "fact", "key": "s2", "content": "clean", "tags": ["infra", f"ci {token.lower()}"]},
+        ]
+        return synapse_file(tmp_path / "in.json", memories), "record 2", "a tag"
     if shape == "keyword, nested":  # a password by its name: the keyword rule reads `password: ...` lines
         extra = {"db": {"host": "db.internal", "password": "Xk9qMv2L7pR4tZ8w"}}
         memories = [clean, {"category": "fact", "key": "s2", "content": "clean", "extra": extra}]
@@ -1019,7 +1025,14 @@ def _smuggled(shape: str, src: Vault, tmp_path: Path, token: str) -> tuple[Path,
     return export_file(tmp_path / "in.jsonl", closed(header, records[:1] + [second])), "record 2", "raw"
 
 
-SMUGGLED = ["synapse field", "synapse extra, nested", "keyword, nested", "memfile extra", "raw front-matter"]
+SMUGGLED = [
+    "synapse field",
+    "synapse extra, nested",
+    "synapse tags",
+    "keyword, nested",
+    "memfile extra",
+    "raw front-matter",
+]
 
 
 @pytest.mark.parametrize("shape", SMUGGLED)
@@ -1088,6 +1101,9 @@ def test_secrets_outside_the_content_are_found_alike_when_scanned_in_a_child(
     path, _, _ = _smuggled("raw front-matter", src, tmp_path, token)
     with pytest.raises(SecretFound, match=r"record 2 .*raw"):
         dst.import_(path)
+    memories[17] = {"category": "fact", "key": "k17", "content": "Plain.", "tags": [f"ci {token.lower()}"]}
+    with pytest.raises(SecretFound, match=r"record 18, .*: a tag"):
+        dst.import_(synapse_file(tmp_path / "in.json", memories))
     assert dst.list() == []
 
 

@@ -1,5 +1,5 @@
-"""An import's checks for secrets: everything a record writes into a memory's file (its content, the
-unknown front-matter keys it gives, nested values too, a raw record's whole text) passes
+"""An import's checks for secrets: everything a record writes into a memory's file (its content, its
+tags, the unknown front-matter keys it gives, nested values too, a raw record's whole text) passes
 `secretscan.guard`, and a refusal names the record and the field.
 
 What the mind's memory already holds is not scanned again (a person's hand edit is theirs). A large
@@ -48,12 +48,14 @@ class SecretChecks:
         ]
         more: list[tuple[int, str, str]] = []  # (record index, kind, text) of unknown keys and raw texts
         for i, r in enumerate(records):
-            if isinstance(r, dict) and (r.get("raw") is not None or r.get("extra")):
+            if isinstance(r, dict) and (r.get("raw") is not None or r.get("extra") or r.get("tags")):
                 raw, extra = r.get("raw"), r.get("extra")
                 if isinstance(raw, str):  # its whole text: the content in it too
                     more.append((i, "raw", raw))
                 elif raw is None and isinstance(extra, dict):
                     more.append((i, "extra", _scanned_text(extra.items())))
+                if raw is None and (tags := _tags_text(r.get("tags"))):
+                    more.append((i, "tags", tags))
         self._more = {(i, kind): len(records) + n for n, (i, kind, _) in enumerate(more)}
         texts += [text for _, _, text in more]
 
@@ -67,7 +69,7 @@ class SecretChecks:
         self._flagged: set[int] | None = None
 
     def add(self, index: int, kind: str, checks: list[tuple[str, str]], agent: bool) -> None:
-        """Check record `index`'s text of `kind` (`content`, `extra` or `raw`) before the import is made:
+        """Check record `index`'s text of `kind` (`content`, `tags`, `extra` or `raw`) before the import is made:
         `checks` holds the texts written, each with how messages name it ("record 3 (fact/x): the content")."""
         if self._allow_secret and agent:  # refused whatever the text
             guard(self._secrets, "", what=checks[0][0], allow_secret=True, agent=True)
@@ -126,6 +128,8 @@ def add_checks(
         return
     if old is None or old.content != memory.content:
         checks.add(index, "content", [(f"{named}: the content", memory.content)], agent)
+    if memory.tags and (old is None or old.tags != memory.tags):
+        checks.add(index, "tags", [(f"{named}: a tag", "\n".join(memory.tags))], agent)
     if memory.extra:
         held = dict(old.extra) if old is not None else {}
         given = [(name, value) for name, value in memory.extra if name not in held or plain(held[name]) != value]
@@ -134,6 +138,18 @@ def add_checks(
                 (f"{named}: the front-matter key {name!r}", _scanned_text(((name, value),))) for name, value in given
             ]
             checks.add(index, "extra", keys, agent)
+
+
+def _tags_text(tags: Any) -> str:
+    """A record's tags as the scan reads them (as written: lowercased, a line each); "" when it has none or
+    they are not tags (the record is refused for that)."""
+    from ..errors import InvalidInput
+    from ..model import parse_tags
+
+    try:
+        return "\n".join(parse_tags(tags))
+    except InvalidInput:
+        return ""
 
 
 def _scanned_text(items: Iterable[tuple[str, Any]]) -> str:
