@@ -14,7 +14,7 @@ skip the stat check) and warms the index between calls.
 Errors come back as tool errors written for an agent (`for_agent`: the tool to
 call, or to ask the user; never a command line or an exit code); the server
 itself never stops on a bad call. Every request gets an answer: arguments a
-tool does not have are refused by name (`refuse_unknown_arguments`), and a
+tool does not have, or of the wrong type, are refused by name (`refuse_unknown_arguments`), and a
 message the SDK cannot read (a lone surrogate, JSON nested too deep, a line
 that is not JSON) gets a tool error or a JSON-RPC error (`unreadable_answer`)
 where the SDK would drop it and leave the client waiting.
@@ -47,6 +47,7 @@ from mcp_types import (
     TextContent,
     ToolAnnotations,
 )
+from pydantic import ValidationError
 
 from .config import find_vault, select_mind
 from .errors import MemfileError, Refused
@@ -164,9 +165,13 @@ _NO_SUCH_ARGUMENT = {
 }
 
 
-def refuse_unknown_arguments(parameters: dict[str, tuple[str, ...]]) -> Callable[..., Any]:
+def refuse_unknown_arguments(
+    parameters: dict[str, tuple[str, ...]], validate: Callable[[str, dict[str, Any]], None]
+) -> Callable[..., Any]:
     """Middleware: a call of one of `parameters`' tools with an argument the tool does not have is a
-    tool error naming it (the SDK would drop it silently, and the agent believe it did something)."""
+    tool error naming it (the SDK would drop it silently, and the agent believe it did something); one
+    whose arguments `validate` (the SDK's own check) refuses gets a tool error in memfile's words, where
+    the SDK answers with pydantic's report and a link to its documentation."""
 
     async def middleware(ctx: Any, call_next: Callable[[Any], Any]) -> Any:
         params = ctx.params if ctx.method == "tools/call" and isinstance(ctx.params, Mapping) else {}
@@ -175,9 +180,43 @@ def refuse_unknown_arguments(parameters: dict[str, tuple[str, ...]]) -> Callable
         if known is None or not isinstance(arguments, Mapping):
             return await call_next(ctx)
         unknown = [key for key in arguments if key not in known]
-        return _tool_error(_unknown_arguments(str(name), unknown, known)) if unknown else await call_next(ctx)
+        if unknown:
+            return _tool_error(_unknown_arguments(str(name), unknown, known))
+        try:
+            validate(str(name), dict(arguments))
+        except ValidationError as exc:
+            return _tool_error(_wrong_arguments(str(name), exc))
+        return await call_next(ctx)
 
     return middleware
+
+
+#: What an argument must be, by pydantic's error type (the types memfile's tools take).
+_MUST_BE = {
+    "string_type": "text",
+    "list_type": "a list of text",
+    "int_type": "a whole number",
+    "int_parsing": "a whole number",
+    "int_from_float": "a whole number",
+    "float_type": "a number",
+    "float_parsing": "a number",
+    "bool_type": "true or false",
+    "bool_parsing": "true or false",
+}
+
+
+def _wrong_arguments(tool: str, problem: ValidationError) -> str:
+    """A tool error naming each argument the SDK's check refused, what it must be and what came."""
+    wrong = []
+    for error in problem.errors():
+        where = "".join(f"[{part}]" if isinstance(part, int) else f".{part}" for part in error["loc"]).lstrip(".")
+        if error["type"] == "missing":
+            wrong.append(f"the argument {where!r} is missing")
+            continue
+        must = _MUST_BE.get(error["type"]) or str(error["msg"])[:1].lower() + str(error["msg"])[1:]
+        given = json.dumps(error.get("input"), ensure_ascii=False, default=str)
+        wrong.append(f"{where!r} must be {must}, not {given[:100]}{'…' if len(given) > 100 else ''}")
+    return f"the `{tool}` tool cannot take these arguments: {'; '.join(wrong)}; nothing was done."
 
 
 def _unknown_arguments(tool: str, unknown: list[str], known: tuple[str, ...]) -> str:
@@ -373,7 +412,15 @@ def build_server(minds: Minds, caller_of: CallerOf, read_minds: Sequence[str] = 
     of `caller_of(ctx)` (stdio: one mind, as the agent; HTTP: the credential of the request that carried it).
     `read_minds`: other minds the recall tool reads too, read-only (`Vault.recall`'s `with_minds`)."""
     parameters: dict[str, tuple[str, ...]] = {}  # tool name -> its arguments, for refuse_unknown_arguments
-    server = MCPServer("memfile", instructions=INSTRUCTIONS, middleware=[refuse_unknown_arguments(parameters)])
+
+    def validate(name: str, arguments: dict[str, Any]) -> None:  # what the SDK checks before the call
+        registered = server._tool_manager.get_tool(name)  # noqa: SLF001 - the SDK's own check of the arguments
+        if registered is not None:
+            registered.fn_metadata.validate_arguments(arguments)
+
+    server = MCPServer(
+        "memfile", instructions=INSTRUCTIONS, middleware=[refuse_unknown_arguments(parameters, validate)]
+    )
     recall_budget = minds.config.mcp_recall_budget  # `[mcp] recall_budget`; None: no limit
 
     def tool(name: str | None = None, **options: Any) -> Callable[[Any], Any]:

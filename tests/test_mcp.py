@@ -742,13 +742,15 @@ def test_malformed_arguments_are_tool_errors_and_the_server_survives(sample_copy
     ]
 
     async def script(agent: Agent) -> dict[str, Any]:
-        wrong = []
+        wrong, said = [], {}
         for name, args in bad_calls:
             result = await agent.call(name, **args)
             if not result.is_error:
                 wrong.append((name, args))
             elif not result.content or not getattr(result.content[0], "text", ""):
                 wrong.append((name, args, "an error without a message"))
+            else:
+                said[f"{name} {args}"] = result.content[0].text
         # odd but valid queries: answered, not crashed
         odd = [
             await agent.call("search", query=q)
@@ -756,6 +758,7 @@ def test_malformed_arguments_are_tool_errors_and_the_server_survives(sample_copy
         ]
         return {
             "wrong": wrong,
+            "said": said,
             "odd": odd,
             "after": await agent.ok("show", ref="user_name"),
             "tags": await agent.ok("tags"),
@@ -763,6 +766,15 @@ def test_malformed_arguments_are_tool_errors_and_the_server_survives(sample_copy
 
     out = serve(sample_copy, script)
     assert out["wrong"] == []
+    pydantics = [text for text in out["said"].values() if "pydantic" in text or "validation error" in text]
+    assert pydantics == [], pydantics  # memfile's words, not the SDK's validation report
+    said = out["said"]
+    assert (
+        "'confidence' must be a number, not \"sure\"; nothing was done"
+        in said["store {'category': 'fact', 'key': 'k', 'content': 'c', 'confidence': 'sure'}"]
+    )
+    assert "'tags' must be a list of text, not 5" in said["list {'tags': 5}"]
+    assert "the argument 'query' is missing" in said["search {}"]
     assert all(result.content is not None for result in out["odd"])
     assert out["after"]["key"] == "user_name" and out["tags"]
     assert not (sample_copy / "michael" / "fact" / "k.md").exists()
