@@ -14,7 +14,8 @@ minds keep the settings they were opened with), another time zone (`--at 2026-05
 output that is not UTF-8, a command it does not serve.
 
 The server also holds `.memfile/serve.lock` ("PID ADDRESS": `memfile status` names it); a second server
-of the same vault answers HTTP only.
+of the same vault answers HTTP only. Both are made again within a second when they go (`rm -rf .memfile`
+is a way to rebuild the index, and the server runs on).
 """
 
 from __future__ import annotations
@@ -53,6 +54,8 @@ MAX_REQUEST = 1024 * 1024
 REQUEST_WITHIN = 2.0
 #: The longest path a Unix socket may have (sun_path holds 108 bytes with the final NUL).
 MAX_SOCKET_PATH = 107
+#: Seconds between looks at whether the lock file and the socket are still there (`rm -rf .memfile`).
+KEEP_EVERY = 1.0
 #: `SO_PEERCRED`'s struct ucred: pid, uid, gid.
 _UCRED = struct.Struct("3i")
 
@@ -75,17 +78,63 @@ def command_lines(minds: Minds, address: str, notify: Callable[[str], None]) -> 
         notify("another server of this vault answers the command line; this one answers HTTP and /mcp only")
         yield
         return
+    lock = _Lock(state / SERVER_LOCK, f"{os.getpid()} {address}", held)
     try:
         lines = _CommandLines(minds)
         reason = lines.start()
         if reason is not None:
             notify(f"warning: the command line will not use this server: {reason}")
+        stop = threading.Event()
+        keeper = threading.Thread(target=_keep, args=(lock, lines, stop, notify), name="memfile-cli-keep", daemon=True)
+        keeper.start()
         try:
             yield
         finally:
+            stop.set()
+            keeper.join()
             lines.stop()
     finally:
-        os.close(held)  # frees the lock: `memfile status` no longer names this server
+        os.close(lock.fd)  # frees the lock: `memfile status` no longer names this server
+
+
+class _Lock:
+    """The server's lock: its file, the text in it, and the descriptor holding its flock."""
+
+    def __init__(self, path: Path, text: str, fd: int) -> None:
+        self.path, self.text, self.fd = path, text, fd
+
+    def held_here(self) -> bool:
+        """True while the lock file at `path` is the one this server holds (not removed, not replaced)."""
+        try:
+            return os.stat(self.path).st_ino == os.fstat(self.fd).st_ino
+        except OSError:
+            return False
+
+
+def _keep(lock: _Lock, lines: _CommandLines, stop: threading.Event, notify: Callable[[str], None]) -> None:
+    """Every KEEP_EVERY seconds until `stop`: when `rm -rf .memfile` (or anything else) took the server's lock
+    file or socket away, take them again, so `memfile status` names this server and the command line uses it
+    (a second server would take them otherwise); when another server took them meanwhile, leave them to it."""
+    while not stop.wait(KEEP_EVERY):
+        if lock.held_here() and lines.listening_here():
+            continue
+        try:
+            fd = lock.fd if lock.held_here() else hold_lock(lock.path, lock.text)
+        except OSError:
+            continue  # the state folder cannot be made just now: try again at the next look
+        if fd is None:
+            notify("another server of this vault took the command line; this one answers HTTP and /mcp only")
+            lines.stop()
+            return
+        if fd != lock.fd:
+            os.close(lock.fd)
+            lock.fd = fd
+        reason = lines.listen_again()
+        notify(
+            f"{lock.path.parent} was removed while the server ran: made its lock and socket again"
+            if reason is None
+            else f"warning: the command line will not use this server: {reason}"
+        )
 
 
 class _CommandLines:
@@ -96,38 +145,67 @@ class _CommandLines:
         self.path = minds.root / STATE_DIR / SOCKET_NAME
         self._settings = _stamp(minds.root / CONFIG_NAME)
         self._listener: socket.socket | None = None
+        self._inode = 0  # of the socket file this server listens on
         self._streams: tuple[Any, Any] | None = None
 
     def start(self) -> str | None:
         """Listen; the reason why not, or None."""
+        reason = self._listen()
+        if reason is None:
+            self._streams = (sys.stdout, sys.stderr)
+            sys.stdout, sys.stderr = _ThreadStream(sys.stdout), _ThreadStream(sys.stderr)
+        return reason
+
+    def _listen(self) -> str | None:
         if len(os.fsencode(self.path)) > MAX_SOCKET_PATH:
             return f"the path {self.path} is too long for a Unix socket ({MAX_SOCKET_PATH} bytes at most)"
         try:
             self._listener = unix_listener(self.path)
+            self._inode = os.stat(self.path).st_ino
         except OSError as exc:
             return f"{self.path} cannot be made ({exc.strerror})"
-        self._streams = (sys.stdout, sys.stderr)
-        sys.stdout, sys.stderr = _ThreadStream(sys.stdout), _ThreadStream(sys.stderr)
-        threading.Thread(target=self._accept, name="memfile-cli", daemon=True).start()
+        threading.Thread(target=self._accept, args=(self._listener,), name="memfile-cli", daemon=True).start()
         return None
+
+    def listening_here(self) -> bool:
+        """True while the socket file at `path` is the one this server listens on (or it never could)."""
+        return self._listener is None or self._owns_path()
+
+    def _owns_path(self) -> bool:
+        try:
+            return os.stat(self.path).st_ino == self._inode
+        except OSError:
+            return False
+
+    def listen_again(self) -> str | None:
+        """Listen on a new socket at `path` (the old one was removed); the reason why not, or None."""
+        self._close()
+        return self._listen()
 
     def stop(self) -> None:
         """Stop taking command lines (those being answered finish, or their clients run them themselves)."""
         if self._listener is None:
             return
-        with suppress(OSError):
-            self.path.unlink()
-        with suppress(OSError):
-            self._listener.shutdown(socket.SHUT_RDWR)  # wakes the accepting thread
-        self._listener.close()
+        self._close()
         if self._streams is not None:
             sys.stdout, sys.stderr = self._streams
+            self._streams = None
 
-    def _accept(self) -> None:
-        assert self._listener is not None
+    def _close(self) -> None:
+        listener, self._listener = self._listener, None
+        if listener is None:
+            return
+        if self._owns_path():  # never another server's socket, made there since
+            with suppress(OSError):
+                self.path.unlink()
+        with suppress(OSError):
+            listener.shutdown(socket.SHUT_RDWR)  # wakes the accepting thread
+        listener.close()
+
+    def _accept(self, listener: socket.socket) -> None:
         while True:
             try:
-                conn, _ = self._listener.accept()
+                conn, _ = listener.accept()
             except OSError:
                 return  # stopped
             threading.Thread(target=self._answer, args=(conn,), name="memfile-cli-answer", daemon=True).start()

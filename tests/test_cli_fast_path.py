@@ -985,6 +985,36 @@ def test_a_second_server_of_the_vault_answers_http_only(server: Server, setup: S
     served(["--vault", str(setup.root), "tags"], client_env(setup.home), record)
 
 
+def test_a_server_makes_its_lock_and_socket_again_after_rm_rf_state(tmp_path: Path, record: Path) -> None:
+    """QA: `rm -rf .memfile` (the way to rebuild the index) under a running server took its serve.lock and
+    cli.sock: status said "not running", every command ran in process, and a second server took both."""
+    import shutil
+    import time
+
+    own = make_setup(tmp_path)
+    server = start_server(own)
+    env, root = client_env(own.home), str(own.root)
+    try:
+        Vault.open(own.root, "michael").store("fact", "editor", "Uses neovim with the lazy.nvim plugins")
+        assert "neovim" in served(["--vault", root, "search", "neovim"], env, record).out.decode()
+        shutil.rmtree(own.root / ".memfile")
+        deadline = time.monotonic() + DEADLINE  # the server looks every KEEP_EVERY (1 s); a loaded machine is slow
+        while not (cli_socket(own).exists() and (own.root / ".memfile" / "serve.lock").exists()):
+            assert time.monotonic() < deadline and server.process.poll() is None, "not made again"
+            time.sleep(0.1)
+        data = json.loads(three_ways(["--vault", root, "status", "--json"], env, record).out)
+        assert data["server"] == {"pid": server.process.pid, "address": server.url}
+        assert "neovim" in three_ways(["--vault", root, "search", "neovim"], env, record).out.decode()
+        second = start_server(own)  # the command line stays with the first server
+        assert second.stop()[0] == 0
+        served(["--vault", root, "tags"], env, record)
+    finally:
+        code, _, err = server.stop()
+    assert code == 0, err
+    assert "was removed while the server ran: made its lock and socket again" in err, err
+    assert not cli_socket(own).exists()
+
+
 def test_a_current_folder_that_no_longer_exists_is_no_vault_and_no_traceback(tmp_path: Path) -> None:
     gone = tmp_path / "gone"
     gone.mkdir()
