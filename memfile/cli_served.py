@@ -102,6 +102,11 @@ class _Lock:
 
     def __init__(self, path: Path, text: str, fd: int) -> None:
         self.path, self.text, self.fd = path, text, fd
+        self._vault = _identity(path.parent.parent)
+
+    def vault_here(self) -> bool:
+        """True while the vault's folder is where the server found it (not moved, removed or replaced)."""
+        return _identity(self.path.parent.parent) == self._vault
 
     def held_here(self) -> bool:
         """True while the lock file at `path` is the one this server holds (not removed, not replaced)."""
@@ -111,13 +116,21 @@ class _Lock:
             return False
 
 
+def _identity(path: Path) -> tuple[int, int] | None:
+    try:
+        info = os.stat(path)
+    except OSError:
+        return None
+    return info.st_dev, info.st_ino
+
+
 def _keep(lock: _Lock, lines: _CommandLines, stop: threading.Event, notify: Callable[[str], None]) -> None:
     """Every KEEP_EVERY seconds until `stop`: when `rm -rf .memfile` (or anything else) took the server's lock
     file or socket away, take them again, so `memfile status` names this server and the command line uses it
     (a second server would take them otherwise); when another server took them meanwhile, leave them to it."""
     while not stop.wait(KEEP_EVERY):
-        if lock.held_here() and lines.listening_here():
-            continue
+        if (lock.held_here() and lines.listening_here()) or not lock.vault_here():
+            continue  # all is in place; or the vault moved, and its lock and socket went along (or with it)
         try:
             fd = lock.fd if lock.held_here() else hold_lock(lock.path, lock.text)
         except OSError:

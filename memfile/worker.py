@@ -98,6 +98,7 @@ class Minds:
         self.config = load_config(self.root)
         self.watcher = MindsWatcher(self.root, self._refresh) if watch else None
         self._vaults: dict[str, Vault] = {}  # read and written on the worker thread only
+        self._left_open: tuple[list[Vault], threading.Event] | None = None  # by `stop`, until `close`
         self._unwatched: dict[str, float] = {}  # opened minds another watcher had: when we last tried
         self._guard = threading.Lock()
         self._wake = threading.Condition(self._guard)  # a job came in, a commit was made, or the end
@@ -189,12 +190,17 @@ class Minds:
 
     def close(self) -> None:
         """Stop watching (pending batches are applied first), close every Vault on the worker thread, stop
-        the thread. Safe to call twice; no call may be made afterwards."""
+        the thread. Safe to call twice; no call may be made afterwards. After `stop`, end the thread holding
+        the Vaults it left open (they are left to the garbage collector: SQLite closes a connection only on
+        the thread that made it, the worker's)."""
         if self.watcher is not None:
             self.watcher.stop()
         self._tidied.set()
         with self._guard:
             if self._closed:
+                if self._left_open is not None:
+                    self._left_open[1].set()
+                    self._left_open = None
                 return
             self._closed = True  # the warm work stops at its next pause
         self._push(self._close_vaults).result()
@@ -215,8 +221,8 @@ class Minds:
                 return
             self._closed = True  # the warm work stops at its next pause
         self._end()
-        vaults, self._vaults = list(self._vaults.values()), {}
-        threading.Thread(target=_hold, args=(vaults,), name="memfile-vaults-left-open", daemon=True).start()
+        self._left_open, self._vaults = (list(self._vaults.values()), threading.Event()), {}
+        threading.Thread(target=_hold, args=self._left_open, name="memfile-vaults-left-open", daemon=True).start()
 
     def __enter__(self) -> Minds:
         return self
@@ -444,11 +450,12 @@ def _name_thread(name: str) -> None:
         pass
 
 
-def _hold(vaults: list[Vault]) -> None:
-    """Keep `vaults` until the process ends. Python frees nothing a daemon thread still holds at exit
-    (threading's documentation: their resources "may not be released properly"), so neither the
-    interpreter's teardown nor the garbage collector closes them one by one."""
-    threading.Event().wait()
+def _hold(vaults: list[Vault], released: threading.Event) -> None:
+    """Keep `vaults` until the process ends (or `close` closed them and sets `released`). Python frees
+    nothing a daemon thread still holds at exit (threading's documentation: their resources "may not be
+    released properly"), so neither the interpreter's teardown nor the garbage collector closes them one
+    by one."""
+    released.wait()
 
 
 def _settle(future: Future[StoreResult], result: StoreResult | BaseException) -> None:

@@ -13,6 +13,7 @@ import json
 import os
 import subprocess
 import sys
+import threading
 from collections.abc import Callable
 from pathlib import Path
 
@@ -53,6 +54,7 @@ def test_temp_files_made_by_the_child_are_those_this_process_makes(tmp_path: Pat
         children.append(wait is not None)
         return wait
 
+    assert fastpath.may_fork(), [t.name for t in threading.enumerate()]  # a thread another test left behind
     seen: list[int] = []
     aside = _prepared(tmp_path / "aside", counted, seen)
     here = _prepared(tmp_path / "here", None, seen)
@@ -83,6 +85,7 @@ def test_a_child_that_fails_midway_leaves_the_files_to_this_process(
         ran.append(wait is not None)
         return None if wait is None else (lambda: wait.result() is not None)
 
+    assert fastpath.may_fork(), [t.name for t in threading.enumerate()]  # a thread another test left behind
     prepared = _prepared(tmp_path, forked, [])
     assert ran == [True]
     assert sorted(_temps(tmp_path)) == sorted(prepared.values())  # the child's five were made again, once

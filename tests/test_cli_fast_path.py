@@ -606,6 +606,8 @@ def test_a_vault_renamed_under_its_server_is_not_answered_by_it(tmp_path: Path, 
     finally:
         code, _, err = server.stop()
     assert code == 0 and "Traceback" not in err, err
+    for left in (own.root / ".memfile" / "serve.lock", cli_socket(own)):
+        assert not left.exists(), left  # the server never made its lock or socket again where the vault was
     fell_back(["--vault", str(moved), "tags"], env, record)  # its socket, left where it went: stale
 
 
