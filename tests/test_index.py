@@ -644,6 +644,34 @@ def test_store_works_at_once_after_the_lock_holder_is_killed(notes: Vault) -> No
     assert search_keys(notes.root, "hunter2") == ["wifi"]
 
 
+def test_a_writer_that_fails_to_open_lets_go_of_the_index_lock(notes: Vault, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A writer failing to open once it held Whoosh's lock (its index removed meanwhile: `rm -rf .memfile`
+    under a server) kept the lock as long as its error lived (a server's worker keeps it in a Future):
+    every later write of the process waited lock_timeout for it (a served status took 20 s)."""
+    import fcntl
+
+    from whoosh.index import FileIndex
+
+    store = notes._index._store
+    assert store is not None
+    read_toc = FileIndex._read_toc
+
+    def removed_meanwhile(self: Any) -> Any:
+        raise FileNotFoundError(2, "No such file or directory", str(index_dir(notes.root)))
+
+    monkeypatch.setattr(FileIndex, "_read_toc", removed_meanwhile)
+    with pytest.raises(FileNotFoundError) as failed:  # every file gone: a write it must make (the lock taken)
+        store.sync({}, notes._index.load, None, wait=True, present=lambda path: False)
+    kept = failed.value  # as a worker's Future keeps it, traceback and all
+    monkeypatch.setattr(FileIndex, "_read_toc", read_toc)
+    fd = os.open(index_dir(notes.root) / f"{INDEX_NAME}_WRITELOCK", os.O_WRONLY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # BlockingIOError while anything holds it
+    finally:
+        os.close(fd)
+    assert kept.__traceback__ is not None
+
+
 def test_store_exits_4_without_writing_when_the_vault_lock_is_held(notes: Vault) -> None:
     set_lock_timeout(notes.root, 1)
     commits = commit_count(notes.root)

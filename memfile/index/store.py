@@ -298,27 +298,28 @@ class Store:
         todo = self._stale(disk, paths, load)
         if not todo:
             return report
-        from whoosh.index import LockError
+        from whoosh.util.filelock import try_for
 
         from .write_codec import open_writer
 
-        try:
-            ix = self._open()
-            # Another process building the whole index is done sooner than this one reading every file again.
-            patient = wait or todo >= BULK
-            writer = open_writer(ix, timeout=self.lock_timeout if patient else 0.0, **_bulk_options(todo))
-        except LockError:
+        ix = self._open()
+        # The lock Whoosh's writer takes, taken here (as it waits): a writer whose opening fails once it
+        # holds the lock (its folder removed meanwhile, `rm -rf .memfile`) would keep it until the garbage
+        # collector found the writer, and every later write of this process would wait for it in vain.
+        lock = ix.lock("WRITELOCK")
+        # Another process building the whole index is done sooner than this one reading every file again.
+        patient = wait or todo >= BULK
+        if not try_for(lock.acquire, timeout=self.lock_timeout if patient else 0.0, delay=0.1):
             if wait:
-                raise LockTimeout(str(self.folder / f"{INDEX_NAME}_WRITELOCK"), self.lock_timeout) from None
+                raise LockTimeout(str(self.folder / f"{INDEX_NAME}_WRITELOCK"), self.lock_timeout)
             return self._read_pending(disk, load, paths, report)
         # The writer lock is kept until the catalog is written too: another writer reading the recorded
         # state in between would write it back without this batch (deleted files would stay for good).
-        lock, writer.writelock = writer.writelock, None
         try:
+            writer = open_writer(ix, lock=False, **_bulk_options(todo))
             return self._write_batch(ix, writer, disk, load, paths, progress, todo, report, present)
         finally:
-            if lock is not None:
-                lock.release()
+            lock.release()
 
     def _write_batch(
         self,

@@ -389,16 +389,20 @@ class _TermTask(SubWriterTask):
         self.resultqueue.put(result, timeout=5)
 
 
-def open_writer(ix: Any, procs: int = 1, **options: Any) -> Any:
+def open_writer(ix: Any, procs: int = 1, lock: bool = True, **options: Any) -> Any:
     """`ix.writer(procs=procs, **options)`, with memfile's `TermWriter` or `TermMpWriter` unless
-    MEMFILE_PLAIN names `term_pool`."""
+    MEMFILE_PLAIN names `term_pool`. `lock=False`: the caller holds Whoosh's writer lock, so the writer
+    takes none (Whoosh's `_lk=False`, which its processes' writers pass themselves: they get `subargs`)."""
+    taken: dict[str, Any] = {} if lock else {"_lk": False}
+    if procs > 1 and not lock:
+        taken["subargs"] = {k: v for k, v in options.items() if k not in ("batchsize", "multisegment", "subargs")}
     if plain("term_pool"):
-        return ix.writer(procs=procs, **options)
+        return ix.writer(procs=procs, **taken, **options)
     if procs <= 1:
-        return TermWriter(ix, **options)
+        return TermWriter(ix, **taken, **options)
     if not getattr(ix.storage, "supports_multiproc_writing", False):
-        return ix.writer(procs=procs, **options)  # Whoosh warns, and writes in this process
-    return TermMpWriter(ix, procs=procs, **options)
+        return ix.writer(procs=procs, **taken, **options)  # Whoosh warns, and writes in this process
+    return TermMpWriter(ix, procs=procs, **taken, **options)
 
 
 _FIELD, _TEXT = itemgetter(0), itemgetter(1)
