@@ -189,7 +189,9 @@ def test_a_second_conflict_keeps_the_first_conflicts_other_body() -> None:
     assert "Aachen" in kept and "Bonn" in kept and "Cologne" in kept, kept
 
 
-def test_a_file_git_cannot_merge_keeps_the_side_memfile_can_read(two: tuple[Vault, Vault]) -> None:
+def test_a_file_git_cannot_merge_keeps_ours_even_when_only_theirs_can_be_read(two: tuple[Vault, Vault]) -> None:
+    """SPEC 4: memfile never overwrites a file it cannot parse, not even with the other side's readable
+    version; that version stays in the merge commit (history shows it)."""
     laptop, server = two
     laptop.store("fact", "office", "The office moved to Hamburg")
     laptop.sync()
@@ -200,13 +202,10 @@ def test_a_file_git_cannot_merge_keeps_the_side_memfile_can_read(two: tuple[Vaul
     broken = path.read_text(encoding="utf-8").replace("tags:", "tags: [oops\nbroken:").replace("Hamburg", "Bremen")
     path.write_text(broken, encoding="utf-8")  # the same body line changed on both sides: no line merge either
     commit_by_hand(server.root, "michael/fact/office.md", message="hand edit")
-    mine = git(server.root, "rev-parse", "HEAD").strip()
     report = server.sync()
-    assert report.kept_ours == ["michael/fact/office.md (theirs)"], report
-    assert server.get("fact/office").content == "The office is in Munich"  # readable again
-    assert path.read_text(encoding="utf-8") == (laptop.root / "michael/fact/office.md").read_text(encoding="utf-8")
-    shas = [v.sha for v in server.history("fact/office")]
-    assert theirs in shas and mine in shas  # the broken hand edit stays in history
+    assert report.kept_ours == ["michael/fact/office.md (ours)"], report
+    assert path.read_text(encoding="utf-8") == broken  # the unreadable file, untouched
+    assert theirs in git(server.root, "log", "--all", "--format=%H")  # the other version, in history
 
 
 def test_a_file_neither_side_can_read_keeps_ours(two: tuple[Vault, Vault]) -> None:

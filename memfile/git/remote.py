@@ -52,9 +52,7 @@ class RemoteReport:
     files_in: list[str] = field(default_factory=list)
     hand_edits: str | None = None  # the commit of pending hand edits made first
     conflicts: list[str] = field(default_factory=list)  # REFs whose body changed on both sides
-    kept_ours: list[str] = field(
-        default_factory=list
-    )  # files git could not merge: 'path (side kept)', the other in history
+    kept_ours: list[str] = field(default_factory=list)  # files git could not merge: ours kept, theirs in history
     #: Set when this sync created the branch on the remote: how another machine gets the vault.
     clone_command: str | None = None
 
@@ -79,8 +77,7 @@ def run_merge_driver(base: str, ours: str, theirs: str, relpath: str) -> int:
 
     A memory merges field by field; a file without front-matter merges line by
     line (`git merge-file`). When neither works, `ours` is left as it was and
-    git reports the path unmerged: sync keeps the side it can read (ours when both or neither), and the
-    other stays in the merge.
+    git reports the path unmerged: sync keeps ours, and theirs stays in the merge.
     """
     from .merge import merge_memory
     from .store import merge_text
@@ -219,7 +216,7 @@ def _finish_interrupted_merge(git: GitStore, subject: str) -> str:
 
 def _settle(git: GitStore, unmerged: list[str], name: str, mind: str) -> list[str]:
     """Finish a merge git left with `unmerged` memory files: keep the side that still has each file
-    (when both do, the driver could not read one: the side that can be read, else ours). Returns what was kept.
+    (ours when both do: the driver could not read one). Returns what was kept.
 
     Raises:
         GitError: a file that is not a memory is unmerged (nothing is decided for it).
@@ -231,10 +228,9 @@ def _settle(git: GitStore, unmerged: list[str], name: str, mind: str) -> list[st
         )
     kept = []
     for path in unmerged:
-        # A side that deleted the file loses to the side that changed it; when both changed it (the
-        # driver could not read one), the side memfile can read wins, ours when both or neither can.
-        # Either way the other version is in the merged commit.
-        side = "theirs" if 2 not in git.unmerged_sides(path) or _only_theirs_readable(git, path) else "ours"
+        # A side that deleted the file loses to the side that changed it; otherwise ours stays
+        # (the driver could not read one side). Either way the other version is in the merged commit.
+        side = "theirs" if 2 not in git.unmerged_sides(path) else "ours"
         git.take_side(path, side)
         kept.append(f"{path} ({side})")
     git.finish_merge(
@@ -242,24 +238,6 @@ def _settle(git: GitStore, unmerged: list[str], name: str, mind: str) -> list[st
         f"merged commit (memfile history shows it)\n\nmind: {mind}"
     )
     return kept
-
-
-def _only_theirs_readable(git: GitStore, path: str) -> bool:
-    """True when this machine's version of an unmerged memory file cannot be read and the other's can."""
-    ours, theirs = git.read_all([(":2", path), (":3", path)])
-    return theirs is not None and not _readable(ours, path) and _readable(theirs, path)
-
-
-def _readable(data: bytes | None, path: str) -> bool:
-    from .. import fileformat
-
-    if data is None:
-        return False
-    try:
-        fileformat.parse(data, path, utc_now())
-    except FileParseError:
-        return False
-    return True
 
 
 class Remote:
