@@ -110,15 +110,13 @@ class _Lock:
 
     def held_here(self) -> bool:
         """True while the lock file at `path` is the one this server holds (not removed, not replaced)."""
-        try:
-            return os.stat(self.path).st_ino == os.fstat(self.fd).st_ino
-        except OSError:
-            return False
+        return _identity(self.path) == _identity(self.fd)
 
 
-def _identity(path: Path) -> tuple[int, int] | None:
+def _identity(file: Path | int) -> tuple[int, int] | None:
+    """(device, inode) of a path or an open descriptor; None when there is none."""
     try:
-        info = os.stat(path)
+        info = os.stat(file)
     except OSError:
         return None
     return info.st_dev, info.st_ino
@@ -158,7 +156,7 @@ class _CommandLines:
         self.path = minds.root / STATE_DIR / SOCKET_NAME
         self._settings = _stamp(minds.root / CONFIG_NAME)
         self._listener: socket.socket | None = None
-        self._inode = 0  # of the socket file this server listens on
+        self._socket: tuple[int, int] | None = None  # the identity of the socket file this server listens on
         self._streams: tuple[Any, Any] | None = None
 
     def start(self) -> str | None:
@@ -174,7 +172,7 @@ class _CommandLines:
             return f"the path {self.path} is too long for a Unix socket ({MAX_SOCKET_PATH} bytes at most)"
         try:
             self._listener = unix_listener(self.path)
-            self._inode = os.stat(self.path).st_ino
+            self._socket = _identity(self.path)
         except OSError as exc:
             return f"{self.path} cannot be made ({exc.strerror})"
         threading.Thread(target=self._accept, args=(self._listener,), name="memfile-cli", daemon=True).start()
@@ -185,10 +183,7 @@ class _CommandLines:
         return self._listener is None or self._owns_path()
 
     def _owns_path(self) -> bool:
-        try:
-            return os.stat(self.path).st_ino == self._inode
-        except OSError:
-            return False
+        return _identity(self.path) == self._socket
 
     def listen_again(self) -> str | None:
         """Listen on a new socket at `path` (the old one was removed); the reason why not, or None."""

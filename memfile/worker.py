@@ -98,7 +98,7 @@ class Minds:
         self.config = load_config(self.root)
         self.watcher = MindsWatcher(self.root, self._refresh) if watch else None
         self._vaults: dict[str, Vault] = {}  # read and written on the worker thread only
-        self._left_open: tuple[list[Vault], threading.Event] | None = None  # by `stop`, until `close`
+        self._release: threading.Event | None = None  # ends the thread holding the Vaults `stop` left open
         self._unwatched: dict[str, float] = {}  # opened minds another watcher had: when we last tried
         self._guard = threading.Lock()
         self._wake = threading.Condition(self._guard)  # a job came in, a commit was made, or the end
@@ -198,9 +198,8 @@ class Minds:
         self._tidied.set()
         with self._guard:
             if self._closed:
-                if self._left_open is not None:
-                    self._left_open[1].set()
-                    self._left_open = None
+                if self._release is not None:
+                    self._release.set()
                 return
             self._closed = True  # the warm work stops at its next pause
         self._push(self._close_vaults).result()
@@ -221,8 +220,9 @@ class Minds:
                 return
             self._closed = True  # the warm work stops at its next pause
         self._end()
-        self._left_open, self._vaults = (list(self._vaults.values()), threading.Event()), {}
-        threading.Thread(target=_hold, args=self._left_open, name="memfile-vaults-left-open", daemon=True).start()
+        vaults, self._vaults, self._release = list(self._vaults.values()), {}, threading.Event()
+        args = (vaults, self._release)
+        threading.Thread(target=_hold, args=args, name="memfile-vaults-left-open", daemon=True).start()
 
     def __enter__(self) -> Minds:
         return self

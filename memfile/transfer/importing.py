@@ -10,7 +10,7 @@ alone, so importing twice changes nothing; the same id with other content
 follows `on_conflict`; the same `category/key` under another id, or the same
 id under another `category/key` (keys never change), is a conflict, reported
 and never merged. Everything written is scanned for secrets: the content, the
-unknown keys, a raw record's text. An agent's import lands unverified, as
+tags, the unknown keys, a raw record's text. An agent's import lands unverified, as
 `source: agent`, at most `high`, and cannot change what a person verified or
 made critical.
 """

@@ -4,7 +4,7 @@ tags, the unknown front-matter keys it gives, nested values too, a raw record's 
 
 What the mind's memory already holds is not scanned again (a person's hand edit is theirs). A large
 import's texts are scanned in another process meanwhile (`Aside`, the speed trick `scan_child`), so the
-checks cost the import little: a record without unknown keys or raw text has its content scanned alone.
+checks cost the import little: a record without tags, unknown keys or raw text has its content scanned alone.
 """
 
 from __future__ import annotations
@@ -24,13 +24,13 @@ Aside = Callable[[Callable[[], bytes]], Callable[[], bytes | None] | None]
 
 class SecretChecks:
     """An import's checks for secrets (`secretscan.guard` on everything a record writes into the file: its
-    content, the unknown keys it gives, a raw record's whole text), made in record order once the records
+    content, its tags, the unknown keys it gives, a raw record's whole text), made in record order once the records
     are checked: the first refusal raises, the warnings come back.
 
     Meanwhile every record's texts are scanned in another process (`aside`, the speed trick `scan_child`,
     handed in for a large import: the scan is a third of the checks, 0.9 s for 10,000 memories); only a
     text found holding something there is scanned here again, by `guard`, for its message. A record
-    without unknown keys or raw text has its content scanned alone, as before (the hot path). `close()`
+    without tags, unknown keys or raw text has its content scanned alone, as before (the hot path). `close()`
     waits for that process: call it on the way out, an error's included.
     """
 
@@ -38,7 +38,9 @@ class SecretChecks:
         self, records: list[Any], secrets: SecretPolicy | None, allow_secret: bool, aside: Aside | None
     ) -> None:
         self._secrets, self._allow_secret = secrets, allow_secret
-        self._pending: list[tuple[int | None, str, list[tuple[str, str]], bool]] = []  # (text, kind, checks, agent)
+        self._pending: list[
+            tuple[int | None, str, list[tuple[str, str]], bool]
+        ] = []  # (position in texts, kind, checks, agent)
         policy = secrets or SecretPolicy()
         texts: list[str | None] = [  # record i's content at i, then the others' (`self._more`)
             r["content"].replace("\r\n", "\n").strip()
@@ -46,7 +48,7 @@ class SecretChecks:
             else None
             for r in records
         ]
-        more: list[tuple[int, str, str]] = []  # (record index, kind, text) of unknown keys and raw texts
+        more: list[tuple[int, str, str]] = []  # (record index, kind, text) of tags, unknown keys and raw texts
         for i, r in enumerate(records):
             if isinstance(r, dict) and (r.get("raw") is not None or r.get("extra") or r.get("tags")):
                 raw, extra = r.get("raw"), r.get("extra")
