@@ -4,8 +4,10 @@ A token (`mfk_<id>_<secret>` for a Mind Key, `mfp_<id>_<secret>` for a person) i
 it is made, and never stored: the keys file keeps the SHA-256 of the whole token beside its public
 id, label, kind, vault and mind. The file lives outside every vault and outside git (a vault is
 pushed and cloned; `.memfile/` is a cache), by default `$XDG_CONFIG_HOME/memfile/keys.toml`, mode
-0600 in a folder made 0700. A file other users may read or write, or one that is not what
-`memfile key` writes, is refused with the fix, never half-read. Writes replace the file atomically
+0600 in a folder made 0700. A file other users may read or write, one that is not what
+`memfile key` writes, or one inside a vault (the vault asked about, or one its keys belong to: its
+hashes and labels would go into git with the next hand-edit commit), is refused with the fix, never
+half-read. Writes replace the file atomically
 under an flock on a sibling `.lock` file, so two `memfile key add` at once both land.
 """
 
@@ -183,11 +185,7 @@ class KeyStore:
             raise InvalidInput("mind", mind, "no mind (--person): a person's token reaches every mind")
         where = str(root)
         _check_writable_text(where)
-        if root in self.path.resolve().parents:
-            raise Refused(
-                f"the keys file {self.path} is inside the vault {root}, which is pushed and cloned; "
-                f"keep it outside (the default is {default_keys_path()}): pass --keys FILE or set {KEYS_ENV}"
-            )
+        self._check_outside(where)
         with self._locked():
             entries = self._read()
             for entry in entries.values():
@@ -207,10 +205,13 @@ class KeyStore:
         """The keys of `vault` (every key when None), oldest first.
 
         Raises:
-            Refused: other users may read or write the keys file (the message gives the chmod).
+            Refused: other users may read or write the keys file (the message gives the chmod), or it
+                is inside `vault` or a vault one of its keys belongs to.
             InvalidKeysFile: it is not a file, not TOML, or holds an entry memfile did not write.
         """
         where = _resolved(vault) if vault is not None else None
+        if where is not None:
+            self._check_outside(where)
         keys = [e.key for e in self._entries().values() if where is None or e.key.vault == where]
         return sorted(keys, key=lambda k: (k.created_at, k.id))
 
@@ -252,16 +253,34 @@ class KeyStore:
         match = _TOKEN.fullmatch(token)
         if match is None:
             return None
+        where = _resolved(vault)
+        self._check_outside(where)
         entry = self._entries().get(match[2])
         if entry is None or not hmac.compare_digest(entry.sha256, _digest(token)):
             return None
-        return entry.key if entry.key.vault == _resolved(vault) else None
+        return entry.key if entry.key.vault == where else None
 
     def has_keys(self, vault: Path) -> bool:
         """Whether `vault` has at least one key (`memfile serve --allow-remote` needs one)."""
         return bool(self.list(vault))
 
     # The file.
+
+    def _check_outside(self, vault: str) -> None:
+        """The keys file must not be inside the vault `vault` (resolved): a vault is pushed and cloned, and
+        its working tree goes into the next hand-edit commit or `git add -A`, hashes and labels with it.
+
+        Raises:
+            Refused: it is (its symbolic links followed).
+        """
+        root = Path(vault)
+        resolved = self.path.resolve()
+        if resolved == root or root in resolved.parents:
+            raise Refused(
+                f"the keys file {self.path} is inside the vault {root}, whose files go into git and are pushed "
+                f"and cloned; no key is read from it: move it outside the vault, and pass --keys FILE or set "
+                f"{KEYS_ENV}"
+            )
 
     def _entries(self) -> dict[str, _Entry]:
         """The file's entries, parsed again only when its stat changed."""
@@ -312,7 +331,10 @@ class KeyStore:
             text = data.decode("utf-8")
         except UnicodeDecodeError as exc:
             raise InvalidKeysFile(self.path, "it is not UTF-8 text", line=data[: exc.start].count(b"\n") + 1) from None
-        return _parse(self.path, text)
+        entries = _parse(self.path, text)
+        for vault in {entry.key.vault for entry in entries.values()}:
+            self._check_outside(vault)
+        return entries
 
     @contextmanager
     def _locked(self) -> Iterator[None]:

@@ -223,6 +223,40 @@ def test_a_keys_file_inside_the_vault_is_refused(root: Path) -> None:
         assert not inside.exists()
 
 
+def test_a_keys_file_moved_into_the_vault_is_refused_by_every_reader(
+    root: Path, keys_file: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Not only `key add`: list (of this vault, or --all), revoke and authenticate refuse a keys file inside the
+    vault asked about or inside a vault its keys belong to, whether it is named by --keys, MEMFILE_KEYS or
+    XDG_CONFIG_HOME: its hashes and labels sit in the working tree, where the next commit takes them."""
+    key, token = add(root, keys_file, "--mind", "michael", "--name", "claude-desktop")
+    inside = root / "config" / "memfile" / "keys.toml"
+    inside.parent.mkdir(parents=True)
+    inside.write_bytes(keys_file.read_bytes())
+    os.chmod(inside, 0o600)
+    other = plain_vault(tmp_path / "other", "", carol={})
+
+    def refused(*args: object) -> None:
+        result = fails(in_vault(root, *args), Refused.exit_code)
+        assert f"the keys file {inside} is inside the vault {root}" in result.stderr, result.stderr
+        assert "move it outside the vault" in result.stderr and "--keys FILE" in result.stderr
+
+    for args in (("key", "list"), ("key", "list", "--all"), ("key", "revoke", key["id"])):
+        refused(*args, "--keys", inside)
+    fails(run("--vault", other, "key", "list", "--all", "--keys", inside), Refused.exit_code)  # root's keys are in it
+    monkeypatch.setenv("MEMFILE_KEYS", str(inside))
+    refused("key", "list")
+    monkeypatch.delenv("MEMFILE_KEYS")
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(root / "config"))
+    refused("key", "list", "--json")
+    store = KeyStore(inside)
+    with pytest.raises(Refused):
+        store.authenticate(token, root)
+    with pytest.raises(Refused):
+        store.has_keys(other)
+    assert KeyStore(keys_file).authenticate(token, root) is not None  # the file outside still works
+
+
 def test_an_existing_folder_keeps_its_mode(root: Path, tmp_path: Path) -> None:
     folder = tmp_path / "shared"
     folder.mkdir(mode=0o755)

@@ -177,6 +177,27 @@ def test_without_keys_it_serves_health_and_says_how_to_make_one(setup: Setup, tm
     assert "memfile key add" in err
 
 
+def test_a_keys_file_inside_the_vault_is_refused_before_anything_is_served(setup: Setup) -> None:
+    """--keys, MEMFILE_KEYS or XDG_CONFIG_HOME naming a file in the vault: exit 2 and why, before listening
+    (the file's hashes and labels would go into git with the next commit of the working tree)."""
+    inside = setup.root / "keys.toml"
+    inside.write_bytes(setup.keys_path.read_bytes())
+    os.chmod(inside, 0o600)
+    command = [sys.executable, "-m", "memfile", "--vault", str(setup.root), "serve", "--port", "0"]
+    for extra, env in (
+        (["--keys", str(inside)], {}),
+        (["--keys", str(setup.root / "michael" / "new.toml")], {}),  # not made yet: refused all the same
+        ([], {"MEMFILE_KEYS": str(inside)}),
+        ([], {"XDG_CONFIG_HOME": str(setup.root / ".memfile")}),
+    ):
+        result = subprocess.run(
+            [*command, *extra], capture_output=True, text=True, env=server_env(setup.home) | env, timeout=DEADLINE
+        )
+        assert result.returncode == 2, (extra, env, result)
+        assert result.stdout == "" and "Traceback" not in result.stderr
+        assert f"is inside the vault {setup.root}" in result.stderr and "--keys FILE" in result.stderr, result.stderr
+
+
 def test_a_key_made_while_it_runs_is_taken(setup: Setup, tmp_path: Path) -> None:
     setup.keys_path = tmp_path / "later" / "keys.toml"
     server = start_server(setup)
