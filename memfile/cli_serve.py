@@ -34,6 +34,12 @@ SERVE_PACKAGES = ("starlette", "uvicorn", "h11", "anyio", "jinja2", "markupsafe"
     help="Also answer requests whose Host header is NAME (say a TLS proxy's public name); repeatable.",
 )
 @click.option(
+    "--forwarded-allow-ips",
+    metavar="IPS",
+    help="Believe X-Forwarded-Proto and X-Forwarded-For from these TLS proxies (IP addresses or networks, "
+    "comma-separated; * for any): behind them the console logs in over https with a Secure cookie.",
+)
+@click.option(
     "--no-watch", is_flag=True, help="Do not run the watcher (hand edits are seen at the next request anyway)."
 )
 @click.option(
@@ -51,6 +57,7 @@ def serve(
     uds: str | None,
     allow_remote: bool,
     allow_hosts: tuple[str, ...],
+    forwarded_allow_ips: str | None,
     no_watch: bool,
     keys_path: Path | None,
 ) -> None:
@@ -64,7 +71,13 @@ def serve(
     extra: pip install 'memfile-vault[serve]'. Endpoints and security:
     docs/server.md.
 
+    Behind a TLS proxy, name its public name with --allow-host and its
+    address with --forwarded-allow-ips: its X-Forwarded-Proto is then
+    believed (from it only), and the console's login works over https.
+
     Example: memfile --vault ~/memory serve --port 8765
+
+    Example: memfile serve --allow-host memory.example.com --forwarded-allow-ips 127.0.0.1
 
     Example: curl -H "Authorization: Bearer $TOKEN" http://127.0.0.1:8765/memory/recall
     """
@@ -96,6 +109,7 @@ def serve(
         allow_remote=allow_remote,
         keys_path=keys_path,
         allow_hosts=allow_hosts,
+        forwarded_allow_ips=forwarded_allow_ips,
         watch=not no_watch,
         on_ready=ready,
         notify=notify,

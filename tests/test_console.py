@@ -11,6 +11,8 @@ from __future__ import annotations
 import hashlib
 import http.client
 import re
+import subprocess
+import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from html import unescape
@@ -20,7 +22,7 @@ from urllib.parse import urlencode
 
 import pytest
 from starlette.testclient import TestClient
-from test_serve_helpers import Setup, git, make_setup, start_server
+from test_serve_helpers import Setup, git, make_setup, server_env, start_server
 
 from memfile.keys import KeyStore
 from memfile.model import Source
@@ -130,6 +132,7 @@ def test_login_sets_a_strict_httponly_cookie_never_the_token_and_logout_ends_it(
     assert answer.status_code == 303 and answer.headers["location"] == "/console"
     cookie = answer.headers["set-cookie"]
     assert "HttpOnly" in cookie and "SameSite=Strict" in cookie and "Path=/console" in cookie
+    assert "Secure" not in cookie  # plain http: a Secure cookie would never come back (behind a TLS proxy it is)
     assert token not in cookie and token not in answer.headers["location"]
     home = page(client, "/console")
     assert token not in home and 'id="logout"' in home and "person-key" in home
@@ -782,3 +785,58 @@ def test_a_real_server_prints_the_console_url_and_serves_it(tmp_path: Path) -> N
     finally:
         code, _, err = server.stop()
     assert code == 0 and "Traceback" not in err, err
+
+
+def test_behind_a_named_tls_proxy_the_login_works_over_https_with_a_secure_cookie(tmp_path: Path) -> None:
+    """The documented remote setup: `--allow-remote --allow-host memory.example.com` behind a TLS proxy at
+    127.0.0.1, named with --forwarded-allow-ips. Its X-Forwarded-Proto makes the request https (uvicorn's
+    ProxyHeadersMiddleware): the browser's https Origin is this server's own, and the cookie is Secure. The
+    same headers from an address not named (127.0.0.2) are not believed."""
+    setup = make_setup(tmp_path)
+    public = "memory.example.com"
+    server = start_server(setup, "--allow-remote", "--allow-host", public, "--forwarded-allow-ips", "127.0.0.1")
+    proxied = {
+        "Host": public,
+        "Origin": f"https://{public}",
+        "X-Forwarded-Proto": "https",
+        "X-Forwarded-For": "203.0.113.7",
+        "Content-Type": "application/x-www-form-urlencoded",
+    }
+    login = urlencode({"token": setup.tokens["person"]})
+    try:
+        answer = server.request("POST", "/console/login", body=login, headers=proxied)
+        assert answer.status == 303 and answer.headers["location"] == "/console", answer.body[-600:]
+        cookie = answer.headers["set-cookie"]
+        assert "; Secure" in cookie and "HttpOnly" in cookie and "SameSite=Strict" in cookie
+        session = {"Host": public, "X-Forwarded-Proto": "https", "Cookie": cookie.split(";")[0]}
+        home = server.request("GET", "/console", headers=session)
+        assert home.status == 200 and 'id="logout"' in home.body.decode()
+        logout = urlencode({"csrf": csrf_of(home.body.decode())})
+        out = server.request("POST", "/console/logout", body=logout, headers=proxied | session)
+        assert (
+            out.status == 303 and "Max-Age=0" in out.headers["set-cookie"] and "; Secure" in out.headers["set-cookie"]
+        )
+
+        spoofed = server.request("POST", "/console/login", body=login, headers=proxied, source="127.0.0.2")
+        text = unescape(spoofed.body.decode())
+        assert spoofed.status == 403 and "set-cookie" not in spoofed.headers
+        assert f"another site (https://{public}), not from http://{public}" in text
+        assert "--forwarded-allow-ips" in text
+    finally:
+        code, _, err = server.stop()
+    assert code == 0 and "Traceback" not in err, err
+
+
+def test_forwarded_allow_ips_takes_addresses_and_networks_only(tmp_path: Path) -> None:
+    setup = make_setup(tmp_path)
+    for given in ("proxy.example.com", "127.0.0.1,nginx", "10.0.0.0/33"):
+        result = subprocess.run(
+            [sys.executable, "-m", "memfile", "--vault", str(setup.root), "serve", "--port", "0"]
+            + ["--keys", str(setup.keys_path), "--forwarded-allow-ips", given],
+            capture_output=True,
+            text=True,
+            env=server_env(setup.home),
+            timeout=60,
+        )
+        assert result.returncode == 2 and result.stdout == "", result
+        assert "--forwarded-allow-ips" in result.stderr and "IP addresses or networks" in result.stderr

@@ -97,8 +97,11 @@ class Server:
     port: int = 0
     lines: list[str] = field(default_factory=list)
 
-    def connection(self, timeout: float = DEADLINE) -> http.client.HTTPConnection:
-        return http.client.HTTPConnection(self.host, self.port, timeout=timeout)
+    def connection(self, timeout: float = DEADLINE, source: str | None = None) -> http.client.HTTPConnection:
+        """A connection to the server, from the address `source` (say 127.0.0.2) when given."""
+        return http.client.HTTPConnection(
+            self.host, self.port, timeout=timeout, source_address=(source, 0) if source else None
+        )
 
     def request(
         self,
@@ -107,15 +110,17 @@ class Server:
         token: str | None = None,
         body: Any = None,
         headers: dict[str, str] | None = None,
+        source: str | None = None,
     ) -> Answer:
-        """One request on a connection of its own; `body` is JSON-encoded unless it is bytes or str."""
+        """One request on a connection of its own (from `source`, see `connection`); `body` is JSON-encoded
+        unless it is bytes or str."""
         sent = dict(headers or {})
         if token is not None:
             sent["Authorization"] = f"Bearer {token}"
         data = body if isinstance(body, bytes | str | None) else json.dumps(body)
         if isinstance(data, str):
             data = data.encode("utf-8")
-        conn = self.connection()
+        conn = self.connection(source=source)
         try:
             conn.request(method, path, body=data, headers=sent)
             response = conn.getresponse()

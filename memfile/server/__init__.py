@@ -34,7 +34,16 @@ from ..worker import Minds
 from .app import build_app
 from .auth import LOOPBACK_NAMES
 
-__all__ = ["DEFAULT_HOST", "DEFAULT_PORT", "allowed_hosts", "bind_address", "build_app", "serve", "unix_listener"]
+__all__ = [
+    "DEFAULT_HOST",
+    "DEFAULT_PORT",
+    "allowed_hosts",
+    "bind_address",
+    "build_app",
+    "serve",
+    "trusted_proxies",
+    "unix_listener",
+]
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8765
@@ -115,6 +124,28 @@ def allowed_hosts(host: str, allow_remote: bool, extra: Iterable[str] = ()) -> l
     return sorted({n.lower() for n in names if n})
 
 
+def trusted_proxies(given: str | None) -> list[str]:
+    """The proxies `--forwarded-allow-ips` names, checked: IP addresses and networks, comma-separated, or `*`
+    (every client; say behind a `--uds` socket only the proxy's user can reach). [] when None or empty.
+
+    Raises:
+        InvalidInput: an item is neither (uvicorn would take it as a name that no client address matches).
+    """
+    items = [item.strip() for item in (given or "").split(",") if item.strip()]
+    if items == ["*"]:
+        return items
+    for item in items:
+        try:
+            ipaddress.ip_network(item, strict=False)
+        except ValueError:
+            raise InvalidInput(
+                "--forwarded-allow-ips",
+                item,
+                "the TLS proxy's IP addresses or networks, comma-separated (say 127.0.0.1 or 10.0.0.0/8), or * alone",
+            ) from None
+    return items
+
+
 def serve(
     root: str | os.PathLike[str] | None,
     *,
@@ -124,6 +155,7 @@ def serve(
     allow_remote: bool = False,
     keys_path: Path | None = None,
     allow_hosts: Iterable[str] = (),
+    forwarded_allow_ips: str | None = None,
     watch: bool = True,
     on_ready: Callable[[str], None] = lambda url: None,
     notify: Callable[[str], None] = lambda message: None,
@@ -138,6 +170,10 @@ def serve(
         allow_remote: allow an address other machines reach (at least one key must exist).
         keys_path: the keys file (default: `keys.default_keys_path()`).
         allow_hosts: more host names the Host header may carry (a TLS proxy's public name).
+        forwarded_allow_ips: the TLS proxies whose X-Forwarded-Proto and X-Forwarded-For are believed
+            (`trusted_proxies`; uvicorn's `forwarded_allow_ips`): behind them a request's scheme is the
+            browser's (https), so the console's origin check passes and its cookie is `Secure`. None:
+            no proxy header is read.
         watch: run the watcher in process (the index follows hand edits at once).
         on_ready: called once with the URL when the server listens.
         notify: called with each warning or hint for the person who started it.
@@ -146,7 +182,7 @@ def serve(
 
     Raises:
         InvalidInput: a non-loopback address without `allow_remote`, `allow_remote` without a key,
-            a bad port, a `uds` path that is not a socket.
+            a bad port, a `uds` path that is not a socket, a proxy that is no address or network.
         Conflict: the address or socket is in use.
         NotAVault: `root` is no vault. Refused, InvalidKeysFile: the keys file cannot be used.
     """
@@ -156,6 +192,7 @@ def serve(
     have_keys = keys.has_keys(vault)  # a keys file that cannot be trusted stops here, before listening
     if isinstance(port, bool) or not 0 <= port <= 65535:
         raise InvalidInput("--port", port, "a port number from 0 to 65535 (0: any free port)")
+    proxies = trusted_proxies(forwarded_allow_ips)
     address = None
     if uds is None:
         address = bind_address(host, allow_remote)
@@ -184,7 +221,8 @@ def serve(
                 ws="none",
                 log_level="warning",
                 access_log=False,  # a line per request says nothing a client could not; off, like the CLI
-                proxy_headers=False,  # nothing depends on the client's address, so no proxy header is read
+                proxy_headers=bool(proxies),  # only from the proxies named: anyone else could claim https
+                forwarded_allow_ips=proxies,
                 server_header=False,
                 timeout_graceful_shutdown=GRACE_SECONDS,
             )

@@ -264,14 +264,14 @@ class Console:
             return self.render(request, "login.html", "login", {"error": message}, status=401)
         session_id, _ = self.sessions.open(key)  # Refused for a Mind Key
         response = RedirectResponse(CONSOLE_PREFIX, status_code=303)
-        response.headers["Set-Cookie"] = cookie_header(session_id, SESSION_HOURS * 3600)
+        response.headers["Set-Cookie"] = cookie_header(request, session_id, SESSION_HOURS * 3600)
         return response
 
     async def logout(self, request: Request) -> Response:
         await self.checked_post(request)
         self.sessions.close(request.cookies.get(COOKIE))
         response = RedirectResponse(CONSOLE_PREFIX + "/login", status_code=303)
-        response.headers["Set-Cookie"] = cookie_header("", 0)
+        response.headers["Set-Cookie"] = cookie_header(request, "", 0)
         return response
 
     # --- pages ----------------------------------------------------------------------------------------

@@ -1,7 +1,8 @@
 """Who may use the console, and the rules every console answer keeps: sessions, CSRF, same origin, headers.
 
 A person logs in once with their token (the form's POST); the console keeps a `Session` in this
-process (a random id in an `HttpOnly; SameSite=Strict; Path=/console` cookie, never the token) for
+process (a random id in an `HttpOnly; SameSite=Strict; Path=/console` cookie, `Secure` over https,
+never the token) for
 `SESSION_HOURS`, and checks on every request that the key it was opened with still exists (a
 revoked key ends its sessions). A Mind Key never opens one: the console is for a person. Every
 state-changing request is a POST carrying the session's CSRF token (compared in constant time) and
@@ -172,9 +173,11 @@ class Sessions:
             del self._sessions[session_id]
 
 
-def cookie_header(session_id: str, max_age: int) -> str:
-    """The Set-Cookie value of a session (max_age 0: the cookie is removed)."""
-    return f"{COOKIE}={session_id}; Path={CONSOLE_PREFIX}; Max-Age={max_age}; HttpOnly; SameSite=Strict"
+def cookie_header(request: Request, session_id: str, max_age: int) -> str:
+    """The Set-Cookie value of a session (max_age 0: the cookie is removed), `Secure` when the browser
+    reached the server over https (itself, or through a proxy `--forwarded-allow-ips` names)."""
+    secure = "; Secure" if request.url.scheme == "https" else ""
+    return f"{COOKIE}={session_id}; Path={CONSOLE_PREFIX}; Max-Age={max_age}; HttpOnly; SameSite=Strict{secure}"
 
 
 def own_origin(request: Request) -> str:
@@ -192,7 +195,10 @@ def check_same_origin(request: Request) -> None:
     own = own_origin(request)
     if origin is not None:
         if origin.lower() != own:
-            raise Refused(f"this form was sent from another site ({origin[:200]}), not from {own}; nothing was done")
+            raise Refused(
+                f"this form was sent from another site ({origin[:200]}), not from {own}; nothing was done"
+                + _proxy_hint(origin, own)
+            )
         return
     referer = request.headers.get("referer")
     if referer is None:
@@ -201,8 +207,17 @@ def check_same_origin(request: Request) -> None:
             "own page; nothing was done (allow the Referer for this site)"
         )
     parts = urlsplit(referer)
-    if f"{parts.scheme}://{parts.netloc}".lower() != own:
-        raise Refused(f"this form was sent from another page ({parts.scheme}://{parts.netloc}), not from {own}")
+    seen = f"{parts.scheme}://{parts.netloc}"
+    if seen.lower() != own:
+        raise Refused(f"this form was sent from another page ({seen}), not from {own}" + _proxy_hint(seen, own))
+
+
+def _proxy_hint(seen: str, own: str) -> str:
+    """What to do when a page of https://NAME posts to a server that takes itself for http://NAME: a TLS
+    proxy the server does not believe."""
+    if own.startswith("http://") and seen.lower() == "https://" + own.removeprefix("http://"):
+        return " (behind a TLS proxy, start memfile serve with --forwarded-allow-ips naming the proxy's address)"
+    return ""
 
 
 def check_csrf(session: Session, given: object) -> None:
