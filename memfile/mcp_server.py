@@ -49,6 +49,7 @@ from mcp_types import (
 )
 from pydantic import ValidationError
 
+from . import __version__
 from .config import find_vault, select_mind
 from .errors import MemfileError, Refused
 from .memory_tool import MemoryToolBackend, MemoryToolError
@@ -419,7 +420,11 @@ def build_server(minds: Minds, caller_of: CallerOf, read_minds: Sequence[str] = 
             registered.fn_metadata.validate_arguments(arguments)
 
     server = MCPServer(
-        "memfile", instructions=INSTRUCTIONS, middleware=[refuse_unknown_arguments(parameters, validate)]
+        "memfile",
+        version=__version__,
+        instructions=INSTRUCTIONS,
+        log_level="WARNING",  # the SDK's INFO lines ("Terminating session: None" for every stateless POST) are noise
+        middleware=[refuse_unknown_arguments(parameters, validate)],
     )
     recall_budget = minds.config.mcp_recall_budget  # `[mcp] recall_budget`; None: no limit
 

@@ -27,7 +27,7 @@ from conftest import commit_count, git  # noqa: E402
 from mcp.client.session import ClientSession  # noqa: E402
 from mcp.client.stdio import StdioServerParameters, stdio_client  # noqa: E402
 
-from memfile import Vault  # noqa: E402
+from memfile import Vault, __version__  # noqa: E402
 from memfile.files import lock_holder  # noqa: E402
 
 TOOLS = {"recall", "search", "store", "show", "list", "forget", "expiring", "tags", "memory"}
@@ -157,6 +157,7 @@ def test_tools_are_listed_with_descriptions_and_annotations(sample_copy: Path) -
     tools = {tool.name: tool for tool in listing.tools}
     assert set(tools) == TOOLS
     assert init is not None and "recall" in (init.instructions or "") and "unverified" in init.instructions
+    assert init.server_info.name == "memfile" and init.server_info.version == __version__
     for name, tool in tools.items():
         assert tool.description and len(tool.description) > 80, name  # when to use it, then the method's docstring
         assert tool.annotations is not None, name

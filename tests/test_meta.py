@@ -91,7 +91,7 @@ MAY_IMPORT: dict[str, set[str]] = {
     "terminal": set(),
     # The resident faces: one worker thread owns every Vault call (`worker`), shared by MCP and HTTP.
     "worker": FACE_MAY_USE | {"watch", "paths", "git"},
-    "mcp_server": FACE_MAY_USE | {"watch", "worker", "memory_tool"},
+    "mcp_server": FACE_MAY_USE | {"__init__", "watch", "worker", "memory_tool"},
     "server": FACE_MAY_USE | {"worker", "keys", "mcp_server", "server", "recall"},
     "watch": FACE_MAY_USE | {"paths", "index", "secretscan"},
     "__main__": {"cli", "cli_client", "config"},
@@ -118,6 +118,7 @@ FACE_EXCEPTIONS = {
     ("cli_serve", "keys"): "serve checks the keys file before it listens",
     ("cli_client", "__init__"): "the client tells the server its memfile version (memfile.__version__)",
     ("cli_served", "__init__"): "the server refuses a client of another memfile version (memfile.__version__)",
+    ("mcp_server", "__init__"): "the MCP initialize answer names memfile's version (memfile.__version__)",
     (
         "cli_served",
         "files",

@@ -13,6 +13,8 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
 from urllib.parse import quote
 
 import pytest
@@ -768,6 +770,40 @@ def test_the_mcp_mount_answers_the_sdks_streamable_http_client(server: Server, s
     assert memory["source"] == "agent" and memory["mind_id"] == "michael"
     log = git(setup.root, "log", "-1", "--format=%b", "--", "michael/fact/via_mcp.md")
     assert "Memfile-Key: michael-key" in log
+
+
+def test_mcp_requests_leave_no_line_in_the_log_and_the_server_names_memfiles_version(tmp_path: Path) -> None:
+    """docs/server.md: "It logs no line per request", /mcp included (the SDK's INFO lines, such as
+    "Terminating session: None" for each stateless POST, stay out); the initialize answer names memfile."""
+    pytest.importorskip("mcp")
+    import anyio
+    import httpx2
+    from mcp import ClientSession
+    from mcp.client.streamable_http import streamable_http_client
+
+    from memfile import __version__
+
+    setup = make_setup(tmp_path)
+    server = start_server(setup)
+
+    async def use() -> Any:
+        headers = {"Authorization": f"Bearer {setup.tokens['michael']}"}
+        async with httpx2.AsyncClient(headers=headers, timeout=DEADLINE) as http:
+            async with streamable_http_client(server.url + "/mcp", http_client=http) as (read, write):
+                async with ClientSession(read, write) as session:
+                    initialized = await session.initialize()
+                    await session.list_tools()
+                    for _ in range(3):
+                        await session.call_tool("recall", {"query": "anything"})
+        return initialized
+
+    try:
+        initialized = anyio.run(use)
+    finally:
+        code, _, err = server.stop()
+    assert initialized.server_info.name == "memfile" and initialized.server_info.version == __version__
+    assert code == 0 and "Terminating session" not in err and "Traceback" not in err, err
+    assert [line for line in err.splitlines() if not line.startswith("memfile")] == [], err
 
 
 def test_a_thousand_hostile_requests_get_no_500_and_leave_the_server_answering(
