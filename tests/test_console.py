@@ -165,6 +165,7 @@ def test_a_mind_key_gets_403_on_every_console_page(console: Console) -> None:
     login = client.post("/console/login", data={"token": agent}, headers=SAME)
     assert login.status_code == 403 and "a Mind Key is an agent" in login.text
     assert "set-cookie" not in login.headers
+    assert 'id="login"' in login.text and 'type="password"' in login.text  # the form again, to try a person's token
     bearer = {"Authorization": f"Bearer {agent}"}
     for path in ["/console", *(f"/console/m/{MIND}/{p}" for p in PAGES), f"/console/m/{MIND}/export"]:
         answer = client.get(path, headers=bearer)
@@ -747,6 +748,33 @@ def test_vietnamese_thai_and_chinese_text_round_trips(console: Console) -> None:
     assert made["text_th"].id in rows(page(client, f"/console/m/{MIND}/memories?q=ร้านอาหาร"))
     assert made["text_zh"].id in rows(page(client, f"/console/m/{MIND}/memories?q=饭馆"))
     assert '<meta charset="utf-8">' in listing
+
+
+def test_a_mind_added_while_the_server_runs_shows_its_name_and_says_it_is_empty(tmp_path: Path) -> None:
+    """A mind made after the server started is named by memfile.toml as it is now (not the folder's name
+    until a restart); its empty memories page says so and how to add one, not "No memory matches."."""
+    from memfile import Vault
+    from memfile.server.app import build_app
+
+    setup = make_setup(tmp_path)
+    minds = Minds(setup.root, watch=False)
+    try:
+        app = build_app(minds, KeyStore(setup.keys_path), allowed_hosts=["localhost"], mcp=False)
+        client = Console(setup, minds, app).person()
+        page(client, "/console")
+        Vault.init(setup.root, "lan", "Lan's Mind").close()
+        assert 'Lan&#39;s Mind <span class="muted">(lan)</span>' in page(client, "/console")  # the Mind menu
+        empty = unescape(page(client, "/console/m/lan/memories"))
+        assert "Memories of Lan's Mind" in empty
+        assert "Lan's Mind holds no memories yet" in empty and "memfile --mind lan store" in empty
+        assert "No memory matches." not in empty
+        filtered = unescape(page(client, "/console/m/lan/memories?q=anything&source=agent"))
+        assert "holds no memories yet" in filtered  # a filter on an empty mind: still the mind's emptiness
+        minds.call_sync(Caller("lan", Source.USER, "test"), lambda v: v.store("fact", "first", "A first memory"))
+        none = unescape(page(client, "/console/m/lan/memories?q=zzzznothing"))
+        assert "No memory matches." in none and "holds no memories yet" not in none
+    finally:
+        minds.close()
 
 
 # --- a real server ------------------------------------------------------------------------------------------

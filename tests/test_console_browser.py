@@ -189,10 +189,18 @@ def test_a_mind_key_or_a_wrong_token_stays_at_the_login_form(browser: Browser) -
         browser.wait(lambda: browser.find_all("#error"), "no message after a refused login")
         assert browser.path().startswith("/console/login"), browser.path()
         assert said in browser.find("#error").text
+        assert browser.find_all("#login input[type=password]"), "the login form is not shown again"
         assert not browser.driver.get_cookies()
         assert token not in browser.driver.current_url and token not in browser.driver.page_source
         browser.go("/console/m/michael/memories")
         assert browser.path().startswith("/console/login"), "a refused login reached a page"
+    browser.login(browser.setup.tokens["michael"])  # then the person's token, in the form the refusal shows
+    browser.wait(lambda: browser.find_all("#error"), "no message after a Mind Key's login")
+    from selenium.webdriver.common.keys import Keys
+
+    browser.find("#login input[type=password]").send_keys(browser.setup.tokens["person"] + Keys.ENTER)
+    browser.wait(lambda: not browser.path().startswith("/console/login"), "the person's login did not leave the form")
+    assert browser.find_all("#logout")
     # A refused login answers 401 or 403, which the browser logs; that and nothing else is expected.
     unexpected = [e for e in browser_errors(browser.driver) if not re.search(r"status of 40[13]\b", e)]
     assert not unexpected, unexpected

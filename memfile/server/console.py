@@ -32,7 +32,9 @@ from starlette.routing import BaseRoute, Mount, Route
 from starlette.staticfiles import StaticFiles
 from starlette.templating import Jinja2Templates
 
+from ..config import CONFIG_NAME, Config, load_config
 from ..errors import InvalidInput, MemfileError, NotFound, Refused
+from ..keys import AGENT
 from ..model import Source, utc_now
 from ..worker import Caller
 from . import console_data as data
@@ -131,6 +133,7 @@ class Console:
         self.minds, self.keys = minds, keys
         self.sessions = Sessions(keys, minds.root)
         self.templates = Jinja2Templates(env=environment())
+        self._config: tuple[tuple[int, int, int] | None, Config] = (None, minds.config)  # (its stat, memfile.toml)
 
     # --- the application -------------------------------------------------------------------
 
@@ -222,12 +225,13 @@ class Console:
         """A page in the layout: the vault, the minds, the navigation and the session's flash messages."""
         session = visitor.session if visitor is not None else None
         names = self.minds.mind_names() if visitor is not None else []
+        config = self.config()
         base = {
             "page": page,
             "vault_name": self.minds.root.name,
-            "minds": [(name, self.minds.config.display_name(name)) for name in names],
+            "minds": [(name, config.display_name(name)) for name in names],
             "mind": mind,
-            "mind_name": self.minds.config.display_name(mind) if mind else None,
+            "mind_name": config.display_name(mind) if mind else None,
             "pages": PAGES,
             "visitor": visitor,
             "csrf": session.csrf if session is not None else "",
@@ -237,6 +241,19 @@ class Console:
             "mind_url": self.mind_url,
         }
         return self.templates.TemplateResponse(request, template, base | (context or {}), status_code=status)
+
+    def config(self) -> Config:
+        """memfile.toml as it is now, for the minds' names (a mind added while the server runs is named at
+        once), read again only when its stat changed (a read takes about a millisecond); the one the
+        server started with while it cannot be read."""
+        try:
+            info = (self.minds.root / CONFIG_NAME).stat()
+            stamp = (info.st_ino, info.st_size, info.st_mtime_ns)
+            if stamp != self._config[0]:
+                self._config = (stamp, load_config(self.minds.root))
+        except (OSError, MemfileError):
+            return self.minds.config
+        return self._config[1]
 
     @staticmethod
     def mind_url(mind: str, page: str, rest: str = "") -> str:
@@ -262,7 +279,9 @@ class Console:
         if key is None:
             message = "that token was not accepted: it is unknown to this vault, or was revoked; see: memfile key list"
             return self.render(request, "login.html", "login", {"error": message}, status=401)
-        session_id, _ = self.sessions.open(key)  # Refused for a Mind Key
+        if key.kind == AGENT:  # the form again, saying which token it takes (`Sessions.open` refuses one too)
+            return self.render(request, "login.html", "login", {"error": MIND_KEY_REFUSED}, status=403)
+        session_id, _ = self.sessions.open(key)
         response = RedirectResponse(CONSOLE_PREFIX, status_code=303)
         response.headers["Set-Cookie"] = cookie_header(request, session_id, SESSION_HOURS * 3600)
         return response

@@ -131,6 +131,7 @@ class MemoriesView:
     total: int | None  # None for a search: only whether more pages follow is known
     has_next: bool
     first: int  # the number of the page's first row (1-based)
+    empty_mind: bool = False  # the mind holds no memory at all: not a filter's doing
 
 
 def memories_page(vault: Vault, filters: Filters) -> MemoriesView:
@@ -157,11 +158,13 @@ def memories_page(vault: Vault, filters: Filters) -> MemoriesView:
             hits = [hit for hit in hits if hit.memory.superseded]
         chosen = hits[start : start + PAGE_SIZE]
         rows = [Row(h.memory, h.memory.is_expired(now), highlight(h.snippet), h.rank) for h in chosen]
-        return MemoriesView(rows, None, len(hits) > start + PAGE_SIZE, start + 1)
-    memories = vault.list(tags=tags, status=filters.status, **common)
-    memories.sort(key=lambda m: (m.updated_at, m.path), reverse=True)
-    rows = [Row(m, m.is_expired(now)) for m in memories[start : start + PAGE_SIZE]]
-    return MemoriesView(rows, len(memories), len(memories) > start + PAGE_SIZE, start + 1)
+        view = MemoriesView(rows, None, len(hits) > start + PAGE_SIZE, start + 1)
+    else:
+        memories = vault.list(tags=tags, status=filters.status, **common)
+        memories.sort(key=lambda m: (m.updated_at, m.path), reverse=True)
+        rows = [Row(m, m.is_expired(now)) for m in memories[start : start + PAGE_SIZE]]
+        view = MemoriesView(rows, len(memories), len(memories) > start + PAGE_SIZE, start + 1)
+    return replace(view, empty_mind=not rows and not vault.memories())
 
 
 @dataclass(frozen=True)
