@@ -1,7 +1,8 @@
 """`memfile serve`: the one resident process of a vault (the HTTP API and /mcp), run by uvicorn.
 
 The home of Starlette and uvicorn (the `serve` extra). `serve` checks where it may listen (loopback
-only, unless `allow_remote`, which needs a key), opens the vault's minds (`Minds`: one worker
+only, unless `allow_remote`, which needs a key) and whose proxy headers it believes (uvicorn's, from
+the TLS proxies `forwarded_allow_ips` names only), opens the vault's minds (`Minds`: one worker
 thread owns every Vault; the watcher runs in process), and answers until SIGINT or SIGTERM, then
 lets the requests in flight finish, stops the watcher (its clean markers go, so no command trusts
 it any more) and returns, leaving the Vaults for the process's end to release (`Minds.stop`: with
