@@ -1,4 +1,4 @@
-"""Claude's memory tool for the Anthropic SDK, backed by a vault (the `memfile[anthropic]` extra).
+"""Claude's memory tool for the Anthropic SDK, backed by a vault (the `memfile-vault[anthropic]` extra).
 
 `MemfileMemoryTool(vault)` is the SDK's `BetaAbstractMemoryTool` whose six commands run
 `memfile.memory_tool.MemoryToolBackend`: pass it in `tools=[...]` of the SDK's tool runner

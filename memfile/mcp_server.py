@@ -1,6 +1,6 @@
 """The MCP face: the Model Context Protocol server for LLM agents, over stdio (one mind) and over HTTP.
 
-Built on the official `mcp` SDK (the optional extra `memfile[mcp]`). Both
+Built on the official `mcp` SDK (the optional extra `memfile-vault[mcp]`). Both
 transports share every tool, description and rule (`build_server`); they
 differ only in who a call acts for, a `Caller` (memfile.worker). `memfile mcp`
 (stdio, `serve`) is bound to one mind and acts as the agent (`source: agent`:

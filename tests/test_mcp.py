@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 
-pytest.importorskip("mcp.client.stdio", reason="the MCP SDK is the optional extra memfile[mcp]")
+pytest.importorskip("mcp.client.stdio", reason="the MCP SDK is the optional extra memfile-vault[mcp]")
 
 import anyio  # noqa: E402 - after the importorskip: anyio comes with the SDK
 from conftest import commit_count, git  # noqa: E402

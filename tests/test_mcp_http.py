@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-pytest.importorskip("mcp.client.streamable_http", reason="the MCP SDK is the optional extra memfile[mcp]")
+pytest.importorskip("mcp.client.streamable_http", reason="the MCP SDK is the optional extra memfile-vault[mcp]")
 
 import anyio  # noqa: E402 - after the importorskip: these come with the SDK
 import httpx2  # noqa: E402

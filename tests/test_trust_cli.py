@@ -5,6 +5,7 @@ about unreadable files instead of one per file."""
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -117,8 +118,11 @@ def test_install_hints_name_a_distribution_that_is_memfiles() -> None:
     pyproject = tomllib.loads((Path(__file__).parent.parent / "pyproject.toml").read_text())
     assert pyproject["project"]["name"] == cli.DISTRIBUTION == "memfile-vault"
     assert "pip install 'memfile-vault[mcp]'" in (cli_serve.mcp.help or "")
-    readme = (Path(__file__).parent.parent / "README.md").read_text()
-    assert "memfile[" not in readme and "install memfile " not in readme
+    repo = Path(__file__).parent.parent
+    wrong = re.compile(r"(?<![-\w])memfile\[|install[ ]memfile(?![-\w])")  # `memfile` on PyPI: another project
+    places = [repo / "README.md", *repo.glob("docs/*.md"), *repo.glob("memfile/**/*.py"), *repo.glob("tests/*.py")]
+    found = [f"{p.relative_to(repo)}: {m[0]}" for p in places for m in wrong.finditer(p.read_text(encoding="utf-8"))]
+    assert found == [], "docs, docstrings and messages name the distribution memfile-vault"
     assert ok(run("--version")).stdout.startswith("memfile, version")
 
 

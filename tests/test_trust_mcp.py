@@ -22,7 +22,7 @@ from typing import Any
 
 import pytest
 
-pytest.importorskip("mcp.client.stdio", reason="the MCP SDK is the optional extra memfile[mcp]")
+pytest.importorskip("mcp.client.stdio", reason="the MCP SDK is the optional extra memfile-vault[mcp]")
 
 from helpers import fails, in_vault, ok, write  # noqa: E402
 from test_mcp import Agent, serve  # noqa: E402

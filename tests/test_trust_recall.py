@@ -426,7 +426,7 @@ def test_recall_marks_a_conflicted_memory_in_its_json(conflicted: Path, options:
 
 
 def test_an_agents_recall_over_mcp_fits_the_budget_and_is_recorded_for_its_mind_only(flooded: Path) -> None:
-    pytest.importorskip("mcp.client.stdio", reason="the MCP SDK is the optional extra memfile[mcp]")
+    pytest.importorskip("mcp.client.stdio", reason="the MCP SDK is the optional extra memfile-vault[mcp]")
     from test_mcp import serve
 
     Vault.init(flooded, "bob", "Bob").store("fact", "salary", "Bob's salary negotiation is on Friday")
