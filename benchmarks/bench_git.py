@@ -7,7 +7,7 @@ Run from the project root (one command):
     python benchmarks/bench_git.py --smoke          # once, at 50 memories and 3 versions: does it still run?
 
 Setup (untimed, in a temp folder deleted at the end; `--keep` keeps it): a vault of
-`--size` memories from ../shared/bench/make_vault.py, made a git repository on `main`
+`--size` memories from benchmarks/make_vault.py, made a git repository on `main`
 (`git init -b main`, one commit); a bare repository as its remote (`memfile remote add`,
 then one `memfile sync`: the first push, the index and the merge driver); a second
 machine, a `git clone` of the bare repository synced once with `memfile sync`. Beside

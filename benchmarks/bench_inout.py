@@ -6,7 +6,7 @@ Run from the project root (one command):
     python benchmarks/bench_inout.py --n 2000 --runs 7 --import-runs 5 --keep
     python benchmarks/bench_inout.py --smoke               # once, at 100 memories: does it still run?
 
-A vault of `--n` memories comes from ../shared/bench/make_vault.py (a git repository with one
+A vault of `--n` memories comes from benchmarks/make_vault.py (a git repository with one
 commit), indexed by one untimed `memfile export` before any figure. Every figure is the wall time
 of a whole `python -m memfile` process (what a person or an agent pays), the median of several runs,
 each run next to its baseline in the same round (issue 25, "Speed"):

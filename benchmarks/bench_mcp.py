@@ -13,7 +13,7 @@ each `call_tool` round trip on the client side (JSON-RPC over pipes, argument va
 Vault call on the server's worker thread, the structured result and its validation).
 
 Setup (untimed, in a temp folder deleted at the end; `--keep` keeps it): a vault of `--n`
-memories from ../shared/bench/make_vault.py (no git: nothing here writes memories), with 20
+memories from benchmarks/make_vault.py (no git: nothing here writes memories), with 20
 needle probes whose questions serve as recall queries. The generator marks ~5 % of memories
 critical; recall pins every critical memory and refuses a budget below what they need, so all
 but `--critical` (default 5) of them are made normal first (budget 800 fits then).

@@ -59,12 +59,18 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # common.py's folder; PYTHONSAFEPATH=1 leaves it out
-from common import SHARED, bench_env, fmt_ms, memfile_commit, p50, p95, parse_args, say  # noqa: E402
-
-BENCH = SHARED / "bench"
-LOCOMO = SHARED / "bench-data" / "locomo" / "locomo10.json"
-CONVERT = BENCH / "locomo_to_vault.py"
-EVAL = BENCH / "retrieval_eval.py"
+from common import (  # noqa: E402
+    LOCOMO_DATA,
+    LOCOMO_TO_VAULT,
+    RETRIEVAL_EVAL,
+    bench_env,
+    fmt_ms,
+    memfile_commit,
+    p50,
+    p95,
+    parse_args,
+    say,
+)
 
 SPLITS = [("0-4", "tuning set"), ("5-9", "held out")]
 KS = (1, 5, 10, 20)
@@ -114,7 +120,7 @@ def convert(work: Path, convs: str, env: dict[str, str]) -> None:
     say(f"converting LoCoMo into {work} ...")
     start = time.perf_counter()
     proc = subprocess.run(
-        [sys.executable, str(CONVERT), "--input", str(LOCOMO), "--out", str(work), "--convs", convs],
+        [sys.executable, str(LOCOMO_TO_VAULT), "--input", str(LOCOMO_DATA), "--out", str(work), "--convs", convs],
         env=env,
         capture_output=True,
         text=True,
@@ -147,7 +153,7 @@ def run_eval(
     log = out / f"eval-{label}.log"
     argv = [
         sys.executable,
-        str(EVAL),
+        str(RETRIEVAL_EVAL),
         "--queries",
         str(queries),
         *extra,
@@ -449,7 +455,9 @@ def main() -> int:
     )
     args = parse_args(parser, convs="conv-30", limit_queries=4, latency_queries=3, jobs=1)
     converted = args.work is not None and (args.work / "queries.jsonl").exists()
-    missing = [path for path in (EVAL, *([] if converted else [CONVERT, LOCOMO])) if not path.exists()]
+    missing = [
+        path for path in (RETRIEVAL_EVAL, *([] if converted else [LOCOMO_TO_VAULT, LOCOMO_DATA])) if not path.exists()
+    ]
     if missing:
         where = ", ".join(str(path) for path in missing)
         if args.smoke:
@@ -457,7 +465,9 @@ def main() -> int:
                 f"bench_retrieval: smoke run skipped: {where} not found (LoCoMo and ../shared/bench beside the project)"
             )
             return 0
-        raise SystemExit(f"{where} not found (expected ../shared/bench and ../shared/bench-data beside the project)")
+        raise SystemExit(
+            f"{where} not found (LoCoMo: expected ../shared/bench and ../shared/bench-data beside the project)"
+        )
     env = bench_env()
     commit = memfile_commit()
     say(

@@ -12,11 +12,11 @@ What it measures, each a row of the table:
    - LoCoMo's 5,882 dialog turns (snap-research/locomo, CC BY-NC 4.0, read from
      ../shared/bench-data/locomo/locomo10.json, never copied), each as locomo_to_vault.py writes
      a turn's body: "Speaker: text [shares an image: caption]". Without the data the row says
-     "skipped" (a smoke run still passes; a full run fails).
+     "skipped" and why, and judges nothing.
    - LoCoMo's other texts (observations, session summaries, questions), as a second row;
-   - every paragraph of memfile's README, docs/ and ../shared/*.md: prose about keys and tokens;
+   - every paragraph of memfile's README and docs/: prose about keys and tokens;
    - every memory file of sample_vault/, whole (front-matter and body, as doctor would scan it);
-   - a generated vault of `--n` memories (../shared/bench/make_vault.py, English, Vietnamese
+   - a generated vault of `--n` memories (benchmarks/make_vault.py, English, Vietnamese
      and Thai prose, ids, dates, inline code), each file whole.
 2. Positives caught: token-shaped strings generated at run time (so none is committed; GitHub push
    protection never sees one), one per rule and a few shapes the rules were not written for,
@@ -41,11 +41,10 @@ from collections.abc import Iterable
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # common.py's folder; PYTHONSAFEPATH=1 leaves it out
-from common import ROOT, SHARED, Column, Table, bench_env, make_vault, p95, parse_args, say  # noqa: E402
+from common import LOCOMO_DATA, ROOT, Column, Table, bench_env, make_vault, p95, parse_args, say  # noqa: E402
 
 from memfile.secretscan import scan  # noqa: E402
 
-LOCOMO = SHARED / "bench-data" / "locomo" / "locomo10.json"
 SAMPLE_VAULT = ROOT / "sample_vault"
 
 _ALNUM = string.ascii_letters + string.digits
@@ -119,9 +118,9 @@ def positives() -> list[tuple[str, str]]:
 
 def locomo_turns() -> list[str] | None:
     """Each LoCoMo turn as a memory body (as ../shared/bench/locomo_to_vault.py writes it); None without the data."""
-    if not LOCOMO.exists():
+    if not LOCOMO_DATA.exists():
         return None
-    samples = json.loads(LOCOMO.read_text(encoding="utf-8"))
+    samples = json.loads(LOCOMO_DATA.read_text(encoding="utf-8"))
     texts = []
     for sample in samples:
         conversation = sample["conversation"]
@@ -139,10 +138,10 @@ def locomo_turns() -> list[str] | None:
 
 def locomo_extras() -> list[str] | None:
     """LoCoMo's other texts: the generated observations, the session summaries, the questions."""
-    if not LOCOMO.exists():
+    if not LOCOMO_DATA.exists():
         return None
     texts: list[str] = []
-    for sample in json.loads(LOCOMO.read_text(encoding="utf-8")):
+    for sample in json.loads(LOCOMO_DATA.read_text(encoding="utf-8")):
         for per_speaker in (sample.get("observation") or {}).values():
             for items in per_speaker.values():
                 texts += [item[0] if isinstance(item, list) else str(item) for item in items]
@@ -153,7 +152,7 @@ def locomo_extras() -> list[str] | None:
 
 def docs_texts() -> list[str]:
     """memfile's own documentation: technical prose full of "token", "key" and "password", each paragraph."""
-    files = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md")), *sorted(SHARED.glob("*.md"))]
+    files = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
     return [part for f in files if f.exists() for part in f.read_text(encoding="utf-8").split("\n\n") if part.strip()]
 
 
@@ -186,9 +185,11 @@ COLUMNS = [
 ]
 
 
-def negatives_row(table: Table, name: str, texts: list[str] | None, smoke: bool) -> None:
+def negatives_row(table: Table, name: str, texts: list[str] | None) -> None:
     if texts is None:
-        table.add(name, ok=smoke, check=True, target="0 false positives", note=f"skipped: {LOCOMO} not found")
+        table.add(
+            name, target="0 false positives", note=f"skipped: {LOCOMO_DATA} not found (LoCoMo is not in the project)"
+        )
         return
     timed_scan(texts[:200])  # warm-up
     micro, found = timed_scan(texts)
@@ -217,16 +218,14 @@ def main() -> int:
     table = Table(COLUMNS, smoke=args.smoke)
     say(f"bench_secrets: python {sys.version.split()[0]}")
 
-    negatives_row(table, "LoCoMo turns", locomo_turns(), args.smoke)
-    negatives_row(table, "LoCoMo observations, summaries, questions", locomo_extras(), args.smoke)
-    negatives_row(table, "sample_vault files", vault_files(SAMPLE_VAULT), args.smoke)
-    negatives_row(table, "memfile docs paragraphs", docs_texts(), args.smoke)
+    negatives_row(table, "LoCoMo turns", locomo_turns())
+    negatives_row(table, "LoCoMo observations, summaries, questions", locomo_extras())
+    negatives_row(table, "sample_vault files", vault_files(SAMPLE_VAULT))
+    negatives_row(table, "memfile docs paragraphs", docs_texts())
     with tempfile.TemporaryDirectory(prefix="bench-secrets-") as tmp:
         took = make_vault(Path(tmp) / "vault", args.n, env, seed=args.seed)
         say(f"  generated {args.n:,} memories in {took:.1f} s")
-        negatives_row(
-            table, f"generated vault files (make_vault --n {args.n})", vault_files(Path(tmp) / "vault"), args.smoke
-        )
+        negatives_row(table, f"generated vault files (make_vault --n {args.n})", vault_files(Path(tmp) / "vault"))
 
     cases = positives()
     missed = [what for what, text in cases if not scan(text)]

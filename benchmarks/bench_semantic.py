@@ -25,7 +25,7 @@ Sections:
   into a temp folder (never into the repo): R@5/10/20 and MRR (top 20), scored as
   ../shared/bench/retrieval_eval.py does; only the scorer reads the gold turns. Judged: hybrid R@10
   >= lexical R@10.
-- cost at --cost-n memories (../shared/bench/make_vault.py): embedding them all (VectorCache.embed),
+- cost at --cost-n memories (benchmarks/make_vault.py): embedding them all (VectorCache.embed),
   then `Vault.search(question, semantic=True)` in process with the model warm, a new question each
   time (judged: p95 <= 80 ms) and again with its vector cached, beside the lexical `Vault.search` of
   the same questions in the same run (the baseline), and the dense half alone (VectorCache.nearest).
@@ -47,16 +47,24 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # this folder; PYTHONSAFEPATH=1 leaves it out
-from common import TIMING_COLUMNS, Column, IndexPeek, Table, bench_env, memfile_commit, parse_args, say  # noqa: E402
+from common import (  # noqa: E402
+    LOCOMO_DATA,
+    LOCOMO_TO_VAULT,
+    MAKE_VAULT,
+    TIMING_COLUMNS,
+    Column,
+    IndexPeek,
+    Table,
+    bench_env,
+    memfile_commit,
+    parse_args,
+    say,
+)
 
 from memfile import Vault  # noqa: E402
 from memfile.errors import MemfileError  # noqa: E402
 
 PROBE = Path(__file__).resolve().parent / "data" / "probe_semantic.jsonl"
-SHARED = Path(__file__).resolve().parents[2] / "shared"
-LOCOMO_CONVERT = SHARED / "bench" / "locomo_to_vault.py"
-LOCOMO_DATA = SHARED / "bench-data" / "locomo" / "locomo10.json"
-MAKE_VAULT = SHARED / "bench" / "make_vault.py"
 LOCOMO_COLUMNS = [
     Column("figure", lambda r: r["figure"]),
     Column("n", lambda r: str(r["n"]), right=True),
@@ -214,7 +222,7 @@ def locomo_section(embedder: Any, args: argparse.Namespace, table: Table) -> dic
         work = args.locomo_work or Path(tmp) / "locomo"
         if not (work / "queries.jsonl").exists():
             subprocess.run(
-                [sys.executable, str(LOCOMO_CONVERT), "--out", str(work), "--convs", args.locomo_convs],
+                [sys.executable, str(LOCOMO_TO_VAULT), "--out", str(work), "--convs", args.locomo_convs],
                 check=True,
                 capture_output=True,
                 text=True,
@@ -272,7 +280,7 @@ def locomo_scores(rankings: list[list[str]], golds: list[list[str]]) -> dict[str
 
 
 def cost_section(embedder: Any, args: argparse.Namespace, costs: Table) -> None:
-    """At --cost-n memories (../shared/bench/make_vault.py): embed them all, then hybrid search p95, model warm."""
+    """At --cost-n memories (benchmarks/make_vault.py): embed them all, then hybrid search p95, model warm."""
     with tempfile.TemporaryDirectory(prefix="bench-semantic-cost-") as tmp:
         folder = args.cost_work or Path(tmp) / "vault"
         if not (folder / "memfile.toml").exists():

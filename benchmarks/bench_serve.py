@@ -12,7 +12,7 @@ free loopback port, with its keys in a keys file in the benchmark's temp folder 
 add ... --json`, as a person would), driven by `http.client` (stdlib, one keep-alive connection per
 client thread). Five parts, each printed as a table with its targets (issue 23, "Speed and load"; part 5, issue 26):
 
-1. One client, on a vault of `--n` memories from ../shared/bench/make_vault.py (a git repository;
+1. One client, on a vault of `--n` memories from benchmarks/make_vault.py (a git repository;
    all but `--critical` critical memories made normal, as bench_mcp.py does, so recall's budget fits),
    indexed once by `memfile reindex` before any server starts:
    * server start: spawn to the first authenticated answer (a Mind Key's search), the median of
@@ -70,11 +70,9 @@ a step that crashes is reported, the other parts still run, and the run exits 1.
 from __future__ import annotations
 
 import argparse
-import datetime as dt
 import hashlib
 import html
 import http.client
-import importlib.util
 import json
 import os
 import platform
@@ -96,13 +94,11 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # common.py's folder; PYTHONSAFEPATH=1 leaves it out
 from bench_mcp import demote_critical  # noqa: E402
 from common import (  # noqa: E402
-    MAKE_VAULT,
     MEMFILE,
     MIND,
     QUESTIONS,
@@ -120,6 +116,7 @@ from common import (  # noqa: E402
     timing_label,
     word_pairs,
 )
+from make_vault import generate  # noqa: E402
 
 BUDGET = 800  # recall's budget in tokens, as bench_mcp.py
 TARGETS = {  # issue 23; judged at --n >= 10,000 (and --minds >= 1,000 for the many-minds start)
@@ -1331,26 +1328,11 @@ def part_hostile(args: argparse.Namespace, m: Main, work: Path, table: Table, sk
 # --- part 4: many minds -------------------------------------------------------------------
 
 
-def generator() -> ModuleType:
-    """../shared/bench/make_vault.py as a module: its `generate` writes one mind's files in this process."""
-    spec = importlib.util.spec_from_file_location("make_vault", MAKE_VAULT)
-    if spec is None or spec.loader is None:
-        raise SystemExit(f"cannot load {MAKE_VAULT}")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 def make_minds(out: Path, minds: int, per_mind: int, seed: int, env: dict[str, str]) -> list[str]:
     """A vault of `minds` minds of `per_mind` memories each, in the documented file format, one commit."""
-    mv = generator()
-    now = dt.datetime(2026, 6, 1, tzinfo=dt.timezone.utc)
     names = [f"chat_{i:04d}" for i in range(minds)]
     for i, name in enumerate(names):
-        mv.generate(per_mind, seed * 100_000 + i, out, name, now, 0, False, 0.05)
-        for folder in (out / name).iterdir():
-            if not any(folder.iterdir()):
-                folder.rmdir()  # make_vault makes every category folder; git keeps none that is empty
+        generate(out, per_mind, seed=seed * 100_000 + i, mind=name)
     (out / "memfile.toml").write_text(f'default_mind = "{names[0]}"\n', encoding="utf-8")
     (out / ".gitignore").write_text(".memfile/\n", encoding="utf-8")
     git(out, env, "init", "-q")

@@ -8,7 +8,7 @@ Run from the project root (one command, a few minutes; keep other load off the m
 
 What it does (figures and targets from issue 4, "Measure and report"):
 
-1. Generates an N-memory vault with ../shared/bench/make_vault.py (`--git`: a repository with one
+1. Generates an N-memory vault with benchmarks/make_vault.py (`--git`: a repository with one
    commit) in a temp folder, runs `memfile reindex` once, then starts `memfile watch` as a real
    process (`python -m memfile --vault V --mind bench watch`, default debounce) and waits until
    `Vault.open(V).status()["watcher_pid"]` is its pid. A few warm-up edits are not counted.

@@ -8,7 +8,7 @@ Run from the project root (one command):
     python benchmarks/bench_writes.py --smoke                  # once, at 100 memories, 1 and 2 writers: does it run?
 
 Setup (untimed, in a temp folder deleted at the end; `--keep` keeps it): a vault of `--n`
-memories from ../shared/bench/make_vault.py, with `lock_timeout = 60` added to its
+memories from benchmarks/make_vault.py, with `lock_timeout = 60` added to its
 memfile.toml so writers wait for each other instead of failing. The vault has no git
 repository; the first (untimed) `Vault.store` makes it one, as any memfile write does: it
 commits the vault as found ("init: record the vault as found"), then the store, and

@@ -34,8 +34,13 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
-SHARED = ROOT.parent / "shared"  # CI and the project's machines keep ../shared beside the checkout
-MAKE_VAULT = SHARED / "bench" / "make_vault.py"
+# LoCoMo (snap-research/locomo, CC BY-NC 4.0) is not in the project: when ../shared is beside the checkout,
+# its data and the scripts that convert and score it are there; each benchmark part using them skips without.
+SHARED = ROOT.parent / "shared"  # only for the LoCoMo data and scripts below
+LOCOMO_DATA = SHARED / "bench-data" / "locomo" / "locomo10.json"
+LOCOMO_TO_VAULT = SHARED / "bench" / "locomo_to_vault.py"
+RETRIEVAL_EVAL = SHARED / "bench" / "retrieval_eval.py"
+MAKE_VAULT = ROOT / "benchmarks" / "make_vault.py"
 MIND = "bench"
 MEMFILE = [sys.executable, "-m", "memfile"]
 
@@ -175,7 +180,7 @@ def make_vault(
     git: bool = False,
     probes_out: Path | None = None,
 ) -> float:
-    """A vault of `n` memories in `out` from ../shared/bench/make_vault.py (`git`: a repository with one
+    """A vault of `n` memories in `out` from benchmarks/make_vault.py (`git`: a repository with one
     commit; `probes_out`: 20 needle probes written there as JSON lines); seconds it took."""
     argv = [sys.executable, str(MAKE_VAULT), "--n", str(n), "--seed", str(seed), "--out", str(out), "--mind", mind]
     if git:

@@ -12,6 +12,7 @@ each works in its own temporary vault, so the runs beside it change none of its 
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -22,6 +23,8 @@ from pathlib import Path
 
 import pytest
 from conftest import REPO
+
+from memfile import Vault
 
 BENCHMARKS = REPO / "benchmarks"
 SCRIPTS = [
@@ -63,7 +66,7 @@ def smoke(script: Path, cwd: Path = REPO) -> subprocess.CompletedProcess[str]:
 
 
 def test_every_benchmark_has_a_smoke_run() -> None:
-    found = sorted(p.stem for p in BENCHMARKS.glob("*.py") if p.stem != "common")
+    found = sorted(p.stem for p in BENCHMARKS.glob("*.py") if p.stem not in ("common", "make_vault"))
     assert found == sorted(SCRIPTS), "a benchmark script was added or removed: list it in SCRIPTS"
 
 
@@ -135,3 +138,23 @@ def test_retrieval_smoke_without_the_data_skips_with_a_message(tmp_path: Path) -
         [sys.executable, str(checkout / "bench_retrieval.py")], cwd=tmp_path, capture_output=True, text=True, timeout=60
     )
     assert full.returncode == 1 and "not found" in full.stderr
+
+
+def test_the_vault_generator_is_the_projects_own_and_deterministic(tmp_path: Path) -> None:
+    """benchmarks/make_vault.py: the same seed gives the same bytes; memfile reads every file; the probes
+    name the memory that holds their answer; no secret rule fires on its prose."""
+    made = []
+    for name in ("a", "b"):
+        argv = [sys.executable, str(BENCHMARKS / "make_vault.py"), "--n", "300", "--seed", "7", "--probes", "6"]
+        proc = subprocess.run([*argv, "--out", str(tmp_path / name)], capture_output=True, text=True, timeout=60)
+        assert proc.returncode == 0, proc.stderr
+        made.append({p.relative_to(tmp_path / name): p.read_bytes() for p in (tmp_path / name).rglob("*.md")})
+    assert made[0] == made[1] and len(made[0]) == 300
+    vault = Vault.open(tmp_path / "a", mind="bench")
+    assert len(vault.memories()) == 300 and vault.issues == []
+    assert not vault.doctor().problems
+    probes = [json.loads(line) for line in (tmp_path / "a.probes.jsonl").read_text(encoding="utf-8").splitlines()]
+    assert [p["category_name"] for p in probes] == ["probe-unique", "probe-similar"] * 3
+    for probe in probes:
+        assert probe["answer"] in vault.get(f"{probe['evidence_category']}/{probe['evidence_keys'][0]}").content
+    vault.close()

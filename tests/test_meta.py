@@ -360,3 +360,21 @@ def test_every_package_of_memfile_is_installed() -> None:
     assert packages >= {"memfile", "memfile.index", "memfile.git"}
     for package in packages:
         assert any(fnmatch.fnmatch(package, pattern) for pattern in found["include"]), package
+
+
+#: What ../shared may still give a test or a benchmark: LoCoMo (its data, and the scripts that convert
+#: and score it), which the project may not carry. Every other thing they need is in the checkout.
+SHARED_REFERENCE = re.compile(r"\.\./shared|\bSHARED\b|parents?(\[\d\])?\s*/\s*[\"']shared[\"']")
+LOCOMO_ONLY = re.compile(r"locomo|retrieval_eval|bench-data", re.IGNORECASE)
+
+
+def test_tests_and_benchmarks_need_nothing_from_shared_but_locomo() -> None:
+    """A fresh clone has no ../shared beside it: a line naming it must be about the LoCoMo data."""
+    found = [
+        f"{path.relative_to(REPO)}:{n}: {line.strip()}"
+        for folder in ("tests", "benchmarks")
+        for path in sorted((REPO / folder).rglob("*.py"))
+        for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
+        if SHARED_REFERENCE.search(line) and not LOCOMO_ONLY.search(line)
+    ]
+    assert found == [], "\n".join(found)
