@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+import os
 import re
 import subprocess
 import sys
@@ -123,3 +124,18 @@ def test_generator_check_fails_on_a_stale_page_and_ignores_the_terminal(tmp_path
         [sys.executable, str(GENERATOR), "--check"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120
     )
     assert done.returncode == 0, done.stderr
+
+
+def _tree(folder: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+def test_the_readme_python_example_runs_and_leaves_sample_vault_untouched(tmp_path: Path) -> None:
+    """The example stores a memory: on a copy, never into sample_vault (no nested .git, no stray memory)."""
+    code = README.read_text(encoding="utf-8").split("## Python", 1)[1].split("```python\n", 1)[1].split("```", 1)[0]
+    before = _tree(REPO / "sample_vault")
+    env = {**os.environ, "TMPDIR": str(tmp_path)}
+    proc = subprocess.run([sys.executable, "-c", code], cwd=REPO, env=env, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert "project/synapse_status" in proc.stdout and "v1.6.0 docs in progress" in proc.stdout
+    assert _tree(REPO / "sample_vault") == before
