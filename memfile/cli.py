@@ -17,6 +17,7 @@ from typing import Any
 
 import click
 
+from .cli_options import CommandGroup, MemfileCommand, json_by_default, own_options
 from .config import environ
 from .errors import EXIT_UNEXPECTED, FileParseError, InvalidInput, MemfileError
 from .model import Memory, StoreResult, format_datetime
@@ -68,6 +69,9 @@ class NotServed(Exception):
 
 class MemfileGroup(click.Group):
     """Runs a command and translates MemfileError (and surprises) into exit codes."""
+
+    command_class = MemfileCommand
+    group_class = CommandGroup
 
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
         for arg in args:
@@ -159,23 +163,18 @@ json_option = click.option("--json", "as_json", is_flag=True, help="Print JSON f
 # color: click would strip escape sequences from what goes to a pipe or a file; memfile writes a memory
 # there as stored, and styles only a terminal's output (terminal.Shown escapes a memory's own codes).
 @click.group(cls=MemfileGroup, context_settings={"help_option_names": ["-h", "--help"], "color": True})
-@click.option(
-    "--vault",
-    "vault_path",
-    metavar="PATH",
-    help="Vault folder (default: $MEMFILE_VAULT, else the nearest parent with memfile.toml).",
-)
-@click.option(
-    "--mind", metavar="NAME", help="Mind to use (default: $MEMFILE_MIND, else default_mind, else the only mind)."
-)
-@click.option("--debug", is_flag=True, help="Show tracebacks on errors.")
+@own_options
 @click.version_option(package_name=DISTRIBUTION, prog_name="memfile")
 @click.pass_context
-def main(ctx: click.Context, vault_path: str | None, mind: str | None, debug: bool) -> None:
+def main(ctx: click.Context, vault_path: str | None, mind: str | None, debug: bool, as_json: bool) -> None:
     """Long-term memory for LLM agents, kept as Markdown files in git.
+
+    --vault, --mind, --debug and --json may also follow the command.
 
     Example: memfile --vault sample_vault recall
     """
+    if as_json:
+        json_by_default(ctx)
     if isinstance(ctx.obj, Served):  # run by the vault's server for a command line of another process
         if ctx.invoked_subcommand not in ctx.obj.commands:
             raise NotServed(ctx.invoked_subcommand)

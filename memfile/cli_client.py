@@ -60,7 +60,7 @@ PROTOCOL = 1
 ANSWERING, REFUSED, STDOUT, STDERR, EXIT = b"a", b"r", b"1", b"2", b"x"
 #: Global options of `memfile` that take a value, and those that take none (others: run in process).
 _VALUED = ("--vault", "--mind")
-_FLAGS = ("--debug",)
+_FLAGS = ("--debug", "--json")
 
 
 def answer(argv: list[str]) -> int | None:
@@ -96,23 +96,34 @@ def answer(argv: list[str]) -> int | None:
 
 
 def served_command(argv: list[str]) -> tuple[str | None, str] | None:
-    """(`--vault` value, command) when the command is one a server answers, else None."""
-    vault = None
+    """(`--vault` value, command) when the command is one a server answers, else None.
+
+    `--vault` may follow the command too (the last one counts, as in click). Where an option before it
+    may take it as its value (`search --limit --vault V`) only click knows: None, it runs in process.
+    """
+    vault = command = None
     at = 0
     while at < len(argv):
         arg = argv[at]
         name, eq, value = arg.partition("=")
-        if name in _VALUED and arg.startswith("--"):
+        if command is not None and arg == "--":
+            break
+        if name in _VALUED and arg.startswith("--") and (command is None or name == "--vault"):
+            before = argv[at - 1] if command is not None else ""
+            if before.startswith("-") and "=" not in before and before not in _FLAGS:
+                return None
             if not eq:
                 if at + 1 == len(argv):
                     return None
                 at += 1
                 value = argv[at]
             vault = value if name == "--vault" else vault
-        elif arg not in _FLAGS:
-            return (vault, arg) if arg in SERVED else None
+        elif command is None and arg not in _FLAGS:
+            if arg not in SERVED:
+                return None
+            command = arg
         at += 1
-    return None
+    return None if command is None else (vault, command)
 
 
 def _find_vault(explicit: str | None) -> str | None:

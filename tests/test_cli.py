@@ -126,6 +126,42 @@ def test_mind_option_beats_env(two_minds: Path) -> None:
     assert first_line(result) == "Mind: Michael's Mind"
 
 
+def test_memfiles_own_options_may_follow_the_command(two_minds: Path, tmp_path: Path) -> None:
+    """--vault, --mind, --debug and --json after the command as before it (`memfile recall --mind bot`)."""
+    assert first_line(ok(run("recall", "--vault", two_minds, "--mind", "bot"))) == "Mind: Helper Bot"
+    assert first_line(ok(run("recall", f"--vault={two_minds}", "--mind=bot"))) == "Mind: Helper Bot"
+    assert first_line(ok(in_vault(two_minds, "--mind", "michael", "recall", "--mind", "bot"))) == "Mind: Helper Bot"
+    ok(run("store", "fact", "where", "in the kitchen", "--mind", "bot", "--vault", two_minds))
+    assert "key: where" in ok(in_vault(two_minds, "--mind", "bot", "show", "fact/where")).stdout
+    debugged = in_vault(two_minds, "show", "nosuch", "--debug")
+    assert debugged.exit_code == 3 and "Traceback" in debugged.stderr
+    before, after = ok(in_vault(two_minds, "list", "--json")), ok(in_vault(two_minds, "--json", "list"))
+    assert json.loads(after.stdout) == json.loads(before.stdout)
+    ok(run("remote", "add", tmp_path / "elsewhere.git", "--vault", two_minds))
+    assert json.loads(ok(run("search", "kitchen", "--json", "--mind", "bot", "--vault", two_minds)).stdout)
+
+
+@pytest.mark.parametrize(
+    ("args", "says"),
+    [
+        (["init", "{tmp}/new", "--vault", "{vault}"], "init takes no --vault: it makes the vault at PATH"),
+        (["merge-file", "a", "b", "c", "d", "--mind", "x"], "merge-file takes no --mind: git runs it"),
+        (["--vault", "{vault}", "watch", "--json"], "watch has no --json output; see main watch --help"),
+        (["--vault", "{vault}", "--json", "recall"], "recall has no --json output; see main recall --help"),
+        (
+            ["--vault", "{vault}", "--json", "key", "list"],
+            "--json goes after the command here: main key COMMAND --json",
+        ),
+    ],
+)
+def test_an_option_of_memfiles_own_a_command_cannot_take_says_why(
+    root: Path, tmp_path: Path, args: list[str], says: str
+) -> None:
+    result = fails(run(*(a.format(tmp=tmp_path, vault=root) for a in args)), 2)
+    assert says in result.stderr and "No such option" not in result.stderr
+    assert not (tmp_path / "new").exists()
+
+
 def test_default_mind_from_memfile_toml(two_minds: Path) -> None:
     assert first_line(ok(in_vault(two_minds, "recall"))) == "Mind: Michael's Mind"
 

@@ -215,6 +215,14 @@ CASES: list[tuple[list[str], int]] = [
     (["--mind", "../up", "list"], 2),
     (["--debug", "show", "nosuch"], 3),  # the traceback too
     (["--debug", "--mind", "anna", "recall", "--format", "json"], 0),
+    # global options after the command
+    (["list", "--mind", "anna"], 0),
+    (["search", "tomatoes", "--mind=anna", "--json"], 0),
+    (["tags", "--mind", "nosuch"], 3),
+    (["show", "nosuch", "--debug"], 3),  # the traceback too
+    (["recall", "--format", "json", "--mind", "anna", "--debug"], 0),
+    (["--json", "list"], 0),
+    (["--json", "recall"], 2),
 ]
 
 
@@ -266,6 +274,10 @@ QUICK = {
     "--mind anna list",
     "--mind nosuch list",
     "--debug show nosuch",
+    "list --mind anna",
+    "show nosuch --debug",
+    "--json list",
+    "--json recall",
 }
 
 
@@ -322,6 +334,9 @@ def test_the_vault_is_found_by_every_rule_of_the_command_line(server: Server, se
     three_ways(["--vault", str(setup.root) + "/", "tags"], env, record)
     three_ways(["tags"], env | {"MEMFILE_VAULT": str(setup.root)}, record, cwd=setup.home)
     three_ways(["search", "docker"], env, record, cwd=setup.root / "michael" / "project")  # the nearest memfile.toml
+    three_ways(["tags", "--vault", str(setup.root)], env, record, cwd=setup.home)  # after the command
+    three_ways(["search", "docker", "--json", f"--vault={setup.root}"], env, record, cwd=setup.home)
+    three_ways(["--vault", str(setup.home), "list", "--vault", str(setup.root)], env, record)  # the last one counts
     link = setup.home / "vault-link"
     link.symlink_to(setup.root)
     try:
@@ -654,6 +669,9 @@ def test_commands_that_are_not_served_run_in_process(server: Server, setup: Setu
     for args in (["--help"], ["--version"], ["--vault", root, "--help"], []):
         fell_back(args, env, record)
     fell_back(["--vault", root, "--mind", "anna", "stor"], env, record)  # a typo: click suggests, in process
+    # --vault after an option that may take it as its value: only click knows which vault is meant
+    fell_back(["search", "--limit", "--vault", root], env, record, cwd=setup.root)
+    fell_back(["search", "--tag", "--vault", root, "docker"], env, record, cwd=setup.home)
 
 
 # --- 4. the agent's identity travels ------------------------------------------------------------------------

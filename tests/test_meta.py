@@ -78,7 +78,8 @@ MAY_IMPORT: dict[str, set[str]] = {
     "keys": {"errors", "model", "paths", "config", "files"},  # the served faces' credentials, outside any vault
     # Faces: only the facade and its values. `cli_serve` starts the long-running ones (serve, the watcher,
     # the stdio MCP server), `cli_git` is the second half of the command line; `__main__` runs `cli`.
-    "cli": FACE_MAY_USE | {"cli_git", "cli_keys", "cli_serve", "cli_transfer", "terminal"},
+    "cli": FACE_MAY_USE | {"cli_git", "cli_keys", "cli_serve", "cli_transfer", "cli_options", "terminal"},
+    "cli_options": set(),  # memfile's own options on each command: click alone
     "cli_transfer": FACE_MAY_USE | {"cli"},
     "cli_git": FACE_MAY_USE | {"cli", "git", "paths"},
     "cli_keys": FACE_MAY_USE | {"cli", "keys"},
@@ -128,7 +129,7 @@ FACE_EXCEPTIONS = {
 }
 # Each third-party library lives in one home (a package prefix or a module).
 THIRD_PARTY_HOME = {
-    "click": {"cli", "cli_git", "cli_keys", "cli_serve", "cli_served", "cli_transfer"},
+    "click": {"cli", "cli_git", "cli_keys", "cli_options", "cli_serve", "cli_served", "cli_transfer"},
     "starlette": {"server"},
     "uvicorn": {"server"},
     "jinja2": {"server"},
@@ -147,6 +148,7 @@ THIRD_PARTY_HOME = {
 }
 FACES = {
     "cli",
+    "cli_options",
     "cli_transfer",
     "cli_git",
     "cli_keys",
