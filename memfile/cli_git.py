@@ -75,9 +75,10 @@ def restore(state: State, ref: str, at: str | None, as_json: bool) -> None:
 @json_option
 @click.pass_obj
 def undo(state: State, as_json: bool) -> None:
-    """Revert this mind's last change made by memfile, as a new commit.
+    """Revert this mind's last change made by memfile here, as a new commit.
 
-    Another mind's changes are never undone.
+    Another mind's changes, and what a sync merged in from another machine,
+    are never undone.
 
     Refused (exit 2) when a later commit or an uncommitted edit touched the
     same memory: undoing would discard that work.

@@ -917,8 +917,9 @@ class Vault:
     def undo(self) -> LogEntry:
         """Revert the mind's last change made by memfile, as a new commit `undo: <its message>`.
 
-        Only this mind's commits count (see `log`): another mind's changes are
-        never undone from here. Undo again to walk further back: a change
+        Only this mind's commits made on this branch here count (git's first-parent
+        history): another mind's changes, and the other side of a sync's merge,
+        are never undone from here. Undo again to walk further back: a change
         already undone (and the undo itself) is skipped. Refused when it would
         discard later work: a later commit (a person's, or a sync's) touched the
         same files, or they have uncommitted changes; and when that change also

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 from conftest import commit_count, git
-from helpers import commit_by_hand, write
+from helpers import commit_by_hand, fails, in_vault, ok, write
 
 from memfile import GitError, Refused, Vault
 from memfile.git import merge_memory
@@ -222,3 +222,27 @@ def test_a_file_neither_side_can_read_keeps_ours(two: tuple[Vault, Vault]) -> No
     report = server.sync()
     assert report.kept_ours == ["michael/fact/office.md (ours)"], report
     assert "Bremen" in (server.root / "michael/fact/office.md").read_text(encoding="utf-8")
+
+
+def test_undo_after_a_sync_merge_undoes_this_machines_change_not_the_other_ones(two: tuple[Vault, Vault]) -> None:
+    """A stores fact/mine, B stores fact/theirs and syncs, A syncs (a merge commit): A's undo reverts fact/mine."""
+    laptop, server = two
+    laptop.store("fact", "mine", "Stored on the laptop")
+    server.store("fact", "theirs", "Stored on the server")
+    server.sync()
+    laptop.sync()
+    assert git(laptop.root, "log", "-1", "--format=%p").count(" ") == 1  # a merge commit
+    assert ok(in_vault(laptop.root, "undo")).stdout.startswith("undo: store fact/mine (user)")
+    assert {m.ref for m in laptop.list()} == {"fact/office", "fact/theirs"}
+    assert "undo: store fact/office (user)" in ok(in_vault(laptop.root, "undo")).stdout  # then the one before
+
+
+def test_undo_refuses_when_a_sync_merge_changed_the_same_memory_after(two: tuple[Vault, Vault]) -> None:
+    laptop, server = two
+    laptop.store("fact", "office", "The office is in Hamburg")
+    server.store("fact", "office", "The office is in Berlin", priority="high")
+    server.sync()
+    laptop.sync()  # merged field by field: the server's priority came in with the merge
+    said = fails(in_vault(laptop.root, "undo"), 2).stderr
+    assert "would discard later changes to michael/fact/office.md" in said
+    assert laptop.get("fact/office").priority == "high"

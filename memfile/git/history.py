@@ -262,7 +262,7 @@ class History:
         """`Vault.undo` (its docstring says what it does)."""
 
         with self._writer.transaction():
-            commits = self._git.log()
+            commits = self._git.log(first_parent=True)  # what a sync merged in was made on another machine
             undone = {found.group(1) for c in commits for found in [_REVERTS.search(c.body)] if found}
             settled = {c.sha for c in commits if c.sha in undone or _REVERTS.search(c.body)}
             last = next(

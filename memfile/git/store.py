@@ -275,15 +275,25 @@ class GitStore:
 
     # --- history --------------------------------------------------------------
 
-    def log(self, *paths: str, since: str | None = None, limit: int | None = None, names: bool = True) -> list[Commit]:
+    def log(
+        self,
+        *paths: str,
+        since: str | None = None,
+        limit: int | None = None,
+        names: bool = True,
+        first_parent: bool = False,
+    ) -> list[Commit]:
         """Commits touching `paths` (all commits when none), newest first, each with the paths it touched.
 
         `names=False` leaves `Commit.paths` empty: for one file's log, whose commits are all its own,
         that spares git a diff of every commit (at 10,000 memories, 100 versions: ~90 ms -> ~15 ms).
+        `first_parent`: only the commits made on this branch here (a merge's other side left out; the
+        merge's paths are what it brought in).
         """
         if not self.exists():
             return []
         args = ["log", _FORMAT, *(["--name-only"] if names else []), "--no-renames"]
+        args += ["--first-parent", "-m"] if first_parent else []
         args += ["--full-history"] if paths else []
         if since:
             args.append(f"--since={since}")
