@@ -19,7 +19,7 @@ import click
 
 from .cli_options import CommandGroup, MemfileCommand, json_by_default, own_options
 from .config import environ
-from .errors import EXIT_UNEXPECTED, FileParseError, InvalidInput, MemfileError
+from .errors import EXIT_UNEXPECTED, FileParseError, InvalidInput, MemfileError, Refused
 from .model import Memory, StoreResult, format_datetime
 from .terminal import unshown, wrapped
 from .vault import Vault
@@ -473,11 +473,16 @@ def edit(state: State, ref: str, as_json: bool) -> None:
     before, path = vault.begin_edit(ref)
     for notice in vault.notices:  # the next call's notices replace them
         click.echo(f"memfile: {notice}", err=True)
+    editor = os.environ.get("VISUAL") or os.environ.get("EDITOR")
+    if not editor and not all(stream is not None and stream.isatty() for stream in (sys.stdin, sys.stdout)):
+        raise Refused(  # the system's editor would draw its screen into a pipe or a file, then fail
+            "memfile edit has no EDITOR set and no terminal for the system's editor: set EDITOR to a command that "
+            f"edits the file and exits, or change the memory with: memfile store {before.category} {before.key} TEXT"
+        )
     try:
         click.edit(filename=str(path))
     except click.ClickException as exc:
-        editor = os.environ.get("VISUAL") or os.environ.get("EDITOR")
-        if editor is None:
+        if not editor:
             raise InvalidInput(
                 "EDITOR",
                 "unset",

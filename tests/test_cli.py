@@ -1008,6 +1008,26 @@ def test_a_failing_editor_is_bad_input_and_keeps_the_file(root: Path) -> None:
     assert (root / "michael" / "fact" / "x.md").read_bytes() == data
 
 
+def test_edit_without_editor_or_terminal_says_how_and_draws_nothing(root: Path) -> None:
+    """No EDITOR and no terminal: the system's editor (vi) would fill stdout with escape codes, then fail."""
+    ok(in_vault(root, "store", "fact", "x", "body"))
+    data = (root / "michael" / "fact" / "x.md").read_bytes()
+    env = {k: v for k, v in os.environ.items() if k not in ("EDITOR", "VISUAL")} | {"MEMFILE_NO_SERVER": "1"}
+    done = subprocess.run(
+        [sys.executable, "-m", "memfile", "--vault", str(root), "edit", "fact/x"],
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        env=env,
+        timeout=60,
+    )
+    assert done.returncode == 2 and done.stdout == b""
+    assert done.stderr.decode() == (
+        "memfile: error: memfile edit has no EDITOR set and no terminal for the system's editor: set EDITOR to a "
+        "command that edits the file and exits, or change the memory with: memfile store fact x TEXT\n"
+    )
+    assert (root / "michael" / "fact" / "x.md").read_bytes() == data
+
+
 def test_content_over_10_mb_is_refused(root: Path) -> None:
     result = fails(in_vault(root, "store", "fact", "huge", "-", input="x" * (11 * 2**20)), 2)
     assert "content" in result.stderr
