@@ -304,6 +304,7 @@ def generate(
     planting = needles(n, probes, seed)
     used: dict[str, set[str]] = {c: set() for c in CATEGORIES}
     planted: list[Probe] = []
+    folders: set[Path] = set()
     out.mkdir(parents=True, exist_ok=True)
     if not (out / "memfile.toml").exists():
         name = f"Synthetic ({n} memories, seed {seed})"
@@ -324,7 +325,9 @@ def generate(
             text = text[: 1500 - len(sentence) - 1].rstrip() + " " + sentence
             planted.append(Probe(key, category, place, code, unique))
         folder = out / mind / category
-        folder.mkdir(parents=True, exist_ok=True)
+        if folder not in folders:
+            folder.mkdir(parents=True, exist_ok=True)
+            folders.add(folder)
         (folder / f"{key}.md").write_text(f"---\n{head}\n---\n{text}\n", encoding="utf-8")
     return planted
 
