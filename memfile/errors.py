@@ -4,11 +4,20 @@ Every error a user can cause is a `MemfileError` subclass that knows its exit
 code (the public table in the README) and carries structured fields, so each
 face (CLI, MCP) translates errors in exactly one place. `str(e)` is a full
 sentence that ends with what to do next. Standard library only.
+
+What to do next is said in the words of the face that answers (`Face`): an error
+that names a command or an option carries a `hint` (a key of `HINTS`), and each
+face ends the sentence with its own words for it (`MemfileError.said`): the
+command line's commands and --options, the HTTP API's endpoints and fields, the
+MCP tools and their arguments, the memory tool's commands. `str(e)` is the
+command line's (the Python API's too).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import dataclass
+from enum import Enum
 
 EXIT_OK = 0
 EXIT_UNEXPECTED = 1
@@ -34,10 +43,73 @@ EXIT_CODES: dict[int, str] = {
 }
 
 
+class Face(Enum):
+    """Who answers with a message, and so whose words say what to do next."""
+
+    CLI = "cli"  # commands and --options: `memfile list`, `--allow-secret`
+    HTTP = "http"  # endpoints and fields: `GET /memory/search`, `allow_secret`
+    MCP = "mcp"  # tools and their arguments, or what to ask the user
+    MEMORY_TOOL = "memory tool"  # Claude's memory tool: its commands (view, create, ...), or what to ask the user
+
+
+@dataclass(frozen=True)
+class Hint:
+    """What to do next, in each face's words; the memory tool says the MCP tools' words unless it has its own."""
+
+    cli: str
+    http: str
+    mcp: str
+    memory_tool: str = ""
+
+    def say(self, face: Face) -> str:
+        if face is Face.MEMORY_TOOL:
+            return self.memory_tool or self.mcp
+        return {Face.CLI: self.cli, Face.HTTP: self.http, Face.MCP: self.mcp}[face]
+
+
+#: The hints errors carry, by name (a name, so an error keeps its hint through the store queue's result file).
+HINTS = {
+    "list": Hint(
+        cli="list them with: memfile list",
+        http="find it with GET /memory/search?q=WORDS",
+        mcp="find it with the `search` tool, or see them all with the `list` tool",
+        memory_tool="see the memory files with view /memories",
+    ),
+    "allow_secret": Hint(
+        cli="if it is not a secret, a person may store it with --allow-secret, or add a regex that matches it "
+        'to allow = [...] under [secrets] in memfile.toml; policy = "warn" there only warns',
+        http="if it is not a secret, a person's token may send it again with allow_secret set to true, or a "
+        'person adds a regex that matches it to allow = [...] under [secrets] in memfile.toml; policy = "warn" '
+        "there only warns",
+        mcp="if it is not a secret, ask the user: a person may store it, or add a regex that matches it to "
+        "allow = [...] under [secrets] in memfile.toml",
+    ),
+    "raise_critical": Hint(
+        cli="a person can raise it with: memfile store CATEGORY KEY CONTENT --priority critical",
+        http='a person\'s token can raise it with PUT /memory/{id} and "priority": "critical"',
+        mcp="ask the user if it must be critical",
+    ),
+}
+
+
 class MemfileError(Exception):
-    """Root of all memfile errors."""
+    """Root of all memfile errors.
+
+    Attributes:
+        hint: the name of the HINTS entry that ends the message, or None (the message says it all).
+    """
 
     exit_code = EXIT_UNEXPECTED
+    hint: str | None = None
+
+    def __init__(self, message: str = "", *, hint: str | None = None) -> None:
+        self.message, self.hint = message, hint
+        super().__init__(self.said(Face.CLI))
+
+    def said(self, face: Face) -> str:
+        """The message as `face` answers with it: its hint in that face's words."""
+        message = getattr(self, "message", str(self))  # the store queue makes errors without __init__
+        return message if self.hint is None else f"{message}; {HINTS[self.hint].say(face)}"
 
 
 class InvalidInput(MemfileError):

@@ -51,7 +51,7 @@ from pydantic import ValidationError
 
 from . import __version__
 from .config import find_vault, select_mind
-from .errors import MemfileError, Refused
+from .errors import Face, MemfileError, Refused
 from .memory_tool import MemoryToolBackend, MemoryToolError
 from .model import Source
 from .vault import Vault, other_minds
@@ -101,13 +101,8 @@ ASK_THE_USER = {
 #: The library's phrases written for the command line, and what an agent reads instead (before `_COMMAND`).
 _PHRASES = [
     (re.compile(r"\s*\(SPEC section \d+\)"), ""),
-    (
-        re.compile(r"list them with: memfile list"),
-        "find it with the `search` tool, or see them all with the `list` tool",
-    ),
     (re.compile(r"ask the user to run: memfile verify \S+"), "ask the user to verify it"),
     (re.compile(r" \(memfile (?:forget|reactivate) [^)]*\)"), ""),
-    (re.compile(r"a person can raise it with: memfile store [^;.]*"), "ask the user if it must be critical"),
     (
         re.compile(r"`memfile doctor --fix` removes git locks older than ten minutes, or remove the file by hand"),
         "ask the user to remove that lock file",
@@ -440,7 +435,7 @@ def build_server(minds: Minds, caller_of: CallerOf, read_minds: Sequence[str] = 
         try:
             return await minds.call(caller_of(ctx), work, read=read)
         except MemfileError as exc:
-            raise ToolError(for_agent(str(exc))) from None
+            raise ToolError(for_agent(exc.said(Face.MCP))) from None
         except Exception as exc:  # noqa: BLE001 - a tool call must never take the server down
             raise ToolError(
                 f"memfile failed unexpectedly: {type(exc).__name__}: {exc} (a bug in memfile, "

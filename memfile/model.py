@@ -567,7 +567,7 @@ def resolve_ref(ref: object, memories: list[Memory], mind: str, issues: Sequence
                 f"no memory {ref!r} in mind {mind}: {where} may hold it, but cannot be read ({unreadable.reason}); "
                 "fix the file, see: memfile doctor"
             )
-        raise NotFound(f"no memory {ref!r} in mind {mind}; list them with: memfile list")
+        raise NotFound(f"no memory {ref!r} in mind {mind}", hint="list")
     if len(matches) > 1:
         copies = len({(m.category, m.key) for m in matches}) == 1 or len({m.id for m in matches}) == 1
         raise AmbiguousRef(

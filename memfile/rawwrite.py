@@ -89,7 +89,7 @@ def _checked(writer: Writer, relpath: str, data: bytes, old: Memory | None) -> M
         if memory.verified and not (old is not None and old.verified):
             raise Refused("agents cannot verify memories: only a person can (verified: true was refused)")
         if memory.priority.rank < AGENT_PRIORITY_CAP.rank and not (old is not None and old.priority == memory.priority):
-            raise Refused(AGENT_CAP_REFUSAL)
+            raise Refused(AGENT_CAP_REFUSAL, hint="raise_critical")
     return memory
 
 

@@ -333,7 +333,8 @@ def scan(text: str, allow: Sequence[re.Pattern[str] | str] = ()) -> list[Finding
 
 
 def describe(findings: Sequence[Finding], what: str = "this text") -> str:
-    """The sentence a refused write answers with: each secret (rule, line, masked value), then what to do.
+    """The sentence a refused write answers with: each secret (rule, line, masked value), then what to do
+    (`SecretFound` adds what a person may do if it is no secret, in the words of the face that answers).
 
     Example: "this text looks like it holds a secret: line 3 looks like a GitHub token (ghp_…3f9a).
     A vault is pushed and cloned, so ..."
@@ -343,18 +344,17 @@ def describe(findings: Sequence[Finding], what: str = "this text") -> str:
     listed = "; ".join(shown) + (f"; and {more} more" if more > 0 else "")
     return (
         f"{what} looks like it holds a secret: {listed}. A vault is pushed and cloned, so secrets never go "
-        "into it: remove the value (keep where it lives instead, say the password manager's entry); if it "
-        "is not a secret, a person may store it with --allow-secret, or add a regex that matches it to "
-        'allow = [...] under [secrets] in memfile.toml; policy = "warn" there only warns.'
+        "into it: remove the value (keep where it lives instead, say the password manager's entry)"
     )
 
 
 class SecretFound(Refused):
-    """A write refused because its text holds a secret (`findings`, masked); `str(e)` is `describe()`."""
+    """A write refused because its text holds a secret (`findings`, masked); `str(e)` is `describe()`, then
+    what a person may do if it is not one (the `allow_secret` hint: --allow-secret on the command line)."""
 
     def __init__(self, findings: Sequence[Finding], what: str = "this text") -> None:
-        self.findings = tuple(findings)
-        super().__init__(describe(self.findings, what))
+        self.findings, self.what = tuple(findings), what
+        super().__init__(describe(self.findings, what), hint="allow_secret")
 
 
 def _default_fail(name: str, value: object, allowed: str, reason: str = "") -> Exception:
@@ -453,13 +453,13 @@ def guard(policy: SecretPolicy | None, text: str, *, what: str, allow_secret: bo
     """
     if allow_secret and agent:
         raise Refused(
-            "only a person can store what looks like a secret (--allow-secret); an agent never can: "
+            "only a person can store what looks like a secret; an agent never can: "
             "leave the value out and say where it is kept instead"
         )
     findings = (policy or SecretPolicy()).check(text, allow_secret=allow_secret, what=what)
     if not findings:
         return None
-    why = "--allow-secret" if allow_secret else '[secrets] policy = "warn"'
+    why = "a person allowed it" if allow_secret else '[secrets] policy = "warn"'
     return f"{what} looks like it holds a secret, written anyway ({why}): " + "; ".join(
         str(f) for f in findings[:SHOWN_FINDINGS]
     )

@@ -70,8 +70,7 @@ if TYPE_CHECKING:
 #: Why an agent's write of a critical memory is refused (critical memories are pinned into every recall).
 AGENT_CAP_REFUSAL = (
     "an agent can store memories up to priority high, not critical (critical memories are pinned into "
-    "every recall and an agent cannot forget them); store it as high, and a person can raise it with: "
-    "memfile store CATEGORY KEY CONTENT --priority critical"
+    "every recall and an agent cannot forget them); store it as high"
 )
 
 #: What a store whose expires_at has passed is told (`--expires 2020-01-01`, `0m`).
@@ -437,7 +436,7 @@ class Writer:
         if self.actor is Source.AGENT and effective is Source.USER:
             raise Refused("an agent cannot store a memory as source user; store it as source agent")
         if self.actor is Source.AGENT and new_priority is not None and new_priority.rank < AGENT_PRIORITY_CAP.rank:
-            raise Refused(AGENT_CAP_REFUSAL)
+            raise Refused(AGENT_CAP_REFUSAL, hint="raise_critical")
         return {
             "category": category.value,
             "key": key,

@@ -89,7 +89,7 @@ def test_a_token_in_a_tag_is_refused_like_one_in_the_content(vault: Vault) -> No
 def test_a_person_may_allow_it_an_agent_never(vault: Vault) -> None:
     token = stripe_key()
     result = vault.store("fact", "stripe_test", f"key {token}", allow_secret=True)
-    assert result.created and any("written anyway (--allow-secret)" in n for n in result.notices)
+    assert result.created and any("written anyway (a person allowed it)" in n for n in result.notices)
     assert not any(middle(token) in n for n in result.notices)
     with vault.acting_as("agent") as agent, pytest.raises(Refused, match="only a person"):
         agent.store("fact", "other", "no secret here", allow_secret=True)

@@ -450,7 +450,7 @@ def test_check_refuses_warns_or_stays_off() -> None:
 
 def test_describe_says_what_to_do_and_caps_the_list() -> None:
     findings = scan("\n".join(TOKENS["npm-token"]() for _ in range(8)))
-    message = describe(findings)
+    message = str(SecretFound(findings))
     assert "line 1 looks like an npm token (npm_…" in message and "line 5" in message and "line 6" not in message
     assert "and 3 more" in message
     for hint in ("remove the value", "--allow-secret", "allow = [...] under [secrets] in memfile.toml"):

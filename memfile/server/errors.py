@@ -23,6 +23,7 @@ from ..errors import (
     EXIT_NOT_FOUND,
     AmbiguousRef,
     Conflict,
+    Face,
     InvalidInput,
     LockTimeout,
     MemfileError,
@@ -96,12 +97,13 @@ class _Echo:
 
 
 def public_message(exc: MemfileError) -> str:
-    """What an answer says of a library error: its message, with the values it repeats cut (ECHO_LIMIT). An
-    InvalidInput is said again from its fields, so a value of any type (a list of 5,000 tags) is cut too."""
+    """What an answer says of a library error: its message in this API's words (`Face.HTTP`), with the values
+    it repeats cut (ECHO_LIMIT). An InvalidInput is said again from its fields, so a value of any type (a list
+    of 5,000 tags) is cut too."""
     if type(exc) is InvalidInput and exc.value is not None:
         field = clipped(exc.field)
         return clip_echoes(str(InvalidInput(field, _Echo(exc.value), exc.allowed, reason=exc.reason)))
-    return clip_echoes(str(exc))
+    return clip_echoes(exc.said(Face.HTTP))
 
 
 def error_response(status: int, name: str, message: str, headers: dict[str, str] | None = None) -> JSONResponse:
