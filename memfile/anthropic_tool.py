@@ -3,8 +3,8 @@
 `MemfileMemoryTool(vault)` is the SDK's `BetaAbstractMemoryTool` whose six commands run
 `memfile.memory_tool.MemoryToolBackend`: pass it in `tools=[...]` of the SDK's tool runner
 (`client.beta.messages.tool_runner`) and `/memories` is the vault's mind, written as an agent.
-A refused command raises the SDK's `ToolError`, which the runner hands back to the model as an
-error result (`is_error: true`). The SDK is imported here only.
+A refused command, a malformed one included, raises the SDK's `ToolError`, which the runner hands back
+to the model as an error result (`is_error: true`). The SDK is imported here only.
 """
 
 from __future__ import annotations
@@ -45,11 +45,17 @@ class MemfileMemoryTool(BetaAbstractMemoryTool):
         super().__init__(cache_control=cache_control)
         self.backend = MemoryToolBackend(vault, max_write_bytes=max_write_bytes)
 
-    def _run(self, command: Any) -> str:
+    def call(self, input: object) -> str:
+        """Run one tool call's input as the model sent it: a malformed one (not an object, no or an unknown
+        command, arguments of the wrong type) is a ToolError with a sentence too, where the SDK's own `call`
+        would fail taking it apart (AttributeError, NotImplementedError, which its runner logs as a crash)."""
         try:
-            return self.backend.run(command.to_dict(exclude_none=True))
+            return self.backend.run(input)
         except MemoryToolError as exc:
             raise ToolError(str(exc)) from None
+
+    def _run(self, command: Any) -> str:
+        return self.call(command.to_dict(exclude_none=True))
 
     def view(self, command: BetaMemoryTool20250818ViewCommand) -> str:
         """List a folder two levels deep, or show a file with line numbers (`view_range` for a part)."""

@@ -87,6 +87,12 @@ def _locate(text: str) -> tuple[re.Match[str], re.Match[str]] | None:
     return opening, closing
 
 
+def front_matter_lines(text: str) -> int:
+    """How many lines the front-matter of `text` takes, its two --- lines included (0: it has none)."""
+    fences = _locate(text)
+    return 0 if fences is None else text.count("\n", 0, fences[1].start()) + 1
+
+
 def _key_line(text: str, fences: tuple[re.Match[str], re.Match[str]] | None, key: str) -> int | None:
     if fences is None:
         return None

@@ -7,7 +7,11 @@ ones of the Anthropic SDK's reference backend (`BetaLocalFilesystemMemoryTool`),
 that learned the tool sees what it expects; memfile's rules come on top: only `.md` files, an
 edit must leave a memory file memfile can read with the same id, category, key, created_at and
 source, a verified or critical memory is a person's to change, a write is at most 64 KiB, and
-each command is one git commit. Nothing here needs the SDK (memfile.anthropic_tool wraps it).
+each command is one git commit, whose subject says it in memfile's verbs (`store note/coffee (agent)`,
+`edit`, `forget`), as every other write's. Whatever the input, the model gets a sentence: a
+malformed command, a path too long or too deep, a symbolic link that loops, or a library error
+(said in this tool's words, `Face.MEMORY_TOOL`) is a `MemoryToolError`. Nothing here needs the SDK
+(memfile.anthropic_tool wraps it).
 """
 
 from __future__ import annotations
@@ -23,9 +27,10 @@ from typing import Any
 from urllib.parse import unquote
 
 from . import fileformat
-from .errors import FileParseError, InvalidInput, MemfileError
+from .errors import Face, FileParseError, InvalidInput, MemfileError
 from .model import DEFAULT_CONFIDENCE, Category, Memory, Priority, Source, format_datetime, new_id, utc_now
 from .paths import is_inside, safe_path
+from .secretscan import SecretFound
 from .vault import Vault
 
 #: The folder the model sees: the mind folder.
@@ -38,6 +43,13 @@ LINE_NUMBER_WIDTH = len(str(MAX_LINES))
 COMMANDS = ("view", "create", "str_replace", "insert", "delete", "rename")
 #: The front-matter key a renamed memory carries: the id of the memory it was renamed from.
 RENAMED_FROM = "renamed_from"
+#: The longest file or folder name a path may hold, in UTF-8 bytes: a file system takes 255, and the
+#: temporary file memfile writes beside a memory adds to its name.
+MAX_NAME_BYTES = 200
+#: The most folders a path may go down in /memories (memfile's own layout is one: <category>/<key>.md).
+MAX_DEPTH = 16
+#: The characters of a path a message repeats (a 4,000-character path is not sent back whole).
+SHOWN_PATH = 120
 
 LAYOUT = (
     "memories are Markdown files at /memories/<category>/<key>.md, where <category> is one of "
@@ -47,7 +59,11 @@ LAYOUT = (
 
 
 class MemoryToolError(Exception):
-    """A command the backend will not carry out; `str(e)` is the text to give the model as an error result."""
+    """A command the backend will not carry out; `str(e)` is the text to give the model as an error result
+    (a lone surrogate the command held is written as its escape, so the text is always valid UTF-8)."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message.encode("utf-8", "backslashreplace").decode("utf-8"))
 
 
 @dataclass(frozen=True)
@@ -58,11 +74,6 @@ class _Target:
     rel: str
     relpath: str
     full: Path
-
-    @property
-    def ref(self) -> str:
-        """How a commit subject names it: `note/coffee` for a file, `note/` for a folder."""
-        return self.rel.removesuffix(".md")
 
 
 class MemoryToolBackend:
@@ -78,7 +89,7 @@ class MemoryToolBackend:
         self.vault = vault
         self.max_write_bytes = max_write_bytes
 
-    def execute(self, command: Mapping[str, Any]) -> str:
+    def execute(self, command: object) -> str:
         """Run one command (the tool call's `input`, e.g. `{"command": "view", "path": "/memories"}`).
 
         Returns:
@@ -90,7 +101,7 @@ class MemoryToolBackend:
         except MemoryToolError as exc:
             return str(exc)
 
-    def run(self, command: Mapping[str, Any]) -> str:
+    def run(self, command: object) -> str:
         """`execute`, raising MemoryToolError (with the text for the model) when the command is refused.
 
         Raises:
@@ -98,16 +109,31 @@ class MemoryToolBackend:
                 MemfileError of the vault (a busy vault included), with its message.
         """
         if not isinstance(command, Mapping):
-            raise MemoryToolError(f"The memory tool's input must be an object with a `command`, got: {command!r}")
+            raise MemoryToolError(
+                f"The memory tool's input must be an object with a `command`, got: {_cut(repr(command))}"
+            )
         name = command.get("command")
-        handler: Callable[[Mapping[str, Any]], str] | None = getattr(self, f"_{name}", None)
-        if name not in COMMANDS or handler is None:
-            raise MemoryToolError(f"Unknown command: {name}; the memory tool's commands are {', '.join(COMMANDS)}")
+        if name is None:
+            raise MemoryToolError(f"The memory tool's input has no `command`: one of {', '.join(COMMANDS)}")
+        if not isinstance(name, str) or name not in COMMANDS:
+            shown = name if isinstance(name, str) else repr(name)
+            raise MemoryToolError(
+                f"Unknown command: {_cut(shown)}; the memory tool's commands are {', '.join(COMMANDS)}"
+            )
+        handler: Callable[[Mapping[str, Any]], str] = getattr(self, f"_{name}")
         try:
             with self._as_agent():
                 return handler(command)
+        except SecretFound as exc:  # named as the model names the file
+            where = _shown(exc.what) if exc.what.endswith(".md") else exc.what
+            raise MemoryToolError(SecretFound(exc.findings, where).said(Face.MEMORY_TOOL)) from None
         except MemfileError as exc:
-            raise MemoryToolError(str(exc)) from None
+            raise MemoryToolError(exc.said(Face.MEMORY_TOOL)) from None
+        except OSError as exc:  # the file system's refusal of a path memfile let through
+            raise MemoryToolError(
+                f"The {name} command could not be carried out: the file system refused it "
+                f"({exc.strerror or type(exc).__name__}); nothing was changed. Use another path, or tell the user."
+            ) from None
 
     @contextmanager
     def _as_agent(self) -> Iterator[None]:
@@ -140,8 +166,9 @@ class MemoryToolBackend:
                 isinstance(view_range, list | tuple)
                 and all(isinstance(n, int) and not isinstance(n, bool) for n in view_range)
             ):
-                raise MemoryToolError(f"`view_range` must be two line numbers [start, end], got: {view_range!r}")
-            if len(view_range) == 2:
+                shown = _cut(repr(view_range))
+                raise MemoryToolError(f"`view_range` must be two line numbers [start, end], got: {shown}")
+            if len(view_range) == 2:  # any other length shows the whole file, as the SDK's backend does
                 start = max(1, view_range[0]) - 1
                 end = len(lines) if view_range[1] == -1 else view_range[1]
                 lines, start_num = lines[start:end], start + 1
@@ -165,7 +192,7 @@ class MemoryToolBackend:
                     if not is_inside(item, mind_dir):  # a symlink leading out of the mind
                         continue
                     size = item.stat().st_size
-                except OSError:
+                except (OSError, RuntimeError):  # gone, unreadable, or a symlink loop (RuntimeError before 3.13)
                     continue
                 if item.is_dir():
                     items.append((_size(size), f"{item_relative}/"))
@@ -194,14 +221,19 @@ class MemoryToolBackend:
                 "view and edit that file (str_replace, insert), or create this one under another key"
             )
         if memory.has_front_matter:
-            text = self._new_file_text(target, file_text, memory)
+            text, added = self._new_file_text(target, file_text, memory)
         else:  # the file `store` would write for this text at this place
             now = utc_now()
             agents = replace(memory, source=Source.AGENT, verified=False, confidence=DEFAULT_CONFIDENCE[Source.AGENT])
             text = fileformat.serialize(replace(agents, id=new_id(), id_derived=False, created_at=now, updated_at=now))
-        self.vault.write_raw(
-            {target.relpath: text}, subject=f"memory-tool create {target.ref}", based_on={target.relpath: None}
-        )
+            stripped = file_text[: len(file_text) - len(file_text.lstrip())].count("\n")
+            added = (fileformat.front_matter_lines(text), fileformat.front_matter_lines(text) - stripped)
+        try:
+            self.vault.write_raw({target.relpath: text}, subject=f"store {memory.ref}", based_on={target.relpath: None})
+        except SecretFound as exc:  # its lines counted in the model's text, not in the front-matter memfile added
+            after, shift = added
+            lines = [replace(f, line=f.line - shift if f.line > after else f.line) for f in exc.findings]
+            raise SecretFound(lines, exc.what) from None
         return f"File created successfully at: {target.given}"
 
     def _str_replace(self, command: Mapping[str, Any]) -> str:
@@ -225,7 +257,7 @@ class MemoryToolBackend:
             )
         changed_line_index = content[: content.find(old_str)].count("\n")
         new_content = content.replace(old_str, new_str)
-        self._edit(target, data, new_content, "str_replace")
+        self._edit(target, data, new_content)
         new_lines = new_content.split("\n")
         context_start, context_end = max(0, changed_line_index - 2), min(len(new_lines), changed_line_index + 3)
         snippet = [
@@ -249,11 +281,18 @@ class MemoryToolBackend:
             raise MemoryToolError(
                 f"Invalid `insert_line` parameter: {insert_line}. It should be within the range [0, {len(lines)}]."
             )
-        lines.insert(insert_line, insert_text.rstrip("\n"))
+        # 0 is the top of the memory's text: below the front-matter, which must stay the file's first lines
+        top = fileformat.front_matter_lines(content) if insert_line == 0 else 0
+        lines.insert(insert_line or top, insert_text.rstrip("\n"))
         new_content = "\n".join(lines)
         if not new_content.endswith("\n"):
             new_content += "\n"
-        self._edit(target, data, new_content, "insert")
+        self._edit(target, data, new_content)
+        if top:
+            return (
+                f"The file {target.given} has been edited. Line 0 is the top of the memory's text, below its "
+                f"front-matter (lines 1-{top}): the text starts at line {top + 1}."
+            )
         return f"The file {target.given} has been edited."
 
     def _delete(self, command: Mapping[str, Any]) -> str:
@@ -265,15 +304,13 @@ class MemoryToolBackend:
             self._writable(target)
             memory = self._memory_at(target)
             data, _ = self._existing_file(target)
-            self.vault.write_raw(
-                {memory.path: None}, subject=f"memory-tool delete {target.ref}", based_on={memory.path: data}
-            )
+            self.vault.write_raw({memory.path: None}, subject=f"forget {memory.ref}", based_on={memory.path: data})
         elif full.is_dir() and not full.is_symlink():
             memories, based_on = self._memories_in(target, "delete")
             if memories:
                 self.vault.write_raw(
                     dict.fromkeys((m.path for m in memories), None),
-                    subject=f"memory-tool delete {target.ref}/",
+                    subject=f"forget {', '.join(m.ref for m in memories)}",
                     based_on=based_on,
                 )
             _remove_empty_folders(full)
@@ -306,12 +343,16 @@ class MemoryToolBackend:
             raise MemoryToolError(f"The path {old.given} does not exist")
         changes: dict[str, str | None] = {}
         based_on: dict[str, bytes | None] = {}
+        stored: list[str] = []
         for memory, relpath in moves:
             data = safe_path(self.vault.root, memory.path, self.vault.mind).read_bytes()
             changes[memory.path], based_on[memory.path] = None, data
             changes[relpath], based_on[relpath] = _renamed(data, memory, relpath, now), None
+            stored.append(fileformat.parse(b"", relpath, now).ref)
         if changes:
-            self.vault.write_raw(changes, subject=f"memory-tool rename {old.ref} -> {new.ref}", based_on=based_on)
+            forgotten = ", ".join(m.ref for m, _ in moves)
+            subject = f"store {', '.join(stored)}, forget {forgotten}"
+            self.vault.write_raw(changes, subject=subject, based_on=based_on)
         if old.full.is_dir():
             _remove_empty_folders(old.full)
         return f"Successfully renamed {old.given} to {new.given}"
@@ -320,10 +361,11 @@ class MemoryToolBackend:
 
     def _target(self, path: str) -> _Target:
         """The path checked: under /memories, no NUL, backslash or `..` (also URL-encoded), not absolute
-        once /memories is taken off, and inside the mind folder with symlinks resolved (paths.safe_path)."""
+        once /memories is taken off, names of at most MAX_NAME_BYTES, at most MAX_DEPTH folders down, and
+        inside the mind folder with symlinks resolved (paths.safe_path), through no symlink loop."""
         rest = path[len(ROOT) :] if path.startswith(ROOT) else None
         if rest is None or rest and not rest.startswith("/"):
-            raise MemoryToolError(f"Path must start with /memories, got: {path}")
+            raise MemoryToolError(f"Path must start with /memories, got: {_cut(path)}")
         rest = rest[1:]
         decoded = [rest]
         while len(decoded) < 4 and unquote(decoded[-1]) != decoded[-1]:
@@ -335,7 +377,19 @@ class MemoryToolBackend:
                     "separate folders with / (for example /memories/note/example.md)"
                 )
             if text.startswith("/") or ".." in text.split("/"):
-                raise MemoryToolError(f"Path {path} would escape /memories directory")
+                raise MemoryToolError(f"Path {_cut(path)} would escape /memories directory")
+        names = [name for name in rest.split("/") if name not in ("", ".")]
+        if len(names) > MAX_DEPTH + 1:
+            raise MemoryToolError(
+                f"Path {_cut(path)} goes {len(names) - 1} folders down; the memory tool goes at most {MAX_DEPTH} "
+                f"folders down in /memories: {LAYOUT}."
+            )
+        long = next((name for name in names if len(name.encode("utf-8")) > MAX_NAME_BYTES), None)
+        if long is not None:
+            raise MemoryToolError(
+                f"Path {_cut(path)} holds a name of {len(long.encode('utf-8')):,} bytes, and a file or folder name "
+                f"may have at most {MAX_NAME_BYTES}: use a short name; {LAYOUT}."
+            )
         rel = PurePosixPath(rest).as_posix() if rest else ""
         rel = "" if rel == "." else rel
         mind = self.vault.mind
@@ -343,7 +397,12 @@ class MemoryToolBackend:
         try:
             full = safe_path(self.vault.root, relpath, mind)
         except InvalidInput:
-            raise MemoryToolError(f"Path {path} would escape /memories directory") from None
+            raise MemoryToolError(f"Path {_cut(path)} would escape /memories directory") from None
+        except (OSError, RuntimeError):  # a symlink loop: RuntimeError before Python 3.13, OSError (ELOOP) after
+            raise MemoryToolError(
+                f"Path {_cut(path)} goes through a symbolic link that leads in a circle (to itself, or to a link "
+                "back to it), so it names no file; nothing was changed. A person must remove that link: tell the user."
+            ) from None
         return _Target(path, rel, relpath, full)
 
     def _writable(self, target: _Target) -> None:
@@ -429,7 +488,7 @@ class MemoryToolBackend:
         data = full.read_bytes()
         return data, _decoded(data, target.given)
 
-    def _edit(self, target: _Target, data: bytes, new_text: str, verb: str) -> None:
+    def _edit(self, target: _Target, data: bytes, new_text: str) -> None:
         """Write an edited file: still a memory, the same one, not a person's, moved `updated_at`; one commit."""
         self._capped(target, new_text)
         mtime = datetime.fromtimestamp(target.full.stat().st_mtime, tz=timezone.utc)
@@ -459,14 +518,14 @@ class MemoryToolBackend:
         if after.has_front_matter and encoded != data:
             encoded = fileformat.rewrite(encoded, target.relpath, after, replace(after, updated_at=utc_now()))
         self.vault.write_raw(
-            {target.relpath: encoded.decode("utf-8")},
-            subject=f"memory-tool {verb} {target.ref}",
-            based_on={target.relpath: data},
+            {target.relpath: encoded.decode("utf-8")}, subject=f"edit {before.ref}", based_on={target.relpath: data}
         )
 
-    def _new_file_text(self, target: _Target, file_text: str, memory: Memory) -> str:
+    def _new_file_text(self, target: _Target, file_text: str, memory: Memory) -> tuple[str, tuple[int, int]]:
         """The text of a new file: the model's, with the front-matter keys an agent's memory carries added
-        where missing (id, `source: agent`, created_at, updated_at), and checked to belong where it is."""
+        where missing (id, `source: agent`, created_at, updated_at), and checked to belong where it is;
+        and where the model's lines went: its lines after the first are the file's (after, shift) with
+        `shift` lines added above them."""
         placed = self._parsed(target, b"")
         if (memory.category, memory.key) != (placed.category, placed.key):
             raise MemoryToolError(
@@ -488,18 +547,31 @@ class MemoryToolBackend:
                 f"No change was made: the front-matter of {target.given} must be one `key: value` per line "
                 "between the two --- lines (or left out: memfile writes it)."
             ) from None
-        return _with_lines(file_text, memory, "".join(missing))
+        return _with_lines(file_text, memory, "".join(missing)), (len(missing) + 1, len(missing))
 
 
 # --- helpers ---------------------------------------------------------------------------------
 
 
 def _text(command: Mapping[str, Any], name: str) -> str:
+    """The text argument `name` of `command`, refused when missing, of another type, or no valid Unicode."""
     value = command.get(name)
     if not isinstance(value, str):
-        what = "missing" if value is None else f"not text: {value!r}"
+        what = "missing" if value is None else f"not text: {_cut(repr(value))}"
         raise MemoryToolError(f"The {command.get('command')} command needs `{name}` (text), which is {what}")
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise MemoryToolError(
+            f"The {command.get('command')} command's `{name}` is not valid text: character {exc.start + 1} is "
+            f"{value[exc.start]!r}, half of a UTF-16 surrogate pair; send the text as UTF-8."
+        ) from None
     return value
+
+
+def _cut(text: str) -> str:
+    """`text` as a message repeats it: at most SHOWN_PATH characters, then `…`."""
+    return text if len(text) <= SHOWN_PATH else text[:SHOWN_PATH] + "\u2026"
 
 
 def _with_lines(text: str, memory: Memory, lines: str) -> str:

@@ -56,7 +56,7 @@ def test_the_sdks_commands_run_on_the_vault(vault: Vault) -> None:
     )
     with pytest.raises(ToolError, match="would change the id"):  # a second fence: the front-matter would be body
         tool.call(
-            {"command": "insert", "path": "/memories/preference/coffee.md", "insert_line": 0, "insert_text": "---"}
+            {"command": "insert", "path": "/memories/preference/coffee.md", "insert_line": 1, "insert_text": "---"}
         )
     assert vault.get("preference/coffee").content == "Flat white."
     tool.call(
@@ -73,6 +73,43 @@ def test_a_refused_command_is_the_sdks_tool_error(vault: Vault) -> None:
     assert str(caught.value) == "Path /memories/../etc would escape /memories directory"
     with pytest.raises(ToolError, match="/memories/<category>/<key>.md"):
         tool.call({"command": "create", "path": "/memories/notes.txt", "file_text": "x"})
+
+
+@pytest.mark.parametrize(
+    ("given", "said"),
+    [
+        ("view", "The memory tool's input must be an object with a `command`, got: 'view'"),
+        (None, "must be an object with a `command`"),
+        ({}, "The memory tool's input has no `command`: one of view, create"),
+        ({"command": "launch"}, "Unknown command: launch; the memory tool's commands are view"),
+        ({"command": ["view"]}, "Unknown command: ['view']"),
+        ({"command": "view", "path": 3}, "The view command needs `path` (text), which is not text: 3"),
+        ({"command": "view", "path": "/memories/\ud800"}, "`path` is not valid text: character 11 is '\\ud800'"),
+        ({"command": "view", "path": "/memories/loop/x.md"}, "goes through a symbolic link that leads in a circle"),
+        ({"command": "create", "path": "/memories/note/" + "a" * 300 + ".md", "file_text": "x"}, "at most 200"),
+        ({"command": "create", "path": "/memories/" + "a/" * 2000 + "x.md", "file_text": "x"}, "2000 folders down"),
+        ({"command": "insert", "path": "/memories/note/x.md", "insert_line": "0", "insert_text": "x"}, "line number"),
+    ],
+)
+def test_a_malformed_or_hostile_call_is_the_sdks_tool_error_with_a_sentence(
+    vault: Vault, given: Any, said: str
+) -> None:
+    tool = MemfileMemoryTool(vault)
+    (vault.mind_dir / "loop").symlink_to("loop")
+    with pytest.raises(ToolError) as caught:  # never AttributeError, NotImplementedError or RuntimeError
+        tool.call(given)
+    assert said in str(caught.value)
+    str(caught.value).encode("utf-8")
+
+
+def test_insert_at_line_0_through_the_sdk_lands_below_the_front_matter(vault: Vault) -> None:
+    tool = MemfileMemoryTool(vault)
+    tool.call({"command": "create", "path": "/memories/note/todo.md", "file_text": "- milk\n"})
+    answer = tool.call(
+        {"command": "insert", "path": "/memories/note/todo.md", "insert_line": 0, "insert_text": "# Todo"}
+    )
+    assert "Line 0 is the top of the memory's text, below its front-matter" in str(answer)
+    assert vault.get("note/todo").content == "# Todo\n- milk"
 
 
 # --- the Messages API tool loop ------------------------------------------------------------------
@@ -167,7 +204,7 @@ def run_example(code: str, api: FakeMessagesAPI, capsys: pytest.CaptureFixture[s
     assert not answers[2].get("is_error")
     memory = vault.get("preference/coffee")
     assert (memory.content, memory.source, memory.verified) == ("Black, no sugar.", Source.AGENT, False)
-    assert git(vault.root, "log", "-1", "--format=%s").strip() == "memory-tool create preference/coffee (agent)"
+    assert git(vault.root, "log", "-1", "--format=%s").strip() == "store preference/coffee (agent)"
 
 
 EXAMPLE = """

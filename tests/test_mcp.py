@@ -907,3 +907,41 @@ def test_the_server_refuses_to_start_without_one_clear_mind(two_minds: Path) -> 
         assert proc.returncode not in (0, None) and "Traceback" not in stderr, (mind, proc.returncode, stderr)
         assert all(word in stderr for word in expected), (mind, stderr)
         assert proc.stdout == b"", mind  # nothing on stdout, the protocol channel
+
+
+def test_the_memory_tool_answers_loops_long_names_deep_paths_and_secrets_in_its_words(vault: Vault) -> None:
+    (vault.mind_dir / "loop").symlink_to("loop")
+    token = "ghp_" + "Zq8Wm2Kx7Lp4" * 3
+    before = snapshot(vault.mind_dir)
+
+    async def script(agent: Agent) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        out["loop"] = await agent.error("memory", command="view", path="/memories/loop/x.md")
+        out["listed"] = (await agent.ok("memory", command="view", path="/memories"))["result"]
+        long_name = "/memories/note/" + "a" * 300 + ".md"
+        out["long"] = await agent.error("memory", command="create", path=long_name, file_text="x")
+        deep = "/memories/" + "a/" * 2000 + "x.md"
+        out["deep"] = await agent.error("memory", command="create", path=deep, file_text="x")
+        out["secret"] = await agent.error(
+            "memory", command="create", path="/memories/note/ci.md", file_text=f"CI token {token}"
+        )
+        return out
+
+    out = serve(vault.root, script)  # `serve` fails on any "failed unexpectedly" answer and any traceback
+    assert "symbolic link that leads in a circle" in out["loop"] and "loop" not in out["listed"]
+    assert "a name of 303 bytes" in out["long"] and "2000 folders down" in out["deep"]
+    assert "/memories/note/ci.md looks like it holds a secret: line 1 looks like a GitHub token" in out["secret"]
+    assert "ask the user" in out["secret"] and "--allow-secret" not in out["secret"]
+    assert snapshot(vault.mind_dir) == before
+
+
+def test_the_memory_tool_inserts_at_line_0_below_the_front_matter(vault: Vault) -> None:
+    async def script(agent: Agent) -> str:
+        await agent.ok("memory", command="create", path="/memories/note/todo.md", file_text="- milk\n")
+        answer = await agent.ok(
+            "memory", command="insert", path="/memories/note/todo.md", insert_line=0, insert_text="# Todo"
+        )
+        return str(answer["result"])
+
+    assert "Line 0 is the top of the memory's text, below its front-matter" in serve(vault.root, script)
+    assert vault.get("note/todo").content == "# Todo\n- milk"

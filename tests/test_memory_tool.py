@@ -13,9 +13,18 @@ from typing import Any
 
 import pytest
 from conftest import commit_count, git
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from memfile import Vault
-from memfile.memory_tool import MAX_WRITE_BYTES, MemoryToolBackend, MemoryToolError
+from memfile.memory_tool import (
+    COMMANDS,
+    MAX_DEPTH,
+    MAX_NAME_BYTES,
+    MAX_WRITE_BYTES,
+    MemoryToolBackend,
+    MemoryToolError,
+)
 from memfile.model import Category, Source
 
 BODY = "Line one\nLine two\nLine three\nLine four\nLine five\n"
@@ -173,7 +182,7 @@ def test_create_elsewhere_writes_the_text_with_an_agents_front_matter(tool: Memo
     before = commit_count(vault.root)
     run(tool, command="create", path="/memories/journal/2026/trip.md", file_text="# Trip\n\nLisbon in May.\n")
     assert commit_count(vault.root) == before + 1
-    assert git(vault.root, "log", "-1", "--format=%s").strip() == "memory-tool create journal/2026/trip (agent)"
+    assert git(vault.root, "log", "-1", "--format=%s").strip() == "store note/trip (agent)"
     text = (mind(vault) / "journal/2026/trip.md").read_text()
     assert (
         text.startswith("---\nid: mem_") and "\nsource: agent\n" in text and text.endswith("# Trip\n\nLisbon in May.\n")
@@ -262,7 +271,7 @@ def test_str_replace_gives_the_sdk_snippet_and_errors(filled: MemoryToolBackend,
     assert "\tLine 3" in snippet
     assert commit_count(filled.vault.root) == before + 1
     subject = git(filled.vault.root, "log", "-1", "--format=%s").strip()
-    assert subject == "memory-tool str_replace note/alpha (agent)"
+    assert subject == "edit note/alpha (agent)"
     ours = (mind(filled.vault) / "note/alpha.md").read_text()
     assert without_updated_at(ours) == without_updated_at((sdk.memories / "note/alpha.md").read_text())
     assert same(filled, sdk, command="str_replace", path=path, old_str="Line nine", new_str="x").startswith(
@@ -387,7 +396,7 @@ def test_delete_of_a_folder_is_one_commit_all_or_nothing(filled: MemoryToolBacke
     count = commit_count(vault.root)
     assert run(filled, command="delete", path="/memories/projects") == "Successfully deleted /memories/projects"
     assert commit_count(vault.root) == count + 1
-    assert git(vault.root, "log", "-1", "--format=%s").strip() == "memory-tool delete projects/ (agent)"
+    assert git(vault.root, "log", "-1", "--format=%s").strip() == "forget note/log, note/plan (agent)"
     removed = git(vault.root, "show", "--no-renames", "--name-status", "--format=", "HEAD").split()
     assert removed == ["D", "michael/projects/apollo/deep/log.md", "D", "michael/projects/apollo/plan.md"]
     assert not (mind(vault) / "projects").exists()
@@ -403,7 +412,7 @@ def test_rename_is_store_new_and_forget_old_in_one_commit(filled: MemoryToolBack
     assert commit_count(vault.root) == count + 1
     changed = git(vault.root, "show", "--no-renames", "--name-status", "--format=", "HEAD").split()
     assert changed == ["A", "michael/fact/alpha.md", "D", "michael/note/alpha.md"]
-    assert git(vault.root, "log", "-1", "--format=%s").strip() == "memory-tool rename note/alpha -> fact/alpha (agent)"
+    assert git(vault.root, "log", "-1", "--format=%s").strip() == "store fact/alpha, forget note/alpha (agent)"
     new = vault.get("fact/alpha")
     assert new.id != old.id and dict(new.extra)["renamed_from"] == old.id
     assert (new.content, new.created_at, new.source) == (old.content, old.created_at, old.source)
@@ -525,6 +534,148 @@ def test_malformed_commands_are_answered_never_raised(filled: MemoryToolBackend,
     unchanged(filled.vault, before)
 
 
+#: Values a model could put anywhere in a command: any JSON, text with lone surrogates, paths near the guards.
+_ODD_TEXT = st.sampled_from(["\ud800", "a\udfff.md", "/memories/\udc80", "/memories/" + "x" * 300, "/memories/.."])
+_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=20) | _ODD_TEXT,
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=5), inner, max_size=3),
+    max_leaves=6,
+)
+_ARGUMENTS = (
+    "path",
+    "view_range",
+    "file_text",
+    "old_str",
+    "new_str",
+    "insert_line",
+    "insert_text",
+    "old_path",
+    "new_path",
+)
+_COMMANDS = _VALUES | st.fixed_dictionaries(
+    {"command": st.sampled_from(COMMANDS) | _VALUES},
+    optional={name: _VALUES | st.sampled_from(["/memories", "/memories/note/alpha.md"]) for name in _ARGUMENTS},
+)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(command=_COMMANDS)
+def test_any_malformed_command_is_a_sentence_never_an_exception(filled: MemoryToolBackend, command: Any) -> None:
+    try:
+        answer = filled.run(command)
+    except MemoryToolError as exc:
+        answer = str(exc)
+    assert isinstance(answer, str) and answer
+    answer.encode("utf-8")  # sendable: no lone surrogate comes back
+
+
+def test_a_symlink_loop_in_the_mind_is_a_sentence_for_every_command(filled: MemoryToolBackend) -> None:
+    vault = filled.vault
+    os.symlink("loop_b", mind(vault) / "loop_a")
+    os.symlink("loop_a", mind(vault) / "loop_b")
+    os.symlink("circle.md", mind(vault) / "note" / "circle.md")
+    before = state(vault)
+    listing = run(filled, command="view", path="/memories")  # the loops are left out, the rest listed
+    assert "/memories/note/alpha.md" in listing and "loop_a" not in listing and "circle" not in listing
+    for command in (
+        {"command": "view", "path": "/memories/loop_a"},
+        {"command": "view", "path": "/memories/note/circle.md"},
+        {"command": "create", "path": "/memories/loop_a/x.md", "file_text": "x"},
+        {"command": "create", "path": "/memories/note/circle.md", "file_text": "x"},
+        {"command": "str_replace", "path": "/memories/note/circle.md", "old_str": "a", "new_str": "b"},
+        {"command": "insert", "path": "/memories/loop_b/y.md", "insert_line": 0, "insert_text": "x"},
+        {"command": "delete", "path": "/memories/loop_a"},
+        {"command": "rename", "old_path": "/memories/note/alpha.md", "new_path": "/memories/loop_a/alpha.md"},
+    ):
+        message = refused(filled, **command)
+        assert "symbolic link that leads in a circle" in message and "tell the user" in message, command
+    unchanged(vault, before)
+
+
+@pytest.mark.parametrize(
+    ("path", "said"),
+    [
+        ("/memories/note/" + "a" * 252 + ".md", "a name of 255 bytes"),
+        ("/memories/note/" + "b" * 300 + ".md", "a name of 303 bytes"),
+        ("/memories/" + "\u00e9" * 128 + "/x.md", "a name of 256 bytes"),
+        ("/memories/" + "a/" * 2000 + "x.md", "goes 2000 folders down"),
+    ],
+)
+def test_a_name_too_long_or_a_path_too_deep_is_a_sentence(filled: MemoryToolBackend, path: str, said: str) -> None:
+    before = state(filled.vault)
+    for command in (
+        {"command": "view", "path": path},
+        {"command": "create", "path": path, "file_text": "x"},
+        {"command": "str_replace", "path": path, "old_str": "a", "new_str": "b"},
+        {"command": "insert", "path": path, "insert_line": 0, "insert_text": "x"},
+        {"command": "delete", "path": path},
+        {"command": "rename", "old_path": "/memories/note/alpha.md", "new_path": path},
+    ):
+        message = refused(filled, **command)
+        assert said in message and "for example /memories/preference/coffee.md" in message, message
+        assert len(message) < 800
+    unchanged(filled.vault, before)
+
+
+def test_names_up_to_the_limit_and_paths_sixteen_folders_deep_are_written(tool: MemoryToolBackend) -> None:
+    long_name = "/memories/note/" + "n" * (MAX_NAME_BYTES - 3) + ".md"
+    deep = "/memories/" + "d/" * MAX_DEPTH + "deep.md"
+    for path in (long_name, deep):
+        assert run(tool, command="create", path=path, file_text="kept") == f"File created successfully at: {path}"
+        assert "kept" in run(tool, command="view", path=path)
+
+
+def test_insert_at_line_0_goes_to_the_top_of_the_memorys_text(filled: MemoryToolBackend) -> None:
+    vault, path = filled.vault, "/memories/note/alpha.md"
+    top = (mind(vault) / "note/alpha.md").read_text().split("\n")[1:].index("---") + 2  # the front-matter's lines
+    answer = run(filled, command="insert", path=path, insert_line=0, insert_text="Line zero")
+    assert answer == (
+        f"The file {path} has been edited. Line 0 is the top of the memory's text, below its front-matter "
+        f"(lines 1-{top}): the text starts at line {top + 1}."
+    )
+    assert vault.get("note/alpha").content.startswith("Line zero\nLine one\n")
+    shown = run(filled, command="view", path=path, view_range=[top + 1, top + 1])
+    assert shown.endswith(f"{top + 1}\tLine zero")
+    assert git(vault.root, "log", "-1", "--format=%s").strip() == "edit note/alpha (agent)"
+
+
+def test_a_secret_refusal_counts_the_lines_the_model_wrote(tool: MemoryToolBackend) -> None:
+    token = "ghp_" + "a1B2c3D4e5" * 3 + "f6G7h8"
+    before = state(tool.vault)
+    plain = refused(tool, command="create", path="/memories/note/ci.md", file_text=f"CI token {token}")
+    assert "/memories/note/ci.md looks like it holds a secret: line 1 looks like a GitHub token" in plain
+    fronted = "---\ntags: [ci]\n---\n\nThe CI token:\n" + token + "\n"
+    assert "line 6 looks like a GitHub token" in refused(
+        tool, command="create", path="/memories/note/ci.md", file_text=fronted
+    )
+    blank_lines = refused(tool, command="create", path="/memories/note/ci.md", file_text=f"\n\nCI\n{token}\n")
+    assert "line 4 looks like a GitHub token" in blank_lines
+    for message in (plain, blank_lines):  # in the memory tool's words: no command line, no other face's option
+        assert "michael/" not in message and "memfile " not in message and "--" not in message
+        assert "ask the user" in message
+    unchanged(tool.vault, before)
+    run(tool, command="create", path="/memories/note/ci.md", file_text="The CI token is in the vault of 1Password.")
+    edited = refused(tool, command="str_replace", path="/memories/note/ci.md", old_str="is in", new_str=token)
+    numbered = run(tool, command="view", path="/memories/note/ci.md")
+    line = next(n for n, text in enumerate(numbered.splitlines()) if "1Password" in text)  # as `view` numbers it
+    assert f"line {line} looks like a GitHub token" in edited and "/memories/note/ci.md" in edited
+
+
+def test_commit_subjects_say_memfiles_verbs_so_log_and_undo_know_them(filled: MemoryToolBackend) -> None:
+    vault = filled.vault
+    run(filled, command="create", path="/memories/note/trip.md", file_text="Lisbon.")
+    run(filled, command="str_replace", path="/memories/note/trip.md", old_str="Lisbon.", new_str="Lisbon in May.")
+    run(filled, command="delete", path="/memories/fact/office.md")
+    assert git(vault.root, "log", "-3", "--format=%s").splitlines() == [
+        "forget fact/office (agent)",
+        "edit note/trip (agent)",
+        "store note/trip (agent)",
+    ]
+    with vault.acting_as(Source.AGENT):  # an agent undoes its own last change, as after a `forget`
+        assert vault.undo().message == "undo: forget fact/office (agent)"
+    assert vault.get("fact/office").content.strip() == "The office is in Berlin."
+
+
 def test_a_person_vault_handed_over_acts_as_agent_and_is_put_back(vault: Vault) -> None:
     tool = MemoryToolBackend(vault)
     run(tool, command="create", path="/memories/note/x.md", file_text="hello")
@@ -561,6 +712,6 @@ def test_the_same_commands_as_an_mcp_tool(tmp_path: Path) -> None:
         memory = vault.get("note/plan")
     assert memory.content.strip() == "Ship in May." and memory.source.value == "agent" and not memory.verified
     assert git(root, "log", "-2", "--format=%s").split("\n")[:2] == [
-        "memory-tool str_replace note/plan (agent)",
-        "memory-tool create note/plan (agent)",
+        "edit note/plan (agent)",
+        "store note/plan (agent)",
     ]

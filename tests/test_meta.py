@@ -99,7 +99,7 @@ MAY_IMPORT: dict[str, set[str]] = {
     # Issue 27/28's library helpers over the facade (being built; each entry is checked when it lands).
     "context": FACE_MAY_USE | {"recall"},
     "secretscan": {"errors"},
-    "memory_tool": FACE_MAY_USE | {"paths", "fileformat"},
+    "memory_tool": FACE_MAY_USE | {"paths", "fileformat", "secretscan"},
     "anthropic_tool": FACE_MAY_USE | {"memory_tool"},
     "semantic": {"errors", "model", "text", "config", "semantic"},  # config: STATE_DIR, where vectors live
     "__init__": FACE_MAY_USE | {"recall", "watch", "store_queue"},
@@ -114,6 +114,7 @@ FACE_EXCEPTIONS = {
     ("cli_keys", "keys"): "the key commands are the keys file's face",
     ("worker", "paths"): "which folders are minds (mind_dirs), known without opening a Vault for each",
     ("mcp_server", "memory_tool"): "the `memory` tool runs Claude's memory-tool commands (MemoryToolBackend)",
+    ("memory_tool", "secretscan"): "a secret refusal is said again with the lines of the text the model wrote",
     ("worker", "git"): "git's loose objects are packed beside the worker (pack_loose_objects), no Vault involved",
     ("cli_git", "paths"): "clone prints every mind it got (mind_dirs), as the worker knows them",
     ("cli_serve", "keys"): "serve checks the keys file before it listens",
