@@ -54,17 +54,20 @@ class Face(Enum):
 
 @dataclass(frozen=True)
 class Hint:
-    """What to do next, in each face's words; the memory tool says the MCP tools' words unless it has its own."""
+    """What to do next, in each face's words; the memory tool says the MCP tools' words unless it has its own.
+    `{0}`, `{1}` in a text are the error's `hint_values` (a REF, an id)."""
 
     cli: str
     http: str
     mcp: str
     memory_tool: str = ""
 
-    def say(self, face: Face) -> str:
+    def say(self, face: Face, values: Iterable[str] = ()) -> str:
         if face is Face.MEMORY_TOOL:
-            return self.memory_tool or self.mcp
-        return {Face.CLI: self.cli, Face.HTTP: self.http, Face.MCP: self.mcp}[face]
+            words = self.memory_tool or self.mcp
+        else:
+            words = {Face.CLI: self.cli, Face.HTTP: self.http, Face.MCP: self.mcp}[face]
+        return words.format(*values)
 
 
 #: The hints errors carry, by name (a name, so an error keeps its hint through the store queue's result file).
@@ -86,8 +89,23 @@ HINTS = {
     ),
     "raise_critical": Hint(
         cli="a person can raise it with: memfile store CATEGORY KEY CONTENT --priority critical",
-        http='a person\'s token can raise it with PUT /memory/{id} and "priority": "critical"',
+        http='a person\'s token can raise it with PUT /memory/{{id}} and "priority": "critical"',
         mcp="ask the user if it must be critical",
+    ),
+    "forget_by_person": Hint(
+        cli="ask the user to forget it (memfile forget {0})",
+        http="ask a person, whose token can forget it: DELETE /memory/{1}",
+        mcp="ask the user to forget it",
+    ),
+    "verify_by_person": Hint(
+        cli="ask the user to run: memfile verify {0}",
+        http="ask a person, whose token can verify it: POST /memory/{{id}}/verify",
+        mcp="ask the user to verify it",
+    ),
+    "mend_by_hand": Hint(
+        cli="fix the file, see: memfile doctor",
+        http="a person must mend the file by hand (the vault's check names the problem)",
+        mcp="ask the user to check the vault",
     ),
 }
 
@@ -97,19 +115,23 @@ class MemfileError(Exception):
 
     Attributes:
         hint: the name of the HINTS entry that ends the message, or None (the message says it all).
+        hint_values: what the hint's words name (a REF, an id).
     """
 
     exit_code = EXIT_UNEXPECTED
     hint: str | None = None
+    hint_values: list[str] = []  # noqa: RUF012 - never changed: each error sets its own
 
-    def __init__(self, message: str = "", *, hint: str | None = None) -> None:
-        self.message, self.hint = message, hint
+    def __init__(self, message: str = "", *, hint: str | None = None, hint_values: Iterable[str] = ()) -> None:
+        self.message, self.hint, self.hint_values = message, hint, list(hint_values)
         super().__init__(self.said(Face.CLI))
 
     def said(self, face: Face) -> str:
         """The message as `face` answers with it: its hint in that face's words."""
         message = getattr(self, "message", str(self))  # the store queue makes errors without __init__
-        return message if self.hint is None else f"{message}; {HINTS[self.hint].say(face)}"
+        if self.hint is None:
+            return message
+        return f"{message}; {HINTS[self.hint].say(face, self.hint_values)}"
 
 
 class InvalidInput(MemfileError):

@@ -11,8 +11,10 @@ its mind, a person's token as the user in the mind it named. Every tool goes
 through `Vault` on the one worker thread of `Minds`, which refuses REFs that
 leave the mind, follows the files with its watcher (so search and recall
 skip the stat check) and warms the index between calls.
-Errors come back as tool errors written for an agent (`for_agent`: the tool to
-call, or to ask the user; never a command line or an exit code); the server
+Errors come back as tool errors written for an agent (an error's hint in MCP's
+words, `MemfileError.said(Face.MCP)`, and `for_agent` for a command named in
+its text: the tool to call, or to ask the user; never a command line or an
+exit code); the server
 itself never stops on a bad call. Every request gets an answer: arguments a
 tool does not have, or of the wrong type, are refused by name (`refuse_unknown_arguments`), and a
 message the SDK cannot read (a lone surrogate, JSON nested too deep, a line
@@ -98,11 +100,11 @@ ASK_THE_USER = {
     "remote": "ask the user to set up the remote",
 }
 
-#: The library's phrases written for the command line, and what an agent reads instead (before `_COMMAND`).
+#: The library's phrases written for the command line, and what an agent reads instead (before `_COMMAND`):
+#: for the messages that name a command in their text, not in a hint (memfile.errors.HINTS) each face says.
 _PHRASES = [
     (re.compile(r"\s*\(SPEC section \d+\)"), ""),
-    (re.compile(r"ask the user to run: memfile verify \S+"), "ask the user to verify it"),
-    (re.compile(r" \(memfile (?:forget|reactivate) [^)]*\)"), ""),
+    (re.compile(r" \(memfile reactivate [^)]*\)"), ""),
     (
         re.compile(r"`memfile doctor --fix` removes git locks older than ten minutes, or remove the file by hand"),
         "ask the user to remove that lock file",

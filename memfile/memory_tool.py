@@ -302,7 +302,7 @@ class MemoryToolBackend:
         full = target.full
         if full.is_file() and not full.is_symlink():
             self._writable(target)
-            memory = self._memory_at(target)
+            memory = self._memory_at(target, "delete")
             data, _ = self._existing_file(target)
             self.vault.write_raw({memory.path: None}, subject=f"forget {memory.ref}", based_on={memory.path: data})
         elif full.is_dir() and not full.is_symlink():
@@ -331,7 +331,7 @@ class MemoryToolBackend:
         if old.full.is_file() and not old.full.is_symlink():
             self._writable(old)
             self._writable(new)
-            memory = self._memory_at(old)
+            memory = self._memory_at(old, "rename")
             moves = [(memory, new.relpath)]
         elif old.full.is_dir() and not old.full.is_symlink():
             memories, _ = self._memories_in(old, "rename")
@@ -437,13 +437,22 @@ class MemoryToolBackend:
     def _holding(self, category: Category, key: str) -> Memory | None:
         return next((m for m in self.vault.memories() if m.category is category and m.key == key), None)
 
-    def _memory_at(self, target: _Target) -> Memory:
+    def _memory_at(self, target: _Target, verb: str) -> Memory:
+        """The memory at `target`, refused when memfile cannot read it or it is a person's (verified or critical)
+        to `verb`: the model is told what it may do instead."""
         memory = next((m for m in self.vault.memories() if m.path == target.relpath), None)
         if memory is None:
             problem = next((i for i in self.vault.issues if i.path == target.relpath), None)
             why = f" ({problem.reason})" if problem else ""
             raise MemoryToolError(
                 f"{target.given} is not a memory memfile can read{why}; a person must mend it by hand, tell the user."
+            )
+        if memory.verified or memory.priority is Priority.CRITICAL:
+            why = "verified by a person" if memory.verified else "critical"
+            raise MemoryToolError(
+                f"No change was made: {memory.ref} ({target.given}) is {why}, so only a person can {verb} it. "
+                "Create a new memory file with the correction instead, and tell the user, "
+                f"who can mark {memory.ref} superseded by it."
             )
         return memory
 
@@ -492,14 +501,7 @@ class MemoryToolBackend:
         """Write an edited file: still a memory, the same one, not a person's, moved `updated_at`; one commit."""
         self._capped(target, new_text)
         mtime = datetime.fromtimestamp(target.full.stat().st_mtime, tz=timezone.utc)
-        before = self._memory_at(target)
-        if before.verified or before.priority is Priority.CRITICAL:
-            why = "verified by a person" if before.verified else "critical"
-            raise MemoryToolError(
-                f"No change was made: {before.ref} ({target.given}) is {why}, so only a person can change it. "
-                "Create a new memory file with the correction instead, and tell the user, "
-                f"who can mark {before.ref} superseded by it."
-            )
+        self._memory_at(target, "change")
         before = self._parsed(target, data, mtime)
         after = self._parsed(target, new_text.encode("utf-8"), mtime)
         for name in ("id", "category", "key", "created_at", "source"):

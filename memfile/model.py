@@ -564,8 +564,8 @@ def resolve_ref(ref: object, memories: list[Memory], mind: str, issues: Sequence
         if unreadable is not None:
             where = f"{unreadable.path}:{unreadable.line}" if unreadable.line else unreadable.path
             raise NotFound(
-                f"no memory {ref!r} in mind {mind}: {where} may hold it, but cannot be read ({unreadable.reason}); "
-                "fix the file, see: memfile doctor"
+                f"no memory {ref!r} in mind {mind}: {where} may hold it, but cannot be read ({unreadable.reason})",
+                hint="mend_by_hand",
             )
         raise NotFound(f"no memory {ref!r} in mind {mind}", hint="list")
     if len(matches) > 1:

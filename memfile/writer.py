@@ -700,10 +700,11 @@ class Writer:
             if self.actor is Source.AGENT and (memory.verified or memory.priority is Priority.CRITICAL):
                 marks = (("critical", memory.priority is Priority.CRITICAL), ("verified by a person", memory.verified))
                 why = " and ".join(w for w, on in marks if on)
-                instead = "" if memory.verified else f", or store the correction with supersedes={memory.ref!r}"
+                instead = "" if memory.verified else f" (store the correction with supersedes={memory.ref!r})"
                 raise Refused(
-                    f"{memory.ref} is {why}, so an agent cannot forget it; ask the user to forget it "
-                    f"(memfile forget {memory.ref}){instead}"
+                    f"{memory.ref} is {why}, so an agent cannot forget it{instead}",
+                    hint="forget_by_person",
+                    hint_values=[memory.ref, memory.id],
                 )
             self.record_hand_edit(memory)
             self.apply(memory.path, None, "forget", memory.ref, self.actor)
@@ -713,7 +714,7 @@ class Writer:
         """`Vault.verify` (its docstring says what it does)."""
         if self.actor is Source.AGENT:
             raise Refused(
-                "agents cannot verify memories: only a person can; ask the user to run: memfile verify " + str(ref)
+                "agents cannot verify memories: only a person can", hint="verify_by_person", hint_values=[ref]
             )
         with self.transaction():
             memory = self.find(ref)

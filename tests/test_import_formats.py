@@ -564,7 +564,7 @@ def test_openclaw_sections_field_by_field(workspace: Path) -> None:
     assert records[chinese]["extra"]["openclaw_heading"] == "笔记"
     assert incoming.unmapped == [
         "AGENTS.md: not an OpenClaw memory file: not imported",
-        "DREAMS.md: the dream diary is skipped (import it with include_dreams)",
+        "DREAMS.md: the dream diary is skipped (import it with --include-dreams)",
         "MEMORY.md section 'Empty section': empty: not imported",
         "memory/notes.txt: not a daily note (YYYY-MM-DD[-slug].md): not imported",
     ]

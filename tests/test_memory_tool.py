@@ -355,10 +355,9 @@ def test_a_memory_a_person_verified_or_made_critical_is_theirs(tool: MemoryToolB
             "only a person can change it" in message and "who can mark fact/" in message and "memfile " not in message
         )
         assert "only a person" in refused(tool, command="insert", path=path, insert_line=0, insert_text="x")
-        assert "cannot change or remove it" in refused(tool, command="delete", path=path)
-        assert "cannot change or remove" in refused(
-            tool, command="rename", old_path=path, new_path="/memories/fact/z.md"
-        )
+        assert "only a person can delete it" in refused(tool, command="delete", path=path)
+        renamed = refused(tool, command="rename", old_path=path, new_path="/memories/fact/z.md")
+        assert "only a person can rename it" in renamed and "supersedes=" not in renamed
     assert "verified or made critical" in refused(tool, command="delete", path="/memories/fact")
     unchanged(vault, before)
 

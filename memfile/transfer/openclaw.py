@@ -240,7 +240,7 @@ class _Reader:
 
     def dreams(self, path: Path) -> None:
         if not self.options.include_dreams:
-            self.unmapped.append(f"{DREAMS}: the dream diary is skipped (import it with include_dreams)")
+            self.unmapped.append(f"{DREAMS}: the dream diary is skipped (import it with --include-dreams)")
             return
         text = _read(path, DREAMS)
         if not text.strip():
