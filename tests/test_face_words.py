@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 from conftest import REPO
 from helpers import fails, in_vault, ok
-from test_serve_helpers import Server, Setup, make_setup, start_server
+from test_serve_helpers import Server, Setup, make_setup, serving
 
 from memfile import Vault
 from memfile.cli import main
@@ -97,10 +97,8 @@ def setup(tmp_path_factory: pytest.TempPathFactory) -> Setup:
 
 @pytest.fixture(scope="module")
 def server(setup: Setup) -> Iterator[Server]:
-    served = start_server(setup)
-    yield served
-    code, _, err = served.stop()
-    assert code == 0 and "Traceback" not in err, err
+    with serving(setup) as served:
+        yield served
 
 
 def http_errors(server: Server, setup: Setup) -> dict[str, dict[str, Any]]:

@@ -468,12 +468,9 @@ TRAVERSALS = [
 ]
 
 
-@pytest.mark.parametrize("path", TRAVERSALS)
-def test_paths_that_leave_memories_are_refused_for_every_command(filled: MemoryToolBackend, path: str) -> None:
-    vault = filled.vault
-    before = state(vault)
-    outside = snapshot(vault.root.parent)
-    for command in (
+def every_command(path: str) -> list[dict[str, Any]]:
+    """Each command of the tool on `path` (a rename from it, and one to it)."""
+    return [
         {"command": "view", "path": path},
         {"command": "create", "path": path, "file_text": "x"},
         {"command": "str_replace", "path": path, "old_str": "root", "new_str": "x"},
@@ -481,7 +478,15 @@ def test_paths_that_leave_memories_are_refused_for_every_command(filled: MemoryT
         {"command": "delete", "path": path},
         {"command": "rename", "old_path": path, "new_path": "/memories/note/z.md"},
         {"command": "rename", "old_path": "/memories/top.md", "new_path": path},
-    ):
+    ]
+
+
+@pytest.mark.parametrize("path", TRAVERSALS)
+def test_paths_that_leave_memories_are_refused_for_every_command(filled: MemoryToolBackend, path: str) -> None:
+    vault = filled.vault
+    before = state(vault)
+    outside = snapshot(vault.root.parent)
+    for command in every_command(path):
         message = refused(filled, **command)
         assert "/memories" in message and "root:" not in message
     unchanged(vault, before)
@@ -602,14 +607,7 @@ def test_a_symlink_loop_in_the_mind_is_a_sentence_for_every_command(filled: Memo
 )
 def test_a_name_too_long_or_a_path_too_deep_is_a_sentence(filled: MemoryToolBackend, path: str, said: str) -> None:
     before = state(filled.vault)
-    for command in (
-        {"command": "view", "path": path},
-        {"command": "create", "path": path, "file_text": "x"},
-        {"command": "str_replace", "path": path, "old_str": "a", "new_str": "b"},
-        {"command": "insert", "path": path, "insert_line": 0, "insert_text": "x"},
-        {"command": "delete", "path": path},
-        {"command": "rename", "old_path": "/memories/note/alpha.md", "new_path": path},
-    ):
+    for command in every_command(path):
         message = refused(filled, **command)
         assert said in message and "for example /memories/preference/coffee.md" in message, message
         assert len(message) < 800

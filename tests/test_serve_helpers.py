@@ -14,6 +14,8 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -211,3 +213,12 @@ def read_answer(sock: socket.socket) -> bytes:
         if length and len(rest) >= int(length[0].split(b":")[1]):
             break
     return data
+
+
+@contextmanager
+def serving(setup: Setup, *args: str) -> Iterator[Server]:
+    """A server for a module's tests, which must stop cleanly when they are done (exit 0, no traceback)."""
+    served = start_server(setup, *args)
+    yield served
+    code, _, err = served.stop()
+    assert code == 0 and "Traceback" not in err, err
