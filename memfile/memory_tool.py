@@ -16,6 +16,7 @@ malformed command, a path too long or too deep, a symbolic link that loops, or a
 
 from __future__ import annotations
 
+import errno
 import os
 import stat
 from collections.abc import Callable, Iterator, Mapping
@@ -398,11 +399,10 @@ class MemoryToolBackend:
             full = safe_path(self.vault.root, relpath, mind)
         except InvalidInput:
             raise MemoryToolError(f"Path {_cut(path)} would escape /memories directory") from None
-        except (OSError, RuntimeError):  # a symlink loop: RuntimeError before Python 3.13, OSError (ELOOP) after
-            raise MemoryToolError(
-                f"Path {_cut(path)} goes through a symbolic link that leads in a circle (to itself, or to a link "
-                "back to it), so it names no file; nothing was changed. A person must remove that link: tell the user."
-            ) from None
+        except RuntimeError:  # resolving a symlink loop (Python 3.12 and before; 3.13 leaves the path as it is)
+            raise _looping(path) from None
+        if _loops(full):
+            raise _looping(path)
         return _Target(path, rel, relpath, full)
 
     def _writable(self, target: _Target) -> None:
@@ -569,6 +569,22 @@ def _text(command: Mapping[str, Any], name: str) -> str:
             f"{value[exc.start]!r}, half of a UTF-16 surrogate pair; send the text as UTF-8."
         ) from None
     return value
+
+
+def _loops(path: Path) -> bool:
+    """Whether `path` goes through a symbolic link that leads in a circle."""
+    try:
+        os.stat(path)
+    except OSError as exc:
+        return exc.errno == errno.ELOOP
+    return False
+
+
+def _looping(path: str) -> MemoryToolError:
+    return MemoryToolError(
+        f"Path {_cut(path)} goes through a symbolic link that leads in a circle (to itself, or to a link back to "
+        "it), so it names no file; nothing was changed. A person must remove that link: tell the user."
+    )
 
 
 def _cut(text: str) -> str:
