@@ -106,8 +106,10 @@ class MemoryToolBackend:
         """`execute`, raising MemoryToolError (with the text for the model) when the command is refused.
 
         Raises:
-            MemoryToolError: a bad command, a path outside /memories, a memfile rule, or any
-                MemfileError of the vault (a busy vault included), with its message.
+            MemoryToolError: a malformed command (not a mapping, no or an unknown `command`, an argument
+                of the wrong type or holding a lone surrogate), a path outside /memories, too long, too
+                deep or through a symlink loop, a memfile rule, the file system's refusal, or any
+                MemfileError of the vault (a busy vault included), in this tool's words (`Face.MEMORY_TOOL`).
         """
         if not isinstance(command, Mapping):
             raise MemoryToolError(
