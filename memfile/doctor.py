@@ -22,7 +22,7 @@ from . import fileformat
 from .config import CONFIG_NAME, STATE_DIR, unknown_settings
 from .errors import GitError, MemfileError
 from .files import TEMP_PREFIX
-from .model import Category, Memory, ParseIssue, Source, key_fits_name, utc_now
+from .model import MAX_TAGS, Category, Memory, ParseIssue, Source, key_fits_name, utc_now
 from .paths import is_inside, is_utf8_name, memory_relpath, shown_path
 
 if TYPE_CHECKING:
@@ -127,6 +127,15 @@ class Doctor:
             expected = memory_relpath(self.mind, memory.category, memory.key).as_posix()
             if self._misplaced(memory, expected):
                 add(Finding("misplaced", f"{memory.path} holds {memory.ref}, whose place is {expected}", memory.path))
+            if len(memory.tags) > MAX_TAGS:
+                add(
+                    Finding(
+                        "too_many_tags",
+                        f"{memory.path} has {len(memory.tags)} tags, more than the {MAX_TAGS} a write may give; "
+                        "keep the rest in the content",
+                        memory.path,
+                    )
+                )
             if memory.conflict is not None:
                 add(
                     Finding(

@@ -323,7 +323,7 @@ def _memory(meta: dict[str, Any], content: str, relpath: str, mtime: datetime, h
         created_at=created,
         updated_at=updated,
         priority=parse_priority(meta["priority"]) if meta.get("priority") is not None else Priority.NORMAL,
-        tags=parse_tags(meta.get("tags")),
+        tags=parse_tags(meta.get("tags"), bounded=False),  # files are the truth: doctor names too many
         source=source,
         verified=parse_bool(meta["verified"], "verified")
         if meta.get("verified") is not None

@@ -83,6 +83,8 @@ CONFLICT_KEY = "conflict_theirs"
 KEY_PATTERN = re.compile(r"[a-z0-9][a-z0-9_]{0,99}")
 KEY_RULE = "snake_case: lowercase letters, digits and _, starting with a letter or digit, at most 100 characters"
 MAX_TAG_LENGTH = 100
+#: The most tags a write may give a memory: a store of 40,000 tags (a 379 KB body) is refused before any work.
+MAX_TAGS = 100
 #: The highest priority an agent may write (a person raises it): critical memories are pinned into every recall.
 AGENT_PRIORITY_CAP = Priority.HIGH
 
@@ -281,26 +283,37 @@ def parse_bool(value: object, field_name: str) -> bool:
     raise InvalidInput(field_name, value, "true, false (or yes, no)")
 
 
-def parse_tags(value: object, field_name: str = "tags") -> tuple[str, ...]:
-    """Tags from a list or a comma-separated string: lowercased, deduplicated, in order."""
+def parse_tags(value: object, field_name: str = "tags", *, bounded: bool = True) -> tuple[str, ...]:
+    """Tags from a list or a comma-separated string: lowercased, deduplicated, in order.
+
+    `bounded`: more than MAX_TAGS tags given (duplicates count) are refused before a tag is looked at;
+    False for a file on disk, which is read whatever it holds (doctor names one over MAX_TAGS).
+    """
     if value is None:
         return ()
     items: list[object] = [value] if isinstance(value, str) else value if isinstance(value, list | tuple) else None  # type: ignore[assignment]
     if items is None:
         raise InvalidInput(field_name, value, "a list of strings or a comma-separated string")
-    tags: list[str] = []
+    if bounded and len(items) > MAX_TAGS:
+        raise too_many_tags(field_name, len(items))
     for item in items:
         if not isinstance(item, str | int | float) or isinstance(item, bool):
             raise InvalidInput(field_name, item, "strings")
-        for part in str(item).split(","):
-            tag = " ".join(part.split()).lower()
-            if not tag:
-                continue
-            if len(tag) > MAX_TAG_LENGTH or tag.startswith("-"):
-                raise InvalidInput("tag", tag, f"text of 1 to {MAX_TAG_LENGTH} characters, not starting with '-'")
-            if tag not in tags:
-                tags.append(tag)
-    return tuple(tags)
+    words = [" ".join(part.split()).lower() for item in items for part in str(item).split(",")]
+    tags = [tag for tag in words if tag]
+    if bounded and len(tags) > MAX_TAGS:
+        raise too_many_tags(field_name, len(tags))
+    for tag in tags:
+        if len(tag) > MAX_TAG_LENGTH or tag.startswith("-"):
+            raise InvalidInput("tag", tag, f"text of 1 to {MAX_TAG_LENGTH} characters, not starting with '-'")
+    return tuple(dict.fromkeys(tags))
+
+
+def too_many_tags(field_name: str, count: int) -> InvalidInput:
+    """The refusal of `count` tags given to one memory, more than MAX_TAGS."""
+    return InvalidInput(
+        field_name, f"{count} tags", f"at most {MAX_TAGS} tags per memory (keep the rest in the content)"
+    )
 
 
 DATETIME_RULE = "an ISO-8601 date or time such as 2026-06-27 or 2026-06-27T10:00:00Z"

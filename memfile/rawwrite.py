@@ -17,7 +17,7 @@ from collections.abc import Mapping
 
 from . import fileformat
 from .errors import Conflict, FileParseError, InvalidInput, Refused
-from .model import AGENT_PRIORITY_CAP, Memory, Priority, Source, utc_now
+from .model import AGENT_PRIORITY_CAP, MAX_TAGS, Memory, Priority, Source, too_many_tags, utc_now
 from .paths import safe_path
 from .secretscan import guard
 from .swap import EditedMeanwhile
@@ -80,6 +80,8 @@ def _checked(writer: Writer, relpath: str, data: bytes, old: Memory | None) -> M
     except FileParseError as exc:
         line = f" (line {exc.line})" if exc.line else ""
         raise InvalidInput("text", relpath, "a memory file memfile can read", reason=f"{exc.reason}{line}") from None
+    if len(memory.tags) > MAX_TAGS and (old is None or old.tags != memory.tags):
+        raise too_many_tags(f"tags of {relpath}", len(memory.tags))
     if writer.actor is Source.AGENT:
         if memory.source is Source.USER and not (old is not None and old.source is Source.USER):
             raise Refused(

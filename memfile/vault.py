@@ -701,7 +701,7 @@ class Vault:
             key: snake_case, unique in the category.
             content: the memory's text (Markdown).
             priority: low, normal (default for new memories), high or critical.
-            tags: a list, or a comma-separated string; stored lowercase.
+            tags: a list, or a comma-separated string; stored lowercase; at most 100 (`model.MAX_TAGS`).
             confidence: 0.0 to 1.0; default 1.0 for user memories, 0.7 for agent ones.
             expires: a duration (`7d`), an ISO-8601 moment, or `never`; omitted keeps the current value.
             source: `user` or `agent`; default the caller. An agent cannot store as `user`.

@@ -256,6 +256,15 @@ def test_store_tags_repeatable_comma_split_lowercased(root: Path) -> None:
     assert "tags: [alpha, beta, gamma]" in (root / "michael" / "fact" / "a.md").read_text(encoding="utf-8")
 
 
+def test_store_refuses_more_than_100_tags_by_their_count(root: Path) -> None:
+    tags = [f"t{i}" for i in range(40_000)]
+    result = fails(in_vault(root, "store", "fact", "many", "text", "--tag", ",".join(tags)), 2)
+    assert "invalid tags '40000 tags'; allowed: at most 100 tags per memory" in result.stderr
+    result = fails(in_vault(root, "store", "fact", "many", "text", *(f"--tag={t}" for t in tags[:101])), 2)
+    assert "'101 tags'" in result.stderr and not (root / "michael" / "fact" / "many.md").exists()
+    assert store_json(root, "fact", "many", "text", *(f"--tag={t}" for t in tags[:100]))["tags"] == tags[:100]
+
+
 def test_store_priority_confidence_source(root: Path) -> None:
     data = store_json(
         root, "project", "p", "text", "--priority", "critical", "--confidence", "0.42", "--source", "agent"

@@ -78,6 +78,36 @@ def test_an_id_held_by_two_files_is_reported(vault: Vault) -> None:
     assert len(found) == 1 and "michael/fact/k5.md, michael/project/k5.md" in found[0].message
 
 
+def test_a_hand_made_file_with_too_many_tags_is_read_and_named_by_doctor_and_no_write_adds_more(
+    vault: Vault,
+) -> None:
+    # Files are the truth: a person's file is read whatever it holds (deduplicated in linear time, where
+    # 10,000 tags took 4.9 s: test_model), doctor names it, and no face writes more than 100 tags.
+    from memfile.memory_tool import MemoryToolBackend
+
+    tags = [f"t{i}" for i in range(1_000)]
+    write(vault.mind_dir / "note" / "many.md", f"---\ntags: [{', '.join(tags + tags[:5])}]\n---\nMany tags.\n")
+    assert vault.get("note/many").tags == tuple(tags)
+    result = fails(in_vault(vault.root, "doctor"), 5)
+    assert "michael/note/many.md has 1000 tags, more than the 100 a write may give" in result.stdout
+    with vault.acting_as("agent") as agent:
+        tool = MemoryToolBackend(agent)
+        answer = tool.execute(
+            {
+                "command": "create",
+                "path": "/memories/note/more.md",
+                "file_text": "---\nsource: agent\ntags: [" + ", ".join(tags[:101]) + "]\n---\nx\n",
+            }
+        )
+        assert (
+            "'101 tags'" in answer
+            and "at most 100 tags" in answer
+            and not (vault.mind_dir / "note" / "more.md").exists()
+        )
+    vault.store("note", "many", "Many tags, and a new body.")  # a store that does not give tags keeps them
+    assert vault.get("note/many").tags == tuple(tags)
+
+
 def test_a_key_an_earlier_memfile_derived_from_a_non_ascii_name_is_not_misplaced(vault: Vault) -> None:
     """`Café au lait.md` once derived `caf_au_lait` (now `cafe_au_lait`), which a rewrite wrote into the
     file: it is where it belongs, and `doctor --fix` must not move it."""

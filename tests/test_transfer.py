@@ -957,6 +957,24 @@ def test_unknown_keys_memfile_could_not_read_back_are_refused_naming_the_record(
     untouched(dst, commits, files)
 
 
+def test_a_record_with_more_than_100_tags_is_refused_by_their_count_naming_the_record(
+    dst: Vault, tmp_path: Path
+) -> None:
+    tags = [f"t{i}" for i in range(40_000)]
+    header = {"type": "header", "format": "memfile-export", "version": 1, "minds": [{"mind": MIND}]}
+    good = {"type": "memory", "category": "note", "key": "fine", "content": "ok", "tags": tags[:100]}
+    commits, files = commit_count(dst.root), mind_files(dst)
+    for many in (tags, tags[:101]):
+        bad = {"type": "memory", "category": "note", "key": "many", "content": "x", "tags": many}
+        path = export_file(tmp_path / "many.jsonl", closed(header, [good, bad]))
+        with pytest.raises(InvalidInput, match=rf"tags of record 2 .*'{len(many)} tags'; allowed: at most 100 tags"):
+            dst.import_(path)
+        synapse = synapse_file(tmp_path / "many.json", [good, bad])
+        fails(in_vault(dst.root, "import", synapse, env={"MEMFILE_SOURCE": "agent"}), 2)
+    untouched(dst, commits, files)
+    assert dst.import_(export_file(tmp_path / "fine.jsonl", closed(header, [good]))).created == ["note/fine"]
+
+
 def test_a_commit_of_many_files_packs_their_contents_into_one_file(tmp_path: Path) -> None:
     """From PACKED_ADD files a commit's `git add` writes one pack, not a file per object: the same blobs
     and tree as a plain `git add` of the same files, and git finds the repository sound."""
