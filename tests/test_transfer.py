@@ -1036,6 +1036,13 @@ def _smuggled(shape: str, src: Vault, tmp_path: Path, token: str) -> tuple[Path,
     if shape == "memfile extra":
         second["extra"] = {**second["extra"], "deploy": f"with {token}"}
         return export_file(tmp_path / "in.jsonl", closed(header, records[:1] + [second])), "record 2", "'deploy'"
+    if shape in ("memfile id", "memfile path"):  # both land in git: the file's `id:` line, its name
+        second |= {"id": token} if shape == "memfile id" else {"path": f"{MIND}/fact/{token}.md"}
+        return (
+            export_file(tmp_path / "in.jsonl", closed(header, records[:1] + [second])),
+            "record 2",
+            f"the {shape[8:]} looks like",
+        )
     assert shape == "raw front-matter"
     text = second["raw"].replace("\n---\n", f"\nci_token: {token}\n---\n", 1)
     second |= {"raw": text, "sha256": hashlib.sha256(text.encode("utf-8")).hexdigest()}
@@ -1049,6 +1056,8 @@ SMUGGLED = [
     "synapse tags",
     "keyword, nested",
     "memfile extra",
+    "memfile id",
+    "memfile path",
     "raw front-matter",
 ]
 

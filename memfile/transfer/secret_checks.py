@@ -119,11 +119,14 @@ def add_checks(
     agent: bool,
 ) -> None:
     """Add the secret checks of what record `number` (`where`) writes into the mind, not of what stays as
-    it is there: a raw record's whole text (unless the file holds it already); else its content, and each
-    unknown key it gives whose value the mind's memory does not hold (nested values too)."""
+    it is there: a new memory's id and path (git keeps both); a raw record's whole text (unless the file
+    holds it already); else its content, and each unknown key it gives whose value the mind's memory does
+    not hold (nested values too)."""
     index = number - 1
     # how messages name the record: "record 2, memories[1] (id ...) (fact/s2): the content"
     named = f"{where} ({memory.ref})" if where == f"record {number}" else f"record {number}, {where} ({memory.ref})"
+    if old is None:  # a new memory's id and file name go into git too (its commit, its path)
+        checks.add(index, "names", [(f"{named}: the id", memory.id), (f"{named}: the path", memory.path)], agent)
     if data is not None:
         if old is None or data != on_disk:
             checks.add(index, "raw", [(f"{named}: the file's text (raw)", record["raw"])], agent)
