@@ -3,7 +3,9 @@
 Every error a user can cause is a `MemfileError` subclass that knows its exit
 code (the public table in the README) and carries structured fields, so each
 face (CLI, MCP) translates errors in exactly one place. `str(e)` is a full
-sentence that ends with what to do next. Standard library only.
+sentence that ends with what to do next. A value a message quotes goes through `echo`, which masks
+one that looks like a secret (`secretscan`, imported when a message quotes a value): the standard library
+otherwise.
 
 What to do next is said in the words of the face that answers (`Face`): an error
 that names a command or an option carries a `hint` (a key of `HINTS`), and each
@@ -110,6 +112,20 @@ HINTS = {
 }
 
 
+def masked(text: str) -> str:
+    """`text`, or its masked form (`ghp_…3f9a`, `secretscan.mask`) when it looks like it holds a secret
+    (`secretscan.scan`): what a message or a record may repeat of a value someone gave."""
+    from .secretscan import mask, scan
+
+    return mask(text) if scan(text) else text
+
+
+def echo(value: object) -> str:
+    """How a message quotes a value given by a user, an agent or a file: its repr, masked when it looks like
+    it holds a secret (a token put in the wrong field is not sent back)."""
+    return repr(masked(value)) if isinstance(value, str) else masked(repr(value))
+
+
 class MemfileError(Exception):
     """Root of all memfile errors.
 
@@ -155,7 +171,7 @@ class InvalidInput(MemfileError):
         if value is None:  # nothing was given: never show Python's None to a person
             super().__init__(f"no {field} was given{why}; pass {self.allowed}.")
         else:
-            super().__init__(f"invalid {field} {value!r}{why}; allowed: {self.allowed}.")
+            super().__init__(f"invalid {field} {echo(value)}{why}; allowed: {self.allowed}.")
 
 
 class Refused(MemfileError):
@@ -174,7 +190,7 @@ class AmbiguousRef(MemfileError):
     ) -> None:
         self.ref = ref
         self.candidates = candidates
-        super().__init__(f"REF {ref!r} matches {len(candidates)} memories: {', '.join(candidates)}; {hint}.")
+        super().__init__(f"REF {echo(ref)} matches {len(candidates)} memories: {', '.join(candidates)}; {hint}.")
 
 
 class FileParseError(MemfileError):

@@ -53,7 +53,7 @@ from pydantic import ValidationError
 
 from . import __version__
 from .config import find_vault, select_mind
-from .errors import Face, MemfileError, Refused
+from .errors import Face, MemfileError, Refused, masked
 from .memory_tool import MemoryToolBackend, MemoryToolError
 from .model import Source
 from .vault import Vault, other_minds
@@ -212,7 +212,12 @@ def _wrong_arguments(tool: str, problem: ValidationError) -> str:
             wrong.append(f"the argument {where!r} is missing")
             continue
         must = _MUST_BE.get(error["type"]) or str(error["msg"])[:1].lower() + str(error["msg"])[1:]
-        given = json.dumps(error.get("input"), ensure_ascii=False, default=str)
+        value = error.get("input")  # masked when it looks like a secret (`errors.masked`), a string in its quotes
+        given = (
+            json.dumps(masked(value), ensure_ascii=False)
+            if isinstance(value, str)
+            else masked(json.dumps(value, ensure_ascii=False, default=str))
+        )
         wrong.append(f"{where!r} must be {must}, not {given[:100]}{'…' if len(given) > 100 else ''}")
     return f"the `{tool}` tool cannot take these arguments: {'; '.join(wrong)}; nothing was done."
 
@@ -223,7 +228,7 @@ def _unknown_arguments(tool: str, unknown: list[str], known: tuple[str, ...]) ->
         reason = _NO_SUCH_ARGUMENT.get(name) or (f"did you mean {close[0]!r}?" if close else "")
         return f"{name!r}" + (f" ({reason})" if reason else "")
 
-    names = ", ".join(why(str(name)[:100]) for name in unknown)
+    names = ", ".join(why(masked(str(name))[:100]) for name in unknown)
     allowed = f"its arguments are {', '.join(known)}" if known else "it takes no arguments"
     plural = "s" if len(unknown) > 1 else ""
     return f"the `{tool}` tool has no argument{plural} {names}; nothing was done: {allowed}."

@@ -18,7 +18,7 @@ from enum import StrEnum
 from typing import Any
 from urllib.parse import unquote
 
-from .errors import AmbiguousRef, InvalidInput, NotFound
+from .errors import AmbiguousRef, InvalidInput, NotFound, echo
 
 
 class Category(StrEnum):
@@ -577,10 +577,10 @@ def resolve_ref(ref: object, memories: list[Memory], mind: str, issues: Sequence
         if unreadable is not None:
             where = f"{unreadable.path}:{unreadable.line}" if unreadable.line else unreadable.path
             raise NotFound(
-                f"no memory {ref!r} in mind {mind}: {where} may hold it, but cannot be read ({unreadable.reason})",
+                f"no memory {echo(ref)} in mind {mind}: {where} may hold it, but cannot be read ({unreadable.reason})",
                 hint="mend_by_hand",
             )
-        raise NotFound(f"no memory {ref!r} in mind {mind}", hint="list")
+        raise NotFound(f"no memory {echo(ref)} in mind {mind}", hint="list")
     if len(matches) > 1:
         copies = len({(m.category, m.key) for m in matches}) == 1 or len({m.id for m in matches}) == 1
         raise AmbiguousRef(

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .config import STATE_DIR, Config, plain
-from .errors import InvalidInput, NotFound
+from .errors import InvalidInput, NotFound, masked
 from .files import atomic_write
 from .index import Index, SearchOptions, View
 from .index.query import check_query
@@ -274,9 +274,10 @@ _RECORD_KEYS = {
 
 
 def _record_of(report: RecallReport) -> dict[str, Any]:
-    """What the mind's record (`LAST_RECALL`) keeps of a recall (besides when, who and which mind)."""
+    """What the mind's record (`LAST_RECALL`) keeps of a recall (besides when, who and which mind): a query
+    that looks like it holds a secret is kept masked (`errors.masked`)."""
     return {
-        "query": report.query,
+        "query": masked(report.query) if report.query is not None else None,
         "matched": report.matched,
         "budget": report.budget,
         "tokens": report.tokens,

@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import json
 import os
+import random
 import signal
+import string
 import subprocess
 import sys
 import time
@@ -476,6 +478,29 @@ def test_a_recall_through_mcp_is_recorded_as_the_agents(sample_copy: Path) -> No
     assert record["query"] == "postgres backup" and record["budget"] == 800
     assert record["memories"] and all(item["ref"].split("/")[1] in text for item in record["memories"])
     assert "skill/postgres_backup" in [item["ref"] for item in record["memories"]]
+
+
+def test_a_token_in_an_argument_is_masked_in_the_error_and_in_the_recall_record(vault: Vault) -> None:
+    token = "gh" + "p_" + "".join(random.Random(39).choices(string.ascii_letters + string.digits, k=36))
+
+    async def script(agent: Agent) -> list[str]:
+        store = {"category": "fact", "key": "k", "content": "x"}
+        errors = [
+            await agent.error("store", **store | {name: token})
+            for name in ("priority", "expires", "supersedes", "confidence", "category", "key")
+        ]
+        errors.append(await agent.error("show", ref=token))
+        errors.append(await agent.error("store", **store | {token: 1}))
+        errors.append(await agent.error("store", **store | {"tags": ["t"] * 40_000}))
+        await agent.ok("recall", query=f"deploy {token}")
+        return errors
+
+    errors = serve(vault.root, script)
+    for error in errors[:-1]:
+        assert "ghp_…" in error and token[6:-6] not in error, error
+    assert "40000 tags" in errors[-1] and "at most 100 tags" in errors[-1]
+    assert vault.last_recall()["query"] == "depl…" + token[-4:]
+    assert token[6:-6] not in (vault.root / ".memfile" / "last_recall-michael.json").read_text(encoding="utf-8")
 
 
 # --- isolation -------------------------------------------------------------------------

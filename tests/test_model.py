@@ -7,7 +7,9 @@ allowed values, so a face can turn it into a message without knowing the rule.
 from __future__ import annotations
 
 import os
+import random
 import re
+import string
 from datetime import date, datetime, timedelta, timezone
 from pathlib import Path, PurePosixPath
 
@@ -269,6 +271,24 @@ def test_more_than_max_tags_are_refused_before_any_tag_is_looked_at() -> None:
 def test_a_file_s_tags_are_read_whatever_their_number_deduplicated_in_order() -> None:
     many = [f"t{i}" for i in range(40_000)]
     assert parse_tags([*many, "t0", "T1"], bounded=False) == tuple(many)
+
+
+def test_a_value_that_looks_like_a_secret_is_masked_in_every_message_that_quotes_it() -> None:
+    token = "gh" + "p_" + "".join(random.Random(13).choices(string.ascii_letters + string.digits, k=36))
+    for err in (
+        refused(parse_priority, token),
+        refused(parse_confidence, token),
+        refused(parse_expires, token, utc_now()),
+        refused(validate_key, token),
+        refused(parse_tags, [token.lower() * 3]),
+        refused(model.resolve_ref, token, [], "michael"),
+    ):
+        assert token[6:-6] not in str(err) and "ghp_…" in str(err), str(err)
+    assert token[6:-6] not in str(refused(parse_tags, {"tags": [token]}))  # any value's repr
+    with pytest.raises(model.NotFound) as lowered:  # a token that is also a valid key: no memory has it
+        model.resolve_ref(token.lower(), [], "michael")
+    assert token.lower()[6:-6] not in str(lowered.value) and "ghp_…" in str(lowered.value)
+    assert "'priority'" in str(refused(parse_priority, "priority"))  # an ordinary value is quoted as it is
 
 
 # --- dates and durations -----------------------------------------------------

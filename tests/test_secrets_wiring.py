@@ -299,6 +299,21 @@ def test_the_command_line(vault: Vault) -> None:
     assert agent.exit_code == 2 and "only a person" in agent.output
 
 
+def test_the_command_line_masks_a_token_it_quotes_and_records_a_recall_query_masked(vault: Vault) -> None:
+    token = github_token()
+    vault.store("fact", "kept", "Deploys run on Fridays.")
+    for option in ("--priority", "--expires", "--confidence", "--source", "--supersedes"):
+        result = in_vault(vault.root, "store", "fact", "k", "x", option, token)
+        assert result.exit_code == 2 and "ghp_…" in result.stderr and middle(token) not in result.output, option
+    for args in (("show", token), ("show", f"fact/{token.lower()}"), ("store", token, "k", "x"), ("forget", token)):
+        result = in_vault(vault.root, *args)
+        assert result.exit_code in (2, 3) and middle(token).lower() not in result.output.lower(), args
+    assert in_vault(vault.root, "recall", "--query", f"deploys {token}").exit_code == 0
+    shown = in_vault(vault.root, "last-recall")
+    assert shown.exit_code == 0 and "depl…" in shown.stdout and middle(token) not in shown.stdout
+    no_trace(vault.root, token)
+
+
 # --- the HTTP API ------------------------------------------------------------------------------------------
 
 
@@ -335,3 +350,33 @@ def test_the_http_api(served: tuple[Setup, Server]) -> None:
     assert answer.status == 200, answer
     log = subprocess.run(["git", "log", "-p"], cwd=setup.root, capture_output=True, text=True).stdout
     assert middle(token) in log  # what a person allowed is stored; nothing else was
+
+
+def test_a_token_in_any_field_is_masked_in_the_answer_and_the_recall_record(served: tuple[Setup, Server]) -> None:
+    # A token put in the wrong field came back verbatim in the 400 answer; a recall's query was kept whole
+    # in .memfile/last_recall; an agent's import wrote a record's id and file name into git.
+    setup, server = served
+    token = github_token()
+    for field in ("priority", "expires_at", "supersedes", "category", "key", "source", "confidence", "tags"):
+        body = {"category": "fact", "key": "k", "content": "x"} | {field: token}
+        answer = server.request("POST", "/memory", setup.tokens["michael"], body)
+        assert answer.status in (400, 403) and "ghp_…" in answer.json()["message"], (field, answer)
+        assert middle(token) not in answer.body.decode(), field
+    for path in (f"/memory/{token}", f"/memory/fact/{token.lower()}", f"/memory/{token}/history", f"/no/{token}"):
+        answer = server.request("GET", path, setup.tokens["michael"])
+        assert answer.status in (400, 404) and middle(token).lower() not in answer.body.decode().lower(), path
+    answer = server.request("GET", f"/memory/recall?q=deploy+{token}", setup.tokens["michael"])
+    assert answer.status == 200
+    record = (setup.root / ".memfile" / "last_recall-michael.json").read_text(encoding="utf-8")
+    assert json.loads(record)["query"] == "depl…" + token[-4:] and middle(token) not in record
+    for given, named in (({"id": token}, "the id"), ({"path": f"michael/fact/{token}.md"}, "the path")):
+        record = {"type": "memory", "category": "fact", "key": "imported", "content": "Plain."} | given
+        lines = [{"type": "header", "format": "memfile-export", "version": 1}, record, {"type": "end", "count": 1}]
+        body = "".join(json.dumps(line) + "\n" for line in lines)
+        answer = server.request("POST", "/memory/import", setup.tokens["michael"], body)
+        assert answer.status == 403 and f"{named} looks like it holds a secret" in answer.json()["message"], answer
+        assert middle(token) not in answer.body.decode()
+    synapse = json.dumps([{"id": token, "category": "fact", "key": "imported", "content": "Plain."}])
+    answer = server.request("POST", "/memory/import", setup.tokens["michael"], synapse)  # kept as `synapse_id`
+    assert answer.status == 403 and "ghp_…" in answer.json()["message"] and middle(token) not in answer.body.decode()
+    no_trace(setup.root, token)

@@ -16,7 +16,7 @@ from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
 
 from .. import fileformat
-from ..errors import Conflict, FileParseError, InvalidInput, NotFound, Refused
+from ..errors import Conflict, FileParseError, InvalidInput, NotFound, Refused, echo
 from ..model import (
     AGENT_PRIORITY_CAP,
     ID_PATTERN,
@@ -148,7 +148,7 @@ class History:
             found = self._git.paths_that_held(f"id: {ref}", self.mind)
             if found:
                 return found[0]
-        raise NotFound(f"no memory {ref!r} in mind {self.mind}, on disk or in its history; see: memfile log")
+        raise NotFound(f"no memory {echo(ref)} in mind {self.mind}, on disk or in its history; see: memfile log")
 
     def history(self, ref: str) -> list[Version]:
         """`Vault.history` (its docstring says what it does)."""

@@ -21,7 +21,7 @@ from starlette.datastructures import Headers, QueryParams
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from ..config import AmbiguousMind
-from ..errors import InvalidInput, MemfileError, NotFound, Refused
+from ..errors import InvalidInput, MemfileError, NotFound, Refused, echo
 from ..keys import AGENT
 from ..model import Source
 from ..worker import Caller
@@ -212,6 +212,6 @@ class Authenticate:
         names = self.minds.mind_names()
         if asked not in names:
             raise NotFound(
-                f"no mind {asked!r} in this vault (minds: {', '.join(names) or 'none'}); name one of them with ?mind="
+                f"no mind {echo(asked)} in this vault (minds: {', '.join(names) or 'none'}); name one of them with ?mind="
             )
         return asked

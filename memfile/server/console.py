@@ -33,7 +33,7 @@ from starlette.staticfiles import StaticFiles
 from starlette.templating import Jinja2Templates
 
 from ..config import CONFIG_NAME, Config, load_config
-from ..errors import InvalidInput, MemfileError, NotFound, Refused
+from ..errors import InvalidInput, MemfileError, NotFound, Refused, echo
 from ..keys import AGENT
 from ..model import Source, utc_now
 from ..worker import Caller
@@ -197,7 +197,7 @@ class Console:
         """The Caller of a mind page: its mind (checked to be one of the vault's), as the person."""
         mind = request.path_params["mind"]
         if mind not in self.minds.mind_names():
-            raise NotFound(f"no mind {mind!r} in this vault; the minds are listed at {CONSOLE_PREFIX}")
+            raise NotFound(f"no mind {echo(mind)} in this vault; the minds are listed at {CONSOLE_PREFIX}")
         return Caller(mind, Source.USER, visitor.label)
 
     async def checked_post(self, request: Request) -> tuple[Visitor, dict[str, Any]]:

@@ -29,6 +29,8 @@ from ..errors import (
     MemfileError,
     NotFound,
     Refused,
+    echo,
+    masked,
 )
 
 
@@ -87,10 +89,11 @@ def clip_echoes(message: str) -> str:
 
 
 class _Echo:
-    """A value whose repr is cut to ECHO_LIMIT characters (a string keeps its quotes)."""
+    """A value whose repr is cut to ECHO_LIMIT characters (a string keeps its quotes), masked first when it
+    looks like it holds a secret (`errors.echo`: a token cut short would no longer look like one)."""
 
     def __init__(self, value: object) -> None:
-        self.text = repr(clipped(value)) if isinstance(value, str) else clipped(repr(value))
+        self.text = repr(clipped(masked(value))) if isinstance(value, str) else clipped(echo(value))
 
     def __repr__(self) -> str:
         return self.text
@@ -138,7 +141,7 @@ async def on_http_error(request: Request, exc: Exception) -> Response:
     """Starlette's own errors (no route: 404, wrong method: 405, body too large: 413) as JSON."""
     assert isinstance(exc, HTTPException)
     name = HTTP_ERROR_NAMES.get(exc.status_code) or HTTPStatus(exc.status_code).phrase.replace(" ", "")
-    path = clipped(request.url.path)
+    path = clipped("/".join(map(masked, request.url.path.split("/"))))  # a token in the path is not sent back
     message = {
         404: f"no such endpoint: {request.method} {path}; see GET /openapi.json for the endpoints",
         405: f"{request.method} is not allowed on {path}; allowed: "

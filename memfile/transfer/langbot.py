@@ -21,7 +21,7 @@ from __future__ import annotations
 import hashlib
 from typing import Any
 
-from ..errors import InvalidInput
+from ..errors import InvalidInput, masked
 from ..model import Priority, parse_priority
 from .records import ImportOptions, Incoming
 from .synapse import clean_tag, derived_id, iso_z, shown, slug, unique_key
@@ -240,7 +240,7 @@ class _Reader:
             if not isinstance(episode, dict):
                 raise InvalidInput(place, shown(episode), "an object {id, content, importance, timestamp, ...}")
             fields = self.episode_fields(episode, place)
-            label = f"{place} (id {fields['id']})" if fields["id"] else place
+            label = f"{place} (id {masked(fields['id'])})" if fields["id"] else place
             if fields["status"] == "deleted":
                 self.unmapped.append(f"{label}: status 'deleted': skipped")
                 continue

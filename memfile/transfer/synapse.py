@@ -19,7 +19,7 @@ import unicodedata
 from datetime import datetime, timezone
 from typing import Any
 
-from ..errors import InvalidInput
+from ..errors import InvalidInput, masked
 from ..model import CONFLICT_KEY, ID_PATTERN, KNOWN_FIELDS, MAX_TAG_LENGTH
 from .exporting import SYNAPSE_FIELDS
 from .records import ImportOptions, Incoming
@@ -110,7 +110,7 @@ def _record(memory: dict[str, Any], place: str) -> tuple[dict[str, Any], list[st
     if extra:
         record["extra"] = extra
     label = foreign if foreign not in (None, "") else record.get("id")
-    record["_where"] = f"{place} (id {label})" if label else place
+    record["_where"] = f"{place} (id {masked(str(label))})" if label else place  # messages quote it
     return record, extra_names, ignored_names
 
 
