@@ -63,8 +63,11 @@ def write_raw(
                 encoded = text.encode("utf-8")
                 new[relpath] = _checked(writer, relpath, encoded, old)
                 agent = writer.actor is Source.AGENT
-                if warned := guard(writer.config.secrets, text, what=relpath, allow_secret=allow_secret, agent=agent):
-                    writer.notices.append(warned)
+                for what, checked in (("the new file's path", relpath if old is None else ""), (relpath, text)):
+                    if warned := guard(
+                        writer.config.secrets, checked, what=what, allow_secret=allow_secret, agent=agent
+                    ):
+                        writer.notices.append(warned)
             if encoded != data:
                 written.append((relpath, encoded))
         _unique(new, [m for path, m in known.items() if path not in changes])

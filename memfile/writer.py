@@ -424,7 +424,8 @@ class Writer:
 
         agent, ref = self.actor is Source.AGENT, f"{category.value}/{key}"
         new_tags = parse_tags(tags) if tags is not None else None
-        for what, text in ((f"the content of {ref}", content), (f"a tag of {ref}", "\n".join(new_tags or ()))):
+        named = ((f"the key of this {category} memory (its file's name)", key), (f"the content of {ref}", content))
+        for what, text in (*named, (f"a tag of {ref}", "\n".join(new_tags or ()))):
             if warned := guard(self.config.secrets, text, what=what, allow_secret=allow_secret, agent=agent):
                 self.notices.append(warned)
         new_priority = parse_priority(priority) if priority is not None else None

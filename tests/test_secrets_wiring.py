@@ -148,6 +148,21 @@ def test_write_raw_and_the_memory_tool_refuse_a_secret(vault: Vault) -> None:
     no_trace(vault.root, token)
 
 
+def test_a_token_as_a_file_name_is_refused_as_in_the_content(vault: Vault) -> None:
+    # A key is the file's name, and a memory tool path is one too: git keeps both, whatever the content says.
+    token = github_token()
+    result = in_vault(vault.root, "store", "fact", token.lower(), "Plain.")
+    assert result.exit_code == 2 and "the key of this fact memory" in result.stderr
+    assert "GitHub token" in result.stderr and middle(token).lower() not in result.output.lower()
+    with vault.acting_as("agent") as agent:
+        answer = MemoryToolBackend(agent).execute(
+            {"command": "create", "path": f"/memories/note/{token}.md", "file_text": "Plain."}
+        )
+        assert "the new file's path looks like it holds a secret" in answer and middle(token) not in answer
+    assert vault.list() == []
+    no_trace(vault.root, token)
+
+
 def test_an_import_stops_at_the_record_holding_a_secret(vault: Vault, tmp_path: Path) -> None:
     token = stripe_key()
     records = [
