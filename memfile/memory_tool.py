@@ -28,7 +28,7 @@ from typing import Any
 from urllib.parse import unquote
 
 from . import fileformat
-from .errors import Face, FileParseError, InvalidInput, MemfileError
+from .errors import Face, FileParseError, InvalidInput, MemfileError, masked
 from .model import DEFAULT_CONFIDENCE, Category, Memory, Priority, Source, format_datetime, new_id, utc_now
 from .paths import is_inside, safe_path
 from .secretscan import SecretFound
@@ -69,7 +69,7 @@ class MemoryToolError(Exception):
 
 @dataclass(frozen=True)
 class _Target:
-    """A tool path checked to lie in the mind: as given, mind-relative (`""` for /memories), vault-relative."""
+    """A tool path checked to lie in the mind: as given (masked if it looks like a secret), mind-relative (`""` for /memories), vault-relative."""
 
     given: str
     rel: str
@@ -246,7 +246,7 @@ class MemoryToolBackend:
         count = content.count(old_str)
         if count == 0:
             raise MemoryToolError(
-                f"No replacement was performed, old_str `{old_str}` did not appear verbatim in {target.given}."
+                f"No replacement was performed, old_str `{masked(old_str)}` did not appear verbatim in {target.given}."
             )
         if count > 1:
             matching_lines: list[int] = []
@@ -405,7 +405,7 @@ class MemoryToolBackend:
             raise _looping(path) from None
         if _loops(full):
             raise _looping(path)
-        return _Target(path, rel, relpath, full)
+        return _Target(masked(path), rel, relpath, full)  # `given`: what answers repeat
 
     def _writable(self, target: _Target) -> None:
         """Refuse a path memfile would not take for a memory file (the error names the layout)."""
@@ -590,7 +590,9 @@ def _looping(path: str) -> MemoryToolError:
 
 
 def _cut(text: str) -> str:
-    """`text` as a message repeats it: at most SHOWN_PATH characters, then `…`."""
+    """`text` as a message repeats it: masked when it looks like it holds a secret, then at most SHOWN_PATH
+    characters and `…`."""
+    text = masked(text)
     return text if len(text) <= SHOWN_PATH else text[:SHOWN_PATH] + "\u2026"
 
 

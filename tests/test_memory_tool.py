@@ -712,3 +712,16 @@ def test_the_same_commands_as_an_mcp_tool(tmp_path: Path) -> None:
         "edit note/plan (agent)",
         "store note/plan (agent)",
     ]
+
+
+def test_a_token_in_a_path_or_an_old_str_is_masked_in_the_answer(filled: MemoryToolBackend) -> None:
+    """Issue 39 item 13: no answer repeats a value that looks like a secret (a path, an old_str)."""
+    token = "ghp_" + "Zq8vR2mK7tX4wB9nL3pY6sD1fH5jC0gA2eU8"
+    for command in (
+        {"command": "view", "path": f"/memories/fact/{token}.md"},
+        {"command": "delete", "path": f"/memories/{token}"},
+        {"command": "view", "path": f"/{token}"},
+        {"command": "str_replace", "path": "/memories/fact/office.md", "old_str": token, "new_str": "x"},
+    ):
+        said = refused(filled, **command)
+        assert "\u2026" in said and token[8:-8] not in said, (command, said)
