@@ -579,7 +579,9 @@ def search(
     Words are matched loosely (any of them; accents, case and word endings
     ignored); "exact phrase", AND/OR/NOT, prefix*, tag:NAME and category:NAME
     work too. --semantic also finds memories by meaning (a paraphrase, another
-    language) once embedded (memfile reindex --semantic).
+    language) once embedded (memfile reindex --semantic). --json gives each
+    hit with its content's first 1,000 characters (content_cut, content_chars):
+    memfile show gives a memory whole.
 
     Example: memfile search what did we deploy on vps1?
 

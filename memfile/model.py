@@ -19,6 +19,7 @@ from typing import Any
 from urllib.parse import unquote
 
 from .errors import AmbiguousRef, InvalidInput, NotFound, echo
+from .text import head
 
 
 class Category(StrEnum):
@@ -481,9 +482,18 @@ def memory_from_row(row: tuple[Any, ...]) -> Memory:
     )
 
 
+#: The characters of a memory's content a search hit answers (cut between words): a hit says what a memory
+#: is; `show` gives it whole (one 9.5 MB memory made a search answer 9.9 MB over HTTP).
+EXCERPT_CHARS = 1000
+
+
 @dataclass(frozen=True)
 class SearchHit:
-    """One search result: the memory, its BM25F score, a snippet with **matches**, its rank (1 = best)."""
+    """One search result: the memory (whole), its BM25F score, a snippet with **matches**, its rank (1 = best).
+
+    `to_dict()`, what every face answers, carries the content's first `EXCERPT_CHARS` characters only:
+    `content_cut` says whether it was cut, `content_chars` is the whole content's length.
+    """
 
     memory: Memory
     score: float
@@ -491,7 +501,16 @@ class SearchHit:
     rank: int
 
     def to_dict(self) -> dict[str, Any]:
-        return self.memory.to_dict() | {"score": round(self.score, 4), "snippet": self.snippet, "rank": self.rank}
+        content = self.memory.content
+        excerpt = head(content, EXCERPT_CHARS)
+        return self.memory.to_dict() | {
+            "content": excerpt,
+            "content_cut": len(excerpt) < len(content),
+            "content_chars": len(content),
+            "score": round(self.score, 4),
+            "snippet": self.snippet,
+            "rank": self.rank,
+        }
 
 
 @dataclass(frozen=True)

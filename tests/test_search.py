@@ -99,6 +99,57 @@ def test_a_huge_memory_is_found_by_the_words_of_its_first_256_kib(vault: Vault) 
     assert [h.memory.key for h in vault.search("submarine")] == ["small"]
 
 
+def test_a_2_mb_memory_is_answered_as_an_excerpt_by_every_face(tmp_path: Path) -> None:
+    """A hit carries the snippet and the content's first 1,000 characters (docs/search.md), cut between words,
+    with `content_cut` and the whole length (one 9.5 MB memory made `search?q=word` answer 9.9 MB):
+    through HTTP, MCP (mounted at /mcp) and the CLI; `show` and `Vault.search`'s Memory stay whole."""
+    import anyio
+    import httpx2
+    from mcp import ClientSession
+    from mcp.client.streamable_http import streamable_http_client
+    from test_serve_helpers import DEADLINE, make_setup, start_server
+
+    setup = make_setup(tmp_path)
+    content = "walrus " + "tusked mammals of the arctic sea " * (2_000_000 // 33) + "the end"
+    with Vault.open(setup.root, "michael") as vault:
+        vault.store("fact", "walrus", content)
+        assert vault.search("walrus")[0].memory.content == content
+    token = setup.tokens["michael"]
+
+    def small_hits(hits: list[dict]) -> dict:
+        assert [hit["key"] for hit in hits] == ["walrus"]
+        hit = hits[0]
+        assert hit["content_cut"] is True and hit["content_chars"] == len(content)
+        assert len(hit["content"]) <= 1000 and content.startswith(hit["content"] + " ")
+        assert "**walrus**" in hit["snippet"]
+        return hit
+
+    answer = ok(in_vault(setup.root, "search", "--json", "walrus"))
+    assert len(answer.stdout) < 5000
+    small_hits(json.loads(answer.stdout))
+    assert len(ok(in_vault(setup.root, "show", "--json", "fact/walrus")).stdout) > len(content)
+
+    async def over_mcp() -> tuple[int, dict]:
+        async with httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=DEADLINE) as http:
+            async with streamable_http_client(server.url + "/mcp", http_client=http) as (read, write):
+                async with ClientSession(read, write) as session:
+                    await session.initialize()
+                    result = await session.call_tool("search", {"query": "walrus"})
+        return len(result.model_dump_json()), result.structured_content
+
+    server = start_server(setup)
+    try:
+        served = server.request("GET", "/memory/search?q=walrus", token)
+        assert served.status == 200 and len(served.body) < 5000
+        assert small_hits(served.json())["mind_id"] == "michael"
+        size, structured = anyio.run(over_mcp)
+        assert size < 10_000
+        small_hits(structured["result"])
+        assert server.request("GET", "/memory/walrus", token).json()["content"] == content
+    finally:
+        server.stop()
+
+
 def test_filters_in_a_query_take_any_case_and_refuse_a_value_no_memory_has(vault: Vault) -> None:
     vault.store("fact", "keeper", "The lighthouse keeper", priority="high")
     vault.store("note", "visit", "We visited the lighthouse")

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..model import Category, Priority, Source, Status
+from ..model import EXCERPT_CHARS, Category, Priority, Source, Status
 
 VERSION = "1"
 
@@ -286,7 +286,18 @@ def _components() -> dict[str, Any]:
                     memory,
                     {
                         "type": "object",
-                        "properties": {"score": {"type": "number"}, "snippet": _STRING, "rank": {"type": "integer"}},
+                        "description": (
+                            f"A memory found, with its content's first {EXCERPT_CHARS:,} characters only (cut between "
+                            "words): `content_cut` says whether it was cut, `content_chars` is its whole length (the "
+                            "whole memory: GET /memory/{id})."
+                        ),
+                        "properties": {
+                            "content_cut": {"type": "boolean"},
+                            "content_chars": {"type": "integer"},
+                            "score": {"type": "number"},
+                            "snippet": _STRING,
+                            "rank": {"type": "integer"},
+                        },
                     },
                 ]
             },
@@ -388,7 +399,17 @@ def _paths(mcp: bool) -> dict[str, Any]:
         "/memory/search": {
             "get": _operation(
                 "Full-text search, best first.",
-                _ok("The hits.", {"type": "array", "items": _ref("schemas", "SearchHit")}),
+                {
+                    "200": _ok("The hits.", {"type": "array", "items": _ref("schemas", "SearchHit")})["200"]
+                    | {
+                        "headers": {
+                            "Memfile-Notice": {
+                                "description": "A search by meaning over memories not all embedded yet: how many are.",
+                                "schema": _STRING,
+                            }
+                        }
+                    }
+                },
                 operation_id="search",
                 parameters=[
                     _query("q", "What to look for (at most 4,096 characters).", _STRING, required=True),
