@@ -30,7 +30,7 @@ import json
 import re
 from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import anyio
 from mcp.server.mcpserver import Context, MCPServer
@@ -475,12 +475,17 @@ def build_server(minds: Minds, caller_of: CallerOf, read_minds: Sequence[str] = 
         category: str | None = None,
         priority: str | None = None,
         limit: int = 10,
-    ) -> list[dict[str, Any]]:
-        def work(vault: Vault) -> list[dict[str, Any]]:
+    ) -> Annotated[CallToolResult, list[dict[str, Any]]]:
+        def work(vault: Vault) -> tuple[list[dict[str, Any]], list[str]]:
             hits = vault.search(query, tags=tags, category=category, priority=priority, limit=limit)
-            return [hit.to_dict() for hit in hits]
+            return [hit.to_dict() for hit in hits], list(vault.notices)
 
-        return await call(ctx, work, read=True)
+        hits, notices = await call(ctx, work, read=True)
+        # The hits as the SDK gives a list (a block each, and structured); a notice is one more block the agent reads.
+        blocks = [json.dumps(hit, ensure_ascii=False, indent=2) for hit in hits] + [for_agent(n) for n in notices]
+        return CallToolResult(
+            content=[TextContent(type="text", text=text) for text in blocks], structured_content={"result": hits}
+        )
 
     @tool(
         description=_doc(

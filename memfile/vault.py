@@ -172,6 +172,9 @@ class Vault:
         self._recaller = Recaller(root, mind, config, actor, self._index, self.notices)
         self._readers: dict[str, Vault] = {}  # other minds read by `recall(with_minds=...)`
         self._mind_vectors: MindVectors | None = None  # `search(semantic=True)`: made on first use
+        #: Set by a long-lived process (memfile.worker), which embeds between requests where `[search] semantic`
+        #: is on: a search by meaning then says so instead of naming `memfile reindex --semantic`.
+        self.resident = False
 
     @property
     def while_committing(self) -> Callable[[Future[str | None]], None] | None:
@@ -504,12 +507,14 @@ class Vault:
             semantic: also by meaning (default `[search] semantic`; the `semantic` extra): the lexical
                 hits fused with the memories nearest the question by a multilingual model, under the
                 same filters; each hit says its parts (docs/semantic.md). Memories not embedded yet
-                (`embed`) are found by their words only.
+                (`embed`) are found by their words only, and a notice says how many are embedded.
 
         Returns:
-            SearchHit values (memory, score, snippet with **matches**, rank). Where the vault's index
-            cannot be written (read-only media, a full disk), the files are searched through a
-            temporary index, or, when none can be made, in memory.
+            SearchHit values (memory, score, snippet with **matches**, rank); `to_dict()` holds the
+            content's first 1,000 characters only (`content_cut`, `content_chars`: read the whole
+            memory with memfile show). Where the vault's index cannot be written (read-only media, a
+            full disk), the files are searched through a temporary index, or, when none can be made,
+            in memory.
 
         Raises:
             InvalidInput: the query cannot be parsed or a filter is not allowed.
@@ -534,7 +539,17 @@ class Vault:
         admit = admission(**{name: getattr(options, name) for name in _FILTERS})
         vectors = self._vectors()
         vectors.queries.get(query)  # the model runs first: the read's stat walk (no watcher) fills both cores
-        return builtins.list(self._index.read(lambda view: vectors.search(view, query, options, admit)))
+        hits, (embedded, total) = self._index.read(lambda view: vectors.search(view, query, options, admit))
+        if embedded < total:
+            self.notices.append(self._not_embedded(embedded, total))
+        return builtins.list(hits)
+
+    def _not_embedded(self, embedded: int, total: int) -> str:
+        """The notice of a search by meaning over a mind whose memories are not all embedded yet."""
+        counted = f"{embedded:,} of {total:,} memories embedded for search by meaning"
+        if self.resident and self.config.semantic:
+            return f"{counted} so far; the others are found by their words only until the server embeds them"
+        return f"{counted}; the others are found by their words only: run memfile reindex --semantic"
 
     def _vectors(self) -> MindVectors:
         """The mind's vectors under `[search] model` (the model is loaded on first use)."""

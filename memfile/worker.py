@@ -368,6 +368,7 @@ class Minds:
             raise InvalidInput("mind", mind, "the name of a mind folder of the vault")  # never the default
         vault = Vault.open(self.root, mind, source=Source.AGENT)  # NotFound, InvalidInput for a bad mind
         vault.while_committing = self._while_committing
+        vault.resident = True  # `_warm` embeds its memories between requests
         self._vaults[mind] = vault
         self._watch(mind)
         return vault

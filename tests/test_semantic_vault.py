@@ -7,9 +7,10 @@ import json
 import shutil
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
-from helpers import in_vault
+from helpers import in_vault, ok
 
 from memfile import InvalidInput, Vault
 
@@ -40,6 +41,71 @@ def test_a_paraphrase_is_found_by_meaning_once_embedded(mind: Vault) -> None:
     assert data["parts"]["lexical_rank"] is None and data["parts"]["dense_rank"] == 1
     assert 0 < data["parts"]["cosine"] <= 1 and hits[0].snippet == NURSE  # a dense-only hit: its first line
     assert mind.embed() == 0  # nothing new to embed
+
+
+def test_a_search_by_meaning_says_how_many_memories_are_embedded(mind: Vault) -> None:
+    """Not a silent answer by words only: a notice says M of N memories are embedded and what to run
+    (CLI: on stderr, --json too, its stdout staying the list of hits)."""
+    question = "what does she do for a living?"
+    assert mind.search(question, semantic=True) == []
+    assert mind.notices == [
+        "0 of 3 memories embedded for search by meaning; the others are found by their words only: "
+        "run memfile reindex --semantic"
+    ]
+    found = ok(in_vault(mind.root, "search", "--semantic", "--json", question))
+    assert json.loads(found.stdout) == []
+    assert "memfile: 0 of 3 memories embedded for search by meaning" in found.stderr
+    mind.embed()
+    mind.store("note", "wifi", "The office wifi is called Sparrow.")
+    text = ok(in_vault(mind.root, "search", "--semantic", question))
+    assert "fact/job" in text.stdout and "memfile: 3 of 4 memories embedded" in text.stderr
+    assert "run memfile reindex --semantic" in text.stderr
+    ok(in_vault(mind.root, "reindex", "--semantic"))
+    assert "embedded" not in ok(in_vault(mind.root, "search", "--semantic", question)).stderr
+    assert mind.search(question, semantic=True) and mind.notices == []
+    assert mind.search("Sparrow") and mind.notices == []  # a search by words only says nothing of vectors
+
+
+def test_the_served_faces_say_it_in_their_own_words(tmp_path: Path) -> None:
+    """HTTP (a `Memfile-Notice` header; the answer stays Synapse's list) and MCP (one more text block):
+    the server embeds between requests, so neither names a command line."""
+    import anyio
+    import httpx2
+    from mcp import ClientSession
+    from mcp.client.streamable_http import streamable_http_client
+    from test_serve_helpers import DEADLINE, make_setup, start_server, wait_until
+
+    setup = make_setup(tmp_path)
+    for mind in ("michael", "anna"):
+        with Vault.open(setup.root, mind) as vault:
+            vault.store("fact", "job", NURSE)
+            vault.store("preference", "tea", "Drinks green tea without sugar every morning.")
+    config = setup.root / "memfile.toml"
+    config.write_text(config.read_text() + "\n[search]\nsemantic = true\n")
+    said = "0 of 2 memories embedded for search by meaning so far; the others are found by their words only"
+
+    async def over_mcp() -> tuple[list[str], list[dict]]:
+        headers = {"Authorization": f"Bearer {setup.tokens['anna']}"}
+        async with httpx2.AsyncClient(headers=headers, timeout=DEADLINE) as http:
+            async with streamable_http_client(server.url + "/mcp", http_client=http) as (read, write):
+                async with ClientSession(read, write) as session:
+                    await session.initialize()
+                    result = await session.call_tool("search", {"query": "green tea"})
+        assert not result.is_error and result.structured_content is not None
+        return [block.text for block in result.content], result.structured_content["result"]
+
+    server = start_server(setup)
+    try:
+        first = server.request("GET", "/memory/search?q=green+tea", setup.tokens["michael"])
+        assert [hit["key"] for hit in first.json()] == ["tea"]
+        assert first.headers["memfile-notice"].startswith(said) and "memfile " not in first.headers["memfile-notice"]
+        blocks, hits = anyio.run(over_mcp)  # anna's mind: nothing embedded before this call
+        assert [hit["key"] for hit in hits] == ["tea"] and json.loads(blocks[0])["key"] == "tea"
+        assert blocks[-1].startswith(said) and "memfile " not in blocks[-1]
+        again = lambda: server.request("GET", "/memory/search?q=green+tea", setup.tokens["michael"])  # noqa: E731
+        wait_until(lambda: "memfile-notice" not in again().headers, every=0.5)  # embedded between requests
+    finally:
+        server.stop()
 
 
 def test_the_filters_hold_for_the_dense_half(mind: Vault) -> None:

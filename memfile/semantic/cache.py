@@ -271,10 +271,14 @@ class VectorCache:
                     out.append(memory)
             return out
 
-    def counts(self, memories: Sequence[Memory]) -> tuple[int, int]:
-        """(how many of these memories have a vector, how many there are): for `status`."""
+    def counts(self, memories: Sequence[Memory] | Mapping[str, Sequence[Memory]]) -> tuple[int, int]:
+        """(how many of these memories have a vector, how many there are): for `status`, and for a search
+        (`memories` by their key, `by_hash`: no text is hashed again)."""
         with self._lock:
             self._load()
+            if isinstance(memories, Mapping):
+                groups = [(key in self._row, len(group)) for key, group in memories.items()]
+                return sum(n for embedded, n in groups if embedded), sum(n for _, n in groups)
             return sum(1 for m in memories if self.hash_of(m) in self._row), len(memories)
 
     # --- embedding --------------------------------------------------------------------------------

@@ -56,8 +56,12 @@ class MindVectors:
         self.queries = QueryVectors(self.embedder)
         self.params = HybridParams(stop_words=frozenset(stop_words))
 
-    def search(self, view: View, question: str, options: Any, admit: Callable[[Memory], bool]) -> list[FusedHit]:
-        """The hybrid hits for `question` (`Vault.search(..., semantic=True)`), in one read of the index.
+    def search(
+        self, view: View, question: str, options: Any, admit: Callable[[Memory], bool]
+    ) -> tuple[list[FusedHit], tuple[int, int]]:
+        """The hybrid hits for `question` (`Vault.search(..., semantic=True)`), in one read of the index,
+        and (embedded, total): how many of the mind's memories have a vector (the others are found by
+        their words only).
 
         The lexical half (`view.search`) runs on the question without Vietnamese function words, as
         deep as the fusion reads and without snippets; the dense half ranks the memories `admit`
@@ -68,10 +72,12 @@ class MindVectors:
         text = lexical_query(question)
         deeper = replace(options, limit=params.depth, snippets=False)
         hits = view.search(text, deeper)[0] if text.strip() else []
-        fused = self._fused(question, hits, keyed(view), admit, options.limit, params)
+        memories = keyed(view)
+        fused = self._fused(question, hits, memories, admit, options.limit, params)
         lexical = [hit for hit in fused if hit.lexical_rank is not None]
         marked = dict(zip((hit.memory.path for hit in lexical), view.snippets(text, [h.memory for h in lexical])))
-        return [replace(hit, snippet=marked[hit.memory.path]) if hit.memory.path in marked else hit for hit in fused]
+        found = [replace(hit, snippet=marked[hit.memory.path]) if hit.memory.path in marked else hit for hit in fused]
+        return found, self.cache.counts(memories)
 
     def fuse(
         self, view: View, question: str, lexical: Sequence[SearchHit], admit: Callable[[Memory], bool], limit: int

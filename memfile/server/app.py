@@ -83,6 +83,8 @@ NOT_A_FIELD = {
 }
 #: The query parameters of a recall (GET /memory/recall and GET /memory).
 RECALL_PARAMETERS = ("q", "budget", "limit", "format", "include_superseded")
+#: The header a search's notice rides in (a memory search by meaning over memories not all embedded yet).
+NOTICE_HEADER = "Memfile-Notice"
 #: The query parameters of GET /memory/export (`memfile export`'s options).
 EXPORT_PARAMETERS = ("format", "raw", "all_minds")
 #: Each export format, with its media type and file extension.
@@ -525,9 +527,9 @@ def build_app(
         if not given.get("q", "").strip():
             raise InvalidInput("q", None, "the words to look for: ?q=WORDS")
         limit = whole_number(given.get("limit"), "limit")
-        hits = await read(
-            request,
-            lambda vault: vault.search(
+
+        def work(vault: Vault) -> tuple[list[dict[str, Any]], list[str]]:
+            hits = vault.search(
                 given["q"],
                 tags=given["tag"],
                 category=given.get("category") or None,
@@ -537,9 +539,14 @@ def build_app(
                 include_expired=flag(given.get("include_expired"), "include_expired"),
                 include_superseded=flag(given.get("include_superseded"), "include_superseded"),
                 limit=10 if limit is None else limit,
-            ),
-        )
-        return JSONResponse([_renamed(hit.to_dict()) for hit in hits])
+            )
+            return [_renamed(hit.to_dict()) for hit in hits], list(vault.notices)
+
+        hits, notices = await read(request, work)
+        response = JSONResponse(hits)  # Synapse's answer, a list: a notice rides in a header
+        for notice in notices:
+            response.headers.append(NOTICE_HEADER, notice)
+        return response
 
     async def by_tag(request: Request) -> Response:
         given = await query_only(request, ("tag", "include_expired"))
