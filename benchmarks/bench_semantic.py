@@ -13,7 +13,7 @@ Every system runs through the code Vault.search(semantic=True) calls (memfile.se
 VectorCache per mind under the vault's .memfile/, and per question
 
   lexical  `Vault.search(question, limit=DEPTH)`: memfile's BM25F, as every search runs today
-  dense    hybrid_search with the lexical weight 0 (cosine over `Vault.list()`, the candidates)
+  dense    hybrid_search with the lexical weight 0 and no floor (cosine over `Vault.list()`, the candidates)
   hybrid   hybrid_search(Vault.search(lexical_query(question), limit=DEPTH), Vault.list(), cache, vector)
 
 Sections:
@@ -149,7 +149,7 @@ class Searcher:
     def dense(self, question: str) -> list[Any]:
         from memfile.semantic.hybrid import HybridParams, hybrid_search
 
-        only_dense = HybridParams(**{**vars(self.params), "lexical_weight": 0.0})
+        only_dense = HybridParams(**{**vars(self.params), "lexical_weight": 0.0, "min_cosine": 0.0})  # the model's list
         hits = hybrid_search(
             [],
             self.vault.list(),
