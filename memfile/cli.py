@@ -576,12 +576,10 @@ def search(
 ) -> None:
     """Search the mind's memories, best match first.
 
-    Words are matched loosely (any of them; accents, case and word endings
-    ignored); "exact phrase", AND/OR/NOT, prefix*, tag:NAME and category:NAME
-    work too. --semantic also finds memories by meaning (a paraphrase, another
-    language) once embedded (memfile reindex --semantic). --json gives each
-    hit with its content's first 1,000 characters (content_cut, content_chars):
-    memfile show gives a memory whole.
+    Words match loosely (accents, case, endings ignored); "a phrase", AND/OR/NOT,
+    prefix*, tag:NAME, category:NAME work too. --semantic also finds a paraphrase
+    or another language once embedded (memfile reindex --semantic). --json gives
+    a hit's first 1,000 characters (content_cut, content_chars); show, all of it.
 
     Example: memfile search what did we deploy on vps1?
 
