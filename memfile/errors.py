@@ -11,8 +11,9 @@ What to do next is said in the words of the face that answers (`Face`): an error
 that names a command or an option carries a `hint` (a key of `HINTS`), and each
 face ends the sentence with its own words for it (`MemfileError.said`): the
 command line's commands and --options, the HTTP API's endpoints and fields, the
-MCP tools and their arguments, the memory tool's commands. `str(e)` is the
-command line's (the Python API's too).
+MCP tools and their arguments, the memory tool's commands, the console's pages and
+buttons. `str(e)` is the command line's (the Python API's too). A `Notice` (what a
+call did that its caller should be told) ends with a hint the same way.
 """
 
 from __future__ import annotations
@@ -52,23 +53,29 @@ class Face(Enum):
     HTTP = "http"  # endpoints and fields: `GET /memory/search`, `allow_secret`
     MCP = "mcp"  # tools and their arguments, or what to ask the user
     MEMORY_TOOL = "memory tool"  # Claude's memory tool: its commands (view, create, ...), or what to ask the user
+    CONSOLE = "console"  # a person in a browser: the console's pages and buttons
 
 
 @dataclass(frozen=True)
 class Hint:
-    """What to do next, in each face's words; the memory tool says the MCP tools' words unless it has its own.
+    """What to do next, in each face's words; the memory tool says the MCP tools' words unless it has its own,
+    the console the HTTP API's (what a person's token does) where no page or button does it.
     `{0}`, `{1}` in a text are the error's `hint_values` (a REF, an id)."""
 
     cli: str
     http: str
     mcp: str
     memory_tool: str = ""
+    console: str = ""
 
     def say(self, face: Face, values: Iterable[str] = ()) -> str:
-        if face is Face.MEMORY_TOOL:
-            words = self.memory_tool or self.mcp
-        else:
-            words = {Face.CLI: self.cli, Face.HTTP: self.http, Face.MCP: self.mcp}[face]
+        words = {
+            Face.CLI: self.cli,
+            Face.HTTP: self.http,
+            Face.MCP: self.mcp,
+            Face.MEMORY_TOOL: self.memory_tool or self.mcp,
+            Face.CONSOLE: self.console or self.http,
+        }[face]
         return words.format(*values)
 
 
@@ -79,6 +86,7 @@ HINTS = {
         http="find it with GET /memory/search?q=WORDS",
         mcp="find it with the `search` tool, or see them all with the `list` tool",
         memory_tool="see the memory files with view /memories",
+        console="find it on the Memories page",
     ),
     "allow_secret": Hint(
         cli="if it is not a secret, a person may store it with --allow-secret, or add a regex that matches it "
@@ -88,6 +96,8 @@ HINTS = {
         "there only warns",
         mcp="if it is not a secret, ask the user: a person may store it, or add a regex that matches it to "
         "allow = [...] under [secrets] in memfile.toml",
+        console="if it is not a secret, add a regex that matches it to allow = [...] under [secrets] in "
+        'memfile.toml; policy = "warn" there only warns',
     ),
     "raise_critical": Hint(
         cli="a person can raise it with: memfile store CATEGORY KEY CONTENT --priority critical",
@@ -108,6 +118,59 @@ HINTS = {
         cli="fix the file, see: memfile doctor",
         http="a person must mend the file by hand (the vault's check names the problem)",
         mcp="ask the user to check the vault",
+        console="mend the file by hand (Run doctor on the Health page names the problem)",
+    ),
+    "include_expired": Hint(
+        cli="memfile list --include-expired shows it",
+        http="GET /memory/search with include_expired finds it",
+        mcp="store it again with a later `expires` to bring it back",
+        console="the Memories page shows it with Show expired",
+    ),
+    "reactivate": Hint(
+        cli="memfile reactivate {0} brings it back",
+        http="a person brings it back with Reactivate on its page in the console",
+        mcp="ask the user to bring it back",
+        console="Reactivate on its page brings it back",
+    ),
+    "log": Hint(
+        cli="see: memfile log",
+        http="a person sees the vault's changes on the Audit log page of the console",
+        mcp="ask the user to look at the history",
+        console="see the Audit log page",
+    ),
+    "history": Hint(
+        cli="see: memfile history {0}",
+        http="see its versions with GET /memory/{{id}}/history",
+        mcp="ask the user to look at its history",
+        console="see its versions on its page",
+    ),
+    "restore_last": Hint(
+        cli="restore its last version with: memfile restore {0}, or pick one from: memfile history {0}",
+        http="its versions are at GET /memory/{{id}}/history; a person restores one on its page in the console",
+        mcp="ask the user to restore it",
+        console="restore its last version with Restore the last version on its page, or pick one there",
+    ),
+    "forget_first": Hint(
+        cli="forget it first (git keeps it), with: memfile forget {0}",
+        http="forget it first (git keeps it): DELETE /memory/{1}",
+        mcp="forget it first (git keeps it) with the `forget` tool",
+        console="forget it first (git keeps it) with Forget on its page",
+    ),
+    "sync_again": Hint(
+        cli="run memfile sync again",
+        http="a person syncs the vault again",
+        mcp="ask the user to sync the vault",
+    ),
+    "resolve": Hint(
+        cli="finish it with: memfile resolve {0} --ours|--theirs|--edit",
+        http="a person resolves it on its page in the console",
+        mcp="ask the user to resolve the conflict",
+        console="resolve it on its page with Keep ours or Take theirs",
+    ),
+    "restore_by_person": Hint(
+        cli="ask the user to restore it: memfile restore {0}",
+        http="ask a person to restore it on its page in the console",
+        mcp="ask the user to restore it",
     ),
 }
 
@@ -145,9 +208,35 @@ class MemfileError(Exception):
     def said(self, face: Face) -> str:
         """The message as `face` answers with it: its hint in that face's words."""
         message = getattr(self, "message", str(self))  # the store queue makes errors without __init__
-        if self.hint is None:
-            return message
-        return f"{message}; {HINTS[self.hint].say(face, self.hint_values)}"
+        return _with_hint(message, self.hint, self.hint_values, face)
+
+
+def _with_hint(message: str, hint: str | None, values: Iterable[str], face: Face) -> str:
+    return message if hint is None else f"{message}; {HINTS[hint].say(face, values)}"
+
+
+class Notice(str):
+    """What a call did that its caller should be told (`Vault.notices`, `StoreResult.notices`), when it ends with
+    what to do next: a hint each face says in its own words (`told`). As a str it is the command line's words;
+    a notice with nothing to do next is a plain str."""
+
+    message: str
+    hint: str
+    hint_values: tuple[str, ...]
+
+    def __new__(cls, message: str, hint: str, hint_values: Iterable[str] = ()) -> Notice:
+        values = tuple(hint_values)
+        notice = super().__new__(cls, _with_hint(message, hint, values, Face.CLI))
+        notice.message, notice.hint, notice.hint_values = message, hint, values
+        return notice
+
+    def __getnewargs__(self) -> tuple[str, str, tuple[str, ...]]:  # type: ignore[override]  # copy and pickle
+        return self.message, self.hint, self.hint_values
+
+
+def told(notice: str, face: Face) -> str:
+    """A notice as `face` tells it: a `Notice`'s hint in that face's words, a plain str as it is."""
+    return _with_hint(notice.message, notice.hint, notice.hint_values, face) if isinstance(notice, Notice) else notice
 
 
 class InvalidInput(MemfileError):

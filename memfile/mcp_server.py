@@ -53,7 +53,7 @@ from pydantic import ValidationError
 
 from . import __version__
 from .config import find_vault, select_mind
-from .errors import Face, MemfileError, Refused, masked
+from .errors import Face, MemfileError, Refused, masked, told
 from .memory_tool import MemoryToolBackend, MemoryToolError
 from .model import Source
 from .vault import Vault, other_minds
@@ -104,7 +104,6 @@ ASK_THE_USER = {
 #: for the messages that name a command in their text, not in a hint (memfile.errors.HINTS) each face says.
 _PHRASES = [
     (re.compile(r"\s*\(SPEC section \d+\)"), ""),
-    (re.compile(r" \(memfile reactivate [^)]*\)"), ""),
     (
         re.compile(r"`memfile doctor --fix` removes git locks older than ten minutes, or remove the file by hand"),
         "ask the user to remove that lock file",
@@ -520,6 +519,7 @@ def build_server(minds: Minds, caller_of: CallerOf, read_minds: Sequence[str] = 
             "changed": result.changed,
             "commit": result.commit,
             "superseded": result.superseded.ref if result.superseded else None,
+            "notices": [told(notice, Face.MCP) for notice in result.notices],
         }
 
     @tool(

@@ -121,7 +121,9 @@ def encode(result: StoreResult | Exception) -> dict[str, Any]:
         "created": result.created,
         "changed": result.changed,
         "commit": result.commit,
-        "notices": list(result.notices),
+        "notices": [
+            [n.message, n.hint, list(n.hint_values)] if isinstance(n, errors.Notice) else n for n in result.notices
+        ],
         "superseded": memory_to_row(result.superseded) if result.superseded else None,
     }
 
@@ -135,7 +137,7 @@ def decode(result: dict[str, Any]) -> StoreResult:
         created=result["created"],
         changed=result["changed"],
         commit=result["commit"],
-        notices=tuple(result["notices"]),
+        notices=tuple(errors.Notice(*n) if isinstance(n, list) else n for n in result["notices"]),
         superseded=memory_from_row(result["superseded"]) if result["superseded"] else None,
     )
 

@@ -32,6 +32,7 @@ from .errors import (
     LockTimeout,
     MemfileError,
     NotFound,
+    Notice,
     Refused,
 )
 from .files import atomic_write, cannot_write, fsync_dir, os_reason, read_or_none, writer_lock
@@ -72,9 +73,6 @@ AGENT_CAP_REFUSAL = (
     "an agent can store memories up to priority high, not critical (critical memories are pinned into "
     "every recall and an agent cannot forget them); store it as high"
 )
-
-#: What a store whose expires_at has passed is told (`--expires 2020-01-01`, `0m`).
-EXPIRED_KEPT = "it is stored, and out of recall and search (list --include-expired shows it)"
 
 
 class Writer:
@@ -432,7 +430,8 @@ class Writer:
         new_confidence = parse_confidence(confidence) if confidence is not None else None
         new_expires: Any = parse_expires(expires, now, "expires") if expires is not UNSET else UNSET
         if isinstance(new_expires, datetime) and new_expires <= now:
-            self.notices.append(f"{category}/{key} expires {new_expires:%Y-%m-%d %H:%M}Z, already past: {EXPIRED_KEPT}")
+            past = f"{category}/{key} expires {new_expires:%Y-%m-%d %H:%M}Z, already past"
+            self.notices.append(Notice(f"{past}: it is stored, and out of recall and search", "include_expired"))
         effective = parse_source(source) if source is not None else self.actor
         if self.actor is Source.AGENT and effective is Source.USER:
             raise Refused("an agent cannot store a memory as source user; store it as source agent")
@@ -623,11 +622,11 @@ class Writer:
             changes = [(memory.path, data)]
         return memory, created, changes, superseded
 
-    def _still_superseded(self, memory: Memory) -> str:
+    def _still_superseded(self, memory: Memory) -> Notice:
         """The notice of an update to a superseded memory, which stays out of recall and search."""
         by = next((m.ref for m in self._index.memories() if m.id == memory.superseded_by), memory.superseded_by)
-        kept = "the update is kept, out of recall and search until it is reactivated"
-        return f"{memory.ref} is superseded by {by}: {kept} (memfile reactivate {memory.ref})"
+        kept = f"{memory.ref} is superseded by {by}: the update is kept, out of recall and search"
+        return Notice(kept, "reactivate", [memory.ref])
 
     def _updated(
         self,

@@ -1,27 +1,35 @@
 """Each face says what to do next in its own words (memfile.errors: `Face`, `HINTS`, `MemfileError.said`): the
 command line its commands and --options, the HTTP API its endpoints and fields, the MCP tools their names or
-what to ask the user, the memory tool its commands. Through the faces themselves: the command line in
-CliRunner, a real `memfile serve` process and client, a real MCP session over stdio, the memory tool's
-backend. The meta-test at the end sends the common errors through the HTTP API, MCP and the memory tool and
-finds no command line and no --option in any answer."""
+what to ask the user, the memory tool its commands, the console its pages and buttons; a `Notice` (what a write
+did) ends with its hint the same way. Through the faces themselves: the command line in CliRunner, a real
+`memfile serve` process and client, a real MCP session over stdio, the memory tool's backend, the console's
+application in Starlette's TestClient. The meta-test at the end sends the common errors and notices through the
+HTTP API, MCP, the memory tool and the console and finds no command line and no --option in any answer."""
 
 from __future__ import annotations
 
+import marshal
 import re
 import shutil
 from collections.abc import Iterator
+from html import unescape
 from pathlib import Path
 from typing import Any
 
 import pytest
 from conftest import REPO
 from helpers import fails, in_vault, ok
-from test_serve_helpers import Server, Setup, make_setup, serving
+from test_console import MIND, SAME, Console, act, csrf_of, memory_url, page
+from test_serve_helpers import Server, Setup, git, make_setup, serving
 
 from memfile import Vault
 from memfile.cli import main
-from memfile.errors import HINTS, Face, MemfileError, NotFound
+from memfile.errors import HINTS, Face, MemfileError, NotFound, Notice, told
+from memfile.keys import KeyStore
 from memfile.memory_tool import MemoryToolBackend, MemoryToolError
+from memfile.model import StoreResult
+from memfile.store_queue import decode, encode
+from memfile.worker import Minds
 
 #: A token every rule of the scanner calls a GitHub token (made here, so no real token is in the repository).
 TOKEN = "ghp_" + "Qw3Er5Ty7Ui9" * 3
@@ -49,10 +57,23 @@ def test_an_error_with_a_hint_says_it_in_each_faces_words() -> None:
     assert [plain.said(face) for face in Face] == ["nothing to add"] * len(Face)
 
 
+def test_a_notice_says_its_hint_in_each_faces_words_and_keeps_it_through_the_store_queue(vault: Vault) -> None:
+    notice = Notice("fact/x is superseded by fact/y: the update is kept", "reactivate", ["fact/x"])
+    assert notice == "fact/x is superseded by fact/y: the update is kept; memfile reactivate fact/x brings it back"
+    assert told(notice, Face.CLI) == notice
+    assert told(notice, Face.HTTP).endswith("; a person brings it back with Reactivate on its page in the console")
+    assert told(notice, Face.MCP).endswith("; ask the user to bring it back")
+    assert told(notice, Face.CONSOLE).endswith("; Reactivate on its page brings it back")
+    assert [told("the index was busy", face) for face in Face] == ["the index was busy"] * len(Face)
+    result = StoreResult(vault.store("fact", "x", "x").memory, created=True, changed=True, notices=(notice, "plain"))
+    again = decode(marshal.loads(marshal.dumps(encode(result)))).notices  # another process's store: a `.done` file
+    assert [told(n, Face.MCP) for n in again] == [told(notice, Face.MCP), "plain"]
+
+
 @pytest.mark.parametrize("name", sorted(HINTS))
 def test_every_hint_names_the_command_line_only_on_the_command_line(name: str) -> None:
     hint = HINTS[name]
-    for face in (Face.HTTP, Face.MCP, Face.MEMORY_TOOL):
+    for face in (Face.HTTP, Face.MCP, Face.MEMORY_TOOL, Face.CONSOLE):
         assert command_lines(hint.say(face, ["fact/x", "mem_x"])) == [], (name, face)
     assert hint.say(Face.CLI, ["fact/x", "mem_x"]) == hint.cli.format("fact/x", "mem_x")
 
@@ -74,6 +95,19 @@ def test_the_command_line_names_its_commands_and_options(vault: Vault, tmp_path:
     assert (
         "ask the user to run: memfile verify fact/x" in fails(in_vault(root, "verify", "fact/x", env=agent), 2).stderr
     )
+
+
+def test_the_command_line_names_its_commands_in_notices_and_history(vault: Vault) -> None:
+    root = vault.root
+    expired = ok(in_vault(root, "store", "note", "gone", "x", "--expires", "2020-01-01")).stderr
+    assert (
+        "already past: it is stored, and out of recall and search; memfile list --include-expired shows it" in expired
+    )
+    vault.store("fact", "old", "old")
+    vault.store("fact", "new", "new", supersedes="fact/old")
+    update = ok(in_vault(root, "store", "fact", "old", "changed")).stderr
+    assert "the update is kept, out of recall and search; memfile reactivate fact/old brings it back" in update
+    assert fails(in_vault(root, "history", "fact/nope"), 3).stderr.rstrip().endswith("; see: memfile log")
 
 
 def test_the_command_line_importer_names_include_dreams_as_its_option(vault: Vault, tmp_path: Path) -> None:
@@ -156,6 +190,34 @@ def test_the_http_api_names_its_endpoints_and_fields(server: Server, setup: Setu
         assert "--allow-secret" not in answer["message"] and "memfile list" not in answer["message"], name
 
 
+def http_notices(server: Server, setup: Setup, key: str) -> dict[str, str]:
+    """The notices of the HTTP API's writes (of memories named after `key`) and the error of its history
+    endpoint, by name: each text."""
+    agent = setup.tokens["michael"]
+
+    def store(body: dict[str, Any]) -> list[str]:
+        answer = server.request("POST", "/memory", agent, {"category": "fact", "content": "x"} | body)
+        assert answer.status in (200, 201), (answer.status, answer.body)
+        return answer.json()["notices"]
+
+    store({"key": f"{key}_old"})
+    store({"key": f"{key}_new", "supersedes": f"fact/{key}_old"})
+    (expired,) = store({"key": f"{key}_gone", "expires_at": "2020-01-01"})
+    (superseded,) = store({"key": f"{key}_old", "content": "changed"})
+    history = server.request("GET", "/memory/mem_nope00000001/history", agent)
+    assert history.status == 404, history.body
+    return {"expired": expired, "superseded": superseded, "history": history.json()["message"]}
+
+
+def test_the_http_api_tells_notices_and_history_in_its_words(server: Server, setup: Setup) -> None:
+    said = http_notices(server, setup, "words")
+    assert said["expired"].endswith(
+        "already past: it is stored, and out of recall and search; GET /memory/search with include_expired finds it"
+    )
+    assert said["superseded"].endswith("; a person brings it back with Reactivate on its page in the console")
+    assert said["history"].endswith("; a person sees the vault's changes on the Audit log page of the console")
+
+
 # --- MCP: its tools, or what to ask the user ------------------------------------------------------------
 
 
@@ -200,6 +262,29 @@ def test_the_mcp_tools_name_tools_and_ask_the_user(vault: Vault) -> None:
     assert answers["critical"].endswith("; store it as high; ask the user if it must be critical")
     assert answers["memory: critical"].endswith("; store it as high; ask the user if it must be critical")
     assert answers["forget a person's"].endswith("so an agent cannot forget it; ask the user to forget it")
+
+
+def mcp_notices(root: Path) -> dict[str, str]:
+    """The notices the MCP `store` tool answers, by name."""
+    pytest.importorskip("mcp")
+    from test_mcp import Agent, serve
+
+    async def script(agent: Agent) -> dict[str, str]:
+        await agent.ok("store", category="fact", key="old_office", content="x")
+        await agent.ok("store", category="fact", key="new_office", content="x", supersedes="fact/old_office")
+        (expired,) = (await agent.ok("store", category="note", key="gone", content="x", expires="2020-01-01"))[
+            "notices"
+        ]
+        (superseded,) = (await agent.ok("store", category="fact", key="old_office", content="changed"))["notices"]
+        return {"expired": expired, "superseded": superseded}
+
+    return serve(root, script, mind="michael")
+
+
+def test_the_mcp_store_tool_tells_its_notices_in_an_agents_words(vault: Vault) -> None:
+    said = mcp_notices(vault.root)
+    assert said["expired"].endswith("; store it again with a later `expires` to bring it back")
+    assert said["superseded"].endswith("the update is kept, out of recall and search; ask the user to bring it back")
 
 
 # --- the memory tool: its commands, or what to ask the user ------------------------------------------
@@ -251,16 +336,81 @@ def test_the_memory_tool_says_ask_the_user_for_what_a_person_does(vault: Vault) 
     )
 
 
+# --- the console: its pages and buttons -------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def console(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Console]:
+    from memfile.server.app import build_app
+
+    made = make_setup(tmp_path_factory.mktemp("console-words"))
+    minds = Minds(made.root, watch=False)
+    yield Console(made, minds, build_app(minds, KeyStore(made.keys_path), allowed_hosts=["localhost"], mcp=False))
+    minds.close()
+
+
+def console_errors(console: Console, key: str) -> dict[str, str]:
+    """The common errors the console's pages show a person (of a memory named `key`), by name: each message."""
+    client = console.person()
+    console.store(key, "by the window")
+    console.vault_call(lambda vault: vault.forget(f"fact/{key}"))
+    second = console.store(key, "by the door")
+    before = console.vault_call(lambda vault: vault.history(f"fact/{key}"))[-1].sha  # the first one's commit
+    init = git(console.setup.root, "rev-list", "--max-parents=0", "HEAD").strip()
+    upload = console.person()
+    html = page(upload, f"/console/m/{MIND}/transfer")
+    secret = upload.post(
+        f"/console/m/{MIND}/transfer",
+        data={"csrf": csrf_of(html), "action": "plan"},
+        files={"file": ("MEMORY.md", f"# CI\n\nThe deploy token is {TOKEN}\n")},
+        headers=SAME,
+    )
+    answers = {
+        "not found": page(client, memory_url("nope"), 404),
+        "restore before it existed": act(client, second.id, "restore", at=init).text,
+        "restore over another": act(client, second.id, "restore", at=before).text,
+        "secret": secret.text,
+    }
+    return {name: error_of(html) for name, html in answers.items()}
+
+
+def error_of(html: str) -> str:
+    """The error a console page shows (base.html's one alert)."""
+    found = re.search(r'<p class="error" role="alert" id="error">([^<]*)</p>', html)
+    assert found, html[-2000:]
+    return unescape(found.group(1))
+
+
+def test_the_console_names_its_pages_and_buttons(console: Console) -> None:
+    said = console_errors(console, "desk")
+    assert "no memory 'nope' in mind michael, on disk or in its history; see the Audit log page" in said["not found"]
+    assert (
+        "; restore its last version with Restore the last version on its page, or pick one there"
+        in said["restore before it existed"]
+    )
+    assert (
+        "restoring would replace it; forget it first (git keeps it) with Forget on its page"
+        in said["restore over another"]
+    )
+    assert "the content looks like it holds a secret: line" in said["secret"]
+    assert "add a regex that matches it to allow = [...] under [secrets] in memfile.toml" in said["secret"]
+    for name, text in said.items():
+        assert "GET /memory" not in text and "allow_secret" not in text, (name, text)
+
+
 # --- the meta-test: no face but the command line names a command line -------------------------------
 
 
-def test_no_answer_of_http_mcp_or_the_memory_tool_names_a_command_line_or_an_option(
-    server: Server, setup: Setup, vault: Vault
+def test_no_answer_of_http_mcp_the_memory_tool_or_the_console_names_a_command_line_or_an_option(
+    server: Server, setup: Setup, vault: Vault, console: Console
 ) -> None:
     (vault.mind_dir / "identity").mkdir(exist_ok=True)
     (vault.mind_dir / "identity" / "name.md").write_text(PERSONS)
     answers = {f"HTTP {name}": answer["message"] for name, answer in http_errors(server, setup).items()}
+    answers |= {f"HTTP notice {name}": text for name, text in http_notices(server, setup, "meta").items()}
     answers |= {f"MCP {name}": text for name, text in mcp_errors(vault.root).items()}
+    answers |= {f"MCP notice {name}": text for name, text in mcp_notices(vault.root).items()}
     answers |= {f"memory tool {name}": text for name, text in memory_tool_errors(vault).items()}
+    answers |= {f"console {name}": text for name, text in console_errors(console, "meta").items()}
     leaks = {name: command_lines(text) for name, text in answers.items() if command_lines(text)}
     assert leaks == {}, {name: answers[name] for name in leaks}

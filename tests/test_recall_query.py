@@ -931,7 +931,7 @@ def test_an_update_to_a_superseded_memory_is_kept_and_says_it_stays_superseded(s
     result = superseded.store("identity", "user_location", "Lives in Berlin, by the canal")
     told = (
         "identity/user_location is superseded by identity/user_city: the update is kept, out of recall and "
-        "search until it is reactivated (memfile reactivate identity/user_location)"
+        "search; memfile reactivate identity/user_location brings it back"
     )
     assert result.changed and result.memory.status is Status.SUPERSEDED and told in result.notices
     assert "by the canal" not in superseded.recall()

@@ -16,7 +16,7 @@ from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
 
 from .. import fileformat
-from ..errors import Conflict, FileParseError, InvalidInput, NotFound, Refused, echo
+from ..errors import Conflict, FileParseError, InvalidInput, NotFound, Notice, Refused, echo
 from ..model import (
     AGENT_PRIORITY_CAP,
     ID_PATTERN,
@@ -148,7 +148,7 @@ class History:
             found = self._git.paths_that_held(f"id: {ref}", self.mind)
             if found:
                 return found[0]
-        raise NotFound(f"no memory {echo(ref)} in mind {self.mind}, on disk or in its history; see: memfile log")
+        raise NotFound(f"no memory {echo(ref)} in mind {self.mind}, on disk or in its history", hint="log")
 
     def history(self, ref: str) -> list[Version]:
         """`Vault.history` (its docstring says what it does)."""
@@ -188,7 +188,7 @@ class History:
         sha = self._revision(at, relpath)
         data = self._version_bytes(sha, relpath)
         if data is None:
-            raise NotFound(f"{ref} did not exist at {at} ({sha[:8]}); see: memfile history {ref}")
+            raise NotFound(f"{ref} did not exist at {at} ({sha[:8]})", hint="history", hint_values=[ref])
         commit = self._git.log(relpath, limit=1, names=False)
         moment = _commit_time(commit[0]) if commit else utc_now()
         return fileformat.parse(data, relpath, moment)
@@ -228,23 +228,26 @@ class History:
             data = self._version_bytes(sha, relpath)
             if data is None:
                 raise NotFound(
-                    f"{ref} did not exist at {at} (commit {sha[:8]}); restore its last version with: "
-                    f"memfile restore {ref}, or pick one from: memfile history {ref}"
+                    f"{ref} did not exist at {at} (commit {sha[:8]})", hint="restore_last", hint_values=[ref]
                 )
             old = fileformat.parse(data, relpath, utc_now())
             current = next((m for m in self.memories() if m.path == relpath), None)
             if current is not None and current.id != old.id:  # the path holds a memory stored since
                 raise Conflict(
                     f"{current.ref} is now another memory ({current.id}) than the one of commit {sha[:8]} "
-                    f"({old.id}); restoring would replace it: forget it first (git keeps it), with: "
-                    f"memfile forget {current.ref}"
+                    f"({old.id}); restoring would replace it",
+                    hint="forget_first",
+                    hint_values=[current.ref, current.id],
                 )
             if self.actor is Source.AGENT:  # never what the file said: a person's version stays the person's
                 data, mine = _agents_version(data, relpath, old)
                 if mine != old:
                     self.notices.append(
-                        f"restored {old.ref} as the agent's memory (unverified, priority "
-                        f"{mine.priority}); a person can verify it with: memfile verify {old.ref}"
+                        Notice(
+                            f"restored {old.ref} as the agent's memory (unverified, priority {mine.priority})",
+                            "verify_by_person",
+                            [old.ref],
+                        )
                     )
                 old = mine
             if current is None and safe_path(self.root, relpath, self.mind).exists():
@@ -274,9 +277,7 @@ class History:
                 None,
             )
             if last is None or last.subject.startswith(("init", "ignore")) or last is commits[-1]:
-                raise Refused(
-                    f"mind {self.mind} has no memfile change left to undo (only its creation); see: memfile log"
-                )
+                raise Refused(f"mind {self.mind} has no memfile change left to undo (only its creation)", hint="log")
             if self.actor is Source.AGENT and "(agent)" not in last.subject:
                 raise Refused(f"{last.subject!r} was a person's change; an agent can only undo its own changes")
             outside = [p for p in last.paths if not p.startswith(f"{self.mind}/")]
@@ -284,14 +285,16 @@ class History:
                 raise Refused(
                     f"{last.subject!r} (commit {last.sha[:8]}) also changed "
                     f"{', '.join(outside) or 'no file'}, outside mind {self.mind}, so its undo would "
-                    "reach beyond this mind; change the memory instead, or see: memfile log"
+                    "reach beyond this mind; change the memory instead",
+                    hint="log",
                 )
             later = [c for c in commits[: commits.index(last)] if c.sha not in settled]
             clash = sorted({p for c in later for p in c.paths} & set(last.paths))
             if clash:
                 raise Refused(
                     f"undoing {last.subject!r} would discard later changes to {', '.join(clash)} "
-                    f"(commit {later[-1].sha[:8]} and after); change the memory instead, or see: memfile history"
+                    f"(commit {later[-1].sha[:8]} and after); change the memory instead",
+                    hint="log",
                 )
             dirty = sorted(set(self._git.changed_paths(".")) & set(last.paths))
             if dirty:
@@ -395,8 +398,9 @@ def _agents_version(data: bytes, relpath: str, memory: Memory) -> tuple[bytes, M
     if mine == memory:
         return data, memory
     refusal = Refused(
-        f"{memory.ref} cannot be restored as an agent's memory (its file would still read as a "
-        "person's); ask the user to restore it: memfile restore " + memory.ref
+        f"{memory.ref} cannot be restored as an agent's memory (its file would still read as a person's)",
+        hint="restore_by_person",
+        hint_values=[memory.ref],
     )
     try:
         rewritten = fileformat.rewrite(data, relpath, memory, mine)

@@ -30,6 +30,7 @@ from ..errors import (
     GitError,
     InvalidInput,
     MemfileError,
+    Notice,
     Refused,
 )
 from ..files import atomic_write
@@ -211,7 +212,7 @@ def _finish_interrupted_merge(git: GitStore, subject: str) -> str:
         return f"finished the merge of {name} a killed memfile sync left"
     except GitError:
         git.abort_merge()
-        return f"undid the merge of {name} a killed memfile sync left; run memfile sync again"
+        return Notice(f"undid the merge of {name} a killed memfile sync left", "sync_again")
 
 
 def _settle(git: GitStore, unmerged: list[str], name: str, mind: str) -> list[str]:
@@ -403,10 +404,7 @@ class Remote:
             self.notices.append(f"autosync: {exc} (the change is committed here; it goes out with the next sync)")
             return
         for ref in report.conflicts:
-            self.notices.append(
-                f"autosync left a conflict: {ref} changed on both sides; finish it with: "
-                f"memfile resolve {ref} --ours|--theirs|--edit"
-            )
+            self.notices.append(Notice(f"autosync left a conflict: {ref} changed on both sides", "resolve", [ref]))
 
     def _merge(self, upstream: str, report: RemoteReport, machine: str | None = None) -> None:
         report.came_in += self._git.count(f"HEAD..{upstream}")

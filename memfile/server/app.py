@@ -34,7 +34,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import BaseRoute, Route
 
-from ..errors import InvalidInput, Refused
+from ..errors import Face, InvalidInput, Refused, told
 from ..model import REF_RULE, Memory, Source, StoreResult, parse_category
 from .auth import CALLER, IMPORT_PATH, MAX_BODY_BYTES, MAX_IMPORT_BODY_BYTES, MIND_PARAMETER, Authenticate, Guard
 from .console import Console
@@ -151,7 +151,7 @@ def stored_json(result: StoreResult) -> dict[str, Any]:
         "changed": result.changed,
         "commit": result.commit,
         "superseded": memory_json(result.superseded) if result.superseded else None,
-        "notices": list(result.notices),
+        "notices": [told(notice, Face.HTTP) for notice in result.notices],
     }
 
 
@@ -617,6 +617,7 @@ def build_app(
             )
         caller: Caller = request.scope[CALLER]
         report = await _transfer_named(call(request, lambda vault: vault.import_(data, **options).to_dict()))
+        report["notices"] = [told(notice, Face.HTTP) for notice in report["notices"]]
         log(f"import by {acting(caller)} into the mind {caller.mind!r}: {import_summary(report)}")
         return JSONResponse(report)
 

@@ -33,7 +33,7 @@ from starlette.staticfiles import StaticFiles
 from starlette.templating import Jinja2Templates
 
 from ..config import CONFIG_NAME, Config, load_config
-from ..errors import InvalidInput, MemfileError, NotFound, Refused, echo
+from ..errors import Face, InvalidInput, MemfileError, NotFound, Refused, echo, told
 from ..keys import AGENT
 from ..model import Source, utc_now
 from ..worker import Caller
@@ -321,13 +321,13 @@ class Console:
         try:
             filters = data.Filters.of(request.query_params)
         except InvalidInput as exc:
-            filters, context["error"], status = data.Filters(), public_message(exc), 400
+            filters, context["error"], status = data.Filters(), public_message(exc, Face.CONSOLE), 400
         context["filters"] = filters
         if status == 200:
             try:
                 context["view"] = await self.call(caller, lambda vault: data.memories_page(vault, filters))
             except MemfileError as exc:
-                context["error"], status = public_message(exc), status_of(exc)
+                context["error"], status = public_message(exc, Face.CONSOLE), status_of(exc)
         response = self.render(
             request, "memories.html", "memories", context, status=status, visitor=visitor, mind=caller.mind
         )
@@ -363,7 +363,7 @@ class Console:
                 request,
                 "memory.html",
                 "memory",
-                {"view": view, "error": public_message(exc)},
+                {"view": view, "error": public_message(exc, Face.CONSOLE)},
                 status=status_of(exc),
                 visitor=visitor,
                 mind=caller.mind,
@@ -449,14 +449,14 @@ class Console:
                 if action == "apply":
                     report = await self.call(caller, lambda vault: _import(vault, kept, dry_run=False), read=False)
                     for message in (_imported(report), *report.notices):
-                        session.flash(message)
+                        session.flash(told(message, Face.CONSOLE))
                 else:
                     session.flash(f"discarded the upload of {kept.name}; nothing was imported")
                 return RedirectResponse(self.mind_url(caller.mind, "transfer"), status_code=303)
             else:
                 raise InvalidInput("action", action, "plan, apply, discard")
         except MemfileError as exc:
-            context["error"], status = public_message(_form_named(exc)), status_of(exc)
+            context["error"], status = public_message(_form_named(exc), Face.CONSOLE), status_of(exc)
         return self.render(
             request, "transfer.html", "transfer", context, status=status, visitor=visitor, mind=caller.mind
         )
@@ -469,7 +469,7 @@ class Console:
     async def on_memfile_error(self, request: Request, exc: Exception) -> Response:
         assert isinstance(exc, MemfileError)
         status = 401 if isinstance(exc, Unauthorized) else status_of(exc)
-        return self.error_page(request, status, public_message(exc))
+        return self.error_page(request, status, public_message(exc, Face.CONSOLE))
 
     async def on_http_error(self, request: Request, exc: Exception) -> Response:
         assert isinstance(exc, HTTPException)

@@ -99,14 +99,15 @@ class _Echo:
         return self.text
 
 
-def public_message(exc: MemfileError) -> str:
-    """What an answer says of a library error: its message in this API's words (`Face.HTTP`), with the values
-    it repeats cut (ECHO_LIMIT). An InvalidInput is said again from its fields, so a value of any type (a tag that
-    is an object) is cut too."""
+def public_message(exc: MemfileError, face: Face = Face.HTTP) -> str:
+    """What an answer says of a library error: its message in this API's words (`Face.HTTP`; the console's
+    pages: `Face.CONSOLE`), with the values it repeats cut (ECHO_LIMIT). An InvalidInput is said again from
+    its fields, so a value of any type (a tag that is an object)
+    is cut too."""
     if type(exc) is InvalidInput and exc.value is not None:
         field = clipped(exc.field)
         return clip_echoes(str(InvalidInput(field, _Echo(exc.value), exc.allowed, reason=exc.reason)))
-    return clip_echoes(exc.said(Face.HTTP))
+    return clip_echoes(exc.said(face))
 
 
 def error_response(status: int, name: str, message: str, headers: dict[str, str] | None = None) -> JSONResponse:
