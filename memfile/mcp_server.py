@@ -103,12 +103,10 @@ ASK_THE_USER = {
 #: The library's phrases written for the command line, and what an agent reads instead (before `_COMMAND`):
 #: for the messages that name a command in their text, not in a hint (memfile.errors.HINTS) each face says.
 _PHRASES = [
-    (re.compile(r"\s*\(SPEC section \d+\)"), ""),
     (
         re.compile(r"`memfile doctor --fix` removes git locks older than ten minutes, or remove the file by hand"),
         "ask the user to remove that lock file",
     ),
-    (re.compile(r"\bmemfile edit is for people"), "editing a file is for people"),
 ]
 
 #: A command line left in a message: `run: memfile verify REF`, `(memfile forget REF)`, `with memfile store`.
