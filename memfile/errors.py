@@ -79,7 +79,7 @@ class Hint:
         return words.format(*values)
 
 
-#: The hints errors carry, by name (a name, so an error keeps its hint through the store queue's result file).
+#: The hints errors and notices carry, by name (a name, so either keeps its hint through the store queue's result file).
 HINTS = {
     "list": Hint(
         cli="list them with: memfile list",
