@@ -102,8 +102,7 @@ class _Echo:
 def public_message(exc: MemfileError, face: Face = Face.HTTP) -> str:
     """What an answer says of a library error: its message in this API's words (`Face.HTTP`; the console's
     pages: `Face.CONSOLE`), with the values it repeats cut (ECHO_LIMIT). An InvalidInput is said again from
-    its fields, so a value of any type (a tag that is an object)
-    is cut too."""
+    its fields, so a value of any type (a tag that is an object) is cut too."""
     if type(exc) is InvalidInput and exc.value is not None:
         field = clipped(exc.field)
         return clip_echoes(str(InvalidInput(field, _Echo(exc.value), exc.allowed, reason=exc.reason)))
