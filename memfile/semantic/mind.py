@@ -54,9 +54,7 @@ class MindVectors:
         self.embedder = shared_embedder(model)
         self.cache = VectorCache.open(root, mind, self.embedder)
         self.queries = QueryVectors(self.embedder)
-        self.params = HybridParams(
-            stop_words=frozenset(stop_words), min_cosine=getattr(self.embedder, "min_cosine", 0.0)
-        )
+        self.params = HybridParams(stop_words=frozenset(stop_words))
 
     def search(
         self, view: View, question: str, options: Any, admit: Callable[[Memory], bool]
