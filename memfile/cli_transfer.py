@@ -91,7 +91,7 @@ def export(
     type=click.Choice(["sections", "bullets", "file"]),
     default="sections",
     show_default=True,
-    help="OpenClaw MEMORY.md: one memory per ## section, per top-level list item, or the whole file.",
+    help="OpenClaw MEMORY.md and USER.md: one memory per ## section, per top-level list item, or the whole file.",
 )
 @click.option(
     "--category",
@@ -134,8 +134,9 @@ def import_(
     """Import memories from FILE into the mind as one commit, or nothing at all.
 
     FILE is memfile's export, Synapse's JSON (an array or {"memories": [...]}),
-    a LangBot profiles or episodes export, or OpenClaw's MEMORY.md, a daily
-    note or its folder; - reads standard input. A record that fails stops the
+    a LangBot profiles or episodes export, or OpenClaw's MEMORY.md, USER.md,
+    a daily note or its workspace folder; - reads standard input (up to 512
+    MB, as a file). A record that fails stops the
     import with its number and reason, and nothing is written. Ids, dates and
     unknown keys are kept; importing the same file twice changes nothing. The
     same category/key under another id is a conflict: reported, never merged
@@ -146,7 +147,7 @@ def import_(
 
     Example: memfile import ~/openclaw/workspace --from openclaw --split bullets
     """
-    source: str | bytes = sys.stdin.buffer.read() if file == "-" else file
+    source = sys.stdin.buffer if file == "-" else file
     vault = _mind(state, mind).vault()
     report = vault.import_(
         source,

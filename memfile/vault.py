@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from functools import cached_property, partial, wraps
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TextIO, TypeVar
+from typing import TYPE_CHECKING, Any, BinaryIO, TextIO, TypeVar
 
 from .config import (
     STATE_DIR,
@@ -1159,7 +1159,7 @@ class Vault:
     @_verb
     def import_(
         self,
-        source: str | os.PathLike[str] | bytes,
+        source: str | os.PathLike[str] | bytes | BinaryIO,
         *,
         format: str | None = None,
         on_conflict: str = "newer",
@@ -1176,7 +1176,7 @@ class Vault:
         """Import memories into this mind as one commit, or nothing when any record is refused.
 
         Args:
-            source: a file (or an OpenClaw folder), or the file's bytes.
+            source: a file (or an OpenClaw folder), the file's bytes, or a binary stream (standard input).
             format: `memfile`, `synapse`, `langbot` or `openclaw`; default: told from the file.
             on_conflict: a memory already here with the same id and other content: `skip` it, take the
                 `newer` by updated_at, or `overwrite` it. The same category/key under another id is

@@ -21,12 +21,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from click.testing import CliRunner
 from conftest import commit_count, git
 from helpers import BROKEN, HAND_MADE, commit_by_hand, fails, in_vault, last_subject, ok, write
 from shared_vaults import built_once, copied
 
 import memfile
 from memfile import Vault
+from memfile.cli import main
 from memfile.errors import InvalidInput, MemfileError, Refused
 from memfile.git.store import PACKED_ADD, GitStore
 from memfile.model import format_datetime
@@ -740,6 +742,8 @@ HOSTILE_PATHS = {
     "not markdown": f"{MIND}/fact/office.txt",
     "git folder": f"{MIND}/.git/config.md",
     "memfile folder": ".memfile/evil.md",
+    "memfile folder in the mind": f"{MIND}/.memfile/evil.md",
+    "hidden folder": f"{MIND}/fact/.hidden/evil.md",
     "top-level config": "memfile.toml",
     "empty": "",
     "the mind itself": f"{MIND}",
@@ -792,6 +796,31 @@ def test_a_hostile_path_in_a_record_without_raw_writes_nothing_outside_the_mind(
     assert not (tmp_path / "evil.md").exists() and not Path("/tmp/evil.md").exists()
 
 
+@pytest.mark.parametrize(
+    "where",
+    [f"{MIND}/.memfile/office.md", f"{MIND}/notes.bak/office.md", f"{MIND}/private/office.md"],
+    ids=["memfile state", "editor backup folder", "gitignored folder"],
+)
+def test_a_record_path_git_would_not_commit_is_refused_before_anything_is_written(
+    where: str, src: Vault, dst: Vault, tmp_path: Path
+) -> None:
+    """Written, then `git add` refused it (exit 6) and an empty folder stayed: now bad input, naming the record."""
+    (dst.root / ".gitignore").write_text(".memfile/\nprivate/\n", encoding="utf-8")
+    commit_by_hand(dst.root, ".gitignore")
+    header, *records, _ = exported(src)
+    for raw in (False, True):
+        _, *records, _ = exported(src, raw=raw)
+        fine = [r for r in records if r["key"] != "office"]
+        office = next(r for r in records if r["key"] == "office")
+        path = export_file(tmp_path / "export.jsonl", closed(header, [*fine, dict(office, path=where)]))
+        commits, files = commit_count(dst.root), mind_files(dst)
+        for dry_run in ((), ("--dry-run",)):
+            result = fails(in_vault(dst.root, "import", path, *dry_run), 2)
+            assert f"path of record {len(fine) + 1} (line {len(fine) + 2}) '{where}'" in result.stderr, result.stderr
+        untouched(dst, commits, files)
+        assert not (dst.root / where).parent.exists()
+
+
 # --- import: who imports -------------------------------------------------------------------------
 
 
@@ -824,6 +853,26 @@ def test_an_agents_import_caps_a_critical_memory_at_high_and_says_so(src: Vault,
         in_vault(new_vault(tmp_path, "dst2").root, "import", tmp_path / "export.jsonl", env={"MEMFILE_SOURCE": "agent"})
     )
     assert "critical" in result.stdout + result.stderr
+
+
+def test_an_agent_importing_its_own_unchanged_export_gets_unchanged_not_conflicts(src: Vault, tmp_path: Path) -> None:
+    """A person verified one memory and made one critical; the agent's export of the mind, imported back as it
+    is, changes nothing: no conflict, no "critical imported as high", the same in the dry run."""
+    src.store("identity", "name", "Michael", priority="critical")
+    src.export(tmp_path / "export.jsonl")
+    before = mind_files(src)
+    for dry_run in (("--dry-run",), ()):
+        result = ok(in_vault(src.root, "import", tmp_path / "export.jsonl", *dry_run, env={"MEMFILE_SOURCE": "agent"}))
+        assert ": 0 created, 0 updated, 7 unchanged, 0 skipped, 0 conflicts" in result.stdout, result.stdout
+        assert "critical" not in result.stdout + result.stderr
+    assert mind_files(src) == before
+    header, *records, _ = exported(src)
+    name = next(r for r in records if r["key"] == "name")
+    changed = export_file(tmp_path / "changed.jsonl", closed(header, [dict(name, content="Micha", updated_at=later())]))
+    agent = Vault.open(src.root, MIND, source="agent")
+    for dry_run in (True, False):
+        report = agent.import_(changed, dry_run=dry_run)
+        assert [c["ref"] for c in report.conflicts] == ["identity/name"] and report.notices == []
 
 
 def test_an_agents_import_cannot_change_a_verified_or_critical_memory(dst: Vault, tmp_path: Path) -> None:
@@ -909,6 +958,19 @@ def test_input_that_is_no_export_gives_a_clear_error(kind: str, dst: Vault, tmp_
         assert result.stderr.startswith("memfile: error:"), result.stderr[:500]
     assert len(result.stderr) < 2000
     assert commit_count(dst.root) == commits
+
+
+@pytest.mark.parametrize("given", ["/dev/zero", "-"])
+def test_an_endless_device_or_pipe_is_read_only_up_to_the_limit(given: str, dst: Vault) -> None:
+    """A device or a pipe has no size to check first: `/dev/zero` ended in MemoryError (exit 1)."""
+    if given == "-":
+        with open("/dev/zero", "rb") as zeros:
+            result = CliRunner().invoke(main, ["--vault", str(dst.root), "import", "-"], input=zeros)
+    else:
+        result = in_vault(dst.root, "import", given)
+    fails(result, 2)
+    assert "a file of at most 512 MB" in result.stderr and "more than 512 MB were read" in result.stderr
+    assert commit_count(dst.root) == 1
 
 
 def test_an_export_from_a_newer_format_version_is_refused(src: Vault, dst: Vault, tmp_path: Path) -> None:

@@ -615,6 +615,28 @@ class GitStore:
         self._run("commit", "--quiet", "-m", message, "--", old, new)
         return self._run("rev-parse", "HEAD")[1].strip()
 
+    def ignored(self, relpaths: list[str]) -> set[str]:
+        """The paths among `relpaths` that the vault's ignore rules (.gitignore, .git/info/exclude) keep out
+        of git: `git add` refuses them."""
+        import tempfile
+
+        import git
+
+        try:
+            with tempfile.TemporaryFile() as paths, git.Repo(self.root) as repo:
+                paths.write("\0".join(relpaths).encode("utf-8", "surrogateescape"))
+                paths.seek(0)
+                status, out, _ = repo.git.execute(
+                    [git.Git.GIT_PYTHON_GIT_EXECUTABLE or "git", *_OPTIONS, "check-ignore", "--stdin", "-z"],
+                    istream=paths,
+                    with_extended_output=True,
+                    with_exceptions=False,
+                    env=self._env,
+                )
+        except (git.InvalidGitRepositoryError, git.NoSuchPathError, git.GitCommandNotFound, OSError):
+            return set()  # no git to ask: the commit that follows says why
+        return {path for path in out.split("\0") if path} if status == 0 else set()
+
     def _listed(self, *args: str) -> set[str]:
         """The paths a listing command (`ls-files`, `ls-tree`) prints; none when it fails (no HEAD yet)."""
         status, out = self._run(*args, check=False)

@@ -13,13 +13,13 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TextIO
+from typing import TYPE_CHECKING, Any, BinaryIO, TextIO
 
 from ..errors import InvalidInput
 from ..model import Source, utc_now
 from ..secretscan import guard
 from .exporting import EXPORT_FORMATS, ExportReport, MindExport, Tally, export_lines
-from .importing import ImportReport, apply, plan, read_import
+from .importing import ImportReport, apply, plan, read_bounded, read_import
 from .records import FORMATS, ON_CONFLICT, SPLITS, ImportOptions, Incoming
 from .secret_checks import Aside
 
@@ -95,7 +95,7 @@ def _write_whole(path: Path, lines: Iterable[str]) -> None:
 
 
 def import_file(
-    source: str | os.PathLike[str] | bytes,
+    source: str | os.PathLike[str] | bytes | BinaryIO,
     *,
     writer: Writer,
     index: Index,
@@ -122,9 +122,10 @@ def import_file(
         raise InvalidInput("--max-priority", options["max_priority"], ("high", "critical"))
     if options["source"] not in (None, "user", "agent"):
         raise InvalidInput("--source", options["source"], ("user", "agent"))
-    if isinstance(source, bytes):
-        name = name or "the request body"
-        incoming = read_import(source, name, fmt, ImportOptions(now=utc_now(), **options))
+    if not isinstance(source, str | os.PathLike):  # bytes, or a stream (standard input) read with a bound
+        name = name or ("the request body" if isinstance(source, bytes) else "standard input")
+        data = source if isinstance(source, bytes) else read_bounded(source, name)
+        incoming = read_import(data, name, fmt, ImportOptions(now=utc_now(), **options))
     else:
         path = Path(source).expanduser()
         incoming = read_import(path, str(source), fmt, ImportOptions(now=utc_now(), **options))
@@ -145,6 +146,7 @@ def import_file(
             secrets=writer.config.secrets,
             allow_secret=allow_secret,
             aside=aside,
+            ignored=writer.git.ignored,
         )
 
     if dry_run:

@@ -21,10 +21,11 @@ import hashlib
 import json
 import os
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from pathlib import Path, PurePosixPath
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, BinaryIO
 
 from .. import fileformat
 from ..errors import FileParseError, InvalidInput, MemfileError
@@ -51,7 +52,7 @@ from ..model import (
     parse_tags,
     validate_key,
 )
-from ..paths import is_memory_name, memory_relpath, safe_path
+from ..paths import is_ignored_name, is_memory_name, memory_relpath, safe_path
 from ..secretscan import SecretPolicy
 from .records import FORMATS, ON_CONFLICT, ImportOptions, Incoming
 from .secret_checks import Aside, SecretChecks, add_checks, plain
@@ -112,7 +113,7 @@ def read_import(source: Path | bytes, name: str, fmt: str | None, options: Impor
         if fmt not in (None, "openclaw"):
             raise InvalidInput("FILE", name, f"a {fmt} file, not a folder")
         return _openclaw(source, options)
-    data = _read_bytes(source, name) if isinstance(source, Path) else source
+    data = read_bounded(source, name) if isinstance(source, Path) else source
     if len(data) > MAX_IMPORT_BYTES:
         raise InvalidInput("FILE", name, f"a file of at most {MAX_IMPORT_BYTES // 2**20} MB")
     try:
@@ -123,12 +124,13 @@ def read_import(source: Path | bytes, name: str, fmt: str | None, options: Impor
         raise InvalidInput("FILE", name, "a text file (JSON, JSON Lines or Markdown)", reason="it holds NUL bytes")
     fmt = fmt or detect(text, name)
     if fmt == "openclaw":
-        if isinstance(source, Path):
+        if isinstance(source, Path) and source.is_file():
             return _openclaw(source, options)
         import tempfile
 
-        with tempfile.TemporaryDirectory(prefix="memfile-import-") as folder:  # a Markdown body sent over HTTP
-            path = Path(folder) / (name if name.endswith(".md") else "MEMORY.md")
+        with tempfile.TemporaryDirectory(prefix="memfile-import-") as folder:  # sent over HTTP, or through a pipe
+            base = PurePosixPath(name).name
+            path = Path(folder) / (base if base.endswith(".md") else "MEMORY.md")
             path.write_text(text, encoding="utf-8")
             return _openclaw(path, options)
     if fmt == "memfile":
@@ -156,15 +158,27 @@ def _openclaw(path: Path, options: ImportOptions) -> Incoming:
     return read_openclaw(path, options)
 
 
-def _read_bytes(path: Path, name: str) -> bytes:
+def read_bounded(source: Path | BinaryIO, name: str) -> bytes:
+    """A file's bytes (or a stream's: standard input), read up to one byte past MAX_IMPORT_BYTES: a device,
+    a pipe or a FIFO has no size to check first (`/dev/zero` never ends).
+
+    Raises:
+        InvalidInput: no such file, it cannot be read, or it is larger than MAX_IMPORT_BYTES.
+    """
     try:
-        if path.stat().st_size > MAX_IMPORT_BYTES:
-            raise InvalidInput("FILE", name, f"a file of at most {MAX_IMPORT_BYTES // 2**20} MB")
-        return path.read_bytes()
+        if isinstance(source, Path):
+            with source.open("rb") as handle:
+                data = handle.read(MAX_IMPORT_BYTES + 1)
+        else:
+            data = source.read(MAX_IMPORT_BYTES + 1)
     except FileNotFoundError:
         raise InvalidInput("FILE", name, "an existing file or folder", reason="there is none") from None
     except OSError as exc:
         raise InvalidInput("FILE", name, "a file memfile can read", reason=exc.strerror or str(exc)) from None
+    if len(data) > MAX_IMPORT_BYTES:
+        most = f"{MAX_IMPORT_BYTES // 2**20} MB"
+        raise InvalidInput("FILE", name, f"a file of at most {most}", reason=f"more than {most} were read")
+    return data
 
 
 def detect(text: str, name: str) -> str:
@@ -302,9 +316,13 @@ def _target(record: dict[str, Any], mind: str, category: str, key: str, exported
         or len(parts) < 2
         or (parts[0] != from_mind if from_mind is not None else parts[0] != mind and parts[0] not in exported)
         or not is_memory_name(parts[-1])
-        or ".git" in parts
     ):
         raise InvalidInput("path", path, allowed, reason="it would leave the mind or is not a memory file's name")
+    hidden = next((part for part in parts[1:-1] if is_ignored_name(part)), None)
+    if hidden is not None:  # `.git`, memfile's own `.memfile/`, an editor's backup folder: never read, never committed
+        raise InvalidInput(
+            "path", path, allowed, reason=f"memfile never reads a file in {hidden}/, a hidden or backup folder"
+        )
     return "/".join((mind, *parts[1:]))  # parts, as pathlib cut them, hold no "/" and no "."
 
 
@@ -465,14 +483,16 @@ def plan(
     secrets: SecretPolicy | None = None,
     allow_secret: bool = False,
     aside: Aside | None = None,
+    ignored: Callable[[list[str]], set[str]] | None = None,
 ) -> Plan:
     """Check every record and decide what each does to the mind; nothing is written.
 
     `secrets`, `allow_secret`: the vault's `[secrets]` and a person's --allow-secret (`secretscan.guard`).
     `aside`: runs the scan for secrets in another process meanwhile (`SecretChecks`), from SCAN_ASIDE_FROM records.
+    `ignored`: the paths among those given that git ignores (`GitStore.ignored`): a new file there is refused.
 
     Raises:
-        InvalidInput: the first record that fails, with its number and reason.
+        InvalidInput: the first record that fails, with its number and reason (a new file git would ignore too).
         SecretFound: the first record whose content, unknown keys or raw text hold what looks like a secret
             (the policy refuses it).
     """
@@ -516,12 +536,12 @@ def plan(
                     _reads_back(memory)
             except InvalidInput as exc:
                 raise _at(where, exc) from None
-            if actor is Source.AGENT:
-                agent = _as_agent(memory, record)
-                capped += agent.priority is not memory.priority
-                if data is not None and agent != memory:
-                    data = fileformat.rewrite(data, relpath, memory, agent)
+            given: tuple[Memory, bytes | None] | None = None  # what the record says, when an agent's import changed it
+            if actor is Source.AGENT and (agent := _as_agent(memory, record)) != memory:
+                given = memory, data
+                data = fileformat.rewrite(data, relpath, memory, agent) if data is not None else None
                 memory = agent
+            lowered = given is not None and given[0].priority is not memory.priority
             for claim in (memory.id, memory.ref, relpath):
                 if claim in seen:
                     raise InvalidInput(
@@ -557,22 +577,17 @@ def plan(
                     entry["reason"] = f"{relpath} already holds another file; move it away, then import again"
                 else:
                     result.created.append(_Change(number, where, memory, data))
+                    capped += lowered
                     continue
                 result.conflicts.append(entry)
                 continue
             if old.path in seen and seen[old.path] != where:
                 raise InvalidInput(where, old.path, "one record per memory", reason=f"{seen[old.path]} changes it too")
             seen[old.path] = where
-            memory = replace(memory, path=old.path)
-            if data is None:
-                memory = _kept(record, memory, old)
-            if (
-                data is not None
-                and old.path != relpath
-                and not _same(fileformat.parse(data, old.path, old.updated_at), memory)
-            ):
-                data = None  # read at the file's own path the text would say another memory: rewrite the fields instead
-            if data == on_disk if data is not None else _same(old, memory):
+            memory, data = _placed(record, memory, data, old, relpath)
+            if _unchanged(memory, data, old, on_disk) or (
+                given is not None and _unchanged(*_placed(record, *given, old, relpath), old, on_disk)
+            ):  # an agent's record saying what the mind holds changes nothing, even where it may change nothing
                 result.unchanged += 1
                 continue
             if actor is Source.AGENT and (old.verified or old.priority is Priority.CRITICAL):
@@ -587,7 +602,9 @@ def plan(
                 result.skipped.append(entry | {"reason": "the mind's is as new or newer (updated_at); kept the mind's"})
             else:
                 result.updated.append(_Change(number, where, memory, data, old))
+                capped += lowered
         result.notices.extend(checks.finish())
+        _refuse_ignored(result.created, ignored)
     except MemfileError:
         checks.finish()  # a secret in an earlier record is the first error
         raise
@@ -601,6 +618,38 @@ def plan(
             "a record's mind_id and path say where it was exported from, the import writes only into its own mind"
         )
     return result
+
+
+def _placed(
+    record: dict[str, Any], memory: Memory, data: bytes | None, old: Memory, relpath: str
+) -> tuple[Memory, bytes | None]:
+    """A record's memory (and raw text) as it would replace the mind's `old`: at old's path, with what the
+    record does not say kept from old (`_kept`); a raw text that would say another memory at that path is
+    dropped (the fields are rewritten instead)."""
+    memory = replace(memory, path=old.path)
+    if data is None:
+        return _kept(record, memory, old), None
+    if old.path != relpath and not _same(fileformat.parse(data, old.path, old.updated_at), memory):
+        return memory, None
+    return memory, data
+
+
+def _unchanged(memory: Memory, data: bytes | None, old: Memory, on_disk: bytes | None) -> bool:
+    """Whether writing `memory` (or its raw `data`) over the mind's `old` would change nothing."""
+    return data == on_disk if data is not None else _same(old, memory)
+
+
+def _refuse_ignored(created: list[_Change], ignored: Callable[[list[str]], set[str]] | None) -> None:
+    """Refuse the first new file the vault's .gitignore keeps out of git: git would refuse to commit it."""
+    hidden = ignored([change.memory.path for change in created]) if ignored is not None and created else set()
+    for change in created:
+        if change.memory.path in hidden:
+            raise InvalidInput(
+                f"path of {change.where}",
+                change.memory.path,
+                "a path git keeps versions of",
+                reason="the vault's .gitignore ignores it, so git would not commit the file",
+            )
 
 
 def _bytes(path: Path) -> bytes | None:
