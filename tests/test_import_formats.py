@@ -17,6 +17,7 @@ from typing import Any
 
 import pytest
 from conftest import commit_count
+from helpers import in_vault, ok, write
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -320,7 +321,7 @@ def test_langbot_episodes_field_by_field() -> None:
         "category": "context",
         "key": "episode_a1b2c3d4e5f6",
         "content": "Lan moved the release to Friday.",
-        "tags": ["release", "langbot", "speaker:lan", "scope:bot-1:group_123"],
+        "tags": ["release", "langbot", "speaker:u1", "scope:bot-1:group_123"],
         "priority": "normal",
         "source": "agent",
         "created_at": "2026-03-18T02:00:00Z",  # +07:00 normalised to Z
@@ -560,7 +561,9 @@ def test_openclaw_sections_field_by_field(workspace: Path) -> None:
     )
     lessons = records["mistake/lessons_learned"]["content"]
     assert "## this is code, not a heading" in lessons  # a heading inside a code fence splits nothing
-    assert records[chinese]["content"] == "用户下周去北京出差。"
+    assert (
+        records[chinese]["content"] == "## 笔记\n\n用户下周去北京出差。"
+    )  # a hash in the key: the words in the content
     assert records[chinese]["extra"]["openclaw_heading"] == "笔记"
     assert incoming.unmapped == [
         "AGENTS.md: not an OpenClaw memory file: not imported",
@@ -589,6 +592,7 @@ def test_openclaw_daily_notes(workspace: Path) -> None:
     }
     trip = records["context/daily_2026_03_29_trip_planning"]
     assert trip["created_at"] == "2026-03-29T00:00:00Z"  # touched on another day: the date's midnight
+    assert trip["updated_at"] == "2026-04-02T10:00:00Z"  # ... and updated when it was last written
     assert trip["content"] == "Planned the trip to Đà Nẵng: flights booked for April 10."
 
 
@@ -882,3 +886,119 @@ def test_imported_memories_keep_what_the_readers_said(tmp_path: Path, workspace:
     with vault.acting_as("agent"):
         report = vault.import_(FIXTURES / "langbot_episodes.json", max_priority="critical")
     assert report.commit is None  # the same episodes: an agent's critical is capped back to what is there
+
+
+# ---------------------------------------------------------------------------- through the command line
+
+
+def imported(root: Path, *args: object) -> dict[str, Any]:
+    """`memfile import ARGS --json`: the report (exit 0)."""
+    return json.loads(ok(in_vault(root, "import", *args, "--json")).stdout)
+
+
+def test_a_line_appended_to_a_daily_note_arrives_on_the_next_import(vault: Vault, tmp_path: Path) -> None:
+    """OpenClaw appends to a day's note all day: the note is dated by its name, updated by its mtime. The
+    line is appended the next morning (a note's day is the agent's local day, the mtime UTC)."""
+    note = tmp_path / "workspace" / "memory" / "2026-11-02.md"
+    note.parent.mkdir(parents=True)
+    note.write_text("- Booked the flight to Hà Nội.\n", encoding="utf-8")
+    os.utime(note, (at("2026-11-03T01:30:00Z"),) * 2)
+    assert imported(vault.root, note.parent.parent)["created"] == ["context/daily_2026_11_02"]
+    with note.open("a", encoding="utf-8") as handle:
+        handle.write("- ประชุมทีมเลื่อนไปวันพฤหัสบดี\n")
+    os.utime(note, (at("2026-11-03T02:00:00Z"),) * 2)
+    again = imported(vault.root, note.parent.parent)
+    assert again["updated"] == ["context/daily_2026_11_02"] and again["skipped"] == []
+    day = vault.get("context/daily_2026_11_02")
+    assert day.content.endswith("- ประชุมทีมเลื่อนไปวันพฤหัสบดี")
+    assert (day.created_at, day.updated_at) == (
+        datetime(2026, 11, 2, tzinfo=timezone.utc),
+        datetime(2026, 11, 3, 2, tzinfo=timezone.utc),
+    )
+    os.utime(note, (at("2026-11-03T03:00:00Z"),) * 2)  # touched, not changed: nothing to do
+    assert imported(vault.root, note.parent.parent)["unchanged"] == 1
+
+
+def test_a_daily_note_changed_in_the_mind_after_the_file_keeps_the_minds_copy(vault: Vault, tmp_path: Path) -> None:
+    """`newer` still means newer: a hand edit in the mind after the file's last write wins."""
+    note = tmp_path / "workspace" / "memory" / "2026-11-02.md"
+    note.parent.mkdir(parents=True)
+    note.write_text("First line.\n", encoding="utf-8")
+    os.utime(note, (at("2026-11-02T09:00:00Z"),) * 2)
+    imported(vault.root, note.parent.parent)
+    vault.store("context", "daily_2026_11_02", "Rewritten in the mind.")
+    note.write_text("First line.\nSecond line.\n", encoding="utf-8")
+    os.utime(note, (at("2026-11-03T09:00:00Z"),) * 2)
+    again = imported(vault.root, note.parent.parent)
+    assert again["skipped"][0]["ref"] == "context/daily_2026_11_02" and again["updated"] == []
+    assert vault.get("context/daily_2026_11_02").content == "Rewritten in the mind."
+
+
+def openclaw_hooks_workspace(root: Path) -> Path:
+    """A workspace with what OpenClaw's bundled hooks and its USER.md template write, and a Thai heading."""
+    write(root / "MEMORY.md", "## เรียนภาษาไทย\n\nMichael, every Tuesday at 18:00.\n")
+    write(
+        root / "USER.md",
+        "# USER.md - About Your Human\n\n- **Name:** Michael\n- **Timezone:** Europe/Berlin\n\n"
+        "## Preferences\n\nShort answers, no emoji.\n\n## Context\n\nWorks on Synapse.\n",
+    )
+    write(
+        root / "memory" / "important" / "2026-03-04-project-api-v3-migration.md",
+        "# Important: project - api-v3-migration\n\nDate: 2026-03-04\n\n## Summary\n\nPhased rollout of API v3.\n",
+    )
+    write(root / "memory" / "important" / "2026-03-05-decision-use-postgres.md", "# Important: decision\n\nPostgres.\n")
+    write(
+        root / "memory" / "context-digest.md",
+        "# Context Digest (auto-generated)\n\n## Open Items / Action Items\n\n- [ ] Draft the migration guide\n",
+    )
+    for path in root.rglob("*.md"):
+        os.utime(path, (at("2026-03-06T08:00:00Z"),) * 2)
+    return root
+
+
+def test_openclaw_user_md_important_notes_and_the_context_digest_are_imported(vault: Vault, tmp_path: Path) -> None:
+    workspace = openclaw_hooks_workspace(tmp_path / "workspace")
+    report = imported(vault.root, workspace)
+    assert set(report["created"]) == {
+        f"note/{slug('เรียนภาษาไทย', 90)}",
+        "identity/user_intro",
+        "preference/user_preferences",
+        "context/user_context",
+        "project/important_2026_03_04_project_api_v3_migration",
+        "note/important_2026_03_05_decision_use_postgres",
+        "context/context_digest",
+    }
+    assert report["unmapped"] == []
+    intro = vault.get("identity/user_intro")
+    assert intro.content.startswith("# USER.md - About Your Human") and "**Timezone:** Europe/Berlin" in intro.content
+    important = vault.get("project/important_2026_03_04_project_api_v3_migration")
+    assert important.tags == ("openclaw", "important", "project") and str(important.priority) == "high"
+    assert important.created_at == datetime(2026, 3, 4, tzinfo=timezone.utc)
+    assert vault.get("note/important_2026_03_05_decision_use_postgres").tags == ("openclaw", "important", "decision")
+    digest = vault.get("context/context_digest")
+    assert digest.tags == ("openclaw", "digest") and "Draft the migration guide" in digest.content
+    found = ok(in_vault(vault.root, "search", "ภาษาไทย", "--json")).stdout
+    assert [(hit["category"], hit["key"]) for hit in json.loads(found)] == [
+        ("note", slug("เรียนภาษาไทย", 90))
+    ]  # the heading's words kept
+    assert imported(vault.root, workspace)["unchanged"] == 7
+
+
+def test_a_fifo_in_an_openclaw_folder_is_named_and_never_opened(vault: Vault, tmp_path: Path) -> None:
+    """A FIFO read would wait for a writer for ever; the import names it and goes on."""
+    workspace = openclaw_hooks_workspace(tmp_path / "workspace")
+    os.mkfifo(workspace / "memory" / "2026-03-07.md")
+    os.mkfifo(workspace / "DREAMS.md")
+    result = ok(in_vault(vault.root, "import", workspace, "--dry-run"))
+    assert "unmapped memory/2026-03-07.md: a named pipe (FIFO), not a regular file: not read" in result.stdout
+    assert "unmapped DREAMS.md: a named pipe (FIFO), not a regular file: not read" in result.stdout
+
+
+def test_one_speaker_tag_finds_a_langbot_speakers_profile_and_episodes(vault: Vault) -> None:
+    """LangBot names a speaker by sender_id in profiles and in episodes: so does the tag."""
+    imported(vault.root, FIXTURES / "langbot_profiles.json")
+    imported(vault.root, FIXTURES / "langbot_episodes.json")
+    listed = json.loads(ok(in_vault(vault.root, "list", "--tag", "speaker:u1", "--json")).stdout)
+    refs = {f"{memory['category']}/{memory['key']}" for memory in listed}
+    assert {"identity/u1_name", "preference/u1_thich_pho", "context/episode_b2c3d4e5f6a7"} <= refs
+    assert not ok(in_vault(vault.root, "list", "--tag", "speaker:lan")).stdout.strip()

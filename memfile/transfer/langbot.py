@@ -11,7 +11,9 @@ L1: a profile's name becomes `identity/user_name` (a speaker's: `identity/<sende
 at priority high; each trait (a slot's current value, or a freeform entry)
 `identity/trait_<slug>`; each preference `preference/<slug>`; the notes
 `note/profile_notes`. A speaker profile's keys start with `<sender>_` so that the speakers
-of one scope never share a key. L2: each episode becomes `context/episode_<id>`.
+of one scope never share a key. L2: each episode becomes `context/episode_<id>`. A speaker's
+profile and episodes share the tag `speaker:<sender_id>` (an episode without a sender id:
+`speaker:<sender_name>`), so one `by-tag` finds all of a speaker's memories.
 Ids are derived from what names a record, so importing the same envelope twice changes
 nothing; every date comes from the envelope (`exported_at` when a record has none).
 """
@@ -321,7 +323,7 @@ class _Reader:
         if self.scope:
             extra["langbot_scope_key"] = self.scope
         moment = fields["timestamp"] or self.exported_at
-        speaker = fields["sender_name"] or fields["sender_id"]
+        speaker = fields["sender_id"] or fields["sender_name"]  # as a speaker profile's tag: one by-tag finds both
         tags = [*_tags([("", tag) for tag in fields["tags"]]), "langbot", *_tags([("speaker:", speaker)])]
         tags += _tags([("scope:", self.scope)])
         record: dict[str, Any] = {

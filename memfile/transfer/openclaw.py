@@ -1,27 +1,41 @@
 """Reading OpenClaw's memory files into import records.
 
 OpenClaw (docs.openclaw.ai/concepts/memory) keeps an agent's memory as Markdown in its
-workspace: `MEMORY.md` (curated, long-term), `memory/YYYY-MM-DD.md` or
-`memory/YYYY-MM-DD-<slug>.md` (daily notes, append-only) and an optional `DREAMS.md`.
+workspace: `MEMORY.md` (curated, long-term), `USER.md` (the person: profile and preferred
+address), `memory/YYYY-MM-DD.md` or `memory/YYYY-MM-DD-<slug>.md` (daily notes, appended to
+during the day), an optional `DREAMS.md`, and what its bundled hooks write:
+`memory/important/YYYY-MM-DD-<category>-<slug>.md` (session-importance: a conversation worth
+keeping, appended to) and `memory/context-digest.md` (context-digest: a rolling digest, rewritten).
 
 * `MEMORY.md` is split by its `##` headings (`split="sections"`, the default): a section
   becomes `note/<slug-of-heading>`, its category guessed from the heading's words
   (`ImportOptions.category` overrides the guess). Text before the first `##` heading is a
   memory of its own, `<file>_intro` (say `note/memory_intro`); a title alone is not.
   `split="bullets"` makes each top-level list item a memory (key from its first words,
-  category from its section), `split="file"` the whole file one memory.
-* A daily note becomes `context/daily_YYYY_MM_DD[_slug]`, created that day at 00:00Z (or at
-  the file's mtime when that is later the same day), tagged `openclaw, daily`.
+  category from its section), `split="file"` the whole file one memory. A heading whose
+  letters have no ASCII form (Thai, Chinese) leaves only a hash in the key, so the section's
+  content starts with the heading: its words stay searchable.
+* `USER.md` is split the same way into `identity/user_<heading>` (a heading's words may
+  say `preference`), `identity/user_intro` for the text before its first section.
+* A daily note becomes `context/daily_YYYY_MM_DD[_slug]`, an important note
+  `project/important_YYYY_MM_DD_<category>_<slug>` (its category `project`, else `note`)
+  at priority high, tagged `openclaw, important, <category>`: created that day at 00:00Z (or
+  at the file's mtime when that is later the same day), updated at the file's mtime, so
+  a line appended later is newer than what an earlier import wrote.
+* `memory/context-digest.md` becomes `context/context_digest`, tagged `openclaw, digest`.
 * `DREAMS.md` is skipped unless `include_dreams`; then it is one memory, `note/dreams`.
 
-Every file it does not know is named in `unmapped`; a symbolic link leading out of the
-given folder is never followed. Ids are derived from the file's name and the record's key,
-dates from the file (its name, or its mtime), so importing the same files twice changes nothing.
+Every file it does not know is named in `unmapped`, and so is anything that is not a
+regular file or folder (a FIFO is never opened: reading it would wait for a writer); a
+symbolic link leading out of the given folder is never followed. Ids are derived from the
+file's name and the record's key, dates from the file (its name, or its mtime), so
+importing the same files twice changes nothing.
 """
 
 from __future__ import annotations
 
 import re
+import stat
 import textwrap
 from datetime import date, datetime, timezone
 from pathlib import Path
@@ -30,13 +44,16 @@ from typing import Any
 from ..errors import InvalidInput
 from ..model import parse_category
 from .records import SPLITS, ImportOptions, Incoming
-from .synapse import derived_id, slug, unique_key
+from .synapse import clean_tag, derived_id, folds, slug, unique_key
 
 FORMAT = "openclaw"
 CURATED = ("MEMORY.md", "memory.md")  # OpenClaw reads the lowercase name when MEMORY.md is absent
+USER = "USER.md"
 DREAMS = "DREAMS.md"
+DIGEST = "context-digest.md"  # in memory/: the context-digest hook's rolling digest
+IMPORTANT = "important"  # memory/important/: the session-importance hook's notes
 DAILY = re.compile(r"(\d{4})-(\d{2})-(\d{2})(?:-(.+))?\.md")
-SHAPE = "a folder holding MEMORY.md and/or memory/YYYY-MM-DD.md, or one such .md file"
+SHAPE = "a folder holding MEMORY.md, USER.md and/or memory/YYYY-MM-DD.md, or one such .md file"
 
 _HEADING2 = re.compile(r" {0,3}##(?:[ \t]+(.*?))?(?:[ \t]+#+)?[ \t]*")
 _HEADING1 = re.compile(r" {0,3}#[ \t]+(.*?)(?:[ \t]+#+)?[ \t]*")
@@ -101,7 +118,7 @@ class _Reader:
         curated_seen: str | None = None
         for entry in _listing(root):
             name = entry.name
-            if not self.inside(entry, base, name):
+            if not self.inside(entry, base, name) or not self.regular(entry, name):
                 continue
             if name in CURATED and entry.is_file():
                 known = True
@@ -110,12 +127,15 @@ class _Reader:
                     continue
                 curated_seen = name
                 self.curated(entry, name)
+            elif name == USER and entry.is_file():
+                known = True
+                self.curated(entry, name)
             elif name == DREAMS and entry.is_file():
                 known = True
                 self.dreams(entry)
             elif name == "memory" and entry.is_dir():
                 known = True
-                self.daily_folder(entry, base)
+                self.memory_folder(entry, base)
             elif DAILY.fullmatch(name) and entry.is_file():
                 known = True
                 self.daily(entry, f"memory/{name}")
@@ -125,27 +145,60 @@ class _Reader:
         if not known:
             raise InvalidInput("OpenClaw folder", str(root), SHAPE, reason="it holds none of them")
 
-    def daily_folder(self, folder: Path, base: Path) -> None:
+    def memory_folder(self, folder: Path, base: Path) -> None:
         for entry in _listing(folder):
             shown_name = f"memory/{entry.name}"
-            if not self.inside(entry, base, shown_name):
+            if not self.inside(entry, base, shown_name) or not self.regular(entry, shown_name):
                 continue
             if entry.is_file() and DAILY.fullmatch(entry.name):
                 self.daily(entry, shown_name)
+            elif entry.is_file() and entry.name == DIGEST:
+                self.digest(entry, shown_name)
+            elif entry.is_dir() and entry.name == IMPORTANT:
+                self.important_folder(entry, base)
             else:
                 kind = "a folder" if entry.is_dir() else "not a daily note (YYYY-MM-DD[-slug].md)"
                 self.unmapped.append(f"{shown_name}: {kind}: not imported")
 
+    def important_folder(self, folder: Path, base: Path) -> None:
+        for entry in _listing(folder):
+            shown_name = f"memory/{IMPORTANT}/{entry.name}"
+            if not self.inside(entry, base, shown_name) or not self.regular(entry, shown_name):
+                continue
+            if entry.is_file() and DAILY.fullmatch(entry.name):
+                self.important(entry, shown_name)
+            else:
+                kind = "a folder" if entry.is_dir() else "not an important note (YYYY-MM-DD-category-slug.md)"
+                self.unmapped.append(f"{shown_name}: {kind}: not imported")
+
     def single(self, path: Path) -> None:
         name = path.name
-        if DAILY.fullmatch(name):
+        if DAILY.fullmatch(name) and path.parent.name == IMPORTANT:
+            self.important(path, f"memory/{IMPORTANT}/{name}")
+        elif DAILY.fullmatch(name):
             self.daily(path, f"memory/{name}")
+        elif name == DIGEST:
+            self.digest(path, f"memory/{name}")
         elif name == DREAMS:
             self.dreams(path)
         elif path.suffix.lower() in (".md", ".markdown"):
             self.curated(path, name)
         else:
             raise InvalidInput("OpenClaw file", name, SHAPE)
+
+    def regular(self, entry: Path, name: str) -> bool:
+        """True for a file or a folder; anything else (a FIFO, a socket, a device) is named in unmapped, never
+        opened (a FIFO would wait for a writer)."""
+        try:
+            mode = entry.stat().st_mode
+        except OSError as error:
+            self.unmapped.append(f"{name}: cannot be read ({error.strerror or error}): not imported")
+            return False
+        if stat.S_ISREG(mode) or stat.S_ISDIR(mode):
+            return True
+        kind = "a named pipe (FIFO)" if stat.S_ISFIFO(mode) else "a socket" if stat.S_ISSOCK(mode) else "a device"
+        self.unmapped.append(f"{name}: {kind}, not a regular file: not read")
+        return False
 
     def inside(self, entry: Path, base: Path, name: str) -> bool:
         """True unless `entry` is a symbolic link leading out of the given folder (then it is named in unmapped)."""
@@ -160,30 +213,37 @@ class _Reader:
         self.unmapped.append(f"{name}: a symbolic link leading out of the folder (or nowhere): not followed")
         return False
 
-    # ------------------------------------------------------------ the three kinds of file
+    # ------------------------------------------------------------ the kinds of file
 
     def curated(self, path: Path, name: str) -> None:
+        """MEMORY.md (or any such file), or USER.md: its keys start with `user_`, its category is identity
+        unless a heading's words say otherwise (the `category` option is MEMORY.md's)."""
         text = _read(path, name)
         stamp = _stamp(_mtime(path, name))
         taken: set[str] = set()
+        prefix = "user_" if name == USER else ""
+        override, default = (None, "identity") if name == USER else (self.category, "note")
         if self.options.split == "file":
             if not text.strip():
                 self.unmapped.append(f"{name}: empty: not imported")
                 return
             key = slug(Path(name).stem, 90)
-            self.add(name, key, self.category or "note", text.strip(), f"{name} (whole file)", stamp, taken)
+            self.add(name, key, override or default, text.strip(), f"{name} (whole file)", stamp, taken)
             return
         preamble, sections = _sections(text)
         title = next((m.group(1) for line in preamble if (m := _HEADING1.fullmatch(line))), None)
         if self.options.split == "bullets":
             untitled = [line for line in preamble if not _HEADING1.fullmatch(line)]
-            self.bullets(name, title, untitled, f"{name} text before the first section", stamp, taken)
+            where = f"{name} text before the first section"
+            category = override or guess_category(title or "") or default
+            self.bullets(name, title, untitled, where, stamp, taken, prefix, category)
             for heading, lines in sections:
-                self.bullets(name, heading, lines, f"{name} section {heading!r}", stamp, taken)
+                category = override or guess_category(heading) or default
+                self.bullets(name, heading, lines, f"{name} section {heading!r}", stamp, taken, prefix, category)
             return
         body = "\n".join(preamble).strip()
         if body and any(line.strip() and not _HEADING1.fullmatch(line) for line in preamble):
-            category = self.category or guess_category(title or "") or "note"
+            category = override or guess_category(title or "") or default
             key = f"{slug(Path(name).stem, 80)}_intro"
             self.add(name, key, category, body, f"{name} text before the first section", stamp, taken, title)
         elif body:
@@ -194,11 +254,22 @@ class _Reader:
             if not content:
                 self.unmapped.append(f"{where}: empty: not imported")
                 continue
-            category = self.category or guess_category(heading) or "note"
-            self.add(name, slug(heading or "untitled", 90), category, content, where, stamp, taken, heading)
+            if not folds(heading):  # the key keeps only a hash of it: the words go into the content
+                content = f"## {heading}\n\n{content}"
+            category = override or guess_category(heading) or default
+            key = prefix + slug(heading or "untitled", 90 - len(prefix))
+            self.add(name, key, category, content, where, stamp, taken, heading)
 
     def bullets(
-        self, name: str, heading: str | None, lines: list[str], where: str, stamp: str, taken: set[str]
+        self,
+        name: str,
+        heading: str | None,
+        lines: list[str],
+        where: str,
+        stamp: str,
+        taken: set[str],
+        prefix: str,
+        category: str,
     ) -> None:
         items, outside = _items(lines)
         if not items and not outside:
@@ -210,16 +281,31 @@ class _Reader:
                 f"{where}: {outside} line{'s' if outside != 1 else ''} outside the list items not imported"
                 " (split by sections to keep them)"
             )
-        category = self.category or guess_category(heading or "") or "note"
         for number, item in enumerate(items, 1):
             if not item.strip():
                 self.unmapped.append(f"{where} item {number}: empty: not imported")
                 continue
             first_line = item.strip().splitlines()[0]
-            key = slug(first_line, 60)
+            key = prefix + slug(first_line, 60)
             self.add(name, key, category, item.strip(), f"{where} item {number}", stamp, taken, heading)
 
     def daily(self, path: Path, name: str) -> None:
+        self.dated(path, name, "daily", "context", ["openclaw", "daily"])
+
+    def important(self, path: Path, name: str) -> None:
+        """A note of the session-importance hook: `YYYY-MM-DD-<category>-<slug>.md`, its category in its tags."""
+        match = DAILY.fullmatch(path.name)
+        assert match is not None  # the callers matched it
+        kind = clean_tag(match.group(4).split("-", 1)[0]) if match.group(4) else None
+        tags = ["openclaw", "important", *([kind] if kind and kind != "important" else [])]
+        category = "project" if kind == "project" else "note"
+        self.dated(path, name, "important", category, tags, priority="high")
+
+    def dated(
+        self, path: Path, name: str, prefix: str, category: str, tags: list[str], priority: str | None = None
+    ) -> None:
+        """A note named by its day: created that day (at its mtime when that is later the same day), updated at
+        its mtime, so a line appended after an import makes it newer than the mind's copy."""
         match = DAILY.fullmatch(path.name)
         assert match is not None  # the callers matched it
         year, month, day, rest = match.groups()
@@ -235,8 +321,17 @@ class _Reader:
         midnight = datetime(day_date.year, day_date.month, day_date.day, tzinfo=timezone.utc)
         mtime = _mtime(path, name)
         created = mtime if mtime.date() == day_date and mtime > midnight else midnight
-        key = f"daily_{year}_{month}_{day}" + (f"_{slug(rest, 70)}" if rest else "")
-        self.add(name, key, "context", text.strip(), name, _stamp(created), set(), tags=["openclaw", "daily"])
+        key = f"{prefix}_{year}_{month}_{day}" + (f"_{slug(rest, 70)}" if rest else "")
+        stamp, updated = _stamp(created), max(created, mtime)
+        self.add(name, key, category, text.strip(), name, stamp, set(), tags=tags, updated=updated, priority=priority)
+
+    def digest(self, path: Path, name: str) -> None:
+        text = _read(path, name)
+        if not text.strip():
+            self.unmapped.append(f"{name}: empty: not imported")
+            return
+        stamp = _stamp(_mtime(path, name))
+        self.add(name, "context_digest", "context", text.strip(), name, stamp, set(), tags=["openclaw", "digest"])
 
     def dreams(self, path: Path) -> None:
         if not self.options.include_dreams:
@@ -260,6 +355,8 @@ class _Reader:
         taken: set[str],
         heading: str | None = None,
         tags: list[str] | None = None,
+        updated: datetime | None = None,
+        priority: str | None = None,
     ) -> None:
         """One record; a key its file or category already has gets a `_2` suffix, never merged."""
         key = unique_key(key, taken | self.taken.setdefault(category, set()))
@@ -275,9 +372,10 @@ class _Reader:
                 "key": key,
                 "content": content,
                 "tags": tags or ["openclaw"],
+                **({"priority": priority} if priority else {}),
                 "source": self.source,
                 "created_at": stamp,
-                "updated_at": stamp,
+                "updated_at": _stamp(updated) if updated is not None else stamp,
                 "_dates_guessed": True,  # from the file's mtime: a memory already here keeps its dates
                 "extra": extra,
                 "_where": where,

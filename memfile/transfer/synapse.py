@@ -8,7 +8,7 @@ changes nothing. A field Synapse does not define is kept as a front-matter key
 (`extra`, in the order the memory gives it) and named in `unmapped`.
 
 The small helpers the three foreign readers share live here too: `derived_id`,
-`slug`, `clean_tag`, `iso_z` and `shown`.
+`slug`, `folds`, `clean_tag`, `iso_z` and `shown`.
 """
 
 from __future__ import annotations
@@ -128,20 +128,7 @@ def slug(text: str, limit: int = 60) -> str:
     Letters with no ASCII form (Chinese, Thai) leave a short hash of the whole text behind, so
     two such texts never share a slug; text with nothing left is the hash alone.
     """
-    folded = unicodedata.normalize("NFKD", text.replace("đ", "d").replace("Đ", "D"))
-    kept: list[str] = []
-    dropped = False
-    for char in folded:
-        if unicodedata.combining(char):
-            continue
-        if char.isascii():
-            kept.append(char.lower())
-        elif char.isalnum():
-            dropped = True
-            kept.append(" ")
-        else:
-            kept.append(" ")
-    words = re.sub(r"[^a-z0-9]+", "_", "".join(kept)).strip("_")
+    words, dropped = _folded(text)
     digest = hashlib.sha1(text.encode()).hexdigest()[:8]
     room = limit - (len(digest) + 1 if dropped else 0)
     if len(words) > room:
@@ -150,6 +137,27 @@ def slug(text: str, limit: int = 60) -> str:
     if not words:
         return digest
     return f"{words}_{digest}" if dropped else words
+
+
+def folds(text: str) -> bool:
+    """Whether every letter and digit of `text` has an ASCII form, so that its `slug` keeps all its words."""
+    return not _folded(text)[1]
+
+
+def _folded(text: str) -> tuple[str, bool]:
+    """`text`'s words folded to ASCII and joined by `_`, and whether a letter or digit with no ASCII form was dropped."""
+    folded = unicodedata.normalize("NFKD", text.replace("đ", "d").replace("Đ", "D"))
+    kept: list[str] = []
+    dropped = False
+    for char in folded:
+        if unicodedata.combining(char):
+            continue
+        if char.isascii():
+            kept.append(char.lower())
+        else:
+            dropped = dropped or char.isalnum()
+            kept.append(" ")
+    return re.sub(r"[^a-z0-9]+", "_", "".join(kept)).strip("_"), dropped
 
 
 def unique_key(key: str, taken: set[str]) -> str:
