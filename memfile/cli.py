@@ -11,7 +11,8 @@ import json
 import os
 import re
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -20,7 +21,7 @@ import click
 from .cli_options import CommandGroup, MemfileCommand, json_by_default, own_options
 from .config import environ
 from .errors import EXIT_UNEXPECTED, FileParseError, InvalidInput, MemfileError, Refused
-from .model import Memory, StoreResult, format_datetime
+from .model import Memory, Progress, StoreResult, format_datetime, step
 from .terminal import unshown, wrapped
 from .vault import Vault
 
@@ -668,6 +669,22 @@ def stats(state: State, as_json: bool) -> None:
     click.echo(f"Index: {data['index_bytes'] / 1024:.0f} KiB, last updated {data['last_index_update'] or 'never'}")
 
 
+@contextmanager
+def progress_bars() -> Iterator[Progress]:
+    """A long verb's `progress` drawn as a bar per step on stderr, when that is a terminal (a pipe gets none)."""
+    err, hidden = unshown(sys.stderr), not sys.stderr.isatty()
+    with ExitStack() as drawn:
+        bars: list[Any] = []
+
+        def progress(name: str, done: int, total: int) -> None:
+            if not bars or (bars[-1].label, bars[-1].length) != (name, total):
+                drawn.close()  # the step before ends its line
+                bars.append(drawn.enter_context(click.progressbar(length=total, label=name, file=err, hidden=hidden)))
+            bars[-1].update(done - bars[-1].pos)
+
+        yield progress
+
+
 @main.command()
 @click.option("--semantic", is_flag=True, help="Also embed what is not embedded yet (the semantic extra).")
 @json_option
@@ -683,22 +700,9 @@ def reindex(state: State, semantic: bool, as_json: bool) -> None:
     Example: memfile reindex --semantic
     """
     vault = state.vault()
-    with click.progressbar(length=0, label="indexing", file=unshown(sys.stderr)) as bar:
-
-        def progress(done: int, total: int) -> None:
-            bar.length = total
-            bar.update(done - bar.pos)
-
-        report = vault.reindex(progress=progress)
-    embedded = None
-    if semantic:
-        with click.progressbar(length=0, label="embedding", file=unshown(sys.stderr)) as bar:
-
-            def embedding(done: int, total: int) -> None:
-                bar.length = total
-                bar.update(done - bar.pos)
-
-            embedded = vault.embed(progress=embedding)
+    with progress_bars() as progress:
+        report = vault.reindex(progress=step(progress, "indexing"))
+        embedded = vault.embed(progress=step(progress, "embedding")) if semantic else None
     data = {
         "added": report.added,
         "updated": report.updated,

@@ -7,7 +7,7 @@ from typing import Any
 
 import click
 
-from .cli import State, _json, _print_store, json_option, main
+from .cli import State, _json, _print_store, json_option, main, progress_bars
 from .errors import EXIT_PROBLEMS, EXIT_SYNC_CONFLICTS, InvalidInput, Refused
 from .vault import Vault
 
@@ -283,7 +283,8 @@ def doctor(state: State, fix: bool, as_json: bool) -> None:
 
     Example: memfile doctor --fix
     """
-    report = state.vault().doctor(fix=fix)
+    with progress_bars() as progress:
+        report = state.vault().doctor(fix=fix, progress=progress)
     if as_json:
         _json(report.to_dict())
     else:

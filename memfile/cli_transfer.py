@@ -7,7 +7,7 @@ from typing import Any
 
 import click
 
-from .cli import State, _json, json_option, main
+from .cli import State, _json, json_option, main, progress_bars
 from .errors import EXIT_CONFLICT, InvalidInput
 
 #: How many refs of each kind an import lists before "... and N more" (--json lists them all).
@@ -149,19 +149,21 @@ def import_(
     """
     source = sys.stdin.buffer if file == "-" else file
     vault = _mind(state, mind).vault()
-    report = vault.import_(
-        source,
-        format=fmt,
-        on_conflict=on_conflict,
-        dry_run=dry_run,
-        from_mind=from_mind,
-        split=split,
-        category=category,
-        include_dreams=include_dreams,
-        max_priority=max_priority,
-        source_as=source_as,
-        allow_secret=allow_secret,
-    )
+    with progress_bars() as progress:
+        report = vault.import_(
+            source,
+            format=fmt,
+            on_conflict=on_conflict,
+            dry_run=dry_run,
+            from_mind=from_mind,
+            split=split,
+            category=category,
+            include_dreams=include_dreams,
+            max_priority=max_priority,
+            source_as=source_as,
+            allow_secret=allow_secret,
+            progress=progress,
+        )
     if as_json:
         _json(report.to_dict())
     else:

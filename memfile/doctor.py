@@ -22,7 +22,7 @@ from . import fileformat
 from .config import CONFIG_NAME, STATE_DIR, unknown_settings
 from .errors import GitError, MemfileError
 from .files import TEMP_PREFIX
-from .model import MAX_TAGS, Category, Memory, ParseIssue, Source, key_fits_name, utc_now
+from .model import MAX_TAGS, Category, Memory, ParseIssue, Progress, Source, key_fits_name, step, utc_now
 from .paths import is_inside, is_utf8_name, memory_relpath, shown_path
 
 if TYPE_CHECKING:
@@ -95,13 +95,15 @@ class Doctor:
         with self._writer.transaction():
             return self._writer.commit_changed(None)
 
-    def doctor(self, fix: bool = False) -> DoctorReport:
+    def doctor(self, fix: bool = False, progress: Progress | None = None) -> DoctorReport:
         """`Vault.doctor` (its docstring says what it does)."""
 
         report = DoctorReport(self.mind)
         if fix:
-            self._fix(report)
+            self._fix(report, progress)
         status = self.status()  # before reading: what is stale now
+        if progress is not None:  # a cold index is most of the time: its files read, one by one
+            self._index.refresh(step(progress, "indexing"))
         memories = self.memories()
         add = report.findings.append
         for issue in self.issues:
@@ -150,7 +152,7 @@ class Doctor:
         for path in map(shown_path, status["uncommitted"]):
             add(Finding("uncommitted", f"{path} has changes not committed to git", path))
         self._check_files(report)
-        self._check_secrets(report, memories)
+        self._check_secrets(report, memories, progress)
         now = utc_now()
         expired = sum(1 for m in memories if m.is_expired(now))
         superseded = sum(1 for m in memories if m.superseded)
@@ -169,15 +171,18 @@ class Doctor:
             )
         return report
 
-    def _check_secrets(self, report: DoctorReport, memories: list[Memory]) -> None:
+    def _check_secrets(self, report: DoctorReport, memories: list[Memory], progress: Progress | None) -> None:
         """A `secret` finding for each value shaped like a credential in a memory file (the whole file:
-        front-matter too), unless `[secrets] policy = "off"`; never fixed (the person removes it)."""
+        front-matter too), unless `[secrets] policy = "off"`; never fixed (the person removes it). Each file
+        read is a step of `progress` ("checking")."""
         from .secretscan import OFF, SecretPolicy, scan
 
         policy = self._writer.config.secrets or SecretPolicy()
         if policy.policy == OFF:
             return
-        for memory in memories:
+        for done, memory in enumerate(memories, 1):
+            if progress is not None:
+                progress("checking", done, len(memories))
             try:
                 text = (self.root / memory.path).read_text(encoding="utf-8-sig")
             except (OSError, UnicodeDecodeError):
@@ -294,7 +299,7 @@ class Doctor:
                     found.append(path.relative_to(self.root).as_posix())
         return sorted(found)
 
-    def _fix(self, report: DoctorReport) -> None:
+    def _fix(self, report: DoctorReport, progress: Progress | None) -> None:
         from . import store_queue
 
         for folder, _, files in os.walk(self.mind_dir, followlinks=False):
@@ -333,7 +338,7 @@ class Doctor:
                     continue
                 taken.add(expected)
                 report.fixed.append(f"moved {memory.path} to {expected}")
-        self._index.rebuild()
+        self._index.rebuild(step(progress, "indexing"))
         report.fixed.append("rebuilt the index from the files")
 
 

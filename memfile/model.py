@@ -11,7 +11,7 @@ import json
 import os
 import re
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta, timezone
 from enum import StrEnum
@@ -524,6 +524,18 @@ class ParseIssue:
     def __str__(self) -> str:
         where = f"{self.path}:{self.line}" if self.line else self.path
         return f"{where}: {self.reason} (skipped; memfile leaves the file as it is)"
+
+
+#: A long verb's progress (`import_`, `doctor`): called with (step, done, total), the step a word the
+#: command line shows beside its bar ("checking", "writing", "indexing"); each step counts from 0 again.
+Progress = Callable[[str, int, int], None]
+
+
+def step(progress: Progress | None, name: str) -> Callable[[int, int], None] | None:
+    """One step of `progress`, called with (done, total) as the index calls its own (`Index.refresh`)."""
+    from functools import partial
+
+    return None if progress is None else partial(progress, name)
 
 
 class Report:

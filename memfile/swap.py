@@ -85,6 +85,7 @@ def put_all(
     bases: Mapping[str, bytes | None],
     check: Callable[[bytes, str, int | None], T],
     beside: Beside | None = None,
+    progress: Callable[[int, int], None] | None = None,
 ) -> tuple[list[bytes | None], dict[str, ReadBack[T]]]:
     """`put` each change (relpath, path, data) on what it was based: `bases[relpath]`, or no file at all.
 
@@ -92,7 +93,8 @@ def put_all(
     place. A write of BULK_WRITE files or more is `prepare`d first, every new file with one mtime, and
     each new file's contents are checked with that mtime, which the file keeps once in place (a rename
     keeps the inode); the values `check` returned come back by relpath. `beside`: see `prepare`. The
-    caller syncs the folders of a bulk write afterwards.
+    caller syncs the folders of a bulk write afterwards. `progress`: called with (files checked, files to
+    write) after each check.
 
     Returns:
         What each file held before (for `undo`), and what a bulk write read back.
@@ -102,6 +104,8 @@ def put_all(
     """
     read_back: dict[str, ReadBack[T]] = {}
     prepared: dict[str, Path] = {}
+    if progress is not None:
+        check = _counted(check, progress, sum(data is not None for *_, data in changes))
     if len(changes) >= BULK_WRITE:
         mtime_ns = time.time_ns()  # every new file's, set as it is written
 
@@ -133,6 +137,22 @@ def undo(changes: list[tuple[str, Path, bytes | None]], before: list[bytes | Non
             put(path, relpath, old, data)
         except EditedMeanwhile:
             pass
+
+
+def _counted(
+    check: Callable[[bytes, str, int | None], T], progress: Callable[[int, int], None], total: int
+) -> Callable[[bytes, str, int | None], T]:
+    """`check`, then `progress` with (files checked so far, total)."""
+    done = 0
+
+    def counted(data: bytes, relpath: str, mtime_ns: int | None) -> T:
+        nonlocal done
+        value = check(data, relpath, mtime_ns)
+        done += 1
+        progress(done, total)
+        return value
+
+    return counted
 
 
 def prepare(

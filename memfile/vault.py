@@ -49,6 +49,7 @@ from .model import (
     Memory,
     ParseIssue,
     Priority,
+    Progress,
     Report,
     SearchHit,
     Source,
@@ -1016,13 +1017,18 @@ class Vault:
         return self._remote.resolve_draft(ref)
 
     @_verb
-    def doctor(self, fix: bool = False) -> DoctorReport:
+    def doctor(self, fix: bool = False, progress: Progress | None = None) -> DoctorReport:
         """Check the mind's files, index and git state; with `fix`, apply the safe repairs.
+
+        Args:
+            fix: apply the safe repairs first (the index rebuilt among them).
+            progress: called with (step, done, total): `indexing` (files read into the index, when it
+                was not up to date or `fix` rebuilt it), then `checking` (memory files checked).
 
         Returns:
             A DoctorReport: findings (problems and counts), and what `fix` did.
         """
-        return self._doctor.doctor(fix)
+        return self._doctor.doctor(fix, progress)
 
     @_verb
     def last_recall(self) -> RecallRecord:
@@ -1172,6 +1178,7 @@ class Vault:
         source_as: str | None = None,
         name: str | None = None,
         allow_secret: bool = False,
+        progress: Progress | None = None,
     ) -> ImportReport:
         """Import memories into this mind as one commit, or nothing when any record is refused.
 
@@ -1189,6 +1196,8 @@ class Vault:
             source_as: LangBot: `user` when a person vouches for the profiles (default agent).
             name: what to call the file in messages and the commit (default: its name).
             allow_secret: as `store`'s: a person imports contents that look like secrets, with a warning.
+            progress: called with (step, done, total): `checking` (records checked), then `writing`
+                (memory files checked and written) and `indexing` (files read into the index while git commits).
 
         Returns:
             An ImportReport: created, updated, unchanged, skipped, conflicts, what could not be mapped, the commit.
@@ -1221,6 +1230,7 @@ class Vault:
             name=name,
             allow_secret=allow_secret,
             aside=lambda compute: fastpath.aside("scan_child", compute),
+            progress=progress,
         )
 
     @classmethod

@@ -56,6 +56,7 @@ from .model import (
     parse_source,
     parse_tags,
     resolve_ref,
+    step,
     utc_now,
     validate_key,
 )
@@ -89,6 +90,7 @@ class Writer:
         self.after_write: Callable[[], None] | None = None
         self.while_committing: Callable[[Future[str | None]], None] | None = None  # see Vault.while_committing
         self.key_label: str | None = None  # the credential's label, a `Memfile-Key:` trailer (Vault.acting_as)
+        self.progress: Callable[[str, int, int], None] | None = None  # apply_all's steps: writing, indexing (import)
 
     @cached_property
     def git(self) -> GitStore:
@@ -253,7 +255,7 @@ class Writer:
         relpaths = [relpath for relpath, _ in changes]
         paths = safe_paths(self.root, relpaths, self.mind)
         writes = [(relpath, path, data) for (relpath, data), path in zip(changes, paths, strict=True)]
-        before, known = put_all(writes, self._bases, _readable, beside)
+        before, known = put_all(writes, self._bases, _readable, beside, step(self.progress, "writing"))
         for folder in {path.parent for path in paths} if known else ():
             fsync_dir(folder)
         message = f"{subject}\n\n{self.trailers(keys)}"
@@ -292,7 +294,7 @@ class Writer:
         The files are the truth and git commits them whatever the index does: an index that is busy or
         cannot be written (a full disk) is a notice, and the next command brings it in line."""
         try:
-            self._index.refresh(paths=relpaths, wait=True, known=known)
+            self._index.refresh(step(self.progress, "indexing"), paths=relpaths, wait=True, known=known)
         except (LockTimeout, OSError) as exc:
             why = "was busy" if isinstance(exc, LockTimeout) else f"could not be written: {os_reason(exc)}"
             self.notices.append(f"the index {why}; it will include this change at the next command")

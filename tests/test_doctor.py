@@ -280,3 +280,28 @@ def test_a_new_file_staged_then_deleted_beside_a_staged_file_is_no_commit_error(
     assert vault.commit_hand_edits(["michael/fact/brief.md", "michael/fact/office.md"])
     assert git(root, "show", "--name-status", "--format=", "HEAD").split() == ["A", "michael/fact/office.md"]
     assert git(root, "status", "--porcelain").splitlines() == ["A  notes.txt"]
+
+
+def test_doctor_tells_its_progress_indexing_then_checking(vault: Vault) -> None:
+    """Like reindex: doctor at 10,000 memories took 6.6 s without a word. `--fix` rebuilds the index: its
+    files are read one by one (`indexing`), then each memory file is checked (`checking`)."""
+    for n in range(12):
+        vault.store("fact", f"f{n}", f"fact number {n}")
+    seen: list[tuple[str, int, int]] = []
+    vault.doctor(fix=True, progress=lambda step, done, total: seen.append((step, done, total)))
+    steps = [step for step, _, _ in seen]
+    assert steps == sorted(steps, key=["indexing", "checking"].index)  # one step after the other
+    for step in ("indexing", "checking"):
+        counts = [(done, total) for name, done, total in seen if name == step]
+        assert counts[-1] == (12, 12) and all(total == 12 for _, total in counts), (step, counts)
+        assert [done for done, _ in counts] == sorted(done for done, _ in counts)
+    seen.clear()
+    vault.doctor(progress=lambda step, done, total: seen.append((step, done, total)))
+    assert {step for step, _, _ in seen} == {"checking"}  # the index is up to date: nothing to read
+
+
+def test_doctor_draws_no_progress_into_a_pipe(vault: Vault) -> None:
+    """The bars are drawn on a terminal only (tests/test_terminal.py): a script reading stderr gets none."""
+    vault.store("fact", "office", "Berlin")
+    result = ok(in_vault(vault.root, "doctor", "--fix", "--json"))
+    assert result.stderr == "" and json.loads(result.stdout)["problems"] == 0

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO, TextIO
 
 from ..errors import InvalidInput
-from ..model import Source, utc_now
+from ..model import Progress, Source, step, utc_now
 from ..secretscan import guard
 from .exporting import EXPORT_FORMATS, ExportReport, MindExport, Tally, export_lines
 from .importing import ImportReport, apply, plan, read_bounded, read_import
@@ -108,6 +108,7 @@ def import_file(
     name: str | None = None,
     allow_secret: bool = False,
     aside: Aside | None = None,
+    progress: Progress | None = None,
 ) -> ImportReport:
     """`Vault.import_`'s work: read, plan, and (unless `dry_run`) write the plan as one commit under the
     writer lock (the plan is made again under the lock, on the mind as it then is). The report's notices
@@ -147,6 +148,7 @@ def import_file(
             allow_secret=allow_secret,
             aside=aside,
             ignored=writer.git.ignored,
+            progress=step(progress, "checking"),
         )
 
     if dry_run:
@@ -155,6 +157,6 @@ def import_file(
     else:
         with writer.transaction():
             result = decide()
-            commit = apply(result, writer, actor)
+            commit = apply(result, writer, actor, progress)
     result.notices += [n for n in writer.notices[already:] if n not in result.notices]
     return result.report(dry_run, commit)

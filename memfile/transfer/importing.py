@@ -36,6 +36,7 @@ from ..model import (
     Memory,
     ParseIssue,
     Priority,
+    Progress,
     Report,
     Source,
     Status,
@@ -484,12 +485,14 @@ def plan(
     allow_secret: bool = False,
     aside: Aside | None = None,
     ignored: Callable[[list[str]], set[str]] | None = None,
+    progress: Callable[[int, int], None] | None = None,
 ) -> Plan:
     """Check every record and decide what each does to the mind; nothing is written.
 
     `secrets`, `allow_secret`: the vault's `[secrets]` and a person's --allow-secret (`secretscan.guard`).
     `aside`: runs the scan for secrets in another process meanwhile (`SecretChecks`), from SCAN_ASIDE_FROM records.
     `ignored`: the paths among those given that git ignores (`GitStore.ignored`): a new file there is refused.
+    `progress`: called with (records checked, records).
 
     Raises:
         InvalidInput: the first record that fails, with its number and reason (a new file git would ignore too).
@@ -515,6 +518,8 @@ def plan(
     checks = SecretChecks(records, secrets, allow_secret, aside if len(records) >= SCAN_ASIDE_FROM else None)
     try:
         for number, record in enumerate(records, start=1):
+            if progress is not None:
+                progress(number - 1, len(records))
             if not isinstance(record, dict):
                 raise InvalidInput(f"record {number}", type(record).__name__, "a JSON object describing one memory")
             where = str(record.get("_where") or f"record {number}")
@@ -605,6 +610,8 @@ def plan(
                 capped += lowered
         result.notices.extend(checks.finish())
         _refuse_ignored(result.created, ignored)
+        if progress is not None:
+            progress(len(records), len(records))
     except MemfileError:
         checks.finish()  # a secret in an earlier record is the first error
         raise
@@ -680,8 +687,9 @@ def _of_mind(incoming: Incoming, from_mind: str | None) -> list[Any]:
 # --- writing -------------------------------------------------------------------
 
 
-def apply(result: Plan, writer: Writer, actor: Source) -> str | None:
-    """Write the plan as one commit (`import N memories from FILE (actor)`), for a caller holding the lock."""
+def apply(result: Plan, writer: Writer, actor: Source, progress: Progress | None = None) -> str | None:
+    """Write the plan as one commit (`import N memories from FILE (actor)`), for a caller holding the lock;
+    `progress`: the writer's steps, `writing` and `indexing` (`Writer.progress`)."""
     changes: list[tuple[str, bytes | None]] = []
     for change in result.created:
         data = change.data if change.data is not None else fileformat.serialize(change.memory).encode("utf-8")
@@ -697,4 +705,8 @@ def apply(result: Plan, writer: Writer, actor: Source) -> str | None:
         return None
     count = len(changes)
     subject = f"import {count} {'memory' if count == 1 else 'memories'} from {result.file} ({actor})"
-    return writer.apply_all(changes, subject)
+    writer.progress = progress
+    try:
+        return writer.apply_all(changes, subject)
+    finally:
+        writer.progress = None
