@@ -37,6 +37,7 @@ from __future__ import annotations
 import re
 import stat
 import textwrap
+from collections.abc import Iterator
 from datetime import date, datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -116,10 +117,7 @@ class _Reader:
         base = root.resolve()
         known = False
         curated_seen: str | None = None
-        for entry in _listing(root):
-            name = entry.name
-            if not self.inside(entry, base, name) or not self.regular(entry, name):
-                continue
+        for entry, name in self.entries(root, base, ""):
             if name in CURATED and entry.is_file():
                 known = True
                 if curated_seen:
@@ -146,10 +144,7 @@ class _Reader:
             raise InvalidInput("OpenClaw folder", str(root), SHAPE, reason="it holds none of them")
 
     def memory_folder(self, folder: Path, base: Path) -> None:
-        for entry in _listing(folder):
-            shown_name = f"memory/{entry.name}"
-            if not self.inside(entry, base, shown_name) or not self.regular(entry, shown_name):
-                continue
+        for entry, shown_name in self.entries(folder, base, "memory/"):
             if entry.is_file() and DAILY.fullmatch(entry.name):
                 self.daily(entry, shown_name)
             elif entry.is_file() and entry.name == DIGEST:
@@ -161,10 +156,7 @@ class _Reader:
                 self.unmapped.append(f"{shown_name}: {kind}: not imported")
 
     def important_folder(self, folder: Path, base: Path) -> None:
-        for entry in _listing(folder):
-            shown_name = f"memory/{IMPORTANT}/{entry.name}"
-            if not self.inside(entry, base, shown_name) or not self.regular(entry, shown_name):
-                continue
+        for entry, shown_name in self.entries(folder, base, f"memory/{IMPORTANT}/"):
             if entry.is_file() and DAILY.fullmatch(entry.name):
                 self.important(entry, shown_name)
             else:
@@ -185,6 +177,14 @@ class _Reader:
             self.curated(path, name)
         else:
             raise InvalidInput("OpenClaw file", name, SHAPE)
+
+    def entries(self, folder: Path, base: Path, prefix: str) -> Iterator[tuple[Path, str]]:
+        """The folder's entries to read, each with the name messages give it (`prefix` and its name); a link
+        leading out of the folder and what is not a file or a folder are named in unmapped instead."""
+        for entry in _listing(folder):
+            shown_name = prefix + entry.name
+            if self.inside(entry, base, shown_name) and self.regular(entry, shown_name):
+                yield entry, shown_name
 
     def regular(self, entry: Path, name: str) -> bool:
         """True for a file or a folder; anything else (a FIFO, a socket, a device) is named in unmapped, never
@@ -326,23 +326,21 @@ class _Reader:
         self.add(name, key, category, text.strip(), name, stamp, set(), tags=tags, updated=updated, priority=priority)
 
     def digest(self, path: Path, name: str) -> None:
-        text = _read(path, name)
-        if not text.strip():
-            self.unmapped.append(f"{name}: empty: not imported")
-            return
-        stamp = _stamp(_mtime(path, name))
-        self.add(name, "context_digest", "context", text.strip(), name, stamp, set(), tags=["openclaw", "digest"])
+        self.whole(path, name, "context_digest", "context", ["openclaw", "digest"])
 
     def dreams(self, path: Path) -> None:
         if not self.options.include_dreams:
             self.unmapped.append(f"{DREAMS}: the dream diary is skipped (import it with --include-dreams)")
             return
-        text = _read(path, DREAMS)
+        self.whole(path, DREAMS, "dreams", "note", ["openclaw", "dreams"])
+
+    def whole(self, path: Path, name: str, key: str, category: str, tags: list[str]) -> None:
+        """A file as one memory, dated by its mtime (the context digest, the dream diary)."""
+        text = _read(path, name)
         if not text.strip():
-            self.unmapped.append(f"{DREAMS}: empty: not imported")
+            self.unmapped.append(f"{name}: empty: not imported")
             return
-        stamp = _stamp(_mtime(path, DREAMS))
-        self.add(DREAMS, "dreams", "note", text.strip(), DREAMS, stamp, set(), tags=["openclaw", "dreams"])
+        self.add(name, key, category, text.strip(), name, _stamp(_mtime(path, name)), set(), tags=tags)
 
     def add(
         self,
