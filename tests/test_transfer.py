@@ -885,11 +885,14 @@ def test_an_agents_import_caps_a_critical_memory_at_high_and_says_so(src: Vault,
     assert "critical" in result.stdout + result.stderr
 
 
-def test_an_agent_importing_its_own_unchanged_export_gets_unchanged_not_conflicts(src: Vault, tmp_path: Path) -> None:
+@pytest.mark.parametrize("raw", [False, True], ids=["fields", "raw"])
+def test_an_agent_importing_its_own_unchanged_export_gets_unchanged_not_conflicts(
+    raw: bool, src: Vault, tmp_path: Path
+) -> None:
     """A person verified one memory and made one critical; the agent's export of the mind, imported back as it
     is, changes nothing: no conflict, no "critical imported as high", the same in the dry run."""
     src.store("identity", "name", "Michael", priority="critical")
-    src.export(tmp_path / "export.jsonl")
+    src.export(tmp_path / "export.jsonl", raw=raw)
     before = mind_files(src)
     for dry_run in (("--dry-run",), ()):
         result = ok(in_vault(src.root, "import", tmp_path / "export.jsonl", *dry_run, env={"MEMFILE_SOURCE": "agent"}))
