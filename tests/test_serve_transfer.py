@@ -316,6 +316,7 @@ def test_a_bad_record_is_a_400_naming_it_and_nothing_is_written(server: Server, 
         ({"from": "memfile"}, b'{"type": "header", "format": "memfile-export", "version": 1}\n', "end"),
         ({"from": "synapse"}, b"{broken json", ""),
         ({}, "\ud800".encode("utf-8", "surrogatepass"), ""),
+        ({}, jsonl(record("import_state", path="michael/.memfile/import_state.md")).encode(), "path of record 1"),
     ],
 )
 def test_import_refuses_bad_input_by_name_and_writes_nothing(
