@@ -703,12 +703,9 @@ def reindex(state: State, semantic: bool, as_json: bool) -> None:
     with progress_bars() as progress:
         report = vault.reindex(progress=step(progress, "indexing"))
         embedded = vault.embed(progress=step(progress, "embedding")) if semantic else None
-    data = {
-        "added": report.added,
-        "updated": report.updated,
-        "removed": report.removed,
-        "skipped": [{"path": i.path, "line": i.line, "reason": i.reason} for i in report.skipped],
-    } | ({"embedded": embedded} if embedded is not None else {})
+    counts = {"added": report.added, "updated": report.updated, "removed": report.removed}
+    skipped = [{"path": i.path, "line": i.line, "reason": i.reason} for i in report.skipped]
+    data = counts | {"skipped": skipped} | ({"embedded": embedded} if embedded is not None else {})
     if as_json:
         _json(data)
     else:
@@ -738,8 +735,7 @@ def status(state: State, as_json: bool) -> None:
         f"Files: {data['on_disk']} on disk, {data['indexed']} indexed, {len(data['stale'])} stale "
         f"(the next command brings them in); last index update {data['last_index_update'] or 'never'}"
     )
-    watcher = data["watcher_pid"]
-    click.echo(f"Watcher: {'running, pid ' + str(watcher) if watcher else 'not running'}")
+    click.echo(f"Watcher: {'running, pid ' + str(data['watcher_pid']) if data['watcher_pid'] else 'not running'}")
     server = data["server"]
     click.echo(
         f"Server: running, pid {server['pid']}, {server['address']} (it answers memfile's read commands)"
