@@ -557,6 +557,43 @@ class Report:
 
 
 @dataclass(frozen=True)
+class StatsReport(Report):
+    """`Vault.stats()`: counts of the mind's memories and facts about its index."""
+
+    mind: str
+    name: str
+    total: int
+    by_category: dict[str, int]
+    by_priority: dict[str, int]
+    by_source: dict[str, int]
+    verified: int
+    unverified: int
+    expired: int
+    superseded: int
+    unreadable_files: int
+    index_bytes: int
+    last_index_update: str | None
+
+
+@dataclass(frozen=True)
+class StatusReport(Report):
+    """`Vault.status()`: how the mind's files, index, watcher and git repository stand."""
+
+    mind: str
+    on_disk: int
+    indexed: int
+    stale: list[str]
+    unreadable: list[dict[str, Any]]  # path, line (or None), reason
+    last_index_update: str | None
+    watcher_pid: int | None
+    server: dict[str, Any] | None  # pid, address: the vault's `memfile serve`, which answers the command line
+    uncommitted: list[str]
+    conflicts: list[str]
+    git: dict[str, Any] | None  # upstream, remotes, ahead, behind; None without a repository
+    semantic: dict[str, Any] | None = None  # model, embedded, total: where semantic search is on or was used
+
+
+@dataclass(frozen=True)
 class StoreResult:
     """What `Vault.store` did: the memory as now on disk and what changed."""
 

@@ -19,7 +19,6 @@ import threading
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from functools import cached_property, partial, wraps
 from pathlib import Path
@@ -50,9 +49,10 @@ from .model import (
     ParseIssue,
     Priority,
     Progress,
-    Report,
     SearchHit,
     Source,
+    StatsReport,
+    StatusReport,
     StoreResult,
     add_duration,
     format_datetime,
@@ -77,43 +77,6 @@ if TYPE_CHECKING:
     from .recalling import RecallRecord
     from .semantic.mind import MindVectors
     from .transfer import ExportReport, ImportReport, MindExport
-
-
-@dataclass(frozen=True)
-class StatsReport(Report):
-    """`Vault.stats()`: counts of the mind's memories and facts about its index."""
-
-    mind: str
-    name: str
-    total: int
-    by_category: dict[str, int]
-    by_priority: dict[str, int]
-    by_source: dict[str, int]
-    verified: int
-    unverified: int
-    expired: int
-    superseded: int
-    unreadable_files: int
-    index_bytes: int
-    last_index_update: str | None
-
-
-@dataclass(frozen=True)
-class StatusReport(Report):
-    """`Vault.status()`: how the mind's files, index, watcher and git repository stand."""
-
-    mind: str
-    on_disk: int
-    indexed: int
-    stale: list[str]
-    unreadable: list[dict[str, Any]]  # path, line (or None), reason
-    last_index_update: str | None
-    watcher_pid: int | None
-    server: dict[str, Any] | None  # pid, address: the vault's `memfile serve`, which answers the command line
-    uncommitted: list[str]
-    conflicts: list[str]
-    git: dict[str, Any] | None  # upstream, remotes, ahead, behind; None without a repository
-    semantic: dict[str, Any] | None = None  # model, embedded, total: where semantic search is on or was used
 
 
 T = TypeVar("T")
