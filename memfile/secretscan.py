@@ -5,10 +5,12 @@ looks for values shaped like credentials and returns `Finding`s that name the ru
 masked value (`ghp_…3f9a`): never the value itself, so a finding may go into any message, log or
 commit. The rules are value-shaped and prefix-anchored (a GitHub token starts with `ghp_` and has
 36 more characters), so prose that mentions an "API key" or a "password" is no hit; one more rule
-takes `keyword = value` and "password is X" lines, but only when the value looks random (Shannon
-entropy of at least 3 bits per character, letters and digits mixed). The rule table was measured
-on LoCoMo, the sample vault and a generated 10,000-memory vault with no false positive
-(benchmarks/bench_secrets.py); docs/secrets.md lists the rules.
+takes `keyword = value` (`PGPASSWORD=X`, `pass: X`) and "password is X" lines, but only when the
+value looks random (Shannon entropy of at least 3 bits per character, letters mixed with digits or
+symbols, or in no word's order) and is no reference to a secret (`token_file: /run/...`). The rule
+table was fitted to the tune half of memfile's corpus and measured on its held-out half, LoCoMo,
+the sample vault and a generated 10,000-memory vault (benchmarks/bench_secrets.py); docs/secrets.md
+lists the rules and the rates.
 
 `SecretPolicy` is the `[secrets]` table of memfile.toml (`policy = "refuse" | "warn" | "off"`,
 `allow = [regex, ...]`) and `SecretPolicy.check` is what a write path calls. Standard library only;
@@ -17,6 +19,7 @@ imports nothing of memfile but the errors.
 
 from __future__ import annotations
 
+import base64
 import bisect
 import math
 import re
@@ -73,15 +76,45 @@ def entropy(value: str) -> float:
     return -sum(c / n * math.log2(c / n) for c in Counter(value).values())
 
 
-def _random(value: str) -> bool:
-    """Looks machine-made: letters and digits mixed, entropy >= MIN_ENTROPY."""
-    return any(c.isdigit() for c in value) and any(c.isalpha() for c in value) and entropy(value) >= MIN_ENTROPY
-
-
 def _random_letters(value: str) -> bool:
     """Looks machine-made without needing a digit (Hugging Face tokens are letters only): two cases or digits."""
     kinds = sum((any(c.islower() for c in value), any(c.isupper() for c in value), any(c.isdigit() for c in value)))
     return kinds >= 2 and entropy(value) >= MIN_ENTROPY + 0.5
+
+
+#: Words joined as a name in code or prose: `Bitwarden`, `passwordManager`, `CamelCase` (a random value has
+#: two capitals in a row, or a capital last).
+_WORDS = re.compile(r"[a-z]*(?:[A-Z][a-z]+)*")
+_CONSONANTS = re.compile(r"[b-df-hj-np-tv-xz]{5,}", re.IGNORECASE)
+#: Characters that make a value look typed by a password generator (not the `-_.` of names, nor `@:/`).
+_SYMBOLS = frozenset("!#$%^&*+=?~")
+_SEPARATORS = str.maketrans("", "", "-_.")
+
+
+def _random(value: str) -> bool:
+    """Looks machine-made (or like a password) rather than a word: entropy >= MIN_ENTROPY, and letters mixed
+    with digits or symbols, or letters alone in an order no word has (`lqRJpCTBiXlL`, not `Bitwarden`)."""
+    if entropy(value) < MIN_ENTROPY or not any(c.isalpha() for c in value):
+        return False
+    if any(c.isdigit() or c in _SYMBOLS for c in value):
+        return True
+    letters = value.translate(_SEPARATORS)  # `rk_live_…`: the parts of a token are one draw
+    return letters.isalpha() and not letters.isupper() and not letters.islower() and not _wordy(letters)
+
+
+def _wordy(letters: str) -> bool:
+    """Letters that read as words joined (`passwordManager`), not as drawn at random (`oMwdfpkmBiVy`: no
+    word has five consonants in a row)."""
+    return bool(_WORDS.fullmatch(letters)) and not _CONSONANTS.search(letters)
+
+
+def _user_and_password(value: str) -> bool:
+    """A Docker config.json `auth`: base64 of `user:password`."""
+    try:
+        user, colon, password = base64.b64decode(value, validate=True).decode("ascii").partition(":")
+    except (ValueError, UnicodeDecodeError):
+        return False
+    return bool(colon and user.isprintable() and password.isprintable() and len(password) >= 3)
 
 
 #: Values that stand for a secret rather than being one: variables, templates, examples in docs.
@@ -173,6 +206,29 @@ RULES: Final[tuple[Rule, ...]] = (
         r"(?:Bearer|bearer|BEARER)\s+(?P<v>[A-Za-z0-9._~+/-]{20,}=*)",
         _random,
     ),
+    Rule("databricks-token", "a Databricks token", r"dapi[0-9a-f]{32}(?:-[0-9])?" + _END, _random),
+    Rule("postman-key", "a Postman API key", r"PMAK-[0-9a-f]{24}-[0-9a-f]{34}" + _END),
+    Rule("age-secret-key", "an age secret key", r"AGE-SECRET-KEY-1[02-9AC-HJ-NP-Z]{58}" + _END),
+    Rule(
+        "docker-auth",
+        "a registry login (the auth of a Docker config.json)",
+        r'"auth"\s*:\s*"(?P<v>[A-Za-z0-9+/]{8,}={0,2})"',
+        _user_and_password,
+        bounded=False,
+    ),
+    Rule(
+        "signed-url",
+        "the signature of a signed URL (an Azure SAS token)",
+        r"sig=(?P<v>(?:[A-Za-z0-9+/]|%2[BbFf]){40,}(?:%3[Dd]|=){0,2})",
+        _random,
+    ),
+    Rule(
+        "command-line-password",
+        "a password on a command line",
+        r"(?:sshpass\s+-p\s*|mysql(?:dump|admin)?\s(?:[^\n]*?\s)?-p|curl\s(?:[^\n]*?\s)?(?:-u|--user)\s+[\"']?[^\s:\"']+:)"
+        r"(?P<v>[^\s\"']{8,200})",
+        lambda v: _random(v) and not _PLACEHOLDER.search(v),
+    ),
     Rule(
         "url-password",
         "a URL with a password",
@@ -183,33 +239,92 @@ RULES: Final[tuple[Rule, ...]] = (
 )
 
 _IDENTIFIER = re.compile(r"[A-Za-z]+(?:[._-][A-Za-z]+)*[._-]?[0-9]{0,2}")
+#: The name of a variable given as a value: `password_env = WEBAPP3_PASSWORD`.
+_VARIABLE = re.compile(r"[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+")
+#: A value that says where a secret is, not what it is: a path, an ARN, a name with folders (`prod/db-v2`).
+#: (A path's first folder is a word, `/home/`, `/Users/`: a base64 value may start with `/` too.)
+_REFERENCE_VALUE = re.compile(r"/[A-Za-z][a-z]{2,}[a-z0-9._-]*(?:/|$)|~|\.\.?/|arn:|[A-Za-z]:\\|[^A-Z\s]*/[^A-Z\s]*$")
+#: The last part of a name that holds a reference to a secret, or a fact about one, rather than the secret:
+#: `token_file`, `api_key_id`, `secret_name`, `password_min_length`, `password_env`.
+REFERENCE_NAMES: Final = frozenset(
+    "alg algo arn budget count dir endpoint env expires expiry field file folder format group header hint id ids "
+    "kind label len length limit location max min mode name path policy prefix ref rotation scope scopes size "
+    "source store suffix ttl type uri url var version".split()
+)
+
+
+def _code_name(value: str) -> bool:
+    """A name in code (`settings.API_KEY2`, `apiKey`): an identifier whose letters are parts joined by `._-`,
+    or words, or one case only."""
+    if not _IDENTIFIER.fullmatch(value):
+        return False
+    letters = value.rstrip("0123456789")
+    return any(c in "._-" for c in value) or letters.isupper() or letters.islower() or _wordy(letters)
 
 
 def _keyword_gate(value: str) -> bool:
-    """A keyword's value is a secret when it looks random and is not a name in code (`settings.API_KEY2`)."""
+    """A keyword's value is a secret when it looks like one (`_random`) and is not a name in code
+    (`settings.API_KEY2`), a variable (`$DB_PASSWORD`, `WEBAPP3_PASSWORD`), a placeholder or a reference
+    (a path, a URL, an ARN, `prod/db-credentials`)."""
     value = value.rstrip(".!?:")
     return (
         len(value) >= 8
         and _random(value)
         and "://" not in value
-        and not _IDENTIFIER.fullmatch(value)
+        and not _code_name(value)
+        and not _VARIABLE.fullmatch(value)
         and not _PLACEHOLDER.search(value)
+        and not _REFERENCE_VALUE.match(value)
     )
 
 
-#: The keyword rule: `password = X`, `api_key: "X"`, `DB_PASSWORD=X`, "the password is X", "mật khẩu
-#: wifi là X", `.netrc`'s `password X`. It runs on the text with ASCII letters lowered (`_LOWER`, which keeps every position), so
-#: its pattern starts with literal characters as the others do.
+#: The keyword rule: `password = X`, `api_key: "X"`, `DB_PASSWORD=X`, `PGPASSWORD=X`, `pass: X`, "the
+#: password is X", "mật khẩu wifi là X", "รหัสผ่านคือ X", `.netrc`'s `password X`. It runs on the text with
+#: ASCII letters lowered (`_LOWER`, which keeps every position), so its pattern starts with literal
+#: characters as the others do. `scan` takes a match only when:
+#: - the keyword starts a word (`password: X`), or ends a name given a value (`PGPASSWORD=X`, `DB_PASS=X`,
+#:   `GITHUBTOKEN=X`; `_KEY` counts only so, in capitals: `LICENSE_KEY=X`, not `cache_key: X`), never
+#:   inside one in prose ("bypass");
+#: - the name does not end in one of REFERENCE_NAMES (`token_file`, `api_key_id`);
+#: - it is not inside a path or an ARN (`/run/secrets/...`, `arn:aws:...:secret:...`);
+#: - a value after a space alone follows a password (`password X`, `--password X`), not `token cl100k_base`;
+#: - the value is not a call in code (`password = getpass()`).
 KEYWORD_RULE: Final = Rule(
     "password-assignment",
     "a password or key assigned to a name",
-    r"(?:pass(?:word|wd|phrase)|pwd|secret|token|api[_-]?key|access[_-]?key|private[_-]?key|account[_-]?key"
-    r"|auth[_-]?key|client[_-]?secret|mật khẩu|รหัสผ่าน)"
-    r"(?:[_.-][a-z0-9]{1,20}){0,3}[\"']?"
-    r"(?:\s*(?:[:=]|:=|=>)\s*|(?:\s+[^\s:=]{1,20}){0,3}?(?:\s+(?:is|was|là)\s+|\s*คือ\s*)|[ \t]+)"
+    r"(?P<k>pass(?:word|wd|phrase)?|pwd|secret|token|credential|api[ _-]?key|access[ _-]?key|private[ _-]?key"
+    r"|account[ _-]?key|auth[ _-]?key|client[ _-]?secret|[_-]key|mật khẩu|รหัสผ่าน|โทเค็น)"
+    r"(?P<suffix>(?:[_.-][a-z0-9]{1,20}){0,3})[\"']?"
+    r"(?:(?P<assign>\s*(?:[:=]|:=|=>)\s*)"
+    r"|(?:\s+[^\s:=]{1,20}){0,4}?(?:\s+(?:is|was|là)\s+|\s*คือ\s*|\s*:\s+)"
+    r"|(?P<space>[ \t]+))"
     r"[\"'`]?(?P<v>[^\s\"'`,;<>()\[\]{}]{8,200})",
     _keyword_gate,
 )
+#: The keywords a value may follow after a space alone (`.netrc`, `--password X`).
+_SPACED: Final = frozenset({"password", "passwd", "passphrase"})
+_NAME_CHARS: Final = frozenset("abcdefghijklmnopqrstuvwxyz0123456789_")
+
+
+def _keyword_named(text: str, lowered: str, m: re.Match[str]) -> bool:
+    """Whether a match of KEYWORD_RULE's pattern in `lowered` (`text` lowered) names a secret (the
+    conditions listed above it)."""
+    start = name_start = m.start()
+    while name_start > 0 and lowered[name_start - 1] in _NAME_CHARS:
+        name_start -= 1
+    if name_start < start and m["assign"] is None:
+        return False  # inside a word in prose: "bypass the cache", "mytoken"
+    if m["k"][0] in "_-" and (name_start == start or not text[name_start : m.end("k")].isupper()):
+        return False  # `_KEY` only ends a variable's name: `LICENSE_KEY=`, not `cache_key:`, `sort_key:`
+    if name_start > 0 and lowered[name_start - 1] in ":/":
+        return False  # inside an ARN or a path: `arn:aws:secretsmanager:...:secret:db`, `/run/secrets/token`
+    if m["suffix"] and re.split(r"[_.-]", m["suffix"])[-1] in REFERENCE_NAMES:
+        return False
+    if lowered.startswith("(", m.end()):
+        return False  # a call in code: `password = base64.b64decode(value)`
+    return m["space"] is None or m["k"] in _SPACED
+
+
 _LOWER: Final = str.maketrans(
     "ABCDEFGHIJKLMNOPQRSTUVWXYZẬẨ", "abcdefghijklmnopqrstuvwxyzậẩ"
 )  # one character for one: positions in the lowered text are positions in the text
@@ -315,8 +430,8 @@ def scan(text: str, allow: Sequence[re.Pattern[str] | str] = ()) -> list[Finding
     lowered = text.translate(_LOWER)
     for m in _KEYWORD.finditer(lowered):
         start, (value_start, value_end) = m.start(), m.span("v")
-        if start and lowered[start - 1] in _WORD_CHARS:
-            continue  # inside a longer word: `tokenizer` is fine, `mytoken` too
+        if not _keyword_named(text, lowered, m):
+            continue
         i = bisect.bisect_left(starts, value_end)  # spans before i start before the value ends
         if i and taken[i - 1][1] > value_start:  # the spans do not overlap: their ends are in order too
             continue  # the value is a token a value-shaped rule already named

@@ -7,6 +7,7 @@ ours); `test_these_files_hold_no_token_shape` checks that, with the scanner itse
 
 from __future__ import annotations
 
+import base64
 import json
 import re
 import secrets
@@ -17,6 +18,7 @@ from pathlib import Path
 
 import pytest
 from conftest import REPO, SAMPLE_VAULT
+from helpers import in_vault
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -219,6 +221,68 @@ UNPLANNED: dict[str, Callable[[], str]] = {
 @pytest.mark.parametrize("name", sorted(UNPLANNED))
 def test_formats_the_rules_were_not_written_against(name: str) -> None:
     assert scan(UNPLANNED[name]()), name
+
+
+def docker_auth(password: str) -> str:
+    """A Docker config.json as `docker login` writes it without a credential helper."""
+    auth = base64.b64encode(f"ci-bot:{password}".encode()).decode()
+    return json.dumps({"auths": {"https://index.docker.io/v1/": {"auth": auth}}}, indent=2)
+
+
+#: Issue 39: secrets the rules missed (documented .env shapes among them), each built around `value`.
+ISSUE_39_SECRETS: dict[str, Callable[[str], str]] = {
+    "PGPASSWORD": lambda v: f"PGPASSWORD={v}",
+    "ROOTPASSWORD": lambda v: f"ROOTPASSWORD={v}",
+    "apitoken": lambda v: f"apitoken={v}",
+    "GITHUBTOKEN": lambda v: f"GITHUBTOKEN={v}",
+    "DB_PASS": lambda v: f"DB_HOST=db.internal\nDB_PASS={v}",
+    "REDISPASS": lambda v: f"REDISPASS={v}",
+    "yaml pass": lambda v: f"mqtt:\n  user: sensor\n  pass: {v}",
+}
+
+
+@pytest.mark.parametrize("name", sorted(ISSUE_39_SECRETS))
+def test_issue_39_secrets_are_found(name: str) -> None:
+    value = rand(16)
+    findings = scan(ISSUE_39_SECRETS[name](value))
+    assert [(f.rule, f.masked) for f in findings] == [("password-assignment", mask(value))], name
+
+
+def test_a_docker_config_auth_is_found() -> None:
+    findings = scan(docker_auth(rand(16)))
+    assert [(f.rule, f.line) for f in findings] == [("docker-auth", 4)]
+    assert scan(json.dumps({"auths": {"ghcr.io": {"auth": "bm9uZQ=="}}, "auth": "none"})) == []  # no user:password
+
+
+#: Issue 39: ordinary memories the rules took for secrets (8 of 109 in its review).
+ISSUE_39_ORDINARY = [
+    "private_key_path: ~/.ssh/id_ed25519",
+    "pwd: /home/alice/proj2",
+    "encoding: token cl100k_base",
+    "token_file: /run/secrets/gh_token2",
+    "db_secret: arn:aws:secretsmanager:us-east-1:123456789012:secret:prod/db-AbCdEf",
+    "The DB password is kept in arn:aws:secretsmanager:eu-west-1:123456789012:secret:prod/db-AbCdEf",
+    "api_key_id: 3f2b8c1e-9d4a-4e7b-8a6c-1d2e3f4a5b6c",
+]
+
+
+@pytest.mark.parametrize("text", ISSUE_39_ORDINARY)
+def test_issue_39_ordinary_memories_are_no_hit(text: str) -> None:
+    assert scan(text) == []
+
+
+def test_issue_39_both_ways_through_the_cli(tmp_path: Path) -> None:
+    """The scanner as a person meets it: `memfile store` refuses the secrets and takes the ordinary lines."""
+    root = tmp_path / "v"
+    Vault.init(root, "michael", "Michael's Mind").close()
+    for i, text in enumerate(ISSUE_39_ORDINARY):
+        result = in_vault(root, "store", "fact", f"ordinary_{i}", text)
+        assert result.exit_code == 0, (text, result.output)
+    for name, build in [*ISSUE_39_SECRETS.items(), ("docker", docker_auth)]:
+        value = rand(16)
+        result = in_vault(root, "store", "fact", "leak", build(value))
+        assert result.exit_code == EXIT_BAD_INPUT and "looks like it holds a secret" in result.output, name
+        assert value[2:-2] not in result.output
 
 
 # --- negatives ----------------------------------------------------------------------
@@ -472,5 +536,6 @@ def test_these_files_hold_no_token_shape() -> None:
         "benchmarks/bench_secrets.py",
         "docs/secrets.md",
         "memfile/secretscan.py",
+        "benchmarks/data/secrets_ordinary.jsonl",
     ):
         assert scan((REPO / relpath).read_text(encoding="utf-8")) == [], relpath
