@@ -25,11 +25,13 @@ where the SDK would drop it and leave the client waiting.
 from __future__ import annotations
 
 import difflib
+import functools
 import inspect
 import json
 import re
 from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
+from contextvars import ContextVar
 from typing import TYPE_CHECKING, Annotated, Any
 
 import anyio
@@ -106,6 +108,10 @@ _PHRASES = [
     (
         re.compile(r"`memfile doctor --fix` removes git locks older than ten minutes, or remove the file by hand"),
         "ask the user to remove that lock file",
+    ),
+    (
+        re.compile(r"revoke it where it was issued, then take it out with: memfile (?:--mind \S+ )?edit \S+"),
+        "never repeat the value; tell the user, who can revoke it and edit it out",
     ),
 ]
 
@@ -403,6 +409,9 @@ async def serve_stdio(server: MCPServer) -> None:
         await lowlevel.run(answering, write_stream, lowlevel.create_initialization_options())
 
 
+#: The notices of the tool call being answered (`build_server`'s `tool` and `call`).
+_NOTICES: ContextVar[list[str] | None] = ContextVar("memfile_notices", default=None)
+
 #: How a tool call finds who it acts for: from its request context (the SDK's `Context`).
 CallerOf = Callable[[Context], Caller]
 
@@ -430,14 +439,41 @@ def build_server(minds: Minds, caller_of: CallerOf, read_minds: Sequence[str] = 
     def tool(name: str | None = None, **options: Any) -> Callable[[Any], Any]:
         def register(function: Any) -> Any:
             arguments = inspect.signature(function).parameters
-            parameters[name or function.__name__] = tuple(a for a in arguments if a != "ctx")
-            return server.tool(name=name, **options)(function)
+            tool_name = name or function.__name__
+            parameters[tool_name] = tuple(a for a in arguments if a != "ctx")
+
+            @functools.wraps(function)
+            async def told(*args: Any, **kwargs: Any) -> Any:
+                """The tool, its answer followed by the notices of its call (a secret a read served, say),
+                each a text of its own after the result, in an agent's terms."""
+                notices: list[str] = []
+                token = _NOTICES.set(notices)
+                try:
+                    answer = await function(*args, **kwargs)
+                finally:
+                    _NOTICES.reset(token)
+                if not notices:
+                    return answer
+                registered = server._tool_manager.get_tool(tool_name)  # noqa: SLF001 - the SDK's own conversion
+                assert registered is not None  # this very tool
+                result = registered.fn_metadata.convert_result(answer)
+                assert isinstance(result, CallToolResult)  # no tool of memfile's asks for input
+                said = [TextContent(type="text", text=for_agent(notice)) for notice in notices]
+                return result.model_copy(update={"content": [*result.content, *said]})
+
+            return server.tool(name=name, **options)(told)
 
         return register
 
     async def call(ctx: Context, work: Callable[[Vault], Any], read: bool = False) -> Any:
+        def noticed(vault: Vault) -> tuple[Any, list[str]]:
+            return work(vault), list(vault.notices)
+
         try:
-            return await minds.call(caller_of(ctx), work, read=read)
+            answer, notices = await minds.call(caller_of(ctx), noticed, read=read)
+            if (told := _NOTICES.get()) is not None:
+                told.extend(notices)
+            return answer
         except MemfileError as exc:
             raise ToolError(for_agent(exc.said(Face.MCP))) from None
         except Exception as exc:  # noqa: BLE001 - a tool call must never take the server down

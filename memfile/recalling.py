@@ -1,4 +1,5 @@
-"""The Vault's `Recaller`: recall for the context window, with or without a query, and its record.
+"""The Vault's `Recaller`: recall for the context window, with or without a query, and its record; and
+what every read (recall, search, show) served that holds a secret (`tells_secrets`).
 
 `memfile.recall` (pure: what is chosen and how it is rendered) is imported where
 it is used, so a command that does not recall (search, list, show) never makes
@@ -12,8 +13,9 @@ import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
+from functools import wraps
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from .config import STATE_DIR, Config, plain
 from .errors import InvalidInput, NotFound, masked
@@ -24,6 +26,9 @@ from .model import UNSET, Memory, Report, SearchHit, Source, format_datetime, ut
 
 if TYPE_CHECKING:
     from .recall import Recallable, RecallReport
+    from .secretscan import ReadWarnings
+
+T = TypeVar("T")
 
 #: A recall by meaning too: (the read's view, query, text hits, what is recallable, how many) -> the fused hits.
 Fuse = Callable[[View, str, Sequence[SearchHit], Callable[[Memory], bool], int], Sequence[SearchHit]]
@@ -65,6 +70,7 @@ class Recaller:
         self.notices = notices
         self._index = index
         self._kept_record: tuple[RecallReport, str] | None = None  # the last report served, as its record
+        self._read_warnings: ReadWarnings | None = None  # what reads served that holds a secret, once per file
 
     @property
     def name(self) -> str:
@@ -236,6 +242,24 @@ class Recaller:
         except OSError as exc:  # a read-only vault still recalls
             self.notices.append(f"could not record the recall in {STATE_DIR}/{name}: {exc.strerror}")
 
+    def tell_secrets(self, memories: list[Memory]) -> None:
+        """Name in the notices each memory a read serves whose text holds a secret (a hand edit put it
+        there), once per file: `secretscan.ReadWarnings`, made on the first memory served (a read that
+        serves nothing never compiles the rules)."""
+        if not memories:
+            return
+        if self._read_warnings is None:
+            from .secretscan import ReadWarnings
+
+            self._read_warnings = ReadWarnings()
+        self.notices.extend(self._read_warnings.told(self.config.secrets, memories, self._edited_by))
+
+    def _edited_by(self, memory: Memory) -> tuple[str, str]:
+        """A served memory's REF, and the command line that edits it."""
+        if memory.mind == self.mind:
+            return memory.ref, f"memfile edit {memory.ref}"
+        return f"{memory.mind}:{memory.ref}", f"memfile --mind {memory.mind} edit {memory.ref}"
+
     def last_recall(self) -> RecallRecord:
         """`Vault.last_recall` (its docstring says what it does)."""
         path = self.root / STATE_DIR / LAST_RECALL.format(mind=self.mind)
@@ -256,6 +280,22 @@ class Recaller:
         keys = ("ref", "id", "pinned", "shortened", "score", "neighbour_of")
         memories = [dict(zip(keys, entry, strict=False)) for entry in record["memories"] if isinstance(entry, list)]
         return RecallRecord(**{name: record.get(name) for name in _RECORD_KEYS | {"matched"}} | {"memories": memories})
+
+
+def tells_secrets(served: Callable[[Any], list[Memory]]) -> Callable[[Callable[..., T]], Callable[..., T]]:
+    """A Vault's read verb whose answer serves the memories `served` lists: one whose text holds a secret
+    is named in the Vault's notices (`Recaller.tell_secrets`)."""
+
+    def decorate(method: Callable[..., T]) -> Callable[..., T]:
+        @wraps(method)
+        def verb(vault: Any, *args: Any, **kwargs: Any) -> T:
+            answer = method(vault, *args, **kwargs)
+            vault._recaller.tell_secrets(served(answer))  # noqa: SLF001 - the Vault's own collaborator
+            return answer
+
+        return verb
+
+    return decorate
 
 
 #: What every record holds (`_record` and `_record_of`).

@@ -26,7 +26,8 @@ import re
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Final
+from itertools import islice
+from typing import Final, Protocol, TypeVar
 
 from .errors import InvalidInput, Refused
 
@@ -331,7 +332,6 @@ _LOWER: Final = str.maketrans(
 
 _ALL: Final = (*RULES, KEYWORD_RULE)
 _BY_NAME: Final = {rule.name: rule for rule in _ALL}
-_COMPILED: Final = tuple(re.compile(rule.pattern) for rule in RULES)
 # The rules as one alternation without groups (see `Rule`); a match is then matched again by its rule alone.
 _COMBINED: Final = re.compile("|".join(f"(?:{rule.pattern.replace('(?P<v>', '(?:')})" for rule in RULES))
 _KEYWORD: Final = re.compile(KEYWORD_RULE.pattern)
@@ -379,8 +379,8 @@ def _allowed(allow: Sequence[re.Pattern[str]], value: str, whole: str) -> bool:
 
 def _rule_of(text: str, m: re.Match[str]) -> tuple[Rule, re.Match[str]]:
     """The rule whose branch of the alternation made `m`, and its own match (with the group `v`)."""
-    for rule, regex in zip(RULES, _COMPILED):
-        found = regex.match(text, m.start())
+    for rule in RULES:  # each rule compiled on first use (`re` keeps it): most texts never need one
+        found = re.compile(rule.pattern).match(text, m.start())
         if found and found.end() == m.end():
             return rule, found
     raise AssertionError(f"no rule matches what the alternation matched at {m.start()}")  # the same patterns
@@ -594,3 +594,63 @@ def warning(policy: SecretPolicy | None, text: str, what: str) -> str | None:
         + "; ".join(str(f) for f in findings[:SHOWN_FINDINGS])
         + " (a vault is pushed and cloned: remove it, and see docs/secrets.md for its git history)"
     )
+
+
+#: How many of the memories a read serves `ReadWarnings` looks at (the first: what an agent reads first),
+#: and how many characters of those not scanned before it scans (16 KB: the ten best hits, a few ms).
+READ_SCAN_MEMORIES, READ_SCAN_CHARACTERS = 100, 16_384
+
+
+class Served(Protocol):
+    """A memory a read serves, as `ReadWarnings` sees it (a `memfile.model.Memory`)."""
+
+    @property
+    def path(self) -> str: ...
+
+    @property
+    def content(self) -> str: ...
+
+
+S = TypeVar("S", bound=Served)
+
+
+class ReadWarnings:
+    """What a read says about a memory it serves whose text holds a secret: a write refuses one, but a
+    hand edit may put it in a file, and recall, search and show serve the file as it is. Each file is
+    scanned when a read first serves it (and again when its text has changed), so a secret is told once
+    per file for as long as this object lives: a Vault's, so once per command on the command line and
+    once while a server runs. A read looks at the first READ_SCAN_MEMORIES memories it serves (what an
+    agent reads first) and scans at most READ_SCAN_CHARACTERS of those not scanned before (the next
+    read goes on from there), so its cost is bounded whatever it serves: a recall of a whole mind with
+    no budget is scanned at its start (`memfile doctor` scans every file)."""
+
+    def __init__(self) -> None:
+        self._scanned: dict[str, int] = {}  # a file's path -> the hash of the text last scanned there
+
+    def told(
+        self, policy: SecretPolicy | None, served: Iterable[S], named: Callable[[S], tuple[str, str]]
+    ) -> list[str]:
+        """The warnings about the memories a read serves, in the order served: one for each text not scanned
+        before at its path that holds a secret (none when the policy is "off"). `named` gives a memory's
+        REF and the command that edits it (`memfile edit fact/x`)."""
+        policy = policy or SecretPolicy()
+        if policy.policy == OFF:
+            return []
+        told, left = [], READ_SCAN_CHARACTERS
+        for memory in islice(served, READ_SCAN_MEMORIES):
+            path, text = memory.path, memory.content
+            if self._scanned.get(path) == (key := hash(text)):
+                continue
+            if left <= 0:
+                break
+            left -= len(text)
+            self._scanned[path] = key
+            if findings := scan(text, policy.allow):
+                ref, edit = named(memory)
+                told.append(
+                    f"{ref} looks like it holds a secret: "
+                    + "; ".join(str(f) for f in findings[:SHOWN_FINDINGS])
+                    + f". It was served as written by hand (a write would refuse it): revoke it where it was "
+                    f"issued, then take it out with: {edit}"
+                )
+        return told

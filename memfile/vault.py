@@ -65,7 +65,7 @@ from .model import (
     utc_now,
 )
 from .paths import MIND_PATTERN, mind_dirs, shown_path, validate_mind
-from .recalling import Recaller
+from .recalling import Recaller, tells_secrets
 from .writer import Writer
 
 if TYPE_CHECKING:
@@ -355,6 +355,7 @@ class Vault:
         return resolve_ref(ref, self.memories(), self.mind, self.issues)
 
     @_verb
+    @tells_secrets(lambda memory: [memory])
     def get(self, ref: str) -> Memory:
         """One memory by REF.
 
@@ -437,6 +438,7 @@ class Vault:
     # --- search -------------------------------------------------------------
 
     @_verb
+    @tells_secrets(lambda hits: [hit.memory for hit in hits])
     def search(
         self,
         query: str,
@@ -1005,6 +1007,7 @@ class Vault:
         return self._recaller.last_recall()
 
     @_verb
+    @tells_secrets(lambda report: [item.memory for item in report.items])
     def recall(
         self,
         budget: int | None = UNSET,

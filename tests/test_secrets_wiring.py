@@ -13,6 +13,7 @@ import subprocess
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from conftest import commit_count, git
@@ -395,3 +396,106 @@ def test_a_token_in_any_field_is_masked_in_the_answer_and_the_recall_record(serv
     answer = server.request("POST", "/memory/import", setup.tokens["michael"], synapse)  # kept as `synapse_id`
     assert answer.status == 403 and "ghp_…" in answer.json()["message"] and middle(token) not in answer.body.decode()
     no_trace(setup.root, token)
+
+
+# --- reads: a secret a hand edit put in a file is named once per file ------------------------------------
+
+HAND = "michael/fact/deploy.md"
+
+
+def hand_written(root: Path, token: str) -> None:
+    """What a person's editor leaves: a memory file holding a token, never scanned by a write."""
+    write(root / HAND, f"---\npriority: high\n---\nDeploy with the token {token} on the build host.\n")
+
+
+def told(notices: list[str] | tuple[str, ...]) -> list[str]:
+    return [n for n in notices if "looks like it holds a secret" in n]
+
+
+def test_a_read_names_a_memory_holding_a_secret_once_per_file(vault: Vault) -> None:
+    token = github_token()
+    vault.store("fact", "build", "The build host is build-01; deploys start there.")
+    hand_written(vault.root, token)
+    vault.recall(query="deploy build host")
+    [notice] = told(vault.notices)
+    assert notice.startswith("fact/deploy looks like it holds a secret: line 1: a GitHub token")
+    assert "memfile edit fact/deploy" in notice and middle(token) not in notice
+    vault.search("deploy")
+    vault.get("fact/deploy")
+    assert told(vault.notices) == []  # told once: this Vault scanned the file already
+    with Vault.open(vault.root, "michael") as other:  # another process: told again, by search and by show
+        other.search("deploy")
+        assert len(told(other.notices)) == 1
+    with Vault.open(vault.root, "michael") as other:
+        other.get("fact/deploy")
+        assert len(told(other.notices)) == 1
+    hand_written(vault.root, stripe_key())  # the text changed: scanned, and told, again
+    vault.search("deploy")
+    assert "a Stripe secret key" in told(vault.notices)[0]
+    secrets_config(vault.root, 'policy = "off"')
+    with Vault.open(vault.root, "michael") as off:
+        off.search("deploy")
+        assert told(off.notices) == []
+
+
+def test_a_read_of_another_mind_names_it_and_how_to_edit_it(vault: Vault) -> None:
+    Vault.init(vault.root, "anna").close()
+    token = github_token()
+    write(vault.root / "anna" / "fact" / "wifi.md", f"The wifi password is {token}\n")
+    vault.recall(query="wifi password", with_minds=["anna"])
+    [notice] = told(vault.notices)
+    assert (
+        notice.startswith("anna:fact/wifi looks like it holds a secret")
+        and "memfile --mind anna edit fact/wifi" in notice
+    )
+
+
+@pytest.mark.parametrize(
+    "command", [["recall", "--query", "deploy host"], ["search", "deploy"], ["show", "fact/deploy"]]
+)
+def test_the_command_line_names_it_on_stderr(vault: Vault, command: list[str]) -> None:
+    token = github_token()
+    hand_written(vault.root, token)
+    result = in_vault(vault.root, *command)
+    assert result.exit_code == 0, result.stderr
+    assert "deploy" in result.stdout  # served as it is: the file is the person's
+    [line] = told(result.stderr.splitlines())
+    assert line.startswith("memfile: fact/deploy looks like it holds a secret: line 1: a GitHub token")
+    assert line.endswith("then take it out with: memfile edit fact/deploy") and middle(token) not in line
+
+
+def test_mcp_tells_the_agent_once_in_its_terms(vault: Vault) -> None:
+    from test_mcp import Agent, serve
+
+    token = github_token()
+    hand_written(vault.root, token)
+
+    async def script(agent: Agent) -> tuple[Any, Any]:
+        return await agent.call("search", query="deploy"), await agent.call("recall", query="deploy build host")
+
+    searched, recalled = serve(vault.root, script, mind="michael")
+    *hits, notice = [block.text for block in searched.content]
+    assert json.loads(hits[0])["key"] == "deploy"
+    assert searched.structured_content["result"][0]["key"] == "deploy"  # the result as before
+    assert notice.startswith("fact/deploy looks like it holds a secret: line 1: a GitHub token")
+    assert "tell the user, who can revoke it and edit it out" in notice
+    assert "memfile" not in notice.split(":", 1)[1] and middle(token) not in notice
+    assert len(recalled.content) == 1  # told once per file: the recall serves it without a second word
+
+
+def test_the_http_api_tells_the_servers_log_once(tmp_path: Path) -> None:
+    setup = make_setup(tmp_path)
+    token = github_token()
+    hand_written(setup.root, token)
+    server = start_server(setup)
+    try:
+        searched = server.request("GET", "/memory/search?q=deploy", setup.tokens["michael"])
+        assert searched.status == 200 and searched.json()[0]["key"] == "deploy"
+        recalled = server.request("GET", "/memory/recall?q=deploy", setup.tokens["michael"])
+        assert recalled.status == 200 and token in recalled.body.decode()
+    finally:
+        code, _, err = server.stop()
+    assert code == 0, err
+    [line] = told(err.splitlines())
+    assert line.startswith("memfile serve: GET /memory/search by Mind Key 'michael-key' in the mind 'michael': ")
+    assert "fact/deploy looks like it holds a secret" in line and middle(token) not in line

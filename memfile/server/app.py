@@ -464,9 +464,18 @@ def build_app(
         return await minds.call(caller, fn)
 
     async def read(request: Request, fn: Callable[[Vault], T]) -> T:
-        """`call` for what only reads: answered even while a store's commit is being made (`Minds.call`)."""
+        """`call` for what only reads: answered even while a store's commit is being made (`Minds.call`).
+        Its notices go to the server's log (a secret a read served: the person who runs the server can
+        remove it; the answer's shape stays the API's)."""
         caller: Caller = request.scope[CALLER]
-        return await minds.call(caller, fn, read=True)
+
+        def logged(vault: Vault) -> T:
+            answer = fn(vault)
+            for notice in vault.notices:
+                log(f"{request.method} {request.url.path} by {acting(caller)} in the mind {caller.mind!r}: {notice}")
+            return answer
+
+        return await minds.call(caller, logged, read=True)
 
     # --- Synapse's endpoints ---
 
