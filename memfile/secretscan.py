@@ -226,7 +226,7 @@ RULES: Final[tuple[Rule, ...]] = (
     Rule(
         "command-line-password",
         "a password on a command line",
-        r"(?:sshpass\s+-p\s*|mysql(?:dump|admin)?\s(?:[^\n]*?\s)?-p|curl\s(?:[^\n]*?\s)?(?:-u|--user)\s+[\"']?[^\s:\"']+:)"
+        r"(?:sshpass\s+-p\s*|mysql(?:dump|admin)?\s(?:[^\n]*?\s)?-p|-(?:u|-user)\s+[\"']?[^\s:\"'/]+:)"
         r"(?P<v>[^\s\"']{8,200})",
         lambda v: _random(v) and not _PLACEHOLDER.search(v),
     ),
@@ -294,7 +294,7 @@ KEYWORD_RULE: Final = Rule(
     "password-assignment",
     "a password or key assigned to a name",
     r"(?P<k>pass(?:word|wd|phrase)?|pwd|secret|token|credential|api[ _-]?key|access[ _-]?key|private[ _-]?key"
-    r"|account[ _-]?key|auth[ _-]?key|client[ _-]?secret|[_-]key|mật khẩu|รหัสผ่าน|โทเค็น)"
+    r"|account[ _-]?key|auth[ _-]?key|client[ _-]?secret|_key|mật khẩu|รหัสผ่าน|โทเค็น)"
     r"(?P<suffix>(?:[_.-][a-z0-9]{1,20}){0,3})[\"']?"
     r"(?:(?P<assign>\s*(?:[:=]|:=|=>)\s*)"
     r"|(?:\s+[^\s:=]{1,20}){0,4}?(?:\s+(?:is|was|là)\s+|\s*คือ\s*|\s*:\s+)"
@@ -315,7 +315,7 @@ def _keyword_named(text: str, lowered: str, m: re.Match[str]) -> bool:
         name_start -= 1
     if name_start < start and m["assign"] is None:
         return False  # inside a word in prose: "bypass the cache", "mytoken"
-    if m["k"][0] in "_-" and (name_start == start or not text[name_start : m.end("k")].isupper()):
+    if m["k"] == "_key" and (name_start == start or not text[name_start : m.end("k")].isupper()):
         return False  # `_KEY` only ends a variable's name: `LICENSE_KEY=`, not `cache_key:`, `sort_key:`
     if name_start > 0 and lowered[name_start - 1] in ":/":
         return False  # inside an ARN or a path: `arn:aws:secretsmanager:...:secret:db`, `/run/secrets/token`
