@@ -620,8 +620,8 @@ class ReadWarnings:
     scanned when a read first serves it (and again when its text has changed), so a secret is told once
     per file for as long as this object lives: a Vault's, so once per command on the command line and
     once while a server runs. A read looks at the first READ_SCAN_MEMORIES memories it serves (what an
-    agent reads first) and scans at most READ_SCAN_CHARACTERS of those not scanned before (the next
-    read goes on from there), so its cost is bounded whatever it serves: a recall of a whole mind with
+    agent reads first) and scans at most READ_SCAN_CHARACTERS of those not scanned before (a later
+    read scans the rest of them), so its cost is bounded whatever it serves: a recall of a whole mind with
     no budget is scanned at its start (`memfile doctor` scans every file)."""
 
     def __init__(self) -> None:
