@@ -109,6 +109,12 @@ HINTS = {
         http="ask a person, whose token can forget it: DELETE /memory/{1}",
         mcp="ask the user to forget it",
     ),
+    "edit_out_secret": Hint(
+        cli="revoke it where it was issued, then take it out with: memfile {1}edit {0}",
+        http="revoke it where it was issued; a person takes it out of the memory's file",
+        mcp="never repeat the value; tell the user, who can revoke it and edit it out",
+        console="revoke it where it was issued, then take it out of the memory's file",
+    ),
     "verify_by_person": Hint(
         cli="ask the user to run: memfile verify {0}",
         http="ask a person, whose token can verify it: POST /memory/{{id}}/verify",

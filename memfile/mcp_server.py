@@ -32,7 +32,7 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
 from contextvars import ContextVar
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 from mcp.server.mcpserver import Context, MCPServer
@@ -108,10 +108,6 @@ _PHRASES = [
     (
         re.compile(r"`memfile doctor --fix` removes git locks older than ten minutes, or remove the file by hand"),
         "ask the user to remove that lock file",
-    ),
-    (
-        re.compile(r"revoke it where it was issued, then take it out with: memfile (?:--mind \S+ )?edit \S+"),
-        "never repeat the value; tell the user, who can revoke it and edit it out",
     ),
 ]
 
@@ -443,7 +439,7 @@ def build_server(minds: Minds, caller_of: CallerOf, read_minds: Sequence[str] = 
             parameters[tool_name] = tuple(a for a in arguments if a != "ctx")
 
             @functools.wraps(function)
-            async def told(*args: Any, **kwargs: Any) -> Any:
+            async def answered(*args: Any, **kwargs: Any) -> Any:
                 """The tool, its answer followed by the notices of its call (a secret a read served, say),
                 each a text of its own after the result, in an agent's terms."""
                 notices: list[str] = []
@@ -458,10 +454,10 @@ def build_server(minds: Minds, caller_of: CallerOf, read_minds: Sequence[str] = 
                 assert registered is not None  # this very tool
                 result = registered.fn_metadata.convert_result(answer)
                 assert isinstance(result, CallToolResult)  # no tool of memfile's asks for input
-                said = [TextContent(type="text", text=for_agent(notice)) for notice in notices]
+                said = [TextContent(type="text", text=for_agent(told(notice, Face.MCP))) for notice in notices]
                 return result.model_copy(update={"content": [*result.content, *said]})
 
-            return server.tool(name=name, **options)(told)
+            return server.tool(name=name, **options)(answered)
 
         return register
 
@@ -471,8 +467,8 @@ def build_server(minds: Minds, caller_of: CallerOf, read_minds: Sequence[str] = 
 
         try:
             answer, notices = await minds.call(caller_of(ctx), noticed, read=read)
-            if (told := _NOTICES.get()) is not None:
-                told.extend(notices)
+            if (kept := _NOTICES.get()) is not None:
+                kept.extend(notices)
             return answer
         except MemfileError as exc:
             raise ToolError(for_agent(exc.said(Face.MCP))) from None
@@ -508,17 +504,14 @@ def build_server(minds: Minds, caller_of: CallerOf, read_minds: Sequence[str] = 
         category: str | None = None,
         priority: str | None = None,
         limit: int = 10,
-    ) -> Annotated[CallToolResult, list[dict[str, Any]]]:
-        def work(vault: Vault) -> tuple[list[dict[str, Any]], list[str]]:
-            hits = vault.search(query, tags=tags, category=category, priority=priority, limit=limit)
-            return [hit.to_dict() for hit in hits], list(vault.notices)
+    ) -> list[dict[str, Any]]:
+        def work(vault: Vault) -> list[dict[str, Any]]:
+            return [
+                hit.to_dict()
+                for hit in vault.search(query, tags=tags, category=category, priority=priority, limit=limit)
+            ]
 
-        hits, notices = await call(ctx, work, read=True)
-        # The hits as the SDK gives a list (a block each, and structured); a notice is one more block the agent reads.
-        blocks = [json.dumps(hit, ensure_ascii=False, indent=2) for hit in hits] + [for_agent(n) for n in notices]
-        return CallToolResult(
-            content=[TextContent(type="text", text=text) for text in blocks], structured_content={"result": hits}
-        )
+        return await call(ctx, work, read=True)  # a notice (not all embedded) is one more block after the hits
 
     @tool(
         description=_doc(
@@ -553,8 +546,7 @@ def build_server(minds: Minds, caller_of: CallerOf, read_minds: Sequence[str] = 
             "changed": result.changed,
             "commit": result.commit,
             "superseded": result.superseded.ref if result.superseded else None,
-            "notices": [told(notice, Face.MCP) for notice in result.notices],
-        }
+        }  # its notices follow as texts of their own, as every tool's do
 
     @tool(
         description=_doc(Vault.get, "Read one memory in full by REF (an id, category/key, or key)."), annotations=READ

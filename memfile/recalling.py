@@ -255,10 +255,10 @@ class Recaller:
         self.notices.extend(self._read_warnings.told(self.config.secrets, memories, self._edited_by))
 
     def _edited_by(self, memory: Memory) -> tuple[str, str]:
-        """A served memory's REF, and the command line that edits it."""
+        """A served memory's REF as a notice names it, and the --mind option the command line edits it with."""
         if memory.mind == self.mind:
-            return memory.ref, f"memfile edit {memory.ref}"
-        return f"{memory.mind}:{memory.ref}", f"memfile --mind {memory.mind} edit {memory.ref}"
+            return memory.ref, ""
+        return f"{memory.mind}:{memory.ref}", f"--mind {memory.mind} "
 
     def last_recall(self) -> RecallRecord:
         """`Vault.last_recall` (its docstring says what it does)."""

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from itertools import islice
 from typing import Final, Protocol, TypeVar
 
-from .errors import InvalidInput, Refused
+from .errors import InvalidInput, Notice, Refused
 
 REFUSE, WARN, OFF = "refuse", "warn", "off"
 POLICIES: Final = (REFUSE, WARN, OFF)
@@ -610,6 +610,9 @@ class Served(Protocol):
     @property
     def content(self) -> str: ...
 
+    @property
+    def ref(self) -> str: ...
+
 
 S = TypeVar("S", bound=Served)
 
@@ -632,11 +635,12 @@ class ReadWarnings:
     ) -> list[str]:
         """The warnings about the memories a read serves, in the order served: one for each text not scanned
         before at its path that holds a secret (none when the policy is "off"). `named` gives a memory's
-        REF and the command that edits it (`memfile edit fact/x`)."""
+        REF as shown and the --mind option that names its mind (`--mind anna `, or none)."""
         policy = policy or SecretPolicy()
         if policy.policy == OFF:
             return []
-        told, left = [], READ_SCAN_CHARACTERS
+        told: list[str] = []
+        left = READ_SCAN_CHARACTERS
         for memory in islice(served, READ_SCAN_MEMORIES):
             path, text = memory.path, memory.content
             if self._scanned.get(path) == (key := hash(text)):
@@ -646,11 +650,14 @@ class ReadWarnings:
             left -= len(text)
             self._scanned[path] = key
             if findings := scan(text, policy.allow):
-                ref, edit = named(memory)
+                ref, mind_option = named(memory)
+                found = "; ".join(str(f) for f in findings[:SHOWN_FINDINGS])
                 told.append(
-                    f"{ref} looks like it holds a secret: "
-                    + "; ".join(str(f) for f in findings[:SHOWN_FINDINGS])
-                    + f". It was served as written by hand (a write would refuse it): revoke it where it was "
-                    f"issued, then take it out with: {edit}"
+                    Notice(
+                        f"{ref} looks like it holds a secret: {found}. It was served as written by hand (a write "
+                        "would refuse it)",
+                        "edit_out_secret",
+                        (memory.ref, mind_option),
+                    )
                 )
         return told

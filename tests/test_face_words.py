@@ -8,6 +8,7 @@ HTTP API, MCP, the memory tool and the console and finds no command line and no 
 
 from __future__ import annotations
 
+import json
 import marshal
 import re
 import shutil
@@ -269,13 +270,17 @@ def mcp_notices(root: Path) -> dict[str, str]:
     pytest.importorskip("mcp")
     from test_mcp import Agent, serve
 
+    async def told(agent: Agent, **store: Any) -> list[str]:
+        """The texts after the stored memory's: a store's notices, as every tool's follow its answer."""
+        result = await agent.call("store", **store)
+        assert not result.is_error and "created" in json.loads(result.content[0].text)
+        return [block.text for block in result.content[1:]]
+
     async def script(agent: Agent) -> dict[str, str]:
         await agent.ok("store", category="fact", key="old_office", content="x")
         await agent.ok("store", category="fact", key="new_office", content="x", supersedes="fact/old_office")
-        (expired,) = (await agent.ok("store", category="note", key="gone", content="x", expires="2020-01-01"))[
-            "notices"
-        ]
-        (superseded,) = (await agent.ok("store", category="fact", key="old_office", content="changed"))["notices"]
+        (expired,) = await told(agent, category="note", key="gone", content="x", expires="2020-01-01")
+        (superseded,) = await told(agent, category="fact", key="old_office", content="changed")
         return {"expired": expired, "superseded": superseded}
 
     return serve(root, script, mind="michael")

@@ -83,7 +83,8 @@ NOT_A_FIELD = {
 }
 #: The query parameters of a recall (GET /memory/recall and GET /memory).
 RECALL_PARAMETERS = ("q", "budget", "limit", "format", "include_superseded")
-#: The header a search's notice rides in (a memory search by meaning over memories not all embedded yet).
+#: The header each notice of a search rides in (memories not all embedded yet for search by meaning, a hit
+#: holding a secret a hand edit put there), one header a notice.
 NOTICE_HEADER = "Memfile-Notice"
 #: The query parameters of GET /memory/export (`memfile export`'s options).
 EXPORT_PARAMETERS = ("format", "raw", "all_minds")
@@ -553,8 +554,8 @@ def build_app(
 
         hits, notices = await read(request, work)
         response = JSONResponse(hits)  # Synapse's answer, a list: a notice rides in a header
-        for notice in notices:
-            response.headers.append(NOTICE_HEADER, notice)
+        for notice in notices:  # a header is Latin-1: any other character is written as a JSON escape (\u2026)
+            response.headers.append(NOTICE_HEADER, json.dumps(told(notice, Face.HTTP))[1:-1])
         return response
 
     async def by_tag(request: Request) -> Response:

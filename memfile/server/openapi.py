@@ -404,7 +404,7 @@ def _paths(mcp: bool) -> dict[str, Any]:
                     | {
                         "headers": {
                             "Memfile-Notice": {
-                                "description": "A search by meaning over memories not all embedded yet: how many are.",
+                                "description": "A notice of the search, one header each (not all memories embedded for search by meaning yet: how many are; a hit holding a secret): ASCII, other characters as JSON escapes.",
                                 "schema": _STRING,
                             }
                         }
