@@ -11,6 +11,7 @@ if TYPE_CHECKING:
     from .errors import (
         EXIT_CODES,
         AmbiguousRef,
+        Busy,
         Conflict,
         FileParseError,
         GitError,
@@ -35,6 +36,7 @@ _HOMES = {
         (
             "EXIT_CODES",
             "AmbiguousRef",
+            "Busy",
             "Conflict",
             "FileParseError",
             "GitError",
@@ -66,6 +68,7 @@ def __getattr__(name: str) -> Any:
 __all__ = [
     "EXIT_CODES",
     "AmbiguousRef",
+    "Busy",
     "Category",
     "Conflict",
     "FileParseError",

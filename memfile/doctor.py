@@ -3,7 +3,7 @@
 Problems make `memfile doctor` exit 5; `--fix` applies only repairs that
 cannot lose anything (rebuild the index, commit hand edits, remove memfile's
 own leftover temp files and the store-queue files no process will take,
-clear a git lock no process holds, move a file to the path its front-matter
+clear a git lock no running git holds, move a file to the path its front-matter
 names with `git mv`) and reports each one.
 """
 
@@ -65,7 +65,7 @@ class DoctorReport:
 
 #: Unverified agent memories older than this are worth a person's look.
 REVIEW_AFTER = timedelta(days=30)
-#: A git lock or temp file older than this belongs to no running process.
+#: Where the running processes cannot be seen (not Linux), a git lock older than this belongs to none.
 STALE_AFTER_S = 600
 
 
@@ -268,12 +268,20 @@ class Doctor:
         for entry in sorted(os.scandir(self.root), key=lambda e: e.name):
             if entry.is_file() and entry.name.endswith(".md") and entry.name.lower() != "readme.md":
                 add(Finding("outside_minds", f"{entry.name} is outside any mind folder (not a memory)", entry.name))
-        for lock in self._stale_git_locks():
+        stale, held = self._git_locks()
+        for lock in stale:
             add(
                 Finding(
                     "stale_lock",
-                    f"{lock} is left over from a git command that died (git refuses to write while it is there)",
+                    f"{lock} is left over from a git command that was killed (git refuses to write while it is "
+                    "there; no git runs in the vault): memfile's next write removes it, as doctor --fix does",
                     lock,
+                )
+            )
+        for lock, (pid, command) in held:
+            add(
+                Finding(
+                    "git_lock", f"{lock} is held by a git command at work in the vault ({pid}: {command})", lock, False
                 )
             )
         queue = self._queue_folder()
@@ -284,20 +292,15 @@ class Doctor:
     def _queue_folder(self) -> Path:
         return self.root / STATE_DIR / "queue" / self.mind
 
-    def _stale_git_locks(self) -> list[str]:
-        """Git's lock files (`index.lock`, `HEAD.lock`, `refs/heads/main.lock`, ...) older than STALE_AFTER_S:
-        a git command killed mid-way leaves them, and every later git write fails while they are there."""
-        found = []
-        for folder, _, files in os.walk(self.root / ".git", followlinks=False):
-            for name in files:
-                path = Path(folder) / name
-                try:
-                    stale = name.endswith(".lock") and time.time() - path.stat().st_mtime > STALE_AFTER_S
-                except OSError:
-                    continue
-                if stale:
-                    found.append(path.relative_to(self.root).as_posix())
-        return sorted(found)
+    def _git_locks(self) -> tuple[list[str], list[tuple[str, tuple[int, str]]]]:
+        """git's lock files (`GitStore.locks`): those a killed git left (no git runs in the vault; where that
+        cannot be told, those older than STALE_AFTER_S), and those a running git holds, with that git."""
+        locks = self._git.locks()
+        running = self._git.processes() if locks else []
+        if running is None:
+            now = time.time()
+            return [lock for lock in locks if now - _mtime(self.root / lock) > STALE_AFTER_S], []
+        return ([], [(lock, running[0]) for lock in locks]) if running else (locks, [])
 
     def _fix(self, report: DoctorReport, progress: Progress | None) -> None:
         from . import store_queue
@@ -308,9 +311,9 @@ class Doctor:
                 if name.startswith(TEMP_PREFIX) and time.time() - path.stat().st_mtime > 60:
                     path.unlink(missing_ok=True)
                     report.fixed.append(f"removed the leftover temp file {path.relative_to(self.root).as_posix()}")
-        for lock in self._stale_git_locks():
+        for lock in self._git_locks()[0]:
             (self.root / lock).unlink(missing_ok=True)
-            report.fixed.append(f"removed {lock} left over from a git command that died")
+            report.fixed.append(f"removed {lock} left over from a git command that was killed")
         with self._writer.transaction():  # the queue is cleared by lock holders only
             for name in store_queue.sweep(self._queue_folder()):
                 report.fixed.append(f"removed {STATE_DIR}/queue/{self.mind}/{name}, left over in the store queue")
@@ -340,6 +343,13 @@ class Doctor:
                 report.fixed.append(f"moved {memory.path} to {expected}")
         self._index.rebuild(step(progress, "indexing"))
         report.fixed.append("rebuilt the index from the files")
+
+
+def _mtime(path: Path) -> float:
+    try:
+        return path.stat().st_mtime
+    except OSError:
+        return time.time()
 
 
 def _placed_category(relpath: str) -> Category:

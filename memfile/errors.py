@@ -313,7 +313,12 @@ class Conflict(MemfileError):
     exit_code = EXIT_CONFLICT
 
 
-class LockTimeout(Conflict):
+class Busy(Conflict):
+    """Another process is at work on the vault (memfile's writer, a git command); the same call succeeds
+    once it is done (HTTP 503 with Retry-After)."""
+
+
+class LockTimeout(Busy):
     """Another process held the vault's writer lock for too long."""
 
     def __init__(self, lock_path: str, timeout: float) -> None:

@@ -21,7 +21,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from . import fileformat
+from . import fileformat, journal
 from .config import CONFIG_NAME, STATE_DIR, Config, config_with_mind, render_config
 from .errors import (
     AmbiguousRef,
@@ -163,6 +163,10 @@ class Writer:
         from .git import recover_interrupted_sync
 
         self.notices += recover_interrupted_sync(self.git)  # a killed sync's merge, lock or debris
+        self.notices += self.git.clear_stale_locks(self.config.lock_timeout)  # locks a killed git left
+        if undone := journal.undo_killed_write(self.root, self.git):
+            self.notices.append(undone[0])
+            self._resync(undone[1])
         operation = self.git.unfinished_operation()
         if operation:
             raise GitError(
@@ -255,23 +259,22 @@ class Writer:
         relpaths = [relpath for relpath, _ in changes]
         paths = safe_paths(self.root, relpaths, self.mind)
         writes = [(relpath, path, data) for (relpath, data), path in zip(changes, paths, strict=True)]
-        before, known = put_all(writes, self._bases, _readable, beside, step(self.progress, "writing"))
-        for folder in {path.parent for path in paths} if known else ():
-            fsync_dir(folder)
         message = f"{subject}\n\n{self.trailers(keys)}"
-        try:
-            if known and self.while_committing is None and may_fork():
-                # Nothing else runs here: git stages the files in its own process while this one builds the index
-                # on both cores from the memories read back (a thread would send the build elsewhere), then commits.
-                sha = self.git.commit(relpaths, message, meanwhile=lambda: self._index_written(relpaths, known))
-            else:
-                sha = self._commit_beside_index(relpaths, message, known)
-        except GitError:
-            undo(writes, before)
-            for relpath in relpaths:
-                self.git.unstage(relpath)
-            self._resync(relpaths)
-            raise
+        with journal.journaled(self.root, self.mind, writes, message):
+            before, known = put_all(writes, self._bases, _readable, beside, step(self.progress, "writing"))
+            for folder in {path.parent for path in paths} if known else ():
+                fsync_dir(folder)
+            try:
+                if known and self.while_committing is None and may_fork():
+                    # No other thread: git stages the files while this process indexes them on both cores.
+                    sha = self.git.commit(relpaths, message, meanwhile=lambda: self._index_written(relpaths, known))
+                else:
+                    sha = self._commit_beside_index(relpaths, message, known)
+            except GitError:
+                undo(writes, before)
+                self.git.unstage(*relpaths)
+                self._resync(relpaths)
+                raise
         if self.after_write is not None:
             self.after_write()
         return sha

@@ -928,12 +928,12 @@ def test_store_during_an_unfinished_merge_changes_nothing(root: Path) -> None:
 
 
 def test_a_failed_commit_puts_the_file_back_and_a_retry_commits(root: Path) -> None:
-    lock = root / ".git" / "index.lock"
-    lock.touch()
+    hook = write(root / ".git" / "hooks" / "pre-commit", "#!/bin/sh\necho refused by the hook >&2\nexit 1\n")
+    hook.chmod(0o755)
     result = fails(in_vault(root, "store", "fact", "lk", "x"), 6)
-    assert "index.lock" in result.output and "memfile doctor --fix" in result.output
+    assert "git commit failed" in result.stderr and "refused by the hook" in result.stderr
     assert not (root / "michael" / "fact" / "lk.md").exists()
-    lock.unlink()
+    hook.unlink()
     ok(in_vault(root, "store", "fact", "lk", "x"))
     assert last_subject(root) == "store fact/lk (user)"
     assert git(root, "status", "--porcelain").strip() == ""

@@ -69,7 +69,8 @@ MAY_IMPORT: dict[str, set[str]] = {
     "index": INDEX_BASE | {"index"},  # the cache: its own package and the core, nothing above
     "git": CORE | {"git"},  # the git half: its own package and the core (the writer and index come in as objects)
     "store_queue": CORE,
-    "writer": CORE | {"index", "git", "store_queue"},
+    "journal": CORE,  # the record of a write of several files, which the next write undoes when it was killed
+    "writer": CORE | {"index", "git", "store_queue", "journal"},
     "rawwrite": CORE | {"writer"},  # the writer's raw-text transaction (Vault.write_raw), beside it
     "recalling": CORE | {"index"},
     "doctor": CORE | {"index", "git", "store_queue"},

@@ -476,23 +476,24 @@ def test_a_bad_record_in_the_middle_stops_the_import_naming_its_number_and_write
 
 def test_a_bulk_import_whose_commit_fails_leaves_no_file_and_no_trace_in_the_index(dst: Vault, tmp_path: Path) -> None:
     """A write of many files builds the index before git commits (nothing else runs in the process): when
-    the commit then fails (a lock left by a git that died), every file is taken away again and the index
-    forgets them; once the lock is gone the same import commits."""
+    the commit then fails (a pre-commit hook refuses it), every file is taken away again and the index
+    forgets them; once the hook is gone the same import commits."""
     records = [
         {"category": "fact", "key": f"bulk_{i}", "content": f"Bulk memory {i} about zeppelins."} for i in range(40)
     ]
     path = tmp_path / "synapse.json"
     path.write_text(json.dumps(records), encoding="utf-8")
     commits, files, everything = commit_count(dst.root), mind_files(dst), every_file(dst.root)
-    lock = dst.root / ".git" / "index.lock"
-    lock.touch()
-    with pytest.raises(MemfileError, match="index.lock"):
+    hook = dst.root / ".git" / "hooks" / "pre-commit"
+    hook.write_text("#!/bin/sh\necho refused by the hook >&2\nexit 1\n", encoding="utf-8")
+    hook.chmod(0o755)
+    with pytest.raises(MemfileError, match="refused by the hook"):
         dst.import_(path)
     untouched(dst, commits, files)
     assert every_file(dst.root) == everything  # no temp file left either
     assert dst.search("zeppelins") == [] and dst.status()["stale"] == []
     assert Vault.open(dst.root, MIND).search("zeppelins") == []  # nor in the index on disk
-    lock.unlink()
+    hook.unlink()
     assert len(dst.import_(path).created) == 40
     assert commit_count(dst.root) == commits + 1 and len(dst.search("zeppelins", limit=100)) == 40
 

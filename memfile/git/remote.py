@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..config import CONFIG_NAME, STATE_DIR
 from ..errors import (
+    Busy,
     Conflict,
     FileParseError,
     GitError,
@@ -166,12 +167,12 @@ def recover_interrupted_sync(git: GitStore, wait: float = RECOVERY_WAIT_S) -> li
     killed sync left is named by the git command that meets it.
 
     Raises:
-        Conflict: git processes a killed sync started are still at work after `wait` seconds.
+        Busy: git processes a killed sync started are still at work after `wait` seconds.
     """
     notices: list[str] = []
     if git.sync_mark_left():
         if not git.sync_processes_gone(wait):
-            raise Conflict(
+            raise Busy(
                 f"git processes started by a memfile sync that was stopped are still at work in {git.root}; "
                 "try again in a moment"
             )

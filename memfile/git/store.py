@@ -20,7 +20,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..errors import GitError, InvalidInput
+from ..errors import Busy, GitError, InvalidInput
+from ..files import dying_with_parent
 
 # Signing prompts would hang a headless agent; quoted paths would not match ours; a URL must never run a command.
 #: From this many files, `commit`'s `git add` writes their contents into one pack file instead of one file
@@ -101,6 +102,7 @@ class GitStore:
         import git  # imported on first use: read-only commands (recall) never pay for it
 
         inherit: dict[str, Any] = {"pass_fds": self._inherit} if self._inherit else {}
+        inherit |= dying_with_parent()
         try:
             with git.Repo(self.root) as repo:
                 status, out, err = repo.git.execute(
@@ -137,6 +139,7 @@ class GitStore:
                     stdout=output,
                     stderr=subprocess.STDOUT,
                     pass_fds=self._inherit,
+                    **dying_with_parent(),
                 )
             except OSError as exc:
                 raise GitError(f"git could not be run: {_reason(exc)}; install git and try again") from None
@@ -161,9 +164,9 @@ class GitStore:
                 return name
         return None
 
-    def unstage(self, relpath: str) -> None:
-        """Best effort: drop what `commit` staged for a path whose commit failed."""
-        self._run("reset", "--quiet", "--", relpath, check=False)
+    def unstage(self, *relpaths: str) -> None:
+        """Best effort: drop what `commit` staged for paths whose commit failed."""
+        self._run("reset", "--quiet", "--", *relpaths, check=False)
 
     def is_changed(self, relpath: str) -> bool:
         """True when the file differs from its last committed version (or was never committed)."""
@@ -324,6 +327,7 @@ class GitStore:
                     env=self._env,
                     stdout_as_string=False,
                     strip_newline_in_stdout=False,  # the file's bytes exactly, its last newline included
+                    **dying_with_parent(),
                 )
         except (git.InvalidGitRepositoryError, git.NoSuchPathError, git.GitCommandNotFound, OSError) as exc:
             raise GitError(f"git could not read {relpath} at {rev}: {_reason(exc)}") from None
@@ -346,6 +350,7 @@ class GitStore:
                 cwd=self.root,
                 env={**os.environ, **self._env},
                 check=True,
+                **dying_with_parent(),
             )
         except (OSError, subprocess.CalledProcessError) as exc:
             raise GitError(f"git could not read the history of {wanted[0][1]}: {_reason(exc)}") from None
@@ -532,6 +537,50 @@ class GitStore:
         path = self.root / ".git" / "index.lock"
         return path if path.exists() else None
 
+    def locks(self) -> list[str]:
+        """git's lock files in .git (`index.lock`, `HEAD.lock`, `refs/heads/main.lock`, ...; git makes each
+        while it changes the file and removes it after): a git killed meanwhile leaves it, and every git
+        that would change that file fails while it is there. Paths relative to the vault; the objects'
+        folders are not looked in (none of memfile's git leaves a lock there)."""
+        found = []
+        for folder, dirs, files in os.walk(self.root / ".git"):
+            dirs[:] = [d for d in dirs if d != "objects"]
+            found += [os.path.relpath(os.path.join(folder, n), self.root) for n in files if n.endswith(".lock")]
+        return sorted(found)
+
+    def processes(self) -> list[tuple[int, str]] | None:
+        """The git processes running in the vault (`git_processes`)."""
+        return git_processes(self.root)
+
+    def clear_stale_locks(self, wait: float) -> list[str]:
+        """For a caller holding the writer lock: remove git's lock files (`locks`) when no git process runs
+        in the vault, as a killed one leaves them (memfile runs its own git only while it holds the writer
+        lock, and its git dies with it: `files.dying_with_parent`); wait up to `wait` s for a git that runs
+        (a person's, or one a killed server started) to finish. A notice of the locks it removed.
+
+        Raises:
+            Busy: a git process still runs in the vault after `wait` s while a lock is there.
+        """
+        import time
+
+        deadline = time.monotonic() + wait
+        while locks := self.locks():
+            running = self.processes()
+            if running is None:  # no way to tell here: git names the lock when it meets it
+                return []
+            if not running:
+                for lock in locks:
+                    (self.root / lock).unlink(missing_ok=True)
+                return [f"removed {', '.join(locks)}, left by a git command that was killed (no git runs now)"]
+            if time.monotonic() > deadline:
+                pid, command = running[0]
+                raise Busy(
+                    f"a git command is at work in {self.root} (process {pid}: {command}) and holds {locks[0]}; "
+                    "memfile writes once it is done: try again in a moment"
+                )
+            time.sleep(0.05)
+        return []
+
     def merge_debris(self) -> list[Path]:
         """Temporary files of a merge driver whose git was killed (`.merge_file_XXXXXX`, and memfile's
         temp files of them), in the vault's top folder (one directory read)."""
@@ -637,6 +686,10 @@ class GitStore:
             return set()  # no git to ask: the commit that follows says why
         return {path for path in out.split("\0") if path} if status == 0 else set()
 
+    def in_head(self, relpaths: list[str]) -> list[str]:
+        """Those of `relpaths` that HEAD has."""
+        return sorted(self._listed("ls-tree", "--name-only", "HEAD", "--", *relpaths)) if relpaths else []
+
     def _listed(self, *args: str) -> set[str]:
         """The paths a listing command (`ls-files`, `ls-tree`) prints; none when it fails (no HEAD yet)."""
         status, out = self._run(*args, check=False)
@@ -673,7 +726,9 @@ def pack_loose_objects(root: Path, most: int = LOOSE_MOST) -> bool:
         return False
     import subprocess
 
-    subprocess.run(["git", "repack", "-d", "-l", "-q"], cwd=root, capture_output=True, check=False)
+    subprocess.run(
+        ["git", "repack", "-d", "-l", "-q"], cwd=root, capture_output=True, check=False, **dying_with_parent()
+    )
     return True
 
 
@@ -728,9 +783,33 @@ def _lock_hint(message: str) -> str:
     if ".lock': File exists" not in message:
         return ""
     return (
-        " (if no git command is running in the vault, one that was killed left that lock: "
-        "`memfile doctor --fix` removes git locks older than ten minutes, or remove the file by hand)"
+        " (a git command running in the vault holds that lock: try again once it is done; "
+        "memfile's next write removes a lock no running git holds, as `memfile doctor --fix` does)"
     )
+
+
+def git_processes(root: Path) -> list[tuple[int, str]] | None:
+    """The git processes running in the vault (their working folder in it), as (pid, command line);
+    None where the system does not show them (no /proc: not Linux)."""
+    try:
+        pids = [name for name in os.listdir("/proc") if name.isdigit()]
+    except OSError:
+        return None
+    top = os.path.realpath(root)
+    found = []
+    for pid in pids:
+        try:
+            with open(f"/proc/{pid}/comm", encoding="utf-8", errors="replace") as comm:
+                if not comm.read().startswith("git"):
+                    continue
+            folder = os.readlink(f"/proc/{pid}/cwd")
+            with open(f"/proc/{pid}/cmdline", "rb") as cmdline:
+                command = cmdline.read(200).replace(b"\0", b" ").decode("utf-8", "replace").strip()
+        except OSError:  # ended meanwhile, or another user's
+            continue
+        if folder == top or folder.startswith(top + os.sep):
+            found.append((int(pid), command))
+    return found
 
 
 def merge_text(ours: str, base: str, theirs: str) -> bytes | None:

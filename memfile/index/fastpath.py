@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from ..config import plain
+from ..files import die_with_parent
 from ..model import Category, Memory, Priority, Source, Status, memory_from_row
 from . import source
 from .source import stat_walk
@@ -101,11 +102,15 @@ def build_apart(root: Path, mind: str, progress: Callable[[int, int], None] | No
     import sys
 
     code = (
-        "import sys\nfrom memfile import Vault\ntell = lambda d, t: (d % 100 == 0 or d == t) and print(d, t, file=sys.stderr)\n"
+        "import os, sys\nfrom memfile.files import die_with_parent\ndie_with_parent(int(os.environ['MEMFILE_PARENT']))\n"
+        "from memfile import Vault\ntell = lambda d, t: (d % 100 == 0 or d == t) and print(d, t, file=sys.stderr)\n"
         "r = Vault.open(sys.argv[1], sys.argv[2]).refresh(tell)\nprint(r.added, r.updated, r.removed)"
     )
     here = str(Path(__file__).resolve().parent.parent.parent)  # this memfile, wherever it was imported from
-    env = os.environ | {"PYTHONPATH": os.pathsep.join(filter(None, [here, os.environ.get("PYTHONPATH")]))}
+    env = os.environ | {
+        "PYTHONPATH": os.pathsep.join(filter(None, [here, os.environ.get("PYTHONPATH")])),
+        "MEMFILE_PARENT": str(os.getpid()),
+    }
     try:  # never the caller's standard streams: the MCP server speaks on them
         with subprocess.Popen(
             [sys.executable, "-c", code, str(root), mind],
@@ -206,8 +211,8 @@ class Aside:
     `result()` waits for the child and gives the bytes it computed, or None when
     it failed. `start` gives None (nothing runs) where a fork is not safe: off
     Linux, or with other threads running (the child would copy locks they hold).
-    The child leaves with `os._exit`: no exit handler, buffer or finaliser of
-    this process runs twice.
+    The child dies with this process (`files.die_with_parent`) and leaves with
+    `os._exit`: no exit handler, buffer or finaliser of this process runs twice.
     """
 
     def __init__(self, pid: int, pipe: int) -> None:
@@ -218,6 +223,7 @@ class Aside:
         if sys.platform != "linux" or not may_fork():
             return None
         read_end, write_end = os.pipe()
+        parent = os.getpid()
         try:
             pid = os.fork()
         except OSError:
@@ -227,6 +233,7 @@ class Aside:
         if pid == 0:  # the child
             code = 1
             try:
+                die_with_parent(parent)  # it holds the writer lock its parent held (a forked copy of it)
                 gc.disable()  # no finaliser of an object this process shares with its parent
                 os.close(read_end)
                 view = memoryview(compute())

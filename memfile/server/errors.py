@@ -22,10 +22,10 @@ from ..errors import (
     EXIT_CONFLICT,
     EXIT_NOT_FOUND,
     AmbiguousRef,
+    Busy,
     Conflict,
     Face,
     InvalidInput,
-    LockTimeout,
     MemfileError,
     NotFound,
     Refused,
@@ -45,7 +45,7 @@ class KeysUnusable(MemfileError):
 
 #: The status of each library error, looked up along the exception's class hierarchy (first match).
 STATUS: tuple[tuple[type[MemfileError], int], ...] = (
-    (LockTimeout, 503),
+    (Busy, 503),
     (KeysUnusable, 503),
     (Refused, 403),
     (InvalidInput, 400),
@@ -56,7 +56,7 @@ STATUS: tuple[tuple[type[MemfileError], int], ...] = (
 )
 #: Other library errors, by their exit code (a file that cannot be read: 400, like the CLI's exit 2).
 STATUS_BY_EXIT_CODE = {EXIT_BAD_INPUT: 400, EXIT_NOT_FOUND: 404, EXIT_CONFLICT: 409}
-#: Seconds a client is asked to wait after a 503 (the writer lock was held too long by another process).
+#: Seconds a client is asked to wait after a 503 (another process is at work on the vault: `Busy`).
 RETRY_AFTER = 2
 #: The names of Starlette's own errors that HTTP's phrase does not say well.
 HTTP_ERROR_NAMES = {404: "NotFound", 405: "MethodNotAllowed", 413: "ContentTooLarge"}
@@ -127,7 +127,7 @@ def memfile_error_response(exc: MemfileError) -> JSONResponse:
     if isinstance(exc, Unauthorized):
         return error_response(401, "Unauthorized", str(exc), {"WWW-Authenticate": "Bearer"})
     status = status_of(exc)
-    headers = {"Retry-After": str(RETRY_AFTER)} if isinstance(exc, LockTimeout) else None
+    headers = {"Retry-After": str(RETRY_AFTER)} if isinstance(exc, Busy) else None
     return error_response(status, type(exc).__name__, public_message(exc), headers)
 
 
