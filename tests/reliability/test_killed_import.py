@@ -1,0 +1,126 @@
+"""A killed import (issue 39, item 8): `memfile import` of thousands of memories is SIGKILLed half way, in
+a real process, at two moments: while its forked child writes the temp files (the child holds the writer
+lock it inherited), and while `git add` stages them (git holds `.git/index.lock`).
+
+No child of the killed import stays alive; the next `memfile store` succeeds promptly, says it undid the
+import, and leaves the vault with none of the imported memories, nothing lost and `git status` clean; the
+import run again then commits them all.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import pathlib
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))
+
+import pytest
+from conftest import git
+from test_serve_helpers import server_env, wait_until
+
+from memfile import Vault
+
+MIND = "michael"
+#: Enough for every speed trick of a big write (a bulk write's temp files in a forked child, `git add`
+#: beside the index build) and for the kill to land half way.
+RECORDS = 3000
+#: What "promptly" means for the store after the kill on a busy shared machine (it undoes 3,000 files).
+PROMPT_S = 20.0
+
+
+def children(pid: int) -> list[int]:
+    """The processes whose parent is `pid`."""
+    found = []
+    for entry in os.listdir("/proc"):
+        try:
+            with open(f"/proc/{entry}/stat", encoding="utf-8") as stat:
+                fields = stat.read().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        if entry.isdigit() and int(fields[1]) == pid:
+            found.append(int(entry))
+    return found
+
+
+def alive(pid: int) -> bool:
+    """True while `pid` runs (a zombie waiting for its parent to reap it has ended)."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="utf-8") as stat:
+            return stat.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def memfile(root: Path, home: Path, *args: str) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [sys.executable, "-m", "memfile", "--vault", str(root), "--mind", MIND, *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=server_env(home),
+        start_new_session=True,
+    )
+
+
+def temp_files(folder: Path) -> bool:
+    try:
+        return any(entry.name.startswith(".memfile-tmp-") for entry in os.scandir(folder))
+    except FileNotFoundError:
+        return False
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("moment", ["temp_files", "git_add"])
+def test_a_killed_import_leaves_no_child_and_the_next_store_undoes_it(tmp_path: Path, moment: str) -> None:
+    home = tmp_path / "home"
+    home.mkdir()
+    root = tmp_path / "vault"
+    old = os.environ.get("GIT_CONFIG_GLOBAL")
+    os.environ["GIT_CONFIG_GLOBAL"] = str(home / "no-gitconfig")
+    try:
+        Vault.init(root, MIND).close()
+    finally:
+        os.environ.pop("GIT_CONFIG_GLOBAL") if old is None else os.environ.update(GIT_CONFIG_GLOBAL=old)
+    records = [
+        {"category": "fact", "key": f"k{n:05d}", "content": f"imported fact {n} word{n}z"} for n in range(RECORDS)
+    ]
+    source = tmp_path / "records.json"
+    source.write_text(json.dumps(records), encoding="utf-8")
+    head = git(root, "rev-parse", "HEAD").strip()
+
+    importing = memfile(root, home, "import", str(source))
+    folder = root / MIND / "fact"
+    # The forked child writes the temp files; once they are renamed into place, `git add` stages them.
+    wait_until(lambda: importing.poll() is not None or temp_files(folder), timeout=120, every=0.002)
+    if moment == "git_add":
+        lock = root / ".git" / "index.lock"
+        wait_until(lambda: importing.poll() is not None or lock.exists() and not temp_files(folder), 120, 0.002)
+    assert importing.poll() is None, importing.communicate()
+    left = children(importing.pid)
+    assert left, "the import runs its work in no child at this moment"
+    os.kill(importing.pid, signal.SIGKILL)
+    importing.communicate()
+    wait_until(lambda: not any(alive(pid) for pid in left), timeout=2)  # they die with it, not when done
+
+    clock = time.monotonic()
+    storing = memfile(root, home, "store", "note", "probe", "after the kill")
+    out, err = storing.communicate(timeout=120)
+    took = time.monotonic() - clock
+    assert storing.returncode == 0, (out, err)
+    assert took < PROMPT_S, took
+    assert f"import {RECORDS} memories from records.json" in err and "undid the write" in err, err
+    assert git(root, "status", "--porcelain", "--untracked-files=all") == ""
+    assert git(root, "rev-list", "--count", f"{head}..HEAD").strip() == "1"  # the probe's commit alone
+    assert sorted(p.name for p in (root / MIND).rglob("*.md")) == ["probe.md"]
+
+    again = memfile(root, home, "import", str(source))
+    out, err = again.communicate(timeout=300)
+    assert again.returncode == 0, (out, err)
+    assert len(list(folder.glob("*.md"))) == RECORDS
+    assert git(root, "status", "--porcelain", "--untracked-files=all") == ""
