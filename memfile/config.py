@@ -389,14 +389,24 @@ def find_vault(explicit: str | os.PathLike[str] | None = None, start: Path | Non
 
     Raises:
         NotAVault: nothing was given and no parent folder holds memfile.toml, or the given folder
-            does not exist, is inside a vault, or holds no memfile.toml.
+            does not exist, cannot be entered, is inside a vault, or holds no memfile.toml.
     """
     given = explicit if explicit not in (None, "") else environ().get("MEMFILE_VAULT") or None
     if given is not None:
         root = Path(given).expanduser()
-        if not root.is_dir():
-            what = "is not a folder" if root.exists() else "does not exist"
-            raise NotAVault(f"vault folder {str(root)!r} {what}; create a vault with: memfile init PATH")
+        try:
+            is_dir = root.is_dir()
+        except PermissionError:  # a folder above it this user may not enter
+            is_dir = False
+        else:
+            if not is_dir:
+                what = "is not a folder" if root.exists() else "does not exist"
+                raise NotAVault(f"vault folder {str(root)!r} {what}; create a vault with: memfile init PATH")
+        if not is_dir or not os.access(root, os.R_OK | os.X_OK):
+            raise NotAVault(
+                f"vault folder {str(root)!r} cannot be read: this user may not enter it (or a folder above it); "
+                "run memfile as a user who may, or give this one access (chmod, chown)"
+            )
         root = root.resolve()
         if not _has_config(root):
             for parent in root.parents:

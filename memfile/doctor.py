@@ -295,8 +295,10 @@ class Doctor:
     def _git_locks(self) -> tuple[list[str], list[tuple[str, tuple[int, str]]]]:
         """git's lock files (`GitStore.locks`): those a killed git left (no git runs in the vault; where that
         cannot be told, those older than STALE_AFTER_S), and those a running git holds, with that git."""
-        locks = self._git.locks()
-        running = self._git.processes() if locks else []
+        from .git import git_locks, git_processes
+
+        locks = git_locks(self.root)
+        running = git_processes(self.root) if locks else []
         if running is None:
             now = time.time()
             return [lock for lock in locks if now - _mtime(self.root / lock) > STALE_AFTER_S], []

@@ -336,6 +336,13 @@ class GitError(MemfileError):
     exit_code = EXIT_GIT
 
 
+class GitDiskFull(GitError):
+    """git could not write for lack of disk space (nothing is wrong with git): exit 4, as any write on a
+    full disk."""
+
+    exit_code = EXIT_CONFLICT
+
+
 class NotAVault(MemfileError):
     """No vault could be found or selected."""
 

@@ -288,7 +288,7 @@ def dying_with_parent() -> dict[str, Any]:
     in a process running no other thread. A threaded process (a server) starts its children without them:
     a child set up by Python code is forked, not spawned, there, which is unsafe beside other threads and
     copies the whole memory map of a big server for every git it runs (76 ms at 400 MB against 5 ms); its
-    git lives on for the moment git takes, and the next write waits for it (`GitStore.clear_stale_locks`)."""
+    git lives on for the moment git takes, and the next write waits for it (`git.locks.clear_stale_locks`)."""
     if sys.platform != "linux" or threading.active_count() > 1:
         return {}
     _prctl()  # loaded here, not in the child

@@ -160,10 +160,10 @@ class Writer:
         elif ignore_added:
             self.git.commit([".gitignore"], f"ignore {STATE_DIR}/ (memfile's local state)")
         self._index.wait_for_writer()  # fail (exit 4) before writing anything, not after
-        from .git import recover_interrupted_sync
+        from .git import clear_stale_locks, recover_interrupted_sync
 
         self.notices += recover_interrupted_sync(self.git)  # a killed sync's merge, lock or debris
-        self.notices += self.git.clear_stale_locks(self.config.lock_timeout)  # locks a killed git left
+        self.notices += clear_stale_locks(self.root, self.config.lock_timeout)  # locks a killed git left
         if undone := journal.undo_killed_write(self.root, self.git):
             self.notices.append(undone[0])
             self._resync(undone[1])
@@ -173,7 +173,7 @@ class Writer:
                 f"the vault's git repository is in the middle of a {operation}; finish it "
                 f"(git {operation} --continue) or abort it (git {operation} --abort), then try again"
             )
-        if _detached_head(self.root, self.git):
+        if self.git.detached():
             raise GitError(
                 f"the vault's git repository in {self.root} has a detached HEAD (a commit is checked out, "
                 "not a branch), so a new commit would belong to no branch; nothing was written: get back on "
@@ -270,8 +270,14 @@ class Writer:
                     sha = self.git.commit(relpaths, message, meanwhile=lambda: self._index_written(relpaths, known))
                 else:
                     sha = self._commit_beside_index(relpaths, message, known)
-            except GitError:
-                undo(writes, before)
+            except GitError as exc:
+                try:
+                    undo(writes, before)
+                except OSError as failed:  # a full disk: what was removed cannot be written back
+                    raise Conflict(
+                        f"{exc}; and {relpaths[0]} could not be put back ({os_reason(failed)}): the change is on "
+                        "disk, not committed: free some space, then run memfile doctor --fix, which commits it"
+                    ) from None
                 self.git.unstage(*relpaths)
                 self._resync(relpaths)
                 raise
@@ -768,18 +774,6 @@ class Writer:
                 after = stamped
             sha = self.commit(before.path, "edit", after.ref, Source.USER)
             return StoreResult(after, created=False, changed=True, commit=sha, notices=tuple(self.notices))
-
-
-def _detached_head(root: Path, git: GitStore) -> bool:
-    """Whether HEAD names a commit rather than a branch (read from .git/HEAD; git asked for anything else)."""
-    try:
-        return not (root / ".git" / "HEAD").read_text(encoding="utf-8").startswith("ref: ")
-    except (OSError, UnicodeDecodeError):  # a worktree's or a submodule's .git file
-        try:
-            git.branch()
-        except GitError:
-            return True
-        return False
 
 
 def _readable(data: bytes, relpath: str, mtime_ns: int | None = None, field: str | None = None) -> Memory:

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..errors import Busy, GitError, InvalidInput
+from ..errors import GitDiskFull, GitError, InvalidInput
 from ..files import dying_with_parent
 
 # Signing prompts would hang a headless agent; quoted paths would not match ours; a URL must never run a command.
@@ -117,7 +117,7 @@ class GitStore:
         except (git.GitCommandNotFound, OSError) as exc:
             raise GitError(f"git could not be run: {_reason(exc)}; install git and try again") from None
         if check and status != 0:
-            raise GitError(f"git {args[0]} failed in {self.root}: {(err or out).strip()}{_lock_hint(err)}")
+            raise _failed(f"git {args[0]}", self.root, err or out)
         return status, (f"{out}\n{err}".strip() if errors and status != 0 else out)
 
     def _run_beside(self, meanwhile: Callable[[], None], *args: str, config: tuple[str, ...] = ()) -> tuple[int, str]:
@@ -240,7 +240,7 @@ class GitStore:
                 break
             gone_now = [p for p in on_disk if not (self.root / p).exists()]
             if not gone_now:
-                raise GitError(f"git add failed in {self.root}: {out.strip()}{_lock_hint(out)}")
+                raise _failed("git add", self.root, out)
             on_disk = [p for p in on_disk if p not in gone_now]
             in_index |= self._listed("ls-files", "--", *gone_now)  # tracked: its removal is staged instead
             in_head |= self._listed("ls-tree", "--name-only", "HEAD", "--", *gone_now)
@@ -258,7 +258,7 @@ class GitStore:
         if status != 0:
             if self._run("diff", "--cached", "--quiet", "--", *present, check=False)[0] == 0:
                 return None  # nothing to commit: the files already were as committed
-            raise GitError(f"git commit failed in {self.root}: {out.strip()}{_lock_hint(out)}")
+            raise _failed("git commit", self.root, out)
         if not others:  # everything staged went into this commit; any later `git add` rewrites the index
             self._clean_index = _stat_of(self.root / ".git" / "index")
         return self.head()
@@ -416,6 +416,17 @@ class GitStore:
             )
         return out.strip()
 
+    def detached(self) -> bool:
+        """Whether HEAD names a commit rather than a branch (read from .git/HEAD; git asked for anything else)."""
+        try:
+            return not (self.root / ".git" / "HEAD").read_text(encoding="utf-8").startswith("ref: ")
+        except (OSError, UnicodeDecodeError):  # a worktree's or a submodule's .git file
+            try:
+                self.branch()
+            except GitError:
+                return True
+            return False
+
     def valid_branch(self, name: str) -> bool:
         """True when `name` can be a branch (git's rules), never one that looks like an option or HEAD."""
         if not name or name.startswith("-") or name == "HEAD" or _CONTROL.search(name):
@@ -536,50 +547,6 @@ class GitStore:
     def index_lock(self) -> Path | None:
         path = self.root / ".git" / "index.lock"
         return path if path.exists() else None
-
-    def locks(self) -> list[str]:
-        """git's lock files in .git (`index.lock`, `HEAD.lock`, `refs/heads/main.lock`, ...; git makes each
-        while it changes the file and removes it after): a git killed meanwhile leaves it, and every git
-        that would change that file fails while it is there. Paths relative to the vault; the objects'
-        folders are not looked in (none of memfile's git leaves a lock there)."""
-        found = []
-        for folder, dirs, files in os.walk(self.root / ".git"):
-            dirs[:] = [d for d in dirs if d != "objects"]
-            found += [os.path.relpath(os.path.join(folder, n), self.root) for n in files if n.endswith(".lock")]
-        return sorted(found)
-
-    def processes(self) -> list[tuple[int, str]] | None:
-        """The git processes running in the vault (`git_processes`)."""
-        return git_processes(self.root)
-
-    def clear_stale_locks(self, wait: float) -> list[str]:
-        """For a caller holding the writer lock: remove git's lock files (`locks`) when no git process runs
-        in the vault, as a killed one leaves them (memfile runs its own git only while it holds the writer
-        lock, and its git dies with it: `files.dying_with_parent`); wait up to `wait` s for a git that runs
-        (a person's, or one a killed server started) to finish. A notice of the locks it removed.
-
-        Raises:
-            Busy: a git process still runs in the vault after `wait` s while a lock is there.
-        """
-        import time
-
-        deadline = time.monotonic() + wait
-        while locks := self.locks():
-            running = self.processes()
-            if running is None:  # no way to tell here: git names the lock when it meets it
-                return []
-            if not running:
-                for lock in locks:
-                    (self.root / lock).unlink(missing_ok=True)
-                return [f"removed {', '.join(locks)}, left by a git command that was killed (no git runs now)"]
-            if time.monotonic() > deadline:
-                pid, command = running[0]
-                raise Busy(
-                    f"a git command is at work in {self.root} (process {pid}: {command}) and holds {locks[0]}; "
-                    "memfile writes once it is done: try again in a moment"
-                )
-            time.sleep(0.05)
-        return []
 
     def merge_debris(self) -> list[Path]:
         """Temporary files of a merge driver whose git was killed (`.merge_file_XXXXXX`, and memfile's
@@ -778,38 +745,22 @@ def _stat_of(path: Path) -> tuple[int, int, int] | None:
     return info.st_size, info.st_mtime_ns, info.st_ino
 
 
-def _lock_hint(message: str) -> str:
-    """What to do about a lock file git found in its way."""
-    if ".lock': File exists" not in message:
-        return ""
-    return (
-        " (a git command running in the vault holds that lock: try again once it is done; "
-        "memfile's next write removes a lock no running git holds, as `memfile doctor --fix` does)"
-    )
+#: What git says when the disk is full (its own words, and the system's).
+_NO_SPACE = ("No space left on device", "Out of diskspace", "Disk quota exceeded")
 
 
-def git_processes(root: Path) -> list[tuple[int, str]] | None:
-    """The git processes running in the vault (their working folder in it), as (pid, command line);
-    None where the system does not show them (no /proc: not Linux)."""
-    try:
-        pids = [name for name in os.listdir("/proc") if name.isdigit()]
-    except OSError:
-        return None
-    top = os.path.realpath(root)
-    found = []
-    for pid in pids:
-        try:
-            with open(f"/proc/{pid}/comm", encoding="utf-8", errors="replace") as comm:
-                if not comm.read().startswith("git"):
-                    continue
-            folder = os.readlink(f"/proc/{pid}/cwd")
-            with open(f"/proc/{pid}/cmdline", "rb") as cmdline:
-                command = cmdline.read(200).replace(b"\0", b" ").decode("utf-8", "replace").strip()
-        except OSError:  # ended meanwhile, or another user's
-            continue
-        if folder == top or folder.startswith(top + os.sep):
-            found.append((int(pid), command))
-    return found
+def _failed(command: str, root: Path, output: str) -> GitError:
+    """The error of a git command that failed with `output`: GitDiskFull when the disk is full, else a
+    GitError (with what to do about a lock file git found in its way)."""
+    if any(words in output for words in _NO_SPACE):
+        return GitDiskFull(f"{command} failed in {root}: the disk is full (free some space, then try again)")
+    hint = ""
+    if ".lock': File exists" in output:
+        hint = (
+            " (a git command running in the vault holds that lock: try again once it is done; "
+            "memfile's next write removes a lock no running git holds, as `memfile doctor --fix` does)"
+        )
+    return GitError(f"{command} failed in {root}: {output.strip()}{hint}")
 
 
 def merge_text(ours: str, base: str, theirs: str) -> bytes | None:

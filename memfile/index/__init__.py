@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import TypeVar, cast
 
 from ..config import STATE_DIR, plain
+from ..errors import Conflict
 from ..files import Stat
 from ..model import Memory, ParseIssue, SearchHit, utc_now
 from . import source
@@ -182,19 +183,35 @@ class Index:
 
         Raises:
             LockTimeout: another process kept the index's writer lock past the timeout.
+            Conflict: the index cannot be written where it is (read-only media, no permission, a full disk).
         """
-        if self._store is not None:
+        if self._store is not None and not self._store.in_temporary_folder:
+            try:
+                with stored_bytes():
+                    self._store.catalog.open()
+            except IndexUnwritable as exc:
+                raise Conflict(
+                    f"the index in {self._store.folder} cannot be written ({exc.why}), so it was not rebuilt; "
+                    "reads answer from the files meanwhile: make the vault writable (or free space), then reindex"
+                ) from None
             self._store.destroy()
         return self.refresh(progress, wait=True)
 
     def wait_for_writer(self) -> None:
-        """Wait (up to the lock timeout) until no other process writes the index.
+        """Wait (up to the lock timeout) until no other process writes the index; an index that cannot be
+        written (a full disk) is left for a temporary one (`_without_index`): the write goes on, and meets
+        the full disk itself when it writes a file.
 
         Raises:
             LockTimeout: another process held the index's writer lock past the timeout.
         """
-        if self._store is not None:
-            self._store.wait_for_writer()
+        if self._store is None:
+            return
+        try:
+            with stored_bytes():
+                self._store.wait_for_writer()
+        except IndexUnwritable as exc:
+            self._without_index(exc)
 
     def _tell_damage(self) -> None:
         """A notice when opening the index found it damaged and made it anew (once per finding)."""

@@ -33,8 +33,8 @@ After every kill, whatever the moment:
   says so and commits.
 
 Every 25 kills, after any kill that left a git lock, and at the end: temp files and git locks are aged
-by an hour (the README: doctor --fix removes temp files older than a minute and a git lock older than
-ten minutes); doctor then finds nothing stale and no problem but temp files, uncommitted changes and
+by an hour (doctor --fix removes temp files older than a minute, and a git lock no running git holds,
+whatever its age); doctor then finds nothing stale and no problem but temp files, uncommitted changes and
 the index.lock (if there is one); `doctor --fix` then leaves no problem, no temp file, no git lock
 (`next-index-PID.lock` aside), a clean `git status` and every memory as it was; `git fsck` passes; the
 next store commits. What `doctor --fix` leaves is recorded with what it does to the next store,
@@ -529,16 +529,13 @@ class CrashRun:
         assert removed and result.commit, result.notices
         self.lock_probe_notices.append(removed[0])
         assert not (self.root / ".git" / "index.lock").exists()
+        self.probe_stored(content, result.commit)
+
+    def probe_stored(self, content: str, commit: str | None) -> None:
+        """The ledger learns a probe store the test made itself."""
         self.ledger.possible[LOCK_PROBE] = {content}
         self.ledger.reported.append(
-            {
-                "op": "store",
-                "cat": LOCK_PROBE[0],
-                "key": LOCK_PROBE[1],
-                "content": content,
-                "commit": result.commit,
-                "worker": None,
-            }
+            dict(op="store", cat=LOCK_PROBE[0], key=LOCK_PROBE[1], content=content, commit=commit, worker=None)
         )
 
     def full_check(self) -> None:
@@ -553,8 +550,8 @@ class CrashRun:
         self.full_checks += 1
         root = self.root
         files, temps = read_files(root)
-        # The README: doctor --fix removes temp files older than a minute and a git lock older than ten
-        # minutes. Age them all by an hour, so that age is no reason to leave one.
+        # doctor --fix removes temp files older than a minute (and git locks no running git holds). Age them
+        # all by an hour, so that age is no reason to leave one.
         old = time.time() - 3600
         for path in [*temps, *(root / ".git" / lock for lock in git_locks(root))]:
             os.utime(path, (old, old))
@@ -580,17 +577,7 @@ class CrashRun:
                         effect = f"; the next store fails: {str(exc).splitlines()[0]}"
                     else:
                         effect = "; the next store still commits"
-                        self.ledger.possible[LOCK_PROBE] = {content}
-                        self.ledger.reported.append(
-                            {
-                                "op": "store",
-                                "cat": LOCK_PROBE[0],
-                                "key": LOCK_PROBE[1],
-                                "content": content,
-                                "commit": result.commit,
-                                "worker": None,
-                            }
-                        )
+                        self.probe_stored(content, result.commit)
                 self.findings.append(
                     f"kill {self.kills}: doctor --fix left git locks {left}, problems "
                     f"{[(f.kind, f.path) for f in after.problems]}, git status {git(root, 'status', '--short')!r} "
