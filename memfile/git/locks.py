@@ -19,11 +19,11 @@ from ..errors import Busy
 
 
 def git_locks(root: Path) -> list[str]:
-    """git's lock files in the vault's .git, relative to the vault (the objects' folders are not looked
-    in: none of memfile's git leaves a lock there)."""
+    """git's lock files in the vault's .git, relative to the vault (its objects, hooks and logs are not
+    looked in: none of memfile's git leaves a lock there)."""
     found = []
     for folder, dirs, files in os.walk(root / ".git"):
-        dirs[:] = [d for d in dirs if d != "objects"]
+        dirs[:] = [d for d in dirs if d not in ("objects", "hooks", "logs")]
         found += [os.path.relpath(os.path.join(folder, n), root) for n in files if n.endswith(".lock")]
     return sorted(found)
 
