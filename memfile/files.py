@@ -296,6 +296,35 @@ def dying_with_parent() -> dict[str, Any]:
     return {"preexec_fn": lambda: die_with_parent(parent)}
 
 
+#: While `forks_die_with_this_process` lasts: the process whose forked children die with it (else 0).
+_FORKS_DIE = [0]
+
+
+@contextmanager
+def forks_die_with_this_process() -> Iterator[None]:
+    """While it lasts, every child this process forks (`os.fork`, as multiprocessing does for Whoosh's
+    subwriters, each holding a copy of the locks this process holds) dies with it (`die_with_parent`)."""
+    if sys.platform == "linux":
+        _at_fork_once()
+    _FORKS_DIE[0] = os.getpid()
+    try:
+        yield
+    finally:
+        _FORKS_DIE[0] = 0
+
+
+@cache
+def _at_fork_once() -> None:
+    _prctl()
+    os.register_at_fork(after_in_child=_forked)
+
+
+def _forked() -> None:
+    parent, _FORKS_DIE[0] = _FORKS_DIE[0], 0
+    if parent:
+        die_with_parent(parent)
+
+
 @cache
 def _prctl() -> Callable[[int, int], int]:
     import ctypes

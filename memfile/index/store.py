@@ -300,6 +300,7 @@ class Store:
             return report
         from whoosh.util.filelock import try_for
 
+        from ..files import forks_die_with_this_process
         from .write_codec import open_writer
 
         ix = self._open()
@@ -316,8 +317,9 @@ class Store:
         # The writer lock is kept until the catalog is written too: another writer reading the recorded
         # state in between would write it back without this batch (deleted files would stay for good).
         try:
-            writer = open_writer(ix, lock=False, **_bulk_options(todo))
-            return self._write_batch(ix, writer, disk, load, paths, progress, todo, report, present)
+            with forks_die_with_this_process():  # Whoosh's subwriters (procs), each with this process's locks
+                writer = open_writer(ix, lock=False, **_bulk_options(todo))
+                return self._write_batch(ix, writer, disk, load, paths, progress, todo, report, present)
         finally:
             lock.release()
 

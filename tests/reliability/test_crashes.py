@@ -525,7 +525,7 @@ class CrashRun:
         content = f"note lock_probe after kill {self.kills}: lockprobe{self.kills}z"
         with Vault.open(self.root, MIND) as vault:
             result = vault.store(*LOCK_PROBE, content)
-        removed = [n for n in result.notices if n.startswith("removed .git/index.lock")]
+        removed = [n for n in result.notices if n.startswith("removed ") and ".git/index.lock" in n]
         assert removed and result.commit, result.notices
         self.lock_probe_notices.append(removed[0])
         assert not (self.root / ".git" / "index.lock").exists()

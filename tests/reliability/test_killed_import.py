@@ -1,6 +1,7 @@
 """A killed import (issue 39, item 8): `memfile import` of thousands of memories is SIGKILLed half way, in
-a real process, at two moments: while its forked child writes the temp files (the child holds the writer
-lock it inherited), and while `git add` stages them (git holds `.git/index.lock`).
+a real process, at three moments: while its forked child writes the temp files (the child holds the writer
+lock it inherited), while `git add` stages them (git holds `.git/index.lock`), and while Whoosh's two
+subwriters, forked beside `git add`, build the index (they too hold the writer lock).
 
 No child of the killed import stays alive; the next `memfile store` succeeds promptly, says it undid the
 import, and leaves the vault with none of the imported memories, nothing lost and `git status` clean; the
@@ -48,6 +49,18 @@ def children(pid: int) -> list[int]:
     return found
 
 
+def forked(pid: int) -> list[int]:
+    """The children of `pid` that are forks of it (not git)."""
+    found = []
+    for child in children(pid):
+        try:
+            with open(f"/proc/{child}/comm", encoding="utf-8") as comm:
+                found += [] if comm.read().startswith("git") else [child]
+        except OSError:
+            continue
+    return found
+
+
 def alive(pid: int) -> bool:
     """True while `pid` runs (a zombie waiting for its parent to reap it has ended)."""
     try:
@@ -76,7 +89,7 @@ def temp_files(folder: Path) -> bool:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("moment", ["temp_files", "git_add"])
+@pytest.mark.parametrize("moment", ["temp_files", "git_add", "index_build"])
 def test_a_killed_import_leaves_no_child_and_the_next_store_undoes_it(tmp_path: Path, moment: str) -> None:
     home = tmp_path / "home"
     home.mkdir()
@@ -98,9 +111,11 @@ def test_a_killed_import_leaves_no_child_and_the_next_store_undoes_it(tmp_path: 
     folder = root / MIND / "fact"
     # The forked child writes the temp files; once they are renamed into place, `git add` stages them.
     wait_until(lambda: importing.poll() is not None or temp_files(folder), timeout=120, every=0.002)
-    if moment == "git_add":
+    if moment in ("git_add", "index_build"):
         lock = root / ".git" / "index.lock"
         wait_until(lambda: importing.poll() is not None or lock.exists() and not temp_files(folder), 120, 0.002)
+    if moment == "index_build":
+        wait_until(lambda: importing.poll() is not None or len(forked(importing.pid)) >= 2, 120, 0.002)
     assert importing.poll() is None, importing.communicate()
     left = children(importing.pid)
     assert left, "the import runs its work in no child at this moment"
