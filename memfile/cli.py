@@ -477,8 +477,8 @@ def edit(state: State, ref: str, as_json: bool) -> None:
     editor = os.environ.get("VISUAL") or os.environ.get("EDITOR")
     if not editor and not all(stream is not None and stream.isatty() for stream in (sys.stdin, sys.stdout)):
         raise Refused(  # the system's editor would draw its screen into a pipe or a file, then fail
-            "memfile edit has no EDITOR set and no terminal for the system's editor: set EDITOR to a command that "
-            f"edits the file and exits, or change the memory with: memfile store {before.category} {before.key} TEXT"
+            "memfile edit has no EDITOR set and no terminal for the system's editor: set EDITOR (EDITOR=nano memfile "
+            f"edit {before.ref}), or change the memory with: memfile store {before.category} {before.key} TEXT"
         )
     try:
         click.edit(filename=str(path))

@@ -1031,8 +1031,8 @@ def test_edit_without_editor_or_terminal_says_how_and_draws_nothing(root: Path) 
     )
     assert done.returncode == 2 and done.stdout == b""
     assert done.stderr.decode() == (
-        "memfile: error: memfile edit has no EDITOR set and no terminal for the system's editor: set EDITOR to a "
-        "command that edits the file and exits, or change the memory with: memfile store fact x TEXT\n"
+        "memfile: error: memfile edit has no EDITOR set and no terminal for the system's editor: set EDITOR "
+        "(EDITOR=nano memfile edit fact/x), or change the memory with: memfile store fact x TEXT\n"
     )
     assert (root / "michael" / "fact" / "x.md").read_bytes() == data
 

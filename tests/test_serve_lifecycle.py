@@ -108,7 +108,7 @@ def test_sigterm_lets_requests_in_flight_finish_and_exits_0_within_2_s(setup: Se
         sock.close()
     code, _, err = server.stop()
     took = time.monotonic() - signalled
-    assert answer.startswith(b"HTTP/1.1 201"), answer
+    assert answer.startswith(b"HTTP/1.1 201"), (answer, err)
     assert code == 0, err
     assert took < 2.5, took  # 2 s promised; a little room for a loaded machine
     assert "Traceback" not in err
