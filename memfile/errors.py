@@ -182,11 +182,11 @@ HINTS = {
 
 
 def masked(text: str) -> str:
-    """`text`, or its masked form (`ghp_…3f9a`, `secretscan.mask`) when it looks like it holds a secret
-    (`secretscan.scan`): what a message or a record may repeat of a value someone gave."""
-    from .secretscan import mask, scan
+    """`text` with each secret in it masked where it stands (`deploy ghp_…3f9a`, `secretscan.redact`): what a
+    message or a record may repeat of a value someone gave."""
+    from .secretscan import redact
 
-    return mask(text) if scan(text) else text
+    return redact(text)
 
 
 def echo(value: object) -> str:

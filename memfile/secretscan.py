@@ -397,14 +397,36 @@ def scan(text: str, allow: Sequence[re.Pattern[str] | str] = ()) -> list[Finding
     Returns:
         One Finding per secret, each with the rule's name, its line and the masked value.
     """
+    findings: list[Finding] = []
+    line, counted = 1, 0
+    for start, name, value, _ in _hits(text, allow):
+        line, counted = line + text.count("\n", counted, start), start
+        findings.append(Finding(name, line, mask(value)))
+    return findings
+
+
+def redact(text: str, allow: Sequence[re.Pattern[str] | str] = ()) -> str:
+    """`text` with each secret `scan` finds in it masked where it stands (`deploy ghp_…3f9a`), the rest as
+    it is: what a message or a record may repeat of a text someone gave."""
+    shown: list[str] = []
+    end = len(text)
+    for _, _, value, at in sorted(_hits(text, allow), key=lambda hit: hit[3], reverse=True):
+        if at + len(value) <= end:  # one secret's value inside another's is masked with it
+            shown[:0] = [mask(value), text[at + len(value) : end]]
+            end = at
+    return text[:end] + "".join(shown)
+
+
+def _hits(text: str, allow: Sequence[re.Pattern[str] | str]) -> list[tuple[int, str, str, int]]:
+    """The secrets in `text` in order: (where the match starts, rule, value, where the value starts)."""
     patterns = [re.compile(p) if isinstance(p, str) else p for p in allow]
-    hits: list[tuple[int, str, str]] = []  # (where the match starts, rule, value)
+    hits: list[tuple[int, str, str, int]] = []
     taken: list[tuple[int, int]] = []  # spans of value-shaped matches: the keyword rule skips them
     near_span = (0, 0)  # the last AWS secret key found beside its key id
 
-    def add(start: int, rule: str, value: str, whole: str) -> None:
+    def add(start: int, rule: str, value: str, whole: str, at: int) -> None:
         if not _allowed(patterns, value, whole):
-            hits.append((start, rule, value))
+            hits.append((start, rule, value, at))
 
     for m in _COMBINED.finditer(text):
         start = m.start()
@@ -418,13 +440,13 @@ def scan(text: str, allow: Sequence[re.Pattern[str] | str] = ()) -> list[Finding
         taken.append(m.span())
         if rule.gate is not None and not rule.gate(value):
             continue
-        add(start, rule.name, value, found.group())
+        add(start, rule.name, value, found.group(), value_start)
         if rule.name == "aws-access-key-id":
             near = _AWS_SECRET_NEARBY.search(text, m.end(), m.end() + _NEARBY)
             if near and _random(near.group()):
                 near_span = near.span()
                 taken.append(near_span)
-                add(near.start(), "aws-secret-access-key", near.group(), near.group())
+                add(near.start(), "aws-secret-access-key", near.group(), near.group(), near.start())
     taken.sort()
     starts = [s for s, _ in taken]
     lowered = text.translate(_LOWER)
@@ -437,14 +459,9 @@ def scan(text: str, allow: Sequence[re.Pattern[str] | str] = ()) -> list[Finding
             continue  # the value is a token a value-shaped rule already named
         value = text[value_start:value_end].rstrip(".!?:")
         if _keyword_gate(value):
-            add(start, KEYWORD_RULE.name, value, text[start:value_end])
+            add(start, KEYWORD_RULE.name, value, text[start:value_end], value_start)
     hits.sort()
-    findings: list[Finding] = []
-    line, counted = 1, 0
-    for start, name, value in hits:
-        line, counted = line + text.count("\n", counted, start), start
-        findings.append(Finding(name, line, mask(value)))
-    return findings
+    return hits
 
 
 def describe(findings: Sequence[Finding], what: str = "this text") -> str:

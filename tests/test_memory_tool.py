@@ -724,4 +724,4 @@ def test_a_token_in_a_path_or_an_old_str_is_masked_in_the_answer(filled: MemoryT
         {"command": "str_replace", "path": "/memories/fact/office.md", "old_str": token, "new_str": "x"},
     ):
         said = refused(filled, **command)
-        assert "\u2026" in said and token[8:-8] not in said, (command, said)
+        assert "ghp_\u2026" + token[-4:] in said and token[8:-8] not in said, (command, said)

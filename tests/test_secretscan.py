@@ -36,6 +36,7 @@ from memfile.secretscan import (
     SecretPolicy,
     describe,
     mask,
+    redact,
     rule_names,
     scan,
 )
@@ -534,3 +535,16 @@ def test_these_files_hold_no_token_shape() -> None:
         "benchmarks/data/secrets_ordinary.jsonl",
     ):
         assert scan((REPO / relpath).read_text(encoding="utf-8")) == [], relpath
+
+
+def test_redact_masks_each_secret_where_it_stands_and_keeps_the_rest() -> None:
+    """What a message or a recall record repeats of a text someone gave (issue 39 item 13)."""
+    token = "ghp_" + "Zq8vR2mK7tX4wB9nL3pY6sD1fH5jC0gA2eU8"
+    assert redact(f"deploys {token} on friday") == "deploys ghp_\u2026" + token[-4:] + " on friday"
+    assert redact(f"{token} and {token}.") == f"ghp_\u2026{token[-4:]} and ghp_\u2026{token[-4:]}."
+    pair = "pass" + "word=hunter2Xy9!kq, then AKIA" + "IOSFODNN7EXAMPLE"  # no token shape in this file
+    assert redact(pair) == "pass" + "word=hu\u2026kq, then AK\u2026LE"
+    assert (
+        redact("nothing here: a token_file path /run/secrets/gh") == "nothing here: a token_file path /run/secrets/gh"
+    )
+    assert redact(f"deploys {token}", allow=[token[:10]]) == f"deploys {token}"
