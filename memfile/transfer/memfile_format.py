@@ -60,9 +60,7 @@ def read_memfile(lines: Iterable[str], name: str) -> Incoming:
         kind = value.get("type") if isinstance(value, dict) else None
         if header is None:
             if kind != "header" or value.get("format") != FORMAT:
-                raise InvalidInput(
-                    "FILE", name, f"a file made by memfile export (its first line names format {FORMAT!r})"
-                )
+                raise InvalidInput("FILE", name, f"a memfile export (its first line names format {FORMAT!r})")
             if not isinstance(value.get("version"), int) or value["version"] > VERSION:
                 raise InvalidInput(
                     "version",
@@ -97,7 +95,7 @@ def read_memfile(lines: Iterable[str], name: str) -> Incoming:
                 "type", kind, "header, memory, unreadable, end", reason=f"line {number} of {name} is not a record"
             )
     if header is None:
-        raise InvalidInput("FILE", name, f"a file made by memfile export (its first line names format {FORMAT!r})")
+        raise InvalidInput("FILE", name, f"a memfile export (its first line names format {FORMAT!r})")
     if end is None:
         raise InvalidInput(
             "FILE",
