@@ -274,7 +274,8 @@ class Doctor:
                 Finding(
                     "stale_lock",
                     f"{lock} is left over from a git command that was killed (git refuses to write while it is "
-                    "there; no git runs in the vault): memfile's next write removes it, as doctor --fix does",
+                    "there; no git runs in the vault): doctor --fix removes it, and so does memfile's next write where it "
+                    "can see git's processes (Linux)",
                     lock,
                 )
             )
@@ -313,10 +314,13 @@ class Doctor:
                 if name.startswith(TEMP_PREFIX) and time.time() - path.stat().st_mtime > 60:
                     path.unlink(missing_ok=True)
                     report.fixed.append(f"removed the leftover temp file {path.relative_to(self.root).as_posix()}")
-        for lock in self._git_locks()[0]:
-            (self.root / lock).unlink(missing_ok=True)
-            report.fixed.append(f"removed {lock} left over from a git command that was killed")
-        with self._writer.transaction():  # the queue is cleared by lock holders only
+        stale = self._git_locks()[0]
+        with self._writer.transaction():  # the queue and git's locks are cleared by lock holders only
+            still = set(self._git_locks()[0])  # taking the writer lock removed those no running git holds
+            for lock in stale:
+                if lock in still or not (self.root / lock).exists():  # not one a git started since made
+                    (self.root / lock).unlink(missing_ok=True)
+                    report.fixed.append(f"removed {lock} left over from a git command that was killed")
             for name in store_queue.sweep(self._queue_folder()):
                 report.fixed.append(f"removed {STATE_DIR}/queue/{self.mind}/{name}, left over in the store queue")
         try:

@@ -343,6 +343,13 @@ class GitDiskFull(GitError):
     exit_code = EXIT_CONFLICT
 
 
+class GitBusy(GitError, Busy):
+    """A git command met a lock file another git holds (one started meanwhile): nothing was written, and
+    the same call succeeds once that git is done (exit 4, HTTP 503 with Retry-After)."""
+
+    exit_code = EXIT_CONFLICT
+
+
 class NotAVault(MemfileError):
     """No vault could be found or selected."""
 

@@ -31,19 +31,26 @@ UNFINISHED_WRITE = "unfinished-write"
 
 
 @contextmanager
-def journaled(root: Path, mind: str, writes: list[tuple[str, Path, bytes | None]], message: str) -> Iterator[None]:
+def journaled(
+    root: Path, mind: str, writes: list[tuple[str, Path, bytes | None]], message: str, git: GitStore
+) -> Iterator[None]:
     """The write of `writes` (relpath, path, bytes or None) recorded while it runs, when it has several
-    files; the record goes however the write ends, but killed."""
+    files, with the commit HEAD was on; the record goes when the write ends, but killed, or failed with
+    one of its files still as it put it (its files could not all be put back: the next write does it)."""
     if len(writes) < 2:
         yield
         return
     path = root / STATE_DIR / UNFINISHED_WRITE
-    record = {"mind": mind, "message": message, "files": {rel: _digest(data) for rel, _, data in writes}}
+    files = {rel: _digest(data) for rel, _, data in writes}
+    record = {"mind": mind, "message": message, "head": git.head() if git.exists() else None, "files": files}
     atomic_write(path, json.dumps(record, ensure_ascii=False).encode("utf-8"), durable=False)
     try:
         yield
-    finally:
-        path.unlink(missing_ok=True)
+    except BaseException:
+        if not any(_digest(read_or_none(full)) == files[rel] for rel, full, _ in writes):
+            path.unlink(missing_ok=True)
+        raise
+    path.unlink(missing_ok=True)
 
 
 def undo_killed_write(root: Path, git: GitStore) -> tuple[str, list[str]] | None:
@@ -60,15 +67,16 @@ def undo_killed_write(root: Path, git: GitStore) -> tuple[str, list[str]] | None
         path.unlink(missing_ok=True)
         return None
     last = git.log(limit=1, names=False)
-    if last and f"{last[0].subject}\n\n{last[0].body}" == message:  # killed after its commit
-        path.unlink(missing_ok=True)
+    if last and last[0].sha != record.get("head") and f"{last[0].subject}\n\n{last[0].body}" == message:
+        path.unlink(missing_ok=True)  # killed after its commit (the same message before it is another write's)
         return None
     put = [rel for rel, digest in files.items() if _digest(read_or_none(paths[rel])) == digest]
     committed = git.in_head(put)
     for relpath in set(put).difference(committed):
         paths[relpath].unlink(missing_ok=True)
     for relpath, data in zip(committed, git.read_all([("HEAD", rel) for rel in committed]), strict=True):
-        atomic_write(paths[relpath], data or b"")
+        if data is not None:  # git could not give it: the file stays as the write left it, never emptied
+            atomic_write(paths[relpath], data)
     git.unstage(*files)  # what its `git add` staged
     targets = set(paths.values())
     for folder in {full.parent for full in targets}:

@@ -102,15 +102,6 @@ ASK_THE_USER = {
     "remote": "ask the user to set up the remote",
 }
 
-#: The library's phrases written for the command line, and what an agent reads instead (before `_COMMAND`):
-#: for the messages that name a command in their text, not in a hint (memfile.errors.HINTS) each face says.
-_PHRASES = [
-    (
-        re.compile(r"`memfile doctor --fix` removes git locks older than ten minutes, or remove the file by hand"),
-        "ask the user to remove that lock file",
-    ),
-]
-
 #: A command line left in a message: `run: memfile verify REF`, `(memfile forget REF)`, `with memfile store`.
 _COMMAND = re.compile(
     r"(?P<lead>\b(?:run|with|see|see all|read one whole):? |\(|`)?"
@@ -121,8 +112,6 @@ _COMMAND = re.compile(
 def for_agent(message: str) -> str:
     """`message` (written for a person at a terminal) as an agent can act on it: the tool to call, or
     what to ask the user, where the library names a command line; no exit code, no file that does not ship."""
-    for pattern, instead in _PHRASES:
-        message = pattern.sub(instead, message)
     return _COMMAND.sub(_command_for_agent, message)
 
 

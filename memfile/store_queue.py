@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NoReturn
 
-from . import errors
+from . import errors, secretscan
 from .files import atomic_write, try_writer_lock
 from .model import StoreResult, memory_from_row, memory_to_row
 
@@ -232,7 +232,7 @@ def error_result(exc: Exception) -> dict[str, Any]:
 
 def raise_error(result: dict[str, Any]) -> NoReturn:
     """Raise the MemfileError a lock holder met while storing this request (same class, same message)."""
-    cls = getattr(errors, result["error"], errors.MemfileError)
+    cls = getattr(errors, result["error"], None) or getattr(secretscan, result["error"], errors.MemfileError)
     if not (isinstance(cls, type) and issubclass(cls, errors.MemfileError)):
         cls = errors.MemfileError
     exc = cls.__new__(cls)

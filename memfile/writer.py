@@ -162,11 +162,11 @@ class Writer:
         self._index.wait_for_writer()  # fail (exit 4) before writing anything, not after
         from .git import clear_stale_locks, recover_interrupted_sync
 
-        self.notices += recover_interrupted_sync(self.git)  # a killed sync's merge, lock or debris
         self.notices += clear_stale_locks(self.root, self.config.lock_timeout)  # locks a killed git left
+        self.notices += recover_interrupted_sync(self.git)  # a killed sync's merge or debris
         if undone := journal.undo_killed_write(self.root, self.git):
             self.notices.append(undone[0])
-            self._resync(undone[1])
+            self._resync([relpath for relpath in undone[1] if relpath.startswith(f"{self.mind}/")])  # this mind's
         operation = self.git.unfinished_operation()
         if operation:
             raise GitError(
@@ -260,7 +260,7 @@ class Writer:
         paths = safe_paths(self.root, relpaths, self.mind)
         writes = [(relpath, path, data) for (relpath, data), path in zip(changes, paths, strict=True)]
         message = f"{subject}\n\n{self.trailers(keys)}"
-        with journal.journaled(self.root, self.mind, writes, message):
+        with journal.journaled(self.root, self.mind, writes, message, self.git):
             before, known = put_all(writes, self._bases, _readable, beside, step(self.progress, "writing"))
             for folder in {path.parent for path in paths} if known else ():
                 fsync_dir(folder)
@@ -276,7 +276,7 @@ class Writer:
                 except OSError as failed:  # a full disk: what was removed cannot be written back
                     raise Conflict(
                         f"{exc}; and {relpaths[0]} could not be put back ({os_reason(failed)}): the change is on "
-                        "disk, not committed: free some space, then run memfile doctor --fix, which commits it"
+                        "disk, not committed: free some space; the next write puts the files back"
                     ) from None
                 self.git.unstage(*relpaths)
                 self._resync(relpaths)

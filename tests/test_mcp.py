@@ -499,7 +499,7 @@ def test_a_token_in_an_argument_is_masked_in_the_error_and_in_the_recall_record(
     for error in errors[:-1]:
         assert "ghp_…" in error and token[6:-6] not in error, error
     assert "40000 tags" in errors[-1] and "at most 100 tags" in errors[-1]
-    assert vault.last_recall()["query"] == "depl…" + token[-4:]
+    assert vault.last_recall()["query"] == "deploy ghp_…" + token[-4:]
     assert token[6:-6] not in (vault.root / ".memfile" / "last_recall-michael.json").read_text(encoding="utf-8")
 
 

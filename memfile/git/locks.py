@@ -29,8 +29,8 @@ def git_locks(root: Path) -> list[str]:
 
 
 def git_processes(root: Path) -> list[tuple[int, str]] | None:
-    """The git processes running in the vault (their working folder in it), as (pid, command line);
-    None where the system does not show them (no /proc: not Linux)."""
+    """The git processes running in the vault (their working folder in it, or one this user may not read),
+    as (pid, command line); None where the system does not show them (no /proc: not Linux)."""
     try:
         pids = [name for name in os.listdir("/proc") if name.isdigit()]
     except OSError:
@@ -42,10 +42,15 @@ def git_processes(root: Path) -> list[tuple[int, str]] | None:
             with open(f"/proc/{pid}/comm", encoding="utf-8", errors="replace") as comm:
                 if not comm.read().startswith("git"):
                     continue
-            folder = os.readlink(f"/proc/{pid}/cwd")
             with open(f"/proc/{pid}/cmdline", "rb") as cmdline:
                 command = cmdline.read(200).replace(b"\0", b" ").decode("utf-8", "replace").strip()
-        except OSError:  # ended meanwhile, or another user's
+        except OSError:  # ended meanwhile
+            continue
+        try:
+            folder = os.readlink(f"/proc/{pid}/cwd")
+        except PermissionError:  # another user's git: it may be at work in this vault, so it counts
+            folder = top
+        except OSError:
             continue
         if folder == top or folder.startswith(top + os.sep):
             found.append((int(pid), command))

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..errors import GitDiskFull, GitError, InvalidInput
+from ..errors import GitBusy, GitDiskFull, GitError, InvalidInput
 from ..files import dying_with_parent
 
 # Signing prompts would hang a headless agent; quoted paths would not match ours; a URL must never run a command.
@@ -750,17 +750,17 @@ _NO_SPACE = ("No space left on device", "Out of diskspace", "Disk quota exceeded
 
 
 def _failed(command: str, root: Path, output: str) -> GitError:
-    """The error of a git command that failed with `output`: GitDiskFull when the disk is full, else a
-    GitError (with what to do about a lock file git found in its way)."""
+    """The error of a git command that failed with `output`: GitDiskFull when the disk is full, GitBusy when a
+    lock file was in its way (a git started meanwhile holds it: memfile's next write removes one no
+    running git holds), else a GitError."""
     if any(words in output for words in _NO_SPACE):
         return GitDiskFull(f"{command} failed in {root}: the disk is full (free some space, then try again)")
-    hint = ""
     if ".lock': File exists" in output:
-        hint = (
-            " (a git command running in the vault holds that lock: try again once it is done; "
-            "memfile's next write removes a lock no running git holds, as `memfile doctor --fix` does)"
+        return GitBusy(
+            f"{command} failed in {root}: a git command at work in the vault holds a lock git needs "
+            f"({output.strip()[:300]}); nothing was written: try again in a moment"
         )
-    return GitError(f"{command} failed in {root}: {output.strip()}{hint}")
+    return GitError(f"{command} failed in {root}: {output.strip()}")
 
 
 def merge_text(ours: str, base: str, theirs: str) -> bytes | None:

@@ -34,7 +34,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import BaseRoute, Route
 
-from ..errors import Face, InvalidInput, Refused, told
+from ..errors import Face, InvalidInput, Notice, Refused, told
 from ..model import REF_RULE, Memory, Source, StoreResult, parse_category
 from .auth import CALLER, IMPORT_PATH, MAX_BODY_BYTES, MAX_IMPORT_BODY_BYTES, MIND_PARAMETER, Authenticate, Guard
 from .console import Console
@@ -472,8 +472,11 @@ def build_app(
 
         def logged(vault: Vault) -> T:
             answer = fn(vault)
-            for notice in vault.notices:
-                log(f"{request.method} {request.url.path} by {acting(caller)} in the mind {caller.mind!r}: {notice}")
+            for notice in vault.notices:  # a secret a read served: the log is no line per request otherwise
+                if isinstance(notice, Notice) and notice.hint == "edit_out_secret":
+                    log(
+                        f"{request.method} {request.url.path} by {acting(caller)} in the mind {caller.mind!r}: {notice}"
+                    )
             return answer
 
         return await minds.call(caller, logged, read=True)
