@@ -130,3 +130,16 @@ def test_http_store_answers_503_while_git_runs_and_stores_after_a_crash_left_its
         if held.process.poll() is None:
             held.kill()
         server.stop()
+
+
+def test_a_lock_git_meets_in_its_way_is_busy_not_a_git_failure(tmp_path: Path) -> None:
+    """A git started between the writer's look for locks and its own git holds the lock: exit 4 and HTTP
+    503 with Retry-After (the same call succeeds once it is done), not 500 GitError."""
+    from memfile.errors import Busy, GitBusy, GitError
+    from memfile.git.store import _failed
+    from memfile.server.errors import status_of
+
+    met = _failed("git add", tmp_path, f"fatal: Unable to create '{tmp_path}/.git/index.lock': File exists.")
+    assert isinstance(met, GitBusy) and isinstance(met, Busy) and isinstance(met, GitError)
+    assert met.exit_code == 4 and status_of(met) == 503
+    assert "nothing was written: try again in a moment" in str(met) and "memfile doctor" not in str(met)
