@@ -162,8 +162,8 @@ class Writer:
         self._index.wait_for_writer()  # fail (exit 4) before writing anything, not after
         from .git import clear_stale_locks, recover_interrupted_sync
 
+        self.notices += recover_interrupted_sync(self.git)  # a killed sync's merge, lock or debris
         self.notices += clear_stale_locks(self.root, self.config.lock_timeout)  # locks a killed git left
-        self.notices += recover_interrupted_sync(self.git)  # a killed sync's merge or debris
         if undone := journal.undo_killed_write(self.root, self.git):
             self.notices.append(undone[0])
             self._resync([relpath for relpath in undone[1] if relpath.startswith(f"{self.mind}/")])  # this mind's
