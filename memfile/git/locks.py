@@ -19,11 +19,12 @@ from ..errors import Busy
 
 
 def git_locks(root: Path) -> list[str]:
-    """git's lock files in the vault's .git, relative to the vault (its objects, hooks and logs are not
-    looked in: none of memfile's git leaves a lock there)."""
-    found = []
-    for folder, dirs, files in os.walk(root / ".git"):
-        dirs[:] = [d for d in dirs if d not in ("objects", "hooks", "logs")]
+    """git's lock files in the vault's .git, relative to the vault (`objects/maintenance.lock` of a killed
+    auto-gc among them; the loose objects' fan-out folders, hooks and logs hold none and are not walked)."""
+    git_dir, found = root / ".git", []
+    for folder, dirs, files in os.walk(git_dir):
+        inside_objects = folder == str(git_dir / "objects")
+        dirs[:] = [d for d in dirs if d not in ("hooks", "logs") and not (inside_objects and len(d) == 2)]
         found += [os.path.relpath(os.path.join(folder, n), root) for n in files if n.endswith(".lock")]
     return sorted(found)
 
