@@ -329,11 +329,10 @@ def test_the_layering_rules_can_fail(tmp_path: Path) -> None:
     assert "sqlite3" in external
 
 
-def test_modules_stay_small_and_documented() -> None:
+def test_modules_are_documented() -> None:
+    # No line cap (issue 40: it had become a goal); size follows cohesion (STYLE.md).
     for path in MODULES:
         source = path.read_text(encoding="utf-8")
-        # Size follows cohesion (STYLE.md); the facade holds every public verb with its docstring (issue 22).
-        assert len(source.splitlines()) <= (1300 if path.name == "vault.py" else 800), path.name
         assert ast.get_docstring(ast.parse(source)), f"{path.name} has no module docstring"
 
 
