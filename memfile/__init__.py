@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from importlib import import_module
 
+from ._version import __version__
+
 TYPE_CHECKING = False  # typing itself is not imported: `import memfile` must stay light (see _HOMES)
 if TYPE_CHECKING:
     from typing import Any
@@ -29,7 +31,6 @@ if TYPE_CHECKING:
     from .vault import Vault
     from .watch import Watcher
 
-__version__ = "0.1.0"
 
 #: Where each public name lives; each module is imported on first use, so that `import memfile` costs
 #: nothing: the command line's client (cli_client.py) runs inside this package and must stay light.
@@ -55,7 +56,7 @@ _HOMES = {
     ),
     **dict.fromkeys(("Category", "Memory", "ParseIssue", "Priority", "Source", "Status", "StoreResult"), "model"),
     **dict.fromkeys(("RecallItem", "RecallReport", "estimate_tokens"), "recall"),
-    "Vault": "watch",  # watch.py imports Vault and hands it the watcher (`Vault.open(watch=True)`)
+    "Vault": "vault",
     "Watcher": "watch",
 }
 

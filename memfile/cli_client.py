@@ -22,7 +22,7 @@ from __future__ import annotations
 import os
 import sys
 
-from . import __version__
+from ._version import __version__
 
 TYPE_CHECKING = False  # nothing more is imported than the answer needs (typing takes 4 ms)
 if TYPE_CHECKING:

@@ -36,7 +36,7 @@ from contextlib import ExitStack, contextmanager, suppress
 from pathlib import Path
 from typing import Any
 
-from . import __version__
+from ._version import __version__
 from .cli import NotServed, Served, main
 from .cli_client import ANSWERING, EXIT, PASSED, PROTOCOL, REFUSED, SERVED, SOCKET_NAME, STDERR, STDOUT, served_command
 from .config import CONFIG_NAME, STATE_DIR, caller_source, environment, select_mind

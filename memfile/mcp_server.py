@@ -53,7 +53,7 @@ from mcp_types import (
 )
 from pydantic import ValidationError
 
-from . import __version__
+from ._version import __version__
 from .config import find_vault, select_mind
 from .errors import Face, MemfileError, Refused, masked, told
 from .memory_tool import MemoryToolBackend, MemoryToolError

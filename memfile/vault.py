@@ -24,6 +24,7 @@ from functools import cached_property, partial, wraps
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO, TextIO, TypeVar
 
+from ._version import __version__
 from .config import (
     STATE_DIR,
     AmbiguousMind,
@@ -265,9 +266,6 @@ class Vault:
             )
         return vault
 
-    #: Set by memfile.watch (which sits above this module): starts a Watcher over a Vault.
-    watcher_factory: Callable[..., Any] | None = None
-
     @classmethod
     def open(
         cls,
@@ -292,8 +290,10 @@ class Vault:
         root = find_vault(path)
         config = load_config(root)
         vault = cls(root, select_mind(root, config, mind), config, caller_source(source))
-        if watch and cls.watcher_factory is not None:
-            vault._watcher = cls.watcher_factory(vault)
+        if watch:
+            from .watch import Watcher  # a face: imported only by the vault that asks for one
+
+            vault._watcher = Watcher(vault).start()
         return vault
 
     @property
@@ -1099,7 +1099,6 @@ class Vault:
 
     def export_lines(self, *, all_minds: bool = False, format: str = "jsonl", raw: bool = False) -> Iterator[str]:
         """The export's text a line at a time (see `export`); each ends in a newline."""
-        from . import __version__
         from .transfer import check_export, export_lines
 
         check_export(format, raw)
@@ -1123,7 +1122,6 @@ class Vault:
         Returns:
             An ExportReport: the count, the minds, and the files that could not be read (not in the export).
         """
-        from . import __version__
         from .transfer import export_to
 
         return export_to(out, self._export_parts(all_minds), format, raw, __version__)

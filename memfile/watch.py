@@ -670,11 +670,3 @@ def _overflow_listener(callback: Callable[[], None]) -> Any:
                 callback()
 
     return OverflowListener(logging.WARNING)
-
-
-def watch_vault(vault: Vault, **options: Any) -> Watcher:
-    """Start a watcher over an open Vault (what `Vault.open(..., watch=True)` does)."""
-    return Watcher(vault, **options).start()
-
-
-Vault.watcher_factory = watch_vault  # Vault sits below this module; it is handed the factory, not an import

@@ -74,8 +74,11 @@ MAY_IMPORT: dict[str, set[str]] = {
     "rawwrite": CORE | {"writer"},  # the writer's raw-text transaction (Vault.write_raw), beside it
     "recalling": CORE | {"index"},
     "doctor": CORE | {"index", "git", "store_queue"},
-    # The export's header names memfile's version (`memfile.__version__`, which imports nothing).
-    "vault": CORE | {"index", "git", "writer", "rawwrite", "recalling", "doctor", "transfer", "semantic", "__init__"},
+    # The export's header names memfile's version (`_version`); `open(watch=True)` imports the watcher (a face)
+    # inside that call only (test_the_vault_imports_the_watcher_only_when_asked).
+    "vault": CORE
+    | {"_version", "index", "git", "writer", "rawwrite", "recalling", "doctor", "transfer", "semantic", "watch"},
+    "_version": set(),
     # Memories in and out (export, import): the writer and the index come in as objects.
     "transfer": CORE | {"transfer"},
     "keys": {"errors", "model", "paths", "config", "files"},  # the served faces' credentials, outside any vault
@@ -89,13 +92,13 @@ MAY_IMPORT: dict[str, set[str]] = {
     "cli_serve": FACE_MAY_USE | {"cli", "keys", "server", "cli_served", "watch", "mcp_server"},
     # The command line's fast path: the client imports nothing of memfile but its version (it must stay
     # light); the server half runs the command line's own commands on the resident worker.
-    "cli_client": {"__init__"},
-    "cli_served": FACE_MAY_USE | {"__init__", "cli", "cli_client", "files", "server", "worker", "terminal"},
+    "cli_client": {"_version"},
+    "cli_served": FACE_MAY_USE | {"_version", "cli", "cli_client", "files", "server", "worker", "terminal"},
     # What a terminal is shown (control characters as escapes): the standard library only.
     "terminal": set(),
     # The resident faces: one worker thread owns every Vault call (`worker`), shared by MCP and HTTP.
     "worker": FACE_MAY_USE | {"watch", "paths", "git"},
-    "mcp_server": FACE_MAY_USE | {"__init__", "watch", "worker", "memory_tool"},
+    "mcp_server": FACE_MAY_USE | {"_version", "watch", "worker", "memory_tool"},
     "server": FACE_MAY_USE | {"worker", "keys", "mcp_server", "server", "recall"},
     "watch": FACE_MAY_USE | {"paths", "index", "secretscan"},
     "__main__": {"cli", "cli_client", "config"},
@@ -105,7 +108,7 @@ MAY_IMPORT: dict[str, set[str]] = {
     "memory_tool": FACE_MAY_USE | {"paths", "fileformat", "secretscan"},
     "anthropic_tool": FACE_MAY_USE | {"memory_tool"},
     "semantic": {"errors", "model", "text", "config", "semantic"},  # config: STATE_DIR, where vectors live
-    "__init__": FACE_MAY_USE | {"recall", "watch", "store_queue"},
+    "__init__": FACE_MAY_USE | {"_version", "recall", "watch", "store_queue"},
 }
 #: Why a face imports more than FACE_MAY_USE, one line each.
 FACE_EXCEPTIONS = {
@@ -121,9 +124,9 @@ FACE_EXCEPTIONS = {
     ("worker", "git"): "git's loose objects are packed beside the worker (pack_loose_objects), no Vault involved",
     ("cli_git", "paths"): "clone prints every mind it got (mind_dirs), as the worker knows them",
     ("cli_serve", "keys"): "serve checks the keys file before it listens",
-    ("cli_client", "__init__"): "the client tells the server its memfile version (memfile.__version__)",
-    ("cli_served", "__init__"): "the server refuses a client of another memfile version (memfile.__version__)",
-    ("mcp_server", "__init__"): "the MCP initialize answer names memfile's version (memfile.__version__)",
+    ("cli_client", "_version"): "the client tells the server its memfile version (memfile.__version__)",
+    ("cli_served", "_version"): "the server refuses a client of another memfile version (memfile.__version__)",
+    ("mcp_server", "_version"): "the MCP initialize answer names memfile's version (memfile.__version__)",
     (
         "cli_served",
         "files",
@@ -234,6 +237,7 @@ def test_no_import_cycles_between_modules() -> None:
         graph[_unit(path)] |= _imports(path)[0] - {_unit(path)}
     graph["cli"] -= {"cli_git", "cli_keys", "cli_serve", "cli_transfer"}  # they register their commands on cli's group
     graph["errors"] -= {"secretscan"}  # imported inside errors.masked, once both modules are loaded
+    graph["vault"] -= {"watch"}  # imported inside Vault.open(watch=True), once both modules are loaded
     done: set[str] = set()
 
     def visit(unit: str, trail: tuple[str, ...]) -> None:
@@ -253,6 +257,17 @@ def test_errors_imports_the_scanner_only_when_a_message_masks_a_value() -> None:
     tree = ast.parse((PACKAGE / "errors.py").read_text(encoding="utf-8"))
     top = {node.module for node in tree.body if isinstance(node, ast.ImportFrom)}
     assert "secretscan" not in top, "errors.py imports secretscan at module level: an import cycle"
+
+
+def test_the_vault_imports_the_watcher_only_when_asked() -> None:
+    """The vault imports the watcher (a face, which imports the vault) inside `Vault.open` alone."""
+    tree = ast.parse((PACKAGE / "vault.py").read_text(encoding="utf-8"))
+    top = {node.module for node in tree.body if isinstance(node, ast.ImportFrom)}
+    assert "watch" not in top, "vault.py imports watch at module level: an import cycle"
+    opened = [node for node in ast.walk(tree) if isinstance(node, ast.FunctionDef) and node.name == "open"]
+    inside = {n.module for n in ast.walk(opened[0]) if isinstance(n, ast.ImportFrom)}
+    watching = {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.module == "watch"}
+    assert watching <= inside, "vault.py imports watch outside Vault.open"
 
 
 def _absolute_imports(path: Path, root: Path = REPO) -> tuple[set[str], set[str]]:

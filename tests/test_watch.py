@@ -104,6 +104,18 @@ def test_a_malformed_file_is_reported_and_the_watcher_goes_on(vault: Vault) -> N
         watcher.stop()
 
 
+@pytest.mark.parametrize("line", ["from memfile import Vault", "from memfile.vault import Vault"])
+def test_either_import_of_vault_opens_with_a_watcher(vault: Vault, line: str) -> None:
+    """No wiring by import side effect: a fresh process that never imported memfile.watch gets a watcher too."""
+    vault.close()
+    code = f"""{line}
+import sys
+with Vault.open(sys.argv[1], watch=True) as v:
+    assert type(v._watcher).__name__ == "Watcher" and v._watcher.wait_idle(5), v._watcher
+"""
+    subprocess.run([sys.executable, "-c", code, str(vault.root)], check=True, timeout=60)
+
+
 def test_one_watcher_per_mind(watched: Vault) -> None:
     with pytest.raises(Conflict) as caught:
         Watcher(Vault.open(watched.root)).start()
