@@ -6,7 +6,8 @@ descriptions come from them), and delegates to the collaborators the Vault is
 made with: the index (`memfile.index`: the cache of the files, which owns its
 freshness and recovery), the writer (`memfile.writer`: one write transaction),
 the recaller (`memfile.recalling`), and, made on first git use, history and
-remote sync (`memfile.git`) and the doctor. Reads go to the files every time
+remote sync (`memfile.history`, `memfile.remote`, over the git adapter
+`memfile.git`) and the doctor. Reads go to the files every time
 (the files are the truth); writes take the writer lock, write atomically and
 become one git commit each.
 """
@@ -73,9 +74,11 @@ if TYPE_CHECKING:
     from concurrent.futures import Future
 
     from .doctor import Doctor, DoctorReport
-    from .git import GitStore, History, LogEntry, Remote, RemoteReport, Version
+    from .git import GitStore
+    from .history import History, LogEntry, Version
     from .recall import RecallReport
     from .recalling import RecallRecord
+    from .remote import Remote, RemoteReport
     from .semantic.mind import MindVectors
     from .transfer import ExportReport, ImportReport, MindExport
 
@@ -188,13 +191,13 @@ class Vault:
 
     @cached_property
     def _history(self) -> History:
-        from .git import History
+        from .history import History
 
         return History(self._writer, self._index)
 
     @cached_property
     def _remote(self) -> Remote:
-        from .git import Remote
+        from .remote import Remote
 
         return Remote(self._writer, self._index)
 

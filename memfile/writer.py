@@ -6,7 +6,7 @@ records any hand edit of a file before it is changed (so every version memfile
 saw is in history), writes files so that a save landing meanwhile is kept
 (memfile.swap), commits them while the index takes them in, and puts them back
 when the commit fails. store, forget, verify, edit, reactivate (here), resolve,
-restore and undo (memfile.git) all write through it. The `Vault` owns one
+restore and undo (memfile.remote, memfile.history) all write through it. The `Vault` owns one
 `Writer`; faces never call it directly.
 """
 

@@ -67,17 +67,22 @@ MAY_IMPORT: dict[str, set[str]] = {
     "swap": {"errors", "files"},
     "recall": {"errors", "model"},
     "index": INDEX_BASE | {"index"},  # the cache: its own package and the core, nothing above
-    "git": CORE | {"git"},  # the git half: its own package and the core (the writer and index come in as objects)
+    # The git adapter: its own package and the core, not even in annotations (test_the_git_adapter_sits_on_the_core)
+    "git": CORE | {"git"},
     "store_queue": CORE,
     "journal": CORE,  # the record of a write of several files, which the next write undoes when it was killed
     "writer": CORE | {"index", "git", "store_queue", "journal"},
     "rawwrite": CORE | {"writer"},  # the writer's raw-text transaction (Vault.write_raw), beside it
     "recalling": CORE | {"index"},
     "doctor": CORE | {"index", "git", "store_queue"},
+    # Services over the writer and the index (handed in as objects) and the git adapter.
+    "history": CORE | {"git"},
+    "remote": CORE | {"git"},
     # The export's header names memfile's version (`_version`); `open(watch=True)` imports the watcher (a face)
     # inside that call only (test_the_vault_imports_the_watcher_only_when_asked).
     "vault": CORE
-    | {"_version", "index", "git", "writer", "rawwrite", "recalling", "doctor", "transfer", "semantic", "watch"},
+    | {"_version", "index", "git", "writer", "rawwrite", "recalling", "doctor", "history", "remote"}
+    | {"transfer", "semantic", "watch"},
     "_version": set(),
     # Memories in and out (export, import): the writer and the index come in as objects.
     "transfer": CORE | {"transfer"},
@@ -181,13 +186,13 @@ def _is_unit(name: str) -> bool:
     return (PACKAGE / f"{name}.py").exists() or (PACKAGE / name).is_dir()
 
 
-def _runtime_nodes(tree: ast.AST) -> list[ast.AST]:
-    """The import nodes outside `if TYPE_CHECKING:` blocks."""
+def _runtime_nodes(tree: ast.AST, annotations: bool = False) -> list[ast.AST]:
+    """The import nodes outside `if TYPE_CHECKING:` blocks (inside them too with `annotations`)."""
     found: list[ast.AST] = []
 
     def walk(node: ast.AST) -> None:
         for child in ast.iter_child_nodes(node):
-            if isinstance(child, ast.If) and getattr(child.test, "id", None) == "TYPE_CHECKING":
+            if isinstance(child, ast.If) and getattr(child.test, "id", None) == "TYPE_CHECKING" and not annotations:
                 continue
             if isinstance(child, ast.Import | ast.ImportFrom):
                 found.append(child)
@@ -197,11 +202,12 @@ def _runtime_nodes(tree: ast.AST) -> list[ast.AST]:
     return found
 
 
-def _imports(path: Path) -> tuple[set[str], set[str]]:
-    """(memfile units, top-level third-party packages) a module imports at run time, anywhere in it."""
+def _imports(path: Path, annotations: bool = False) -> tuple[set[str], set[str]]:
+    """(memfile units, top-level third-party packages) a module imports at run time, anywhere in it
+    (and for annotations only, with `annotations`)."""
     internal, external = set(), set()
     depth = len(path.relative_to(PACKAGE).parts) - 1  # 0 for memfile/x.py, 1 for memfile/index/x.py
-    for node in _runtime_nodes(ast.parse(path.read_text(encoding="utf-8"))):
+    for node in _runtime_nodes(ast.parse(path.read_text(encoding="utf-8")), annotations):
         if isinstance(node, ast.ImportFrom) and node.level:
             if node.level > depth:  # reaches memfile/ itself: a module, or a name of memfile/__init__.py
                 names = [node.module] if node.module else [a.name for a in node.names]
@@ -230,26 +236,44 @@ def test_imports_point_down_and_libraries_stay_home(path: Path) -> None:
             assert unit in homes, f"{library} is imported in {path.relative_to(PACKAGE)}, it belongs in {homes}"
 
 
+def _first_cycle(graph: dict[str, set[str]]) -> list[str] | None:
+    """A cycle of `graph` (unit -> the units it imports) as the units along it, or None."""
+    done: set[str] = set()
+
+    def visit(unit: str, trail: tuple[str, ...]) -> list[str] | None:
+        if unit in trail:
+            return [*trail[trail.index(unit) :], unit]
+        if unit in done:
+            return None
+        for other in sorted(graph.get(unit, ())):
+            if found := visit(other, (*trail, unit)):
+                return found
+        done.add(unit)
+        return None
+
+    return next((found for unit in sorted(graph) if (found := visit(unit, ()))), None)
+
+
 def test_no_import_cycles_between_modules() -> None:
-    """Units (a package counts as one) import each other without a cycle, faces included."""
+    """Units (a package counts as one) import each other without a cycle, faces included, annotations too
+    (a collaborator handed the writer as an object names its type, never the other way round: writer -> git
+    and never git -> writer)."""
     graph = {_unit(path): set() for path in MODULES}
     for path in MODULES:
-        graph[_unit(path)] |= _imports(path)[0] - {_unit(path)}
+        graph[_unit(path)] |= _imports(path, annotations=True)[0] - {_unit(path)}
     graph["cli"] -= {"cli_git", "cli_keys", "cli_serve", "cli_transfer"}  # they register their commands on cli's group
     graph["errors"] -= {"secretscan"}  # imported inside errors.masked, once both modules are loaded
     graph["vault"] -= {"watch"}  # imported inside Vault.open(watch=True), once both modules are loaded
-    done: set[str] = set()
+    cycle = _first_cycle(graph)
+    assert cycle is None, f"import cycle: {' -> '.join(cycle)}"
 
-    def visit(unit: str, trail: tuple[str, ...]) -> None:
-        assert unit not in trail, f"import cycle: {' -> '.join((*trail, unit))}"
-        if unit in done:
-            return
-        for other in sorted(graph.get(unit, ())):
-            visit(other, (*trail, unit))
-        done.add(unit)
 
-    for unit in sorted(graph):
-        visit(unit, ())
+@pytest.mark.parametrize("path", sorted((PACKAGE / "git").glob("*.py")), ids=lambda p: p.stem)
+def test_the_git_adapter_sits_on_the_core(path: Path) -> None:
+    """git/ is the adapter only: it imports neither the writer, the index, the vault nor the services over
+    them (history, remote, doctor), not even for an annotation."""
+    internal = _imports(path, annotations=True)[0]
+    assert internal <= MAY_IMPORT["git"], f"git/{path.name} imports {internal - MAY_IMPORT['git']}"
 
 
 def test_errors_imports_the_scanner_only_when_a_message_masks_a_value() -> None:
@@ -342,6 +366,15 @@ def test_the_layering_rules_can_fail(tmp_path: Path) -> None:
     internal, external = _absolute_imports(probe, tmp_path)
     assert _beyond_the_core(internal) == {"memfile.recall", "memfile.vault", "memfile.git"}
     assert "sqlite3" in external
+    assert _first_cycle({"writer": {"git", "index"}, "git": {"errors"}, "index": {"errors"}}) is None
+    assert _first_cycle({"writer": {"git"}, "git": {"remote"}, "remote": {"writer"}}) == [
+        "git",
+        "remote",
+        "writer",
+        "git",
+    ]
+    annotated = ast.parse("if TYPE_CHECKING:\n    from ..writer import Writer\n")
+    assert (len(_runtime_nodes(annotated)), len(_runtime_nodes(annotated, annotations=True))) == (0, 1)
 
 
 def test_modules_are_documented() -> None:

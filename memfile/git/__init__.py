@@ -1,46 +1,56 @@
-"""The git half of memfile: the only home of GitPython and the git command line.
+"""The git adapter of memfile: the only home of GitPython and the git command line.
 
-`store` runs git (every change one readable commit), `merge` merges two
-versions of a memory field by field, `history` reads and restores versions,
-`remote` syncs with a remote, `locks` finds git's lock files a killed git left, `clone` makes a second machine's vault from it.
-The package is imported as one unit on the first git use (a write, history,
-sync, clone, doctor's git checks); reads never import it.
+`store` runs git (every change one readable commit) and holds git's merge driver and its setup,
+`merge` merges two versions of a memory field by field (pure), `locks` finds what a killed git or sync
+left (git's lock files, a half-done merge), `clone` makes a second machine's vault from its remote.
+History and remote sync are services over it beside the writer (memfile.history, memfile.remote).
+The package is imported as one unit on the first git use (a write, history, sync, clone, doctor's git
+checks); reads never import it.
 """
 
 from __future__ import annotations
 
-from .clone import clone_vault
-from .history import History, LogEntry, Version
-from .locks import clear_stale_locks, git_locks, git_processes
-from .merge import ATTRIBUTES, merge_memory
-from .remote import (
-    Remote,
-    RemoteReport,
+from .clone import URL_RULE, check_url, clone_command, clone_vault, local_path, point_bare_head
+from .locks import MERGE_SUBJECT, clear_stale_locks, git_locks, git_processes, recover_interrupted_sync, settle
+from .merge import ATTRIBUTES, CONFLICT_FROM, conflict_sides, merge_memory
+from .store import (
+    LOOSE_MOST,
+    REMOTE_NAME_RULE,
+    Commit,
+    GitStore,
     configure_merge_driver,
-    recover_interrupted_sync,
+    machine_name,
+    pack_loose_objects,
     run_merge_driver,
+    valid_remote_name,
     write_attributes,
 )
-from .store import LOOSE_MOST, Commit, GitStore, pack_loose_objects
 
 __all__ = [
     "ATTRIBUTES",
+    "CONFLICT_FROM",
     "Commit",
     "GitStore",
     "LOOSE_MOST",
-    "History",
-    "LogEntry",
-    "Remote",
-    "RemoteReport",
-    "Version",
+    "MERGE_SUBJECT",
+    "REMOTE_NAME_RULE",
+    "URL_RULE",
+    "check_url",
     "clear_stale_locks",
+    "clone_command",
     "clone_vault",
     "configure_merge_driver",
+    "conflict_sides",
     "git_locks",
     "git_processes",
+    "local_path",
+    "machine_name",
     "merge_memory",
     "pack_loose_objects",
+    "point_bare_head",
     "recover_interrupted_sync",
     "run_merge_driver",
+    "settle",
+    "valid_remote_name",
     "write_attributes",
 ]

@@ -22,13 +22,26 @@ from pathlib import Path
 
 from ..config import CONFIG_NAME, DEFAULT_AUTHOR
 from ..errors import Conflict, GitError, InvalidInput, NotAVault
-from .remote import check_url, configure_merge_driver
-from .store import _OPTIONS, GitStore, _reason
+from .store import _OPTIONS, GitStore, _reason, configure_merge_driver
 
 #: The name the clone gives its remote (what `memfile sync` syncs with by default).
 ORIGIN = "origin"
 #: The branch memfile's own vaults are made on (`GitStore.init`).
 MAIN = "main"
+
+
+URL_RULE = "a git URL or a path (not starting with -; ext:: and fd:: run commands)"
+
+
+def check_url(url: str) -> str:
+    """`url`, when memfile may hand it to git: never an option, never a transport that runs a command.
+
+    Raises:
+        InvalidInput: it starts with -, holds a control character, or is an ext:: or fd:: URL.
+    """
+    if not url or url.startswith("-") or any(ord(c) < 32 for c in url) or url.lower().startswith(("ext::", "fd::")):
+        raise InvalidInput("URL", url, URL_RULE)
+    return url
 
 
 def clone_vault(url: str, root: Path) -> None:

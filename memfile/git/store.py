@@ -7,7 +7,8 @@ work on machines with no git identity, and every `Repo` is closed.
 No value from outside (a remote, a branch, a revision, a path, memfile.toml)
 reaches git as an option: each is checked (`_plain`) or passed after `--`, and
 the transports that run a command named in a URL (`ext::`, `fd::`) are off for
-every git memfile runs.
+every git memfile runs. git's merge driver for memory files (`run_merge_driver`) and its setup in a
+repository (`configure_merge_driver`, `write_attributes`) are here too.
 """
 
 from __future__ import annotations
@@ -20,8 +21,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..errors import GitBusy, GitDiskFull, GitError, InvalidInput
-from ..files import dying_with_parent
+from ..errors import FileParseError, GitBusy, GitDiskFull, GitError, InvalidInput
+from ..files import atomic_write, dying_with_parent
 
 # Signing prompts would hang a headless agent; quoted paths would not match ours; a URL must never run a command.
 #: From this many files, `commit`'s `git add` writes their contents into one pack file instead of one file
@@ -778,3 +779,77 @@ def merge_text(ours: str, base: str, theirs: str) -> bytes | None:
 
 def _reason(exc: BaseException) -> str:
     return getattr(exc, "stderr", None) and str(exc.stderr).strip() or str(exc)  # type: ignore[attr-defined]
+
+
+# --- git's merge driver for memory files: what git runs, and its setup in a repository ---
+
+#: Local git config: this clone's name, recorded in the conflicts its merges make.
+MACHINE_CONFIG = "memfile.machine"
+
+
+def run_merge_driver(base: str, ours: str, theirs: str, relpath: str) -> int:
+    """The merge driver: write the merge of three versions into `ours`; 0 when merged, 1 when git must decide.
+
+    A memory merges field by field; a file without front-matter merges line by
+    line (`git merge-file`). When neither works, `ours` is left as it was and
+    git reports the path unmerged: sync keeps ours, and theirs stays in the merge.
+    """
+    from .merge import merge_memory
+
+    base_data = Path(base).read_bytes()
+    try:
+        result = merge_memory(
+            base_data or None, Path(ours).read_bytes(), Path(theirs).read_bytes(), relpath, machine=_driver_machine()
+        )
+    except FileParseError:
+        merged = merge_text(ours, base, theirs)
+        if merged is None:
+            return 1
+        atomic_write(Path(ours), merged)
+        return 0
+    except OSError:
+        return 1
+    atomic_write(Path(ours), result.data)
+    return 0
+
+
+def _driver_machine() -> str | None:
+    """The machine merging: given by sync, else (a plain `git merge`) from the repository's config."""
+    return os.environ.get("MEMFILE_MACHINE") or config_here(MACHINE_CONFIG)
+
+
+def machine_name(git: GitStore, create: bool = False) -> str | None:
+    """This clone's name in the conflicts it makes (local git config, never synced); made when asked."""
+    name = git.get_config(MACHINE_CONFIG)
+    if name or not create:
+        return name
+    import socket
+
+    host = re.sub(r"[^A-Za-z0-9.-]", "", socket.gethostname())[:40] or "machine"
+    name = f"{host}-{os.urandom(3).hex()}"
+    git.set_config(MACHINE_CONFIG, name)
+    return name
+
+
+def configure_merge_driver(git: GitStore) -> bool:
+    """Point the repository's config at memfile's merge driver; True when it had to."""
+    from .merge import merge_driver_command
+
+    machine_name(git, create=True)  # the driver records it in the conflicts it makes
+    if git.get_config("merge.memfile.driver") == merge_driver_command():
+        return False
+    git.set_config("merge.memfile.name", "memfile: merge memories field by field")
+    git.set_config("merge.memfile.driver", merge_driver_command())
+    return True
+
+
+def write_attributes(root: Path) -> bool:
+    """Make .gitattributes send memory files to the merge driver; True when it had to be changed."""
+    from .merge import ATTRIBUTES, MERGE_RULE
+
+    path = root / ATTRIBUTES
+    text = path.read_text(encoding="utf-8") if path.exists() else ""
+    if MERGE_RULE in text.splitlines():
+        return False
+    atomic_write(path, (text + ("\n" if text and not text.endswith("\n") else "") + MERGE_RULE + "\n").encode())
+    return True

@@ -24,7 +24,7 @@ from ..recall import is_pinned, order
 if TYPE_CHECKING:
     from starlette.datastructures import QueryParams
 
-    from ..git import LogEntry, Version
+    from ..history import LogEntry, Version
     from ..vault import Vault
 
 #: Memories a page of the memories list shows.

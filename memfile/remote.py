@@ -11,36 +11,47 @@ Only remotes the repository knows by name are synced with (never a URL or
 a path from memfile.toml, which travels with the vault), and the branch is
 checked before git sees it. A sync marks itself while it runs git
 (`GitStore.syncing`): whatever a killed sync leaves, the next write finishes
-or undoes it (`recover_interrupted_sync`).
+or undoes it (memfile.git.locks' `recover_interrupted_sync`).
 """
 
 from __future__ import annotations
 
-import os
-import re
 import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..config import CONFIG_NAME, STATE_DIR
-from ..errors import (
-    Busy,
+from .config import CONFIG_NAME, STATE_DIR
+from .errors import (
     Conflict,
-    FileParseError,
     GitError,
     InvalidInput,
     MemfileError,
     Notice,
     Refused,
 )
-from ..files import atomic_write
-from ..model import CONFLICT_KEY, Memory, Source, StoreResult, resolve_ref, utc_now
+from .git import (
+    ATTRIBUTES,
+    CONFLICT_FROM,
+    MERGE_SUBJECT,
+    REMOTE_NAME_RULE,
+    check_url,
+    clone_command,
+    configure_merge_driver,
+    conflict_sides,
+    local_path,
+    machine_name,
+    point_bare_head,
+    settle,
+    valid_remote_name,
+    write_attributes,
+)
+from .model import CONFLICT_KEY, Memory, Source, StoreResult, resolve_ref, utc_now
 
 if TYPE_CHECKING:
-    from ..index import Index
-    from ..writer import Writer
-    from .store import GitStore
+    from .git import GitStore
+    from .index import Index
+    from .writer import Writer
 
 
 @dataclass
@@ -63,183 +74,9 @@ class RemoteReport:
 
 
 PUSH_ATTEMPTS = 3
-#: The subject of every merge commit sync makes (how its interrupted merge is told from a person's).
-MERGE_SUBJECT = "sync: merge "
-#: Local git config: this clone's name, recorded in the conflicts its merges make.
-MACHINE_CONFIG = "memfile.machine"
-#: How long a write waits for the git processes of a killed sync to end.
-RECOVERY_WAIT_S = 10.0
 #: The lines `resolve_draft` puts around the two sides; `resolve` removes them when they are left in.
 GUIDE_OURS = "# ---- this machine's text (keep, change or delete; memfile removes these guide lines) ----"
 GUIDE_THEIRS = "# ---- the other side's text (delete what you do not keep) ----"
-
-
-def run_merge_driver(base: str, ours: str, theirs: str, relpath: str) -> int:
-    """The merge driver: write the merge of three versions into `ours`; 0 when merged, 1 when git must decide.
-
-    A memory merges field by field; a file without front-matter merges line by
-    line (`git merge-file`). When neither works, `ours` is left as it was and
-    git reports the path unmerged: sync keeps ours, and theirs stays in the merge.
-    """
-    from .merge import merge_memory
-    from .store import merge_text
-
-    base_data = Path(base).read_bytes()
-    try:
-        result = merge_memory(
-            base_data or None, Path(ours).read_bytes(), Path(theirs).read_bytes(), relpath, machine=_driver_machine()
-        )
-    except FileParseError:
-        merged = merge_text(ours, base, theirs)
-        if merged is None:
-            return 1
-        atomic_write(Path(ours), merged)
-        return 0
-    except OSError:
-        return 1
-    atomic_write(Path(ours), result.data)
-    return 0
-
-
-def _driver_machine() -> str | None:
-    """The machine merging: given by sync, else (a plain `git merge`) from the repository's config."""
-    from .store import config_here
-
-    return os.environ.get("MEMFILE_MACHINE") or config_here(MACHINE_CONFIG)
-
-
-def machine_name(git: GitStore, create: bool = False) -> str | None:
-    """This clone's name in the conflicts it makes (local git config, never synced); made when asked."""
-    name = git.get_config(MACHINE_CONFIG)
-    if name or not create:
-        return name
-    import socket
-
-    host = re.sub(r"[^A-Za-z0-9.-]", "", socket.gethostname())[:40] or "machine"
-    name = f"{host}-{os.urandom(3).hex()}"
-    git.set_config(MACHINE_CONFIG, name)
-    return name
-
-
-def configure_merge_driver(git: GitStore) -> bool:
-    """Point the repository's config at memfile's merge driver; True when it had to."""
-    from .merge import merge_driver_command
-
-    machine_name(git, create=True)  # the driver records it in the conflicts it makes
-    if git.get_config("merge.memfile.driver") == merge_driver_command():
-        return False
-    git.set_config("merge.memfile.name", "memfile: merge memories field by field")
-    git.set_config("merge.memfile.driver", merge_driver_command())
-    return True
-
-
-def write_attributes(root: Path) -> bool:
-    """Make .gitattributes send memory files to the merge driver; True when it had to be changed."""
-    from .merge import ATTRIBUTES, MERGE_RULE
-
-    path = root / ATTRIBUTES
-    text = path.read_text(encoding="utf-8") if path.exists() else ""
-    if MERGE_RULE in text.splitlines():
-        return False
-    atomic_write(path, (text + ("\n" if text and not text.endswith("\n") else "") + MERGE_RULE + "\n").encode())
-    return True
-
-
-URL_RULE = "a git URL or a path (not starting with -; ext:: and fd:: run commands)"
-
-
-def check_url(url: str) -> str:
-    """`url`, when memfile may hand it to git: never an option, never a transport that runs a command.
-
-    Raises:
-        InvalidInput: it starts with -, holds a control character, or is an ext:: or fd:: URL.
-    """
-    if not url or url.startswith("-") or any(ord(c) < 32 for c in url) or url.lower().startswith(("ext::", "fd::")):
-        raise InvalidInput("URL", url, URL_RULE)
-    return url
-
-
-def recover_interrupted_sync(git: GitStore, wait: float = RECOVERY_WAIT_S) -> list[str]:
-    """For a caller holding the writer lock: finish or undo what a killed `memfile sync` left behind
-    (its half-done merge, git's lock, the merge driver's temporary files); notices of what was done.
-
-    A few stats when nothing is wrong. A merge a person started is never touched; a lock that no
-    killed sync left is named by the git command that meets it.
-
-    Raises:
-        Busy: git processes a killed sync started are still at work after `wait` seconds.
-    """
-    notices: list[str] = []
-    if git.sync_mark_left():
-        if not git.sync_processes_gone(wait):
-            raise Busy(
-                f"git processes started by a memfile sync that was stopped are still at work in {git.root}; "
-                "try again in a moment"
-            )
-        lock = git.index_lock()
-        deadline = time.monotonic() + 0.5  # a person's own quick git command (git status) lets go at once
-        while lock is not None and time.monotonic() < deadline:
-            time.sleep(0.02)
-            lock = git.index_lock()
-        if lock is not None:  # nothing the sync started runs any more: its git was killed holding the lock
-            lock.unlink(missing_ok=True)
-            notices.append("removed .git/index.lock, left by a memfile sync that was killed")
-    subject = git.merge_subject()
-    if subject is not None and subject.startswith(MERGE_SUBJECT) and git.index_lock() is None:
-        notices.append(_finish_interrupted_merge(git, subject))
-    if git.index_lock() is None:  # no git is at work: a merge driver's files are leftovers
-        debris = git.merge_debris()
-        for path in debris:
-            path.unlink(missing_ok=True)
-        if debris:
-            notices.append(
-                f"removed {len(debris)} temporary files of a merge that was killed "
-                f"({', '.join(sorted(p.name for p in debris))})"
-            )
-    return notices
-
-
-def _finish_interrupted_merge(git: GitStore, subject: str) -> str:
-    """Finish the merge a killed sync left as that sync would have; undo it when it cannot. A notice."""
-    name = subject.removeprefix(MERGE_SUBJECT).split(",", 1)[0].strip()
-    message = git.merge_message()
-    mind = re.search(r"^mind: (\S+)$", message, re.MULTILINE)
-    try:
-        unmerged = git.unmerged_paths()
-        if unmerged:
-            kept = _settle(git, unmerged, name, mind.group(1) if mind else "")
-            return f"finished the merge of {name} a killed memfile sync left (kept {', '.join(kept)})"
-        git.finish_merge(message)
-        return f"finished the merge of {name} a killed memfile sync left"
-    except GitError:
-        git.abort_merge()
-        return Notice(f"undid the merge of {name} a killed memfile sync left", "sync_again")
-
-
-def _settle(git: GitStore, unmerged: list[str], name: str, mind: str) -> list[str]:
-    """Finish a merge git left with `unmerged` memory files: keep the side that still has each file
-    (ours when both do: the driver could not read one). Returns what was kept.
-
-    Raises:
-        GitError: a file that is not a memory is unmerged (nothing is decided for it).
-    """
-    if any(not p.endswith(".md") for p in unmerged):
-        raise GitError(
-            f"the merge of {name} conflicts outside memory files ({', '.join(unmerged)}); "
-            "nothing was changed: merge it with git, then run memfile sync again"
-        )
-    kept = []
-    for path in unmerged:
-        # A side that deleted the file loses to the side that changed it; otherwise ours stays
-        # (the driver could not read one side). Either way the other version is in the merged commit.
-        side = "theirs" if 2 not in git.unmerged_sides(path) else "ours"
-        git.take_side(path, side)
-        kept.append(f"{path} ({side})")
-    git.finish_merge(
-        f"{MERGE_SUBJECT}{name}, keeping {', '.join(kept)}; the other version is in the "
-        f"merged commit (memfile history shows it)\n\nmind: {mind}"
-    )
-    return kept
 
 
 class Remote:
@@ -267,8 +104,6 @@ class Remote:
 
     def ensure_merge_driver(self) -> bool:
         """`Vault.ensure_merge_driver` (its docstring says what it does)."""
-        from .merge import ATTRIBUTES
-
         changed = configure_merge_driver(self._git)
         if write_attributes(self.root):
             self._git.commit([ATTRIBUTES], "merge memory files field by field (memfile merge driver)")
@@ -277,12 +112,8 @@ class Remote:
 
     def add_remote(self, url: str, name: str = "origin") -> None:
         """`Vault.add_remote` (its docstring says what it does)."""
-        from .store import REMOTE_NAME_RULE, valid_remote_name
-
         if not valid_remote_name(name):
             raise InvalidInput("--name", name, REMOTE_NAME_RULE)
-        from .clone import clone_command, local_path
-
         check_url(url)
         path = local_path(url, Path.cwd())
         if path is not None and not url.startswith("file://"):  # git reads a path from the vault's folder:
@@ -338,8 +169,6 @@ class Remote:
             if self._git.has_ref(upstream):
                 self._git.set_upstream(remote, branch)  # `memfile status` and `git status` show ahead/behind
                 if created:  # the first push of the vault: say how another machine gets it
-                    from .clone import clone_command, point_bare_head
-
                     url = self._git.remote_url(remote)
                     report.clone_command = clone_command(url, self.root) if url else None
                     notice = point_bare_head(self._git, remote, branch)
@@ -360,8 +189,6 @@ class Remote:
         """
         field = "--remote" if remote is not None else f"[sync] remote in {CONFIG_NAME}"
         name = remote if remote is not None else self.config.sync_remote
-        from .store import valid_remote_name
-
         remotes = self._git.remotes()
         if valid_remote_name(name) and name in remotes:
             return name
@@ -418,7 +245,7 @@ class Remote:
         if not unmerged:
             return
         try:
-            report.kept_ours += _settle(self._git, unmerged, name, self.mind)
+            report.kept_ours += settle(self._git, unmerged, name, self.mind)
         except BaseException:
             self._git.abort_merge()
             raise
@@ -441,8 +268,6 @@ class Remote:
             content = "\n".join(line for line in content.splitlines() if line.rstrip() not in guides)
             if not content.strip():
                 raise InvalidInput("content", content, "non-empty text")
-        from .merge import CONFLICT_FROM, conflict_sides
-
         with self._writer.transaction():
             memory = resolve_ref(ref, self.memories(), self.mind)
             if memory.conflict is None:
@@ -458,8 +283,6 @@ class Remote:
 
     def resolve_draft(self, ref: str) -> str:
         """`Vault.resolve_draft` (its docstring says what it does)."""
-        from .merge import conflict_sides
-
         memory = resolve_ref(ref, self.memories(), self.mind)
         if memory.conflict is None:
             raise Refused(f"{memory.ref} has no conflict to resolve")

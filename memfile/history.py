@@ -15,9 +15,9 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
 
-from .. import fileformat
-from ..errors import Conflict, FileParseError, InvalidInput, NotFound, Notice, Refused, echo
-from ..model import (
+from . import fileformat
+from .errors import Conflict, FileParseError, InvalidInput, NotFound, Notice, Refused, echo
+from .model import (
     AGENT_PRIORITY_CAP,
     ID_PATTERN,
     Memory,
@@ -29,12 +29,12 @@ from ..model import (
     utc_now,
     validate_key,
 )
-from ..paths import memory_relpath, safe_path
+from .paths import memory_relpath, safe_path
 
 if TYPE_CHECKING:
-    from ..index import Index
-    from ..writer import Writer
-    from .store import Commit, GitStore
+    from .git.store import Commit, GitStore
+    from .index import Index
+    from .writer import Writer
 
 
 @dataclass(frozen=True)
