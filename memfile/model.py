@@ -594,6 +594,25 @@ class StatusReport(Report):
 
 
 @dataclass(frozen=True)
+class StoreRequest:
+    """One store, its every field checked once (`Writer.store`): what a write transaction stores, or the
+    store queue hands to the process holding the writer lock."""
+
+    category: Category
+    key: str
+    content: str
+    now: datetime  # the moment of the call: created_at and updated_at
+    priority: Priority | None  # None: the memory's own (normal for a new one)
+    tags: tuple[str, ...] | None  # None: the memory's own
+    confidence: float | None
+    expires: Any  # a datetime, None (never), or UNSET: the memory's own
+    source: Source  # whose memory it is
+    actor: Source  # who stores it
+    credential: str | None  # the label of the key it was made under (`Memfile-Key:`)
+    supersedes: str | None  # the REF of the memory it replaces
+
+
+@dataclass(frozen=True)
 class StoreResult:
     """What `Vault.store` did: the memory as now on disk and what changed."""
 

@@ -19,7 +19,8 @@ Files, all written atomically:
   result nobody came for (its process was killed) is removed after an hour.
 
 A request still waiting when its process gives up is withdrawn (removed);
-once claimed, it will be stored, so the process waits for its result.
+once claimed, it will be stored, so the process waits for its result. A request
+is a `StoreRequest`, made into plain values (marshal) only in these files.
 """
 
 from __future__ import annotations
@@ -29,12 +30,13 @@ import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 from typing import Any, NoReturn
 
 from . import errors, secretscan
 from .files import atomic_write, try_writer_lock
-from .model import StoreResult, memory_from_row, memory_to_row
+from .model import UNSET, Category, Priority, Source, StoreRequest, StoreResult, memory_from_row, memory_to_row
 
 #: Results nobody picked up (their process was killed) are removed after this many seconds.
 STALE_RESULT = 3600.0
@@ -59,8 +61,8 @@ def submit(
     lock_path: Path,
     folder: Path,
     timeout: float,
-    request: dict[str, Any],
-    hold: Callable[[dict[str, Any] | None, Ticket | None], StoreResult],
+    request: StoreRequest,
+    hold: Callable[[StoreRequest | None, Ticket | None], StoreResult],
 ) -> StoreResult:
     """Store `request`: call `hold(request, None)` holding the writer lock if it is free, else queue it.
 
@@ -96,7 +98,7 @@ def submit(
         raise
 
 
-def joins(request: dict[str, Any], taken: list[dict[str, Any]]) -> bool:
+def joins(request: StoreRequest, taken: list[StoreRequest]) -> bool:
     """Whether a request can share a commit with those taken: same source and caller, made under a
     credential when they were (each credential then gets its `Memfile-Key:` trailer: `Writer.trailers`),
     another memory, and no supersede (which changes a second memory) on either side."""
@@ -104,11 +106,49 @@ def joins(request: dict[str, Any], taken: list[dict[str, Any]]) -> bool:
         return True
     first = taken[0]
     return (
-        request["supersedes"] is None
-        and first["supersedes"] is None
-        and (request["source"], request["actor"], request.get("credential") is None)
-        == (first["source"], first["actor"], first.get("credential") is None)
-        and all((t["category"], t["key"]) != (request["category"], request["key"]) for t in taken)
+        request.supersedes is None
+        and first.supersedes is None
+        and (request.source, request.actor, request.credential is None)
+        == (first.source, first.actor, first.credential is None)
+        and all((t.category, t.key) != (request.category, request.key) for t in taken)
+    )
+
+
+def _plain(request: StoreRequest) -> dict[str, Any]:
+    """A request as plain values, for a `.req` file."""
+    expires = request.expires
+    return {
+        "category": request.category.value,
+        "key": request.key,
+        "content": request.content,
+        "now": request.now.isoformat(),
+        "priority": request.priority.value if request.priority else None,
+        "tags": list(request.tags) if request.tags is not None else None,
+        "confidence": request.confidence,
+        "source": request.source.value,
+        "actor": request.actor.value,
+        "credential": request.credential,
+        "expires": "unset" if expires is UNSET else expires.isoformat() if expires else None,
+        "supersedes": request.supersedes,
+    }
+
+
+def _request(plain: dict[str, Any]) -> StoreRequest:
+    """`_plain` reversed. Raises KeyError, ValueError: not a request."""
+    expires = plain["expires"]
+    return StoreRequest(
+        Category(plain["category"]),
+        plain["key"],
+        plain["content"],
+        datetime.fromisoformat(plain["now"]),
+        Priority(plain["priority"]) if plain["priority"] else None,
+        tuple(plain["tags"]) if plain["tags"] is not None else None,
+        plain["confidence"],
+        UNSET if expires == "unset" else datetime.fromisoformat(expires) if expires else None,
+        Source(plain["source"]),
+        Source(plain["actor"]),
+        plain.get("credential"),
+        plain["supersedes"],
     )
 
 
@@ -142,10 +182,10 @@ def decode(result: dict[str, Any]) -> StoreResult:
     )
 
 
-def enqueue(folder: Path, request: dict[str, Any]) -> Ticket:
+def enqueue(folder: Path, request: StoreRequest) -> Ticket:
     """Leave a request in the queue; its name sorts by arrival (oldest first)."""
     ticket = Ticket(folder, f"{time.time_ns():020d}-{os.getpid()}-{os.urandom(4).hex()}")
-    atomic_write(ticket.file("req"), marshal.dumps(request))
+    atomic_write(ticket.file("req"), marshal.dumps(_plain(request)))
     return ticket
 
 
@@ -169,7 +209,7 @@ def take_result(ticket: Ticket) -> dict[str, Any] | None:
     return marshal.loads(data)
 
 
-def claim(folder: Path, wanted: Any, limit: int) -> list[tuple[Ticket, dict[str, Any]]]:
+def claim(folder: Path, wanted: Any, limit: int) -> list[tuple[Ticket, StoreRequest]]:
     """Claim up to `limit` waiting requests, oldest first, for the caller holding the writer lock.
 
     `wanted(request, taken)` says whether a request joins the ones already taken;
@@ -179,7 +219,7 @@ def claim(folder: Path, wanted: Any, limit: int) -> list[tuple[Ticket, dict[str,
         names = sorted(os.listdir(folder))
     except FileNotFoundError:
         return []
-    taken: list[tuple[Ticket, dict[str, Any]]] = []
+    taken: list[tuple[Ticket, StoreRequest]] = []
     now = time.time()
     for name in names:
         stem, _, state = name.rpartition(".")
@@ -196,8 +236,8 @@ def claim(folder: Path, wanted: Any, limit: int) -> list[tuple[Ticket, dict[str,
             ticket.file(state).unlink(missing_ok=True)
             continue
         try:
-            request = marshal.loads(ticket.file(state).read_bytes())
-        except (OSError, EOFError, ValueError, TypeError):
+            request = _request(marshal.loads(ticket.file(state).read_bytes()))
+        except (OSError, EOFError, ValueError, TypeError, KeyError):
             ticket.file(state).unlink(missing_ok=True)  # a request its writer never finished
             continue
         if not wanted(request, [r for _, r in taken]):

@@ -35,7 +35,7 @@ from .errors import (
     Notice,
     Refused,
 )
-from .files import atomic_write, cannot_write, fsync_dir, os_reason, read_or_none, writer_lock
+from .files import atomic_write, cannot_write, fsync_dir, os_reason, read_or_none, try_writer_lock, writer_lock
 from .index import Index, source
 from .index.fastpath import beside, may_fork
 from .model import (
@@ -47,6 +47,7 @@ from .model import (
     Priority,
     Source,
     Status,
+    StoreRequest,
     StoreResult,
     new_id,
     parse_category,
@@ -350,25 +351,27 @@ class Writer:
         request = self._request(
             category, key, content, priority, tags, confidence, expires, source, supersedes, allow_secret
         )
-        from . import store_queue  # here, like the git half's modules: reads never need it
-
-        state = self.root / STATE_DIR
+        lock = self.root / STATE_DIR / "lock"
         with cannot_write(self.root):
-            return store_queue.submit(
-                state / "lock", state / "queue" / self.mind, self.config.lock_timeout, request, self._store_holding_lock
-            )
+            with try_writer_lock(lock) as held:
+                if held:
+                    return self._store_holding_lock(request, None)
+            from . import store_queue  # another writer holds the lock: wait in the queue for it
+
+            queue = self.root / STATE_DIR / "queue" / self.mind
+            return store_queue.submit(lock, queue, self.config.lock_timeout, request, self._store_holding_lock)
 
     def store_many(self, stores: list[dict[str, Any]]) -> list[StoreResult | MemfileError]:
         """`Vault.store_many` (its docstring says what it does)."""
         from . import store_queue
 
         results: list[StoreResult | MemfileError | None] = [None] * len(stores)
-        groups: list[list[tuple[int, dict[str, Any]]]] = []  # stores that can share a commit (store_queue.joins)
+        groups: list[list[tuple[int, StoreRequest]]] = []  # stores that can share a commit (store_queue.joins)
         for n, arguments in enumerate(stores):
             arguments = dict(arguments)
             credential = arguments.pop("credential", self.key_label)
             try:
-                request = {**self._request(**arguments), "credential": credential}
+                request = replace(self._request(**arguments), credential=credential)
             except MemfileError as exc:
                 results[n] = exc
                 continue
@@ -402,9 +405,9 @@ class Writer:
         source: str | Source | None = None,
         supersedes: str | None = None,
         allow_secret: bool = False,
-    ) -> dict[str, Any]:
-        """A store checked (every field, the agent rules, secrets) and made into plain values (a store queue
-        request). Raises InvalidInput, Refused: as `Vault.store` says."""
+    ) -> StoreRequest:
+        """A store checked: every field, the agent rules, secrets. Raises InvalidInput, Refused: as
+        `Vault.store` says."""
         now = utc_now()
         category = parse_category(category)
         validate_key(key)
@@ -448,22 +451,22 @@ class Writer:
             raise Refused("an agent cannot store a memory as source user; store it as source agent")
         if self.actor is Source.AGENT and new_priority is not None and new_priority.rank < AGENT_PRIORITY_CAP.rank:
             raise Refused(AGENT_CAP_REFUSAL, hint="raise_critical")
-        return {
-            "category": category.value,
-            "key": key,
-            "content": content,
-            "now": now.isoformat(),
-            "priority": new_priority.value if new_priority else None,
-            "tags": new_tags,
-            "confidence": new_confidence,
-            "source": effective.value,
-            "actor": self.actor.value,
-            "credential": self.key_label,
-            "expires": "unset" if new_expires is UNSET else new_expires.isoformat() if new_expires else None,
-            "supersedes": supersedes,
-        }
+        return StoreRequest(
+            category,
+            key,
+            content,
+            now,
+            new_priority,
+            new_tags,
+            new_confidence,
+            new_expires,
+            effective,
+            self.actor,
+            self.key_label,
+            supersedes,
+        )
 
-    def _store_holding_lock(self, own: dict[str, Any] | None, ticket: store_queue.Ticket | None) -> StoreResult:
+    def _store_holding_lock(self, own: StoreRequest | None, ticket: store_queue.Ticket | None) -> StoreResult:
         """Store `own` (or this process's queued `ticket`) and the stores queued by other processes,
         up to store_queue.LIMIT of them in one commit; hand each queued one its result."""
         from . import store_queue
@@ -493,7 +496,7 @@ class Writer:
                 own = None
             raise Conflict(f"the store queue in {self.root / STATE_DIR / 'queue'} lost this store's request; try again")
 
-    def _store_batch(self, requests: list[dict[str, Any]]) -> list[StoreResult | Exception]:
+    def _store_batch(self, requests: list[StoreRequest]) -> list[StoreResult | Exception]:
         """Store several requests (see store_queue.joins) in one commit; each one's result or failure.
 
         A file saved by hand while the stores were prepared is kept; the stores are then
@@ -511,7 +514,7 @@ class Writer:
         except EditedMeanwhile as exc:
             return [exc for _ in requests]
 
-    def _store_batch_once(self, requests: list[dict[str, Any]]) -> list[StoreResult | Exception]:
+    def _store_batch_once(self, requests: list[StoreRequest]) -> list[StoreResult | Exception]:
         """`_store_batch`, once; raises EditedMeanwhile when a file changed under the commit's writes."""
         from .swap import EditedMeanwhile
 
@@ -527,15 +530,15 @@ class Writer:
         sha = None
         if changes:
             refs = [memory.ref for _, memory, _, changed, _ in prepared if changed]
-            subject = f"store {', '.join(refs)} ({requests[0]['source']})"
+            subject = f"store {', '.join(refs)} ({requests[0].source})"
             replaced = [old.ref for _, _, _, changed, old in prepared if old is not None and old.path in dict(changed)]
             subject += f", superseding {replaced[0]}" if replaced else ""
             keys: dict[str, list[str]] = {}  # each credential's label with the refs it stored (a shared commit)
             for n, memory, _, changed, _ in prepared:
-                if changed and requests[n].get("credential"):
-                    keys.setdefault(requests[n]["credential"], []).append(memory.ref)
+                if changed and (credential := requests[n].credential):
+                    keys.setdefault(credential, []).append(memory.ref)
             own_key = self.key_label
-            self.key_label = next(iter(keys)) if len(keys) == 1 else requests[0].get("credential")
+            self.key_label = next(iter(keys)) if len(keys) == 1 else requests[0].credential
             try:
                 sha = self.apply_all(changes, subject, keys)
             except EditedMeanwhile:
@@ -557,19 +560,15 @@ class Writer:
             )
         return [r for r in results if r is not None]
 
-    def _prepare_store(self, request: dict[str, Any]) -> tuple[Memory, bool, list[tuple[str, bytes]], Memory | None]:
+    def _prepare_store(self, request: StoreRequest) -> tuple[Memory, bool, list[tuple[str, bytes]], Memory | None]:
         """What a store changes: (the memory as it will be, created, [(path, new bytes)], the superseded memory).
 
         Raises:
             AmbiguousRef, InvalidInput, Refused, Conflict, NotFound: see `store`.
         """
-        category, key, actor = Category(request["category"]), request["key"], Source(request["actor"])
-        effective, content, now = Source(request["source"]), request["content"], datetime.fromisoformat(request["now"])
-        expires = request["expires"]
-        expires = UNSET if expires == "unset" else datetime.fromisoformat(expires) if expires else None
-        priority = Priority(request["priority"]) if request["priority"] else None
-        tags = tuple(request["tags"]) if request["tags"] is not None else None
-        confidence, supersedes = request["confidence"], request["supersedes"]
+        category, key, actor, effective = request.category, request.key, request.actor, request.source
+        content, now, expires, priority = request.content, request.now, request.expires, request.priority
+        tags, confidence, supersedes = request.tags, request.confidence, request.supersedes
         existing = self._index.named(f"{category}/{key}", memory_relpath(self.mind, category, key).as_posix())
         if len(existing) > 1:
             raise AmbiguousRef(

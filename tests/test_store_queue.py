@@ -8,6 +8,7 @@ gets it stores them all. No sleeps decide an outcome: the test waits for files t
 from __future__ import annotations
 
 import json
+import marshal
 import os
 import subprocess
 import sys
@@ -147,8 +148,9 @@ def orphan_request(key: str) -> dict[str, object]:
 
 def test_a_request_claimed_by_a_killed_holder_is_stored_by_the_next_one(vault: Vault) -> None:
     root = vault.root
-    ticket = store_queue.enqueue(queue(root), orphan_request("orphan"))  # queued by this (live) process
-    os.rename(ticket.file("req"), ticket.file("claimed"))  # what a holder killed mid-store leaves
+    ticket = store_queue.Ticket(queue(root), f"{time.time_ns():020d}-{os.getpid()}-abcd")  # this (live) process
+    queue(root).mkdir(parents=True, exist_ok=True)
+    ticket.file("claimed").write_bytes(marshal.dumps(orphan_request("orphan")))  # what a holder killed mid-store leaves
     vault.store("fact", "next", "the next store")
     orphan = vault.get("fact/orphan")
     assert (orphan.content, orphan.tags, orphan.verified) == ("orphan: asked for, holder killed", ("kept",), True)
@@ -165,7 +167,7 @@ def test_a_request_whose_process_is_gone_is_dropped(vault: Vault) -> None:
     for state, key in (("req", "stale_waiting"), ("claimed", "stale_claimed")):
         ticket = store_queue.Ticket(queue(root), f"{time.time_ns():020d}-{pid}-abcd")
         queue(root).mkdir(parents=True, exist_ok=True)
-        ticket.file(state).write_bytes(__import__("marshal").dumps(orphan_request(key)))
+        ticket.file(state).write_bytes(marshal.dumps(orphan_request(key)))
     vault.store("fact", "now", "stored now")
     assert {m.key for m in vault.list()} == {"now"}
     assert not list(queue(root).iterdir())
