@@ -9,7 +9,7 @@ import click
 
 from .cli import State, _json, _print_store, json_option, main, progress_bars
 from .errors import EXIT_PROBLEMS, EXIT_SYNC_CONFLICTS, InvalidInput, Refused
-from .vault import Vault
+from .vault import Vault, run_merge_driver
 
 
 @main.command()
@@ -264,8 +264,6 @@ def merge_file(base: str, ours: str, theirs: str, path: str) -> None:
 
     Example: memfile merge-file BASE OURS THEIRS mind/fact/x.md
     """
-    from .git import run_merge_driver  # the git half, imported by what uses it
-
     raise SystemExit(run_merge_driver(base, ours, theirs, path))
 
 

@@ -83,6 +83,23 @@ if TYPE_CHECKING:
     from .transfer import ExportReport, ImportReport, MindExport
 
 
+# --- for the faces, which import only vault, model, errors and config: what they show from below the
+# facade (RefreshReport, imported above; LogEntry and Version, for annotations: history loads on first
+# use) and git's jobs they run without a Vault, the git adapter imported only when one runs.
+def run_merge_driver(base: str, ours: str, theirs: str, relpath: str) -> int:
+    """git's merge driver for memory files (`memfile merge-file`): 0 when merged, 1 when git must decide."""
+    from .git import run_merge_driver as run
+
+    return run(base, ours, theirs, relpath)
+
+
+def pack_loose_objects(root: Path) -> bool:
+    """Pack the loose objects of the vault's git repository when they are many; True when it did."""
+    from .git import pack_loose_objects as pack
+
+    return pack(root)
+
+
 T = TypeVar("T")
 
 #: The arguments of `Vault.store`, which `store_many` takes by name.

@@ -34,9 +34,8 @@ from typing import Any
 
 from .config import STATE_DIR
 from .errors import Conflict, LockTimeout, MemfileError
-from .index import RefreshReport
 from .paths import is_memory_name
-from .vault import Vault
+from .vault import RefreshReport, Vault
 
 DEFAULT_DEBOUNCE = 0.3
 #: Seconds a call waits for the watcher to hear everything made before it (`MindsWatcher.caught_up`).

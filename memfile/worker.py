@@ -31,17 +31,14 @@ from concurrent.futures import Future
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, TypeVar
 
 from .config import find_vault, load_config, select_mind
 from .errors import InvalidInput
 from .model import Source, StoreResult
 from .paths import MIND_PATTERN, mind_dirs
-from .vault import Vault
+from .vault import RefreshReport, Vault, pack_loose_objects
 from .watch import MindsWatcher
-
-if TYPE_CHECKING:
-    from .index import RefreshReport
 
 T = TypeVar("T")
 
@@ -51,7 +48,7 @@ WARM_STEP = 0.05
 WARM_AGAIN = 1.0
 #: Seconds between tries to watch a mind that another watcher (`memfile watch`) watched at the last try.
 WATCH_AGAIN = 10.0
-#: Seconds between looks at git's loose objects (packed past `memfile.git.LOOSE_MOST`; see `_tidy`).
+#: Seconds between looks at git's loose objects (packed past git's `LOOSE_MOST`; see `_tidy`).
 TIDY_EVERY = 2.0
 #: The worker thread's name, in Python and to the system (`ps -L`, `top -H`, /proc/PID/task/TID/comm).
 WORKER_THREAD = "memfile-worker"
@@ -411,8 +408,6 @@ class Minds:
         6,700). Housekeeping only: a failure is left to git's own gc."""
         while not self._tidied.wait(TIDY_EVERY):
             try:
-                from .git import pack_loose_objects
-
                 pack_loose_objects(self.root)
             except Exception:  # noqa: BLE001, S110 - a repository git cannot pack is the next write's to report
                 pass

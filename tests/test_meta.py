@@ -92,7 +92,7 @@ MAY_IMPORT: dict[str, set[str]] = {
     "cli": FACE_MAY_USE | {"cli_git", "cli_keys", "cli_serve", "cli_transfer", "cli_options", "terminal"},
     "cli_options": set(),  # memfile's own options on each command: click alone
     "cli_transfer": FACE_MAY_USE | {"cli"},
-    "cli_git": FACE_MAY_USE | {"cli", "git", "paths"},
+    "cli_git": FACE_MAY_USE | {"cli", "paths"},
     "cli_keys": FACE_MAY_USE | {"cli", "keys"},
     "cli_serve": FACE_MAY_USE | {"cli", "keys", "server", "cli_served", "watch", "mcp_server"},
     # The command line's fast path: the client imports nothing of memfile but its version (it must stay
@@ -102,10 +102,10 @@ MAY_IMPORT: dict[str, set[str]] = {
     # What a terminal is shown (control characters as escapes): the standard library only.
     "terminal": set(),
     # The resident faces: one worker thread owns every Vault call (`worker`), shared by MCP and HTTP.
-    "worker": FACE_MAY_USE | {"watch", "paths", "git"},
+    "worker": FACE_MAY_USE | {"watch", "paths"},
     "mcp_server": FACE_MAY_USE | {"_version", "watch", "worker", "memory_tool"},
     "server": FACE_MAY_USE | {"worker", "keys", "mcp_server", "server", "recall"},
-    "watch": FACE_MAY_USE | {"paths", "index", "secretscan"},
+    "watch": FACE_MAY_USE | {"paths", "secretscan"},
     "__main__": {"cli", "cli_client", "config"},
     # Issue 27/28's library helpers over the facade (being built; each entry is checked when it lands).
     "context": FACE_MAY_USE | {"recall"},
@@ -117,16 +117,13 @@ MAY_IMPORT: dict[str, set[str]] = {
 }
 #: Why a face imports more than FACE_MAY_USE, one line each.
 FACE_EXCEPTIONS = {
-    ("cli_git", "git"): "the hidden merge-file command is git's merge driver (git.run_merge_driver), imported when run",
     ("watch", "paths"): "which file names are memories (is_ignored_name) decides what an event is about",
     ("watch", "secretscan"): "a secret in a hand edit is told (secretscan.warning), never refused",
-    ("watch", "index"): "the watcher vouches for the index (its marker) so reads may skip the stat walk",
     ("__main__", "config"): "MEMFILE_PLAIN (config.plain) decides whether a read-only command may end at once",
     ("cli_keys", "keys"): "the key commands are the keys file's face",
     ("worker", "paths"): "which folders are minds (mind_dirs), known without opening a Vault for each",
     ("mcp_server", "memory_tool"): "the `memory` tool runs Claude's memory-tool commands (MemoryToolBackend)",
     ("memory_tool", "secretscan"): "a secret refusal is said again with the lines of the text the model wrote",
-    ("worker", "git"): "git's loose objects are packed beside the worker (pack_loose_objects), no Vault involved",
     ("cli_git", "paths"): "clone prints every mind it got (mind_dirs), as the worker knows them",
     ("cli_serve", "keys"): "serve checks the keys file before it listens",
     ("cli_client", "_version"): "the client tells the server its memfile version (memfile.__version__)",
@@ -266,6 +263,17 @@ def test_no_import_cycles_between_modules() -> None:
     graph["vault"] -= {"watch"}  # imported inside Vault.open(watch=True), once both modules are loaded
     cycle = _first_cycle(graph)
     assert cycle is None, f"import cycle: {' -> '.join(cycle)}"
+
+
+FACE_MODULES = [path for path in MODULES if _unit(path) in FACES]
+
+
+@pytest.mark.parametrize("path", FACE_MODULES, ids=lambda p: p.relative_to(PACKAGE).as_posix())
+def test_faces_never_import_the_index_or_git(path: Path) -> None:
+    """What a face shows from below the facade (RefreshReport, LogEntry, Version) or runs there (git's merge
+    driver, the packing of loose objects) it takes from vault.py, not even an annotation from index/ or git/."""
+    below = _imports(path, annotations=True)[0] & {"index", "git"}
+    assert not below, f"{path.relative_to(PACKAGE)} (a face) imports {below}: take it from memfile.vault"
 
 
 @pytest.mark.parametrize("path", sorted((PACKAGE / "git").glob("*.py")), ids=lambda p: p.stem)
