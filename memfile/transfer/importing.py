@@ -502,112 +502,20 @@ def plan(
     if on_conflict not in ON_CONFLICT:
         raise InvalidInput("--on-conflict", on_conflict, ON_CONFLICT)
     result = Plan(incoming.format, mind, name, unmapped=list(incoming.unmapped))
-    by_id = {m.id: m for m in memories}
-    by_ref: dict[str, list[Memory]] = {}
-    for m in memories:
-        by_ref.setdefault(m.ref, []).append(m)
-    by_path = {m.path: m for m in memories}
-    unreadable = {i.path for i in issues}
-    seen: dict[str, str] = {}  # id, ref and path -> the record that claimed them
-    capped = 0
-    checked: set[str] = set()
+    planner = _Planner(root, mind, actor, on_conflict, now, frozenset(incoming.minds), memories, issues)
     records = _of_mind(incoming, from_mind)
-    exported = frozenset(incoming.minds)
-    latest = now + MAX_CLOCK_SKEW
-    elsewhere: dict[str, int] = {}  # the other minds the records say they come from (mind_id): how many
     checks = SecretChecks(records, secrets, allow_secret, aside if len(records) >= SCAN_ASIDE_FROM else None)
     try:
         for number, record in enumerate(records, start=1):
             if progress is not None:
                 progress(number - 1, len(records))
-            if not isinstance(record, dict):
-                raise InvalidInput(f"record {number}", type(record).__name__, "a JSON object describing one memory")
-            where = str(record.get("_where") or f"record {number}")
-            try:
-                json.dumps(record, ensure_ascii=False).encode("utf-8")
-            except UnicodeEncodeError:
-                raise InvalidInput(
-                    where, "text", "UTF-8 text", reason="it holds an unpaired surrogate (\\ud800...)"
-                ) from None
-            try:
-                relpath = _target(record, mind, record.get("category") or "", record.get("key") or "", exported)
-                folder = relpath.rpartition("/")[0]
-                if folder not in checked:  # no symlinked folder leads out of the mind (one check a folder)
-                    safe_path(root, relpath, mind)
-                    checked.add(folder)
-                memory = _memory(record, mind, relpath, now, latest)
-                data, memory = _from_raw(record, memory) if record.get("raw") is not None else (None, memory)
-                if data is None and memory.extra:  # unknown keys of any shape: the file must read back
-                    _reads_back(memory)
-            except InvalidInput as exc:
-                raise _at(where, exc) from None
-            given: tuple[Memory, bytes | None] | None = None  # what the record says, when an agent's import changed it
-            if actor is Source.AGENT and (agent := _as_agent(memory, record)) != memory:
-                given = memory, data
-                data = fileformat.rewrite(data, relpath, memory, agent) if data is not None else None
-                memory = agent
-            lowered = given is not None and given[0].priority is not memory.priority
-            for claim in (memory.id, memory.ref, relpath):
-                if claim in seen:
-                    raise InvalidInput(
-                        where,
-                        claim,
-                        "one record per memory",
-                        reason=f"{seen[claim]} names the same id, category/key or path",
-                    )
-                seen[claim] = where
-            from_other = record.get("mind_id")
-            if from_other is not None and from_other != mind:
-                elsewhere[str(from_other)] = elsewhere.get(str(from_other), 0) + 1
-            old = by_id.get(memory.id) or (by_path.get(relpath) if memory.id_derived else None)
+            where, relpath, memory, data, given = planner.read(number, record)
+            planner.claim(where, memory.id, memory.ref, relpath)
+            planner.came_from(record)
+            old = planner.by_id.get(memory.id) or (planner.by_path.get(relpath) if memory.id_derived else None)
             on_disk = _bytes(root / old.path) if old is not None and data is not None else None
             add_checks(checks, number, where, record, memory, data, old, on_disk, actor is Source.AGENT)
-            entry: dict[str, Any] = {"record": number, "ref": memory.ref}
-            if old is not None and old.ref != memory.ref:  # keys never change (SPEC 2), an import's neither
-                result.conflicts.append(
-                    entry
-                    | {
-                        "reason": f"the same id ({memory.id}) is {old.ref} here: an import does not move a memory "
-                        "to another category/key; store it under the new name instead"
-                    }
-                )
-                continue
-            if old is None:
-                if by_ref.get(memory.ref):
-                    entry["reason"] = (
-                        f"{memory.ref} is already in mind {mind} as another memory ({by_ref[memory.ref][0].id}); "
-                        "not merged: forget or rename one of them, then import again"
-                    )
-                elif relpath in by_path or relpath in unreadable or os.path.lexists(root / relpath):
-                    entry["reason"] = f"{relpath} already holds another file; move it away, then import again"
-                else:
-                    result.created.append(_Change(number, where, memory, data))
-                    capped += lowered
-                    continue
-                result.conflicts.append(entry)
-                continue
-            if old.path in seen and seen[old.path] != where:
-                raise InvalidInput(where, old.path, "one record per memory", reason=f"{seen[old.path]} changes it too")
-            seen[old.path] = where
-            memory, data = _placed(record, memory, data, old, relpath)
-            if _unchanged(memory, data, old, on_disk) or (
-                given is not None and _unchanged(*_placed(record, *given, old, relpath), old, on_disk)
-            ):  # an agent's record saying what the mind holds changes nothing, even where it may change nothing
-                result.unchanged += 1
-                continue
-            if actor is Source.AGENT and (old.verified or old.priority is Priority.CRITICAL):
-                result.conflicts.append(
-                    entry | {"reason": f"{old.ref} was verified by a person or is critical: an agent cannot change it"}
-                )
-            elif on_conflict == "skip":
-                result.skipped.append(
-                    entry | {"reason": "differs from the mind's; kept the mind's (--on-conflict skip)"}
-                )
-            elif on_conflict == "newer" and memory.updated_at <= old.updated_at:
-                result.skipped.append(entry | {"reason": "the mind's is as new or newer (updated_at); kept the mind's"})
-            else:
-                result.updated.append(_Change(number, where, memory, data, old))
-                capped += lowered
+            planner.decide(result, _Change(number, where, memory, data, old), record, relpath, given, on_disk)
         result.notices.extend(checks.finish())
         _refuse_ignored(result.created, ignored)
         if progress is not None:
@@ -617,14 +525,168 @@ def plan(
         raise
     finally:
         checks.close()
-    if capped:
-        result.notices.append(f"{capped} critical memories were imported as high: an agent cannot write critical")
-    for other, count in sorted(elsewhere.items()):
-        result.notices.append(
-            f"{count} {'memory' if count == 1 else 'memories'} of mind {other} (their mind_id) went into mind {mind}: "
-            "a record's mind_id and path say where it was exported from, the import writes only into its own mind"
-        )
+    result.notices.extend(planner.notices())
     return result
+
+
+class _Planner:
+    """What `plan` knows of the mind and keeps while it walks the records: one method per step of a record."""
+
+    def __init__(
+        self,
+        root: Path,
+        mind: str,
+        actor: Source,
+        on_conflict: str,
+        now: datetime,
+        exported: frozenset[str],
+        memories: list[Memory],
+        issues: list[ParseIssue],
+    ) -> None:
+        self.root, self.mind, self.actor, self.on_conflict = root, mind, actor, on_conflict
+        self.now, self.latest, self.exported = now, now + MAX_CLOCK_SKEW, exported
+        self.by_id = {m.id: m for m in memories}
+        self.by_ref: dict[str, list[Memory]] = {}
+        for m in memories:
+            self.by_ref.setdefault(m.ref, []).append(m)
+        self.by_path = {m.path: m for m in memories}
+        self.unreadable = {i.path for i in issues}
+        self.seen: dict[str, str] = {}  # id, ref and path -> the record that claimed them
+        self.checked: set[str] = set()  # folders known to stay inside the mind
+        self.capped = 0  # critical memories an agent's import planned as high
+        self.elsewhere: dict[str, int] = {}  # the other minds the records say they come from (mind_id): how many
+
+    def read(
+        self, number: int, record: Any
+    ) -> tuple[str, str, Memory, bytes | None, tuple[Memory, bytes | None] | None]:
+        """One record checked and read: (where, its path, its memory, its raw bytes, what the record said
+        when an agent's import changed it).
+
+        Raises:
+            InvalidInput: the record is not an object, not UTF-8, or a field (or its raw text) is refused.
+        """
+        if not isinstance(record, dict):
+            raise InvalidInput(f"record {number}", type(record).__name__, "a JSON object describing one memory")
+        where = str(record.get("_where") or f"record {number}")
+        try:
+            json.dumps(record, ensure_ascii=False).encode("utf-8")
+        except UnicodeEncodeError:
+            raise InvalidInput(
+                where, "text", "UTF-8 text", reason="it holds an unpaired surrogate (\\ud800...)"
+            ) from None
+        mind = self.mind
+        try:
+            relpath = _target(record, mind, record.get("category") or "", record.get("key") or "", self.exported)
+            folder = relpath.rpartition("/")[0]
+            if folder not in self.checked:  # no symlinked folder leads out of the mind (one check a folder)
+                safe_path(self.root, relpath, mind)
+                self.checked.add(folder)
+            memory = _memory(record, mind, relpath, self.now, self.latest)
+            data, memory = _from_raw(record, memory) if record.get("raw") is not None else (None, memory)
+            if data is None and memory.extra:  # unknown keys of any shape: the file must read back
+                _reads_back(memory)
+        except InvalidInput as exc:
+            raise _at(where, exc) from None
+        given: tuple[Memory, bytes | None] | None = None
+        if self.actor is Source.AGENT and (agent := _as_agent(memory, record)) != memory:
+            given = memory, data
+            data = fileformat.rewrite(data, relpath, memory, agent) if data is not None else None
+            memory = agent
+        return where, relpath, memory, data, given
+
+    def claim(self, where: str, *claims: str) -> None:
+        """Raises InvalidInput: an earlier record names the same id, category/key or path."""
+        for claim in claims:
+            if claim in self.seen:
+                raise InvalidInput(
+                    where,
+                    claim,
+                    "one record per memory",
+                    reason=f"{self.seen[claim]} names the same id, category/key or path",
+                )
+            self.seen[claim] = where
+
+    def came_from(self, record: dict[str, Any]) -> None:
+        """Count a record another mind exported (its `mind_id`)."""
+        other = record.get("mind_id")
+        if other is not None and other != self.mind:
+            self.elsewhere[str(other)] = self.elsewhere.get(str(other), 0) + 1
+
+    def decide(
+        self,
+        result: Plan,
+        change: _Change,
+        record: dict[str, Any],
+        relpath: str,
+        given: tuple[Memory, bytes | None] | None,
+        on_disk: bytes | None,
+    ) -> None:
+        """Put a record in the plan: created, updated, unchanged, skipped or a conflict.
+
+        Raises:
+            InvalidInput: an earlier record changes the same memory of the mind.
+        """
+        memory, old, where = change.memory, change.old, change.where
+        lowered = given is not None and given[0].priority is not memory.priority
+        entry: dict[str, Any] = {"record": change.number, "ref": memory.ref}
+        if old is None:
+            if conflict := self._in_the_way(memory, relpath):
+                result.conflicts.append(entry | {"reason": conflict})
+            else:
+                result.created.append(change)
+                self.capped += lowered
+            return
+        if old.ref != memory.ref:  # keys never change (SPEC 2), an import's neither
+            result.conflicts.append(
+                entry
+                | {
+                    "reason": f"the same id ({memory.id}) is {old.ref} here: an import does not move a memory "
+                    "to another category/key; store it under the new name instead"
+                }
+            )
+            return
+        if old.path in self.seen and self.seen[old.path] != where:
+            raise InvalidInput(where, old.path, "one record per memory", reason=f"{self.seen[old.path]} changes it too")
+        self.seen[old.path] = where
+        memory, data = _placed(record, memory, change.data, old, relpath)
+        if _unchanged(memory, data, old, on_disk) or (
+            given is not None and _unchanged(*_placed(record, *given, old, relpath), old, on_disk)
+        ):  # an agent's record saying what the mind holds changes nothing, even where it may change nothing
+            result.unchanged += 1
+        elif self.actor is Source.AGENT and (old.verified or old.priority is Priority.CRITICAL):
+            result.conflicts.append(
+                entry | {"reason": f"{old.ref} was verified by a person or is critical: an agent cannot change it"}
+            )
+        elif self.on_conflict == "skip":
+            result.skipped.append(entry | {"reason": "differs from the mind's; kept the mind's (--on-conflict skip)"})
+        elif self.on_conflict == "newer" and memory.updated_at <= old.updated_at:
+            result.skipped.append(entry | {"reason": "the mind's is as new or newer (updated_at); kept the mind's"})
+        else:
+            result.updated.append(replace(change, memory=memory, data=data))
+            self.capped += lowered
+
+    def _in_the_way(self, memory: Memory, relpath: str) -> str | None:
+        """Why a new memory cannot be created (another memory or file holds its name or path), or None."""
+        if self.by_ref.get(memory.ref):
+            return (
+                f"{memory.ref} is already in mind {self.mind} as another memory ({self.by_ref[memory.ref][0].id}); "
+                "not merged: forget or rename one of them, then import again"
+            )
+        if relpath in self.by_path or relpath in self.unreadable or os.path.lexists(self.root / relpath):
+            return f"{relpath} already holds another file; move it away, then import again"
+        return None
+
+    def notices(self) -> list[str]:
+        """What the plan tells besides its counts: critical memories lowered, records of other minds."""
+        said = [f"{self.capped} critical memories were imported as high: an agent cannot write critical"]
+        said = said if self.capped else []
+        for other, count in sorted(self.elsewhere.items()):
+            said.append(
+                f"{count} {'memory' if count == 1 else 'memories'} of mind {other} (their mind_id) went into mind "
+                f"{self.mind}: a record's mind_id and path say where it was exported from, the import writes only "
+                "into its own mind"
+            )
+        return said
 
 
 def _placed(
