@@ -636,38 +636,11 @@ def resolve_ref(ref: object, memories: list[Memory], mind: str, issues: Sequence
         NotFound: no memory matches (naming the file that cannot be read, among `issues`, that may hold it).
         AmbiguousRef: several memories (or copies of one file) match.
     """
-    if not isinstance(ref, str) or not ref.strip():
-        raise InvalidInput("REF", ref, REF_RULE)
+    ref = _checked_ref(ref)
     path = ref.endswith(".md")
-    for text in {ref, unquote(ref)}:
-        if any(ord(c) < 0x20 or ord(c) == 0x7F for c in text):
-            raise InvalidInput("REF", ref, REF_RULE, reason="it holds a NUL or another control character")
-        if "\\" in text or text.startswith("/") or ".." in text:
-            raise InvalidInput("REF", ref, REF_RULE, reason="it must not point outside the mind")
-        if text.count("/") > 1 and not path:
-            raise InvalidInput("REF", ref, REF_RULE, reason="category/key holds one /; a file's path ends in .md")
-    if path:
-        matches = [m for m in memories if m.path in (ref, f"{mind}/{ref}")]
-    elif ID_PATTERN.fullmatch(ref):
-        matches = [m for m in memories if m.id == ref]
-    elif "/" in ref:
-        category_text, key = ref.split("/", 1)
-        category = parse_category(category_text, "REF category")
-        validate_key(key, "REF key")
-        matches = [m for m in memories if m.category is category and m.key == key]
-    else:
-        validate_key(ref, "REF")
-        matches = [m for m in memories if m.key == ref]
+    matches = _named_by(ref, path, memories, mind)
     if not matches:
-        name = ref if path else f"{ref.rsplit('/', 1)[-1]}.md"
-        unreadable = next((i for i in issues if i.path in (ref, f"{mind}/{ref}") or i.path.endswith(f"/{name}")), None)
-        if unreadable is not None:
-            where = f"{unreadable.path}:{unreadable.line}" if unreadable.line else unreadable.path
-            raise NotFound(
-                f"no memory {echo(ref)} in mind {mind}: {where} may hold it, but cannot be read ({unreadable.reason})",
-                hint="mend_by_hand",
-            )
-        raise NotFound(f"no memory {echo(ref)} in mind {mind}", hint="list")
+        raise _not_found(ref, path, mind, issues)
     if len(matches) > 1:
         copies = len({(m.category, m.key) for m in matches}) == 1 or len({m.id for m in matches}) == 1
         raise AmbiguousRef(
@@ -678,3 +651,45 @@ def resolve_ref(ref: object, memories: list[Memory], mind: str, issues: Sequence
             else "use one of these category/key forms or an id",
         )
     return matches[0]
+
+
+def _checked_ref(ref: object) -> str:
+    """`ref` when it is a REF's shape and stays inside the mind (URL-decoded too). Raises InvalidInput."""
+    if not isinstance(ref, str) or not ref.strip():
+        raise InvalidInput("REF", ref, REF_RULE)
+    for text in {ref, unquote(ref)}:
+        if any(ord(c) < 0x20 or ord(c) == 0x7F for c in text):
+            raise InvalidInput("REF", ref, REF_RULE, reason="it holds a NUL or another control character")
+        if "\\" in text or text.startswith("/") or ".." in text:
+            raise InvalidInput("REF", ref, REF_RULE, reason="it must not point outside the mind")
+        if text.count("/") > 1 and not ref.endswith(".md"):
+            raise InvalidInput("REF", ref, REF_RULE, reason="category/key holds one /; a file's path ends in .md")
+    return ref
+
+
+def _named_by(ref: str, path: bool, memories: list[Memory], mind: str) -> list[Memory]:
+    """The memories a checked REF names: by path (`path`), id, category/key or key. Raises InvalidInput."""
+    if path:
+        return [m for m in memories if m.path in (ref, f"{mind}/{ref}")]
+    if ID_PATTERN.fullmatch(ref):
+        return [m for m in memories if m.id == ref]
+    if "/" in ref:
+        category_text, key = ref.split("/", 1)
+        category = parse_category(category_text, "REF category")
+        validate_key(key, "REF key")
+        return [m for m in memories if m.category is category and m.key == key]
+    validate_key(ref, "REF")
+    return [m for m in memories if m.key == ref]
+
+
+def _not_found(ref: str, path: bool, mind: str, issues: Sequence[ParseIssue]) -> NotFound:
+    """No memory named `ref`: naming the unreadable file, among `issues`, that may hold it."""
+    name = ref if path else f"{ref.rsplit('/', 1)[-1]}.md"
+    unreadable = next((i for i in issues if i.path in (ref, f"{mind}/{ref}") or i.path.endswith(f"/{name}")), None)
+    if unreadable is not None:
+        where = f"{unreadable.path}:{unreadable.line}" if unreadable.line else unreadable.path
+        return NotFound(
+            f"no memory {echo(ref)} in mind {mind}: {where} may hold it, but cannot be read ({unreadable.reason})",
+            hint="mend_by_hand",
+        )
+    return NotFound(f"no memory {echo(ref)} in mind {mind}", hint="list")
