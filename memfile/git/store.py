@@ -217,17 +217,33 @@ class GitStore:
         # not in the index either: a removal already staged (a `git rm`, a forget killed before its commit)
         in_head = self._listed("ls-tree", "--name-only", "HEAD", "--", *gone) if gone else set()
         present = on_disk + [p for p in gone if p in in_index or p in in_head]
-        if not present and meanwhile is None:  # (else it runs below, with nothing to stage)
+        if not present and meanwhile is None:  # (else it runs in _stage, with nothing to stage)
             return None
-        # What a person staged by hand stays staged (and out of this commit): then the commit names
-        # its paths, which costs git a second index. Usually nothing is staged and the plain commit does.
-        if self._clean_index is not None and self._clean_index == _stat_of(self.root / ".git" / "index"):
-            others: set[str] = set()  # the index is as this object's last commit left it: nothing staged
-        else:
-            _, staged = self._run("diff", "--cached", "--name-only", "-z", "--no-renames")
-            others = set(staged.split("\0")) - {""} - set(present)
+        others = self._staged_by_hand(present)
         self._clean_index = None
-        for _ in range(3):  # a file removed between the look above and `git add` fails its pathspec
+        on_disk = self._stage(on_disk, in_index, in_head, meanwhile)
+        # Staged now: what is on disk, and the removal of what HEAD has (a file staged as new and then
+        # deleted, git's `AD`, left the index with the add and is nothing to commit).
+        kept = set(on_disk)
+        present = on_disk + [p for p in relpaths if p not in kept and p in in_head]
+        return self._commit_staged(present, message, others) if present else None
+
+    def _staged_by_hand(self, present: list[str]) -> set[str]:
+        """What a person staged by hand besides `present`: it stays staged (and out of this commit), and the
+        commit then names its paths, which costs git a second index. Usually nothing is, and the plain
+        commit does."""
+        if self._clean_index is not None and self._clean_index == _stat_of(self.root / ".git" / "index"):
+            return set()  # the index is as this object's last commit left it: nothing staged
+        _, staged = self._run("diff", "--cached", "--name-only", "-z", "--no-renames")
+        return set(staged.split("\0")) - {""} - set(present)
+
+    def _stage(
+        self, on_disk: list[str], in_index: set[str], in_head: set[str], meanwhile: Callable[[], None] | None
+    ) -> list[str]:
+        """`git add` the files on disk and the removals of those in the index, `meanwhile` run beside it (or
+        after, with nothing to stage). A file removed before git reads it has its removal staged instead
+        (`in_index` and `in_head` grow with it). Returns the files on disk that were staged."""
+        for _ in range(3):  # a file removed between the look in `commit` and `git add` fails its pathspec
             if not (on_disk or in_index):
                 break
             many = ("-c", "core.bigFileThreshold=1") if len(on_disk) >= PACKED_ADD else ()  # see PACKED_ADD
@@ -245,14 +261,12 @@ class GitStore:
             on_disk = [p for p in on_disk if p not in gone_now]
             in_index |= self._listed("ls-files", "--", *gone_now)  # tracked: its removal is staged instead
             in_head |= self._listed("ls-tree", "--name-only", "HEAD", "--", *gone_now)
-        # Staged now: what is on disk, and the removal of what HEAD has (a file staged as new and then
-        # deleted, git's `AD`, left the index with the add and is nothing to commit).
-        kept = set(on_disk)
-        present = on_disk + [p for p in relpaths if p not in kept and p in in_head]
         if meanwhile is not None:  # nothing to stage
             meanwhile()
-        if not present:
-            return None
+        return on_disk
+
+    def _commit_staged(self, present: list[str], message: str, others: set[str]) -> str | None:
+        """Commit what is staged of `present` (only those paths when `others` are staged too); the sha."""
         status, out = self._run(
             "commit", "--quiet", "-m", message, *(["--", *present] if others else []), check=False, errors=True
         )
