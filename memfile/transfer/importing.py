@@ -678,8 +678,8 @@ class _Planner:
 
     def notices(self) -> list[str]:
         """What the plan tells besides its counts: critical memories lowered, records of other minds."""
-        said = [f"{self.capped} critical memories were imported as high: an agent cannot write critical"]
-        said = said if self.capped else []
+        capped = f"{self.capped} critical memories were imported as high: an agent cannot write critical"
+        said = [capped] if self.capped else []
         for other, count in sorted(self.elsewhere.items()):
             said.append(
                 f"{count} {'memory' if count == 1 else 'memories'} of mind {other} (their mind_id) went into mind "
