@@ -10,6 +10,7 @@ restore writes only what an agent may write.
 
 from __future__ import annotations
 
+import difflib
 import re
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
@@ -338,8 +339,6 @@ def _changed(before: Memory | None, after: Memory | None) -> tuple[str, ...]:
 def _body_diff(before: Memory | None, after: Memory | None, lines: int = 12) -> str:
     if before is None or after is None or before.content == after.content:
         return ""
-    import difflib  # only history needs it; every command imports this module
-
     diff = difflib.unified_diff(before.content.splitlines(), after.content.splitlines(), lineterm="", n=1)
     body = [line for line in diff if not line.startswith(("---", "+++"))]
     return "\n".join(body[:lines] + (["…"] if len(body) > lines else []))

@@ -17,8 +17,10 @@ at the pushed one (`point_bare_head`), so that a plain `git clone` works too.
 from __future__ import annotations
 
 import os
+import shlex
 import shutil
 from pathlib import Path
+from urllib.parse import urlsplit
 
 from ..config import CONFIG_NAME, DEFAULT_AUTHOR
 from ..errors import Conflict, GitError, InvalidInput, NotAVault
@@ -130,9 +132,6 @@ def local_path(url: str, base: Path) -> Path | None:
 
 def clone_command(url: str, root: Path) -> str:
     """The command that sets up another machine: `memfile clone URL ~/NAME` (a URL's password left out)."""
-    import shlex
-    from urllib.parse import urlsplit
-
     shown = str(local_path(url, root) or url)
     if "://" in shown:
         parts = urlsplit(shown)

@@ -13,8 +13,13 @@ repository (`configure_merge_driver`, `write_attributes`) are here too.
 
 from __future__ import annotations
 
+import fcntl
 import os
 import re
+import socket
+import subprocess
+import tempfile
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -23,6 +28,7 @@ from typing import Any
 
 from ..errors import FileParseError, GitBusy, GitDiskFull, GitError, InvalidInput
 from ..files import atomic_write, dying_with_parent
+from .merge import ATTRIBUTES, MERGE_RULE, merge_driver_command, merge_memory
 
 # Signing prompts would hang a headless agent; quoted paths would not match ours; a URL must never run a command.
 #: From this many files, `commit`'s `git add` writes their contents into one pack file instead of one file
@@ -124,9 +130,6 @@ class GitStore:
     def _run_beside(self, meanwhile: Callable[[], None], *args: str, config: tuple[str, ...] = ()) -> tuple[int, str]:
         """`_run(*args, check=False, errors=True)` with `meanwhile()` run while git works; git is waited for
         also when `meanwhile` raises. Its output goes to a temp file: a pipe nobody reads could fill up."""
-        import subprocess
-        import tempfile
-
         import git
 
         command = [git.Git.GIT_PYTHON_GIT_EXECUTABLE or "git", *_OPTIONS, *config, *args]
@@ -350,8 +353,6 @@ class GitStore:
 
     def read_all(self, wanted: list[tuple[str, str]]) -> list[bytes | None]:
         """Many `read`s in one git process (`cat-file --batch`): the bytes of each (rev, path), None when absent."""
-        import subprocess
-
         import git
 
         if not wanted:
@@ -500,8 +501,6 @@ class GitStore:
         """Mark a sync at work: .git/MEMFILE_SYNC, whose flock this process and every git process it
         starts meanwhile hold (they inherit it), so a sync killed mid-way is recognised, and its git
         still at work is waited for, by `sync_processes_gone`. The mark goes when the sync ends."""
-        import fcntl
-
         path = self.root / ".git" / SYNC_MARK
         fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
         try:
@@ -521,9 +520,6 @@ class GitStore:
     def sync_processes_gone(self, timeout: float) -> bool:
         """Wait up to `timeout` s for the git processes a killed sync started to end; True when none is left
         (then the mark is removed: what they left behind is theirs to clean up)."""
-        import fcntl
-        import time
-
         path = self.root / ".git" / SYNC_MARK
         try:
             fd = os.open(path, os.O_RDWR)
@@ -649,8 +645,6 @@ class GitStore:
     def ignored(self, relpaths: list[str]) -> set[str]:
         """The paths among `relpaths` that the vault's ignore rules (.gitignore, .git/info/exclude) keep out
         of git: `git add` refuses them."""
-        import tempfile
-
         import git
 
         try:
@@ -706,7 +700,6 @@ def pack_loose_objects(root: Path, most: int = LOOSE_MOST) -> bool:
     """
     if loose_objects(root) <= most:
         return False
-    import subprocess
 
     subprocess.run(
         ["git", "repack", "-d", "-l", "-q"], cwd=root, capture_output=True, check=False, **dying_with_parent()
@@ -738,8 +731,6 @@ def _remote(name: str) -> str:
 
 def config_here(name: str) -> str | None:
     """A config value of the repository git runs this process in (a merge driver's), or None."""
-    import subprocess
-
     try:  # GitPython's own variable for the git to run, without importing GitPython into a merge driver
         done = subprocess.run(
             [os.environ.get("GIT_PYTHON_GIT_EXECUTABLE") or "git", "config", "--get", "--", name],
@@ -808,8 +799,6 @@ def run_merge_driver(base: str, ours: str, theirs: str, relpath: str) -> int:
     line (`git merge-file`). When neither works, `ours` is left as it was and
     git reports the path unmerged: sync keeps ours, and theirs stays in the merge.
     """
-    from .merge import merge_memory
-
     base_data = Path(base).read_bytes()
     try:
         result = merge_memory(
@@ -837,7 +826,6 @@ def machine_name(git: GitStore, create: bool = False) -> str | None:
     name = git.get_config(MACHINE_CONFIG)
     if name or not create:
         return name
-    import socket
 
     host = re.sub(r"[^A-Za-z0-9.-]", "", socket.gethostname())[:40] or "machine"
     name = f"{host}-{os.urandom(3).hex()}"
@@ -847,8 +835,6 @@ def machine_name(git: GitStore, create: bool = False) -> str | None:
 
 def configure_merge_driver(git: GitStore) -> bool:
     """Point the repository's config at memfile's merge driver; True when it had to."""
-    from .merge import merge_driver_command
-
     machine_name(git, create=True)  # the driver records it in the conflicts it makes
     if git.get_config("merge.memfile.driver") == merge_driver_command():
         return False
@@ -859,8 +845,6 @@ def configure_merge_driver(git: GitStore) -> bool:
 
 def write_attributes(root: Path) -> bool:
     """Make .gitattributes send memory files to the merge driver; True when it had to be changed."""
-    from .merge import ATTRIBUTES, MERGE_RULE
-
     path = root / ATTRIBUTES
     text = path.read_text(encoding="utf-8") if path.exists() else ""
     if MERGE_RULE in text.splitlines():
