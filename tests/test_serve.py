@@ -255,6 +255,19 @@ def test_openapi_document_lists_every_route_and_only_routes(server: Server, setu
     }
 
 
+def test_the_openapi_document_is_the_golden_one(server: Server) -> None:
+    """GET /openapi.json is tests/golden/openapi.json to the byte (keys in order), /mcp left out without the
+    MCP SDK: no endpoint, parameter, status or description changes unnoticed."""
+    from memfile.server.openapi import document
+
+    golden = (Path(__file__).parent / "golden" / "openapi.json").read_text(encoding="utf-8")
+    assert json.dumps(document(mcp=True), indent=2, ensure_ascii=False) + "\n" == golden
+    without_mcp = json.loads(golden)
+    del without_mcp["paths"]["/mcp"]
+    assert json.dumps(document(mcp=False), indent=2) == json.dumps(without_mcp, indent=2)
+    assert server.request("GET", "/openapi.json").json() == json.loads(golden)
+
+
 def check_openapi(spec: dict) -> None:
     """The structure of an OpenAPI 3.1 document, as far as it can be checked without a validator package."""
     assert spec["openapi"].startswith("3.1.") and {"title", "version"} <= set(spec["info"])
