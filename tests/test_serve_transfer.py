@@ -20,7 +20,7 @@ import pytest
 from test_serve_helpers import Answer, Server, Setup, git, make_setup, start_server
 
 from memfile import Vault
-from memfile.server import app as served_app
+from memfile.server import transfer as served_app
 from memfile.server.auth import MAX_BODY_BYTES, MAX_IMPORT_BODY_BYTES
 
 NDJSON = "application/x-ndjson"

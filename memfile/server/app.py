@@ -17,15 +17,11 @@ and a large export does not sit in memory. Both are logged on the server's stder
 
 from __future__ import annotations
 
-import io
 import json
-import re
-import sys
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from contextlib import asynccontextmanager
 from datetime import datetime, timezone
-from tempfile import SpooledTemporaryFile
-from typing import IO, TYPE_CHECKING, Any, NamedTuple, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
@@ -34,14 +30,24 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import BaseRoute, Route
 
+from ..console import Console, ConsoleMount
 from ..errors import Face, InvalidInput, Notice, Refused, told
-from ..model import REF_RULE, Memory, Source, StoreResult, parse_category
-from .auth import CALLER, IMPORT_PATH, MAX_BODY_BYTES, MAX_IMPORT_BODY_BYTES, MIND_PARAMETER, Authenticate, Guard
-from .console import Console
-from .console_auth import ConsoleMount
+from ..model import Memory, Source, StoreResult, parse_category
+from .auth import CALLER, IMPORT_PATH, MAX_BODY_BYTES, MAX_IMPORT_BODY_BYTES, Authenticate, Guard
 from .errors import EXCEPTION_HANDLERS
 from .mcp_mount import McpMount
 from .openapi import document
+from .params import FIELD_TYPES, REQUIRED, flag, json_body, parameters, path_ref, query_only, whole_number
+from .transfer import (
+    EXPORT_FORMATS,
+    acting,
+    export_file,
+    export_filename,
+    file_chunks,
+    import_summary,
+    log,
+    transfer_named,
+)
 
 if TYPE_CHECKING:
     from ..keys import KeyStore
@@ -51,36 +57,6 @@ if TYPE_CHECKING:
 T = TypeVar("T")
 Handler = Callable[[Request], Awaitable[Response]]
 
-#: The JSON types each body field of POST /memory and PUT /memory/{id} may have.
-FIELD_TYPES: dict[str, tuple[type, ...]] = {
-    "category": (str,),
-    "key": (str,),
-    "content": (str,),
-    "tags": (list, str),
-    "priority": (str,),
-    "confidence": (int, float),
-    "expires_at": (str, type(None)),
-    "source": (str,),
-    "supersedes": (str,),
-    "allow_secret": (bool,),  # a person stores what looks like a secret all the same (a Mind Key: 403)
-}
-TYPE_NAMES = {
-    str: "a string",
-    list: "a list of strings",
-    int: "a number",
-    float: "a number",
-    type(None): "null",
-    bool: "true or false",
-}
-#: The fields of POST /memory that must be there.
-REQUIRED = ("category", "key", "content")
-#: Why a field a client may try is not one, when there is more to say than its name.
-NOT_A_FIELD = {
-    "verified": "a person verifies with POST /memory/{id}/verify",
-    "mind_id": "the credential chooses the mind (a person's token: ?mind=NAME)",
-    "mind": "the credential chooses the mind (a person's token: ?mind=NAME)",
-    "id": "the id is chosen by memfile; update a memory with PUT /memory/{id}",
-}
 #: The query parameters of a recall (GET /memory/recall and GET /memory).
 RECALL_PARAMETERS = ("q", "budget", "limit", "format", "include_superseded")
 #: The header each notice of a search rides in (memories not all embedded yet for search by meaning, a hit
@@ -89,7 +65,6 @@ NOTICE_HEADER = "Memfile-Notice"
 #: The query parameters of GET /memory/export (`memfile export`'s options).
 EXPORT_PARAMETERS = ("format", "raw", "all_minds")
 #: Each export format, with its media type and file extension.
-EXPORT_FORMATS = {"jsonl": ("application/x-ndjson", "jsonl"), "json": ("application/json", "json")}
 #: The query parameters of POST /memory/import (`memfile import`'s options; the body is the file, so
 #: `--include-dreams`, which reads DREAMS.md beside an OpenClaw folder's MEMORY.md, has no place here).
 IMPORT_PARAMETERS = (
@@ -103,26 +78,6 @@ IMPORT_PARAMETERS = (
     "source",
     "allow_secret",
 )
-#: The library's names for the options of an export or import (the command line's) -> this API's names.
-TRANSFER_NAMES = {
-    "--format": "format",
-    "--raw": "raw",
-    "--from": "from",
-    "--on-conflict": "on_conflict",
-    "--split": "split",
-    "--max-priority": "max_priority",
-    "--source": "source",
-    "--from-mind": "from_mind",
-    "FILE": "body",
-}
-#: The values of a true/false query parameter (any case; the parameter alone is true).
-FLAG_WORDS = {"true": True, "false": False}
-#: What a REF in a path may not hold: NUL and the other control characters (no key or id has one).
-CONTROL_CHARACTERS = re.compile(r"[\x00-\x1f\x7f-\x9f]")
-#: Bytes of an export kept in memory before its spooled file moves to disk.
-EXPORT_SPOOL_BYTES = 8 * 1024 * 1024
-#: Bytes of an export handed to the client at a time.
-EXPORT_CHUNK_BYTES = 256 * 1024
 SEARCH_PARAMETERS = (
     "q",
     "tag",
@@ -154,162 +109,6 @@ def stored_json(result: StoreResult) -> dict[str, Any]:
         "superseded": memory_json(result.superseded) if result.superseded else None,
         "notices": [told(notice, Face.HTTP) for notice in result.notices],
     }
-
-
-# --- reading a request ------------------------------------------------------------------------
-
-
-def parameters(request: Request, allowed: Iterable[str], repeatable: Iterable[str] = ()) -> dict[str, Any]:
-    """The query parameters of `request`, each once (a list for the `repeatable` ones); an unknown or
-    repeated one is refused by name (`mind` is the authentication's, always allowed)."""
-    allowed, repeatable = tuple(allowed), tuple(repeatable)
-    query = request.query_params
-    unknown = sorted({name for name in query if name not in allowed and name != MIND_PARAMETER})
-    if unknown:
-        raise InvalidInput(
-            "query parameter",
-            ", ".join(unknown),
-            ", ".join((*allowed, MIND_PARAMETER)),
-            reason=f"not a parameter of {request.method} {_template(request)}",
-        )
-    found: dict[str, Any] = {}
-    for name in allowed:
-        values = query.getlist(name)
-        if name in repeatable:
-            found[name] = values
-        elif len(values) > 1:
-            raise InvalidInput(name, ", ".join(values), f"one ?{name}=", reason="it is given more than once")
-        elif values:
-            found[name] = values[0]
-    return found
-
-
-def _template(request: Request) -> str:
-    route = request.scope.get("route")
-    return getattr(route, "path", request.url.path)
-
-
-def whole_number(value: str | None, name: str) -> int | None:
-    """A query parameter that must be a whole number (None when absent)."""
-    if value is None:
-        return None
-    text = value.strip()
-    if not text.lstrip("-").isdigit() or len(text) > 12:
-        raise InvalidInput(name, value, "a whole number")
-    return int(text)
-
-
-def flag(value: str | None, name: str) -> bool:
-    """A true/false query parameter (absent: false; `?include_expired` alone: true), `true` or `false` in any
-    case and nothing else: what the error message and the OpenAPI document (a boolean) say.
-
-    Raises:
-        InvalidInput: another value (yes, 1, on...).
-    """
-    if value is None:
-        return False
-    if value == "":
-        return True
-    word = value.strip().lower()
-    if word not in FLAG_WORDS:
-        raise InvalidInput(name, value, ", ".join(FLAG_WORDS))
-    return FLAG_WORDS[word]
-
-
-async def json_body(request: Request, allowed: Iterable[str], required: Iterable[str] = ()) -> dict[str, Any]:
-    """The request's JSON object, every field of it one of `allowed` with its JSON type (FIELD_TYPES).
-
-    Raises:
-        InvalidInput: no body, not JSON, not an object, a field that is not allowed (all of them named,
-            with the allowed ones), a required field missing, or a field of the wrong type.
-    """
-    allowed = tuple(allowed)
-    raw = await request.body()
-    where = f"{request.method} {_template(request)}"
-    shape = f"a JSON object with the fields {', '.join(allowed)}"
-    if not raw.strip():
-        raise InvalidInput("body", None, shape)
-    try:
-        data = json.loads(raw)
-    except RecursionError:
-        raise InvalidInput("body", f"{len(raw)} bytes", shape, reason="it is nested too deep") from None
-    except ValueError as exc:  # UnicodeDecodeError included
-        raise InvalidInput("body", f"{len(raw)} bytes", shape, reason=f"it is not JSON: {exc}") from None
-    if not isinstance(data, dict):
-        kind = _json_type(data)
-        raise InvalidInput("body", kind, shape, reason=f"it must be a JSON object, not {kind}")
-    unknown = [name for name in data if name not in allowed]
-    if unknown:
-        hints = "; ".join(f"{name}: {NOT_A_FIELD[name]}" for name in unknown if name in NOT_A_FIELD)
-        raise InvalidInput(
-            "field" if len(unknown) == 1 else "fields",
-            ", ".join(name[:100] for name in unknown),
-            ", ".join(allowed),
-            reason=f"not a field of {where}" + (f"; {hints}" if hints else ""),
-        )
-    for name in required:
-        if name not in data:
-            raise InvalidInput(name, None, f"{name} in the body of {where}")
-    for name, value in data.items():
-        types = FIELD_TYPES[name]
-        if isinstance(value, bool) is not (bool in types) or not isinstance(value, types):
-            wanted = " or ".join(dict.fromkeys(TYPE_NAMES[t] for t in types))
-            raise InvalidInput(name, value, wanted, reason=f"it is {_json_type(value)}")
-        if isinstance(value, list) and not all(isinstance(item, str) for item in value):
-            raise InvalidInput(name, value, "a list of strings", reason="an item is not a string")
-    return data
-
-
-async def query_only(request: Request, allowed: Iterable[str] = (), repeatable: Iterable[str] = ()) -> dict[str, Any]:
-    """`parameters` of an endpoint that takes no body, after checking that none came: an empty body or `{}`
-    is fine, and a body with fields is refused naming them, before anything is done.
-
-    Raises:
-        InvalidInput: an unknown or repeated query parameter, or a body (its fields named, when it is a JSON object).
-    """
-    given = parameters(request, allowed, repeatable)
-    raw = await request.body()
-    if not raw.strip():
-        return given
-    where = f"{request.method} {_template(request)}"
-    try:
-        data = json.loads(raw)
-    except (ValueError, RecursionError):
-        data = raw
-    if isinstance(data, dict):
-        if not data:
-            return given
-        names = list(data)
-        raise InvalidInput(
-            "field" if len(names) == 1 else "fields",
-            ", ".join(names),
-            "no body (the options of an endpoint are query parameters)",
-            reason=f"{where} takes no body; nothing was done",
-        )
-    raise InvalidInput(
-        "body", f"{len(raw)} bytes", "no body (or an empty one)", reason=f"{where} takes no body; nothing was done"
-    )
-
-
-def path_ref(request: Request) -> str:
-    """The `{id}` of the request's path, checked by `checked_ref`."""
-    return checked_ref(request.path_params["id"])
-
-
-def checked_ref(ref: str) -> str:
-    """A memory's id or REF from a path (the Vault checks the rest; the console's memory pages too).
-
-    Raises:
-        InvalidInput: it holds NUL or another control character (%00, %0a...), which no id or key has.
-    """
-    if CONTROL_CHARACTERS.search(ref):
-        raise InvalidInput("REF", ref, REF_RULE, reason="it holds a NUL or another control character")
-    return ref
-
-
-def _json_type(value: Any) -> str:
-    names = {bool: "true or false", int: "a number", float: "a number", str: "a string", list: "a list"}
-    return "null" if value is None else names.get(type(value), "an object")
 
 
 def store_options(data: dict[str, Any]) -> dict[str, Any]:
@@ -347,98 +146,6 @@ def _as_expires_at(exc: InvalidInput) -> InvalidInput:
     return InvalidInput("expires_at", exc.value, exc.allowed, reason=exc.reason)
 
 
-# --- export and import ----------------------------------------------------------------------------
-
-
-class Exported(NamedTuple):
-    """An export made on the worker thread, for the response to stream."""
-
-    file: IO[bytes]  # rewound; the response closes it
-    size: int  # bytes
-    memories: int  # how many memories it holds
-    unreadable: int  # files left out because they could not be read (listed in the export)
-
-
-def export_file(vault: Vault, *, all_minds: bool, format: str, raw: bool) -> Exported:
-    """On the worker thread: `vault`'s export written into a spooled temporary file (in memory up to
-    EXPORT_SPOOL_BYTES, then on disk), rewound for reading."""
-    spool: IO[bytes] = SpooledTemporaryFile(max_size=EXPORT_SPOOL_BYTES)  # noqa: SIM115 - the response closes it
-    try:
-        text = io.TextIOWrapper(spool, encoding="utf-8", newline="")
-        report = vault.export(text, all_minds=all_minds, format=format, raw=raw)
-        text.flush()
-        text.detach()  # the spool stays open for the response
-        size = spool.tell()
-        spool.seek(0)
-    except BaseException:
-        spool.close()
-        raise
-    return Exported(spool, size, report.count, len(report.unreadable))
-
-
-async def _transfer_named(call: Awaitable[T]) -> T:
-    """`await call`, with the library's names of export and import options (the command line's) in its
-    error given as this API's query parameters (`--on-conflict` is `on_conflict`, the file is the body),
-    also where its reason or allowed values name one (`name it with --from X` -> `?from=X`)."""
-    try:
-        return await call
-    except InvalidInput as exc:
-        if type(exc) is not InvalidInput:  # a subclass says its message its own way
-            raise
-        field = TRANSFER_NAMES.get(exc.field, exc.field)
-        allowed, reason = _as_parameters(exc.allowed), _as_parameters(exc.reason)
-        if (field, allowed, reason) == (exc.field, exc.allowed, exc.reason):
-            raise
-        raise InvalidInput(field, exc.value, allowed, reason=reason) from None
-
-
-def _as_parameters(text: str) -> str:
-    """`text` with the command line's options of an export or import as this API's query parameters: a
-    choice (`--from A|B`, `--from=A`) as `?from=A|B`, and an option alone (`--raw`) by its name (`raw`)."""
-
-    def parameter(match: re.Match[str]) -> str:
-        name = TRANSFER_NAMES.get(match.group(1))
-        if name is None:
-            return match.group(0)
-        value = match.group(2) or match.group(3)
-        return f"?{name}={value}" if value else name
-
-    return re.sub(r"(--[a-z][a-z-]*)(?:=(\S+)| ([\w-]+(?:\|[\w-]+)+))?", parameter, text)
-
-
-def file_chunks(file: IO[bytes]) -> Iterator[bytes]:
-    """The file's bytes in chunks, then the file closed (Starlette runs each step in its thread pool)."""
-    with file:
-        while chunk := file.read(EXPORT_CHUNK_BYTES):
-            yield chunk
-
-
-def export_filename(caller: Caller, all_minds: bool, format: str, now: datetime) -> str:
-    """The name a client saves an export as: memfile-export-MIND-YYYYMMDD.jsonl (`all-minds` for every mind)."""
-    scope = "all-minds" if all_minds else caller.mind
-    return f"memfile-export-{scope}-{now:%Y%m%d}.{EXPORT_FORMATS[format][1]}"
-
-
-def import_summary(report: dict[str, Any]) -> str:
-    """An ImportReport's counts in one line, for the server's log."""
-
-    counts = [f"{len(report[name])} {name}" for name in ("created", "updated", "skipped", "conflicts")]
-    counts.insert(2, f"{report['unchanged']} unchanged")
-    done = "a dry run, nothing written" if report["dry_run"] else f"commit {report['commit'] or 'none'}"
-    return f"{', '.join(counts)} ({report['format']}; {done})"
-
-
-def log(message: str) -> None:
-    """A line on the server's stderr (`memfile serve: ...`), where its other messages go."""
-    print(f"memfile serve: {message}", file=sys.stderr, flush=True)
-
-
-def acting(caller: Caller) -> str:
-    """Who a logged request acted as: its key's label and kind."""
-    kind = "Mind Key" if caller.source is Source.AGENT else "person's token"
-    return f"{kind} {caller.key!r}"
-
-
 # --- the application ----------------------------------------------------------------------------
 
 
@@ -450,7 +157,7 @@ def build_app(
     mcp: bool = True,
 ) -> Starlette:
     """The HTTP API over every mind of `minds`' vault, with `keys` as its credentials, and the memory
-    console at /console (`memfile.server.console`: its own pages, sessions and headers).
+    console at /console (`memfile.console`: its own pages, sessions and headers).
 
     Args:
         minds: the vault's minds; every Vault call goes through `minds.call` (one worker thread).
@@ -597,7 +304,7 @@ def build_app(
                 "or export every mind with a person's token"
             )
         now = datetime.now(timezone.utc)
-        exported = await _transfer_named(
+        exported = await transfer_named(
             read(request, lambda vault: export_file(vault, all_minds=all_minds, format=fmt, raw=raw))
         )
         scope = "every mind" if all_minds else f"the mind {caller.mind!r}"
@@ -629,7 +336,7 @@ def build_app(
                 "the file to import: memfile's JSONL export, Synapse or LangBot JSON, or an OpenClaw Markdown file",
             )
         caller: Caller = request.scope[CALLER]
-        report = await _transfer_named(call(request, lambda vault: vault.import_(data, **options).to_dict()))
+        report = await transfer_named(call(request, lambda vault: vault.import_(data, **options).to_dict()))
         report["notices"] = [told(notice, Face.HTTP) for notice in report["notices"]]
         log(f"import by {acting(caller)} into the mind {caller.mind!r}: {import_summary(report)}")
         return JSONResponse(report)

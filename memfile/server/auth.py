@@ -25,7 +25,6 @@ from ..errors import InvalidInput, MemfileError, NotFound, Refused, echo
 from ..keys import AGENT
 from ..model import Source
 from ..worker import Caller
-from .console_auth import bearer_token, is_console_path
 from .errors import KeysUnusable, Unauthorized, error_response, memfile_error_response
 
 if TYPE_CHECKING:
@@ -125,14 +124,14 @@ class Guard:
 
 class Authenticate:
     """Sets `scope["memfile.caller"]` from the request's credential, or answers 401 (403 for a Mind Key
-    that names another mind); the public paths pass without one, and so do the console's (/console and
-    under it: the console checks its own session cookie, `console_auth`)."""
+    that names another mind); the public paths pass without one (the console's never come here:
+    `ConsoleMount` hands them to the console, which checks its own session cookie)."""
 
     def __init__(self, app: ASGIApp, minds: Minds, keys: KeyStore) -> None:
         self.app, self.minds, self.keys = app, minds, keys
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or scope["path"] in PUBLIC_PATHS or is_console_path(scope["path"]):
+        if scope["type"] != "http" or scope["path"] in PUBLIC_PATHS:
             await self.app(scope, receive, send)
             return
         try:
@@ -215,3 +214,23 @@ class Authenticate:
                 f"no mind {echo(asked)} in this vault (minds: {', '.join(names) or 'none'}); name one of them with ?mind="
             )
         return asked
+
+
+def bearer_token(headers: Headers) -> str | None:
+    """The token of the request's `Authorization: Bearer TOKEN` header; None without one (or another scheme).
+
+    Raises:
+        InvalidInput: the header is sent more than once (no credential is taken, not even the first).
+    """
+    given = headers.getlist("authorization")
+    if len(given) > 1:
+        raise InvalidInput(
+            "Authorization header",
+            f"sent {len(given)} times",
+            "one Authorization: Bearer TOKEN header",
+            reason="a request carries one credential; nothing was done",
+        )
+    scheme, _, token = (given[0] if given else "").partition(" ")
+    if scheme.lower() != "bearer" or not token.strip():
+        return None
+    return token.strip()

@@ -19,13 +19,12 @@ from markupsafe import Markup, escape
 
 from ..errors import InvalidInput, NotFound
 from ..model import Category, Memory, Priority, Source, utc_now
-from ..recall import is_pinned, order
+from ..vault import is_pinned, order
 
 if TYPE_CHECKING:
     from starlette.datastructures import QueryParams
 
-    from ..git import LogEntry, Version
-    from ..vault import Vault
+    from ..vault import LogEntry, Vault, Version
 
 #: Memories a page of the memories list shows.
 PAGE_SIZE = 50

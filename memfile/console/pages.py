@@ -6,8 +6,8 @@ forms; the vendored htmx (static/htmx.min.js) only swaps <main> in place for fil
 page gets its data with one `Minds.call` on the worker thread, acting as the logged-in person (their
 key's label goes into every commit's `Memfile-Key:` trailer), and every action is the Vault verb the
 command line runs, one commit each, answered with a redirect (303) and a flash message. Who may see
-what, the CSRF and same-origin checks and the headers are in `console_auth`; what each page reads
-from the Vault is in `console_data`.
+what, the CSRF and same-origin checks and the headers are in `auth`; what each page reads
+from the Vault is in `data`.
 """
 
 from __future__ import annotations
@@ -36,10 +36,13 @@ from ..config import CONFIG_NAME, Config, load_config
 from ..errors import Face, InvalidInput, MemfileError, NotFound, Refused, echo, told
 from ..keys import AGENT
 from ..model import Source, utc_now
+from ..server.auth import MAX_IMPORT_BODY_BYTES
+from ..server.errors import BUG_MESSAGE, Unauthorized, clip_echoes, public_message, status_of
+from ..server.params import checked_ref
+from ..server.transfer import EXPORT_FORMATS, export_file, export_filename, file_chunks, log
 from ..worker import Caller
-from . import console_data as data
-from .auth import MAX_IMPORT_BODY_BYTES
-from .console_auth import (
+from . import data
+from .auth import (
     CONSOLE_PREFIX,
     COOKIE,
     MIND_KEY_REFUSED,
@@ -53,7 +56,6 @@ from .console_auth import (
     check_same_origin,
     cookie_header,
 )
-from .errors import BUG_MESSAGE, Unauthorized, clip_echoes, public_message, status_of
 
 if TYPE_CHECKING:
     from starlette.types import ASGIApp
@@ -337,8 +339,6 @@ class Console:
         return response
 
     async def memory(self, request: Request) -> Response:
-        from .app import checked_ref
-
         visitor = self.visitor(request)
         caller = self.acting(request, visitor)
         ref = checked_ref(request.path_params["ref"])
@@ -410,8 +410,6 @@ class Console:
     # --- export and import ------------------------------------------------------------------------------
 
     async def export(self, request: Request) -> Response:
-        from .app import EXPORT_FORMATS, export_file, export_filename, file_chunks, log
-
         visitor = self.visitor(request)
         caller = self.acting(request, visitor)
         fmt = request.query_params.get("format", "jsonl")
