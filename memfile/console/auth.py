@@ -182,7 +182,7 @@ def cookie_header(request: Request, session_id: str, max_age: int) -> str:
 
 
 def own_origin(request: Request) -> str:
-    """This server's origin as the browser sees it: the scheme and the Host header (Guard checked the host)."""
+    """This server's origin as the browser sees it: the scheme and the Host header (TrustedHosts checked the host)."""
     return f"{request.url.scheme}://{request.headers.get('host', '').lower()}"
 
 

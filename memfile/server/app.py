@@ -33,7 +33,7 @@ from starlette.routing import BaseRoute, Route
 from ..console import Console, ConsoleMount
 from ..errors import Face, InvalidInput, Notice, Refused, told
 from ..model import Memory, Source, StoreResult, parse_category
-from .auth import CALLER, IMPORT_PATH, MAX_BODY_BYTES, MAX_IMPORT_BODY_BYTES, Authenticate, Guard
+from .auth import CALLER, IMPORT_PATH, MAX_BODY_BYTES, MAX_IMPORT_BODY_BYTES, Authenticate, Guard, TrustedHosts
 from .errors import EXCEPTION_HANDLERS
 from .mcp_mount import McpMount
 from .openapi import document
@@ -396,7 +396,8 @@ def build_app(
     app = Starlette(
         routes=routes,
         middleware=[
-            Middleware(Guard, allowed_hosts=allowed_hosts),
+            Middleware(TrustedHosts, allowed_hosts=allowed_hosts),
+            Middleware(Guard),
             Middleware(RequestBodyLimitMiddleware, max_body_size=MAX_BODY_BYTES),
             Middleware(ConsoleMount, console=Console(minds, keys).app()),  # /console: no Bearer check there
             Middleware(Authenticate, minds=minds, keys=keys),
