@@ -37,8 +37,8 @@ from ..errors import Face, InvalidInput, MemfileError, NotFound, Refused, echo, 
 from ..keys import AGENT
 from ..model import Source, utc_now
 from ..server.auth import MAX_IMPORT_BODY_BYTES
+from ..server.endpoint import checked_ref
 from ..server.errors import BUG_MESSAGE, Unauthorized, clip_echoes, public_message, status_of
-from ..server.params import checked_ref
 from ..server.transfer import EXPORT_FORMATS, export_file, export_filename, file_chunks, log
 from ..worker import Caller
 from . import data

@@ -1,25 +1,25 @@
 """The HTTP API of `memfile serve`: Synapse's memory endpoints over every mind of one vault (and /console).
 
-`build_app` makes the Starlette application. Each endpoint reads and checks its input (query
-parameters and JSON bodies, refused by name when unknown or of the wrong type), then makes one
-call into the vault through `Minds.call`, which runs it on the one worker thread that owns every
-Vault, as the request's `Caller` (its mind, `agent` or `user`, its key's label); the event loop
-only receives and answers. Memories are answered as `Memory.to_dict()` with `mind` named
+`ENDPOINTS` is the route table: one row a method on a path (`endpoint.Endpoint`: its handler,
+parameters, body and description), from which `build_app` makes the Starlette routes and
+`openapi.document` the OpenAPI document, so the two cannot differ. A request is read by its row
+(query parameters and JSON bodies, refused by name when unknown or of the wrong type); its handler
+then makes one call into the vault through `Minds.call`, which runs it on the one worker thread
+that owns every Vault, as the request's `Caller` (its mind, `agent` or `user`, its key's label); the
+event loop only receives and answers. Memories are answered as `Memory.to_dict()` with `mind` named
 `mind_id`, Synapse's name. The endpoints that Synapse's seeds do not list are marked
-`x-memfile-extension` in the OpenAPI document (`memfile.server.openapi`).
+`x-memfile-extension`.
 
 `GET /memory/export` and `POST /memory/import` follow `memfile export` and `memfile import`: a Mind
-Key reaches only its own mind, as an agent. The export is written on the worker thread into a
-spooled temporary file (kept in memory up to `EXPORT_SPOOL_BYTES`, on disk beyond), which the
-response then streams from a thread of Starlette's pool: no Vault call is made from the event loop,
-and a large export does not sit in memory. Both are logged on the server's stderr with the key's label.
+Key reaches only its own mind, as an agent; the export streams from a spooled file (`transfer`).
+Both are logged on the server's stderr with the key's label.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator
+from contextlib import asynccontextmanager, contextmanager
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -32,12 +32,24 @@ from starlette.routing import BaseRoute, Route
 
 from ..console import Console, ConsoleMount
 from ..errors import Face, InvalidInput, Notice, Refused, told
-from ..model import Memory, Source, StoreResult, parse_category
+from ..model import Category, Memory, Priority, Source, StoreResult, parse_category
 from .auth import CALLER, IMPORT_PATH, MAX_BODY_BYTES, MAX_IMPORT_BODY_BYTES, Authenticate, Guard, TrustedHosts
+from .endpoint import Endpoint, Param
 from .errors import EXCEPTION_HANDLERS
 from .mcp_mount import McpMount
-from .openapi import document
-from .params import FIELD_TYPES, REQUIRED, flag, json_body, parameters, path_ref, query_only, whole_number
+from .openapi import (
+    BOOL,
+    IMPORT_FORMATS,
+    LIMIT,
+    MEMORY_CHANGE,
+    NEW_MEMORY,
+    ON_CONFLICT,
+    SPLITS,
+    STRING,
+    document,
+    ok,
+    ref,
+)
 from .transfer import (
     EXPORT_FORMATS,
     acting,
@@ -55,40 +67,10 @@ if TYPE_CHECKING:
     from ..worker import Caller, Minds
 
 T = TypeVar("T")
-Handler = Callable[[Request], Awaitable[Response]]
 
-#: The query parameters of a recall (GET /memory/recall and GET /memory).
-RECALL_PARAMETERS = ("q", "budget", "limit", "format", "include_superseded")
 #: The header each notice of a search rides in (memories not all embedded yet for search by meaning, a hit
 #: holding a secret a hand edit put there), one header a notice.
 NOTICE_HEADER = "Memfile-Notice"
-#: The query parameters of GET /memory/export (`memfile export`'s options).
-EXPORT_PARAMETERS = ("format", "raw", "all_minds")
-#: Each export format, with its media type and file extension.
-#: The query parameters of POST /memory/import (`memfile import`'s options; the body is the file, so
-#: `--include-dreams`, which reads DREAMS.md beside an OpenClaw folder's MEMORY.md, has no place here).
-IMPORT_PARAMETERS = (
-    "from",
-    "on_conflict",
-    "dry_run",
-    "from_mind",
-    "split",
-    "category",
-    "max_priority",
-    "source",
-    "allow_secret",
-)
-SEARCH_PARAMETERS = (
-    "q",
-    "tag",
-    "category",
-    "priority",
-    "source",
-    "unverified",
-    "include_expired",
-    "include_superseded",
-    "limit",
-)
 
 
 def memory_json(memory: Memory) -> dict[str, Any]:
@@ -123,27 +105,490 @@ def store_options(data: dict[str, Any]) -> dict[str, Any]:
     return options
 
 
-def _named_expires_at(call: Callable[[], T]) -> T:
-    """`call()`, with the library's `expires` field named `expires_at` in its error (the body's name)."""
+@contextmanager
+def _expires_at_named() -> Iterator[None]:
+    """The library's `expires` field named `expires_at` in an error raised inside (the body's name)."""
     try:
-        return call()
+        yield
     except InvalidInput as exc:
-        raise _as_expires_at(exc) from None
+        if exc.field != "expires":
+            raise
+        raise InvalidInput("expires_at", exc.value, exc.allowed, reason=exc.reason) from None
 
 
-async def _named_expires_at_async(call: Awaitable[T]) -> T:
-    """`_named_expires_at` for a call that is awaited."""
-    try:
-        return await call
-    except InvalidInput as exc:
-        raise _as_expires_at(exc) from None
+# --- the handlers: each gets the request and what its row read from it ----------------------------
 
 
-def _as_expires_at(exc: InvalidInput) -> InvalidInput:
-    """The error with the body's field name: the library's `expires` is the body's `expires_at`."""
-    if exc.field != "expires":
-        return exc
-    return InvalidInput("expires_at", exc.value, exc.allowed, reason=exc.reason)
+async def call(request: Request, fn: Callable[[Vault], T]) -> T:
+    """`fn(vault)` on the worker thread, in the request's mind, as its caller."""
+    minds: Minds = request.app.state.minds
+    return await minds.call(request.scope[CALLER], fn)
+
+
+async def read(request: Request, fn: Callable[[Vault], T]) -> T:
+    """`call` for what only reads: answered even while a store's commit is being made (`Minds.call`).
+    Its notices go to the server's log (a secret a read served: the person who runs the server can
+    remove it; the answer's shape stays the API's)."""
+    caller: Caller = request.scope[CALLER]
+    minds: Minds = request.app.state.minds
+
+    def logged(vault: Vault) -> T:
+        answer = fn(vault)
+        for notice in vault.notices:  # a secret a read served: the log is no line per request otherwise
+            if isinstance(notice, Notice) and notice.hint == "edit_out_secret":
+                log(f"{request.method} {request.url.path} by {acting(caller)} in the mind {caller.mind!r}: {notice}")
+        return answer
+
+    return await minds.call(caller, logged, read=True)
+
+
+async def store(request: Request, given: dict[str, Any]) -> Response:
+    data = given["body"]
+    arguments = {name: data[name] for name in NEW_MEMORY.schema["required"]} | store_options(data)
+    # Stores that arrive while one is being committed share the next commit (`Minds.store`).
+    minds: Minds = request.app.state.minds
+    with _expires_at_named():
+        result = await minds.store(request.scope[CALLER], arguments)
+    return JSONResponse(stored_json(result), status_code=201 if result.created else 200)
+
+
+async def update(request: Request, given: dict[str, Any]) -> Response:
+    data = given["body"]
+    options = store_options(data)
+
+    def put(vault: Vault) -> StoreResult:
+        old = vault.get(given["id"])
+        for name, now in (("category", str(old.category)), ("key", old.key)):
+            asked = data.get(name, now)
+            if (str(parse_category(asked)) if name == "category" else asked) != now:
+                raise InvalidInput(
+                    name,
+                    asked,
+                    f"{now!r} (this memory's {name}; a memory's category and key never change: "
+                    "POST /memory a new one, with supersedes naming this one)",
+                )
+        content = data.get("content", old.content)
+        with _expires_at_named():
+            return vault.store(old.category, old.key, content, **options)
+
+    return JSONResponse(stored_json(await call(request, put)))
+
+
+async def recall(request: Request, given: dict[str, Any]) -> Response:
+    fmt = "text" if given["format"] is None else given["format"]
+    if fmt not in ("text", "json"):
+        raise InvalidInput("format", fmt, "text, json")
+    options: dict[str, Any] = {
+        "query": given["q"] or None,
+        "include_superseded": given["include_superseded"],
+        "limit": given["limit"],
+    }
+    if given["budget"] is not None:
+        options["budget"] = given["budget"]
+    if fmt == "json":
+        report = _renamed(await read(request, lambda vault: vault.recall(**options).to_dict()))
+        report["memories"] = [_renamed(item) for item in report["memories"]]
+        return JSONResponse(report)
+    text = await read(request, lambda vault: vault.recall(**options).encode())
+    return Response(text, media_type="text/plain; charset=utf-8")
+
+
+async def search(request: Request, given: dict[str, Any]) -> Response:
+    if not (given["q"] or "").strip():
+        raise InvalidInput("q", None, "the words to look for: ?q=WORDS")
+
+    def work(vault: Vault) -> tuple[list[dict[str, Any]], list[str]]:
+        hits = vault.search(
+            given["q"],
+            tags=given["tag"],
+            category=given["category"] or None,
+            priority=given["priority"] or None,
+            source=given["source"] or None,
+            unverified=given["unverified"],
+            include_expired=given["include_expired"],
+            include_superseded=given["include_superseded"],
+            limit=given["limit"],
+        )
+        return [_renamed(hit.to_dict()) for hit in hits], list(vault.notices)
+
+    hits, notices = await read(request, work)
+    response = JSONResponse(hits)  # Synapse's answer, a list: a notice rides in a header
+    for notice in notices:  # a header is Latin-1: any other character is written as a JSON escape (\u2026)
+        response.headers.append(NOTICE_HEADER, json.dumps(told(notice, Face.HTTP))[1:-1])
+    return response
+
+
+async def by_tag(request: Request, given: dict[str, Any]) -> Response:
+    if given["tag"] is None:
+        raise InvalidInput("tag", None, "a tag: ?tag=NAME")
+    memories = await read(request, lambda vault: vault.by_tag(given["tag"], include_expired=given["include_expired"]))
+    return JSONResponse([memory_json(m) for m in memories])
+
+
+async def expiring(request: Request, given: dict[str, Any]) -> Response:
+    return JSONResponse([memory_json(m) for m in await read(request, lambda vault: vault.expiring(given["within"]))])
+
+
+async def verify(request: Request, given: dict[str, Any]) -> Response:
+    return JSONResponse(stored_json(await call(request, lambda vault: vault.verify(given["id"]))))
+
+
+async def export(request: Request, given: dict[str, Any]) -> Response:
+    fmt, raw, all_minds = given["format"], given["raw"], given["all_minds"]
+    if fmt not in EXPORT_FORMATS:
+        raise InvalidInput("format", fmt, ", ".join(EXPORT_FORMATS))
+    if raw and fmt != "jsonl":
+        raise InvalidInput("raw", "true", "raw with format=jsonl", reason="Synapse's JSON has no place for file text")
+    caller: Caller = request.scope[CALLER]
+    if all_minds and caller.source is Source.AGENT:
+        raise Refused(
+            f"this Mind Key ({caller.key}) exports only the mind {caller.mind!r}; leave out all_minds, "
+            "or export every mind with a person's token"
+        )
+    now = datetime.now(timezone.utc)
+    exported = await transfer_named(
+        read(request, lambda vault: export_file(vault, all_minds=all_minds, format=fmt, raw=raw))
+    )
+    scope = "every mind" if all_minds else f"the mind {caller.mind!r}"
+    left_out = f"; {exported.unreadable} unreadable files left out (listed in it)" if exported.unreadable else ""
+    what = f"{fmt}, raw" if raw else fmt
+    log(f"export by {acting(caller)}: {exported.memories} memories of {scope} ({what}){left_out}")
+    filename = export_filename(caller, all_minds, fmt, now)
+    headers = {"Content-Disposition": f'attachment; filename="{filename}"', "Content-Length": str(exported.size)}
+    return StreamingResponse(file_chunks(exported.file), media_type=EXPORT_FORMATS[fmt][0], headers=headers)
+
+
+async def import_file(request: Request, given: dict[str, Any]) -> Response:
+    options: dict[str, Any] = {
+        "format": given["from"] or None,
+        "on_conflict": given["on_conflict"],
+        "dry_run": given["dry_run"],
+        "from_mind": given["from_mind"] or None,
+        "split": given["split"],
+        "category": given["category"] or None,
+        "max_priority": given["max_priority"],
+        "source_as": given["source"] or None,
+        "allow_secret": given["allow_secret"],
+    }
+    data = await request.body()
+    if not data.strip():
+        raise InvalidInput(
+            "body",
+            None,
+            "the file to import: memfile's JSONL export, Synapse or LangBot JSON, or an OpenClaw Markdown file",
+        )
+    caller: Caller = request.scope[CALLER]
+    report = await transfer_named(call(request, lambda vault: vault.import_(data, **options).to_dict()))
+    report["notices"] = [told(notice, Face.HTTP) for notice in report["notices"]]
+    log(f"import by {acting(caller)} into the mind {caller.mind!r}: {import_summary(report)}")
+    return JSONResponse(report)
+
+
+async def show(request: Request, given: dict[str, Any]) -> Response:
+    return JSONResponse(memory_json(await read(request, lambda vault: vault.get(given["id"]))))
+
+
+async def forget(request: Request, given: dict[str, Any]) -> Response:
+    return JSONResponse(memory_json(await call(request, lambda vault: vault.forget(given["id"]))))
+
+
+async def history(request: Request, given: dict[str, Any]) -> Response:
+    versions = await read(request, lambda vault: [v.to_dict() for v in vault.history(given["id"])])
+    for version in versions:
+        if version.get("memory"):
+            version["memory"] = _renamed(version["memory"])
+    return JSONResponse(versions)
+
+
+async def health(request: Request, given: dict[str, Any]) -> Response:
+    return JSONResponse({"status": "ok"})
+
+
+async def openapi(request: Request, given: dict[str, Any]) -> Response:
+    return JSONResponse(request.app.state.openapi)
+
+
+# --- the route table ----------------------------------------------------------------------------
+
+RECALL_PARAMETERS = (
+    Param("q", "What the agent is working on: pinned memories, then the best matches.", STRING),
+    Param("budget", "The most tokens the text may take (characters / 4); 0: no limit.", {"type": "integer"}),
+    Param("limit", "With q: the most matches besides the pinned memories.", LIMIT),
+    Param("format", "text (default) or json (what was chosen, with scores).", {"enum": ["text", "json"]}),
+    Param("include_superseded", "Also memories marked superseded.", BOOL),
+)
+RECALL_RESPONSES = {
+    "200": {
+        "description": "The recall: plain text by default, the report with ?format=json.",
+        "content": {
+            "text/plain": {"schema": STRING},
+            "application/json": {"schema": ref("schemas", "RecallReport")},
+        },
+    }
+}
+SEARCH_RESPONSES = {
+    "200": ok("The hits.", {"type": "array", "items": ref("schemas", "SearchHit")})["200"]
+    | {
+        "headers": {
+            NOTICE_HEADER: {
+                "description": "A notice of the search, one header each (not all memories embedded for search by "
+                "meaning yet: how many are; a hit holding a secret): ASCII, other characters as JSON escapes.",
+                "schema": STRING,
+            }
+        }
+    }
+}
+#: `memfile export`'s options.
+EXPORT_PARAMETERS = (
+    Param(
+        "format",
+        "jsonl (default): memfile's export, a header, one memory a line, a trailer with the count; "
+        "json: a plain array of Synapse-shaped memories.",
+        {"enum": ["jsonl", "json"], "default": "jsonl"},
+    ),
+    Param("raw", "Each memory also carries its file's exact text and its sha256 (a byte-exact round trip).", BOOL),
+    Param("all_minds", "Every mind of the vault (a person's token only: a Mind Key gets 403).", BOOL),
+)
+#: `memfile import`'s options (the body is the file, so `--include-dreams`, which reads DREAMS.md beside an
+#: OpenClaw folder's MEMORY.md, has no place here).
+IMPORT_PARAMETERS = (
+    Param("from", "The file's format (default: detected).", {"enum": IMPORT_FORMATS}),
+    Param(
+        "on_conflict",
+        "A memory whose id is in the mind with other content: skip it, take the newer by updated_at "
+        "(default), or overwrite.",
+        {"enum": ON_CONFLICT, "default": "newer"},
+    ),
+    Param("dry_run", "Answer the plan and write nothing.", BOOL),
+    Param("from_mind", "memfile's export of several minds: the mind to take.", STRING),
+    Param(
+        "split",
+        "OpenClaw MEMORY.md: a memory per ## section (default), per top-level bullet, or the whole file.",
+        {"enum": SPLITS, "default": "sections"},
+    ),
+    Param("category", "OpenClaw: the category of every memory (default: guessed from each heading).", STRING),
+    Param(
+        "max_priority",
+        "The highest priority an imported memory gets (LangBot importance 5 is high unless critical).",
+        {"enum": ["high", "critical"], "default": "high"},
+    ),
+    Param(
+        "source",
+        "LangBot: who the profiles come from (default agent); a Mind Key imports as an agent whatever it says.",
+        {"enum": [str(s) for s in Source]},
+    ),
+    Param(
+        "allow_secret", "A person imports contents that look like tokens or keys all the same (a Mind Key: 403).", BOOL
+    ),
+)
+IMPORT_BODY = {
+    "required": True,
+    "description": "The file to import, as it is: memfile's JSONL export, Synapse's memory JSON (an array or "
+    '{"memories": [...]}), a LangBot profiles or episodes envelope, or an OpenClaw MEMORY.md.',
+    "content": {
+        media: {"schema": {"type": "string"}}
+        for media in ("application/x-ndjson", "application/json", "text/markdown", "text/plain")
+    },
+}
+MEMORY = ref("schemas", "Memory")
+MEMORIES = {"type": "array", "items": MEMORY}
+STORED = ref("schemas", "StoredMemory")
+
+#: Every endpoint, in the order of the OpenAPI document (which Starlette also matches them in:
+#: /memory/export and /memory/import before /memory/{id}, which would take them for an id).
+ENDPOINTS = (
+    Endpoint(
+        "/memory",
+        "GET",
+        recall,
+        "recallAtStart",
+        "The start-of-session recall (the same as GET /memory/recall).",
+        RECALL_RESPONSES,
+        RECALL_PARAMETERS,
+        extension=True,
+    ),
+    Endpoint(
+        "/memory",
+        "POST",
+        store,
+        "storeMemory",
+        "Store a memory: 201 when created, 200 when the same category and key was updated.",
+        ok("Updated (or unchanged).", STORED) | ok("Created.", STORED, "201"),
+        body=NEW_MEMORY,
+    ),
+    Endpoint(
+        "/memory/recall",
+        "GET",
+        recall,
+        "recall",
+        "The prioritized summary an agent puts in its context (expired left out, unverified marked).",
+        RECALL_RESPONSES,
+        RECALL_PARAMETERS,
+    ),
+    Endpoint(
+        "/memory/search",
+        "GET",
+        search,
+        "search",
+        "Full-text search, best first.",
+        SEARCH_RESPONSES,
+        (
+            Param("q", "What to look for (at most 4,096 characters).", STRING, required=True),
+            Param("tag", "Only memories with this tag (repeat: all of them).", {"type": "array", "items": STRING}),
+            Param("category", "Only this category.", {"enum": [str(c) for c in Category]}),
+            Param("priority", "Only this priority.", {"enum": [str(p) for p in Priority]}),
+            Param("source", "Only user or only agent memories.", {"enum": [str(s) for s in Source]}),
+            Param("unverified", "Only unverified memories.", BOOL),
+            Param("include_expired", "Also expired memories.", BOOL),
+            Param("include_superseded", "Also superseded memories.", BOOL),
+            Param("limit", "The most hits.", LIMIT),
+        ),
+    ),
+    Endpoint(
+        "/memory/by-tag",
+        "GET",
+        by_tag,
+        "byTag",
+        "The memories with a tag (any case), newest first.",
+        ok("The memories.", MEMORIES),
+        (Param("tag", "The tag.", STRING, required=True), Param("include_expired", "Also expired memories.", BOOL)),
+    ),
+    Endpoint(
+        "/memory/expiring",
+        "GET",
+        expiring,
+        "expiring",
+        "The memories that expire within a time from now, soonest first.",
+        ok("The memories.", MEMORIES),
+        (Param("within", "A duration: 30m, 12h, 7d (default), 2w.", {**STRING, "default": "7d"}),),
+    ),
+    Endpoint(
+        "/memory/export",
+        "GET",
+        export,
+        "exportMemories",
+        "Every memory of the mind (a person's token may ask for every mind), as a file to keep or import "
+        "elsewhere: memfile export. Expired and superseded memories are in it, marked.",
+        {
+            "200": {
+                "description": "The export, as an attachment (Content-Disposition names the file).",
+                "headers": {"Content-Disposition": {"schema": STRING}},
+                "content": {"application/x-ndjson": {"schema": STRING}, "application/json": {"schema": MEMORIES}},
+            }
+        },
+        EXPORT_PARAMETERS,
+        extension=True,
+    ),
+    Endpoint(
+        IMPORT_PATH,
+        "POST",
+        import_file,
+        "importMemories",
+        "Import a file into the mind in one commit, or write nothing (memfile import): any record that "
+        "fails validation is a 400 naming it. A Mind Key imports as an agent: its memories land unverified.",
+        ok("What the import did (with dry_run: would do).", ref("schemas", "ImportReport")),
+        IMPORT_PARAMETERS,
+        raw_body=IMPORT_BODY,
+        extension=True,
+        max_body_size=MAX_IMPORT_BODY_BYTES,  # a whole export file
+    ),
+    Endpoint("/memory/{id}", "GET", show, "getMemory", "One memory.", ok("The memory.", MEMORY), extension=True),
+    Endpoint(
+        "/memory/{id}",
+        "PUT",
+        update,
+        "updateMemory",
+        "Update a memory's content or other fields (its category and key never change: 400).",
+        ok("The memory as now stored.", STORED),
+        body=MEMORY_CHANGE,
+    ),
+    Endpoint(
+        "/memory/{id}",
+        "DELETE",
+        forget,
+        "forgetMemory",
+        "Forget a memory (git keeps every version). An agent cannot forget a verified or critical one.",
+        ok("The memory as it was.", MEMORY),
+        extension=True,
+    ),
+    Endpoint(
+        "/memory/{id}/verify",
+        "POST",
+        verify,
+        "verifyMemory",
+        "Mark a memory as checked by a person: a person's token only (a Mind Key gets 403).",
+        ok("The memory, verified.", STORED),
+    ),
+    Endpoint(
+        "/memory/{id}/history",
+        "GET",
+        history,
+        "history",
+        "Every version of a memory, newest first (also of a forgotten one).",
+        ok("The versions.", {"type": "array", "items": ref("schemas", "Version")}),
+        extension=True,
+    ),
+    Endpoint(
+        "/health",
+        "GET",
+        health,
+        "health",
+        "Liveness: the server answers (no credential needed, nothing about the vault).",
+        ok("Alive.", {"type": "object", "properties": {"status": {"const": "ok"}}}),
+        extension=True,
+        public=True,
+    ),
+    Endpoint(
+        "/openapi.json",
+        "GET",
+        openapi,
+        "openapi",
+        "This document.",
+        ok("The OpenAPI document.", {"type": "object"}),
+        extension=True,
+        public=True,
+    ),
+)
+#: /mcp, served by its own mount (`McpMount`, its own checks) when the MCP SDK is installed.
+MCP = Endpoint(
+    "/mcp",
+    "POST",
+    None,
+    "mcp",
+    "The MCP server (streamable HTTP, stateless, JSON answers): the same tools and rules as "
+    "`memfile mcp`, acting for this request's credential.",
+    {
+        "200": {
+            "description": "MCP's streamable HTTP transport (JSON-RPC; JSON or an event stream).",
+            "content": {"application/json": {"schema": {"type": "object"}}, "text/event-stream": {"schema": STRING}},
+        }
+    },
+    extension=True,
+)
+
+
+def openapi_document(mcp: bool) -> dict[str, Any]:
+    """The OpenAPI document of the route table (`mcp`: with /mcp)."""
+    return document((*ENDPOINTS, MCP) if mcp else ENDPOINTS)
+
+
+def routes(endpoints: Iterable[Endpoint]) -> list[BaseRoute]:
+    """A Starlette route for each path of the table, with a handler per method (so a 405 lists every method
+    the path has); HEAD is answered as GET."""
+    by_path: dict[str, dict[str, Endpoint]] = {}
+    for endpoint in endpoints:
+        by_path.setdefault(endpoint.path, {})[endpoint.method] = endpoint
+    return [_route(path, methods) for path, methods in by_path.items()]
+
+
+def _route(path: str, methods: dict[str, Endpoint]) -> Route:
+    async def dispatch(request: Request) -> Response:
+        endpoint = methods["GET" if request.method == "HEAD" else request.method]
+        assert endpoint.handler is not None
+        return await endpoint.handler(request, await endpoint.read(request))
+
+    limit = next((e.max_body_size for e in methods.values() if e.max_body_size), None)
+    return Route(path, dispatch, methods=list(methods), name=path, max_body_size=limit)
 
 
 # --- the application ----------------------------------------------------------------------------
@@ -166,224 +611,7 @@ def build_app(
         mcp: mount the MCP server at /mcp (when the MCP SDK is installed).
     """
     mount = McpMount(minds) if mcp and McpMount.available() else None
-
-    async def call(request: Request, fn: Callable[[Vault], T]) -> T:
-        caller: Caller = request.scope[CALLER]
-        return await minds.call(caller, fn)
-
-    async def read(request: Request, fn: Callable[[Vault], T]) -> T:
-        """`call` for what only reads: answered even while a store's commit is being made (`Minds.call`).
-        Its notices go to the server's log (a secret a read served: the person who runs the server can
-        remove it; the answer's shape stays the API's)."""
-        caller: Caller = request.scope[CALLER]
-
-        def logged(vault: Vault) -> T:
-            answer = fn(vault)
-            for notice in vault.notices:  # a secret a read served: the log is no line per request otherwise
-                if isinstance(notice, Notice) and notice.hint == "edit_out_secret":
-                    log(
-                        f"{request.method} {request.url.path} by {acting(caller)} in the mind {caller.mind!r}: {notice}"
-                    )
-            return answer
-
-        return await minds.call(caller, logged, read=True)
-
-    # --- Synapse's endpoints ---
-
-    async def store(request: Request) -> Response:
-        parameters(request, ())
-        data = await json_body(request, FIELD_TYPES, REQUIRED)
-        arguments = {name: data[name] for name in REQUIRED} | store_options(data)
-        # Stores that arrive while one is being committed share the next commit (`Minds.store`).
-        result = await _named_expires_at_async(minds.store(request.scope[CALLER], arguments))
-        return JSONResponse(stored_json(result), status_code=201 if result.created else 200)
-
-    async def update(request: Request) -> Response:
-        parameters(request, ())
-        ref = path_ref(request)
-        data = await json_body(request, FIELD_TYPES)
-        options = store_options(data)
-
-        def put(vault: Vault) -> StoreResult:
-            old = vault.get(ref)
-            for name, now in (("category", str(old.category)), ("key", old.key)):
-                given = data.get(name, now)
-                if (str(parse_category(given)) if name == "category" else given) != now:
-                    raise InvalidInput(
-                        name,
-                        given,
-                        f"{now!r} (this memory's {name}; a memory's category and key never change: "
-                        "POST /memory a new one, with supersedes naming this one)",
-                    )
-            content = data.get("content", old.content)
-            return _named_expires_at(lambda: vault.store(old.category, old.key, content, **options))
-
-        return JSONResponse(stored_json(await call(request, put)))
-
-    async def recall(request: Request) -> Response:
-        given = await query_only(request, RECALL_PARAMETERS)
-        fmt = given.get("format", "text")
-        if fmt not in ("text", "json"):
-            raise InvalidInput("format", fmt, "text, json")
-        options: dict[str, Any] = {
-            "query": given.get("q") or None,
-            "include_superseded": flag(given.get("include_superseded"), "include_superseded"),
-        }
-        limit = whole_number(given.get("limit"), "limit")
-        options["limit"] = 10 if limit is None else limit
-        budget = whole_number(given.get("budget"), "budget")
-        if budget is not None:
-            options["budget"] = budget
-        if fmt == "json":
-            report = await read(request, lambda vault: vault.recall(**options).to_dict())
-            report = _renamed(report)
-            report["memories"] = [_renamed(item) for item in report["memories"]]
-            return JSONResponse(report)
-        text = await read(request, lambda vault: vault.recall(**options).encode())
-        return Response(text, media_type="text/plain; charset=utf-8")
-
-    async def search(request: Request) -> Response:
-        given = await query_only(request, SEARCH_PARAMETERS, repeatable=("tag",))
-        if not given.get("q", "").strip():
-            raise InvalidInput("q", None, "the words to look for: ?q=WORDS")
-        limit = whole_number(given.get("limit"), "limit")
-
-        def work(vault: Vault) -> tuple[list[dict[str, Any]], list[str]]:
-            hits = vault.search(
-                given["q"],
-                tags=given["tag"],
-                category=given.get("category") or None,
-                priority=given.get("priority") or None,
-                source=given.get("source") or None,
-                unverified=flag(given.get("unverified"), "unverified"),
-                include_expired=flag(given.get("include_expired"), "include_expired"),
-                include_superseded=flag(given.get("include_superseded"), "include_superseded"),
-                limit=10 if limit is None else limit,
-            )
-            return [_renamed(hit.to_dict()) for hit in hits], list(vault.notices)
-
-        hits, notices = await read(request, work)
-        response = JSONResponse(hits)  # Synapse's answer, a list: a notice rides in a header
-        for notice in notices:  # a header is Latin-1: any other character is written as a JSON escape (\u2026)
-            response.headers.append(NOTICE_HEADER, json.dumps(told(notice, Face.HTTP))[1:-1])
-        return response
-
-    async def by_tag(request: Request) -> Response:
-        given = await query_only(request, ("tag", "include_expired"))
-        if "tag" not in given:
-            raise InvalidInput("tag", None, "a tag: ?tag=NAME")
-        include_expired = flag(given.get("include_expired"), "include_expired")
-        memories = await read(request, lambda vault: vault.by_tag(given["tag"], include_expired=include_expired))
-        return JSONResponse([memory_json(m) for m in memories])
-
-    async def expiring(request: Request) -> Response:
-        within = (await query_only(request, ("within",))).get("within", "7d")
-        return JSONResponse([memory_json(m) for m in await read(request, lambda vault: vault.expiring(within))])
-
-    async def verify(request: Request) -> Response:
-        await query_only(request)
-        ref = path_ref(request)
-        return JSONResponse(stored_json(await call(request, lambda vault: vault.verify(ref))))
-
-    # --- extensions ---
-
-    async def export(request: Request) -> Response:
-        given = await query_only(request, EXPORT_PARAMETERS)
-        fmt = given.get("format", "jsonl")
-        if fmt not in EXPORT_FORMATS:
-            raise InvalidInput("format", fmt, ", ".join(EXPORT_FORMATS))
-        raw, all_minds = flag(given.get("raw"), "raw"), flag(given.get("all_minds"), "all_minds")
-        if raw and fmt != "jsonl":
-            raise InvalidInput(
-                "raw", "true", "raw with format=jsonl", reason="Synapse's JSON has no place for file text"
-            )
-        caller: Caller = request.scope[CALLER]
-        if all_minds and caller.source is Source.AGENT:
-            raise Refused(
-                f"this Mind Key ({caller.key}) exports only the mind {caller.mind!r}; leave out all_minds, "
-                "or export every mind with a person's token"
-            )
-        now = datetime.now(timezone.utc)
-        exported = await transfer_named(
-            read(request, lambda vault: export_file(vault, all_minds=all_minds, format=fmt, raw=raw))
-        )
-        scope = "every mind" if all_minds else f"the mind {caller.mind!r}"
-        left_out = f"; {exported.unreadable} unreadable files left out (listed in it)" if exported.unreadable else ""
-        what = f"{fmt}, raw" if raw else fmt
-        log(f"export by {acting(caller)}: {exported.memories} memories of {scope} ({what}){left_out}")
-        filename = export_filename(caller, all_minds, fmt, now)
-        headers = {"Content-Disposition": f'attachment; filename="{filename}"', "Content-Length": str(exported.size)}
-        return StreamingResponse(file_chunks(exported.file), media_type=EXPORT_FORMATS[fmt][0], headers=headers)
-
-    async def import_file(request: Request) -> Response:
-        given = parameters(request, IMPORT_PARAMETERS)
-        options: dict[str, Any] = {
-            "format": given.get("from") or None,
-            "on_conflict": given.get("on_conflict", "newer"),
-            "dry_run": flag(given.get("dry_run"), "dry_run"),
-            "from_mind": given.get("from_mind") or None,
-            "split": given.get("split", "sections"),
-            "category": given.get("category") or None,
-            "max_priority": given.get("max_priority", "high"),
-            "source_as": given.get("source") or None,
-            "allow_secret": flag(given.get("allow_secret"), "allow_secret"),
-        }
-        data = await request.body()
-        if not data.strip():
-            raise InvalidInput(
-                "body",
-                None,
-                "the file to import: memfile's JSONL export, Synapse or LangBot JSON, or an OpenClaw Markdown file",
-            )
-        caller: Caller = request.scope[CALLER]
-        report = await transfer_named(call(request, lambda vault: vault.import_(data, **options).to_dict()))
-        report["notices"] = [told(notice, Face.HTTP) for notice in report["notices"]]
-        log(f"import by {acting(caller)} into the mind {caller.mind!r}: {import_summary(report)}")
-        return JSONResponse(report)
-
-    async def show(request: Request) -> Response:
-        await query_only(request)
-        ref = path_ref(request)
-        return JSONResponse(memory_json(await read(request, lambda vault: vault.get(ref))))
-
-    async def forget(request: Request) -> Response:
-        await query_only(request)
-        ref = path_ref(request)
-        return JSONResponse(memory_json(await call(request, lambda vault: vault.forget(ref))))
-
-    async def history(request: Request) -> Response:
-        await query_only(request)
-        ref = path_ref(request)
-        versions = await read(request, lambda vault: [v.to_dict() for v in vault.history(ref)])
-        for version in versions:
-            if version.get("memory"):
-                version["memory"] = _renamed(version["memory"])
-        return JSONResponse(versions)
-
-    async def health(request: Request) -> Response:
-        return JSONResponse({"status": "ok"})
-
-    spec = document(mcp=mount is not None)
-
-    async def openapi(request: Request) -> Response:
-        return JSONResponse(spec)
-
-    routes: list[BaseRoute] = [
-        endpoint("/health", GET=health),
-        endpoint("/openapi.json", GET=openapi),
-        endpoint("/memory", GET=recall, POST=store),
-        endpoint("/memory/recall", GET=recall),
-        endpoint("/memory/search", GET=search),
-        endpoint("/memory/by-tag", GET=by_tag),
-        endpoint("/memory/expiring", GET=expiring),
-        endpoint("/memory/export", GET=export),  # before /memory/{id}, which would take `export` for an id
-        endpoint(IMPORT_PATH, max_body_size=MAX_IMPORT_BODY_BYTES, POST=import_file),  # a whole export file
-        endpoint("/memory/{id}", GET=show, PUT=update, DELETE=forget),
-        endpoint("/memory/{id}/verify", POST=verify),
-        endpoint("/memory/{id}/history", GET=history),
-    ]
-    if mount is not None:
-        routes.append(mount.route())
+    served = routes(ENDPOINTS) + ([mount.route()] if mount is not None else [])
 
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
@@ -394,7 +622,7 @@ def build_app(
                 await mount.stop()
 
     app = Starlette(
-        routes=routes,
+        routes=served,
         middleware=[
             Middleware(TrustedHosts, allowed_hosts=allowed_hosts),
             Middleware(Guard),
@@ -405,16 +633,7 @@ def build_app(
         exception_handlers=EXCEPTION_HANDLERS,
         lifespan=lifespan,
     )
+    app.state.minds = minds
+    app.state.openapi = openapi_document(mcp=mount is not None)
     app.router.redirect_slashes = False  # `/memory/` is no endpoint: a 404, not a redirect to build from Host
     return app
-
-
-def endpoint(path: str, max_body_size: int | None = None, **handlers: Handler) -> Route:
-    """One path with a handler per method (so a 405 lists every method the path has); `max_body_size`
-    replaces the server's body limit for it."""
-
-    async def dispatch(request: Request) -> Response:
-        method = "GET" if request.method == "HEAD" else request.method
-        return await handlers[method](request)
-
-    return Route(path, dispatch, methods=list(handlers), name=path, max_body_size=max_body_size)

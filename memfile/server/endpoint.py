@@ -1,32 +1,36 @@
-"""Reading a request: its query parameters, JSON body and path REF, each refused by name when unknown, repeated
-or of the wrong type (an `InvalidInput`, answered 400).
+"""One row of the API's route table (`app.ENDPOINTS`): an endpoint, what it takes and how it is described.
+
+`Endpoint.read` reads a request the way its row says: its query parameters (`Param`: each once, a list
+for an array, a boolean or whole number converted; an unknown or repeated one refused by name), no body
+or a JSON object whose fields are its `Body` schema's (each of its JSON type), and the path's memory REF;
+anything else is an `InvalidInput`, answered 400 before the Vault is called. `openapi` describes the
+same rows, so the document and the routes cannot differ.
 """
 
 from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable
-from typing import Any
+from collections.abc import Awaitable, Callable, Iterable
+from dataclasses import dataclass
+from typing import Any, NamedTuple
 
 from starlette.requests import Request
+from starlette.responses import Response
 
 from ..errors import InvalidInput
 from ..model import REF_RULE
 from .auth import MIND_PARAMETER
 
-#: The JSON types each body field of POST /memory and PUT /memory/{id} may have.
-FIELD_TYPES: dict[str, tuple[type, ...]] = {
-    "category": (str,),
-    "key": (str,),
-    "content": (str,),
-    "tags": (list, str),
-    "priority": (str,),
-    "confidence": (int, float),
-    "expires_at": (str, type(None)),
-    "source": (str,),
-    "supersedes": (str,),
-    "allow_secret": (bool,),  # a person stores what looks like a secret all the same (a Mind Key: 403)
+Handler = Callable[[Request, dict[str, Any]], Awaitable[Response]]
+
+#: The Python types of each JSON schema type a body field may have.
+JSON_TYPES: dict[str, tuple[type, ...]] = {
+    "string": (str,),
+    "array": (list,),
+    "number": (int, float),
+    "boolean": (bool,),
+    "null": (type(None),),
 }
 TYPE_NAMES = {
     str: "a string",
@@ -36,8 +40,6 @@ TYPE_NAMES = {
     type(None): "null",
     bool: "true or false",
 }
-#: The fields of POST /memory that must be there.
-REQUIRED = ("category", "key", "content")
 #: Why a field a client may try is not one, when there is more to say than its name.
 NOT_A_FIELD = {
     "verified": "a person verifies with POST /memory/{id}/verify",
@@ -49,6 +51,81 @@ NOT_A_FIELD = {
 FLAG_WORDS = {"true": True, "false": False}
 #: What a REF in a path may not hold: NUL and the other control characters (no key or id has one).
 CONTROL_CHARACTERS = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+
+
+@dataclass(frozen=True)
+class Param:
+    """A query parameter: its name, description and JSON schema, which also says how it is read (a boolean
+    by `flag`, an integer by `whole_number`, an array repeated; absent: the schema's default, else None)."""
+
+    name: str
+    description: str
+    schema: dict[str, Any]
+    required: bool = False
+
+    @property
+    def repeatable(self) -> bool:
+        return self.schema.get("type") == "array"
+
+    def value(self, given: Any) -> Any:
+        """The parameter's value from what the query gave (a string, a list for an array, or None)."""
+        kind = self.schema.get("type")
+        if kind == "boolean":
+            return flag(given, self.name)
+        if kind == "integer":
+            given = whole_number(given, self.name)
+        return self.schema.get("default") if given is None else given
+
+
+class Body(NamedTuple):
+    """A JSON body: its schema's name in the document, and the schema (its properties are the fields)."""
+
+    name: str
+    schema: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    """A method on a path: its handler (called with the request and what `read` found), and its description.
+
+    `body`: a JSON object body; `raw_body`: the description of a body the handler reads itself (an import
+    file); neither: the endpoint takes no body. A `public` endpoint needs no credential and reads nothing.
+    """
+
+    path: str
+    method: str
+    handler: Handler | None  # None: served by a mount of its own (/mcp)
+    operation_id: str
+    summary: str
+    responses: dict[str, Any]
+    parameters: tuple[Param, ...] = ()
+    body: Body | None = None
+    raw_body: dict[str, Any] | None = None
+    extension: bool = False  # not one of Synapse's endpoints
+    public: bool = False
+    max_body_size: int | None = None  # in place of the server's limit
+
+    async def read(self, request: Request) -> dict[str, Any]:
+        """Each parameter's value by name, `id` (the path's REF) and `body` (the JSON object), as the row says.
+
+        Raises:
+            InvalidInput: an unknown or repeated query parameter, a body where none is taken, a NUL in the
+                REF, a body that is not the object asked for, or a parameter that is not of its type.
+        """
+        if self.public:
+            return {}
+        given = parameters(
+            request, [p.name for p in self.parameters], [p.name for p in self.parameters if p.repeatable]
+        )
+        if self.body is None and self.raw_body is None:
+            await no_body(request)
+        if "id" in request.path_params:
+            given["id"] = checked_ref(request.path_params["id"])
+        if self.body is not None:
+            given["body"] = await json_body(request, self.body.schema)
+        for param in self.parameters:
+            given[param.name] = param.value(given.get(param.name))
+        return given
 
 
 def parameters(request: Request, allowed: Iterable[str], repeatable: Iterable[str] = ()) -> dict[str, Any]:
@@ -108,14 +185,25 @@ def flag(value: str | None, name: str) -> bool:
     return FLAG_WORDS[word]
 
 
-async def json_body(request: Request, allowed: Iterable[str], required: Iterable[str] = ()) -> dict[str, Any]:
-    """The request's JSON object, every field of it one of `allowed` with its JSON type (FIELD_TYPES).
+def json_types(schema: dict[str, Any]) -> tuple[type, ...]:
+    """The Python types a JSON value of `schema` may have (an enum's values are strings)."""
+    if "enum" in schema:
+        return (str,)
+    if "oneOf" in schema:
+        return tuple(t for option in schema["oneOf"] for t in json_types(option))
+    kinds = [schema["type"]] if isinstance(schema["type"], str) else schema["type"]
+    return tuple(t for kind in kinds for t in JSON_TYPES[kind])
+
+
+async def json_body(request: Request, schema: dict[str, Any]) -> dict[str, Any]:
+    """The request's JSON object: every field one of `schema`'s properties, of its JSON type, the required
+    ones there.
 
     Raises:
         InvalidInput: no body, not JSON, not an object, a field that is not allowed (all of them named,
             with the allowed ones), a required field missing, or a field of the wrong type.
     """
-    allowed = tuple(allowed)
+    allowed = tuple(schema["properties"])
     raw = await request.body()
     where = f"{request.method} {_template(request)}"
     shape = f"a JSON object with the fields {', '.join(allowed)}"
@@ -139,11 +227,11 @@ async def json_body(request: Request, allowed: Iterable[str], required: Iterable
             ", ".join(allowed),
             reason=f"not a field of {where}" + (f"; {hints}" if hints else ""),
         )
-    for name in required:
+    for name in schema["required"]:
         if name not in data:
             raise InvalidInput(name, None, f"{name} in the body of {where}")
     for name, value in data.items():
-        types = FIELD_TYPES[name]
+        types = json_types(schema["properties"][name])
         if isinstance(value, bool) is not (bool in types) or not isinstance(value, types):
             wanted = " or ".join(dict.fromkeys(TYPE_NAMES[t] for t in types))
             raise InvalidInput(name, value, wanted, reason=f"it is {_json_type(value)}")
@@ -152,17 +240,16 @@ async def json_body(request: Request, allowed: Iterable[str], required: Iterable
     return data
 
 
-async def query_only(request: Request, allowed: Iterable[str] = (), repeatable: Iterable[str] = ()) -> dict[str, Any]:
-    """`parameters` of an endpoint that takes no body, after checking that none came: an empty body or `{}`
-    is fine, and a body with fields is refused naming them, before anything is done.
+async def no_body(request: Request) -> None:
+    """An endpoint that takes no body: an empty body or `{}` is fine, and a body with fields is refused naming
+    them, before anything is done.
 
     Raises:
-        InvalidInput: an unknown or repeated query parameter, or a body (its fields named, when it is a JSON object).
+        InvalidInput: a body (its fields named, when it is a JSON object).
     """
-    given = parameters(request, allowed, repeatable)
     raw = await request.body()
     if not raw.strip():
-        return given
+        return
     where = f"{request.method} {_template(request)}"
     try:
         data = json.loads(raw)
@@ -170,7 +257,7 @@ async def query_only(request: Request, allowed: Iterable[str] = (), repeatable: 
         data = raw
     if isinstance(data, dict):
         if not data:
-            return given
+            return
         names = list(data)
         raise InvalidInput(
             "field" if len(names) == 1 else "fields",
@@ -181,11 +268,6 @@ async def query_only(request: Request, allowed: Iterable[str] = (), repeatable: 
     raise InvalidInput(
         "body", f"{len(raw)} bytes", "no body (or an empty one)", reason=f"{where} takes no body; nothing was done"
     )
-
-
-def path_ref(request: Request) -> str:
-    """The `{id}` of the request's path, checked by `checked_ref`."""
-    return checked_ref(request.path_params["id"])
 
 
 def checked_ref(ref: str) -> str:
