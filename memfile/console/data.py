@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, fields, replace
-from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlencode
 
@@ -268,5 +267,3 @@ CHOICES = {
     "source": [str(s) for s in Source],
     "status": list(STATUSES),
 }
-#: A memory expiring within this is marked as soon gone.
-SOON = timedelta(days=7)

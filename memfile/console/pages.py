@@ -32,7 +32,7 @@ from starlette.routing import BaseRoute, Mount, Route
 from starlette.staticfiles import StaticFiles
 from starlette.templating import Jinja2Templates
 
-from ..config import CONFIG_NAME, Config, load_config
+from ..config import Config, load_config
 from ..errors import Face, InvalidInput, MemfileError, NotFound, Refused, echo, told
 from ..keys import AGENT
 from ..model import Source, utc_now
@@ -135,7 +135,6 @@ class Console:
         self.minds, self.keys = minds, keys
         self.sessions = Sessions(keys, minds.root)
         self.templates = Jinja2Templates(env=environment())
-        self._config: tuple[tuple[int, int, int] | None, Config] = (None, minds.config)  # (its stat, memfile.toml)
 
     # --- the application -------------------------------------------------------------------
 
@@ -246,16 +245,11 @@ class Console:
 
     def config(self) -> Config:
         """memfile.toml as it is now, for the minds' names (a mind added while the server runs is named at
-        once), read again only when its stat changed (a read takes about a millisecond); the one the
-        server started with while it cannot be read."""
+        once); the one the server started with while it cannot be read."""
         try:
-            info = (self.minds.root / CONFIG_NAME).stat()
-            stamp = (info.st_ino, info.st_size, info.st_mtime_ns)
-            if stamp != self._config[0]:
-                self._config = (stamp, load_config(self.minds.root))
+            return load_config(self.minds.root)
         except (OSError, MemfileError):
             return self.minds.config
-        return self._config[1]
 
     @staticmethod
     def mind_url(mind: str, page: str, rest: str = "") -> str:
