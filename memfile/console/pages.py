@@ -27,7 +27,7 @@ from starlette.datastructures import UploadFile
 from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
 from starlette.requests import Request
-from starlette.responses import RedirectResponse, Response, StreamingResponse
+from starlette.responses import RedirectResponse, Response
 from starlette.routing import BaseRoute, Mount, Route
 from starlette.staticfiles import StaticFiles
 from starlette.templating import Jinja2Templates
@@ -39,7 +39,7 @@ from ..model import Source, utc_now
 from ..server.auth import MAX_IMPORT_BODY_BYTES
 from ..server.endpoint import checked_ref
 from ..server.errors import BUG_MESSAGE, Unauthorized, clip_echoes, public_message, status_of
-from ..server.transfer import EXPORT_FORMATS, export_file, export_filename, file_chunks, log
+from ..server.transfer import EXPORT_FORMATS, export_file, export_response, log
 from ..worker import Caller
 from . import data
 from .auth import (
@@ -411,9 +411,7 @@ class Console:
             raise InvalidInput("format", fmt, ", ".join(EXPORT_FORMATS))
         exported = await self.call(caller, lambda vault: export_file(vault, all_minds=False, format=fmt, raw=False))
         log(f"console export by {visitor.label!r}: {exported.memories} memories of the mind {caller.mind!r} ({fmt})")
-        filename = export_filename(caller, False, fmt, utc_now())
-        headers = {"Content-Disposition": f'attachment; filename="{filename}"', "Content-Length": str(exported.size)}
-        return StreamingResponse(file_chunks(exported.file), media_type=EXPORT_FORMATS[fmt][0], headers=headers)
+        return export_response(exported, caller.mind, fmt, utc_now())
 
     async def transfer(self, request: Request) -> Response:
         visitor = self.visitor(request)

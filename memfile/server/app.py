@@ -27,7 +27,7 @@ from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.middleware.body_limit import RequestBodyLimitMiddleware
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response, StreamingResponse
+from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 
 from ..console import Console, ConsoleMount
@@ -54,8 +54,7 @@ from .transfer import (
     EXPORT_FORMATS,
     acting,
     export_file,
-    export_filename,
-    file_chunks,
+    export_response,
     import_summary,
     log,
     transfer_named,
@@ -253,9 +252,7 @@ async def export(request: Request, given: dict[str, Any]) -> Response:
     left_out = f"; {exported.unreadable} unreadable files left out (listed in it)" if exported.unreadable else ""
     what = f"{fmt}, raw" if raw else fmt
     log(f"export by {acting(caller)}: {exported.memories} memories of {scope} ({what}){left_out}")
-    filename = export_filename(caller, all_minds, fmt, now)
-    headers = {"Content-Disposition": f'attachment; filename="{filename}"', "Content-Length": str(exported.size)}
-    return StreamingResponse(file_chunks(exported.file), media_type=EXPORT_FORMATS[fmt][0], headers=headers)
+    return export_response(exported, "all-minds" if all_minds else caller.mind, fmt, now)
 
 
 async def import_file(request: Request, given: dict[str, Any]) -> Response:

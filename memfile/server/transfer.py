@@ -13,6 +13,8 @@ from datetime import datetime
 from tempfile import SpooledTemporaryFile
 from typing import IO, TYPE_CHECKING, Any, NamedTuple, TypeVar
 
+from starlette.responses import StreamingResponse
+
 from ..errors import InvalidInput
 from ..model import Source
 
@@ -105,10 +107,12 @@ def file_chunks(file: IO[bytes]) -> Iterator[bytes]:
             yield chunk
 
 
-def export_filename(caller: Caller, all_minds: bool, format: str, now: datetime) -> str:
-    """The name a client saves an export as: memfile-export-MIND-YYYYMMDD.jsonl (`all-minds` for every mind)."""
-    scope = "all-minds" if all_minds else caller.mind
-    return f"memfile-export-{scope}-{now:%Y%m%d}.{EXPORT_FORMATS[format][1]}"
+def export_response(exported: Exported, scope: str, format: str, now: datetime) -> StreamingResponse:
+    """The export as an attachment a client saves as memfile-export-SCOPE-YYYYMMDD.jsonl (SCOPE: the mind,
+    or `all-minds`), streamed from its spooled file, which is closed after."""
+    filename = f"memfile-export-{scope}-{now:%Y%m%d}.{EXPORT_FORMATS[format][1]}"
+    headers = {"Content-Disposition": f'attachment; filename="{filename}"', "Content-Length": str(exported.size)}
+    return StreamingResponse(file_chunks(exported.file), media_type=EXPORT_FORMATS[format][0], headers=headers)
 
 
 def import_summary(report: dict[str, Any]) -> str:
