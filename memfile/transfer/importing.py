@@ -501,7 +501,7 @@ def plan(
     """
     if on_conflict not in ON_CONFLICT:
         raise InvalidInput("--on-conflict", on_conflict, ON_CONFLICT)
-    result = Plan(incoming.format, mind, name, unmapped=list(incoming.unmapped))
+    result = Plan(incoming.format, mind, name, unmapped=list(incoming.unmapped), notices=list(incoming.notices))
     by_id = {m.id: m for m in memories}
     by_ref: dict[str, list[Memory]] = {}
     for m in memories:
