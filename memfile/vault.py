@@ -525,7 +525,9 @@ class Vault:
             from .index.persisted import STOP_WORDS
             from .semantic.mind import MindVectors
 
-            self._mind_vectors = MindVectors(self.root, self.mind, self.config.semantic_model, STOP_WORDS)
+            self._mind_vectors = MindVectors(
+                self.root, self.mind, self.config.semantic_model, STOP_WORDS, self.config.dense_floor
+            )
         return self._mind_vectors
 
     @_verb
