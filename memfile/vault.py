@@ -67,6 +67,8 @@ from .model import (
     utc_now,
 )
 from .paths import MIND_PATTERN, mind_dirs, shown_path, validate_mind
+from .recall import is_pinned as is_pinned  # re-exported for the faces (they import nothing below the facade)
+from .recall import order as order
 from .recalling import Recaller, tells_secrets
 from .writer import Writer
 
@@ -543,7 +545,9 @@ class Vault:
             from .index.persisted import STOP_WORDS
             from .semantic.mind import MindVectors
 
-            self._mind_vectors = MindVectors(self.root, self.mind, self.config.semantic_model, STOP_WORDS)
+            self._mind_vectors = MindVectors(
+                self.root, self.mind, self.config.semantic_model, STOP_WORDS, self.config.dense_floor
+            )
         return self._mind_vectors
 
     @_verb

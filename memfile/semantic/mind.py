@@ -49,12 +49,16 @@ class View(Protocol):
 class MindVectors:
     """The vectors of one mind under one model, and the hybrid search over them."""
 
-    def __init__(self, root: Path, mind: str, model: str, stop_words: Collection[str] = ()) -> None:
-        """`stop_words`: the words no question's content is made of (the index's: `HybridParams`)."""
+    def __init__(
+        self, root: Path, mind: str, model: str, stop_words: Collection[str] = (), dense_floor: float | None = None
+    ) -> None:
+        """`stop_words`: the words no question's content is made of (the index's: `HybridParams`);
+        `dense_floor`: the least cosine of a hit by meaning only (None: the embedder's own, else none)."""
         self.embedder = shared_embedder(model)
         self.cache = VectorCache.open(root, mind, self.embedder)
         self.queries = QueryVectors(self.embedder)
-        self.params = HybridParams(stop_words=frozenset(stop_words))
+        floor = getattr(self.embedder, "dense_floor", 0.0) if dense_floor is None else dense_floor
+        self.params = HybridParams(stop_words=frozenset(stop_words), dense_floor=floor)
 
     def search(
         self, view: View, question: str, options: Any, admit: Callable[[Memory], bool]

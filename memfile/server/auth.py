@@ -1,7 +1,7 @@
 """Who may ask, checked before anything else: the Host header, the body's declared size, the credential.
 
-`Guard` refuses, before a byte of the body is read, a request whose Host header names another
-server (a DNS-rebinding page) and one whose Content-Length is over the limit. `Authenticate`
+`TrustedHosts` refuses a request whose Host header names another server (a DNS-rebinding page),
+and `Guard`, before a byte of the body is read, one whose Content-Length is over the limit. `Authenticate`
 turns `Authorization: Bearer TOKEN` into the request's `Caller` (its mind, `agent` for a Mind Key
 or `user` for a person's token, and the key's label), at `scope["memfile.caller"]`; without a
 valid credential the answer is 401 and nothing runs. Tokens are read from the header only,
@@ -15,17 +15,16 @@ import re
 import sys
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
-from urllib.parse import urlsplit
 
 from starlette.datastructures import Headers, QueryParams
-from starlette.types import ASGIApp, Receive, Scope, Send
+from starlette.middleware.trustedhost import TrustedHostMiddleware
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from ..config import AmbiguousMind
 from ..errors import InvalidInput, MemfileError, NotFound, Refused, echo
 from ..keys import AGENT
 from ..model import Source
 from ..worker import Caller
-from .console_auth import bearer_token, is_console_path
 from .errors import KeysUnusable, Unauthorized, error_response, memfile_error_response
 
 if TYPE_CHECKING:
@@ -46,29 +45,21 @@ CONSOLE_IMPORT_PATH = re.compile(r"/console/m/[^/]+/transfer")
 PUBLIC_PATHS = frozenset({"/health", "/openapi.json"})
 #: The host names a loopback server answers to, besides IP addresses.
 LOOPBACK_NAMES = ("localhost",)
+#: A Host header that may be an IP address: a bracketed IPv6 one or digits and dots, and a port or none.
+IP_HOST = re.compile(r"(?:\[([0-9A-Fa-f:.]+)\]|([0-9.]+))(?::[0-9]{1,5})?")
+#: Where `TrustedHosts` marks a request whose Host header TrustedHostMiddleware took.
+HOST_TAKEN = "memfile.host_taken"
 #: The query parameter that names a mind (a person's token; a Mind Key may only name its own).
 MIND_PARAMETER = "mind"
 
 
-def host_name(header: str | None) -> str | None:
-    """The host name of a Host header (`localhost:8765` -> `localhost`, `[::1]:80` -> `::1`), lowercase;
-    None when the header is missing or malformed."""
-    if not header or any(c in header for c in "@/?#\\ \t"):
-        return None
+def is_ip_host(header: str | None) -> bool:
+    """Whether a Host header is an IP address, with a port or without (`127.0.0.1:8765`, `[::1]`)."""
+    match = IP_HOST.fullmatch(header or "")
     try:
-        parts = urlsplit("//" + header)
-        parts.port  # noqa: B018 - raises ValueError for a port that is not a number
-    except ValueError:
-        return None
-    return parts.hostname or None
-
-
-def is_ip_literal(name: str) -> bool:
-    try:
-        ipaddress.ip_address(name)
+        return match is not None and bool(ipaddress.ip_address(match.group(1) or match.group(2)))
     except ValueError:
         return False
-    return True
 
 
 def is_import_path(path: str) -> bool:
@@ -76,40 +67,56 @@ def is_import_path(path: str) -> bool:
     return path == IMPORT_PATH or CONSOLE_IMPORT_PATH.fullmatch(path) is not None
 
 
-class Guard:
-    """Refuses a request for another host name (421) or with a declared body over the limit (413)
-    before the body is read; a body sent without a length is counted as it comes in (Starlette's
-    RequestBodyLimitMiddleware, further in).
+class TrustedHosts:
+    """The Host allow-list: Starlette's TrustedHostMiddleware decides for a name (`allowed_hosts`, any
+    case, any port); an IP address is always taken (DNS rebinding needs a name, and an address reaches
+    this server only if it listens there). A refusal is answered in the API's shape, 421
+    MisdirectedRequest, in place of TrustedHostMiddleware's plain-text 400."""
 
-    A Host header that is an IP address is always taken: DNS rebinding needs a name, and an address
-    reaches this server only if it listens there. Names are taken only from `allowed_hosts`.
-    """
-
-    def __init__(self, app: ASGIApp, allowed_hosts: Iterable[str], max_body: int = MAX_BODY_BYTES) -> None:
+    def __init__(self, app: ASGIApp, allowed_hosts: Iterable[str]) -> None:
         self.app = app
-        self.allowed_hosts = frozenset(name.lower().strip("[]") for name in allowed_hosts)
-        self.max_body = max_body
+        self.names = sorted({name.lower().strip("[]") for name in allowed_hosts})
+        # A `*` would be a wildcard to Starlette: a name given with it is taken literally, so matches no host.
+        literal = [name for name in self.names if "*" not in name]
+        self.check = TrustedHostMiddleware(self.taken, literal, www_redirect=False)
 
-    def allows(self, header: str | None) -> bool:
-        name = host_name(header)
-        return name is not None and (name in self.allowed_hosts or is_ip_literal(name))
+    @staticmethod
+    async def taken(scope: Scope, receive: Receive, send: Send) -> None:
+        scope[HOST_TAKEN] = True
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and not is_ip_host(Headers(scope=scope).get("host")):
+            await self.check(scope, receive, _unsent)
+            if not scope.pop(HOST_TAKEN, False):
+                allowed = ", ".join(self.names) + " or an IP address"
+                response = error_response(
+                    421,
+                    "MisdirectedRequest",
+                    f"this server does not answer to the host name in the request's Host header; allowed: {allowed} "
+                    "(a page of another site that points its name here is refused)",
+                )
+                await response(scope, receive, send)
+                return
+        await self.app(scope, receive, send)
+
+
+async def _unsent(message: Message) -> None:
+    """Where TrustedHostMiddleware's own refusal goes: nowhere (`TrustedHosts` answers in the API's shape)."""
+
+
+class Guard:
+    """Refuses a request with a declared body over the limit (413) before the body is read; a body sent
+    without a length is counted as it comes in (Starlette's RequestBodyLimitMiddleware, further in)."""
+
+    def __init__(self, app: ASGIApp, max_body: int = MAX_BODY_BYTES) -> None:
+        self.app = app
+        self.max_body = max_body
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        headers = Headers(scope=scope)
-        if not self.allows(headers.get("host")):
-            allowed = ", ".join(sorted(self.allowed_hosts)) + " or an IP address"
-            response = error_response(
-                421,
-                "MisdirectedRequest",
-                f"this server does not answer to the host name in the request's Host header; allowed: {allowed} "
-                "(a page of another site that points its name here is refused)",
-            )
-            await response(scope, receive, send)
-            return
-        length = headers.get("content-length")
+        length = Headers(scope=scope).get("content-length")
         limit = MAX_IMPORT_BODY_BYTES if is_import_path(scope["path"]) else self.max_body
         if length is not None and (not length.isdigit() or int(length) > limit):
             why = "an import file" if limit == MAX_IMPORT_BODY_BYTES else "a memory's content may take at most 10 MB"
@@ -125,14 +132,14 @@ class Guard:
 
 class Authenticate:
     """Sets `scope["memfile.caller"]` from the request's credential, or answers 401 (403 for a Mind Key
-    that names another mind); the public paths pass without one, and so do the console's (/console and
-    under it: the console checks its own session cookie, `console_auth`)."""
+    that names another mind); the public paths pass without one (the console's never come here:
+    `ConsoleMount` hands them to the console, which checks its own session cookie)."""
 
     def __init__(self, app: ASGIApp, minds: Minds, keys: KeyStore) -> None:
         self.app, self.minds, self.keys = app, minds, keys
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or scope["path"] in PUBLIC_PATHS or is_console_path(scope["path"]):
+        if scope["type"] != "http" or scope["path"] in PUBLIC_PATHS:
             await self.app(scope, receive, send)
             return
         try:
@@ -215,3 +222,23 @@ class Authenticate:
                 f"no mind {echo(asked)} in this vault (minds: {', '.join(names) or 'none'}); name one of them with ?mind="
             )
         return asked
+
+
+def bearer_token(headers: Headers) -> str | None:
+    """The token of the request's `Authorization: Bearer TOKEN` header; None without one (or another scheme).
+
+    Raises:
+        InvalidInput: the header is sent more than once (no credential is taken, not even the first).
+    """
+    given = headers.getlist("authorization")
+    if len(given) > 1:
+        raise InvalidInput(
+            "Authorization header",
+            f"sent {len(given)} times",
+            "one Authorization: Bearer TOKEN header",
+            reason="a request carries one credential; nothing was done",
+        )
+    scheme, _, token = (given[0] if given else "").partition(" ")
+    if scheme.lower() != "bearer" or not token.strip():
+        return None
+    return token.strip()

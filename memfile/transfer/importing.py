@@ -501,7 +501,7 @@ def plan(
     """
     if on_conflict not in ON_CONFLICT:
         raise InvalidInput("--on-conflict", on_conflict, ON_CONFLICT)
-    result = Plan(incoming.format, mind, name, unmapped=list(incoming.unmapped))
+    result = Plan(incoming.format, mind, name, unmapped=list(incoming.unmapped), notices=list(incoming.notices))
     planner = _Planner(root, mind, actor, on_conflict, now, frozenset(incoming.minds), memories, issues)
     records = _of_mind(incoming, from_mind)
     checks = SecretChecks(records, secrets, allow_secret, aside if len(records) >= SCAN_ASIDE_FROM else None)

@@ -13,8 +13,10 @@ keeping, appended to) and `memory/context-digest.md` (context-digest: a rolling 
   memory of its own, `<file>_intro` (say `note/memory_intro`); a title alone is not.
   `split="bullets"` makes each top-level list item a memory (key from its first words,
   category from its section), `split="file"` the whole file one memory. A heading whose
-  letters have no ASCII form (Thai, Chinese) leaves only a hash in the key, so the section's
-  content starts with the heading: its words stay searchable.
+  letters have no ASCII form keeps its words in the key only when they can be romanised (Thai,
+  with the thai extra: `## เรียนภาษาไทย` -> `note/rian_phasathai`), else it leaves a hash there
+  (Chinese; Thai without the extra, which the import's notices say once); either way the section's
+  content starts with the heading, so its words as written stay searchable.
 * `USER.md` is split the same way into `identity/user_<heading>` (a heading's words may
   say `preference`), `identity/user_intro` for the text before its first section.
 * A daily note becomes `context/daily_YYYY_MM_DD[_slug]`, an important note
@@ -45,7 +47,7 @@ from typing import Any
 from ..errors import InvalidInput
 from ..model import parse_category
 from .records import SPLITS, ImportOptions, Incoming
-from .synapse import clean_tag, derived_id, folds, slug, unique_key
+from .synapse import clean_tag, derived_id, folds, hashes_thai, slug, thai_notice, unique_key
 
 FORMAT = "openclaw"
 CURATED = ("MEMORY.md", "memory.md")  # OpenClaw reads the lowercase name when MEMORY.md is absent
@@ -86,7 +88,8 @@ def read_openclaw(path: Path, options: ImportOptions) -> Incoming:
         reader.single(path)
     else:
         raise InvalidInput("OpenClaw import", str(path), SHAPE, reason="no such file or folder")
-    return Incoming(format=FORMAT, records=reader.records, unmapped=reader.unmapped)
+    notices = [thai_notice(reader.thai_hashed)] if reader.thai_hashed else []
+    return Incoming(format=FORMAT, records=reader.records, unmapped=reader.unmapped, notices=notices)
 
 
 def guess_category(heading: str) -> str | None:
@@ -110,6 +113,13 @@ class _Reader:
         self.records: list[dict[str, Any]] = []
         self.unmapped: list[str] = []
         self.taken: dict[str, set[str]] = {}
+        self.thai_hashed: dict[str, int] = {}  # heading, item, file name -> how many left a hash for Thai
+
+    def slug(self, text: str, limit: int, what: str) -> str:
+        """`slug(text, limit)`, counting a Thai `what` whose key is a hash for want of the thai extra."""
+        if hashes_thai(text):
+            self.thai_hashed[what] = self.thai_hashed.get(what, 0) + 1
+        return slug(text, limit)
 
     # ------------------------------------------------------------ what to read
 
@@ -254,10 +264,10 @@ class _Reader:
             if not content:
                 self.unmapped.append(f"{where}: empty: not imported")
                 continue
-            if not folds(heading):  # the key keeps only a hash of it: the words go into the content
+            if not folds(heading):  # the key holds a hash or a romanisation of it: its words go into the content
                 content = f"## {heading}\n\n{content}"
             category = override or guess_category(heading) or default
-            key = prefix + slug(heading or "untitled", 90 - len(prefix))
+            key = prefix + self.slug(heading or "untitled", 90 - len(prefix), "heading")
             self.add(name, key, category, content, where, stamp, taken, heading)
 
     def bullets(
@@ -286,7 +296,7 @@ class _Reader:
                 self.unmapped.append(f"{where} item {number}: empty: not imported")
                 continue
             first_line = item.strip().splitlines()[0]
-            key = prefix + slug(first_line, 60)
+            key = prefix + self.slug(first_line, 60, "item")
             self.add(name, key, category, item.strip(), f"{where} item {number}", stamp, taken, heading)
 
     def daily(self, path: Path, name: str) -> None:
@@ -321,7 +331,7 @@ class _Reader:
         midnight = datetime(day_date.year, day_date.month, day_date.day, tzinfo=timezone.utc)
         mtime = _mtime(path, name)
         created = mtime if mtime.date() == day_date and mtime > midnight else midnight
-        key = f"{prefix}_{year}_{month}_{day}" + (f"_{slug(rest, 70)}" if rest else "")
+        key = f"{prefix}_{year}_{month}_{day}" + (f"_{self.slug(rest, 70, 'file name')}" if rest else "")
         stamp, updated = _stamp(created), max(created, mtime)
         self.add(name, key, category, text.strip(), name, stamp, set(), tags=tags, updated=updated, priority=priority)
 

@@ -44,3 +44,4 @@ class Incoming:
     records: list[dict[str, Any]]
     unmapped: list[str] = field(default_factory=list)
     minds: list[str] = field(default_factory=list)  # memfile's own export: the minds its header names
+    notices: list[str] = field(default_factory=list)  # what the import should say of how it read the file

@@ -14,6 +14,7 @@ The small helpers the three foreign readers share live here too: `derived_id`,
 from __future__ import annotations
 
 import hashlib
+import os
 import re
 import unicodedata
 from datetime import datetime, timezone
@@ -30,6 +31,10 @@ FORMAT = "synapse"
 READ_FIELDS = (*(name for name in SYNAPSE_FIELDS if name != "mind_id"), "status", "superseded_by")
 #: Fields of memfile's export record that describe the file, not the memory: never front-matter keys.
 FILE_FIELDS = frozenset(("mind", "path", "raw", "sha256", "has_front_matter", "id_derived", "expired", "type"))
+
+#: How a person gets Thai words into import keys (`slug`).
+THAI_EXTRA = "pip install 'memfile-vault[thai]'"
+_THAI = re.compile("[\u0e01-\u0e5b]+")
 
 SHAPE = 'a JSON array of memories, or an object {"memories": [...]}'
 
@@ -123,12 +128,13 @@ def derived_id(format_name: str, foreign: str) -> str:
 
 
 def slug(text: str, limit: int = 60) -> str:
-    """A key fragment from any text: accents folded (`Thích cà phê` -> `thich_ca_phe`), at most `limit` characters.
+    """A key fragment from any text: accents folded (`Thích cà phê` -> `thich_ca_phe`), Thai romanised
+    with the thai extra (`เรียนภาษาไทย` -> `rian_phasathai`), at most `limit` characters.
 
-    Letters with no ASCII form (Chinese, Thai) leave a short hash of the whole text behind, so
-    two such texts never share a slug; text with nothing left is the hash alone.
+    Letters with no ASCII form (Chinese; Thai without the extra) leave a short hash of the whole
+    text behind, so two such texts never share a slug; text with nothing left is the hash alone.
     """
-    words, dropped = _folded(text)
+    words, dropped = _folded(_romanised(text))
     digest = hashlib.sha1(text.encode()).hexdigest()[:8]
     room = limit - (len(digest) + 1 if dropped else 0)
     if len(words) > room:
@@ -140,8 +146,39 @@ def slug(text: str, limit: int = 60) -> str:
 
 
 def folds(text: str) -> bool:
-    """Whether every letter and digit of `text` has an ASCII form, so that its `slug` keeps all its words."""
+    """Whether every letter and digit of `text` has an ASCII form once its accents are folded, so that its
+    `slug` shows its words as written (a romanised Thai word does not)."""
     return not _folded(text)[1]
+
+
+def hashes_thai(text: str) -> bool:
+    """Whether `text` holds Thai letters that `slug` leaves as a hash because the thai extra is missing."""
+    return _THAI.search(text) is not None and _thai_romaniser() is None
+
+
+def thai_notice(counts: dict[str, int]) -> str:
+    """The one sentence an import says of the Thai texts (by kind: heading, item...) whose keys are hashes."""
+    told = " and ".join(f"{n} Thai {what}{'' if n == 1 else 's'}" for what, n in counts.items())
+    return f"{told} got hash keys: {THAI_EXTRA} keeps their words (romanised) in the key"
+
+
+def _romanised(text: str) -> str:
+    """`text` with each run of Thai letters replaced by its romanised words (Royal Thai General System,
+    split into words by pythainlp), or as it is without Thai or without the thai extra."""
+    if _THAI.search(text) is None or (romaniser := _thai_romaniser()) is None:
+        return text
+    tokenize, romanize = romaniser
+    return _THAI.sub(lambda run: " " + " ".join(romanize(w, engine="royin") for w in tokenize(run.group())) + " ", text)
+
+
+def _thai_romaniser() -> tuple[Any, Any] | None:
+    """pythainlp's word splitter and romaniser, imported when Thai is first met; None without the thai extra."""
+    os.environ.setdefault("PYTHAINLP_READ_ONLY", "1")  # no ~/pythainlp-data made: its bundled words suffice
+    try:
+        import pythainlp
+    except ImportError:
+        return None
+    return pythainlp.word_tokenize, pythainlp.romanize
 
 
 def _folded(text: str) -> tuple[str, bool]:

@@ -6,8 +6,8 @@ forms; the vendored htmx (static/htmx.min.js) only swaps <main> in place for fil
 page gets its data with one `Minds.call` on the worker thread, acting as the logged-in person (their
 key's label goes into every commit's `Memfile-Key:` trailer), and every action is the Vault verb the
 command line runs, one commit each, answered with a redirect (303) and a flash message. Who may see
-what, the CSRF and same-origin checks and the headers are in `console_auth`; what each page reads
-from the Vault is in `console_data`.
+what, the CSRF and same-origin checks and the headers are in `auth`; what each page reads
+from the Vault is in `data`.
 """
 
 from __future__ import annotations
@@ -27,19 +27,22 @@ from starlette.datastructures import UploadFile
 from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
 from starlette.requests import Request
-from starlette.responses import RedirectResponse, Response, StreamingResponse
+from starlette.responses import RedirectResponse, Response
 from starlette.routing import BaseRoute, Mount, Route
 from starlette.staticfiles import StaticFiles
 from starlette.templating import Jinja2Templates
 
-from ..config import CONFIG_NAME, Config, load_config
+from ..config import Config, load_config
 from ..errors import Face, InvalidInput, MemfileError, NotFound, Refused, echo, told
 from ..keys import AGENT
 from ..model import Source, utc_now
+from ..server.auth import MAX_IMPORT_BODY_BYTES
+from ..server.endpoint import checked_ref
+from ..server.errors import BUG_MESSAGE, Unauthorized, clip_echoes, public_message, status_of
+from ..server.transfer import EXPORT_FORMATS, export_file, export_response, log
 from ..worker import Caller
-from . import console_data as data
-from .auth import MAX_IMPORT_BODY_BYTES
-from .console_auth import (
+from . import data
+from .auth import (
     CONSOLE_PREFIX,
     COOKIE,
     MIND_KEY_REFUSED,
@@ -53,7 +56,6 @@ from .console_auth import (
     check_same_origin,
     cookie_header,
 )
-from .errors import BUG_MESSAGE, Unauthorized, clip_echoes, public_message, status_of
 
 if TYPE_CHECKING:
     from starlette.types import ASGIApp
@@ -133,7 +135,6 @@ class Console:
         self.minds, self.keys = minds, keys
         self.sessions = Sessions(keys, minds.root)
         self.templates = Jinja2Templates(env=environment())
-        self._config: tuple[tuple[int, int, int] | None, Config] = (None, minds.config)  # (its stat, memfile.toml)
 
     # --- the application -------------------------------------------------------------------
 
@@ -244,16 +245,11 @@ class Console:
 
     def config(self) -> Config:
         """memfile.toml as it is now, for the minds' names (a mind added while the server runs is named at
-        once), read again only when its stat changed (a read takes about a millisecond); the one the
-        server started with while it cannot be read."""
+        once); the one the server started with while it cannot be read."""
         try:
-            info = (self.minds.root / CONFIG_NAME).stat()
-            stamp = (info.st_ino, info.st_size, info.st_mtime_ns)
-            if stamp != self._config[0]:
-                self._config = (stamp, load_config(self.minds.root))
+            return load_config(self.minds.root)
         except (OSError, MemfileError):
             return self.minds.config
-        return self._config[1]
 
     @staticmethod
     def mind_url(mind: str, page: str, rest: str = "") -> str:
@@ -337,8 +333,6 @@ class Console:
         return response
 
     async def memory(self, request: Request) -> Response:
-        from .app import checked_ref
-
         visitor = self.visitor(request)
         caller = self.acting(request, visitor)
         ref = checked_ref(request.path_params["ref"])
@@ -410,8 +404,6 @@ class Console:
     # --- export and import ------------------------------------------------------------------------------
 
     async def export(self, request: Request) -> Response:
-        from .app import EXPORT_FORMATS, export_file, export_filename, file_chunks, log
-
         visitor = self.visitor(request)
         caller = self.acting(request, visitor)
         fmt = request.query_params.get("format", "jsonl")
@@ -419,9 +411,7 @@ class Console:
             raise InvalidInput("format", fmt, ", ".join(EXPORT_FORMATS))
         exported = await self.call(caller, lambda vault: export_file(vault, all_minds=False, format=fmt, raw=False))
         log(f"console export by {visitor.label!r}: {exported.memories} memories of the mind {caller.mind!r} ({fmt})")
-        filename = export_filename(caller, False, fmt, utc_now())
-        headers = {"Content-Disposition": f'attachment; filename="{filename}"', "Content-Length": str(exported.size)}
-        return StreamingResponse(file_chunks(exported.file), media_type=EXPORT_FORMATS[fmt][0], headers=headers)
+        return export_response(exported, caller.mind, fmt, utc_now())
 
     async def transfer(self, request: Request) -> Response:
         visitor = self.visitor(request)

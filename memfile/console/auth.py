@@ -8,7 +8,7 @@ revoked key ends its sessions). A Mind Key never opens one: the console is for a
 state-changing request is a POST carrying the session's CSRF token (compared in constant time) and
 coming from this server's own origin (Origin, else Referer). `ConsoleMount` hands /console and
 everything under it to the console's own application, ahead of the API's Bearer check
-(`auth.Authenticate`), and `SecurityHeaders` puts the same headers on every console answer.
+(`memfile.server.auth.Authenticate`), and `SecurityHeaders` puts the same headers on every console answer.
 """
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from ..errors import InvalidInput, NotFound, Refused
 from ..keys import AGENT
+from ..server.auth import bearer_token
 
 if TYPE_CHECKING:
     from ..keys import Key, KeyStore
@@ -181,7 +182,7 @@ def cookie_header(request: Request, session_id: str, max_age: int) -> str:
 
 
 def own_origin(request: Request) -> str:
-    """This server's origin as the browser sees it: the scheme and the Host header (Guard checked the host)."""
+    """This server's origin as the browser sees it: the scheme and the Host header (TrustedHosts checked the host)."""
     return f"{request.url.scheme}://{request.headers.get('host', '').lower()}"
 
 
@@ -234,7 +235,7 @@ def check_csrf(session: Session, given: object) -> None:
 
 class ConsoleMount:
     """Hands /console and everything under it to the console's application; the rest to the API (whose
-    Bearer check, `auth.Authenticate`, never sees a console request: the console checks its cookie)."""
+    Bearer check, `memfile.server.auth.Authenticate`, never sees a console request: the console checks its cookie)."""
 
     def __init__(self, app: ASGIApp, console: ASGIApp) -> None:
         self.app, self.console = app, console
@@ -269,26 +270,6 @@ class SecurityHeaders:
             await send(message)
 
         await self.app(scope, receive, send_with_headers)
-
-
-def bearer_token(headers: Headers) -> str | None:
-    """The token of the request's `Authorization: Bearer TOKEN` header; None without one (or another scheme).
-
-    Raises:
-        InvalidInput: the header is sent more than once (no credential is taken, not even the first).
-    """
-    given = headers.getlist("authorization")
-    if len(given) > 1:
-        raise InvalidInput(
-            "Authorization header",
-            f"sent {len(given)} times",
-            "one Authorization: Bearer TOKEN header",
-            reason="a request carries one credential; nothing was done",
-        )
-    scheme, _, token = (given[0] if given else "").partition(" ")
-    if scheme.lower() != "bearer" or not token.strip():
-        return None
-    return token.strip()
 
 
 def bearer_key(headers: Headers, keys: KeyStore, root: Path) -> Key | None:

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, fields, replace
-from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlencode
 
@@ -19,13 +18,12 @@ from markupsafe import Markup, escape
 
 from ..errors import InvalidInput, NotFound
 from ..model import Category, Memory, Priority, Source, utc_now
-from ..recall import is_pinned, order
+from ..vault import is_pinned, order
 
 if TYPE_CHECKING:
     from starlette.datastructures import QueryParams
 
-    from ..history import LogEntry, Version
-    from ..vault import Vault
+    from ..vault import LogEntry, Vault, Version
 
 #: Memories a page of the memories list shows.
 PAGE_SIZE = 50
@@ -269,5 +267,3 @@ CHOICES = {
     "source": [str(s) for s in Source],
     "status": list(STATUSES),
 }
-#: A memory expiring within this is marked as soon gone.
-SOON = timedelta(days=7)
