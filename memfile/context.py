@@ -1,18 +1,9 @@
 """The context window, assembled: the system prompt, the recall for the query and as much recent history as fits.
 
-`build` is the compaction an app would otherwise hand-roll before each model call (the guide's two patterns):
-*truncation* keeps the newest whole messages that fit the budget and drops the oldest; with a `summarize`
-callable (the app's own model call) it becomes a *rolling summary*: the dropped messages are folded into a
-summary kept in the vault as one memory per session, `context/rolling_summary_<session>`, updated in place,
-so each version stays in git (`Vault.history`) and only the newest is recalled. Old context loses detail but
-is never lost.
-
-What is sent is one system message (the system prompt, then `## Memory` with the recall, then `## Earlier in
-this conversation` with the summary) and the kept history, in order. Every message counts as its JSON text
-(role, content, every block field) by the token count given (memfile's estimate by default), and the whole
-never exceeds the budget. A tool call and its result are kept or dropped together.
-
-Takes a `Vault` as an object and uses only its public verbs (`recall`, `get`, `store`).
+`build` keeps the newest whole messages that fit the budget (*truncation*), or with a `summarize` callable
+folds the dropped ones into a *rolling summary* kept as one memory per session. It sends one system message
+(the prompt, `## Memory`, `## Earlier in this conversation`) and the kept history, never over the budget.
+Uses only the Vault's public verbs (`recall`, `get`, `store`).
 """
 
 from __future__ import annotations

@@ -387,8 +387,7 @@ _YAML_WORDS = frozenset(
 
 def _plain_ok(value: str) -> bool:
     """Whether PyYAML reads `value` back, written plain, as the same string (in a mapping and in a list):
-    a plain word is told by its letters (an import writes 10,000 ids and keys, each new), the rest by
-    reading it (`_read_plain`)."""
+    a plain word is told by its letters, the rest by reading it (`_read_plain`)."""
     return bool(_PLAIN_WORD.fullmatch(value)) and value not in _YAML_WORDS or _read_plain(value)
 
 
@@ -455,7 +454,7 @@ def _yaml_value(value: Any, original: Any = None) -> Any:
 
 @lru_cache(maxsize=4096)
 def _timestamp(text: str) -> Any:
-    """ruamel's TimeStamp for an ISO-8601 text (parsing one costs 0.25 ms; an import writes thousands)."""
+    """ruamel's TimeStamp for an ISO-8601 text, kept per text (an import writes thousands)."""
     return _yaml().load(f"v: {text}")["v"]
 
 
@@ -480,10 +479,9 @@ def serialize(memory: Memory) -> str:
 
 
 # --- the front-matter of a new file, written directly ---------------------------
-# A speed trick (docs/internals.md): ruamel takes 1.4 ms to dump one front-matter; an import writes
-# thousands. `_emitted` writes what ruamel writes for the values a new file usually holds (plain or
-# single-quoted one-line strings, numbers, booleans, null, dates, flat lists of strings) and gives up
-# (None: ruamel writes it) on anything else. tests/reliability/test_properties.py proves it equal to ruamel.
+# A speed trick (docs/internals.md): `_emitted` writes what ruamel writes for the values a new file
+# usually holds (plain or single-quoted one-line strings, numbers, booleans, null, dates, flat lists
+# of strings) and gives up (None: ruamel writes it) on anything else; tests/reliability proves it equal.
 
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_-]{0,63}")
 #: Characters ruamel writes in a plain or single-quoted scalar (YAML's printable set, no line break, no BOM).

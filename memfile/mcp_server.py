@@ -1,25 +1,11 @@
 """The MCP face: the Model Context Protocol server for LLM agents, over stdio (one mind) and over HTTP.
 
-Built on the official `mcp` SDK (the optional extra `memfile-vault[mcp]`). Both
-transports share every tool, description and rule (`build_server`); they
-differ only in who a call acts for, a `Caller` (memfile.worker). `memfile mcp`
-(stdio, `serve`) is bound to one mind and acts as the agent (`source: agent`:
-everything it stores is unverified, and the library's agent rules apply).
-Over HTTP (`http_app`, mounted at /mcp by `memfile serve`) each call acts for
-the credential of the request that carried it: a Mind Key as the agent in
-its mind, a person's token as the user in the mind it named. Every tool goes
-through `Vault` on the one worker thread of `Minds`, which refuses REFs that
-leave the mind, follows the files with its watcher (so search and recall
-skip the stat check) and warms the index between calls.
-Errors come back as tool errors written for an agent (an error's hint in MCP's
-words, `MemfileError.said(Face.MCP)`, and `for_agent` for a command named in
-its text: the tool to call, or to ask the user; never a command line or an
-exit code); the server
-itself never stops on a bad call. Every request gets an answer: arguments a
-tool does not have, or of the wrong type, are refused by name (`refuse_unknown_arguments`), and a
-message the SDK cannot read (a lone surrogate, JSON nested too deep, a line
-that is not JSON) gets a tool error or a JSON-RPC error (`unreadable_answer`)
-where the SDK would drop it and leave the client waiting.
+Built on the official `mcp` SDK (the extra `memfile-vault[mcp]`). Both transports share every tool,
+description and rule (`build_server`) and differ only in who a call acts for (a `Caller`): stdio is
+one mind, as the agent; over HTTP each call acts for its request's credential. Every tool goes through
+`Vault` on the worker thread of `Minds`. Errors come back as tool errors in an agent's terms, and every
+request gets an answer: unknown or mistyped arguments are refused by name, and a message the SDK
+cannot read gets an error where the SDK would drop it.
 """
 
 from __future__ import annotations
@@ -656,16 +642,10 @@ class HttpApp:
     """The streamable-HTTP MCP endpoint over `minds`: the same tools and rules as stdio, each tool call acting
     for the `Caller` at `scope["memfile.caller"]` of the HTTP request that carried it.
 
-    An ASGI app, to be routed at one path (`Route("/mcp", endpoint=app)`; a `Mount("/mcp", app=app)` works
-    too, it answers any path under it), behind the serving app's Host check and authentication. Its
-    session manager must run for as long as the app serves: `async with app.run(): ...` in the Starlette
-    app's lifespan (a mounted app's own lifespan is never run by Starlette), once per HttpApp.
-
-    Stateless: every POST stands alone (no `Mcp-Session-Id`, no session to hijack or to keep alive), and
-    is answered as plain JSON. The SDK's DNS-rebinding check is off: the serving app's Host allow-list
-    runs first and is the one check (the SDK's would refuse a name `--allow-remote` allows); the SDK
-    still refuses a POST that is not `application/json`. A tool call whose request carries no `Caller`
-    (the serving app's authentication did not run) is refused and does nothing.
+    An ASGI app routed at one path, behind the serving app's Host check and authentication; its session
+    manager must run for as long as the app serves (`async with app.run(): ...` in the app's lifespan).
+    Stateless: every POST stands alone and is answered as plain JSON. The SDK's DNS-rebinding check is
+    off (the serving app's Host allow-list is the one check). A call carrying no `Caller` is refused.
     """
 
     def __init__(self, minds: Minds) -> None:

@@ -84,7 +84,7 @@ CONFLICT_KEY = "conflict_theirs"
 KEY_PATTERN = re.compile(r"[a-z0-9][a-z0-9_]{0,99}")
 KEY_RULE = "snake_case: lowercase letters, digits and _, starting with a letter or digit, at most 100 characters"
 MAX_TAG_LENGTH = 100
-#: The most tags a write may give a memory: a store of 40,000 tags (a 379 KB body) is refused before any work.
+#: The most tags a write may give a memory (refused before any work).
 MAX_TAGS = 100
 #: The highest priority an agent may write (a person raises it): critical memories are pinned into every recall.
 AGENT_PRIORITY_CAP = Priority.HIGH
@@ -482,8 +482,7 @@ def memory_from_row(row: tuple[Any, ...]) -> Memory:
     )
 
 
-#: The characters of a memory's content a search hit answers (cut between words): a hit says what a memory
-#: is; `show` gives it whole (one 9.5 MB memory made a search answer 9.9 MB over HTTP).
+#: The characters of a memory's content a search hit answers (cut between words); `show` gives it whole.
 EXCERPT_CHARS = 1000
 
 
@@ -539,8 +538,8 @@ def step(progress: Progress | None, name: str) -> Callable[[int, int], None] | N
 
 
 class Report:
-    """A typed result that also reads like the dict it replaced: `report["total"]`, `report.get("x")`,
-    and `to_dict()` for JSON. Subclasses are dataclasses."""
+    """A typed result that also reads like a dict (`report["total"]`, `report.get("x")`), with `to_dict()`
+    for JSON. Subclasses are dataclasses."""
 
     def to_dict(self) -> dict[str, Any]:
         from dataclasses import asdict

@@ -49,7 +49,6 @@ PRIORITY_VALUE = {Priority.LOW: 0.0, Priority.NORMAL: 1 / 3, Priority.HIGH: 2 / 
 PROFILE = (Category.IDENTITY, Category.PREFERENCE)
 #: Neighbours: for each of the NEIGHBOUR_OF best matches, the NEIGHBOURS memories stored just before
 #: and just after it (within NEIGHBOUR_WINDOW) count as matches with NEIGHBOUR_WEIGHT x its text score.
-#: Tuned on LoCoMo conversations 0-4 only (3/2/0.7: recall@10 0.645 -> 0.710).
 NEIGHBOUR_OF, NEIGHBOURS, NEIGHBOUR_WEIGHT = 3, 2, 0.7
 NEIGHBOUR_WINDOW = timedelta(minutes=10)
 #: The category of conversation turns: the only memories whose order of storing says they belong
@@ -93,10 +92,7 @@ class RecallItem:
 
 class RecallReport(str):
     """`Vault.recall`'s answer: the text it rendered (this string itself, also `.text`; `.encode()` gives
-    the UTF-8 bytes `memfile recall` writes) and what recall chose and cut (`items`, `to_dict()`).
-
-    A str, so that code which took recall's text keeps working unchanged.
-    """
+    the UTF-8 bytes `memfile recall` writes) and what recall chose and cut (`items`, `to_dict()`)."""
 
     mind: str
     mind_name: str
@@ -153,8 +149,7 @@ class RecallReport(str):
         return str.__str__(self)
 
     def encode(self, encoding: str = "utf-8", errors: str = "strict") -> bytes:
-        """The text's bytes; its UTF-8 bytes are made once (a long-lived Vault serves a kept whole recall
-        again and again: 6 MB at 10,000 memories, 8 ms to encode)."""
+        """The text's UTF-8 bytes, made once (a long-lived Vault serves a kept recall again and again)."""
         if (encoding, errors) != ("utf-8", "strict"):
             return str.encode(self, encoding, errors)
         utf8: bytes | None = self.__dict__.get("_utf8")
@@ -255,12 +250,7 @@ def _time_key(memory: Memory) -> tuple[datetime, str]:
 def with_neighbours(matches: list[Match], memories: list[Memory] | Recallable) -> list[Match]:
     """`matches` (best first) plus the neighbours of the best ones (see NEIGHBOURS).
 
-    Memories stored one after another may belong together (the turns of one
-    conversation: the turn right after a matching question is often its
-    answer), so what was stored right around a strong match is worth recalling
-    with it, though never before a real match but among turns of a
-    conversation (`score`). A memory keeps the better of its own text score
-    and its score as a neighbour.
+    A memory keeps the better of its own text score and its score as a neighbour.
     """
     mind = memories if isinstance(memories, Recallable) else Recallable.of(memories)
     timeline, position = mind.timeline, mind.position
@@ -347,10 +337,9 @@ def score(matches: list[Match], now: datetime, half_life_days: float) -> list[Sc
 
 
 #: Recall order, defined here once: the keys a whole recall lists memories by, first to last, each
-#: with whether it runs descending. `order` sorts by it; the index's catalog keeps every memory's
-#: rendered entry in it, its table key and `ORDER BY` built from it (memfile.index.catalog), so a
-#: whole recall reads the table front to back. The keys: `rank` (of `recall_priority`: critical
-#: first), `updated` (`updated_at`), `ref` (category, then key: no category holds `/`), `path`.
+#: with whether it runs descending (`order` sorts by it; the index's catalog keeps its rows in it).
+#: The keys: `rank` (of `recall_priority`: critical first), `updated` (`updated_at`), `ref` (category,
+#: then key: no category holds `/`), `path`.
 ORDER: tuple[tuple[str, bool], ...] = (("rank", False), ("updated", True), ("ref", False), ("path", False))
 
 

@@ -1,20 +1,9 @@
 """Secrets kept out of a vault: the rule table, the scan, masking, the `[secrets]` policy.
 
-A vault is made to be pushed, so a token pasted into a memory would travel with it. `scan(text)`
-looks for values shaped like credentials and returns `Finding`s that name the rule, the line and a
-masked value (`ghp_…3f9a`): never the value itself, so a finding may go into any message, log or
-commit. The rules are value-shaped and prefix-anchored (a GitHub token starts with `ghp_` and has
-36 more characters), so prose that mentions an "API key" or a "password" is no hit; one more rule
-takes `keyword = value` (`PGPASSWORD=X`, `pass: X`) and "password is X" lines, but only when the
-value looks random (Shannon entropy of at least 3 bits per character, letters mixed with digits or
-symbols, or in no word's order) and is no reference to a secret (`token_file: /run/...`). The rule
-table was fitted to the tune half of memfile's corpus and measured on its held-out half, LoCoMo,
-the sample vault and a generated 10,000-memory vault (benchmarks/bench_secrets.py); docs/secrets.md
-lists the rules and the rates.
-
-`SecretPolicy` is the `[secrets]` table of memfile.toml (`policy = "refuse" | "warn" | "off"`,
-`allow = [regex, ...]`) and `SecretPolicy.check` is what a write path calls. Standard library only;
-imports nothing of memfile but the errors.
+`scan(text)` returns `Finding`s naming the rule, the line and a masked value, never the value itself,
+so a finding may go into any message, log or commit. The rules are value-shaped and prefix-anchored;
+one keyword rule (`PGPASSWORD=X`, "password is X") takes only values that look random. docs/secrets.md
+lists the rules and their rates.
 """
 
 from __future__ import annotations
@@ -59,7 +48,7 @@ class Rule:
 
     Every pattern starts with a literal character, never a class, flag or assertion: the rules are
     joined into one alternation, and Python's `re` then skips ahead to the characters that can
-    start one (about 30 µs for a 700-character memory instead of 280 µs with a look-behind first).
+    start one.
     """
 
     name: str
@@ -614,7 +603,7 @@ def warning(policy: SecretPolicy | None, text: str, what: str) -> str | None:
 
 
 #: How many of the memories a read serves `ReadWarnings` looks at (the first: what an agent reads first),
-#: and how many characters of those not scanned before it scans (16 KB: the ten best hits, a few ms).
+#: and how many characters of those not scanned before it scans.
 READ_SCAN_MEMORIES, READ_SCAN_CHARACTERS = 100, 16_384
 
 
@@ -635,14 +624,11 @@ S = TypeVar("S", bound=Served)
 
 
 class ReadWarnings:
-    """What a read says about a memory it serves whose text holds a secret: a write refuses one, but a
-    hand edit may put it in a file, and recall, search and show serve the file as it is. Each file is
-    scanned when a read first serves it (and again when its text has changed), so a secret is told once
-    per file for as long as this object lives: a Vault's, so once per command on the command line and
-    once while a server runs. A read looks at the first READ_SCAN_MEMORIES memories it serves (what an
-    agent reads first) and scans at most READ_SCAN_CHARACTERS of those not scanned before (a later
-    read scans the rest of them), so its cost is bounded whatever it serves: a recall of a whole mind with
-    no budget is scanned at its start (`memfile doctor` scans every file)."""
+    """Warnings for secrets in the memories a read serves (a hand edit may put one in a file).
+
+    A file is scanned when first served and again when its text changes, so a secret is told once per
+    file for this object's life. A read scans at most READ_SCAN_MEMORIES memories and
+    READ_SCAN_CHARACTERS of text, so its cost is bounded whatever it serves."""
 
     def __init__(self) -> None:
         self._scanned: dict[str, int] = {}  # a file's path -> the hash of the text last scanned there

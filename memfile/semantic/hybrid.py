@@ -1,14 +1,7 @@
 """Hybrid search: memfile's lexical hits fused with a dense ranking under the same filters.
 
-`Vault.search(..., semantic=True)` (memfile.semantic.mind) runs the lexical search as always,
-deeper, and the dense half over the memories that pass the same filters (category, tags,
-priority, source, expiry, superseded; this mind only: `dense_ranking`), so a filtered-out memory
-can never come back through its vector. Both rankings are fused by weighted reciprocal rank
-(`fuse`): `score = w(m) / (k + lexical rank) + w_dense / (k + dense rank)`, a lexical hit's weight
-w(m) growing with the share of the question's content words it holds.
-
-A memory without a vector yet is still found lexically; a hit found only by meaning shows its
-first line as snippet. Each `FusedHit` says its parts (lexical rank, dense rank, cosine).
+The dense half ranks only the memories that pass the search's filters, so a filtered-out memory never
+comes back through its vector; the two rankings are fused by weighted reciprocal rank (`fuse`).
 """
 
 from __future__ import annotations
@@ -139,12 +132,8 @@ def fuse(
     words less `stop_words`, `content_terms`) that its content, key and tags hold, and 0 when it
     holds fewer than min(`min_shared`, |Q|) of them.
 
-    Why: BM25 takes any of the words, so a memory sharing one incidental word ("old", "time", a
-    pronoun of unaccented Vietnamese) ranks in the lexical top 50 and, fused by plain reciprocal
-    rank, counts as much as the model's best. A memory holding two or more of the question's
-    content words, most of them, is the lexical evidence that wins where wording is shared
-    (LoCoMo), and counts up to twice a plain vote; a question of one content word keeps its lexical
-    vote whole. Measured in docs/semantic.md (tuned on the probe set's tune half and LoCoMo 0-4).
+    Why: BM25 takes any of the words, so a memory sharing one incidental word would count as much as
+    the model's best under plain reciprocal rank (docs/semantic.md).
 
     A hit found only by meaning needs a raw cosine of `dense_floor` and has its first line as snippet;
     `cosine_of` gives the cosine of a hit the dense ranking does not hold (`VectorCache.cosine`).

