@@ -1,19 +1,10 @@
 """The one exception tree of memfile.
 
-Every error a user can cause is a `MemfileError` subclass that knows its exit
-code (the public table in the README) and carries structured fields, so each
-face (CLI, MCP) translates errors in exactly one place. `str(e)` is a full
-sentence that ends with what to do next. A value a message quotes goes through `echo`, which masks
-one that looks like a secret (`secretscan`, imported when a message quotes a value): the standard library
-otherwise.
-
-What to do next is said in the words of the face that answers (`Face`): an error
-that names a command or an option carries a `hint` (a key of `HINTS`), and each
-face ends the sentence with its own words for it (`MemfileError.said`): the
-command line's commands and --options, the HTTP API's endpoints and fields, the
-MCP tools and their arguments, the memory tool's commands, the console's pages and
-buttons. `str(e)` is the command line's (the Python API's too). A `Notice` (what a
-call did that its caller should be told) ends with a hint the same way.
+Every error a user can cause is a `MemfileError` subclass that knows its exit code (the public table
+in the README) and carries structured fields. `str(e)` is a full sentence ending with what to do next;
+an error naming a command carries a `hint` (a key of `HINTS`) that each face says in its own words
+(`MemfileError.said`); `str(e)` is the command line's. A quoted value goes through `echo`, which masks
+one that looks like a secret.
 """
 
 from __future__ import annotations

@@ -1,14 +1,10 @@
 """The credentials of `memfile serve`: Mind Keys (an agent's, bound to one mind) and a person's tokens.
 
-A token (`mfk_<id>_<secret>` for a Mind Key, `mfp_<id>_<secret>` for a person) is shown once, when
-it is made, and never stored: the keys file keeps the SHA-256 of the whole token beside its public
-id, label, kind, vault and mind. The file lives outside every vault and outside git (a vault is
-pushed and cloned; `.memfile/` is a cache), by default `$XDG_CONFIG_HOME/memfile/keys.toml`, mode
-0600 in a folder made 0700. A file other users may read or write, one that is not what
-`memfile key` writes, or one inside a vault (the vault asked about, or one its keys belong to: its
-hashes and labels would go into git with the next hand-edit commit), is refused with the fix, never
-half-read. Writes replace the file atomically
-under an flock on a sibling `.lock` file, so two `memfile key add` at once both land.
+A token (`mfk_<id>_<secret>` for a Mind Key, `mfp_<id>_<secret>` for a person) is shown once and never
+stored: the keys file keeps its SHA-256 beside its public id, label, kind, vault and mind. The file lives
+outside every vault (default `$XDG_CONFIG_HOME/memfile/keys.toml`, mode 0600); one other users may read
+or write, one memfile did not write, or one inside a vault is refused with the fix, never half-read.
+Writes replace it atomically under an flock on a sibling `.lock` file.
 """
 
 from __future__ import annotations

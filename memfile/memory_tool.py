@@ -1,17 +1,11 @@
 """Claude's memory tool (`memory_20250818`) over one mind of a vault.
 
-`MemoryToolBackend(vault).execute(command)` runs one command of the tool (`view`, `create`,
-`str_replace`, `insert`, `delete`, `rename`) with `/memories` standing for the mind folder,
-as an agent, and returns the text to hand back to the model. Outputs and error texts are the
-ones of the Anthropic SDK's reference backend (`BetaLocalFilesystemMemoryTool`), so a model
-that learned the tool sees what it expects; memfile's rules come on top: only `.md` files, an
-edit must leave a memory file memfile can read with the same id, category, key, created_at and
-source, a verified or critical memory is a person's to change, a write is at most 64 KiB, and
-each command is one git commit, whose subject says it in memfile's verbs (`store note/coffee (agent)`,
-`edit`, `forget`), as every other write's. Whatever the input, the model gets a sentence: a
-malformed command, a path too long or too deep, a symbolic link that loops, or a library error
-(said in this tool's words, `Face.MEMORY_TOOL`) is a `MemoryToolError`. Nothing here needs the SDK
-(memfile.anthropic_tool wraps it).
+`MemoryToolBackend(vault).execute(command)` runs one command (`view`, `create`, `str_replace`,
+`insert`, `delete`, `rename`) with `/memories` standing for the mind folder, as an agent, and returns
+the text for the model, in the words of the Anthropic SDK's reference backend. memfile's rules come on
+top: only `.md` files, an edit must leave a readable memory with the same identity, a verified or
+critical memory is a person's, and each command is one commit. Whatever the input, the model gets a
+sentence (`MemoryToolError`). Nothing here needs the SDK (memfile.anthropic_tool wraps it).
 """
 
 from __future__ import annotations

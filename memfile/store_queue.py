@@ -1,11 +1,8 @@
 """The store queue: stores waiting for the writer lock, so one holder commits them together.
 
-When several processes store at once, each one that finds the writer lock
-taken leaves its request in `.memfile/queue/<mind>/` and keeps trying the
-lock. Whoever holds it claims the waiting requests (oldest first), stores
-them in one commit and leaves each one's result beside it; the waiting
-process picks its result up without ever taking the lock. This is what lets
-8 writers share one git commit's cost instead of queueing behind it.
+A process that finds the writer lock taken leaves its request in `.memfile/queue/<mind>/` and keeps
+trying the lock. Whoever holds it claims the waiting requests (oldest first), stores them in one
+commit and leaves each one's result beside it for the waiting process to pick up.
 
 Files, all written atomically:
 - `NAME.req`: a request, written by the process that wants the store;

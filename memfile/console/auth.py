@@ -1,14 +1,9 @@
 """Who may use the console, and the rules every console answer keeps: sessions, CSRF, same origin, headers.
 
-A person logs in once with their token (the form's POST); the console keeps a `Session` in this
-process (a random id in an `HttpOnly; SameSite=Strict; Path=/console` cookie, `Secure` over https,
-never the token) for
-`SESSION_HOURS`, and checks on every request that the key it was opened with still exists (a
-revoked key ends its sessions). A Mind Key never opens one: the console is for a person. Every
-state-changing request is a POST carrying the session's CSRF token (compared in constant time) and
-coming from this server's own origin (Origin, else Referer). `ConsoleMount` hands /console and
-everything under it to the console's own application, ahead of the API's Bearer check
-(`memfile.server.auth.Authenticate`), and `SecurityHeaders` puts the same headers on every console answer.
+A person logs in once with their token; the console keeps a `Session` in this process (a random id in
+an `HttpOnly; SameSite=Strict; Path=/console` cookie, never the token) for `SESSION_HOURS`, and a
+revoked key ends its sessions. A Mind Key never opens one. Every state-changing request is a POST
+carrying the session's CSRF token and coming from this server's own origin (Origin, else Referer).
 """
 
 from __future__ import annotations

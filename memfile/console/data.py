@@ -1,10 +1,7 @@
 """What each console page shows, read from one mind's Vault on the worker thread.
 
-Each function here takes the Vault (`Minds.call` hands it over, acting as the logged-in person) and
-returns plain values for a template: nothing here renders HTML, except `highlight`, which escapes a
-search snippet first and only then turns its **matches** into <mark> elements. The filters of the
-memories page are one value (`Filters`), read from the query string and written back into every link
-(pagination keeps them).
+Each function takes the Vault and returns plain values for a template; nothing renders HTML except
+`highlight`, which escapes a snippet before marking its matches.
 """
 
 from __future__ import annotations

@@ -1,13 +1,9 @@
 """The memory console at /console on `memfile serve`: pages where a person sees and tends an agent's memory.
 
-Every page is rendered on the server (Jinja2, autoescaped: memory text is always escaped text, never
-markup) and works without JavaScript: filters and paging are GET links and forms, actions are POST
-forms; the vendored htmx (static/htmx.min.js) only swaps <main> in place for filters and paging. Each
-page gets its data with one `Minds.call` on the worker thread, acting as the logged-in person (their
-key's label goes into every commit's `Memfile-Key:` trailer), and every action is the Vault verb the
-command line runs, one commit each, answered with a redirect (303) and a flash message. Who may see
-what, the CSRF and same-origin checks and the headers are in `auth`; what each page reads
-from the Vault is in `data`.
+Every page is rendered on the server (Jinja2, autoescaped) and works without JavaScript; the vendored
+htmx only swaps <main> in place. Each page gets its data with one `Minds.call` on the worker thread,
+acting as the logged-in person, and every action is the Vault verb the command line runs, answered
+with a redirect (303) and a flash message. Checks and headers are in `auth`; what pages read, in `data`.
 """
 
 from __future__ import annotations

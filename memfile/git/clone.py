@@ -1,17 +1,9 @@
 """A second machine in one command: clone a vault from its remote (`Vault.clone`'s git half).
 
-`clone_vault` runs `git clone` as the GitStore runs git (no value reaching git
-as an option, the command-running transports off, no git identity needed: a
-clone makes no commit), then finds the branch memfile pushed whatever branch
-the remote's HEAD names (a bare repository made by `git init --bare` names
-`master`, memfile pushes `main`), checks it out as a local branch tracking the
-remote one (so `memfile status` shows ahead and behind), and configures the
-merge driver. A URL that holds no vault, and a clone that fails, leave nothing
-behind.
-
-The machine that pushes the vault first is told the command (`clone_command`),
-and a bare repository on this machine whose HEAD names no branch is pointed
-at the pushed one (`point_bare_head`), so that a plain `git clone` works too.
+`clone_vault` runs `git clone` under the GitStore's rules (no value as an option, no command-running
+transport), checks out the branch memfile pushed as a tracking branch and configures the merge driver;
+a failed clone leaves nothing behind. `point_bare_head` lets a plain `git clone` of a bare repository
+on this machine work too.
 """
 
 from __future__ import annotations

@@ -35,7 +35,7 @@ if TYPE_CHECKING:
 CALLER = "memfile.caller"
 #: The largest request body taken, in bytes: a memory's content may take 10 MB, and JSON escapes add some.
 MAX_BODY_BYTES = 11 * 1024 * 1024
-#: The import's body is a whole export file: 64 MB holds about 30,000 memories with --raw, 60,000 without.
+#: The import's body is a whole export file.
 MAX_IMPORT_BODY_BYTES = 64 * 1024 * 1024
 IMPORT_PATH = "/memory/import"
 #: The console's import form (a whole export file, uploaded): the same limit as IMPORT_PATH.

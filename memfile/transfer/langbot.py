@@ -1,21 +1,8 @@
 """Reading LangBot LongTermMemory's export envelopes into import records.
 
-The plugin (`langbot-app/langbot-plugins`, KnowledgeEngine/LongTermMemory) exports a
-scope's L1 profiles as `{"version": 1, "exported_at", "scope_key", "user_key",
-"profiles": [{"type": "session"|"speaker", "scope_key", "sender_id"?, "profile": {...}}],
-"count"}` and its L2 episodes as `{"version": 1, ..., "collection_id", "statuses",
-"episodes": [{id, content, tags, importance, timestamp, sender_id, sender_name, source,
-status, superseded_by}], "count"}`. One envelope may hold both lists.
-
-L1: a profile's name becomes `identity/user_name` (a speaker's: `identity/<sender>_name`)
-at priority high; each trait (a slot's current value, or a freeform entry)
-`identity/trait_<slug>`; each preference `preference/<slug>`; the notes
-`note/profile_notes`. A speaker profile's keys start with `<sender>_` so that the speakers
-of one scope never share a key. L2: each episode becomes `context/episode_<id>`. A speaker's
-profile and episodes share the tag `speaker:<sender_id>` (an episode without a sender id:
-`speaker:<sender_name>`), so one `by-tag` finds all of a speaker's memories.
-Ids are derived from what names a record, so importing the same envelope twice changes
-nothing; every date comes from the envelope (`exported_at` when a record has none).
+An envelope holds a scope's L1 `profiles`, its L2 `episodes`, or both; docs/sync.md gives how each maps
+to memories. A speaker's profile and episodes share the tag `speaker:<sender_id>`. Ids are derived from
+what names a record and dates come from the envelope, so importing it twice changes nothing.
 """
 
 from __future__ import annotations

@@ -1,37 +1,9 @@
 """Reading OpenClaw's memory files into import records.
 
-OpenClaw (docs.openclaw.ai/concepts/memory) keeps an agent's memory as Markdown in its
-workspace: `MEMORY.md` (curated, long-term), `USER.md` (the person: profile and preferred
-address), `memory/YYYY-MM-DD.md` or `memory/YYYY-MM-DD-<slug>.md` (daily notes, appended to
-during the day), an optional `DREAMS.md`, and what its bundled hooks write:
-`memory/important/YYYY-MM-DD-<category>-<slug>.md` (session-importance: a conversation worth
-keeping, appended to) and `memory/context-digest.md` (context-digest: a rolling digest, rewritten).
-
-* `MEMORY.md` is split by its `##` headings (`split="sections"`, the default): a section
-  becomes `note/<slug-of-heading>`, its category guessed from the heading's words
-  (`ImportOptions.category` overrides the guess). Text before the first `##` heading is a
-  memory of its own, `<file>_intro` (say `note/memory_intro`); a title alone is not.
-  `split="bullets"` makes each top-level list item a memory (key from its first words,
-  category from its section), `split="file"` the whole file one memory. A heading whose
-  letters have no ASCII form keeps its words in the key only when they can be romanised (Thai,
-  with the thai extra: `## เรียนภาษาไทย` -> `note/rian_phasathai`), else it leaves a hash there
-  (Chinese; Thai without the extra, which the import's notices say once); either way the section's
-  content starts with the heading, so its words as written stay searchable.
-* `USER.md` is split the same way into `identity/user_<heading>` (a heading's words may
-  say `preference`), `identity/user_intro` for the text before its first section.
-* A daily note becomes `context/daily_YYYY_MM_DD[_slug]`, an important note
-  `project/important_YYYY_MM_DD_<category>_<slug>` (its category `project`, else `note`)
-  at priority high, tagged `openclaw, important, <category>`: created that day at 00:00Z (or
-  at the file's mtime when that is later the same day), updated at the file's mtime, so
-  a line appended later is newer than what an earlier import wrote.
-* `memory/context-digest.md` becomes `context/context_digest`, tagged `openclaw, digest`.
-* `DREAMS.md` is skipped unless `include_dreams`; then it is one memory, `note/dreams`.
-
-Every file it does not know is named in `unmapped`, and so is anything that is not a
-regular file or folder (a FIFO is never opened: reading it would wait for a writer); a
-symbolic link leading out of the given folder is never followed. Ids are derived from the
-file's name and the record's key, dates from the file (its name, or its mtime), so
-importing the same files twice changes nothing.
+OpenClaw keeps an agent's memory as Markdown in its workspace (`MEMORY.md`, `USER.md`, daily notes in
+`memory/`, what its hooks write); docs/sync.md gives how each file maps to memories. Every file it does
+not know is named in `unmapped`; a FIFO is never opened and a link leading out of the folder never
+followed. Ids and dates come from the files, so importing the same files twice changes nothing.
 """
 
 from __future__ import annotations

@@ -1,14 +1,8 @@
 """Reading Synapse's memory JSON (an array, or `{"memories": [...]}`) into import records.
 
-Synapse's fields are memfile's own names, so they map one to one and are passed on
-verbatim for the core to validate. An `id` that is not `mem_...` becomes a
-deterministic memfile id, the original kept in `extra.synapse_id`; a memory with
-no id gets one derived from its `category/key`, so importing the same file twice
-changes nothing. A field Synapse does not define is kept as a front-matter key
-(`extra`, in the order the memory gives it) and named in `unmapped`.
-
-The small helpers the three foreign readers share live here too: `derived_id`,
-`slug`, `folds`, `clean_tag`, `iso_z` and `shown`.
+Synapse's fields are memfile's own names, passed on verbatim for the core to validate; ids are made
+stable (docs/sync.md), so importing the same file twice changes nothing. Also the helpers the three
+foreign readers share: `derived_id`, `slug`, `folds`, `clean_tag`, `iso_z` and `shown`.
 """
 
 from __future__ import annotations
