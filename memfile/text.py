@@ -1,11 +1,8 @@
-"""Text normalisation for search: NFC, accent folding, and words vs. bigrams.
+"""Text normalisation for search: NFC, accent folding, and words vs. bigrams. Pure, standard library only.
 
-Pure and standard-library only, so the Whoosh analyzer in index.py stays a
-thin wrapper. Latin, Greek and Cyrillic words are lowercased and folded
-(`Nhà Hàng` and `nha hang` give the same tokens, whatever the input's NFC or
-NFD form); scripts written without spaces (Thai, Lao, Khmer, Myanmar,
-Chinese, Japanese kana) become overlapping character bigrams, so any
-substring of two or more characters can be found.
+Latin, Greek and Cyrillic words are lowercased and folded (`Nhà Hàng` and `nha hang` give the same
+tokens, NFC or NFD); scripts written without spaces (Thai, Lao, Khmer, Myanmar, Chinese, Japanese kana)
+become overlapping character bigrams, so any substring of two or more characters can be found.
 """
 
 from __future__ import annotations
@@ -18,7 +15,7 @@ from collections.abc import Callable, Iterator
 
 @functools.cache
 def _patterns() -> tuple[re.Pattern[str], re.Pattern[str]]:
-    """(words, runs of no-space scripts), compiled on first use: 6 ms that a command without search never pays."""
+    """(words, runs of no-space scripts), compiled on first use."""
     # Word characters plus the combining marks of the scripts below (Python's \w misses Thai vowel signs).
     words = re.compile(r"(?:[^\W_]|[\u0300-\u036f\u0900-\u0dff\u0e00-\u0eff\u1000-\u109f\u1780-\u17ff\u3099-\u309c])+")
     no_space = re.compile(
@@ -28,7 +25,7 @@ def _patterns() -> tuple[re.Pattern[str], re.Pattern[str]]:
     return words, no_space
 
 
-#: The words of ASCII text: what `_patterns()`'s words are there, found three times as fast.
+#: The words of ASCII text: what `_patterns()`'s words are there.
 _ASCII_WORDS = re.compile(r"[A-Za-z0-9]+")
 
 _SPECIAL_FOLDS = str.maketrans(

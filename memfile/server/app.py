@@ -1,18 +1,9 @@
 """The HTTP API of `memfile serve`: Synapse's memory endpoints over every mind of one vault (and /console).
 
-`ENDPOINTS` is the route table: one row a method on a path (`endpoint.Endpoint`: its handler,
-parameters, body and description), from which `build_app` makes the Starlette routes and
-`openapi.document` the OpenAPI document, so the two cannot differ. A request is read by its row
-(query parameters and JSON bodies, refused by name when unknown or of the wrong type); its handler
-then makes one call into the vault through `Minds.call`, which runs it on the one worker thread
-that owns every Vault, as the request's `Caller` (its mind, `agent` or `user`, its key's label); the
-event loop only receives and answers. Memories are answered as `Memory.to_dict()` with `mind` named
-`mind_id`, Synapse's name. The endpoints that Synapse's seeds do not list are marked
-`x-memfile-extension`.
-
-`GET /memory/export` and `POST /memory/import` follow `memfile export` and `memfile import`: a Mind
-Key reaches only its own mind, as an agent; the export streams from a spooled file (`transfer`).
-Both are logged on the server's stderr with the key's label.
+`ENDPOINTS` is the route table (one `endpoint.Endpoint` a method on a path), from which `build_app`
+makes the Starlette routes and `openapi.document` the OpenAPI document, so the two cannot differ. Each
+handler makes one call into the vault through `Minds.call` (the one worker thread), as the request's
+`Caller`. Memories are answered as `Memory.to_dict()` with `mind` named `mind_id`, Synapse's name.
 """
 
 from __future__ import annotations

@@ -1,10 +1,8 @@
 """/mcp: the MCP server over streamable HTTP (`mcp_server.http_app`), beside the HTTP API.
 
-Importing the MCP SDK takes about half a second, so the server does not wait for it at start-up:
-the first request to /mcp imports it and starts its session manager (in a task of its own, which
-also stops it at shutdown), and waits for it; later requests go straight through. Every request
-reaches it authenticated, with its `Caller` at `scope["memfile.caller"]`; a query parameter other than
-`mind` (the authentication's) is refused with 400 here, as on every endpoint of the API.
+The server does not wait for the MCP SDK's import at start-up: the first request to /mcp imports it
+and starts its session manager (in a task of its own, which also stops it at shutdown). Every request
+reaches it authenticated; a query parameter other than `mind` is refused with 400, as on every endpoint.
 """
 
 from __future__ import annotations

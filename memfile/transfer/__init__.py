@@ -1,11 +1,8 @@
 """Memories in and out of a mind: `memfile export` and `memfile import` (a collaborator of the Vault).
 
-`exporting` writes memfile's JSONL export (or Synapse's JSON array);
-`importing` reads an import file in any known format and writes it into
-one mind as one commit; `memfile_format`, `synapse`, `langbot` and
-`openclaw` read one format each into records (`records`); `secret_checks`
-scans what an import writes for secrets. The Vault hands
-in its writer and index; this package writes only through the writer.
+`exporting` writes the export; `importing` reads an import file in any known format (one reader module
+each) and writes it into one mind as one commit. The Vault hands in its writer and index; this package
+writes only through the writer.
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@ The JSONL form opens with a header line (format, version, memfile version,
 minds), has one line per memory with every field under Synapse's names, one
 line per file memfile could not read (never dropped silently), and ends with
 a trailer holding the count, so that a file cut short is refused on import.
-Lines are made one at a time: 100,000 memories never sit in memory as text.
+Lines are made one at a time, so a large export never sits in memory as text.
 """
 
 from __future__ import annotations

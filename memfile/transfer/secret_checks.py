@@ -1,10 +1,6 @@
-"""An import's checks for secrets: everything a record writes into a memory's file (its content, its
-tags, the unknown front-matter keys it gives, nested values too, a raw record's whole text) passes
-`secretscan.guard`, and a refusal names the record and the field.
-
-What the mind's memory already holds is not scanned again (a person's hand edit is theirs). A large
-import's texts are scanned in another process meanwhile (`Aside`, the speed trick `scan_child`), so the
-checks cost the import little: a record without tags, unknown keys or raw text has its content scanned alone.
+"""An import's checks for secrets: everything a record writes into a memory's file passes
+`secretscan.guard`, and a refusal names the record and the field. What the mind's memory already holds
+is not scanned again (a person's hand edit is theirs).
 """
 
 from __future__ import annotations
@@ -27,10 +23,8 @@ class SecretChecks:
     content, its tags, the unknown keys it gives, a raw record's whole text), made in record order once the records
     are checked: the first refusal raises, the warnings come back.
 
-    Meanwhile every record's texts are scanned in another process (`aside`, the speed trick `scan_child`,
-    handed in for a large import: the scan is a third of the checks, 0.9 s for 10,000 memories); only a
-    text found holding something there is scanned here again, by `guard`, for its message. A record
-    without tags, unknown keys or raw text has its content scanned alone, as before (the hot path). `close()`
+    With `aside` (a large import), every record's texts are scanned in another process meanwhile; only a
+    text found holding something there is scanned here again, by `guard`, for its message. `close()`
     waits for that process: call it on the way out, an error's included.
     """
 
