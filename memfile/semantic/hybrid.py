@@ -16,15 +16,16 @@ from ..model import Memory, SearchHit
 from .cache import VectorCache, by_hash
 from .embedders import Embedder
 from .language import content_terms, is_foreign, lexical_query
-from .vectors import DEPTH
+
+#: How many hits each half contributes before fusion.
+DEPTH = 50
 
 SNIPPET_CHARS = 200
 
 
 @dataclass(frozen=True)
 class HybridParams:
-    """How the two rankings are fused (defaults tuned on the probe set's tune half and LoCoMo
-    conversations 0-4; docs/semantic.md).
+    """How the two rankings are fused (the defaults: docs/semantic.md).
 
     k: the reciprocal-rank constant. lexical_weight / dense_weight: each ranking's weight (a lexical
     hit's weight is scaled by the share of the question's content words it holds; see `fuse`).
@@ -83,16 +84,8 @@ def hybrid_search(
     limit: int = 10,
     params: HybridParams = DEFAULT_PARAMS,
 ) -> list[FusedHit]:
-    """The fused hits, best first, at most `limit`.
-
-    Args:
-        lexical: the lexical hits, best first, already filtered (as deep as `params.depth`).
-        candidates: every memory that passes the same filters; only these are ranked by cosine.
-        cache: the mind's vectors (memories without one are simply not ranked by meaning).
-        query_vector: the question's vector (`QueryVectors.get` or `embedder.embed_query`).
-        question: the question's text (its script decides `params.centre == "foreign"`).
-        limit: the most hits to return.
-    """
+    """The fused hits, best first, at most `limit`, of `lexical` (already filtered) and the `candidates`
+    (the memories that pass the same filters) nearest `query_vector`; `question` decides centring."""
     dense = dense_ranking(cache, query_vector, by_hash(candidates), question=question, params=params)
     return fuse(question, lexical, dense, limit=limit, params=params, cosine_of=lambda m: cache.cosine(m, query_vector))
 

@@ -1,18 +1,9 @@
 """`memfile import`: records from a file (memfile's export, Synapse, LangBot, OpenClaw) into one mind, as
 one commit or nothing.
 
-Every record is checked before anything is written: a record that fails
-stops the import with its number and the reason (a date more than a day
-ahead too). Ids, dates, `verified` and unknown keys are written verbatim (a
-store would move `updated_at`); an update keeps the file's unknown keys and,
-unless the record says, its status. The same id with the same content is left
-alone, so importing twice changes nothing; the same id with other content
-follows `on_conflict`; the same `category/key` under another id, or the same
-id under another `category/key` (keys never change), is a conflict, reported
-and never merged. Everything written is scanned for secrets: the content, the
-tags, the unknown keys, a raw record's text. An agent's import lands unverified, as
-`source: agent`, at most `high`, and cannot change what a person verified or
-made critical.
+Every record is checked before anything is written; the first that fails stops the import with its
+number and reason. Ids, dates and unknown keys are written verbatim, so importing twice changes
+nothing. docs/sync.md gives the rules for conflicts, agents and secrets.
 """
 
 from __future__ import annotations
