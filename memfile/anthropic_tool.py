@@ -1,10 +1,8 @@
 """Claude's memory tool for the Anthropic SDK, backed by a vault (the `memfile-vault[anthropic]` extra).
 
-`MemfileMemoryTool(vault)` is the SDK's `BetaAbstractMemoryTool` whose six commands run
-`memfile.memory_tool.MemoryToolBackend`: pass it in `tools=[...]` of the SDK's tool runner
-(`client.beta.messages.tool_runner`) and `/memories` is the vault's mind, written as an agent.
-A refused command, a malformed one included, raises the SDK's `ToolError`, which the runner hands back
-to the model as an error result (`is_error: true`). The SDK is imported here only.
+`MemfileMemoryTool(vault)` is the SDK's `BetaAbstractMemoryTool` running
+`memfile.memory_tool.MemoryToolBackend`; a refused command raises the SDK's `ToolError`, which the tool
+runner hands back to the model. The SDK is imported here only.
 """
 
 from __future__ import annotations

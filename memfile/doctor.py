@@ -1,10 +1,6 @@
 """`doctor`: one read-only look at everything that can be wrong in a vault, and the safe repairs (the Vault's `Doctor`).
 
-Problems make `memfile doctor` exit 5; `--fix` applies only repairs that
-cannot lose anything (rebuild the index, commit hand edits, remove memfile's
-own leftover temp files and the store-queue files no process will take,
-clear a git lock no running git holds, move a file to the path its front-matter
-names with `git mv`) and reports each one.
+`--fix` applies only repairs that cannot lose anything, and reports each one.
 """
 
 from __future__ import annotations

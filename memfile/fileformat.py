@@ -115,12 +115,8 @@ def body_problem(content: str) -> str | None:
 
 
 def parse(data: bytes, relpath: str, mtime: datetime) -> Memory:
-    """One memory from a file's bytes.
-
-    Args:
-        data: the file's bytes.
-        relpath: its vault-relative POSIX path `<mind>/.../<name>.md`.
-        mtime: its modification time (used for hand-made files without dates).
+    """One memory from a file's bytes at `relpath` (vault-relative, POSIX); `mtime` dates a hand-made file
+    that gives none.
 
     Raises:
         FileParseError: with the line and reason when the file cannot be read.

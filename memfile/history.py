@@ -1,11 +1,8 @@
 """History of a vault, read from its git repository: versions of a memory, old versions, restore, undo, log.
 
-The Vault's `History` collaborator: git is the record of every version memfile
-wrote or saw, so history needs nothing of its own; restore and undo write
-through the Vault's `Writer`. Old versions are parsed
-with the same reader as the files on disk. Everything here stays in the Vault's
-mind: log and undo see only the commits that changed it, and an agent's
-restore writes only what an agent may write.
+The Vault's `History` collaborator: git is the record of every version, so history keeps nothing of its
+own; restore and undo write through the Vault's `Writer`. Everything stays in the Vault's mind, and an
+agent's restore writes only what an agent may write.
 """
 
 from __future__ import annotations

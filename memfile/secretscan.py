@@ -499,16 +499,12 @@ class SecretPolicy:
     def from_table(
         cls, table: Mapping[str, object], fail: Callable[[str, object, str, str], Exception] = _default_fail
     ) -> SecretPolicy:
-        """The policy of a parsed `[secrets]` table ({} when absent: the defaults).
-
-        Args:
-            table: the table as tomllib returns it.
-            fail: makes the error for a bad setting from (key, value, allowed, reason); config.py
-                passes its `_Settings.fail` so the error names memfile.toml and `secrets.KEY`.
+        """The policy of a parsed `[secrets]` table ({} when absent: the defaults); `fail` makes the error for a
+        bad setting from (key, value, allowed, reason), so it names memfile.toml and `secrets.KEY`.
 
         Raises:
-            InvalidInput: `policy` is not one of POLICIES, or `allow` is not a list of valid regexes
-                that each match only some text (not the empty string), at most MAX_ALLOW_LENGTH long.
+            InvalidInput: `policy` is not one of POLICIES, or `allow` is not a list of valid regexes that each
+                match only some text (not the empty string), at most MAX_ALLOW_LENGTH long.
         """
         policy = table.get("policy", REFUSE)
         if not isinstance(policy, str) or policy not in POLICIES:

@@ -1,11 +1,7 @@
-"""What a terminal is shown: the command line's output, with every control character a memory (or a file
-name, a tag, a synced mind's name) may hold written as a visible escape, so that what an agent stored
-can neither drive the terminal (set its title, write to the clipboard with OSC 52, move the cursor)
-nor hide text from the person reading it (a lone carriage return, a colour on its own colour).
+"""What a terminal is shown: the command line's output with every control character written as a visible
+escape, so that what an agent stored can neither drive the terminal nor hide text from its reader.
 
-Only a terminal gets this: a pipe or a file gets the text as stored (an agent reads the recall it
-asked for). Standard library only; the command line wraps its streams (`Shown`) when they are
-terminals, in process and on the server that answers for a client's terminal.
+Only a terminal gets this (`Shown` wraps the streams): a pipe or a file gets the text as stored.
 """
 
 from __future__ import annotations

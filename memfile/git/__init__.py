@@ -1,11 +1,8 @@
 """The git adapter of memfile: the only home of GitPython and the git command line.
 
-`store` runs git (every change one readable commit) and holds git's merge driver and its setup,
-`merge` merges two versions of a memory field by field (pure), `locks` finds what a killed git or sync
-left (git's lock files, a half-done merge), `clone` makes a second machine's vault from its remote.
-History and remote sync are services over it beside the writer (memfile.history, memfile.remote).
-The package is imported as one unit on the first git use (a write, history, sync, clone, doctor's git
-checks); reads never import it.
+`store` runs git (every change one readable commit) and holds the merge driver's setup, `merge` merges
+two versions of a memory (pure), `locks` finds what a killed git or sync left, `clone` makes a second
+machine's vault. Imported on the first git use; reads never import it.
 """
 
 from __future__ import annotations

@@ -1,12 +1,8 @@
-"""What a killed git or a killed sync left: git's lock files (which are there, which git processes run in
-the vault, removing those a killed git left) and a sync's half-done merge (`recover_interrupted_sync`).
+"""What a killed git or a killed sync left: git's lock files and a sync's half-done merge.
 
-git makes `index.lock` (or `HEAD.lock`, `refs/heads/main.lock`, ...) while it changes that file and
-removes it after; a git killed meanwhile leaves it, and every git that would change the file fails while
-it is there. memfile runs its own git only while it holds the writer lock, and its git dies with it
-(`files.dying_with_parent`): so a lock found under the writer lock while no git runs in the vault was
-left by a killed git, and goes (`clear_stale_locks`). A git that runs (a person's `git commit` with its
-editor open, or one a killed server started) is waited for, then named (`Busy`).
+memfile runs its own git only while it holds the writer lock, and its git dies with it, so a lock found
+under the writer lock while no git runs in the vault was left by a killed git and goes
+(`clear_stale_locks`). A git that runs (a person's, with its editor open) is waited for, then named.
 """
 
 from __future__ import annotations

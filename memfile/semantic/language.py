@@ -1,10 +1,8 @@
 """The words of a question, for a hybrid search: Vietnamese function words, Vietnamese typed without
 accents, and the content words a memory must share with a question for its lexical hit to count.
 
-memfile's index has English stop words only: "cô ấy" (she), "của" (of) or, typed without accents,
-"co ay" match every Vietnamese memory. A hybrid search leaves those words out of its lexical half
-(the dense half reads the whole question) and weighs each lexical hit by the question's content
-words it holds (`content_terms`, `hybrid.fuse`).
+The index has English stop words only, so "cô ấy" (she) or "co ay" match every Vietnamese memory: a
+hybrid search leaves such words out of its lexical half (`lexical_query`).
 """
 
 from __future__ import annotations
@@ -56,14 +54,8 @@ _SUFFIX = re.compile(r"(?:ies|es|s|ing|ed)$")
 
 
 def is_plain_vietnamese(text: str) -> bool:
-    """Whether ASCII `text` reads as Vietnamese typed without accents ("co ay an chay khong?").
-
-    Every word (two at least) must spell a Vietnamese syllable (initial b c ch d g gh gi h k kh l m
-    n ng ngh nh p ph qu r s t th tr v x, a vowel nucleus, final c ch m n ng nh p t), and one must be
-    a Vietnamese function word that is not also English. English rarely passes: f, j, w, z and
-    clusters such as sh, wh, st, "ow" or "ea" spell no Vietnamese syllable, and "he can do it"
-    holds no Vietnamese function word.
-    """
+    """Whether ASCII `text` reads as Vietnamese typed without accents ("co ay an chay khong?"): every word
+    (two at least) spells a Vietnamese syllable, and one is a Vietnamese function word that is not English."""
     if not text.isascii():
         return False
     words = [word.lower() for word in _LETTERS.findall(text)]

@@ -62,15 +62,9 @@ class MindVectors:
     def search(
         self, view: View, question: str, options: Any, admit: Callable[[Memory], bool]
     ) -> tuple[list[FusedHit], tuple[int, int]]:
-        """The hybrid hits for `question` (`Vault.search(..., semantic=True)`), in one read of the index,
-        and (embedded, total): how many of the mind's memories have a vector (the others are found by
-        their words only).
-
-        The lexical half (`view.search`) runs on the question without Vietnamese function words, as
-        deep as the fusion reads and without snippets; the dense half ranks the memories `admit`
-        passes (the search's `options` as a test of one memory: `admission`); the hits kept get
-        their snippets at the end (`view.snippets`).
-        """
+        """The hybrid hits for `question` in one read of the index, and (embedded, total): how many of the mind's
+        memories have a vector. The lexical half runs without Vietnamese function words; the dense half ranks
+        only the memories `admit` passes; the kept hits get their snippets at the end."""
         params = replace(self.params, depth=max(self.params.depth, 5 * options.limit))
         text = lexical_query(question)
         deeper = replace(options, limit=params.depth, snippets=False)

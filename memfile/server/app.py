@@ -589,15 +589,9 @@ def build_app(
     allowed_hosts: Iterable[str],
     mcp: bool = True,
 ) -> Starlette:
-    """The HTTP API over every mind of `minds`' vault, with `keys` as its credentials, and the memory
-    console at /console (`memfile.console`: its own pages, sessions and headers).
-
-    Args:
-        minds: the vault's minds; every Vault call goes through `minds.call` (one worker thread).
-        keys: the credentials (`KeyStore.authenticate` of each request's Bearer token).
-        allowed_hosts: the host names the Host header may carry (IP addresses are always taken).
-        mcp: mount the MCP server at /mcp (when the MCP SDK is installed).
-    """
+    """The HTTP API over every mind of `minds`' vault, with `keys` as its credentials, and the memory console
+    at /console. `allowed_hosts`: the names the Host header may carry (IP addresses are always taken);
+    `mcp`: mount the MCP server at /mcp (when the MCP SDK is installed)."""
     mount = McpMount(minds) if mcp and McpMount.available() else None
     served = routes(ENDPOINTS) + ([mount.route()] if mount is not None else [])
 

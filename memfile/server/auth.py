@@ -1,11 +1,8 @@
 """Who may ask, checked before anything else: the Host header, the body's declared size, the credential.
 
-`TrustedHosts` refuses a request whose Host header names another server (a DNS-rebinding page),
-and `Guard`, before a byte of the body is read, one whose Content-Length is over the limit. `Authenticate`
-turns `Authorization: Bearer TOKEN` into the request's `Caller` (its mind, `agent` for a Mind Key
-or `user` for a person's token, and the key's label), at `scope["memfile.caller"]`; without a
-valid credential the answer is 401 and nothing runs. Tokens are read from the header only,
-never from the URL, and never written anywhere.
+`TrustedHosts` refuses a Host header naming another server (DNS rebinding), `Guard` a Content-Length
+over the limit, and `Authenticate` turns `Authorization: Bearer TOKEN` into the request's `Caller`
+(401 without one). Tokens are read from the header only and never written anywhere.
 """
 
 from __future__ import annotations

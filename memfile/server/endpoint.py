@@ -1,10 +1,7 @@
 """One row of the API's route table (`app.ENDPOINTS`): an endpoint, what it takes and how it is described.
 
-`Endpoint.read` reads a request the way its row says: its query parameters (`Param`: each once, a list
-for an array, a boolean or whole number converted; an unknown or repeated one refused by name), no body
-or a JSON object whose fields are its `Body` schema's (each of its JSON type), and the path's memory REF;
-anything else is an `InvalidInput`, answered 400 before the Vault is called. `openapi` describes the
-same rows, so the document and the routes cannot differ.
+`Endpoint.read` reads a request as its row says (query parameters, a JSON body, the path's REF) and
+refuses anything else with `InvalidInput` before the Vault is called; `openapi` describes the same rows.
 """
 
 from __future__ import annotations

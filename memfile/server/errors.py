@@ -1,10 +1,7 @@
 """The HTTP face's errors: every answer that is not a success, as JSON `{"error": NAME, "message": ...}`.
 
-The status of a library error comes from its class, in one place (`STATUS`), as the CLI's exit code
-does; Starlette's own errors (404, 405, 413) get the same JSON shape. Nothing here ever puts a
-traceback in a body: an unexpected exception is a 500 with a fixed message, and uvicorn writes its
-traceback to the server's stderr. A value a message repeats from the request is cut to `ECHO_LIMIT`
-characters (`public_message`, `clip_echoes`): a 10 KB REF is not sent back whole.
+A library error's status comes from its class, in one place (`STATUS`); Starlette's own errors get the
+same shape. No body ever holds a traceback, and a value a message repeats is cut to `ECHO_LIMIT`.
 """
 
 from __future__ import annotations

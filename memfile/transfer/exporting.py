@@ -111,16 +111,9 @@ def synapse_object(memory: Memory) -> dict[str, Any]:
 def export_lines(
     minds: list[MindExport], *, fmt: str, raw: bool, now: datetime, version: str, tally: Tally | None = None
 ) -> Iterator[str]:
-    """The export's text, a line (or, for `json`, an array element) at a time, each ending in a newline.
-
-    Args:
-        minds: the minds to export; each one's memories are loaded when the export reaches it.
-        fmt: `jsonl` (memfile's format) or `json` (a plain array of Synapse-shaped memories).
-        raw: include each file's exact text and sha256 (`jsonl` only).
-        now: the moment of the export (which memories count as expired).
-        version: memfile's version, for the header.
-        tally: counts what was written, for the caller's report.
-    """
+    """The export's text, a line (for `json`, an array element) at a time, each ending in a newline; each
+    mind's memories are loaded when the export reaches it. `raw` (`jsonl` only): each file's exact text and
+    sha256; `now` decides which memories count as expired; `tally` counts what was written."""
     tally = tally or Tally()
     jsonl = fmt == "jsonl"
     if jsonl:

@@ -1,13 +1,8 @@
 """What every import reader produces, and the options that steer the readers.
 
-A record is a plain dict of JSON values describing one memory under Synapse's
-field names (memfile's export record): `category`, `key` and `content` are
-required; `id`, `tags`, `priority`, `source`, `verified`, `confidence`,
-`expires_at`, `created_at`, `updated_at`, `status`, `superseded_by`, `extra`
-and `mind_id` may be given; `_where` names where it came from for messages, and
-`_dates_guessed` says its dates are only a guess (a file's mtime): a memory
-already in the mind keeps its own dates where a record gives none or guesses.
-memfile's own export records may also carry `path`, `raw` and `sha256`.
+A record is a plain dict of JSON values describing one memory under Synapse's field names (memfile's
+export record); `_where` names where it came from for messages, and `_dates_guessed` says its dates
+are a guess (a file's mtime), so a memory already in the mind keeps its own.
 """
 
 from __future__ import annotations
