@@ -606,13 +606,8 @@ def _eol_comment(data: Any, name: str, line: str) -> str:
 
 
 def update(text: str, old: Memory, new: Memory) -> str:
-    """The text of `old`'s file rewritten to hold `new`, changing only what differs.
-
-    Args:
-        text: the file's current text (a leading BOM is kept).
-        old: the memory as parsed from `text`.
-        new: the memory to write.
-    """
+    """The text of `old`'s file (`text`, as parsed into `old`) rewritten to hold `new`, changing only what
+    differs (a leading BOM is kept)."""
     if new == old:
         return text
     bom = BOM if text.startswith(BOM) else ""

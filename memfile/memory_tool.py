@@ -72,13 +72,8 @@ class _Target:
 
 
 class MemoryToolBackend:
-    """Executes the memory tool's commands on `vault`'s mind folder, as an agent.
-
-    Args:
-        vault: the vault, bound to the mind that `/memories` stands for. Calls run as `agent`
-            (the vault's actor is switched for each call when it is `user`).
-        max_write_bytes: the largest file a command may write.
-    """
+    """Executes the memory tool's commands on `vault`'s mind folder (what `/memories` stands for), as an
+    agent (a vault acting as `user` is switched for each call); `max_write_bytes`: the largest file written."""
 
     def __init__(self, vault: Vault, *, max_write_bytes: int = MAX_WRITE_BYTES) -> None:
         self.vault = vault

@@ -404,14 +404,8 @@ def _tier_steps(chosen: list[Memory], indexes: list[int]) -> list[tuple[int, str
 def recall(
     memories: list[Memory], mind: str, mind_name: str, budget: int | None = None, labels: Labels = None
 ) -> RecallReport:
-    """Choose and render the recall of `memories` (already filtered: no expired ones).
-
-    Args:
-        memories: the candidates.
-        mind, mind_name: the mind folder and its display name for the header.
-        budget: the most tokens the text may take (by `estimate_tokens`); None = no limit.
-        labels: for a recall of several minds, each mind folder's display name: every entry names its mind.
-    """
+    """Choose and render the recall of `memories` (already filtered: no expired ones) under `budget` tokens
+    (None: no limit); `mind_name` heads it, and `labels` (a recall of several minds) names each entry's mind."""
     chosen = order(memories)
     verified = sum(1 for m in chosen if m.verified)
     header = _mind_header(mind_name, len(chosen), verified)
@@ -437,17 +431,9 @@ def recall_query(
     matched: int | None = None,
     labels: Labels = None,
 ) -> RecallReport:
-    """The recall for a query: the pinned memories of `memories`, then the best of `ranked`.
-
-    Args:
-        memories: every recallable memory of the mind (no expired or superseded ones).
-        ranked: the memories matching the query, best first (`score`).
-        query: what the agent is about to do or was asked, for the header.
-        budget: the most tokens the text may take; None = no limit.
-        limit: the most matches to show besides the pinned ones; None = all.
-        matched: how many memories match the query in all (default: len(ranked)).
-        labels: see `recall`.
-    """
+    """The recall for a query: the pinned memories of `memories` (every recallable one of the mind), then the
+    best of `ranked` (best first, `score`), at most `limit` of them (None: all), under `budget` tokens.
+    `matched`: how many memories match in all (default: len(ranked)); `labels`: see `recall`."""
     matched = len(ranked) if matched is None else matched
     recallable = memories if isinstance(memories, Recallable) else Recallable.of(memories)
     pinned, total, verified = recallable.pinned, len(recallable.memories), recallable.verified

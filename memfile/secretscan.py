@@ -376,16 +376,9 @@ def _rule_of(text: str, m: re.Match[str]) -> tuple[Rule, re.Match[str]]:
 
 
 def scan(text: str, allow: Sequence[re.Pattern[str] | str] = ()) -> list[Finding]:
-    """The secrets in `text`, in the order they appear.
-
-    Args:
-        text: a memory's content (or a whole file: line numbers count from its first line).
-        allow: regexes of known false positives; a match is skipped when one of them is found
-            (`re.search`) in its secret value or in the whole matched text (`user:pw@localhost`).
-
-    Returns:
-        One Finding per secret, each with the rule's name, its line and the masked value.
-    """
+    """The secrets in `text` (line numbers count from its first line), in the order they appear, one
+    `Finding` each. `allow`: regexes of known false positives; a match is skipped when one is found in its
+    secret value or in the whole matched text (`user:pw@localhost`)."""
     findings: list[Finding] = []
     line, counted = 1, 0
     for start, name, value, _ in _hits(text, allow):
@@ -515,14 +508,8 @@ class SecretPolicy:
         return cls(policy, tuple(_allow_pattern(i, p, fail) for i, p in enumerate(raw)))
 
     def check(self, text: str, *, allow_secret: bool = False, what: str = "this text") -> list[Finding]:
-        """Scan `text` by this policy: what a write path calls before writing.
-
-        Args:
-            allow_secret: a person's --allow-secret (never an agent's): found secrets are returned, not refused.
-            what: how the refusal names the text ("the content of fact/db").
-
-        Returns:
-            The findings to warn about: [] when the policy is "off" or nothing is found.
+        """The findings of `text` to warn about ([] when the policy is "off" or nothing is found); `allow_secret`
+        is a person's --allow-secret, `what` how a refusal names the text ("the content of fact/db").
 
         Raises:
             SecretFound: the policy is "refuse", a secret was found, and `allow_secret` is False.
@@ -557,12 +544,7 @@ def rule_names() -> Iterable[str]:
 
 def guard(policy: SecretPolicy | None, text: str, *, what: str, allow_secret: bool, agent: bool) -> str | None:
     """What a write path calls before writing `text`: refuse it, or the warning to tell (None: nothing found).
-
-    Args:
-        policy: the vault's `[secrets]` (None: the defaults).
-        what: how messages name the text ("the content of fact/db").
-        allow_secret: a person's --allow-secret: written, with a warning.
-        agent: the writer is an agent, which may never pass `allow_secret`.
+    `policy` None is the defaults; an agent may never pass `allow_secret`.
 
     Raises:
         SecretFound: the policy refuses and `allow_secret` is not given.

@@ -568,10 +568,7 @@ class GitStore:
 
     def merge(self, ref: str, message: str, env: dict[str, str] | None = None) -> list[str]:
         """Merge `ref` into HEAD (a fast-forward when HEAD has nothing of its own); the paths left unmerged.
-
-        Args:
-            env: more environment for git and the merge driver it runs.
-        """
+        `env`: more environment for git and the merge driver it runs."""
         saved = self._env
         self._env = {**saved, **(env or {})}
         try:

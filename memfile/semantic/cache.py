@@ -1,22 +1,10 @@
-"""The vector cache: one vector per embedded text, under `<vault>/.memfile/`, never committed.
+"""The vector cache: one vector per embedded text, under `<vault>/.memfile/`, never committed (derived data).
 
-Like the index, vectors are derived data: `rm -rf .memfile` loses nothing but the time to embed
-again. One SQLite file per mind and per model, `.memfile/vectors-<mind>-<model_id>.sqlite`:
-
-    meta(key, value)               schema, model_id, dimension, recipe: a file whose meta does not
-                                   match what this code would write is thrown away and rebuilt
-    vectors(seq, hash, script,     seq = the row's number (AUTOINCREMENT: never given twice),
-            vector)                hash = sha256 of the embedded text (and the recipe), script of
-                                   that text ("th", "vi" or "other"), vector = float32 bytes
-
-Rows are keyed by the hash of what is embedded (`embed_text(memory)`), so a rename, a new tag or
-a priority change re-embeds nothing, and an edit of the content re-embeds that memory only.
-
-Each batch is one transaction in WAL mode, so a crash leaves the last complete batch, and two
-processes embedding at once only wait for each other. A file that is not a database, has the wrong
-meta, or fails `quick_check` is moved aside and rebuilt; a row of the wrong length is re-embedded.
-A process keeps every row in memory (a float32 matrix) and reads only the rows added since it last
-looked (by `seq`).
+One SQLite file per mind and model, `.memfile/vectors-<mind>-<model_id>.sqlite`: `meta(key, value)`
+(schema, model_id, dimension, recipe: a mismatch means rebuild) and `vectors(seq, hash, script,
+vector)`. Rows are keyed by the hash of the embedded text, so only a content edit re-embeds. Each batch
+is one WAL transaction; a damaged file is moved aside and rebuilt. A process keeps every row in memory
+and reads only the rows added since it last looked (by `seq`).
 """
 
 from __future__ import annotations
