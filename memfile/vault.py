@@ -67,8 +67,6 @@ from .model import (
     utc_now,
 )
 from .paths import MIND_PATTERN, mind_dirs, shown_path, validate_mind
-from .recall import is_pinned as is_pinned  # re-exported for the faces (they import nothing below the facade)
-from .recall import order as order
 from .recalling import Recaller, tells_secrets
 from .writer import Writer
 

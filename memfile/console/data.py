@@ -15,7 +15,7 @@ from markupsafe import Markup, escape
 
 from ..errors import InvalidInput, NotFound
 from ..model import Category, Memory, Priority, Source, utc_now
-from ..vault import is_pinned, order
+from ..recall import is_pinned, order
 
 if TYPE_CHECKING:
     from starlette.datastructures import QueryParams
