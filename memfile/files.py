@@ -300,6 +300,11 @@ def dying_with_parent() -> dict[str, Any]:
 _FORKS_DIE = [0]
 
 
+def may_fork() -> bool:
+    """Whether this process may fork: no other thread runs (a child would copy the locks they hold)."""
+    return threading.active_count() == 1
+
+
 @contextmanager
 def forks_die_with_this_process() -> Iterator[None]:
     """While it lasts, every child this process forks (`os.fork`, as multiprocessing does for Whoosh's

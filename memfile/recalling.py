@@ -20,8 +20,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from .config import STATE_DIR, Config, plain
 from .errors import InvalidInput, NotFound, masked
 from .files import atomic_write
-from .index import Index, SearchOptions, View
-from .index.query import check_query
+from .index import Index, SearchOptions, View, check_query
 from .model import UNSET, Memory, Report, SearchHit, Source, format_datetime, utc_now
 
 if TYPE_CHECKING:

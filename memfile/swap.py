@@ -75,16 +75,12 @@ def put(
 
 #: What a bulk write read back from a file it made: (bytes, the file's mtime in ns, what `check` made of them).
 ReadBack = tuple[bytes, int, T]
-#: Runs a job in another process while this one goes on (`put_all`'s `beside`): gives the wait for it
-#: (True when the job succeeded), or None when it cannot (then nothing runs).
-Beside = Callable[[Callable[[], None]], Callable[[], bool] | None]
 
 
 def put_all(
     changes: list[tuple[str, Path, bytes | None]],
     bases: Mapping[str, bytes | None],
     check: Callable[[bytes, str, int | None], T],
-    beside: Beside | None = None,
     progress: Callable[[int, int], None] | None = None,
 ) -> tuple[list[bytes | None], dict[str, ReadBack[T]]]:
     """`put` each change (relpath, path, data) on what it was based: `bases[relpath]`, or no file at all.
@@ -92,8 +88,7 @@ def put_all(
     `check(data, relpath, mtime_ns)` refuses data that must not be written, before anything is put in
     place. A write of BULK_WRITE files or more is `prepare`d first, every new file with one mtime, and
     each new file's contents are checked with that mtime, which the file keeps once in place (a rename
-    keeps the inode); the values `check` returned come back by relpath. `beside`: see `prepare`. The
-    caller syncs the folders of a bulk write afterwards. `progress`: called with (files checked, files to
+    keeps the inode); the values `check` returned come back by relpath. The caller syncs the folders of a bulk write afterwards. `progress`: called with (files checked, files to
     write) after each check.
 
     Returns:
@@ -114,7 +109,7 @@ def put_all(
                 if data is not None:
                     read_back[relpath] = (data, mtime_ns, check(data, relpath, mtime_ns))
 
-        prepared = prepare(changes, mtime_ns, read_back_all, beside)
+        prepared = prepare(changes, mtime_ns, read_back_all)
     else:
         for relpath, _, data in changes:
             if data is not None:
@@ -159,17 +154,11 @@ def prepare(
     changes: list[tuple[str, Path, bytes | None]],
     mtime_ns: int,
     meanwhile: Callable[[], None] = lambda: None,
-    beside: Beside | None = None,
 ) -> dict[str, Path]:
     """For a write of many files: each new content in a temp file beside its path, with this mtime, all
     synced to disk with one sync instead of one each (every file is still on disk before `put` renames it
     in place; the caller syncs the folders afterwards), and `meanwhile()` run. Returns relpath -> temp
     file, for `put(prepared=...)`; when `meanwhile` raises, no temp file is left.
-
-    `beside` (a speed trick of the caller's, `temp_child`) writes the temp files in another process
-    while this one runs `meanwhile`: creating 10,000 files cost the kernel 2 to 5 s of CPU here, and
-    reading their contents back about 3 s. When that process fails, the files are written here
-    (raising what it met).
     """
     prepared: dict[str, Path] = {}
     for relpath, path, data in changes:
@@ -186,18 +175,8 @@ def prepare(
         os.sync()
 
     try:
-        wait = beside(write_all) if beside is not None else None
-        if wait is None:
-            write_all()
-            meanwhile()
-        else:
-            try:
-                meanwhile()
-            finally:
-                written = wait()
-            if not written:
-                _remove_all(prepared.values())
-                write_all()
+        write_all()
+        meanwhile()
     except BaseException:
         _remove_all(prepared.values())
         raise

@@ -40,8 +40,7 @@ from .config import (
 )
 from .errors import Conflict, InvalidInput, MemfileError, NotFound
 from .files import lock_holder, lock_text
-from .index import Index, RefreshReport, SearchOptions
-from .index.query import check_query
+from .index import Index, RefreshReport, SearchOptions, check_query
 from .model import (
     LABEL_PATTERN,
     LABEL_RULE,
@@ -499,8 +498,7 @@ class Vault:
             SearchHit values (memory, score, snippet with **matches**, rank); `to_dict()` holds the
             content's first 1,000 characters only (`content_cut`, `content_chars`: read the whole
             memory with memfile show). Where the vault's index cannot be written (read-only media, a
-            full disk), the files are searched through a temporary index, or, when none can be made,
-            in memory.
+            full disk), the files are searched through an index made in memory.
 
         Raises:
             InvalidInput: the query cannot be parsed or a filter is not allowed.
@@ -540,7 +538,7 @@ class Vault:
     def _vectors(self) -> MindVectors:
         """The mind's vectors under `[search] model` (the model is loaded on first use)."""
         if self._mind_vectors is None:
-            from .index.persisted import STOP_WORDS
+            from .index import STOP_WORDS
             from .semantic.mind import MindVectors
 
             self._mind_vectors = MindVectors(
@@ -579,11 +577,10 @@ class Vault:
         """Spend about `seconds` on work that makes the searches to come faster; True while there is more.
 
         For a process that stays open: the MCP server calls it while no request
-        waits. It works out the scores of the index's most frequent words ahead of
-        the searches that need them, and starts over after any change to the
-        index. The work pauses about every 0.4 ms, and stops there when `stop()`
-        is true (a request came in). It reads no file and changes nothing; a
-        damaged index is left to the next search to rebuild.
+        waits. It opens a searcher of the index as it is now, with the memories a
+        search hides worked out, ahead of the searches that need them; `stop()`
+        (a request came in) is asked between steps. It reads no file and changes
+        nothing; a damaged index is left to the next search to rebuild.
         """
         return self._index.warm(seconds, stop)
 
@@ -1193,7 +1190,6 @@ class Vault:
             InvalidInput: the file cannot be read, or a record is refused (its number and the reason).
             Refused: a record's content looks like a secret (SecretFound names the record).
         """
-        from .index import fastpath
         from .transfer import import_file
 
         options = {
@@ -1215,7 +1211,6 @@ class Vault:
             options=options,
             name=name,
             allow_secret=allow_secret,
-            aside=lambda compute: fastpath.aside("scan_child", compute),
             progress=progress,
         )
 

@@ -35,9 +35,8 @@ from .errors import (
     Notice,
     Refused,
 )
-from .files import atomic_write, cannot_write, fsync_dir, os_reason, read_or_none, try_writer_lock, writer_lock
-from .index import Index, source
-from .index.fastpath import beside, may_fork
+from .files import atomic_write, cannot_write, fsync_dir, may_fork, os_reason, read_or_none, try_writer_lock, writer_lock
+from .index import Index, Known, parse_as_read
 from .model import (
     AGENT_PRIORITY_CAP,
     DEFAULT_CONFIDENCE,
@@ -262,7 +261,7 @@ class Writer:
         writes = [(relpath, path, data) for (relpath, data), path in zip(changes, paths, strict=True)]
         message = f"{subject}\n\n{self.trailers(keys)}"
         with journal.journaled(self.root, self.mind, writes, message, self.git):
-            before, known = put_all(writes, self._bases, _readable, beside, step(self.progress, "writing"))
+            before, known = put_all(writes, self._bases, _readable, step(self.progress, "writing"))
             for folder in {path.parent for path in paths} if known else ():
                 fsync_dir(folder)
             try:
@@ -286,7 +285,7 @@ class Writer:
             self.after_write()
         return sha
 
-    def _commit_beside_index(self, relpaths: list[str], message: str, known: Mapping[str, source.Known]) -> str | None:
+    def _commit_beside_index(self, relpaths: list[str], message: str, known: Mapping[str, Known]) -> str | None:
         """Git commits in its own thread while this one updates the index (and a resident process answers
         reads meanwhile, `while_committing`)."""
         from concurrent.futures import ThreadPoolExecutor  # only a write needs a thread
@@ -298,7 +297,7 @@ class Writer:
                 self.while_committing(commit)
             return commit.result()
 
-    def _index_written(self, relpaths: list[str], known: Mapping[str, source.Known]) -> None:
+    def _index_written(self, relpaths: list[str], known: Mapping[str, Known]) -> None:
         """The index brought in line with files just written (`known`: what was read back from them).
 
         The files are the truth and git commits them whatever the index does: an index that is busy or
@@ -783,7 +782,7 @@ def _readable(data: bytes, relpath: str, mtime_ns: int | None = None, field: str
         InvalidInput: naming `field` when given (what the caller passed), else the file.
     """
     try:
-        return source.parse_as_read(data, relpath, time.time_ns() if mtime_ns is None else mtime_ns)
+        return parse_as_read(data, relpath, time.time_ns() if mtime_ns is None else mtime_ns)
     except FileParseError as exc:
         line = f" on line {exc.line}" if exc.line else ""
         raise InvalidInput(

@@ -1,20 +1,15 @@
-"""A write of many files (an import): its temp files made in a forked child while this process reads their
-contents back (`swap.prepare` with `fastpath.beside`, the trick `temp_child`), and `git add` staging them in
-its own process while this one builds the index (`GitStore.commit(meanwhile=...)`).
+"""A write of many files (an import): its temp files made with one mtime and read back (`swap.prepare`),
+and `git add` staging them in its own process while this one builds the index
+(`GitStore.commit(meanwhile=...)`).
 
-Real files, real forks, real git: the child's files are the same as this process would write, every file
-has the mtime the read-back assumed, a child that fails leaves the work to this process, and a refusal
-while the child writes leaves no temp file behind.
+Real files, real git: every file has the mtime the read-back assumed, and a refusal while the files are
+written leaves no temp file behind.
 """
 
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
-import threading
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -23,9 +18,6 @@ from memfile import swap
 from memfile.errors import GitError
 from memfile.files import TEMP_PREFIX
 from memfile.git.store import GitStore
-from memfile.index import fastpath
-
-linux_only = pytest.mark.skipif(sys.platform != "linux", reason="the child is forked on Linux only")
 
 
 def _changes(folder: Path, n: int = 40) -> list[tuple[str, Path, bytes | None]]:
@@ -39,78 +31,18 @@ def _temps(folder: Path) -> list[Path]:
     return sorted(p for p in folder.rglob("*") if p.name.startswith(TEMP_PREFIX))
 
 
-def _prepared(folder: Path, beside: swap.Beside | None, seen: list[int]) -> dict[str, Path]:
-    changes = _changes(folder)
-    return swap.prepare(changes, 1_700_000_000_123_456_789, lambda: seen.append(os.getpid()), beside)
-
-
-@linux_only
-@pytest.mark.skipif(bool(os.environ.get("MEMFILE_PLAIN")), reason="tests the trick itself: MEMFILE_PLAIN turns it off")
-def test_temp_files_made_by_the_child_are_those_this_process_makes(tmp_path: Path) -> None:
-    children: list[int] = []
-
-    def counted(job: Callable[[], None]) -> Callable[[], bool] | None:
-        wait = fastpath.beside(job)
-        children.append(wait is not None)
-        return wait
-
-    assert fastpath.may_fork(), [t.name for t in threading.enumerate()]  # a thread another test left behind
-    seen: list[int] = []
-    aside = _prepared(tmp_path / "aside", counted, seen)
-    here = _prepared(tmp_path / "here", None, seen)
-    assert children == [True] and seen == [os.getpid(), os.getpid()]  # `meanwhile` ran in this process
-    for (relpath, tmp), (same, other) in zip(sorted(aside.items()), sorted(here.items()), strict=True):
-        assert relpath == same and tmp.read_bytes() == other.read_bytes()
-        assert tmp.stat().st_mtime_ns == other.stat().st_mtime_ns == 1_700_000_000_123_456_789
-        assert tmp.name.startswith(TEMP_PREFIX + Path(relpath).name + ".")
-    assert len(aside) == 40 and len(_temps(tmp_path)) == 80
-
-
-@linux_only
-def test_a_child_that_fails_midway_leaves_the_files_to_this_process(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    parent, made = os.getpid(), swap.new_file
-
-    def failing_in_the_child(tmp: Path, data: bytes, durable: bool = True, mtime_ns: int | None = None) -> Path:
-        if os.getpid() != parent and len(_temps(tmp_path)) >= 5:
-            raise OSError(28, "No space left on device")
-        return made(tmp, data, durable, mtime_ns)
-
-    monkeypatch.setattr(swap, "new_file", failing_in_the_child)
-    ran: list[bool] = []
-
-    def forked(job: Callable[[], None]) -> Callable[[], bool] | None:
-        wait = fastpath.Aside.start(lambda: (job(), b"")[1])
-        ran.append(wait is not None)
-        return None if wait is None else (lambda: wait.result() is not None)
-
-    assert fastpath.may_fork(), [t.name for t in threading.enumerate()]  # a thread another test left behind
-    prepared = _prepared(tmp_path, forked, [])
-    assert ran == [True]
-    assert sorted(_temps(tmp_path)) == sorted(prepared.values())  # the child's five were made again, once
-    for relpath, path, data in _changes(tmp_path):
-        assert prepared[relpath].read_bytes() == data and prepared[relpath].parent == path.parent
-
-
-@pytest.mark.parametrize("aside", [True, False], ids=["child", "here"])
-def test_a_refusal_while_the_files_are_written_leaves_no_temp_file(tmp_path: Path, aside: bool) -> None:
+def test_a_refusal_while_the_files_are_written_leaves_no_temp_file(tmp_path: Path) -> None:
     def refuse() -> None:
         raise ValueError("record 7: refused")
 
     with pytest.raises(ValueError, match="record 7"):
-        swap.prepare(_changes(tmp_path), 1_700_000_000_000_000_000, refuse, fastpath.beside if aside else None)
+        swap.prepare(_changes(tmp_path), 1_700_000_000_000_000_000, refuse)
     assert _temps(tmp_path) == []
-
-
-def test_a_child_that_cannot_start_leaves_the_files_to_this_process(tmp_path: Path) -> None:
-    prepared = swap.prepare(_changes(tmp_path), 1_700_000_000_000_000_000, lambda: None, lambda job: None)
-    assert len(prepared) == 40 and all(tmp.exists() for tmp in prepared.values())
 
 
 def test_put_all_reads_back_each_new_file_with_the_mtime_it_keeps(tmp_path: Path) -> None:
     changes = _changes(tmp_path, 20)
-    before, read_back = swap.put_all(changes, {}, lambda data, relpath, mtime: (relpath, mtime), fastpath.beside)
+    before, read_back = swap.put_all(changes, {}, lambda data, relpath, mtime: (relpath, mtime))
     assert before == [None] * 20 and _temps(tmp_path) == []
     for relpath, path, data in changes:
         kept, mtime_ns, checked = read_back[relpath]

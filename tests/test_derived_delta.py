@@ -18,6 +18,7 @@ import sys
 import time
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
+from typing import Any
 
 import pytest
 from helpers import BROKEN, in_vault, ok, write
@@ -36,6 +37,32 @@ PRIORITIES = ("low", "normal", "high", "critical")
 RECALLABLE = ("recallable", False)  # recall's name for its set in `View.derived` (without superseded ones)
 
 cached = pytest.mark.skipif(plain("catalog_cache"), reason="the catalog cache is turned off (MEMFILE_PLAIN)")
+
+
+class Counted:
+    """Reads of every row of the catalog, and values `View.derived` made anew from every memory (not
+    kept, nor updated): spies on the real methods."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        from memfile.index import View
+        from memfile.index.catalog import Catalog
+
+        self.full_reads = self.remakes = 0
+        every_row, derived = Catalog.memories_at, View.derived
+
+        def memories_at(catalog: Catalog) -> object:
+            self.full_reads += 1
+            return every_row(catalog)
+
+        def counted_derived(view: View, name: object, now: datetime, make: Any, update: Any = None) -> object:
+            def remake(memories: list[Memory]) -> object:
+                self.remakes += 1
+                return make(memories)
+
+            return derived(view, name, now, remake, update)
+
+        monkeypatch.setattr(Catalog, "memories_at", memories_at)
+        monkeypatch.setattr(View, "derived", counted_derived)
 
 
 def text(rng: random.Random) -> str:
@@ -205,11 +232,11 @@ def test_another_process_writing_is_read_in_full(root: Path) -> None:
 
 
 @cached
-def test_a_store_of_this_process_reads_only_the_rows_it_wrote(root: Path) -> None:
+def test_a_store_of_this_process_reads_only_the_rows_it_wrote(root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     long = Vault.open(root, MIND)
     long.recall(0, query="apples")
     long.memories()
-    index = long._index
+    index = Counted(monkeypatch)
     reads, remakes = index.full_reads, index.remakes
     for n in range(3):
         long.store("fact", f"delta_{n}", "apples and tea", priority="critical")
@@ -233,24 +260,25 @@ def test_a_store_of_this_process_reads_only_the_rows_it_wrote(root: Path) -> Non
 
 
 @cached
-def test_a_kept_set_is_made_anew_once_a_memory_in_it_expires(root: Path) -> None:
+def test_a_kept_set_is_made_anew_once_a_memory_in_it_expires(root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     long = Vault.open(root, MIND)
     long.recall(0, query="apples")  # kept: nothing in it expires
-    remakes = long._index.remakes
+    counted = Counted(monkeypatch)
+    remakes = counted.remakes
     soon = utc_now().replace(microsecond=0) + timedelta(seconds=2)
     path = root / long.store("fact", "brief", "apples for a moment", priority="critical").memory.path
     edited(path, "expires_at", format_datetime(soon))
     assert "apples for a moment" in long.recall(0, query="apples").text  # updated: now until `soon`
     long.store("fact", "later", "apples later")  # updated, and still holds until `soon`
     assert "apples for a moment" in long.recall(0, query="apples").text
-    assert long._index.remakes == remakes
+    assert counted.remakes == remakes
     deadline = time.monotonic() + 30
     while utc_now() < soon and time.monotonic() < deadline:
         time.sleep(0.05)
     long.store("fact", "after", "apples after")
     answer = long.recall(0, query="apples")
     assert "apples for a moment" not in answer.text and "apples after" in answer.text
-    assert long._index.remakes == remakes + 1
+    assert counted.remakes == remakes + 1
     check_same(long, root)
 
 

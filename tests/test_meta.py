@@ -395,6 +395,77 @@ def test_whoosh_and_sqlite3_are_imported_only_in_the_index_package(path: Path) -
         )
 
 
+def _index_submodules_imported(path: Path, root: Path = REPO) -> set[str]:
+    """The submodules of memfile.index a module imports (`from .index.query import x`, `from .index import
+    query`, `import memfile.index.store`): outside the package, only `memfile.index` itself may be."""
+    index = root / "memfile" / "index"
+    internal, _ = _absolute_imports(path, root)
+    found = {name for name in internal if name.startswith("memfile.index.")}
+    package = ".".join(path.relative_to(root).with_suffix("").parts[:-1])
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = ".".join(package.split(".")[: len(package.split(".")) - node.level + 1])
+                module = f"{base}.{node.module}" if node.module else base
+            else:
+                module = node.module or ""
+            if module == "memfile.index":
+                found |= {f"{module}.{a.name}" for a in node.names if (index / f"{a.name}.py").exists()}
+    return found
+
+
+@pytest.mark.parametrize(
+    "path", [p for p in ALL_MODULES if "index" not in p.relative_to(PACKAGE).parts[:1]], ids=_module_name
+)
+def test_the_index_is_reached_only_through_its_package(path: Path) -> None:
+    """`memfile/index/__init__.py` (its `__all__`) is the index's one surface."""
+    reached = _index_submodules_imported(path)
+    assert not reached, f"{_module_name(path)} imports {reached}: import what it needs from memfile.index"
+
+
+#: Whoosh's modules whose classes memfile may not extend, nor take private names from: its codec, its
+#: writers and its matchers are internals (a whoosh3 release may change them); only documented use.
+WHOOSH_INTERNALS = ("whoosh.codec", "whoosh.writing", "whoosh.matching", "whoosh.multiproc", "whoosh.filedb")
+#: The documented names memfile may take from them (the merge policies of `writer.commit(mergetype=)`).
+WHOOSH_DOCUMENTED = {
+    "whoosh.writing": {"MERGE_SMALL", "OPTIMIZE", "NO_MERGE", "CLEAR"},
+    "whoosh.filedb.filestore": {"RamStorage"},
+}
+
+
+def _whoosh_internals_used(path: Path) -> list[str]:
+    """What a module takes from Whoosh's internals: a class extending one of their classes, a name
+    imported from them beyond the documented ones, a private name from any whoosh module."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    found, taken = [], {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module and node.module.split(".")[0] == "whoosh":
+            for alias in node.names:
+                internal = f"{node.module}.{alias.name}".startswith(WHOOSH_INTERNALS)
+                internal = internal or node.module.startswith(WHOOSH_INTERNALS)
+                if alias.name.startswith("_") or internal and alias.name not in WHOOSH_DOCUMENTED.get(node.module, ()):
+                    found.append(f"from {node.module} import {alias.name}")
+                if internal:
+                    taken[alias.asname or alias.name] = node.module
+        elif isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name.startswith(WHOOSH_INTERNALS):
+                    found.append(f"import {alias.name}")
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ClassDef):
+            for base in node.bases:
+                named = ast.unparse(base)
+                if named.split(".")[0] in taken or named.startswith(WHOOSH_INTERNALS):
+                    found.append(f"class {node.name}({named})")
+    return found
+
+
+@pytest.mark.parametrize("path", ALL_MODULES, ids=_module_name)
+def test_no_whoosh_internals_are_extended_or_reached(path: Path) -> None:
+    used = _whoosh_internals_used(path)
+    assert not used, f"{_module_name(path)} uses Whoosh's internals: {used} (only its documented API)"
+
+
 def test_the_layering_rules_can_fail(tmp_path: Path) -> None:
     """The rules above catch imports that break them (they state a design, not today's imports)."""
     probe = tmp_path / "memfile" / "index" / "probe.py"
@@ -416,6 +487,29 @@ def test_the_layering_rules_can_fail(tmp_path: Path) -> None:
     ]
     annotated = ast.parse("if TYPE_CHECKING:\n    from ..writer import Writer\n")
     assert (len(_runtime_nodes(annotated)), len(_runtime_nodes(annotated, annotations=True))) == (0, 1)
+    (tmp_path / "memfile" / "index" / "query.py").write_text("", encoding="utf-8")
+    (tmp_path / "memfile" / "index" / "store.py").write_text("", encoding="utf-8")
+    outside = tmp_path / "memfile" / "writer.py"
+    outside.write_text(
+        "from .index import Index, query\nfrom .index.store import Store\nimport memfile.index.store\n",
+        encoding="utf-8",
+    )
+    assert _index_submodules_imported(outside, tmp_path) == {"memfile.index.query", "memfile.index.store"}
+    codec = tmp_path / "memfile" / "index" / "codec.py"
+    codec.write_text(
+        "import whoosh.codec.whoosh3\nfrom whoosh.writing import SegmentWriter, MERGE_SMALL\n"
+        "from whoosh import matching\nfrom whoosh.analysis import _private\n"
+        "class Pool(SegmentWriter):\n    pass\nclass Leaf(whoosh.codec.whoosh3.W3Codec):\n    pass\n",
+        encoding="utf-8",
+    )
+    assert _whoosh_internals_used(codec) == [
+        "import whoosh.codec.whoosh3",
+        "from whoosh.writing import SegmentWriter",
+        "from whoosh import matching",
+        "from whoosh.analysis import _private",
+        "class Pool(SegmentWriter)",
+        "class Leaf(whoosh.codec.whoosh3.W3Codec)",
+    ]
 
 
 def test_modules_are_documented() -> None:

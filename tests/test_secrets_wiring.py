@@ -11,7 +11,7 @@ import random
 import string
 import subprocess
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -195,54 +195,9 @@ def _import_outcome(vault: Vault, file: Path, **options: object) -> tuple[str, l
     return "", report.notices
 
 
-@pytest.mark.parametrize("child", ["scans", "fails", "off"])
-def test_an_import_scanned_for_secrets_in_a_child_says_what_a_scan_here_says(
-    vault: Vault, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, child: str
-) -> None:
-    """The trick `scan_child` (the contents scanned in a forked child while the records are checked): the
-    same refusal, at the same record, and the same warnings as the plain path, when the child fails too."""
-    from memfile.index import fastpath
-    from memfile.transfer import importing
-
-    monkeypatch.setattr(importing, "SCAN_ASIDE_FROM", 0)  # these 40 records are scanned aside as 1,000 are
-    tokens = [stripe_key(), github_token()]
-    records = [{"category": "fact", "key": f"k{i}", "content": f"Plain fact number {i}.\r\n"} for i in range(40)]
-    records[6]["content"] = f"  Billing uses {tokens[0]}\r\nand nothing else.  "
-    records[29]["content"] = f"CI token {tokens[1]}"
-    file = tmp_path / "in.json"
-    file.write_text(json.dumps(records), encoding="utf-8")
-    monkeypatch.setenv("MEMFILE_PLAIN", "scan_child")
-    plain = [_import_outcome(vault, file), _import_outcome(vault, file, allow_secret=True)]
-    monkeypatch.delenv("MEMFILE_PLAIN")
-    asked: list[str] = []
-    real = fastpath.aside
-
-    def recorded(trick: str, compute: Callable[[], bytes]) -> Callable[[], bytes | None] | None:
-        asked.append(trick)
-        if child == "fails":
-            return lambda: None
-        return real(trick, compute)
-
-    monkeypatch.setattr(fastpath, "aside", recorded)
-    if child == "off":
-        monkeypatch.setenv("MEMFILE_PLAIN", "scan_child")
-    outcomes = [_import_outcome(vault, file), _import_outcome(vault, file, allow_secret=True)]
-    assert outcomes == plain and asked == ["scan_child"] * 2
-    assert "record 7" in plain[0][0] and not plain[0][1]
-    assert [n.split(",")[0] for n in plain[1][1]] == ["record 7", "record 30"]
-    assert all(middle(token) not in text for token in tokens for text in [plain[0][0], *plain[1][1]])
-
-
-@pytest.mark.parametrize("plain", ["", "scan_child"])
-def test_an_imports_first_error_is_its_first_bad_record_a_secret_or_another_fault(
-    vault: Vault, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, plain: str
-) -> None:
-    """The secret checks are made once the records are checked (while a child scans): the error named is
-    still the first record's that fails, whether it holds a secret or a bad field."""
-    from memfile.transfer import importing
-
-    monkeypatch.setenv("MEMFILE_PLAIN", plain)
-    monkeypatch.setattr(importing, "SCAN_ASIDE_FROM", 0)
+def test_an_imports_first_error_is_its_first_bad_record_a_secret_or_another_fault(vault: Vault, tmp_path: Path) -> None:
+    """The secret checks are made once the records are checked: the error named is still the first
+    record's that fails, whether it holds a secret or a bad field."""
     records = [{"category": "fact", "key": f"k{i}", "content": f"Plain fact number {i}."} for i in range(20)]
     secret, bad = dict(records[2], content=f"key {stripe_key()}"), dict(records[9], category="no-such-category")
     for at_secret, at_bad, expected in ((2, 9, SecretFound), (9, 2, InvalidInput)):

@@ -1207,15 +1207,10 @@ def test_a_secret_a_person_left_in_an_unknown_key_does_not_stop_importing_the_me
     assert token in (dst.mind_dir / "fact" / "office_hours.md").read_text(encoding="utf-8")
 
 
-@pytest.mark.parametrize("plain", ["", "scan_child"])
-def test_secrets_outside_the_content_are_found_alike_when_scanned_in_a_child(
-    plain: str, src: Vault, dst: Vault, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+def test_secrets_outside_the_content_are_found_in_unknown_keys_raw_texts_and_tags(
+    src: Vault, dst: Vault, tmp_path: Path
 ) -> None:
-    """The trick `scan_child` scans the unknown keys and raw texts too: the same refusal, at the same record."""
-    from memfile.transfer import importing
-
-    monkeypatch.setenv("MEMFILE_PLAIN", plain)
-    monkeypatch.setattr(importing, "SCAN_ASIDE_FROM", 0)
+    """The unknown keys, raw texts and tags are scanned too: the refusal names the record and the field."""
     token = github_token()
     memories = [{"category": "fact", "key": f"k{i}", "content": f"Plain fact {i}.", "n": i} for i in range(30)]
     memories[17]["extra"] = {"ci": [f"token {token}"]}

@@ -1,21 +1,19 @@
 """The index: the cache of a mind's files, for fast search and fast bulk reads.
 
-The only place memfile imports whoosh and sqlite3. The files are the truth;
-everything here can be deleted and is rebuilt from them. `Index` is what the
-Vault sees: every read is answered as fresh as the files (`refresh`: a
-stat-only diff, then only what changed is read again), and the index repairs
-itself: damaged stored bytes (`IndexDamaged`) are rebuilt from the files with
-a notice; an index that cannot be written (read-only media, a full disk) is
-replaced by one in a temporary folder, or by reading the files. A bug in
-memfile is never taken for damage: it goes on to the caller, and the index
-stays as it is.
+The only place memfile imports whoosh and sqlite3, and this module is the only
+one other modules import (`__all__`). The files are the truth; everything here
+can be deleted and is rebuilt from them. `Index` is what the Vault sees: every
+read is answered as fresh as the files (`refresh`: a stat-only diff, then only
+what changed is read again), and the index repairs itself: damaged stored
+bytes (`IndexDamaged`) are rebuilt from the files with a notice; an index that
+cannot be written (read-only media, a full disk) is replaced by one in memory,
+built from the files. A bug in memfile is never taken for damage: it goes on
+to the caller, and the index stays as it is.
 
 Modules: store.py (the Whoosh index and the catalog of one folder), catalog.py
 (the SQLite half), persisted.py (what is pickled into an index), query.py
-(typed text to a Whoosh query; BM25 parameters), score_cache.py (what a
-searcher keeps between queries), snippet.py (a hit's passages), damage.py
-(damage versus bugs), source.py (reading the files), fastpath.py and
-write_codec.py (speed tricks; `MEMFILE_PLAIN=1` turns them all off).
+(typed text to a Whoosh query; BM25 parameters), snippet.py (a hit's
+passages), damage.py (damage versus bugs), source.py (reading the files).
 """
 
 from __future__ import annotations
@@ -23,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Callable, Hashable, Mapping
 from datetime import datetime
 from pathlib import Path
-from typing import TypeVar, cast
+from typing import Any, TypeVar, cast
 
 from ..config import STATE_DIR, plain
 from ..errors import Conflict
@@ -32,8 +30,8 @@ from ..model import Memory, ParseIssue, SearchHit, utc_now
 from . import source
 from .catalog import Catalog
 from .damage import IndexDamaged, IndexUnwritable, stored_bytes
-from .fastpath import may_fork, split_walk, worth_forking
-from .source import is_folder_entry, stat_walk
+from .query import MAX_QUERY_CHARS, check_query
+from .source import Known, is_folder_entry, parse_as_read, stat_walk
 from .store import (
     BULK,
     CATALOG_NAME,
@@ -42,21 +40,35 @@ from .store import (
     RefreshReport,
     SearchOptions,
     Store,
-    search_memories,
 )
 
 __all__ = [
     "BULK",
     "CATALOG_NAME",
     "INDEX_NAME",
+    "MAX_QUERY_CHARS",
     "SCHEMA_VERSION",
+    "STOP_WORDS",
     "Index",
     "IndexDamaged",
     "IndexStatus",
+    "Known",
     "RefreshReport",
     "SearchOptions",
     "View",
+    "check_query",
+    "parse_as_read",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    """`STOP_WORDS`, loaded with Whoosh on first use (a read that never searches never loads it)."""
+    if name == "STOP_WORDS":
+        from .persisted import STOP_WORDS
+
+        return STOP_WORDS
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 T = TypeVar("T")
 
@@ -65,8 +77,8 @@ class Index:
     """The cache of one mind, always answering as fresh as the files, and repairing itself.
 
     `notify` is told what the caller should hear about (the index was damaged and
-    rebuilt; it cannot be written and the files are read instead). `issues` holds the
-    files the last read could not parse, with line and reason.
+    rebuilt; it cannot be written and an index in memory is used instead). `issues`
+    holds the files the last read could not parse, with line and reason.
     """
 
     def __init__(self, root: Path, mind: str, lock_timeout: float, notify: Callable[[str], None]) -> None:
@@ -77,20 +89,18 @@ class Index:
         self.lock_timeout = lock_timeout
         self.issues: list[ParseIssue] = []
         self._notify = notify
-        self._store: Store | None = Store(self.folder, lock_timeout)
+        self._store = Store(self.folder, lock_timeout)
         self._cached: tuple[float | None, list[Memory]] | None = None  # (catalog version, its memories)
         self._derived: dict[Hashable, tuple[float, datetime, datetime, object]] = {}  # (version, made, until, value)
-        self.full_reads = 0  # reads of every row of the catalog by `View._catalog_memories`
-        self.remakes = 0  # values `View.derived` made from every memory (not kept, nor updated)
 
     @property
-    def store(self) -> Store | None:
-        """The Whoosh index and catalog now in use (a temporary one, or None: the files are read)."""
+    def store(self) -> Store:
+        """The Whoosh index and catalog now in use (in memory when the vault's own cannot be written)."""
         return self._store
 
     @property
-    def catalog(self) -> Catalog | None:
-        return self._store.catalog if self._store is not None else None
+    def catalog(self) -> Catalog:
+        return self._store.catalog
 
     # --- freshness ---------------------------------------------------------------------
 
@@ -101,7 +111,7 @@ class Index:
         paths: list[str] | None = None,
         wait: bool = False,
         trust_watcher: bool = False,
-        known: Mapping[str, source.Known] | None = None,
+        known: Mapping[str, Known] | None = None,
     ) -> RefreshReport:
         """Bring the index in line with the files: a stat-only diff, then re-read only what changed.
 
@@ -117,33 +127,19 @@ class Index:
         Raises:
             LockTimeout: `wait` is true and another process kept the writer lock past the timeout.
         """
-        if trust_watcher and progress is None and paths is None and source.watcher_vouches(self.root, self.mind):
+        if trust_watcher and progress is None and paths is None and self.watcher_vouches():
             return RefreshReport()
-        if self._store is None:
-            return RefreshReport()
-        from .fastpath import build_apart
-
-        apart = (0, 0, 0)  # added, updated, removed by a fresh process
         if paths is not None and len(paths) >= BULK:  # an import: the whole mind's diff, so a bulk load may apply
             paths = None
         if paths is None:
-            disk = split_walk(self.mind_dir, self.root, fork=worth_forking(self._store))
+            disk = stat_walk(self.mind_dir, self.root)
         else:
             disk = {p: stat for p in paths if (stat := source.stat_now(self.root, p)) is not None}
         looks, rebuilt = 0, False  # fresh looks taken; whether the index was destroyed to be built anew
         while True:
             store = self._store
-            assert store is not None
             try:
                 with stored_bytes():
-                    if (
-                        not (looks or rebuilt)
-                        and paths is None
-                        and not may_fork()
-                        and not plain("bulk_child")
-                        and store.is_bulk(disk)
-                    ):
-                        apart = build_apart(self.root, self.mind, progress)  # the sync below then finds little to do
                     report = store.sync(
                         disk,
                         self.load if not known else lambda path: self.load(path, known.get(path)),
@@ -152,31 +148,25 @@ class Index:
                         wait=wait,
                         present=lambda path: source.stat_now(self.root, path) is not None,
                     )
-                report.added, report.updated, report.removed = (
-                    a + b for a, b in zip(apart, (report.added, report.updated, report.removed), strict=True)
-                )
                 self._tell_damage()
                 return report
-            except (IndexDamaged, IndexUnwritable) as exc:
-                unwritable = isinstance(exc, IndexUnwritable)
-                if not (unwritable or rebuilt) and _look_again(looks, exc):
+            except IndexUnwritable as exc:
+                if store.in_memory:
+                    raise
+                self._in_memory(f"cannot be written ({exc.why})")
+            except IndexDamaged as exc:
+                if not rebuilt and _look_again(looks, exc):
                     looks += 1
                     store.close()  # a fresh look first: another process may have changed it under us
                     continue
-                if isinstance(exc, IndexUnwritable) and not store.in_temporary_folder:
-                    self._without_index(exc)  # then this refresh again, in the temporary index
-                    looks, rebuilt, apart = 0, False, (0, 0, 0)
-                    if self._store is not None:
-                        continue
-                if rebuilt or unwritable:
-                    if self._store is not None:
-                        self._notify(f"the index in {self._store.folder} cannot be used ({exc}); reading the files")
-                        self._store.close()
-                    self._store = None
-                    return RefreshReport()
+                if store.in_memory:
+                    raise
+                if rebuilt:
+                    self._in_memory(f"cannot be used ({exc})")
+                    continue
                 self._notify(_damaged(exc))
                 store.destroy()
-                rebuilt, apart = True, (0, 0, 0)  # the rebuild counts every file again
+                rebuilt = True
 
     def rebuild(self, progress: Callable[[int, int], None] | None = None) -> RefreshReport:
         """Throw the index away and build it again from the files.
@@ -185,7 +175,7 @@ class Index:
             LockTimeout: another process kept the index's writer lock past the timeout.
             Conflict: the index cannot be written where it is (read-only media, no permission, a full disk).
         """
-        if self._store is not None and not self._store.in_temporary_folder:
+        if not self._store.in_memory:
             try:
                 with stored_bytes():
                     self._store.catalog.open()
@@ -195,72 +185,57 @@ class Index:
                     "reads answer from the files meanwhile: make the vault writable (or free space), then reindex"
                 ) from None
             self._store.destroy()
+        self._cached = None
         return self.refresh(progress, wait=True)
 
     def wait_for_writer(self) -> None:
         """Wait (up to the lock timeout) until no other process writes the index; an index that cannot be
-        written (a full disk) is left for a temporary one (`_without_index`): the write goes on, and meets
+        written (a full disk) is left for one in memory (`_in_memory`): the write goes on, and meets
         the full disk itself when it writes a file.
 
         Raises:
             LockTimeout: another process held the index's writer lock past the timeout.
         """
-        if self._store is None:
-            return
         try:
             with stored_bytes():
                 self._store.wait_for_writer()
         except IndexUnwritable as exc:
-            self._without_index(exc)
+            self._in_memory(f"cannot be written ({exc.why})")
 
     def _tell_damage(self) -> None:
         """A notice when opening the index found it damaged and made it anew (once per finding)."""
-        if self._store is not None and self._store.damage is not None:
+        if self._store.damage is not None:
             self._notify(f"the index was damaged ({self._store.damage}) and is rebuilt from the files")
             self._store.damage = None
 
     def _usable(self) -> None:
-        """Make sure the index can be opened and written, else read through a temporary one
-        (`_without_index`): a vault on read-only media, a `.memfile` that is not a folder, a full disk."""
-        if self._store is None or self._store.in_temporary_folder:
+        """Make sure the index can be opened and written, else use one in memory (`_in_memory`): a vault
+        on read-only media, a `.memfile` that is not a folder, a full disk."""
+        if self._store.in_memory:
             return
         try:
             with stored_bytes():
                 self._store.catalog.open()
         except IndexUnwritable as exc:
-            self._without_index(exc)
+            self._in_memory(f"cannot be written ({exc.why})")
 
-    def _without_index(self, exc: IndexUnwritable) -> None:
-        """Leave the vault's index, which cannot be written (`exc` says why), for one made in a temporary
-        folder (built from the files, deleted with it); none when that cannot be made either (then reads
-        parse every file, and search searches them in memory)."""
-        assert self._store is not None
-        folder = self._store.folder
+    def _in_memory(self, why: str) -> None:
+        """Leave the vault's index (`why` it cannot be used) for one in memory, built from the files."""
         self._store.close()
-        self._notify(
-            f"the index in {folder} cannot be written ({exc.why}); reading the files (through a temporary index)"
-        )
-        try:
-            self._store = Store.temporary(self.lock_timeout)
-        except OSError:
-            self._store = None
+        self._notify(f"the index in {self._store.folder} {why}; reading the files (through an index in memory)")
+        self._store = Store(self.folder, self.lock_timeout, in_memory=True)
+        self._cached = None
+        self._derived.clear()
 
     # --- reads ------------------------------------------------------------------------
 
     def read(self, work: Callable[[View], T]) -> T:
-        """`work` on a view of the index as fresh as the files; the stat walk of the refresh runs beside
-        the work when that can be (`fastpath.beside_walk`), else before it."""
-        from .fastpath import beside_walk
-
+        """`work` on a view of the index as fresh as the files."""
         self._usable()
         try:
-            answer = beside_walk(self, work)
-            if answer is not None:
-                return answer[0]
             return work(View(self, self.refresh(trust_watcher=True)))
         except IndexDamaged as exc:  # what the work read was damaged: once more, on an index made anew
             self._notify(_damaged(exc))
-            self._cached = None
             return work(View(self, self.rebuild()))
 
     def memories(self) -> list[Memory]:
@@ -276,34 +251,30 @@ class Index:
         turns it into `ref` (the next read, or doctor, then names the two files).
         """
         self._usable()
-        store = self._store
-        if store is None or source.watcher_vouches(self.root, self.mind):
+        if self.watcher_vouches():
             report = self.refresh(trust_watcher=True)
         else:
             listed = stat_walk(self.mind_dir, self.root, stat=False)
             with stored_bytes():
-                known = {m.path for m in store.catalog.memories_named(ref)} | {place}
-                paths = sorted(known | (listed.keys() ^ store.catalog.recorded().keys()))
+                catalog = self._store.catalog
+                known = {m.path for m in catalog.memories_named(ref)} | {place}
+                paths = sorted(known | (listed.keys() ^ catalog.recorded().keys()))
             report = self.refresh(paths=paths)
-        if self._store is None:
-            memories, self.issues = source.parse_all(self.root, self.mind_dir)
-            return [m for m in memories if m.ref == ref]
         pending = report.pending
         with stored_bytes():
             found = [m for m in self._store.catalog.memories_named(ref) if m.path not in pending]
         return found + [m for m in pending.values() if m is not None and m.ref == ref]
 
     def warm(self, seconds: float, stop: Callable[[], bool] | None = None) -> bool:
-        """Spend about `seconds` working out scores for the searches to come; True while there is more.
-        A damaged index is left to the next search to rebuild."""
-        if self._store is None:
-            return False
+        """Open a searcher of the index as it is now, for the searches to come (`Store.warm`, well within
+        `seconds`; `stop` is not needed); False: nothing more to do. A damaged index is left to the next
+        search to rebuild."""
         try:
             with stored_bytes():
-                return self._store.warm(seconds, stop)
+                self._store.warm()
         except (IndexDamaged, IndexUnwritable):
             self._store.close()
-            return False
+        return False
 
     def watcher_vouches(self) -> bool:
         """Whether a live watcher of this mind vouches that the index is in line with the files."""
@@ -311,10 +282,9 @@ class Index:
 
     def close(self) -> None:
         """Release the index's files (it opens them again when used)."""
-        if self._store is not None:
-            self._store.close()
+        self._store.close()
 
-    def load(self, relpath: str, known: source.Known | None = None) -> tuple[Stat, Memory]:
+    def load(self, relpath: str, known: Known | None = None) -> tuple[Stat, Memory]:
         """One file's stat and memory (`source.load`).
 
         Raises:
@@ -323,8 +293,8 @@ class Index:
         return source.load(self.root, self.mind_dir, relpath, known)
 
     def last_update(self) -> float | None:
-        """When the index last changed (a timestamp), None when never or no index is in use."""
-        return self._store.catalog.last_update() if self._store is not None else None
+        """When the index last changed (a timestamp), None when never."""
+        return self._store.catalog.last_update()
 
     def size(self) -> int:
         """The bytes the mind's index takes on disk."""
@@ -337,16 +307,11 @@ class Index:
         self._usable()
         disk = stat_walk(self.mind_dir, self.root)
         store = self._store
-        if store is not None:
-            with stored_bytes():
-                recorded = store.catalog.recorded()
-                stale = store.stale_paths(disk, self.load)
-                issues = {i.path: i for i in store.catalog.issues()}
-                conflicts = sorted(m.ref for m in store.catalog.memories() if m.conflict is not None)
-        else:
-            recorded, stale, conflicts = {}, sorted(disk), []
-            self.issues = source.parse_all(self.root, self.mind_dir)[1]
-            issues = {i.path: i for i in self.issues}
+        with stored_bytes():
+            recorded = store.catalog.recorded()
+            stale = store.stale_paths(disk, self.load)
+            issues = {i.path: i for i in store.catalog.issues()}
+            conflicts = sorted(m.ref for m in store.catalog.memories() if m.conflict is not None)
         for path in disk:  # a folder that cannot be listed is named even before a read indexed it
             if is_folder_entry(path) and path not in issues:
                 issues[path] = ParseIssue(
@@ -388,10 +353,6 @@ class View:
 
     def memories(self) -> list[Memory]:
         """Every memory of the mind (`index.issues`: the files that cannot be parsed)."""
-        index = self.index
-        if index._store is None:
-            memories, index.issues = source.parse_all(index.root, index.mind_dir)
-            return memories
         pending = self.report.pending
         found = [m for m in self._catalog_memories() if m.path not in pending]
         found += [m for m in pending.values() if m is not None]
@@ -401,7 +362,6 @@ class View:
     def take_issues(self) -> None:
         """`index.issues`: the files the catalog could not parse, with what this read found."""
         index, pending = self.index, self.report.pending
-        assert index._store is not None
         with stored_bytes():
             issues = {i.path: i for i in index._store.catalog.issues() if i.path not in pending}
         issues.update((i.path, i) for i in self.report.skipped)
@@ -412,12 +372,10 @@ class View:
         (a long-lived Vault, such as the MCP server's, then skips reading 10,000 rows per call); after
         writes of this process only, only the rows they wrote are read (`Catalog.changes`)."""
         index = self.index
-        assert index._store is not None
         catalog, cached = index._store.catalog, index._cached
         with stored_bytes():
             found = catalog.changes(cached[0]) if cached is not None and not plain("catalog_cache") else None
             if cached is None or found is None:
-                index.full_reads += 1
                 cached = index._cached = catalog.memories_at()
             elif found[0] != cached[0]:
                 version, changed, gone = found
@@ -448,7 +406,7 @@ class View:
             if kept[0] == version:
                 self.take_issues()  # as `memories()` would: the files that cannot be parsed, for this read
                 return cast(T, kept[3])
-            if update is not None and index._store is not None:
+            if update is not None:
                 with stored_bytes():
                     found = index._store.catalog.changes(kept[0])
                 if found is not None:
@@ -456,7 +414,6 @@ class View:
                     index._derived[name] = (found[0], now, until, value)
                     self.take_issues()
                     return value
-        index.remakes += 1
         value, until = make(self.memories())
         if version is not None:
             index._derived[name] = (version, now, until, value)
@@ -467,65 +424,47 @@ class View:
     ) -> tuple[list[SearchHit], int]:
         """BM25F search (hits, and with `count` how many match in all). A failure gets fresh looks
         (another process merged segments under this reader, and Whoosh opens a segment's columns
-        lazily), then a rebuild; where no index can be made, the files are searched in memory.
+        lazily), then a rebuild.
 
         Raises:
             InvalidInput: the query cannot be parsed.
         """
         index = self.index
         now = now or utc_now()
-        if index._store is not None:
-            with stored_bytes():
-                made_anew = index._store.check()  # opened here: the walk has started by now
-            if made_anew:
-                index._tell_damage()
-                self.report = index.refresh(trust_watcher=True)  # the new index knows no file yet
-        store = index._store
-        if store is None:  # not even a temporary index could be made: the files, searched in memory
-            memories, index.issues = source.parse_all(index.root, index.mind_dir)
-            hits = search_memories(memories, text, options, now)
-            return hits, len(hits)
         with stored_bytes():
-            index.issues = store.catalog.issues()
+            made_anew = index._store.check()  # opened here: the walk has started by now
+        if made_anew:
+            index._tell_damage()
+            self.report = index.refresh(trust_watcher=True)  # the new index knows no file yet
+        with stored_bytes():
+            index.issues = index._store.catalog.issues()
         looks = 0
         while True:
             try:
                 with stored_bytes():
-                    return store.search_counted(text, options, now, self.report.pending, count)
+                    return index._store.search_counted(text, options, now, self.report.pending, count)
             except IndexDamaged as exc:
-                store.close()
-                if _look_again(looks, exc):
-                    looks += 1
-                    continue
-                index._notify(_damaged(exc))
-                self.report = index.rebuild()
-                if index._store is None:
-                    memories, index.issues = source.parse_all(index.root, index.mind_dir)
-                    hits = search_memories(memories, text, options, now)
-                    return hits, len(hits)
-                store = index._store
-                with stored_bytes():
-                    return store.search_counted(text, options, now, self.report.pending, count)
+                index._store.close()
+                if not _look_again(looks, exc):
+                    damage = exc
+                    break
+                looks += 1
+        index._notify(_damaged(damage))
+        self.report = index.rebuild()
+        with stored_bytes():
+            return index._store.search_counted(text, options, now, self.report.pending, count)
 
     def snippets(self, text: str, memories: list[Memory]) -> list[str]:
         """The snippet each memory has as a hit of `search(text, ...)`: for the hits a caller keeps of
-        a search run with `snippets=False` (a hybrid search fuses 50 and shows 10). Where the index
-        cannot be used, the snippets of a search of these memories alone (the same marks: a memory's
-        marked words are the query's words it holds).
+        a search run with `snippets=False` (a hybrid search fuses 50 and shows 10).
 
         Raises:
             InvalidInput: the query cannot be parsed.
         """
-        store = self.index._store
-        if store is not None and memories:
-            try:
-                with stored_bytes():
-                    return store.snippets(text, memories)
-            except IndexDamaged:
-                store.close()  # the next read looks again (and rebuilds if it must)
-        everything = SearchOptions(include_expired=True, include_superseded=True, limit=max(1, len(memories)))
-        found = {hit.memory.path: hit.snippet for hit in search_memories(memories, text, everything, utc_now())}
-        return [found.get(memory.path, "") for memory in memories]
+        if not memories:
+            return []
+        with stored_bytes():
+            return self.index._store.snippets(text, memories)
 
 
 def _damaged(exc: IndexDamaged | IndexUnwritable) -> str:

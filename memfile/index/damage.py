@@ -15,7 +15,7 @@ decode stored bytes become `IndexDamaged`:
 
 An error of the file system or of SQLite meaning the index may not be
 written there (read-only media, no permission, a full disk) is
-`IndexUnwritable`: the index then lives in a temporary folder.
+`IndexUnwritable`: the index then lives in memory.
 """
 
 from __future__ import annotations

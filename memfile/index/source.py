@@ -12,7 +12,6 @@ from __future__ import annotations
 import errno
 import os
 from collections.abc import Iterator
-from contextlib import contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -21,7 +20,7 @@ from .. import fileformat
 from ..config import STATE_DIR, plain
 from ..errors import FileParseError
 from ..files import Stat, lock_holder, read_file, stat_of
-from ..model import Memory, ParseIssue
+from ..model import Memory
 from ..paths import is_ignored_name, is_inside, is_utf8_name
 
 #: The size in the stat of a folder that cannot be listed (the walk's entry `<folder>/`; its inode is the errno).
@@ -75,17 +74,6 @@ def load(root: Path, mind_dir: Path, relpath: str, known: Known | None = None) -
     return before, parse_as_read(data, relpath, before[1])
 
 
-def parse_all(root: Path, mind_dir: Path) -> tuple[list[Memory], list[ParseIssue]]:
-    """Every memory, parsed from the files (when no index can be used), and the files that cannot be."""
-    found, issues = [], []
-    for relpath in sorted(stat_walk(mind_dir, root)):
-        try:
-            found.append(load(root, mind_dir, relpath)[1])
-        except FileParseError as exc:
-            issues.append(ParseIssue(exc.path, exc.line, exc.reason))
-    return found, issues
-
-
 def stat_now(root: Path, relpath: str) -> Stat | None:
     """The stat of a walk's path now, as the walk gives it (None: gone); for a folder the walk could not
     list (`<folder>/`), its `unlistable` stat while it still cannot be listed."""
@@ -115,7 +103,7 @@ def watcher_vouches(root: Path, mind: str) -> bool:
     return (state / f"watch-{mind}.clean").exists() and lock_holder(state / f"watch-{mind}.lock") is not None
 
 
-def stat_walk(mind_dir: Path, root: Path, stat: bool = True, part: int | None = None) -> dict[str, Any]:
+def stat_walk(mind_dir: Path, root: Path, stat: bool = True) -> dict[str, Any]:
     """Vault-relative path -> `Stat` of every memory file under a mind folder.
 
     Dot-folders, editor temp files and symlinked folders are skipped (a symlinked
@@ -124,7 +112,6 @@ def stat_walk(mind_dir: Path, root: Path, stat: bool = True, part: int | None = 
     trailing `/` and the stat `unlistable(errno)`: unreadable, like a file that cannot be read,
     never taken for empty. One that went away meanwhile is skipped.
     With `stat=False` only the names are listed (the values are None): a tenth of the time.
-    With `part` (0 or 1), only the files of that half (`fastpath.half_of`), in the order of a whole walk.
     """
     found: dict[str, Any] = {}
     prefix = len(str(root)) + 1
@@ -133,13 +120,12 @@ def stat_walk(mind_dir: Path, root: Path, stat: bool = True, part: int | None = 
         folder = pending.pop()
         relative = folder[prefix:].replace(os.sep, "/") + "/"
         try:
-            with _opened_folder(folder) as listed, os.scandir(listed) as entries:
-                _list_folder(entries, folder, relative, stat, found, pending, part)
+            with os.scandir(folder) as entries:
+                _list_folder(entries, folder, relative, stat, found, pending)
         except OSError as exc:
             if exc.errno in _GONE:  # the folder went away before or while it was read
                 continue
-            if part is None or _half_of(relative) == part:
-                found[relative] = unlistable(exc.errno or 0) if stat else None
+            found[relative] = unlistable(exc.errno or 0) if stat else None
     return found
 
 
@@ -166,26 +152,6 @@ def folder_stat(path: Path) -> Stat | None:
         return None if exc.errno in _GONE else unlistable(exc.errno or 0)
 
 
-@contextmanager
-def _opened_folder(folder: str) -> Iterator[int | str]:
-    """What `os.scandir` lists `folder` from: a descriptor of it where the system allows, so that each
-    entry's stat looks up its name in the folder (`fstatat`) instead of its whole path (a sixth faster)."""
-    if os.scandir not in os.supports_fd or plain("scandir_fd"):
-        yield folder
-        return
-    descriptor = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
-    try:
-        yield descriptor
-    finally:
-        os.close(descriptor)
-
-
-def _half_of(path: str) -> int:
-    from .fastpath import half_of
-
-    return half_of(path)
-
-
 def _list_folder(
     entries: Iterator[os.DirEntry[Any]],
     folder: str,
@@ -193,7 +159,6 @@ def _list_folder(
     stat: bool,
     found: dict[str, Any],
     pending: list[str],
-    part: int | None,
 ) -> None:
     """`stat_walk`'s hot loop, over one folder: every read without a watcher runs it; cheapest test first."""
     for entry in entries:
@@ -202,10 +167,7 @@ def _list_folder(
             continue
         try:  # an entry removed meanwhile is skipped; the rest of its folder is still listed
             if name[-3:] == ".md" and not entry.is_dir(follow_symlinks=False):
-                # `fastpath.half_of(name) != part`, inlined: this loop runs once per file of the mind
-                if (part is not None and (ord(name[-4]) + len(name)) & 1 != part) or (
-                    not name.isascii() and not is_utf8_name(name)
-                ):
+                if not name.isascii() and not is_utf8_name(name):
                     continue
                 info = entry.stat() if stat else None
                 found[relative + name] = (

@@ -19,30 +19,28 @@ index writers; searches never take it.
 
 from __future__ import annotations
 
-import errno
-import gc
 import json
 import marshal
 import os
-import sqlite3
+import threading
 import time
-from collections.abc import Callable, Iterable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import datetime, timedelta
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 from ..config import plain
 from ..errors import FileParseError, LockTimeout
-from ..model import Memory, ParseIssue, SearchHit, memory_to_row
+from ..files import may_fork
+from ..model import Memory, ParseIssue, SearchHit, memory_from_row, memory_to_row
 from ..text import head, normalize
 from .catalog import Catalog, Row, Stat, diff, is_unsure, issue_row, memory_row, settled
 from .damage import IndexDamaged, decoding, is_damage
-from .query import weighting
-from .score_cache import ScoreCache, hidden_docs, stored_memory
+from .query import parse_query, weighting
 
-SCHEMA_VERSION = 16  # 16: a content indexed up to INDEXED_CHARS; 15: the catalog keeps no recall entries; 14: the pickled classes moved to memfile.index.persisted
+SCHEMA_VERSION = 17  # 17: Whoosh's own field formats; 16: a content indexed up to INDEXED_CHARS; 15: the catalog keeps no recall entries
 INDEX_NAME = f"memories_v{SCHEMA_VERSION}"
 CATALOG_NAME = f"catalog_v{SCHEMA_VERSION}.sqlite"
 #: From this many files to (re)read, a sync is a bulk load: both cores, no garbage collection pauses.
@@ -80,7 +78,7 @@ def indexed_content(content: str) -> str:
 def _document(memory: Memory, row: bytes) -> dict[str, Any]:
     """The Whoosh document of a memory (`row`: its marshalled catalog row); `text` starts with the content.
 
-    A memory that never expires has no `expires` (the expiry queries, score_cache.hidden_docs, only ever
+    A memory that never expires has no `expires` (the expiry queries, `hidden_docs`, only ever
     look for dates): Whoosh indexes a number as 16 terms, a fifth of a memory's postings.
     """
     key = " ".join([memory.key.replace("_", " ")] * KEY_WEIGHT)
@@ -100,6 +98,9 @@ def _document(memory: Memory, row: bytes) -> dict[str, Any]:
         document["expires"] = memory.expires_at.timestamp()
     return document
 
+
+#: memfile's lock around a write of the index and its catalog (Whoosh's writer takes its own inside it).
+SYNC_LOCK = "sync.lock"
 
 #: Looks at the index's files before a table of contents that vanished is called damage (another
 #: process's commit replaces it: each look lists the files again).
@@ -137,47 +138,32 @@ class SearchOptions:
 
 
 class Store:
-    """The Whoosh index and the catalog of one mind, in `folder` (`.memfile/index/<mind>/`).
+    """The Whoosh index and the catalog of one mind, in `folder` (`.memfile/index/<mind>/`), or in memory
+    (`in_memory`: for a vault whose own index cannot be written).
 
     Its errors are raw: the `Index` (memfile.index) around it tells damage from bugs and recovers.
     """
 
-    def __init__(self, folder: Path, lock_timeout: float) -> None:
+    def __init__(self, folder: Path, lock_timeout: float, in_memory: bool = False) -> None:
         self.folder = folder
         self.lock_timeout = lock_timeout
+        self.in_memory = in_memory
         self._ix: Any = None
-        self.catalog = Catalog(folder / CATALOG_NAME)
+        self.catalog = Catalog(None if in_memory else folder / CATALOG_NAME)
         self._searcher: Any = None
-        self._warm: ScoreCache | None = None
+        self._hidden: dict[tuple[bool, bool], tuple[datetime, datetime, set[int]]] = {}  # for `_searcher`
+        self._queries: dict[str, Any] = {}  # typed text -> parsed query
+        self._lock = threading.Lock()  # the searcher and what is kept for it, for a threaded caller
         self.damage: str | None = None  # what opening last found damaged (and made anew); the Vault tells it
-        self.in_temporary_folder = False  # made by `temporary`, for one Vault
-
-    @classmethod
-    def temporary(cls, lock_timeout: float) -> Store:
-        """An index in a new temporary folder, deleted when the index is (or at exit): for a vault whose
-        own index cannot be written (read-only media, a full disk). It is built from the files on first use.
-
-        Raises:
-            OSError: not even a temporary folder could be made and written.
-        """
-        import shutil
-        import tempfile
-        import weakref
-
-        folder = Path(tempfile.mkdtemp(prefix="memfile-index-"))
-        index = cls(folder, lock_timeout)
-        index.in_temporary_folder = True
-        weakref.finalize(index, shutil.rmtree, folder, True)
-        try:
-            index.catalog.open()
-        except sqlite3.Error as exc:
-            index.close()
-            raise OSError(errno.EIO, f"a temporary index cannot be made in {folder}: {exc}") from None
-        return index
 
     # --- opening, rebuilding ----------------------------------------------
 
     def _open(self) -> Any:
+        if self._ix is None and self.in_memory:
+            from whoosh.filedb.filestore import RamStorage
+
+            self._ix = RamStorage().create_index(schema(), indexname=INDEX_NAME)
+            self.catalog.forget_files()
         if self._ix is None:
             from whoosh import index
 
@@ -234,10 +220,12 @@ class Store:
         """
         from whoosh.util.filelock import try_for
 
-        lock = self._open().lock("WRITELOCK")  # what `ix.writer()` takes, without making a writer (~5 ms)
-        if not try_for(lock.acquire, timeout=self.lock_timeout, delay=0.1):  # as Whoosh's writer waits
-            raise LockTimeout(str(self.folder / f"{INDEX_NAME}_WRITELOCK"), self.lock_timeout)
-        lock.release()
+        storage = self._open().storage
+        for name in (SYNC_LOCK, f"{INDEX_NAME}_WRITELOCK"):  # memfile's, then what `ix.writer()` takes
+            lock = storage.lock(name)
+            if not try_for(partial(lock.acquire, False), timeout=self.lock_timeout, delay=0.1):
+                raise LockTimeout(str(self.folder / name), self.lock_timeout)
+            lock.release()
 
     def check(self) -> bool:
         """Open the full-text index, rebuilding it when damaged; True when it had to be made anew."""
@@ -262,10 +250,12 @@ class Store:
         shutil.rmtree(self.folder, ignore_errors=True)
 
     def close(self) -> None:
-        if self._searcher is not None:
-            self._searcher.close()
-        self.catalog.close()
-        self._ix = self._searcher = self._warm = None
+        with self._lock:
+            if self._searcher is not None:
+                self._searcher.close()
+            self._ix = self._searcher = None
+        if not self.in_memory:  # the memory catalog is the only copy
+            self.catalog.close()
 
     # --- bringing the index in line -----------------------------------------
 
@@ -290,6 +280,7 @@ class Store:
                 what was read, for the caller to overlay (with BULK files or more to
                 read, it first waits up to the timeout: the other process is likely
                 building the index and done sooner than a second reading of it all).
+            present: whether a path is on disk now (a file missing from `disk` may have come since).
 
         Raises:
             LockTimeout: `wait` is true and another writer held the lock past the timeout.
@@ -298,94 +289,107 @@ class Store:
         todo = self._stale(disk, paths, load)
         if not todo:
             return report
+        from whoosh.index import LockError
         from whoosh.util.filelock import try_for
 
         from ..files import forks_die_with_this_process
-        from .write_codec import open_writer
 
         ix = self._open()
-        # The lock Whoosh's writer takes, taken here (as it waits): a writer whose opening fails once it
-        # holds the lock (its folder removed meanwhile, `rm -rf .memfile`) would keep it until the garbage
-        # collector found the writer, and every later write of this process would wait for it in vain.
-        lock = ix.lock("WRITELOCK")
-        # Another process building the whole index is done sooner than this one reading every file again.
-        patient = wait or todo >= BULK
-        if not try_for(lock.acquire, timeout=self.lock_timeout if patient else 0.0, delay=0.1):
-            if wait:
-                raise LockTimeout(str(self.folder / f"{INDEX_NAME}_WRITELOCK"), self.lock_timeout)
-            return self._read_pending(disk, load, paths, report)
-        # The writer lock is kept until the catalog is written too: another writer reading the recorded
+        # memfile's own lock, kept until the catalog is written too: another writer reading the recorded
         # state in between would write it back without this batch (deleted files would stay for good).
+        lock = ix.storage.lock(SYNC_LOCK)
+        # Another process building the whole index is done sooner than this one reading every file again.
+        timeout = self.lock_timeout if wait or todo >= BULK else 0.0
+        if not try_for(partial(lock.acquire, False), timeout=timeout, delay=0.1):
+            return self._busy(SYNC_LOCK, wait, disk, load, paths, report)
         try:
+            # The table of contents read before Whoosh's writer takes its lock: a writer whose opening
+            # fails once it holds the lock (the index removed meanwhile, `rm -rf .memfile`) would keep it as
+            # long as its error lives, and every later write of this process would wait for it in vain.
+            empty = ix.is_empty()
             with forks_die_with_this_process():  # Whoosh's subwriters (procs), each with this process's locks
-                writer = open_writer(ix, lock=False, **_bulk_options(todo))
-                return self._write_batch(ix, writer, disk, load, paths, progress, todo, report, present)
+                try:
+                    writer = ix.writer(timeout=timeout, delay=0.1, **_writer_options(todo, self.in_memory))
+                except LockError:
+                    return self._busy(f"{INDEX_NAME}_WRITELOCK", wait, disk, load, paths, report)
+                return self._write_batch(ix, writer, empty, disk, load, paths, progress, report, present)
         finally:
             lock.release()
+
+    def _busy(
+        self,
+        lock: str,
+        wait: bool,
+        disk: dict[str, Stat],
+        load: Callable[[str], tuple[Stat, Memory]],
+        paths: Iterable[str] | None,
+        report: RefreshReport,
+    ) -> RefreshReport:
+        """Another process held `lock` past the timeout: LockTimeout when `wait`, else what changed, read
+        but not written (the report's `pending`).
+
+        Raises:
+            LockTimeout: `wait` is true.
+        """
+        if wait:
+            raise LockTimeout(str(self.folder / lock), self.lock_timeout)
+        return self._read_pending(disk, load, paths, report)
 
     def _write_batch(
         self,
         ix: Any,
         writer: Any,
+        empty: bool,
         disk: dict[str, Stat],
         load: Callable[[str], tuple[Stat, Memory]],
         paths: Iterable[str] | None,
         progress: Callable[[int, int], None] | None,
-        todo: int,
         report: RefreshReport,
         present: Callable[[str], bool] | None = None,
     ) -> RefreshReport:
         """`sync`'s part under the writer lock: re-read, commit the full-text index, then the catalog."""
-        with _collector_paused(todo >= BULK):
-            try:
-                read_at = time.time_ns()  # before any file is read: see catalog.settled
-                recorded = self.catalog.recorded()  # again, under the lock
-                changed, removed = diff(recorded, disk, paths)
-                if present is not None:
-                    # `disk` was listed before the lock: a file another writer created and indexed since
-                    # is missing from it, but not gone. Read it again rather than drop it.
-                    back = [path for path in removed if present(path)]
-                    removed = [path for path in removed if path not in back]
-                    changed = sorted(set(changed) | set(back))
-                    disk = disk | {path: recorded[path] for path in back}
-                known = {path for path in changed if path in recorded}
-                rows: list[Row] = []
-                add = writer.add_document if ix.is_empty() else writer.update_document  # nothing to replace
-                for done, path in enumerate(changed, 1):
-                    try:
-                        stat, memory = load(path)
-                        row = marshal.dumps(memory_to_row(memory))
-                        add(**_document(memory, row))
-                        recorded[path] = settled(stat, read_at)
-                        rows.append(memory_row(path, row, memory.ref))
-                    except FileParseError as exc:
-                        writer.delete_by_term("path", path)
-                        recorded[path] = settled(disk[path], read_at)
-                        report.skipped.append(ParseIssue(path, exc.line, exc.reason))
-                        rows.append(issue_row(path, exc.line, exc.reason))
-                    if progress:
-                        progress(done, len(changed))
-                for path in removed:
+        try:
+            read_at = time.time_ns()  # before any file is read: see catalog.settled
+            recorded = self.catalog.recorded()  # again, under the lock
+            changed, removed = diff(recorded, disk, paths)
+            if present is not None:
+                # `disk` was listed before the lock: a file another writer created and indexed since
+                # is missing from it, but not gone. Read it again rather than drop it.
+                back = [path for path in removed if present(path)]
+                removed = [path for path in removed if path not in back]
+                changed = sorted(set(changed) | set(back))
+                disk = disk | {path: recorded[path] for path in back}
+            known = {path for path in changed if path in recorded}
+            rows: list[Row] = []
+            add = writer.add_document if empty else writer.update_document  # nothing to replace
+            for done, path in enumerate(changed, 1):
+                try:
+                    stat, memory = load(path)
+                    row = marshal.dumps(memory_to_row(memory))
+                    add(**_document(memory, row))
+                    recorded[path] = settled(stat, read_at)
+                    rows.append(memory_row(path, row, memory.ref))
+                except FileParseError as exc:
                     writer.delete_by_term("path", path)
-                    recorded.pop(path, None)
-                writer.commit(mergetype=_merge_policy)
-                if self._searcher is not None:  # it reads the generation before this commit
-                    self._searcher.close()
-                    self._searcher = None
-            except BaseException:
-                if not writer.is_closed:  # a failed commit closed it already: cancel would hide the reason
-                    writer.cancel()
-                raise
+                    recorded[path] = settled(disk[path], read_at)
+                    report.skipped.append(ParseIssue(path, exc.line, exc.reason))
+                    rows.append(issue_row(path, exc.line, exc.reason))
+                if progress:
+                    progress(done, len(changed))
+            for path in removed:
+                writer.delete_by_term("path", path)
+                recorded.pop(path, None)
+            writer.commit(mergetype=_merge_policy)
+        except BaseException:
+            if not writer.is_closed:  # a failed commit closed it already: cancel would hide the reason
+                writer.cancel()
+            raise
         read = [row[0] for row in rows if row[3] is not None]
         report.added = sum(1 for path in read if path not in known)
         report.updated = len(read) - report.added
         report.removed = len(removed)
-        self.catalog.write(rows, removed, recorded, self._record_segments(), disk if paths is None else None)
+        self.catalog.write(rows, removed, recorded, {} if self.in_memory else self._record_segments())
         return report
-
-    def is_bulk(self, disk: dict[str, Stat]) -> bool:
-        """Whether bringing the index in line with `disk` (a whole walk) is a bulk load (BULK files or more)."""
-        return self._stale(disk, None) >= BULK
 
     def _stale(
         self,
@@ -408,9 +412,7 @@ class Store:
                 really, same = self._compare(changed, disk, load, recorded)
                 if not really:
                     self.catalog.confirm(
-                        version,
-                        {path: (recorded[path], settled(stat, read_at)) for path, stat in same.items()},
-                        disk if paths is None else None,
+                        version, {path: (recorded[path], settled(stat, read_at)) for path, stat in same.items()}
                     )
                     return 0
         return len(changed) + len(removed)
@@ -475,12 +477,8 @@ class Store:
     def search(
         self, text: str, options: SearchOptions, now: datetime, pending: dict[str, Memory | None] | None = None
     ) -> list[SearchHit]:
-        """BM25F search; `pending` files (read, not yet indexed) are searched beside the index.
-
-        Raises:
-            InvalidInput: the query cannot be parsed.
-        """
-        return self._search(text, options, now, pending, count=False)[0]
+        """`search_counted`'s hits alone."""
+        return self.search_counted(text, options, now, pending)[0]
 
     def search_counted(
         self,
@@ -488,10 +486,34 @@ class Store:
         options: SearchOptions,
         now: datetime,
         pending: dict[str, Memory | None] | None = None,
-        count: bool = True,
+        count: bool = False,
     ) -> tuple[list[SearchHit], int]:
-        """`search`, and with `count` how many memories match in all (not only the `limit` best; else 0)."""
-        return self._search(text, options, now, pending, count=count)
+        """BM25F search (hits, and with `count` how many memories match in all: not only the `limit` best;
+        else 0); `pending` files (read, not yet indexed) are searched beside the index.
+
+        Raises:
+            InvalidInput: the query cannot be parsed.
+        """
+        from whoosh import query
+
+        pending = pending or {}
+        with self._lock:
+            searcher = self._current()
+            parsed = self._parsed(text)
+            hidden = self._hidden_at(options.include_superseded, options.include_expired, now)
+            allow = _filter(options)
+            if pending:  # read, not yet indexed: their indexed versions are out of date
+                hidden = hidden | set(searcher.docs_for_query(query.Or([query.Term("path", p) for p in pending])))
+            hits, matched = _live(searcher, parsed, allow, hidden, options, count)
+        fresh = [m for m in pending.values() if m is not None and (options.include_superseded or not m.superseded)]
+        if fresh:
+            more, more_matched = _search_memories(fresh, parsed, allow, options, now, count)
+            hits += more
+            matched += more_matched
+        hits.sort(key=lambda h: -h.score)
+        return [
+            SearchHit(h.memory, h.score, h.snippet, rank) for rank, h in enumerate(hits[: options.limit], 1)
+        ], matched
 
     def snippets(self, text: str, memories: list[Memory]) -> list[str]:
         """The snippet each of these memories has as a hit of a search for `text` (`search`'s, made for
@@ -503,108 +525,89 @@ class Store:
         Raises:
             InvalidInput: the query cannot be parsed.
         """
-        self._current()
-        assert self._warm is not None
-        if plain("score_cache"):
-            from .query import parse_query
-
-            parsed = parse_query(text, self._searcher.schema)
-        else:
-            parsed = self._warm.parsed(text)
-        field = self._searcher.schema["text"]
+        with self._lock:
+            searcher = self._current()
+            parsed = self._parsed(text)
+            words = _words(searcher, parsed)
+        field = searcher.schema["text"]
         own = {
             term if isinstance(term, str) else field.from_bytes(term)
             for name, term in parsed.iter_all_terms(phrases=True)
             if name == "text"
         }
-        words = _words(self._searcher, parsed) | own
-        return [_snippet(memory, words) for memory in memories]
+        return [_snippet(memory, words | own) for memory in memories]
 
-    def warm(self, seconds: float, stop: Callable[[], bool] | None = None) -> bool:
-        """Spend about `seconds` working out the scores of the index's most frequent words
-        (`ScoreCache.warm_some`); True while there is more to do. Nothing when no search opened the index."""
+    def warm(self) -> None:
+        """Open a searcher of the index as it is now, with the default search's hidden documents worked
+        out, so that the next search starts from both. Nothing when no search opened the index."""
         if self._ix is None:
-            return False
-        self._current()
-        assert self._warm is not None
-        return self._warm.warm_some(seconds, stop)
+            return
+        with self._lock:
+            self._current()
+            self._hidden_at(False, False, datetime.now().astimezone())
 
-    def _current(self) -> None:
-        """A searcher of the index as it is now, with its `ScoreCache` (both new after any change)."""
+    def _current(self) -> Any:
+        """A searcher of the index as it is now (kept while the index does not change), under `_lock`."""
         ix = self._open()
         if self._searcher is not None and not self._searcher.up_to_date():
-            self._searcher.close()
+            self._searcher.close()  # whoosh3's `Searcher.refresh()` keeps segments merged away: a new one
             self._searcher = None
         if self._searcher is None:
             self._searcher = ix.searcher(weighting=weighting())
-            masks = None if plain("masks") else Masks(self.catalog, _generation(self._searcher))
-            self._warm = ScoreCache(self._searcher, masks=masks)
+            self._hidden = {}
+        return self._searcher
 
-    def _search(
-        self, text: str, options: SearchOptions, now: datetime, pending: dict[str, Memory | None] | None, count: bool
-    ) -> tuple[list[SearchHit], int]:
-        from whoosh import query
-
-        pending = pending or {}
-        self._current()
-        assert self._warm is not None
-        warm = None if plain("score_cache") else self._warm
-        if warm is None:  # the plain path: Whoosh parses, masks and scores every query afresh
-            from .query import parse_query
-
+    def _parsed(self, text: str) -> Any:
+        """`parse_query(text)`, kept for the next searches (parsing is a third of a short query's time)."""
+        parsed = self._queries.get(text)
+        if parsed is None:
             parsed = parse_query(text, self._searcher.schema)
-            hidden = hidden_docs(self._searcher, options.include_superseded, options.include_expired, now)[0]
-        else:
-            parsed = warm.parsed(text)
-            hidden = warm.hidden(options.include_superseded, options.include_expired, now)
-        allow = _filter(options)
-        if pending:  # read, not yet indexed: their indexed versions are out of date
-            hidden = hidden | set(self._searcher.docs_for_query(query.Or([query.Term("path", p) for p in pending])))
-        hits, matched = _live(self._searcher, parsed, allow, hidden, options, count, warm)
-        fresh = [m for m in pending.values() if m is not None and (options.include_superseded or not m.superseded)]
-        if fresh:
-            more, more_matched = _search_memories(fresh, parsed, allow, options, now, count)
-            hits += more
-            matched += more_matched
-        hits.sort(key=lambda h: -h.score)
-        return [
-            SearchHit(h.memory, h.score, h.snippet, rank) for rank, h in enumerate(hits[: options.limit], 1)
-        ], matched
+            if len(self._queries) >= PARSED_QUERIES:
+                self._queries.clear()
+            self._queries[text] = parsed
+        return parsed
+
+    def _hidden_at(self, include_superseded: bool, include_expired: bool, now: datetime) -> set[int]:
+        """`hidden_docs` of the current searcher, worked out once while it holds (the next expiry)."""
+        key = (include_superseded, include_expired)
+        kept = self._hidden.get(key)
+        if kept is None or not kept[0] <= now < kept[1]:
+            docs, until = hidden_docs(self._searcher, include_superseded, include_expired, now)
+            kept = self._hidden[key] = (now, until, docs)
+        return kept[2]
 
 
-@contextmanager
-def _collector_paused(paused: bool) -> Iterator[None]:
-    """No cyclic garbage collection while a big batch is indexed: its many live objects make every
-    collection walk them all again (about a tenth of a cold reindex). Collected right after."""
-    if not paused or not gc.isenabled() or plain("gc"):
-        yield
-        return
-    gc.disable()
-    try:
-        yield
-    finally:
-        gc.enable()
-
+#: Parsed queries a store keeps (`Store._parsed`).
+PARSED_QUERIES = 256
 
 #: Small segments a one-file change may leave before they are merged: merging on every commit
 #: rewrites the small segments each time (about half of indexing one stored memory at 10,000).
 LOOSE_SEGMENTS = 6
 
 
-def search_memories(memories: list[Memory], text: str, options: SearchOptions, now: datetime) -> list[SearchHit]:
-    """`Index.search` over these memories alone, through a full-text index made in memory: when no index
-    can be written at all.
+def hidden_docs(
+    searcher: Any, include_superseded: bool, include_expired: bool, now: datetime
+) -> tuple[set[int], datetime]:
+    """The superseded and expired documents at `now` (unless included), and until when that holds."""
+    from whoosh import query
 
-    Raises:
-        InvalidInput: the query cannot be parsed.
-    """
-    from .query import parse_query
+    parts: list[Any] = [] if include_superseded else [query.Term("status", "superseded")]
+    until = now + timedelta(days=1)
+    if not include_expired:
+        parts.append(query.NumericRange("expires", None, now.timestamp()))
+        soon = query.NumericRange("expires", now.timestamp(), until.timestamp(), startexcl=True)
+        for docnum in searcher.docs_for_query(soon):
+            expires = stored_memory(searcher, docnum).expires_at
+            if expires is not None and expires > now:
+                until = min(until, expires)
+    return set(searcher.docs_for_query(query.Or(parts)) if parts else ()), until
 
-    parsed = parse_query(text, schema())
-    live = [m for m in memories if options.include_superseded or not m.superseded]
-    hits = _search_memories(live, parsed, _filter(options), options, now, count=False)[0] if live else []
-    hits.sort(key=lambda h: -h.score)
-    return [SearchHit(h.memory, h.score, h.snippet, rank) for rank, h in enumerate(hits[: options.limit], 1)]
+
+def stored_memory(searcher: Any, docnum: int) -> Memory:
+    """The memory a Whoosh document stores (its `doc` blob)."""
+    stored = searcher.stored_fields(docnum)["doc"]
+    with decoding("a memory stored in the full-text index"):
+        return memory_from_row(marshal.loads(stored))
 
 
 def _merge_policy(writer: Any, segments: list[Any]) -> list[Any]:
@@ -619,7 +622,7 @@ def _merge_policy(writer: Any, segments: list[Any]) -> list[Any]:
 
 def pool_mb() -> int:
     """The memory (MB) each Whoosh writer may hold postings in before it spills them to disk (see
-    _bulk_options): an eighth of the machine's memory, from 256 MB to 1 GB (256 where it is unknown),
+    _writer_options): an eighth of the machine's memory, from 256 MB to 1 GB (256 where it is unknown),
     so that the two writers of a big load take at most a quarter of it."""
     try:
         total = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE") // 2**20
@@ -628,21 +631,14 @@ def pool_mb() -> int:
     return max(256, min(1024, total // 8))
 
 
-def _bulk_options(count: int) -> dict[str, Any]:
-    """Writer options. Segments stay separate files, not one compound file: opening a compound
-    segment copies it out of its mmap (whoosh3's BufferFile), ~0.4 s per search at 100,000
-    memories. A big batch uses both cores, but never from a threaded process (forking it is unsafe).
-    A writer holds its postings in
-    memory up to `pool_mb()`: past that, Whoosh sorts them through files on disk, which doubled the time
-    per memory of a 100,000-memory load (at 256 MB); a small write never comes near it.
-    """
-    from .fastpath import may_fork
-    from .write_codec import WriteCodec
-
+def _writer_options(count: int, in_memory: bool) -> dict[str, Any]:
+    """Whoosh's documented writer options. Segments stay separate files, not one compound file: opening
+    a compound segment copies it out of its mmap (whoosh3's BufferFile), ~0.4 s per search at 100,000
+    memories. A writer holds its postings in memory up to `pool_mb()`: past that, Whoosh sorts them
+    through files on disk. A big batch uses two writer processes (`procs`), but never from a threaded
+    process (forking it is unsafe) nor for an index in memory."""
     options: dict[str, Any] = {"compound": False, "limitmb": pool_mb()}
-    if not plain("codec"):  # writes Whoosh's files, faster (write_codec.WriteCodec)
-        options["codec"] = WriteCodec()
-    if count < BULK or not may_fork() or plain("procs"):
+    if count < BULK or in_memory or not may_fork() or plain("procs"):
         return options
     return options | {"procs": 2, "multisegment": True, "batchsize": 500}
 
@@ -650,35 +646,6 @@ def _bulk_options(count: int) -> dict[str, Any]:
 def _segment_files(folder: Path) -> list[Path]:
     """The files of the index's segments (never changed once written), not its TOC or lock."""
     return [p for p in folder.glob(f"{INDEX_NAME}_*") if not p.name.endswith("_WRITELOCK")]
-
-
-@dataclass(frozen=True)
-class Masks:
-    """The masks (superseded and expired documents) the catalog keeps for one generation of the
-    full-text index, as `ScoreCache.masks`: a one-shot search takes one instead of finding it again."""
-
-    catalog: Catalog
-    generation: str  # see _generation
-
-    def get(self, key: tuple[bool, bool], now: datetime) -> tuple[datetime, datetime, set[int]] | None:
-        found = self.catalog.mask(self.generation, key, now.timestamp())
-        if found is None:
-            return None
-        since, until, docs = found
-        return datetime.fromtimestamp(since, timezone.utc), datetime.fromtimestamp(until, timezone.utc), docs
-
-    def put(self, key: tuple[bool, bool], since: datetime, until: datetime, docs: set[int]) -> None:
-        self.catalog.remember_mask(self.generation, key, since.timestamp(), until.timestamp(), docs)
-
-
-def _generation(searcher: Any) -> str:
-    """What tells one state of the full-text index from any other: Whoosh's generation number, which
-    starts again at 0 when the index is rebuilt (while a process still reading the old one may keep
-    its mask in the new catalog), and its segments in order: random ids, and how many deletions."""
-    segments = [reader.segment() for reader, _ in searcher.reader().leaf_readers()]
-    return f"{searcher.reader().generation()}:" + ",".join(
-        f"{segment.segment_id()}-{segment.deleted_count()}" for segment in segments if segment is not None
-    )
 
 
 def _filter(options: SearchOptions) -> Any:
@@ -695,44 +662,25 @@ def _filter(options: SearchOptions) -> Any:
 
 
 def _live(
-    searcher: Any,
-    parsed: Any,
-    allow: Any,
-    hidden: set[int],
-    options: SearchOptions,
-    count: bool = False,
-    warm: ScoreCache | None = None,
+    searcher: Any, parsed: Any, allow: Any, hidden: set[int], options: SearchOptions, count: bool = False
 ) -> tuple[list[SearchHit], int]:
     """The best hits but the `hidden` documents, and with `count` how many match in all.
 
-    Plain words are scored from `warm` (cached word scores) when given. Expired and
-    superseded memories are masked, not the live ones filtered: Whoosh turns a filter
-    into the set of every document it matches, and they are few. Only the hits
-    returned get a snippet.
+    Expired and superseded memories are masked, not the live ones filtered: Whoosh turns a filter into
+    the set of every document it matches, and they are few. Only the hits returned get a snippet.
     """
-    top = warm.top(parsed, allow, hidden, options.limit, count) if warm is not None else None
-    if top is not None:
-        return _hits(searcher, parsed, top[0], options, warm), top[1]
     # block skipping only pays when the matches need not be counted
     results = searcher.search(parsed, filter=allow, mask=hidden or None, limit=options.limit, optimize=not count)
-    hits = _hits(searcher, parsed, results.top_n, options, warm)
+    words = _words(searcher, parsed) if options.snippets else frozenset()
+    hits = []
+    for score, docnum in results.top_n[: options.limit]:
+        memory = stored_memory(searcher, docnum)
+        hits.append(SearchHit(memory, float(score or 0.0), _snippet(memory, words) if options.snippets else "", 0))
     if not count:
         return hits, 0
     # Whoosh's own count leaves out matches that never made the top `limit` while it ran
     matched = set(searcher.docs_for_query(parsed)) - hidden
     return hits, len(matched & set(searcher.docs_for_query(allow)) if allow else matched)
-
-
-def _hits(
-    searcher: Any, parsed: Any, best: list[tuple[float, int]], options: SearchOptions, warm: ScoreCache | None
-) -> list[SearchHit]:
-    """The `best` (score, docnum) as hits, with snippets if asked; memories decoded through `warm` when given."""
-    words = _words(searcher, parsed) if options.snippets else frozenset()
-    hits = []
-    for score, docnum in best[: options.limit]:
-        memory = warm.memory(docnum) if warm is not None else stored_memory(searcher, docnum)
-        hits.append(SearchHit(memory, float(score or 0.0), _snippet(memory, words) if options.snippets else "", 0))
-    return hits
 
 
 def _words(searcher: Any, parsed: Any) -> frozenset[str]:

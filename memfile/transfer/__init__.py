@@ -18,7 +18,6 @@ from ..secretscan import guard
 from .exporting import EXPORT_FORMATS, ExportReport, MindExport, Tally, export_lines
 from .importing import ImportReport, apply, plan, read_bounded, read_import
 from .records import FORMATS, ON_CONFLICT, SPLITS, ImportOptions, Incoming
-from .secret_checks import Aside
 
 if TYPE_CHECKING:
     from ..index import Index
@@ -104,7 +103,6 @@ def import_file(
     options: dict[str, Any],
     name: str | None = None,
     allow_secret: bool = False,
-    aside: Aside | None = None,
     progress: Progress | None = None,
 ) -> ImportReport:
     """`Vault.import_`'s work: read, plan, and (unless `dry_run`) write the plan as one commit under the
@@ -143,7 +141,6 @@ def import_file(
             now=utc_now(),
             secrets=writer.config.secrets,
             allow_secret=allow_secret,
-            aside=aside,
             ignored=writer.git.ignored,
             progress=step(progress, "checking"),
         )

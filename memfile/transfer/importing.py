@@ -47,7 +47,7 @@ from ..model import (
 from ..paths import is_ignored_name, is_memory_name, memory_relpath, safe_path
 from ..secretscan import SecretPolicy
 from .records import FORMATS, ON_CONFLICT, ImportOptions, Incoming
-from .secret_checks import Aside, SecretChecks, add_checks, plain
+from .secret_checks import SecretChecks, add_checks, plain
 
 if TYPE_CHECKING:
     from ..writer import Writer
@@ -56,9 +56,6 @@ if TYPE_CHECKING:
 MAX_IMPORT_BYTES = 512 * 2**20
 #: An id an import writes: memfile's own (mem_...) or a hand-made one as memfile reads it, nothing path-like.
 _ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9 _.:-]{0,99}")
-#: An import of this many records or more is scanned for secrets in another process (`SecretChecks`);
-#: a small import is scanned here.
-SCAN_ASIDE_FROM = 1000
 #: The fields that say what a memory is; the rest (where it lies, how its file was written) can differ.
 _SAME_FIELDS_IGNORE = ("path", "mind", "has_front_matter", "id_derived")
 #: How far in the future an imported `created_at` or `updated_at` may lie (another machine's clock): a later
@@ -474,14 +471,12 @@ def plan(
     now: datetime,
     secrets: SecretPolicy | None = None,
     allow_secret: bool = False,
-    aside: Aside | None = None,
     ignored: Callable[[list[str]], set[str]] | None = None,
     progress: Callable[[int, int], None] | None = None,
 ) -> Plan:
     """Check every record and decide what each does to the mind; nothing is written.
 
     `secrets`, `allow_secret`: the vault's `[secrets]` and a person's --allow-secret (`secretscan.guard`).
-    `aside`: runs the scan for secrets in another process meanwhile (`SecretChecks`), from SCAN_ASIDE_FROM records.
     `ignored`: the paths among those given that git ignores (`GitStore.ignored`): a new file there is refused.
     `progress`: called with (records checked, records).
 
@@ -495,7 +490,7 @@ def plan(
     result = Plan(incoming.format, mind, name, unmapped=list(incoming.unmapped), notices=list(incoming.notices))
     planner = _Planner(root, mind, actor, on_conflict, now, frozenset(incoming.minds), memories, issues)
     records = _of_mind(incoming, from_mind)
-    checks = SecretChecks(records, secrets, allow_secret, aside if len(records) >= SCAN_ASIDE_FROM else None)
+    checks = SecretChecks(secrets, allow_secret)
     try:
         for number, record in enumerate(records, start=1):
             if progress is not None:
@@ -514,8 +509,6 @@ def plan(
     except MemfileError:
         checks.finish()  # a secret in an earlier record is the first error
         raise
-    finally:
-        checks.close()
     result.notices.extend(planner.notices())
     return result
 
