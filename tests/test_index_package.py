@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import random
 from pathlib import Path
 
 import pytest
 from helpers import run
 
 from memfile import Vault
+from memfile.config import plain
 from memfile.index import CATALOG_NAME, INDEX_NAME
+from memfile.index.persisted import MemfileAnalyzer, schema
 
 
 def index_dir(vault: Vault) -> Path:
@@ -16,7 +19,7 @@ def index_dir(vault: Vault) -> Path:
 
 
 def test_the_pickled_classes_live_where_every_index_names_them(vault: Vault) -> None:
-    """An index's TOC names its analyzer by import path: it is read back from there."""
+    """An index's TOC names its analyzer and formats by import path: they are read back from there."""
     from whoosh import index
 
     from memfile.index.persisted import PICKLED
@@ -30,6 +33,7 @@ def test_the_pickled_classes_live_where_every_index_names_them(vault: Vault) -> 
         "memfile.index.persisted",
         "MemfileAnalyzer",
     )
+    assert {type(ix.schema[name].format) for name in ("text", "path")} <= set(PICKLED)
     ix.close()
 
 
@@ -72,7 +76,7 @@ def test_a_bug_in_indexing_code_reaches_the_user_and_leaves_the_index_alone(
     if bug == "document":
         monkeypatch.setattr(store, "_document", broken_document)
     else:
-        monkeypatch.setattr(persisted.MemfileAnalyzer, "__call__", broken_analyzer)
+        monkeypatch.setattr(persisted.IndexPositions, "word_values", broken_analyzer)
     result = run("--debug", "--vault", stored.root, *command)
     assert result.exit_code == 1, (result.stdout, result.stderr)
     assert "Traceback (most recent call last)" in result.stderr and "AttributeError" in result.stderr
@@ -155,8 +159,10 @@ FINGERPRINTS = {
     15: "5380e8adf5f7503c06e8b3a9835d303ac202e6ecd0e0223b504ad2a0becd4ff5",
     # 16: the same for the sample's short memory; a content past INDEXED_CHARS is indexed only that far.
     16: "5380e8adf5f7503c06e8b3a9835d303ac202e6ecd0e0223b504ad2a0becd4ff5",
-    # 17: Whoosh's own Positions and Existence formats pickled in the schema (memfile's inline ones gone).
-    17: "0baed5ced8818da7f08a20de062a7f44c03538cc56b3e9194a291a18d6b1c699",
+    # 17: the same index; the catalog keeps no digest, masks or state_more (an old one is rebuilt, not misread).
+    17: "5380e8adf5f7503c06e8b3a9835d303ac202e6ecd0e0223b504ad2a0becd4ff5",
+    # 18: `expires` a column only (read whole for the expired), infinite for a memory that never expires.
+    18: "3d013cea5dac5be3080b15fc49ae2310393b822e28b25796fe8f8b13de5435ea",
 }
 
 #: Text that runs the analyzer through every path: stop words, a question, stems, accents, no-space scripts.
@@ -180,7 +186,7 @@ def persisted_fingerprint(tmp_path: Path) -> str:
     from memfile import fileformat
     from memfile.index import store
     from memfile.index.catalog import Catalog, memory_row
-    from memfile.index.persisted import STOP_WORDS, MemfileAnalyzer, schema
+    from memfile.index.persisted import STOP_WORDS, IndexPositions, MemfileAnalyzer, schema
     from memfile.model import memory_to_row
 
     memory = fileformat.parse(
@@ -198,7 +204,7 @@ def persisted_fingerprint(tmp_path: Path) -> str:
         repr(memory_row(memory.path, row, memory.ref)),
         repr(sorted(store._document(memory, row).items())),
         repr([(t.text, t.pos, t.startchar, t.endchar) for t in analyzer(SAMPLE, positions=True, chars=True)]),
-        repr(sorted(schema()["text"].format.word_values(SAMPLE, analyzer))),
+        repr(sorted(IndexPositions().word_values(SAMPLE, analyzer))),
         repr(sorted(STOP_WORDS)),
         pickle.dumps(schema(), protocol=2).hex(),
         repr(tables),
@@ -216,3 +222,71 @@ def test_the_schema_version_changes_with_what_the_index_persists(tmp_path: Path)
         f"what an index persists changed (fingerprint {found}) but SCHEMA_VERSION is still {SCHEMA_VERSION}: "
         "bump it in memfile/index/store.py and record the fingerprint in FINGERPRINTS under the new version"
     )
+
+
+# --- the field formats (`formats`): Whoosh's postings, made faster ------------------------------------
+
+
+@pytest.mark.skipif(plain("formats"), reason="tests the trick itself: MEMFILE_PLAIN turns it off")
+def test_the_index_format_gives_whooshs_postings_byte_for_byte() -> None:
+    """The text field's format runs the analyzer inline; Whoosh's own Positions format is the reference."""
+    from whoosh.formats import Positions
+
+    field = schema()["text"]
+    reference = Positions(field_boost=field.format.field_boost)
+    r = random.Random(11)
+    pieces = [
+        *"alpha bravo deploy deploying database servers cache queue".split(),
+        "the",
+        "What",
+        "is",
+        "a",
+        "Deploying",
+        "Nhà",
+        "hàng",
+        "nha\u0300",
+        "café",
+        "ภาษาไทย",
+        "東京都",
+        "it's",
+        "e-mail",
+        "x",
+        "9",
+        "_",
+        " ",
+        " ",
+        ", ",
+        ".\n",
+        "?",
+        "\u0301",
+    ]
+    for _ in range(3000):
+        text = "".join(r.choice(pieces) + r.choice(["", " "]) for _ in range(r.randint(0, 40)))
+        ours = field.format.word_values(text, field.analyzer, mode="index")
+        assert ours == list(reference.word_values(text, field.analyzer, mode="index")), text
+    # anything but one string through this analyzer goes Whoosh's way
+    assert list(field.format.word_values(["deploy", "deploy"], field.analyzer)) == list(
+        reference.word_values(["deploy", "deploy"], field.analyzer)
+    )
+    assert type(field.analyzer) is MemfileAnalyzer
+
+
+@pytest.mark.skipif(plain("formats"), reason="tests the trick itself: MEMFILE_PLAIN turns it off")
+def test_the_id_fields_format_gives_whooshs_postings() -> None:
+    """A plain ID is its own one term; anything else (a list, other options) goes Whoosh's way."""
+    from whoosh.formats import Existence
+
+    fields = schema()
+    for name in ("path", "category", "priority", "source", "verified", "status"):
+        field = fields[name]
+        reference = Existence(field_boost=field.format.field_boost)
+        for value in ("", "fact", " padded ", "m/Nhà hàng/ภาษา.md", "a,b"):
+            assert field.format.word_values(value, field.analyzer, mode="index") == list(
+                reference.word_values(value, field.analyzer, mode="index")
+            ), value
+        assert sorted(field.format.word_values(["a", "b", "a"], field.analyzer)) == sorted(
+            reference.word_values(["a", "b", "a"], field.analyzer)
+        )
+        assert sorted(field.format.word_values("x", field.analyzer, positions=True)) == sorted(
+            reference.word_values("x", field.analyzer, positions=True)
+        )

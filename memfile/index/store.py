@@ -19,15 +19,18 @@ index writers; searches never take it.
 
 from __future__ import annotations
 
+import gc
 import json
 import marshal
 import os
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import datetime, timedelta, timezone
 from functools import partial
+from math import inf
 from pathlib import Path
 from typing import Any
 
@@ -40,7 +43,7 @@ from .catalog import Catalog, Row, Stat, diff, is_unsure, issue_row, memory_row,
 from .damage import IndexDamaged, decoding, is_damage
 from .query import parse_query, weighting
 
-SCHEMA_VERSION = 17  # 17: Whoosh's own field formats; 16: a content indexed up to INDEXED_CHARS; 15: the catalog keeps no recall entries
+SCHEMA_VERSION = 18  # 18: `expires` a column only; 17: the catalog keeps no digest, masks or state_more; 16: a content indexed up to INDEXED_CHARS; 15: the catalog keeps no recall entries
 INDEX_NAME = f"memories_v{SCHEMA_VERSION}"
 CATALOG_NAME = f"catalog_v{SCHEMA_VERSION}.sqlite"
 #: From this many files to (re)read, a sync is a bulk load: both cores, no garbage collection pauses.
@@ -78,8 +81,7 @@ def indexed_content(content: str) -> str:
 def _document(memory: Memory, row: bytes) -> dict[str, Any]:
     """The Whoosh document of a memory (`row`: its marshalled catalog row); `text` starts with the content.
 
-    A memory that never expires has no `expires` (the expiry queries, `hidden_docs`, only ever
-    look for dates): Whoosh indexes a number as 16 terms, a fifth of a memory's postings.
+    `expires` is a column only (`hidden_docs` reads it whole), infinite for a memory that never expires.
     """
     key = " ".join([memory.key.replace("_", " ")] * KEY_WEIGHT)
     tags = " ".join([" ".join(memory.tags)] * TAG_WEIGHT)
@@ -94,8 +96,7 @@ def _document(memory: Memory, row: bytes) -> dict[str, Any]:
         "text": f"{normalize(indexed_content(memory.content))}\n{key}\n{tags}",
         "doc": row,
     }
-    if memory.expires_at is not None:
-        document["expires"] = memory.expires_at.timestamp()
+    document["expires"] = memory.expires_at.timestamp() if memory.expires_at is not None else inf
     return document
 
 
@@ -312,7 +313,8 @@ class Store:
                     writer = ix.writer(timeout=timeout, delay=0.1, **_writer_options(todo, self.in_memory))
                 except LockError:
                     return self._busy(f"{INDEX_NAME}_WRITELOCK", wait, disk, load, paths, report)
-                return self._write_batch(ix, writer, empty, disk, load, paths, progress, report, present)
+                with _collector_paused(todo >= BULK):
+                    return self._write_batch(ix, writer, empty, disk, load, paths, progress, report, present)
         finally:
             lock.release()
 
@@ -577,6 +579,20 @@ class Store:
         return kept[2]
 
 
+@contextmanager
+def _collector_paused(paused: bool) -> Iterator[None]:
+    """No cyclic garbage collection while a big batch is indexed (`gc`): its many live objects make every
+    collection walk them all again. Collected right after."""
+    if not paused or not gc.isenabled() or plain("gc"):
+        yield
+        return
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.enable()
+
+
 #: Parsed queries a store keeps (`Store._parsed`).
 PARSED_QUERIES = 256
 
@@ -588,19 +604,21 @@ LOOSE_SEGMENTS = 6
 def hidden_docs(
     searcher: Any, include_superseded: bool, include_expired: bool, now: datetime
 ) -> tuple[set[int], datetime]:
-    """The superseded and expired documents at `now` (unless included), and until when that holds."""
+    """The superseded and expired documents at `now` (unless included), and until when that holds: the
+    next expiry within a day. The expiry dates come from the `expires` column."""
     from whoosh import query
 
-    parts: list[Any] = [] if include_superseded else [query.Term("status", "superseded")]
+    hidden = set() if include_superseded else set(searcher.docs_for_query(query.Term("status", "superseded")))
     until = now + timedelta(days=1)
     if not include_expired:
-        parts.append(query.NumericRange("expires", None, now.timestamp()))
-        soon = query.NumericRange("expires", now.timestamp(), until.timestamp(), startexcl=True)
-        for docnum in searcher.docs_for_query(soon):
-            expires = stored_memory(searcher, docnum).expires_at
-            if expires is not None and expires > now:
-                until = min(until, expires)
-    return set(searcher.docs_for_query(query.Or(parts)) if parts else ()), until
+        moment, latest = now.timestamp(), until.timestamp()
+        for docnum, expires in enumerate(searcher.reader().column_reader("expires")):
+            if expires <= moment:
+                hidden.add(docnum)
+            elif expires <= latest:
+                latest = expires
+        until = datetime.fromtimestamp(latest, timezone.utc)
+    return hidden, until
 
 
 def stored_memory(searcher: Any, docnum: int) -> Memory:
