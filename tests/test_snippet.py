@@ -139,3 +139,10 @@ def test_token_texts_are_the_tokenizers_tokens_without_places() -> None:
     for _ in range(5000):
         text = "".join(r.choice(pieces) for _ in range(r.randint(0, 20)))
         assert token_texts(text) == [t for t, _, _ in tokens(text)], text
+
+
+def test_a_search_of_an_empty_mind_finds_nothing_and_a_first_memory_then(vault: Vault) -> None:
+    """An index with no document has no `expires` column yet (`hidden_docs` reads it)."""
+    assert vault.search("anything") == []
+    vault.store("fact", "first", "anything at all", expires="2099-01-01T00:00:00Z")
+    assert [h.memory.key for h in vault.search("anything")] == ["first"]

@@ -610,9 +610,10 @@ def hidden_docs(
 
     hidden = set() if include_superseded else set(searcher.docs_for_query(query.Term("status", "superseded")))
     until = now + timedelta(days=1)
-    if not include_expired:
+    reader = searcher.reader()
+    if not include_expired and reader.has_column("expires"):  # an empty index has none
         moment, latest = now.timestamp(), until.timestamp()
-        for docnum, expires in enumerate(searcher.reader().column_reader("expires")):
+        for docnum, expires in enumerate(reader.column_reader("expires")):
             if expires <= moment:
                 hidden.add(docnum)
             elif expires <= latest:
