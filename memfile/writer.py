@@ -35,7 +35,16 @@ from .errors import (
     Notice,
     Refused,
 )
-from .files import atomic_write, cannot_write, fsync_dir, may_fork, os_reason, read_or_none, try_writer_lock, writer_lock
+from .files import (
+    atomic_write,
+    cannot_write,
+    fsync_dir,
+    may_fork,
+    os_reason,
+    read_or_none,
+    try_writer_lock,
+    writer_lock,
+)
 from .index import Index, Known, parse_as_read
 from .model import (
     AGENT_PRIORITY_CAP,
