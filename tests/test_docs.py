@@ -139,3 +139,31 @@ def test_the_readme_python_example_runs_and_leaves_sample_vault_untouched(tmp_pa
     assert proc.returncode == 0, proc.stderr
     assert "project/synapse_status" in proc.stdout and "v1.6.0 docs in progress" in proc.stdout
     assert _tree(REPO / "sample_vault") == before
+
+
+def test_the_servers_error_table_names_each_library_error_under_the_status_it_answers() -> None:
+    """Issue 39 item 17: docs/server.md's table of error answers names every library error the HTTP API
+    answers (SecretFound among them) in the row of the status `memfile.server.errors` gives it."""
+    from memfile.config import AmbiguousMind
+    from memfile.errors import (
+        AmbiguousRef,
+        Busy,
+        Conflict,
+        GitBusy,
+        GitDiskFull,
+        InvalidInput,
+        LockTimeout,
+        NotFound,
+        Refused,
+    )
+    from memfile.secretscan import SecretFound
+    from memfile.server.errors import KeysUnusable, status_of
+
+    rows: dict[int, list[str]] = {}
+    for line in (DOCS / "server.md").read_text(encoding="utf-8").splitlines():
+        if row := re.match(r"\| (\d{3}) \| (.*?) \|", line):
+            rows.setdefault(int(row.group(1)), []).extend(re.findall(r"`(\w+)`", row.group(2)))
+    answered = (SecretFound, Refused, InvalidInput, AmbiguousRef, AmbiguousMind, NotFound, Conflict, GitDiskFull)
+    for error in (*answered, Busy, GitBusy, LockTimeout, KeysUnusable):
+        status = status_of(error.__new__(error))
+        assert error.__name__ in rows.get(status, []), (error.__name__, status, rows)

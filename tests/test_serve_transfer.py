@@ -364,6 +364,24 @@ def test_a_mind_keys_import_with_a_token_outside_the_content_is_refused(
     assert commits(setup) == before
 
 
+@pytest.mark.parametrize("field", ["id", "path"])
+def test_a_mind_keys_import_with_a_token_in_a_records_id_or_path_is_refused(
+    server: Server, setup: Setup, agent: str, field: str
+) -> None:
+    """Issue 39 item 13: a record's id lands in the file's `id:` line and its path in the file's name, both
+    in git: an agent's import over HTTP is refused naming the record and the field, the token masked."""
+    token = "gh" + "p_" + hashlib.sha256(f"id or path {field}".encode()).hexdigest()[:36]
+    before = commits(setup)
+    smuggled = {"id": token} if field == "id" else {"path": f"michael/fact/{token}.md"}
+    answer = import_(server, agent, jsonl(record("import_clean_one"), record("import_token_" + field) | smuggled))
+    assert answer.status == 403, answer.body
+    assert answer.json()["error"] == "SecretFound"
+    message = answer.json()["message"]
+    assert "record 2" in message and f"the {field} looks like" in message, message
+    assert token[6:-6] not in message
+    assert commits(setup) == before
+
+
 def test_an_import_that_would_move_a_memory_is_a_conflict(server: Server, setup: Setup, agent: str) -> None:
     """QA: the same id under another category/key rewrote the memory in place; keys never change."""
     mine = store(server, agent, "import_never_moved", "Stays a fact")
