@@ -16,7 +16,7 @@ from urllib.parse import urlsplit
 
 from ..config import CONFIG_NAME, DEFAULT_AUTHOR
 from ..errors import Conflict, GitError, InvalidInput, NotAVault
-from .store import _OPTIONS, GitStore, _reason, configure_merge_driver
+from .store import GitStore, configure_merge_driver, execute
 
 #: The name the clone gives its remote (what `memfile sync` syncs with by default).
 ORIGIN = "origin"
@@ -166,21 +166,11 @@ def point_bare_head(store: GitStore, remote: str, branch: str) -> str | None:
 def _git(cwd: Path | None, *args: str, check: bool = True) -> tuple[int, str]:
     """Run git (in `cwd`, a repository, or nowhere in particular for the clone): (status, stdout), or
     (status, stderr and stdout) when it fails."""
-    import git
-
     env = {"GIT_AUTHOR_NAME": DEFAULT_AUTHOR[0], "GIT_AUTHOR_EMAIL": DEFAULT_AUTHOR[1]}
     env |= {"GIT_COMMITTER_NAME": DEFAULT_AUTHOR[0], "GIT_COMMITTER_EMAIL": DEFAULT_AUTHOR[1]}
     if cwd is not None:
         env["GIT_CEILING_DIRECTORIES"] = str(cwd.parent)  # never a repository above the clone
-    try:
-        status, out, err = git.Git(cwd).execute(
-            [git.Git.GIT_PYTHON_GIT_EXECUTABLE or "git", *_OPTIONS, *args],
-            with_extended_output=True,
-            with_exceptions=False,
-            env=env,
-        )
-    except (git.GitCommandNotFound, OSError) as exc:
-        raise GitError(f"git could not be run: {_reason(exc)}; install git and try again") from None
+    status, out, err = execute(cwd, list(args), env)
     if check and status != 0:
         raise GitError(f"git {args[0]} failed in {cwd}: {(err or out).strip()}")
     return status, (f"{err}\n{out}".strip() if status != 0 else out)

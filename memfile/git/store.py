@@ -1,7 +1,7 @@
 """The git adapter: every change to a vault becomes one readable commit.
 
-Commits go through the git command line (`repo.git.*`), always with an explicit author and committer
-so they work on machines with no git identity, and every `Repo` is closed.
+Every git command runs through GitPython's `Git.execute` (`execute`), always with an explicit author
+and committer so commits work on machines with no git identity.
 
 No value from outside (a remote, a branch, a revision, a path, memfile.toml)
 reaches git as an option: each is checked (`_plain`) or passed after `--`, and
@@ -29,11 +29,11 @@ from ..errors import FileParseError, GitBusy, GitDiskFull, GitError, InvalidInpu
 from ..files import atomic_write, dying_with_parent
 from .merge import ATTRIBUTES, MERGE_RULE, merge_driver_command, merge_memory
 
-# Signing prompts would hang a headless agent; quoted paths would not match ours; a URL must never run a command.
 #: From this many files, `commit`'s `git add` writes their contents into one pack file instead of one file
 #: each (a blob above `core.bigFileThreshold` is streamed into the pack of the command's bulk check-in;
 #: the same objects, the same commit).
 PACKED_ADD = 1000
+# Signing prompts would hang a headless agent; quoted paths would not match ours; a URL must never run a command.
 _OPTIONS = (
     "-c",
     "commit.gpgsign=false",
@@ -104,23 +104,10 @@ class GitStore:
     ) -> tuple[int, str]:
         """Run git; (status, stdout), or on failure stdout and stderr together with `errors`; `config`:
         `-c name=value` options for this command only."""
-        import git  # imported on first use: read-only commands (recall) never pay for it
-
-        inherit: dict[str, Any] = {"pass_fds": self._inherit} if self._inherit else {}
-        inherit |= dying_with_parent()
-        try:
-            with git.Repo(self.root) as repo:
-                status, out, err = repo.git.execute(
-                    [git.Git.GIT_PYTHON_GIT_EXECUTABLE or "git", *_OPTIONS, *config, *args],
-                    with_extended_output=True,
-                    with_exceptions=False,
-                    env=self._env,
-                    **inherit,
-                )
-        except (git.InvalidGitRepositoryError, git.NoSuchPathError) as exc:
-            raise GitError(f"{self.root} is not a git repository ({exc}); run: memfile init {self.root}") from None
-        except (git.GitCommandNotFound, OSError) as exc:
-            raise GitError(f"git could not be run: {_reason(exc)}; install git and try again") from None
+        if not self.exists():
+            raise GitError(f"{self.root} is not a git repository ({self.root}); run: memfile init {self.root}")
+        inherit = {"pass_fds": self._inherit} if self._inherit else {}
+        status, out, err = execute(self.root, [*config, *args], self._env, **inherit)
         if check and status != 0:
             raise _failed(f"git {args[0]}", self.root, err or out)
         return status, (f"{out}\n{err}".strip() if errors and status != 0 else out)
@@ -128,13 +115,10 @@ class GitStore:
     def _run_beside(self, meanwhile: Callable[[], None], *args: str, config: tuple[str, ...] = ()) -> tuple[int, str]:
         """`_run(*args, check=False, errors=True)` with `meanwhile()` run while git works; git is waited for
         also when `meanwhile` raises. Its output goes to a temp file: a pipe nobody reads could fill up."""
-        import git
-
-        command = [git.Git.GIT_PYTHON_GIT_EXECUTABLE or "git", *_OPTIONS, *config, *args]
         with tempfile.TemporaryFile() as output:
             try:
                 process = subprocess.Popen(
-                    command,
+                    _command([*config, *args]),
                     cwd=self.root,
                     env={**os.environ, **self._env},
                     stdin=subprocess.DEVNULL,
@@ -279,17 +263,14 @@ class GitStore:
         return self.head()
 
     def head(self) -> str:
-        """The sha of HEAD, read from the repository's files when they are plain (no git process)."""
-        git_dir = self.root / ".git"
+        """The sha of HEAD (GitPython reads it from the repository's files: no git process)."""
+        import git
+
         try:
-            head = (git_dir / "HEAD").read_text(encoding="utf-8").strip()
-            if head.startswith("ref: refs/"):
-                head = (git_dir / head[5:]).read_text(encoding="utf-8").strip()
-            if len(head) in (40, 64) and all(c in "0123456789abcdef" for c in head):
-                return head
-        except (OSError, UnicodeDecodeError):
-            pass  # a packed ref, a worktree's .git file: ask git
-        return self._run("rev-parse", "HEAD")[1].strip()
+            with git.Repo(self.root) as repo:
+                return git.SymbolicReference.dereference_recursive(repo, "HEAD")
+        except (ValueError, git.GitError, OSError):
+            return self._run("rev-parse", "HEAD")[1].strip()  # git's own words for what is wrong
 
     # --- history --------------------------------------------------------------
 
@@ -328,46 +309,24 @@ class GitStore:
             commits.append(Commit(sha, date, author, subject, body.strip(), tuple(n for n in touched.split("\n") if n)))
         return commits
 
-    def read(self, rev: str, relpath: str) -> bytes | None:
-        """A file's bytes as of a commit, or None when it did not exist there."""
-        import git
-
-        spec = f"{_plain(rev, 'revision')}:{relpath}"
-        try:
-            with git.Repo(self.root) as repo:
-                status, out, _ = repo.git.execute(
-                    [git.Git.GIT_PYTHON_GIT_EXECUTABLE or "git", *_OPTIONS, "cat-file", "blob", spec],
-                    with_extended_output=True,
-                    with_exceptions=False,
-                    env=self._env,
-                    stdout_as_string=False,
-                    strip_newline_in_stdout=False,  # the file's bytes exactly, its last newline included
-                    **dying_with_parent(),
-                )
-        except (git.InvalidGitRepositoryError, git.NoSuchPathError, git.GitCommandNotFound, OSError) as exc:
-            raise GitError(f"git could not read {relpath} at {rev}: {_reason(exc)}") from None
-        return out if status == 0 else None
-
     def read_all(self, wanted: list[tuple[str, str]]) -> list[bytes | None]:
-        """Many `read`s in one git process (`cat-file --batch`): the bytes of each (rev, path), None when absent."""
-        import git
-
+        """Many reads in one git process (`cat-file --batch`): the bytes of each (rev, path), None when absent."""
         if not wanted:
             return []
-        request = "".join(f"{rev}:{path}\n" for rev, path in wanted).encode("utf-8")
-        try:
-            done = subprocess.run(
-                [git.Git.GIT_PYTHON_GIT_EXECUTABLE or "git", *_OPTIONS, "cat-file", "--batch"],
-                input=request,
-                capture_output=True,
-                cwd=self.root,
-                env={**os.environ, **self._env},
-                check=True,
-                **dying_with_parent(),
+        with tempfile.TemporaryFile() as request:
+            request.write("".join(f"{rev}:{path}\n" for rev, path in wanted).encode("utf-8"))
+            request.seek(0)
+            status, out, err = execute(
+                self.root,
+                ["cat-file", "--batch"],
+                self._env,
+                istream=request,
+                stdout_as_string=False,
+                strip_newline_in_stdout=False,  # each file's bytes exactly, the last one's newline included
             )
-        except (OSError, subprocess.CalledProcessError) as exc:
-            raise GitError(f"git could not read the history of {wanted[0][1]}: {_reason(exc)}") from None
-        out, at = done.stdout, 0
+        if status != 0:
+            raise GitError(f"git could not read the history of {wanted[0][1]}: {err.strip()}")
+        at = 0
         found: list[Any] = []
         for _ in wanted:
             end = out.index(b"\n", at)
@@ -411,7 +370,7 @@ class GitStore:
             self._run("revert", "--abort", check=False)
             raise GitError(f"git could not undo {sha[:8]} cleanly: {out.strip() or 'conflict'}; nothing was changed")
         self._run("commit", "--quiet", "--allow-empty", "-m", message)
-        return self._run("rev-parse", "HEAD")[1].strip()
+        return self.head()
 
     # --- sync ---------------------------------------------------------------------
 
@@ -430,15 +389,14 @@ class GitStore:
         return out.strip()
 
     def detached(self) -> bool:
-        """Whether HEAD names a commit rather than a branch (read from .git/HEAD; git asked for anything else)."""
+        """Whether HEAD names a commit rather than a branch."""
+        import git
+
         try:
-            return not (self.root / ".git" / "HEAD").read_text(encoding="utf-8").startswith("ref: ")
-        except (OSError, UnicodeDecodeError):  # a worktree's or a submodule's .git file
-            try:
-                self.branch()
-            except GitError:
-                return True
-            return False
+            with git.Repo(self.root) as repo:
+                return repo.head.is_detached
+        except (git.GitError, OSError):  # no repository to tell: the write that follows says why
+            return True
 
     def valid_branch(self, name: str) -> bool:
         """True when `name` can be a branch (git's rules), never one that looks like an option or HEAD."""
@@ -607,7 +565,7 @@ class GitStore:
 
     def finish_merge(self, message: str) -> str:
         self._run("commit", "--quiet", "--no-edit", "-m", message)
-        return self._run("rev-parse", "HEAD")[1].strip()
+        return self.head()
 
     def abort_merge(self) -> None:
         self._run("merge", "--abort", check=False)
@@ -634,26 +592,20 @@ class GitStore:
         """`git mv` one file and commit the move."""
         self._run("mv", "--", old, new)
         self._run("commit", "--quiet", "-m", message, "--", old, new)
-        return self._run("rev-parse", "HEAD")[1].strip()
+        return self.head()
 
     def ignored(self, relpaths: list[str]) -> set[str]:
         """The paths among `relpaths` that the vault's ignore rules (.gitignore, .git/info/exclude) keep out
         of git: `git add` refuses them."""
-        import git
-
-        try:
-            with tempfile.TemporaryFile() as paths, git.Repo(self.root) as repo:
-                paths.write("\0".join(relpaths).encode("utf-8", "surrogateescape"))
-                paths.seek(0)
-                status, out, _ = repo.git.execute(
-                    [git.Git.GIT_PYTHON_GIT_EXECUTABLE or "git", *_OPTIONS, "check-ignore", "--stdin", "-z"],
-                    istream=paths,
-                    with_extended_output=True,
-                    with_exceptions=False,
-                    env=self._env,
-                )
-        except (git.InvalidGitRepositoryError, git.NoSuchPathError, git.GitCommandNotFound, OSError):
+        if not self.exists():
             return set()  # no git to ask: the commit that follows says why
+        with tempfile.TemporaryFile() as paths:
+            paths.write("\0".join(relpaths).encode("utf-8", "surrogateescape"))
+            paths.seek(0)
+            try:
+                status, out, _ = execute(self.root, ["check-ignore", "--stdin", "-z"], self._env, istream=paths)
+            except GitError:
+                return set()
         return {path for path in out.split("\0") if path} if status == 0 else set()
 
     def in_head(self, relpaths: list[str]) -> list[str]:
@@ -690,10 +642,7 @@ def pack_loose_objects(root: Path, most: int = LOOSE_MOST) -> bool:
     """
     if loose_objects(root) <= most:
         return False
-
-    subprocess.run(
-        ["git", "repack", "-d", "-l", "-q"], cwd=root, capture_output=True, check=False, **dying_with_parent()
-    )
+    execute(root, ["repack", "-d", "-l", "-q"], {})
     return True
 
 
@@ -721,16 +670,11 @@ def _remote(name: str) -> str:
 
 def config_here(name: str) -> str | None:
     """A config value of the repository git runs this process in (a merge driver's), or None."""
-    try:  # GitPython's own variable for the git to run, without importing GitPython into a merge driver
-        done = subprocess.run(
-            [os.environ.get("GIT_PYTHON_GIT_EXECUTABLE") or "git", "config", "--get", "--", name],
-            capture_output=True,
-            text=True,
-            check=False,
-        )
-    except OSError:
+    try:
+        status, out, _ = execute(None, ["config", "--get", "--", name], {})
+    except GitError:
         return None
-    return done.stdout.strip() or None if done.returncode == 0 else None
+    return out.strip() or None if status == 0 else None
 
 
 def _stat_of(path: Path) -> tuple[int, int, int] | None:
@@ -761,15 +705,37 @@ def _failed(command: str, root: Path, output: str) -> GitError:
 
 def merge_text(ours: str, base: str, theirs: str) -> bytes | None:
     """`git merge-file` of three files, line by line: the merged bytes, or None when lines conflict."""
+    status, out, _ = execute(None, ["merge-file", "-p", "--", ours, base, theirs], {}, stdout_as_string=False)
+    return out if status == 0 else None
+
+
+def _command(args: list[str]) -> list[str]:
+    """The command line of git with memfile's options (`_OPTIONS`) and `args`."""
+    import git  # imported on first use: read-only commands (recall) never pay for it
+
+    return [git.Git.GIT_PYTHON_GIT_EXECUTABLE or "git", *_OPTIONS, *args]
+
+
+def execute(cwd: Path | None, args: list[str], env: dict[str, str], **options: Any) -> tuple[int, Any, str]:
+    """Run git in `cwd` (a repository, or None) through GitPython: (status, stdout, stderr). `options`: more
+    of `git.Git.execute`'s (istream, stdout_as_string...) or subprocess's.
+
+    Raises:
+        GitError: git could not be run.
+    """
     import git
 
-    status, out, _ = git.Git().execute(
-        [git.Git.GIT_PYTHON_GIT_EXECUTABLE, "merge-file", "-p", "--", ours, base, theirs],
-        with_extended_output=True,
-        with_exceptions=False,
-        stdout_as_string=False,
-    )
-    return out if status == 0 else None
+    try:
+        return git.Git(cwd).execute(
+            _command(args),
+            with_extended_output=True,
+            with_exceptions=False,
+            env=env,
+            **dying_with_parent(),
+            **options,
+        )
+    except (git.GitCommandNotFound, OSError) as exc:
+        raise GitError(f"git could not be run: {_reason(exc)}; install git and try again") from None
 
 
 def _reason(exc: BaseException) -> str:
