@@ -16,13 +16,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
-from starlette.datastructures import Headers, MutableHeaders
+from starlette.datastructures import MutableHeaders
 from starlette.requests import Request
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from ..errors import InvalidInput, NotFound, Refused
 from ..keys import AGENT
-from ..server.auth import bearer_token
 
 if TYPE_CHECKING:
     from ..keys import Key, KeyStore
@@ -176,11 +175,6 @@ def cookie_header(request: Request, session_id: str, max_age: int) -> str:
     return f"{COOKIE}={session_id}; Path={CONSOLE_PREFIX}; Max-Age={max_age}; HttpOnly; SameSite=Strict{secure}"
 
 
-def own_origin(request: Request) -> str:
-    """This server's origin as the browser sees it: the scheme and the Host header (TrustedHosts checked the host)."""
-    return f"{request.url.scheme}://{request.headers.get('host', '').lower()}"
-
-
 def check_same_origin(request: Request) -> None:
     """A state-changing request must come from a page of this server.
 
@@ -188,7 +182,7 @@ def check_same_origin(request: Request) -> None:
         Refused: the Origin header (else the Referer) names another origin, or neither is sent.
     """
     origin = request.headers.get("origin")
-    own = own_origin(request)
+    own = f"{request.url.scheme}://{request.headers.get('host', '').lower()}"  # as the browser sees it (Host checked)
     if origin is not None:
         if origin.lower() != own:
             raise Refused(
@@ -265,14 +259,3 @@ class SecurityHeaders:
             await send(message)
 
         await self.app(scope, receive, send_with_headers)
-
-
-def bearer_key(headers: Headers, keys: KeyStore, root: Path) -> Key | None:
-    """The key of an `Authorization: Bearer` header sent to a console page (None without one or when
-    the token is not a key of this vault).
-
-    Raises:
-        InvalidInput: the header is sent more than once.
-    """
-    token = bearer_token(headers)
-    return None if token is None else keys.authenticate(token, root)

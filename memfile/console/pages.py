@@ -32,7 +32,7 @@ from ..config import Config, load_config
 from ..errors import Face, InvalidInput, MemfileError, NotFound, Refused, echo, told
 from ..keys import AGENT
 from ..model import Source, utc_now
-from ..server.auth import MAX_IMPORT_BODY_BYTES
+from ..server.auth import MAX_IMPORT_BODY_BYTES, bearer_token
 from ..server.endpoint import checked_ref
 from ..server.errors import BUG_MESSAGE, Unauthorized, clip_echoes, public_message, status_of
 from ..server.transfer import EXPORT_FORMATS, export_file, export_response, log
@@ -47,7 +47,6 @@ from .auth import (
     Session,
     Sessions,
     Upload,
-    bearer_key,
     check_csrf,
     check_same_origin,
     cookie_header,
@@ -176,7 +175,8 @@ class Console:
             NeedsLogin: no session.
         """
         if "authorization" in request.headers:
-            key = bearer_key(request.headers, self.keys, self.minds.root)
+            token = bearer_token(request.headers)  # InvalidInput: the header is sent more than once
+            key = None if token is None else self.keys.authenticate(token, self.minds.root)
             if key is None:
                 raise Unauthorized("the credential was not accepted: it is unknown to this vault, or was revoked")
             if key.kind != "person":
@@ -190,12 +190,14 @@ class Console:
         request.state.session = session
         return Visitor(session.label, session)
 
-    def acting(self, request: Request, visitor: Visitor) -> Caller:
-        """The Caller of a mind page: its mind (checked to be one of the vault's), as the person."""
+    def acting(self, request: Request) -> tuple[Visitor, Caller]:
+        """The person asking for a mind page (`visitor`), and its Caller: the page's mind (checked to be one
+        of the vault's), as the person."""
+        visitor = self.visitor(request)
         mind = request.path_params["mind"]
         if mind not in self.minds.mind_names():
             raise NotFound(f"no mind {echo(mind)} in this vault; the minds are listed at {CONSOLE_PREFIX}")
-        return Caller(mind, Source.USER, visitor.label)
+        return visitor, Caller(mind, Source.USER, visitor.label)
 
     async def checked_post(self, request: Request) -> tuple[Visitor, dict[str, Any]]:
         """A state-changing request: from this server's page, with the session's CSRF token; its form."""
@@ -211,7 +213,6 @@ class Console:
     def render(
         self,
         request: Request,
-        template: str,
         page: str,
         context: dict[str, Any] | None = None,
         *,
@@ -219,7 +220,8 @@ class Console:
         visitor: Visitor | None = None,
         mind: str | None = None,
     ) -> Response:
-        """A page in the layout: the vault, the minds, the navigation and the session's flash messages."""
+        """A page (its template: `page.html`) in the layout: the vault, the minds, the navigation and the
+        session's flash messages."""
         session = visitor.session if visitor is not None else None
         names = self.minds.mind_names() if visitor is not None else []
         config = self.config()
@@ -237,6 +239,7 @@ class Console:
             "prefix": CONSOLE_PREFIX,
             "mind_url": self.mind_url,
         }
+        template = f"{page.replace('-', '_')}.html"
         return self.templates.TemplateResponse(request, template, base | (context or {}), status_code=status)
 
     def config(self) -> Config:
@@ -261,7 +264,7 @@ class Console:
         if request.method == "GET":
             if self.sessions.find(request.cookies.get(COOKIE)) is not None:
                 return RedirectResponse(CONSOLE_PREFIX, status_code=303)
-            return self.render(request, "login.html", "login")
+            return self.render(request, "login")
         check_same_origin(request)
         form = await request.form(max_files=0, max_fields=5)
         token = form.get("token")
@@ -270,9 +273,9 @@ class Console:
             key = self.keys.authenticate(token.strip(), self.minds.root)
         if key is None:
             message = "that token was not accepted: it is unknown to this vault, or was revoked; see: memfile key list"
-            return self.render(request, "login.html", "login", {"error": message}, status=401)
+            return self.render(request, "login", {"error": message}, status=401)
         if key.kind == AGENT:  # the form again, saying which token it takes (`Sessions.open` refuses one too)
-            return self.render(request, "login.html", "login", {"error": MIND_KEY_REFUSED}, status=403)
+            return self.render(request, "login", {"error": MIND_KEY_REFUSED}, status=403)
         session_id, _ = self.sessions.open(key)
         response = RedirectResponse(CONSOLE_PREFIX, status_code=303)
         response.headers["Set-Cookie"] = cookie_header(request, session_id, SESSION_HOURS * 3600)
@@ -293,21 +296,19 @@ class Console:
             await self.call(Caller(mind, Source.USER, visitor.label), data.mind_summary)
             for mind in self.minds.mind_names()
         ]
-        return self.render(request, "minds.html", "minds", {"summaries": summaries}, visitor=visitor)
+        return self.render(request, "minds", {"summaries": summaries}, visitor=visitor)
 
     async def mind_home(self, request: Request) -> Response:
-        self.acting(request, self.visitor(request))
+        self.acting(request)
         return RedirectResponse(self.mind_url(request.path_params["mind"], "memories"), status_code=303)
 
     async def profile(self, request: Request) -> Response:
-        visitor = self.visitor(request)
-        caller = self.acting(request, visitor)
+        visitor, caller = self.acting(request)
         pinned = await self.call(caller, data.profile)
-        return self.render(request, "profile.html", "profile", {"pinned": pinned}, visitor=visitor, mind=caller.mind)
+        return self.render(request, "profile", {"pinned": pinned}, visitor=visitor, mind=caller.mind)
 
     async def memories(self, request: Request) -> Response:
-        visitor = self.visitor(request)
-        caller = self.acting(request, visitor)
+        visitor, caller = self.acting(request)
         context: dict[str, Any] = {"choices": data.CHOICES, "view": None}
         status = 200
         try:
@@ -320,22 +321,19 @@ class Console:
                 context["view"] = await self.call(caller, lambda vault: data.memories_page(vault, filters))
             except MemfileError as exc:
                 context["error"], status = public_message(exc, Face.CONSOLE), status_of(exc)
-        response = self.render(
-            request, "memories.html", "memories", context, status=status, visitor=visitor, mind=caller.mind
-        )
+        response = self.render(request, "memories", context, status=status, visitor=visitor, mind=caller.mind)
         if request.headers.get("HX-Request") == "true" and status == 200:  # the address htmx shows: no empty fields
             query = filters.query()
             response.headers["HX-Push-Url"] = self.mind_url(caller.mind, "memories", f"?{query}" if query else "")
         return response
 
     async def memory(self, request: Request) -> Response:
-        visitor = self.visitor(request)
-        caller = self.acting(request, visitor)
+        visitor, caller = self.acting(request)
         ref = checked_ref(request.path_params["ref"])
         if request.method == "POST":
             return await self.memory_action(request, caller, ref)
         view = await self.call(caller, lambda vault: data.memory_page(vault, ref))
-        return self.render(request, "memory.html", "memory", {"view": view}, visitor=visitor, mind=caller.mind)
+        return self.render(request, "memory", {"view": view}, visitor=visitor, mind=caller.mind)
 
     async def memory_action(self, request: Request, caller: Caller, ref: str) -> Response:
         """verify, forget, reactivate, restore (a version: `at`) or resolve (`take`: ours or theirs), as the
@@ -349,29 +347,20 @@ class Console:
             message = await self.call(caller, lambda vault: _act(vault, ref, str(action), form), read=False)
         except MemfileError as exc:
             view = await self.call(caller, lambda vault: data.memory_page(vault, ref))
-            return self.render(
-                request,
-                "memory.html",
-                "memory",
-                {"view": view, "error": public_message(exc, Face.CONSOLE)},
-                status=status_of(exc),
-                visitor=visitor,
-                mind=caller.mind,
-            )
+            context = {"view": view, "error": public_message(exc, Face.CONSOLE)}
+            return self.render(request, "memory", context, status=status_of(exc), visitor=visitor, mind=caller.mind)
         visitor.session.flash(message)
         return RedirectResponse(self.mind_url(caller.mind, "memory/" + quote(ref, safe="")), status_code=303)
 
     async def log(self, request: Request) -> Response:
-        visitor = self.visitor(request)
-        caller = self.acting(request, visitor)
+        visitor, caller = self.acting(request)
         page = data.page_number(request.query_params.get("page"))
         lines, more = await self.call(caller, lambda vault: data.log_page(vault, page))
         context = {"lines": lines, "page_no": page, "has_next": more}
-        return self.render(request, "log.html", "log", context, visitor=visitor, mind=caller.mind)
+        return self.render(request, "log", context, visitor=visitor, mind=caller.mind)
 
     async def last_recall(self, request: Request) -> Response:
-        visitor = self.visitor(request)
-        caller = self.acting(request, visitor)
+        visitor, caller = self.acting(request)
 
         def read(vault: Vault) -> tuple[Any, dict[str, Any]]:
             try:
@@ -382,11 +371,10 @@ class Console:
 
         record, memories = await self.call(caller, read)
         context = {"record": record, "memories": memories}
-        return self.render(request, "last_recall.html", "last-recall", context, visitor=visitor, mind=caller.mind)
+        return self.render(request, "last-recall", context, visitor=visitor, mind=caller.mind)
 
     async def health(self, request: Request) -> Response:
-        visitor = self.visitor(request)
-        caller = self.acting(request, visitor)
+        visitor, caller = self.acting(request)
         doctor = None
         if request.method == "POST":
             visitor, form = await self.checked_post(request)
@@ -395,13 +383,12 @@ class Console:
             doctor = await self.call(caller, lambda vault: vault.doctor(), read=False)
         status = await self.call(caller, lambda vault: vault.status())
         context = {"status": status, "doctor": doctor}
-        return self.render(request, "health.html", "health", context, visitor=visitor, mind=caller.mind)
+        return self.render(request, "health", context, visitor=visitor, mind=caller.mind)
 
     # --- export and import ------------------------------------------------------------------------------
 
     async def export(self, request: Request) -> Response:
-        visitor = self.visitor(request)
-        caller = self.acting(request, visitor)
+        visitor, caller = self.acting(request)
         fmt = request.query_params.get("format", "jsonl")
         if fmt not in EXPORT_FORMATS:
             raise InvalidInput("format", fmt, ", ".join(EXPORT_FORMATS))
@@ -410,8 +397,7 @@ class Console:
         return export_response(exported, caller.mind, fmt, utc_now())
 
     async def transfer(self, request: Request) -> Response:
-        visitor = self.visitor(request)
-        caller = self.acting(request, visitor)
+        visitor, caller = self.acting(request)
         context: dict[str, Any] = {
             "formats": IMPORT_FORMATS,
             "on_conflict": ON_CONFLICT,
@@ -419,7 +405,7 @@ class Console:
             "upload_id": None,
         }
         if request.method == "GET":
-            return self.render(request, "transfer.html", "transfer", context, visitor=visitor, mind=caller.mind)
+            return self.render(request, "transfer", context, visitor=visitor, mind=caller.mind)
         visitor, form = await self.checked_post(request)
         session = visitor.session
         assert session is not None
@@ -443,9 +429,7 @@ class Console:
                 raise InvalidInput("action", action, "plan, apply, discard")
         except MemfileError as exc:
             context["error"], status = public_message(_form_named(exc), Face.CONSOLE), status_of(exc)
-        return self.render(
-            request, "transfer.html", "transfer", context, status=status, visitor=visitor, mind=caller.mind
-        )
+        return self.render(request, "transfer", context, status=status, visitor=visitor, mind=caller.mind)
 
     # --- errors ---------------------------------------------------------------------------------------------
 
@@ -476,15 +460,8 @@ class Console:
         mind = request.path_params.get("mind") if visitor is not None else None
         if mind not in self.minds.mind_names():
             mind = None
-        return self.render(
-            request,
-            "error.html",
-            "error",
-            {"error": clip_echoes(message), "status": status},
-            status=status,
-            visitor=visitor,
-            mind=mind,
-        )
+        context = {"error": clip_echoes(message), "status": status}
+        return self.render(request, "error", context, status=status, visitor=visitor, mind=mind)
 
 
 # --- on the worker thread -----------------------------------------------------------------------------
@@ -561,9 +538,5 @@ def _imported(report: Any) -> str:
     """What an applied import did, in one sentence."""
     made = f"{len(report.created)} created, {len(report.updated)} updated, {report.unchanged} unchanged"
     if not report.commit:
-        return f"Imported {upload_label(report)}: nothing changed ({made}), so no commit was made."
-    return f"Imported {upload_label(report)}: {made} (commit {report.commit[:8]})."
-
-
-def upload_label(report: Any) -> str:
-    return f"{report.file} ({report.format})"
+        return f"Imported {report.file} ({report.format}): nothing changed ({made}), so no commit was made."
+    return f"Imported {report.file} ({report.format}): {made} (commit {report.commit[:8]})."

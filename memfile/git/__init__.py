@@ -7,7 +7,7 @@ machine's vault. Imported on the first git use; reads never import it.
 
 from __future__ import annotations
 
-from .clone import URL_RULE, check_url, clone_command, clone_vault, local_path, point_bare_head
+from .clone import check_url, clone_command, clone_vault, local_path, point_bare_head
 from .locks import MERGE_SUBJECT, clear_stale_locks, git_locks, git_processes, recover_interrupted_sync, settle
 from .merge import ATTRIBUTES, CONFLICT_FROM, conflict_sides, merge_memory
 from .store import (
@@ -31,7 +31,6 @@ __all__ = [
     "LOOSE_MOST",
     "MERGE_SUBJECT",
     "REMOTE_NAME_RULE",
-    "URL_RULE",
     "check_url",
     "clear_stale_locks",
     "clone_command",

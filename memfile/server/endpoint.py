@@ -29,9 +29,10 @@ JSON_TYPES: dict[str, tuple[type, ...]] = {
     "boolean": (bool,),
     "null": (type(None),),
 }
+#: What a JSON value of each Python type is called in a message (anything else: an object).
 TYPE_NAMES = {
     str: "a string",
-    list: "a list of strings",
+    list: "a list",
     int: "a number",
     float: "a number",
     type(None): "null",
@@ -230,7 +231,7 @@ async def json_body(request: Request, schema: dict[str, Any]) -> dict[str, Any]:
     for name, value in data.items():
         types = json_types(schema["properties"][name])
         if isinstance(value, bool) is not (bool in types) or not isinstance(value, types):
-            wanted = " or ".join(dict.fromkeys(TYPE_NAMES[t] for t in types))
+            wanted = " or ".join(dict.fromkeys("a list of strings" if t is list else TYPE_NAMES[t] for t in types))
             raise InvalidInput(name, value, wanted, reason=f"it is {_json_type(value)}")
         if isinstance(value, list) and not all(isinstance(item, str) for item in value):
             raise InvalidInput(name, value, "a list of strings", reason="an item is not a string")
@@ -279,5 +280,4 @@ def checked_ref(ref: str) -> str:
 
 
 def _json_type(value: Any) -> str:
-    names = {bool: "true or false", int: "a number", float: "a number", str: "a string", list: "a list"}
-    return "null" if value is None else names.get(type(value), "an object")
+    return TYPE_NAMES.get(type(value), "an object")

@@ -11,7 +11,6 @@ import asyncio
 import importlib
 import importlib.util
 import sys
-from contextlib import AbstractAsyncContextManager
 from typing import Any
 
 from starlette.datastructures import QueryParams
@@ -73,7 +72,7 @@ class McpMount:
         try:
             module = await asyncio.to_thread(importlib.import_module, "memfile.mcp_server")
             app = module.http_app(self.minds)
-            async with _lifespan(app):
+            async with app.run():  # its session manager (`mcp_server.HttpApp.run`)
                 self._app = app
                 self._ready.set()
                 await self._stop.wait()
@@ -89,8 +88,3 @@ class McpMount:
         if self._task is not None:
             self._stop.set()
             await self._task
-
-
-def _lifespan(app: Any) -> AbstractAsyncContextManager[Any]:
-    """The context that runs `app`: its session manager (`mcp_server.HttpApp.run`)."""
-    return app.run()
