@@ -243,3 +243,20 @@ def test_a_clone_asked_for_a_mind_it_lacks_is_kept_and_says_where(tmp_path: Path
     assert f"cloned {remote} into {(tmp_path / 'desk').resolve()}, but mind 'nosuch' does not exist" in err
     assert "(minds: michael)" in err
     assert "The office is in Berlin" in ok(in_vault(tmp_path / "desk", "recall")).stdout
+
+
+def test_without_git_each_git_runner_says_to_install_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """No git to run (GitPython's executable names nothing): a vault's git and a clone's both answer one
+    GitError saying to install git, and the clone leaves nothing behind."""
+    import git as gitpython
+
+    from memfile.errors import GitError
+    from memfile.git import GitStore, clone_vault
+
+    root = Vault.init(tmp_path / "v", "michael").root
+    monkeypatch.setattr(gitpython.Git, "GIT_PYTHON_GIT_EXECUTABLE", str(tmp_path / "no-git"))
+    with pytest.raises(GitError, match="(?s)git could not be run: .*; install git and try again"):
+        GitStore(root, "memfile", "memfile@localhost").log()
+    with pytest.raises(GitError, match="(?s)git could not be run: .*; install git and try again"):
+        clone_vault(str(root), tmp_path / "clone")
+    assert not (tmp_path / "clone").exists()
