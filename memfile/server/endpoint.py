@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
@@ -112,9 +112,7 @@ class Endpoint:
         """
         if self.public:
             return {}
-        given = parameters(
-            request, [p.name for p in self.parameters], [p.name for p in self.parameters if p.repeatable]
-        )
+        given = parameters(request, self.parameters)
         if self.body is None and self.raw_body is None:
             await no_body(request)
         if "id" in request.path_params:
@@ -126,10 +124,10 @@ class Endpoint:
         return given
 
 
-def parameters(request: Request, allowed: Iterable[str], repeatable: Iterable[str] = ()) -> dict[str, Any]:
-    """The query parameters of `request`, each once (a list for the `repeatable` ones); an unknown or
-    repeated one is refused by name (`mind` is the authentication's, always allowed)."""
-    allowed, repeatable = tuple(allowed), tuple(repeatable)
+def parameters(request: Request, params: tuple[Param, ...]) -> dict[str, Any]:
+    """The query parameters of `request` that `params` name, each once (a list for a repeatable one); an
+    unknown or repeated one is refused by name (`mind` is the authentication's, always allowed)."""
+    allowed = [param.name for param in params]
     query = request.query_params
     unknown = sorted({name for name in query if name not in allowed and name != MIND_PARAMETER})
     if unknown:
@@ -140,9 +138,9 @@ def parameters(request: Request, allowed: Iterable[str], repeatable: Iterable[st
             reason=f"not a parameter of {request.method} {_template(request)}",
         )
     found: dict[str, Any] = {}
-    for name in allowed:
+    for name, param in zip(allowed, params, strict=True):
         values = query.getlist(name)
-        if name in repeatable:
+        if param.repeatable:
             found[name] = values
         elif len(values) > 1:
             raise InvalidInput(name, ", ".join(values), f"one ?{name}=", reason="it is given more than once")
