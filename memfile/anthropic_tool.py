@@ -10,15 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from anthropic.lib.tools import BetaAbstractMemoryTool, ToolError
-from anthropic.types.beta import (
-    BetaCacheControlEphemeralParam,
-    BetaMemoryTool20250818CreateCommand,
-    BetaMemoryTool20250818DeleteCommand,
-    BetaMemoryTool20250818InsertCommand,
-    BetaMemoryTool20250818RenameCommand,
-    BetaMemoryTool20250818StrReplaceCommand,
-    BetaMemoryTool20250818ViewCommand,
-)
+from anthropic.types.beta import BetaCacheControlEphemeralParam
 
 from .memory_tool import MAX_WRITE_BYTES, MemoryToolBackend, MemoryToolError
 from .vault import Vault
@@ -53,28 +45,8 @@ class MemfileMemoryTool(BetaAbstractMemoryTool):
             raise ToolError(str(exc)) from None
 
     def _run(self, command: Any) -> str:
+        """One of the SDK's six commands (view, create, str_replace, insert, delete, rename), as `call` runs it."""
         return self.call(command.to_dict(exclude_none=True))
 
-    def view(self, command: BetaMemoryTool20250818ViewCommand) -> str:
-        """List a folder two levels deep, or show a file with line numbers (`view_range` for a part)."""
-        return self._run(command)
-
-    def create(self, command: BetaMemoryTool20250818CreateCommand) -> str:
-        """Create a memory file (never over an existing one)."""
-        return self._run(command)
-
-    def str_replace(self, command: BetaMemoryTool20250818StrReplaceCommand) -> str:
-        """Replace the one occurrence of `old_str` in a memory file."""
-        return self._run(command)
-
-    def insert(self, command: BetaMemoryTool20250818InsertCommand) -> str:
-        """Insert text after line `insert_line` (0: at the top) of a memory file."""
-        return self._run(command)
-
-    def delete(self, command: BetaMemoryTool20250818DeleteCommand) -> str:
-        """Forget a memory file, or every memory of a folder in one commit."""
-        return self._run(command)
-
-    def rename(self, command: BetaMemoryTool20250818RenameCommand) -> str:
-        """Move a memory file or folder (stored anew with `renamed_from`, the old one forgotten, one commit)."""
-        return self._run(command)
+    # The SDK's abstract commands, each handed to the backend whole (it knows every command's arguments).
+    view = create = str_replace = insert = delete = rename = _run

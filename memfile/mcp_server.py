@@ -21,6 +21,7 @@ from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any
 
 import anyio
+import anyio.abc
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.stdio import stdio_server
@@ -245,35 +246,21 @@ def _read_again(raw: Any, reason: str) -> tuple[dict[str, Any], str, int]:
     if not isinstance(raw, str):
         return {}, f"the server could not read a message ({reason}); nothing was done", PARSE_ERROR
     if "recursion limit" in reason:
-        return (
-            _top_members(raw),
-            "the request is nested too deep to read (JSON up to about 200 levels); send plain values; nothing was done",
-            PARSE_ERROR,
-        )
-    try:
-        message = json.loads(raw)
-    except RecursionError:
-        return (
-            _top_members(raw),
-            "the request is nested too deep to read; send plain values; nothing was done",
-            PARSE_ERROR,
-        )
-    except ValueError as exc:
-        return (
-            _top_members(raw),
-            f"the line is not JSON ({exc}); send one JSON-RPC message per line; nothing was done",
-            PARSE_ERROR,
-        )
-    members = message if isinstance(message, dict) else {}
-    where = _lone_surrogate(message)
-    if where is not None:
-        return (
-            members,
-            f"{where} holds a lone surrogate, half of a character (an emoji split in two?): "
-            "send whole characters; nothing was done",
-            PARSE_ERROR,
-        )
-    return members, f"the request cannot be read ({reason}); nothing was done", PARSE_ERROR
+        why = "the request is nested too deep to read (JSON up to about 200 levels); send plain values"
+    else:
+        try:
+            message = json.loads(raw)
+        except RecursionError:
+            why = "the request is nested too deep to read; send plain values"
+        except ValueError as exc:
+            why = f"the line is not JSON ({exc}); send one JSON-RPC message per line"
+        else:
+            where = _lone_surrogate(message)
+            why = f"the request cannot be read ({reason})"
+            if where is not None:
+                why = f"{where} holds a lone surrogate, half of a character (an emoji split in two?): send whole characters"
+            return message if isinstance(message, dict) else {}, f"{why}; nothing was done", PARSE_ERROR
+    return _top_members(raw), f"{why}; nothing was done", PARSE_ERROR
 
 
 def _top_members(line: str) -> dict[str, Any]:
@@ -332,9 +319,10 @@ def _place(path: tuple[str, ...]) -> str:
     return f"the request's {'.'.join(path)!r}"  # repr: the surrogate is written as an escape
 
 
-class _Answering:
+class _Answering(anyio.abc.ObjectReceiveStream[SessionMessage]):
     """The stdio transport's read stream, with each message it could not read answered on `write`
-    (`unreadable_answer`) instead of handed to the SDK, which would drop it."""
+    (`unreadable_answer`) instead of handed to the SDK, which would drop it. anyio's base class makes
+    it iterable and an async context manager over `receive` and `aclose`."""
 
     def __init__(self, inner: Any, write: Any) -> None:
         self.inner, self.write = inner, write
@@ -355,21 +343,6 @@ class _Answering:
 
     async def aclose(self) -> None:
         await self.inner.aclose()
-
-    def __aiter__(self) -> _Answering:
-        return self
-
-    async def __anext__(self) -> SessionMessage:
-        try:
-            return await self.receive()
-        except anyio.EndOfStream:
-            raise StopAsyncIteration from None
-
-    async def __aenter__(self) -> _Answering:
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.aclose()
 
 
 async def serve_stdio(server: MCPServer) -> None:

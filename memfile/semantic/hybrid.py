@@ -6,8 +6,7 @@ comes back through its vector; the two rankings are fused by weighted reciprocal
 
 from __future__ import annotations
 
-import threading
-from collections import OrderedDict
+import functools
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -175,25 +174,16 @@ def fuse(
 
 
 class QueryVectors:
-    """Question -> vector, remembering the last `size` questions (for long-lived processes). Thread-safe."""
+    """Question -> vector, remembering the last `size` questions (for long-lived processes). Thread-safe.
+
+    `get(question)`: the question's vector (embedded once, then served from memory; read-only)."""
 
     def __init__(self, embedder: Embedder, size: int = 256) -> None:
         self.embedder = embedder
         self.size = size
-        self._cache: OrderedDict[str, Any] = OrderedDict()
-        self._lock = threading.Lock()
+        self.get = functools.lru_cache(maxsize=size)(self._embedded)
 
-    def get(self, query: str) -> Any:
-        """The question's vector (embedded once, then served from memory)."""
-        with self._lock:
-            found = self._cache.get(query)
-            if found is not None:
-                self._cache.move_to_end(query)
-                return found
+    def _embedded(self, query: str) -> Any:
         vector = self.embedder.embed_query(query)
         vector.setflags(write=False)
-        with self._lock:
-            self._cache[query] = vector
-            while len(self._cache) > self.size:
-                self._cache.popitem(last=False)
         return vector

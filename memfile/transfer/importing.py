@@ -12,8 +12,9 @@ import hashlib
 import json
 import os
 import re
+import tempfile
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from datetime import datetime, timedelta
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any, BinaryIO
@@ -46,8 +47,12 @@ from ..model import (
 )
 from ..paths import is_ignored_name, is_memory_name, memory_relpath, safe_path
 from ..secretscan import SecretPolicy
+from .langbot import read_langbot
+from .memfile_format import is_memfile_export, read_memfile
+from .openclaw import read_openclaw
 from .records import FORMATS, ON_CONFLICT, ImportOptions, Incoming
 from .secret_checks import SecretChecks, add_checks, plain
+from .synapse import read_synapse
 
 if TYPE_CHECKING:
     from ..writer import Writer
@@ -101,7 +106,7 @@ def read_import(source: Path | bytes, name: str, fmt: str | None, options: Impor
     if isinstance(source, Path) and source.is_dir():
         if fmt not in (None, "openclaw"):
             raise InvalidInput("FILE", name, f"a {fmt} file, not a folder")
-        return _openclaw(source, options)
+        return read_openclaw(source, options)
     data = read_bounded(source, name) if isinstance(source, Path) else source
     if len(data) > MAX_IMPORT_BYTES:
         raise InvalidInput("FILE", name, f"a file of at most {MAX_IMPORT_BYTES // 2**20} MB")
@@ -114,37 +119,23 @@ def read_import(source: Path | bytes, name: str, fmt: str | None, options: Impor
     fmt = fmt or detect(text, name)
     if fmt == "openclaw":
         if isinstance(source, Path) and source.is_file():
-            return _openclaw(source, options)
-        import tempfile
-
+            return read_openclaw(source, options)
         with tempfile.TemporaryDirectory(prefix="memfile-import-") as folder:  # sent over HTTP, or through a pipe
             base = PurePosixPath(name).name
             path = Path(folder) / (base if base.endswith(".md") else "MEMORY.md")
             path.write_text(text, encoding="utf-8")
-            return _openclaw(path, options)
+            return read_openclaw(path, options)
     if fmt == "memfile":
-        from .memfile_format import read_memfile
-
         return read_memfile(text.split("\n"), name)  # JSON text may hold U+2028, which splitlines splits at
     try:
         value = json.loads(text)
     except (ValueError, RecursionError) as exc:
         raise InvalidInput("FILE", name, f"a {fmt} JSON file", reason=f"it is not JSON: {exc}") from None
     if fmt == "synapse":
-        from .synapse import read_synapse
-
         return read_synapse(value, options)
     if not isinstance(value, dict):
         raise InvalidInput("FILE", name, "a LangBot export envelope (a JSON object with profiles or episodes)")
-    from .langbot import read_langbot
-
     return read_langbot(value, options)
-
-
-def _openclaw(path: Path, options: ImportOptions) -> Incoming:
-    from .openclaw import read_openclaw
-
-    return read_openclaw(path, options)
 
 
 def read_bounded(source: Path | BinaryIO, name: str) -> bytes:
@@ -176,8 +167,6 @@ def detect(text: str, name: str) -> str:
     Raises:
         InvalidInput: none of these (the message says to pass --from).
     """
-    from .memfile_format import is_memfile_export
-
     stripped = text.lstrip()
     if stripped.startswith("{") and is_memfile_export(stripped.split("\n", 1)[0]):
         return "memfile"
@@ -437,20 +426,9 @@ class Plan:
     notices: list[str] = field(default_factory=list)
 
     def report(self, dry_run: bool, commit: str | None) -> ImportReport:
-        return ImportReport(
-            format=self.format,
-            mind=self.mind,
-            file=self.file,
-            dry_run=dry_run,
-            commit=commit,
-            created=[c.memory.ref for c in self.created],
-            updated=[c.memory.ref for c in self.updated],
-            unchanged=self.unchanged,
-            skipped=self.skipped,
-            conflicts=self.conflicts,
-            unmapped=self.unmapped,
-            notices=self.notices,
-        )
+        shared = {f.name: getattr(self, f.name) for f in fields(self)}
+        refs = {"created": [c.memory.ref for c in self.created], "updated": [c.memory.ref for c in self.updated]}
+        return ImportReport(dry_run=dry_run, commit=commit, **(shared | refs))
 
 
 def _at(where: str, exc: InvalidInput) -> InvalidInput:

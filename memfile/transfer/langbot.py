@@ -12,7 +12,7 @@ from typing import Any
 
 from ..errors import InvalidInput, masked
 from ..model import Priority, parse_priority
-from .records import ImportOptions, Incoming
+from .records import ImportOptions, Incoming, reader_source
 from .synapse import clean_tag, derived_id, iso_z, shown, slug, unique_key
 
 FORMAT = "langbot"
@@ -70,7 +70,7 @@ class _Reader:
         self.records: list[dict[str, Any]] = []
         self.unmapped: list[str] = []
         self.taken: dict[str, set[str]] = {}
-        self.source = _source(options)
+        self.source = reader_source(options)
         self.cap = parse_priority(options.max_priority, "max_priority")
         self.scope = _text(data.get("scope_key"), "scope_key")
         self.exported_at = iso_z(data.get("exported_at"), "exported_at")
@@ -365,15 +365,6 @@ class _Reader:
             "_where": where,
         }
         self.records.append(record)
-
-
-def _source(options: ImportOptions) -> str:
-    """Who wrote LangBot's memories: its agent tools, unless the person importing says they did."""
-    if options.source is None:
-        return "agent"
-    if options.source not in ("user", "agent"):
-        raise InvalidInput("source", options.source, "user, agent")
-    return options.source
 
 
 def _text(value: Any, place: str) -> str:

@@ -18,7 +18,7 @@ from typing import Any
 
 from ..errors import InvalidInput
 from ..model import parse_category
-from .records import SPLITS, ImportOptions, Incoming
+from .records import SPLITS, ImportOptions, Incoming, reader_source
 from .synapse import clean_tag, derived_id, folds, hashes_thai, slug, thai_notice, unique_key
 
 FORMAT = "openclaw"
@@ -78,9 +78,7 @@ class _Reader:
         if options.split not in SPLITS:
             raise InvalidInput("split", options.split, SPLITS)
         self.category = str(parse_category(options.category)) if options.category is not None else None
-        if options.source is not None and options.source not in ("user", "agent"):
-            raise InvalidInput("source", options.source, "user, agent")
-        self.source = options.source or "agent"  # OpenClaw's files are written by its agent
+        self.source = reader_source(options)  # OpenClaw's files are written by its agent
         self.options = options
         self.records: list[dict[str, Any]] = []
         self.unmapped: list[str] = []

@@ -11,6 +11,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from ..errors import InvalidInput
+
 #: The formats `memfile import --from` accepts.
 FORMATS = ("memfile", "synapse", "langbot", "openclaw")
 #: What `--on-conflict` accepts: what to do with a record whose id is in the mind with other content.
@@ -40,3 +42,10 @@ class Incoming:
     unmapped: list[str] = field(default_factory=list)
     minds: list[str] = field(default_factory=list)  # memfile's own export: the minds its header names
     notices: list[str] = field(default_factory=list)  # what the import should say of how it read the file
+
+
+def reader_source(options: ImportOptions) -> str:
+    """Who wrote a foreign tool's memories: its agent, unless the person importing says they did."""
+    if options.source not in (None, "user", "agent"):
+        raise InvalidInput("source", options.source, "user, agent")
+    return options.source or "agent"

@@ -23,9 +23,9 @@ class SecretChecks:
         self._secrets, self._allow_secret = secrets, allow_secret
         self._pending: list[tuple[list[tuple[str, str]], bool]] = []  # (checks, agent)
 
-    def add(self, index: int, kind: str, checks: list[tuple[str, str]], agent: bool) -> None:
-        """Check record `index`'s text of `kind` (`content`, `tags`, `extra` or `raw`) before the import is made:
-        `checks` holds the texts written, each with how messages name it ("record 3 (fact/x): the content")."""
+    def add(self, checks: list[tuple[str, str]], agent: bool) -> None:
+        """Check texts a record writes before the import is made: `checks` holds each with how messages
+        name it ("record 3 (fact/x): the content")."""
         if self._allow_secret and agent:  # refused whatever the text
             guard(self._secrets, "", what=checks[0][0], allow_secret=True, agent=True)
         self._pending.append((checks, agent))
@@ -60,19 +60,18 @@ def add_checks(
     it is there: a new memory's id and path (git keeps both); a raw record's whole text (unless the file
     holds it already); else its content, and each unknown key it gives whose value the mind's memory does
     not hold (nested values too)."""
-    index = number - 1
     # how messages name the record: "record 2, memories[1] (id ...) (fact/s2): the content"
     named = f"{where} ({memory.ref})" if where == f"record {number}" else f"record {number}, {where} ({memory.ref})"
     if old is None:  # a new memory's id and file name go into git too (its commit, its path)
-        checks.add(index, "names", [(f"{named}: the id", memory.id), (f"{named}: the path", memory.path)], agent)
+        checks.add([(f"{named}: the id", memory.id), (f"{named}: the path", memory.path)], agent)
     if data is not None:
         if old is None or data != on_disk:
-            checks.add(index, "raw", [(f"{named}: the file's text (raw)", record["raw"])], agent)
+            checks.add([(f"{named}: the file's text (raw)", record["raw"])], agent)
         return
     if old is None or old.content != memory.content:
-        checks.add(index, "content", [(f"{named}: the content", memory.content)], agent)
+        checks.add([(f"{named}: the content", memory.content)], agent)
     if memory.tags and (old is None or old.tags != memory.tags):
-        checks.add(index, "tags", [(f"{named}: a tag", "\n".join(memory.tags))], agent)
+        checks.add([(f"{named}: a tag", "\n".join(memory.tags))], agent)
     if memory.extra:
         held = dict(old.extra) if old is not None else {}
         given = [(name, value) for name, value in memory.extra if name not in held or plain(held[name]) != value]
@@ -80,7 +79,7 @@ def add_checks(
             keys = [
                 (f"{named}: the front-matter key {name!r}", _scanned_text(((name, value),))) for name, value in given
             ]
-            checks.add(index, "extra", keys, agent)
+            checks.add(keys, agent)
 
 
 def _scanned_text(items: Iterable[tuple[str, Any]]) -> str:

@@ -11,6 +11,7 @@ import hashlib
 import os
 import re
 import unicodedata
+from collections import Counter
 from datetime import datetime, timezone
 from typing import Any
 
@@ -48,18 +49,16 @@ def read_synapse(data: Any, options: ImportOptions) -> Incoming:
         raise InvalidInput("Synapse import", shown(data), SHAPE)
     unmapped = [f"top-level field {name!r} of the Synapse file: not imported" for name in others]
     records: list[dict[str, Any]] = []
-    kept_extra: dict[str, int] = {}
-    ignored: dict[str, int] = {}
+    kept_extra: Counter[str] = Counter()
+    ignored: Counter[str] = Counter()
     for number, memory in enumerate(memories):
         place = f"{where}[{number}]"
         if not isinstance(memory, dict):
             raise InvalidInput(place, shown(memory), "a JSON object with category, key and content")
         record, extra_names, ignored_names = _record(memory, place)
         records.append(record)
-        for name in extra_names:
-            kept_extra[name] = kept_extra.get(name, 0) + 1
-        for name in ignored_names:
-            ignored[name] = ignored.get(name, 0) + 1
+        kept_extra.update(extra_names)
+        ignored.update(ignored_names)
     unmapped += [
         f"field {name!r} ({_count(n, 'memory', 'memories')}) is not a Synapse field: kept as a front-matter key"
         for name, n in kept_extra.items()
