@@ -13,8 +13,8 @@ from __future__ import annotations
 import errno
 import os
 import stat
-from collections.abc import Callable, Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Callable, Mapping
+from contextlib import nullcontext
 from dataclasses import dataclass, replace
 from datetime import datetime, timezone
 from pathlib import Path, PurePosixPath
@@ -113,8 +113,10 @@ class MemoryToolBackend:
                 f"Unknown command: {_cut(shown)}; the memory tool's commands are {', '.join(COMMANDS)}"
             )
         handler: Callable[[Mapping[str, Any]], str] = getattr(self, f"_{name}")
+        # an agent's vault keeps its served credential's label (Vault.acting_as sets it)
+        agent = nullcontext() if self.vault.actor is Source.AGENT else self.vault.acting_as(Source.AGENT)
         try:
-            with self._as_agent():
+            with agent:
                 return handler(command)
         except SecretFound as exc:  # named as the model names the file
             where = _shown(exc.what) if exc.what.endswith(".md") else exc.what
@@ -126,14 +128,6 @@ class MemoryToolBackend:
                 f"The {name} command could not be carried out: the file system refused it "
                 f"({exc.strerror or type(exc).__name__}); nothing was changed. Use another path, or tell the user."
             ) from None
-
-    @contextmanager
-    def _as_agent(self) -> Iterator[None]:
-        if self.vault.actor is Source.AGENT:  # keeps a served credential's label (Vault.acting_as sets it)
-            yield
-        else:
-            with self.vault.acting_as(Source.AGENT):
-                yield
 
     # --- the commands --------------------------------------------------------------------
 

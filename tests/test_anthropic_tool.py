@@ -246,3 +246,16 @@ def test_the_docs_example_runs(api: FakeMessagesAPI, capsys: pytest.CaptureFixtu
     if code is None:
         pytest.skip('docs/agents.md has no "Claude\'s memory tool" section with a Python example yet')
     run_example(code, api, capsys)
+
+
+def test_the_sdks_typed_commands_run_through_the_same_backend(vault: Vault) -> None:
+    from anthropic.types.beta import BetaMemoryTool20250818CreateCommand, BetaMemoryTool20250818ViewCommand
+
+    tool = MemfileMemoryTool(vault)
+    create = BetaMemoryTool20250818CreateCommand(command="create", path="/memories/fact/x.md", file_text="X.")
+    assert tool.execute(create) == "File created successfully at: /memories/fact/x.md"
+    assert tool.view(BetaMemoryTool20250818ViewCommand(command="view", path="/memories/fact")).endswith(
+        "/memories/fact/x.md"
+    )
+    with pytest.raises(ToolError, match="already exists"):
+        tool.create(create)

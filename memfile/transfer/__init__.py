@@ -8,6 +8,7 @@ writes only through the writer.
 from __future__ import annotations
 
 import os
+import tempfile
 from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO, TextIO
@@ -70,8 +71,6 @@ def export_to(
 
 def _write_whole(path: Path, lines: Iterable[str]) -> None:
     """Write lines to a temporary file beside `path`, then rename it into place: never half an export."""
-    import tempfile
-
     try:
         handle = tempfile.NamedTemporaryFile(
             "w", encoding="utf-8", newline="\n", dir=path.parent, prefix=f".{path.name}.", delete=False
