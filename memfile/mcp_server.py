@@ -16,7 +16,7 @@ import inspect
 import json
 import re
 from collections.abc import Callable, Mapping, Sequence
-from contextlib import AbstractAsyncContextManager
+from contextlib import AbstractAsyncContextManager, suppress
 from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any
 
@@ -278,10 +278,8 @@ def _top_members(line: str) -> dict[str, Any]:
             key, previous = previous, token
             continue
         elif depth == 1 and key is not None and token != ",":
-            try:
+            with suppress(ValueError):
                 found.setdefault(json.loads(key), json.loads(token))
-            except ValueError:
-                pass
             if "id" in found and "method" in found:
                 break
         key, previous = None, token
@@ -336,10 +334,8 @@ class _Answering(anyio.abc.ObjectReceiveStream[SessionMessage]):
             item = await self.inner.receive()
             if not isinstance(item, Exception):
                 return item
-            try:
+            with suppress(anyio.ClosedResourceError, anyio.BrokenResourceError):  # else the client is gone
                 await self.write.send(SessionMessage(unreadable_answer(item)))
-            except (anyio.ClosedResourceError, anyio.BrokenResourceError):
-                pass  # the client is gone
 
     async def aclose(self) -> None:
         await self.inner.aclose()

@@ -14,7 +14,7 @@ import errno
 import os
 import stat
 from collections.abc import Callable, Mapping
-from contextlib import nullcontext
+from contextlib import nullcontext, suppress
 from dataclasses import dataclass, replace
 from datetime import datetime, timezone
 from pathlib import Path, PurePosixPath
@@ -658,7 +658,5 @@ def _remove_empty_folders(folder: Path) -> None:
     if not folder.is_dir():
         return
     for inner, _, _ in sorted(os.walk(folder), key=lambda entry: -len(entry[0])):
-        try:
+        with suppress(OSError):  # not empty: it stays
             os.rmdir(inner)
-        except OSError:
-            pass

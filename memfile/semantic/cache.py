@@ -115,6 +115,10 @@ class VectorCache:
         self._lock = threading.RLock()
         self._db = self._connect()
         self._hashes: dict[str, str] = {}  # embedded text -> hash (saves sha256 on every search)
+        self._forget()
+
+    def _forget(self) -> None:
+        """Forget the rows read so far (none yet, or the file is new)."""
         self._row: dict[str, int] = {}  # hash -> row of self._matrix
         self._hash_at: list[str] = []  # row of self._matrix -> hash
         self._scripts: list[str] = []
@@ -180,11 +184,7 @@ class VectorCache:
         with self._lock:
             self._db.close()
             self._db = self._connect()
-            self._row.clear()
-            self._hash_at.clear()
-            self._scripts.clear()
-            self._matrix = self._centred = None
-            self._last_seq = 0
+            self._forget()
 
     def close(self) -> None:
         """Close the file (the cache cannot be used afterwards)."""
