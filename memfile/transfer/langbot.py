@@ -85,9 +85,8 @@ class _Reader:
                     f"the envelope's count says {count} but it holds {len(data[lists[0]])} {lists[0]}:"
                     " the file may have been cut or edited"
                 )
-        for name in data:
-            if name not in ENVELOPE_FIELDS and name not in ("profiles", "episodes"):
-                self.unmapped.append(f"envelope field {name!r}: not imported")
+        known = (*ENVELOPE_FIELDS, "profiles", "episodes")
+        self.unmapped += [f"envelope field {name!r}: not imported" for name in data if name not in known]
 
     # ------------------------------------------------------------ L1
 
@@ -115,12 +114,10 @@ class _Reader:
             raise InvalidInput(f"{place}.profile", shown(profile), "an object with name, traits, preferences, notes")
         scope = _text(entry.get("scope_key"), f"{place}.scope_key") or self.scope
         who = f"{place} ({kind} profile{f' of {sender}' if kind == 'speaker' else ''})"
-        for name in entry:
-            if name not in ENTRY_FIELDS:
-                self.unmapped.append(f"{who}: field {name!r} not imported")
-        for name in profile:
-            if name not in PROFILE_FIELDS:
-                self.unmapped.append(f"{who}: profile field {name!r} not imported")
+        self.unmapped += [f"{who}: field {name!r} not imported" for name in entry if name not in ENTRY_FIELDS]
+        self.unmapped += [
+            f"{who}: profile field {name!r} not imported" for name in profile if name not in PROFILE_FIELDS
+        ]
         updated = iso_z(profile.get("updated_at"), f"{place}.profile.updated_at") or self.exported_at
         prefix = f"{slug(sender, 40)}_" if kind == "speaker" else ""
         tags = ["langbot", *_tags([("speaker:", sender), ("scope:", scope)])]
@@ -250,9 +247,7 @@ class _Reader:
 
     def episode_fields(self, episode: dict[str, Any], place: str) -> dict[str, Any]:
         """One episode's fields, checked: its shape is refused here, never half-read later."""
-        for name in episode:
-            if name not in EPISODE_FIELDS:
-                self.unmapped.append(f"{place}: field {name!r} not imported")
+        self.unmapped += [f"{place}: field {name!r} not imported" for name in episode if name not in EPISODE_FIELDS]
         content = episode.get("content")
         if content is not None and not isinstance(content, str):
             raise InvalidInput(f"{place}.content", shown(content), "text")
