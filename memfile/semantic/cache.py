@@ -122,7 +122,8 @@ class VectorCache:
         self._row: dict[str, int] = {}  # hash -> row of self._matrix
         self._hash_at: list[str] = []  # row of self._matrix -> hash
         self._scripts: list[str] = []
-        self._matrix: Any = None  # every vector read so far, one row per hash in `_row`
+        self._matrix: Any = None
+        self._blocks: list[Any] = []  # row blocks read since, stacked into _matrix when it is next needed
         self._last_seq = 0
         self._centred: Any = None
 
@@ -207,8 +208,6 @@ class VectorCache:
         """Read the rows added since the last look (by this or another process) into memory."""
         np = _require("numpy")
         dim = self.embedder.dimension
-        if self._matrix is None:
-            self._matrix = np.zeros((0, dim), dtype=np.float32)
         rows = self._db.execute(
             "SELECT seq, hash, script, vector FROM vectors WHERE seq > ? ORDER BY seq", (self._last_seq,)
         ).fetchall()
@@ -222,13 +221,20 @@ class VectorCache:
             self._scripts.append(script)
             fresh.append(blob)
         if fresh:
-            block = np.frombuffer(b"".join(fresh), dtype=np.float32).reshape(len(fresh), dim)
-            self._matrix = np.ascontiguousarray(np.concatenate([self._matrix, block]))
+            self._blocks.append(np.frombuffer(b"".join(fresh), dtype=np.float32).reshape(len(fresh), dim))
             self._centred = None
 
     def _all(self) -> Any:
-        """Every vector read so far (`_matrix`), brought up to date."""
+        """Every vector read so far, one row per hash in `_row`. The blocks read are stacked here, when the
+        matrix is needed, not on each read (a store's `missing` reads a row; each stack copies every vector)."""
         self._load()
+        if self._matrix is None or self._blocks:
+            np = _require("numpy")
+            empty = np.zeros((0, self.embedder.dimension), dtype=np.float32)
+            self._matrix = np.ascontiguousarray(
+                np.concatenate([empty if self._matrix is None else self._matrix, *self._blocks])
+            )
+            self._blocks = []
         return self._matrix
 
     def missing(self, memories: Iterable[Memory]) -> list[Memory]:
