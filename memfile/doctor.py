@@ -46,6 +46,9 @@ class DoctorReport:
     findings: list[Finding] = field(default_factory=list)
     fixed: list[str] = field(default_factory=list)
 
+    def add(self, kind: str, message: str, path: str | None = None, problem: bool = True) -> None:
+        self.findings.append(Finding(kind, message, path, problem))
+
     @property
     def problems(self) -> list[Finding]:
         return [f for f in self.findings if f.problem]
@@ -69,12 +72,8 @@ class Doctor:
     """`Vault.doctor`: checks of one mind over its index, its writer (and git store) and its status."""
 
     def __init__(self, writer: Writer, index: Index, status: Callable[[], Any]) -> None:
-        self.root = writer.root
-        self.mind = writer.mind
-        self.mind_dir = writer.root / writer.mind
-        self._writer = writer
-        self._index = index
-        self.status = status
+        self.root, self.mind, self.mind_dir = writer.root, writer.mind, writer.root / writer.mind
+        self._writer, self._index, self.status = writer, index, status
 
     @property
     def _git(self) -> GitStore:
@@ -84,86 +83,73 @@ class Doctor:
     def issues(self) -> list[ParseIssue]:
         return self._index.issues
 
-    def memories(self) -> list[Memory]:
-        return self._index.memories()
-
     def commit_hand_edits(self) -> str | None:
         with self._writer.transaction():
             return self._writer.commit_changed(None)
 
     def doctor(self, fix: bool = False, progress: Progress | None = None) -> DoctorReport:
-        """`Vault.doctor` (its docstring says what it does)."""
-
         report = DoctorReport(self.mind)
         if fix:
             self._fix(report, progress)
         status = self.status()  # before reading: what is stale now
         if progress is not None:  # a cold index is most of the time: its files read, one by one
             self._index.refresh(step(progress, "indexing"))
-        memories = self.memories()
-        add = report.findings.append
+        memories = self._index.memories()
+        add = report.add
         for issue in self.issues:
             kind = "conflict_markers" if "conflict markers" in issue.reason else "unreadable"
             where = f"{issue.path}:{issue.line}" if issue.line else issue.path
-            add(Finding(kind, f"{where}: {issue.reason}", issue.path))
+            add(kind, f"{where}: {issue.reason}", issue.path)
         for (category, key), count in Counter((m.category, m.key) for m in memories).items():
             if count > 1:
                 paths = sorted(m.path for m in memories if (m.category, m.key) == (category, key))
-                add(Finding("duplicate", f"{category}/{key} is held by {count} files: {', '.join(paths)}", paths[0]))
+                add("duplicate", f"{category}/{key} is held by {count} files: {', '.join(paths)}", paths[0])
         for memory_id, count in Counter(m.id for m in memories).items():
             if count > 1:
                 paths = sorted(m.path for m in memories if m.id == memory_id)
                 add(
-                    Finding(
-                        "duplicate_id",
-                        f"{memory_id} is the id of {count} memories: {', '.join(paths)} (a copy?); remove the "
-                        "id: line of all but one, and memfile gives it an id of its own",
-                        paths[0],
-                    )
+                    "duplicate_id",
+                    f"{memory_id} is the id of {count} memories: {', '.join(paths)} (a copy?); remove the "
+                    "id: line of all but one, and memfile gives it an id of its own",
+                    paths[0],
                 )
         for memory in memories:
             expected = memory_relpath(self.mind, memory.category, memory.key).as_posix()
             if self._misplaced(memory, expected):
-                add(Finding("misplaced", f"{memory.path} holds {memory.ref}, whose place is {expected}", memory.path))
+                add("misplaced", f"{memory.path} holds {memory.ref}, whose place is {expected}", memory.path)
             if len(memory.tags) > MAX_TAGS:
                 add(
-                    Finding(
-                        "too_many_tags",
-                        f"{memory.path} has {len(memory.tags)} tags, more than the {MAX_TAGS} a write may give; "
-                        "keep the rest in the content",
-                        memory.path,
-                    )
+                    "too_many_tags",
+                    f"{memory.path} has {len(memory.tags)} tags, more than the {MAX_TAGS} a write may give; "
+                    "keep the rest in the content",
+                    memory.path,
                 )
             if memory.conflict is not None:
                 add(
-                    Finding(
-                        "conflicted",
-                        f"{memory.ref}: changed on both sides of a sync; "
-                        f"run: memfile resolve {memory.ref} --ours|--theirs|--edit",
-                        memory.path,
-                    )
+                    "conflicted",
+                    f"{memory.ref}: changed on both sides of a sync; "
+                    f"run: memfile resolve {memory.ref} --ours|--theirs|--edit",
+                    memory.path,
                 )
         for path in map(shown_path, status["stale"]):
-            add(Finding("stale_index", f"{path} changed since it was indexed (the next command reads it)", path, False))
+            add("stale_index", f"{path} changed since it was indexed (the next command reads it)", path, False)
         for path in map(shown_path, status["uncommitted"]):
-            add(Finding("uncommitted", f"{path} has changes not committed to git", path))
+            add("uncommitted", f"{path} has changes not committed to git", path)
         self._check_files(report)
         self._check_secrets(report, memories, progress)
         now = utc_now()
         expired = sum(1 for m in memories if m.is_expired(now))
         superseded = sum(1 for m in memories if m.superseded)
         old = [m for m in memories if m.source is Source.AGENT and not m.verified and now - m.created_at > REVIEW_AFTER]
-        add(Finding("expired", f"{expired} expired memories (out of recall, kept on disk)", None, False))
-        add(Finding("superseded", f"{superseded} superseded memories (out of recall, kept on disk)", None, False))
+        add("expired", f"{expired} expired memories (out of recall, kept on disk)", None, False)
+        add("superseded", f"{superseded} superseded memories (out of recall, kept on disk)", None, False)
         for memory in old:
             add(
-                Finding(
-                    "unreviewed",
-                    f"{memory.ref}: stored by an agent {(now - memory.created_at).days} days ago, "
-                    f"never verified; run: memfile verify {memory.ref}",
-                    memory.path,
-                    False,
-                )
+                "unreviewed",
+                f"{memory.ref}: stored by an agent {(now - memory.created_at).days} days ago, "
+                f"never verified; run: memfile verify {memory.ref}",
+                memory.path,
+                False,
             )
         return report
 
@@ -185,13 +171,11 @@ class Doctor:
                 continue  # changed meanwhile: the next doctor reads it
             for found in scan(text, policy.allow):
                 where = f"{memory.path}:{found.line}"
-                report.findings.append(
-                    Finding(
-                        "secret",
-                        f"{where}: {found.what} ({found.masked}); remove it by hand, and see docs/secrets.md "
-                        "for the versions git keeps",
-                        memory.path,
-                    )
+                report.add(
+                    "secret",
+                    f"{where}: {found.what} ({found.masked}); remove it by hand, and see docs/secrets.md "
+                    "for the versions git keeps",
+                    memory.path,
                 )
 
     def _misplaced(self, memory: Memory, expected: str) -> bool:
@@ -211,80 +195,62 @@ class Doctor:
         """What no memory read shows: temp files, symlinks out, files outside minds, a git lock left over."""
         from . import store_queue
 
-        add = report.findings.append
+        add = report.add
         for folder, dirs, files in os.walk(self.mind_dir, followlinks=False):
             if ".git" in dirs + files:  # git of the vault stages nothing in it (paths.safe_paths refuses to write)
                 own = Path(folder).relative_to(self.root).as_posix()
                 add(
-                    Finding(
-                        "nested_repository",
-                        f"{own}/ is a git repository of its own: the vault's git keeps no version of the "
-                        f"memories in it, and memfile does not write there; move that folder out of the mind, "
-                        f"or remove {own}/.git",
-                        own,
-                    )
+                    "nested_repository",
+                    f"{own}/ is a git repository of its own: the vault's git keeps no version of the "
+                    f"memories in it, and memfile does not write there; move that folder out of the mind, "
+                    f"or remove {own}/.git",
+                    own,
                 )
                 dirs[:] = [name for name in dirs if name != ".git"]
             for name in dirs + files:
                 path = Path(folder) / name
                 relpath = path.relative_to(self.root).as_posix()
                 if name.startswith(TEMP_PREFIX):
-                    add(Finding("temp_file", f"{relpath}: a temp file left by an interrupted write", relpath))
+                    add("temp_file", f"{relpath}: a temp file left by an interrupted write", relpath)
                 elif not is_utf8_name(name):
                     add(
-                        Finding(
-                            "bad_name",
-                            f"{shown_path(relpath)}: the file name is not UTF-8 (never read); rename it",
-                            shown_path(relpath),
-                        )
+                        "bad_name",
+                        f"{shown_path(relpath)}: the file name is not UTF-8 (never read); rename it",
+                        shown_path(relpath),
                     )
                 elif path.is_symlink():
                     try:
                         outside = not is_inside(path.resolve(strict=True), self.root)
                     except (OSError, RuntimeError):
-                        add(
-                            Finding("symlink_broken", f"{relpath} is a broken or looping symlink (never read)", relpath)
-                        )
+                        add("symlink_broken", f"{relpath} is a broken or looping symlink (never read)", relpath)
                         continue
                     if outside:
-                        add(
-                            Finding(
-                                "symlink_out", f"{relpath} is a symlink leading outside the vault (never read)", relpath
-                            )
-                        )
+                        add("symlink_out", f"{relpath} is a symlink leading outside the vault (never read)", relpath)
         for setting in unknown_settings(self.root):
             add(
-                Finding(
-                    "unknown_setting",
-                    f"{CONFIG_NAME}: {setting} is no setting memfile knows, so it is ignored: a typo? "
-                    "(the settings: docs/format.md; a newer memfile's setting is fine)",
-                    CONFIG_NAME,
-                )
+                "unknown_setting",
+                f"{CONFIG_NAME}: {setting} is no setting memfile knows, so it is ignored: a typo? "
+                "(the settings: docs/format.md; a newer memfile's setting is fine)",
+                CONFIG_NAME,
             )
         for entry in sorted(os.scandir(self.root), key=lambda e: e.name):
             if entry.is_file() and entry.name.endswith(".md") and entry.name.lower() != "readme.md":
-                add(Finding("outside_minds", f"{entry.name} is outside any mind folder (not a memory)", entry.name))
+                add("outside_minds", f"{entry.name} is outside any mind folder (not a memory)", entry.name)
         stale, held = self._git_locks()
         for lock in stale:
             add(
-                Finding(
-                    "stale_lock",
-                    f"{lock} is left over from a git command that was killed (git refuses to write while it is "
-                    "there; no git runs in the vault): doctor --fix removes it, and so does memfile's next write where it "
-                    "can see git's processes (Linux)",
-                    lock,
-                )
+                "stale_lock",
+                f"{lock} is left over from a git command that was killed (git refuses to write while it is "
+                "there; no git runs in the vault): doctor --fix removes it, and so does memfile's next write where it "
+                "can see git's processes (Linux)",
+                lock,
             )
         for lock, (pid, command) in held:
-            add(
-                Finding(
-                    "git_lock", f"{lock} is held by a git command at work in the vault ({pid}: {command})", lock, False
-                )
-            )
+            add("git_lock", f"{lock} is held by a git command at work in the vault ({pid}: {command})", lock, False)
         queue = self._queue_folder()
         for name, what in store_queue.leftovers(queue):
             relpath = (queue / name).relative_to(self.root).as_posix()
-            add(Finding("queue_leftover", f"{relpath}: {what}", relpath))
+            add("queue_leftover", f"{relpath}: {what}", relpath)
 
     def _queue_folder(self) -> Path:
         return self.root / STATE_DIR / "queue" / self.mind
@@ -326,7 +292,7 @@ class Doctor:
         else:
             if sha:
                 report.fixed.append(f"committed hand edits ({sha[:8]})")
-        memories = self.memories()
+        memories = self._index.memories()
         taken = {m.path for m in memories}
         with self._writer.transaction():
             for memory in memories:

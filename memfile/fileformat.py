@@ -270,7 +270,6 @@ def _check_keys(node: Any, construct_key: Callable[[Any], Any]) -> None:
 
 
 @cache
-@cache
 def _loader() -> Any:
     """The YAML loader every read uses: PyYAML's safe loader (the C one where built, as python-frontmatter
     picks it), refusing a key given twice."""

@@ -74,8 +74,8 @@ def read_or_none(path: Path) -> bytes | None:
         return None
 
 
-def atomic_write(path: Path, data: bytes, durable: bool = True) -> None:
-    """Replace `path` with `data` so that a reader sees the old or the new bytes, never a mix.
+def atomic_write(path: Path, data: bytes, durable: bool = True, mode: int = 0o644) -> None:
+    """Replace `path` with `data` (a file of `mode`) so that a reader sees the old or the new bytes, never a mix.
 
     The temp file is unique, dot-prefixed (so no walk reads it as a memory),
     in the same folder, fsynced, then renamed over the target; the folder is
@@ -83,7 +83,7 @@ def atomic_write(path: Path, data: bytes, durable: bool = True) -> None:
     fsyncs, for records a power cut may lose (never a memory).
     """
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = temp_file(path, data, durable)
+    tmp = new_file(temp_name(path), data, durable, mode=mode)
     try:
         os.replace(tmp, path)
     except BaseException:
@@ -103,10 +103,10 @@ def temp_name(path: Path) -> Path:
     return path.parent / f"{TEMP_PREFIX}{path.name}.{os.urandom(6).hex()}"
 
 
-def new_file(tmp: Path, data: bytes, durable: bool = True, mtime_ns: int | None = None) -> Path:
+def new_file(tmp: Path, data: bytes, durable: bool = True, mtime_ns: int | None = None, mode: int = 0o644) -> Path:
     """Create `tmp` (never over an existing file) holding `data`, fsynced when durable, with this mtime
     when given (else the kernel's: now). Removed again when the write fails."""
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode)
     try:
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
@@ -127,11 +127,6 @@ def fsync_dir(folder: Path) -> None:
         os.fsync(fd)
     finally:
         os.close(fd)
-
-
-def remove(path: Path) -> None:
-    path.unlink()
-    fsync_dir(path.parent)
 
 
 @contextmanager

@@ -110,23 +110,12 @@ class History:
     """The history verbs of one mind, over its git store, its index (the memories now) and its writer."""
 
     def __init__(self, writer: Writer, index: Index) -> None:
-        self.root = writer.root
-        self.mind = writer.mind
-        self.notices = writer.notices
-        self._writer = writer
-        self._index = index
-
-    @property
-    def actor(self) -> Source:
-        """Who is calling: the writer's actor (`Vault.acting_as` may change it between calls)."""
-        return self._writer.actor
+        self.root, self.mind, self.notices = writer.root, writer.mind, writer.notices
+        self._writer, self._index = writer, index
 
     @property
     def _git(self) -> GitStore:
         return self._writer.git
-
-    def memories(self) -> list[Memory]:
-        return self._index.memories()
 
     def _history_path(self, ref: str) -> str:
         """The file of a REF, for a memory on disk or one that only git remembers (forgotten)."""
@@ -137,7 +126,7 @@ class History:
             if (self.root / direct).is_file():  # the usual place: no need to read every memory
                 return direct.as_posix()
         try:
-            return resolve_ref(ref, self.memories(), self.mind).path
+            return resolve_ref(ref, self._index.memories(), self.mind).path
         except NotFound:
             pass
         if direct is not None and self._git.log(direct.as_posix(), limit=1, names=False):
@@ -149,8 +138,6 @@ class History:
         raise NotFound(f"no memory {echo(ref)} in mind {self.mind}, on disk or in its history", hint="log")
 
     def history(self, ref: str) -> list[Version]:
-        """`Vault.history` (its docstring says what it does)."""
-
         relpath = self._history_path(ref)
         # Oldest first, to diff each against the one before.
         commits = list(reversed(self._git.log(relpath, names=False)))
@@ -181,7 +168,6 @@ class History:
         return list(reversed(versions))
 
     def show_at(self, ref: str, at: str | datetime) -> Memory:
-        """`Vault.show_at` (its docstring says what it does)."""
         relpath = self._history_path(ref)
         sha = self._revision(at, relpath)
         data = self._version_bytes(sha, relpath)
@@ -212,7 +198,6 @@ class History:
         return self._git.read_all([(sha, relpath)])[0]
 
     def restore(self, ref: str, at: str | datetime | None = None) -> StoreResult:
-        """`Vault.restore` (its docstring says what it does)."""
         with self._writer.transaction():
             relpath = self._history_path(ref)
             if at is None:  # the newest version git holds (before a forget, the last one)
@@ -229,7 +214,7 @@ class History:
                     f"{ref} did not exist at {at} (commit {sha[:8]})", hint="restore_last", hint_values=[ref]
                 )
             old = fileformat.parse(data, relpath, utc_now())
-            current = next((m for m in self.memories() if m.path == relpath), None)
+            current = next((m for m in self._index.memories() if m.path == relpath), None)
             if current is not None and current.id != old.id:  # the path holds a memory stored since
                 raise Conflict(
                     f"{current.ref} is now another memory ({current.id}) than the one of commit {sha[:8]} "
@@ -237,7 +222,7 @@ class History:
                     hint="forget_first",
                     hint_values=[current.ref, current.id],
                 )
-            if self.actor is Source.AGENT:  # never what the file said: a person's version stays the person's
+            if self._writer.actor is Source.AGENT:  # never what the file said: a person's version stays the person's
                 data, mine = _agents_version(data, relpath, old)
                 if mine != old:
                     self.notices.append(
@@ -251,17 +236,15 @@ class History:
             if current is None and safe_path(self.root, relpath, self.mind).exists():
                 raise Conflict(f"{relpath} exists but cannot be read (see the warning above); fix or move it first")
             if current is not None:
-                if self.actor is Source.AGENT and current.verified:
+                if self._writer.actor is Source.AGENT and current.verified:
                     raise Refused(f"{current.ref} was verified by a person, so an agent cannot change it; ask the user")
                 self._writer.record_hand_edit(current)
-            sha_new = self._writer.apply(relpath, data, "restore", f"{old.ref} from {sha[:8]}", self.actor)
+            sha_new = self._writer.apply(relpath, data, "restore", f"{old.ref} from {sha[:8]}", self._writer.actor)
             return StoreResult(
                 old, created=current is None, changed=sha_new is not None, commit=sha_new, notices=tuple(self.notices)
             )
 
     def undo(self) -> LogEntry:
-        """`Vault.undo` (its docstring says what it does)."""
-
         with self._writer.transaction():
             commits = self._git.log(first_parent=True)  # what a sync merged in was made on another machine
             undone = {found.group(1) for c in commits for found in [_REVERTS.search(c.body)] if found}
@@ -276,7 +259,7 @@ class History:
             )
             if last is None or last.subject.startswith(("init", "ignore")) or last is commits[-1]:
                 raise Refused(f"mind {self.mind} has no memfile change left to undo (only its creation)", hint="log")
-            if self.actor is Source.AGENT and "(agent)" not in last.subject:
+            if self._writer.actor is Source.AGENT and "(agent)" not in last.subject:
                 raise Refused(f"{last.subject!r} was a person's change; an agent can only undo its own changes")
             outside = [p for p in last.paths if not p.startswith(f"{self.mind}/")]
             if outside or not last.paths:
@@ -303,8 +286,6 @@ class History:
             return LogEntry(sha or "", utc_now().isoformat(), "", subject, last.paths)
 
     def log(self, since: str | datetime | None = None, limit: int | None = None) -> list[LogEntry]:
-        """`Vault.log` (its docstring says what it does)."""
-
         after = None
         if since is not None:
             moment = _moment(since, "since", _SINCE_RULE)

@@ -17,7 +17,6 @@ import re
 import secrets
 import stat
 import string
-import tempfile
 import tomllib
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -27,7 +26,7 @@ from pathlib import Path
 
 from .config import find_vault, load_config, select_mind, toml_string
 from .errors import Conflict, InvalidInput, NotFound, Refused
-from .files import fsync_dir
+from .files import atomic_write
 from .model import LABEL_PATTERN, LABEL_RULE, format_datetime, utc_now
 from .paths import MIND_PATTERN, MIND_RULE, validate_mind
 
@@ -355,19 +354,8 @@ class KeyStore:
             os.close(fd)
 
     def _write(self, entries: dict[str, _Entry]) -> None:
-        """Replace the file with `entries`: a 0600 temp file beside it, fsynced, renamed over it."""
-        folder = self.path.parent
-        fd, temp = tempfile.mkstemp(prefix=f".{self.path.name}.", suffix=".tmp", dir=folder)  # mode 0600
-        try:
-            with os.fdopen(fd, "wb") as handle:
-                handle.write(_render(entries).encode("utf-8"))
-                handle.flush()
-                os.fsync(handle.fileno())
-            os.replace(temp, self.path)
-        except BaseException:
-            Path(temp).unlink(missing_ok=True)
-            raise
-        fsync_dir(folder)
+        """Replace the file with `entries`, atomically, mode 0600."""
+        atomic_write(self.path, _render(entries).encode("utf-8"), mode=0o600)
         self._cached = None
 
 

@@ -12,9 +12,10 @@ import os
 import re
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from datetime import date, datetime, timedelta, timezone
 from enum import StrEnum
+from functools import partial
 from typing import Any
 from urllib.parse import unquote
 
@@ -59,25 +60,6 @@ class Status(StrEnum):
     ACTIVE = "active"
     SUPERSEDED = "superseded"
 
-
-#: Front-matter keys memfile owns.
-KNOWN_FIELDS = frozenset(
-    (
-        "id",
-        "category",
-        "key",
-        "priority",
-        "tags",
-        "source",
-        "verified",
-        "confidence",
-        "expires_at",
-        "created_at",
-        "updated_at",
-        "status",
-        "superseded_by",
-    )
-)
 
 #: The front-matter key a sync writes when both sides changed a body: the other side's body, kept until resolved.
 CONFLICT_KEY = "conflict_theirs"
@@ -168,6 +150,12 @@ class Memory:
             "has_front_matter": self.has_front_matter,
             "id_derived": self.id_derived,
         }
+
+
+#: Front-matter keys memfile owns: every field of a Memory but those its file's place and body give.
+KNOWN_FIELDS = frozenset(
+    {f.name for f in fields(Memory)} - {"mind", "content", "path", "extra", "has_front_matter", "id_derived"}
+)
 
 
 def _jsonable(value: Any) -> Any:
@@ -532,8 +520,6 @@ Progress = Callable[[str, int, int], None]
 
 def step(progress: Progress | None, name: str) -> Callable[[int, int], None] | None:
     """One step of `progress`, called with (done, total) as the index calls its own (`Index.refresh`)."""
-    from functools import partial
-
     return None if progress is None else partial(progress, name)
 
 
@@ -542,8 +528,6 @@ class Report:
     for JSON. Subclasses are dataclasses."""
 
     def to_dict(self) -> dict[str, Any]:
-        from dataclasses import asdict
-
         return asdict(self)  # type: ignore[call-overload]
 
     def __getitem__(self, name: str) -> Any:

@@ -31,7 +31,6 @@ def write_raw(
     based_on: Mapping[str, bytes | None],
     allow_secret: bool = False,
 ) -> str | None:
-    """`Vault.write_raw` (its docstring says what it does)."""
     with writer.transaction():
         known = {memory.path: memory for memory in writer._index.memories()}
         written: list[tuple[str, bytes | None]] = []

@@ -1,17 +1,13 @@
 """The Vault's `Recaller`: recall for the context window, with or without a query, and its record; and
-what every read (recall, search, show) served that holds a secret (`tells_secrets`).
-
-`memfile.recall` (pure: what is chosen and how it is rendered) is imported where
-it is used, so a command that does not recall (search, list, show) never makes
-its dataclasses: Python 3.11 takes about a millisecond to make each, 4 % of a
-search process in all.
+what every read (recall, search, show) served that holds a secret (`tells_secrets`). `memfile.recall`
+is imported where it is used: a command that does not recall never loads it.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from datetime import datetime, timezone
 from functools import wraps
 from pathlib import Path
@@ -85,8 +81,7 @@ class Recaller:
         exclude: frozenset[str] = frozenset(),
         fuse: Fuse | None = None,
     ) -> RecallReport:
-        """`Vault.recall` (its docstring says what it does); `fuse`: the text matches and the recallable
-        memories -> the matches by meaning too (`semantic`)."""
+        """`fuse`: the text matches and the recallable memories -> the matches by meaning too (`semantic`)."""
         budget = self._checked(budget, limit)
         if query is not None:
             check_query(query)  # before any work: a 10 MB query is refused at once
@@ -260,7 +255,6 @@ class Recaller:
         return f"{memory.mind}:{memory.ref}", f"--mind {memory.mind} "
 
     def last_recall(self) -> RecallRecord:
-        """`Vault.last_recall` (its docstring says what it does)."""
         path = self.root / STATE_DIR / LAST_RECALL.format(mind=self.mind)
         try:
             record = json.loads(path.read_text(encoding="utf-8"))
@@ -297,19 +291,8 @@ def tells_secrets(served: Callable[[Any], list[Memory]]) -> Callable[[Callable[.
     return decorate
 
 
-#: What every record holds (`_record` and `_record_of`).
-_RECORD_KEYS = {
-    "served_at",
-    "source",
-    "mind",
-    "query",
-    "budget",
-    "tokens",
-    "total",
-    "left_out",
-    "shortened",
-    "memories",
-}
+#: What every record holds (`_record` and `_record_of`; `matched` may be missing).
+_RECORD_KEYS = {f.name for f in fields(RecallRecord)} - {"matched"}
 
 
 def _record_of(report: RecallReport) -> dict[str, Any]:

@@ -38,7 +38,7 @@ from .git import (
     valid_remote_name,
     write_attributes,
 )
-from .model import CONFLICT_KEY, Memory, Source, StoreResult, resolve_ref, utc_now
+from .model import CONFLICT_KEY, Source, StoreResult, resolve_ref, utc_now
 
 if TYPE_CHECKING:
     from .git import GitStore
@@ -75,27 +75,14 @@ class Remote:
     """The remote verbs of one mind (sync, resolve), over its git store, its index and its writer."""
 
     def __init__(self, writer: Writer, index: Index) -> None:
-        self.root = writer.root
-        self.mind = writer.mind
-        self.config = writer.config
-        self.notices = writer.notices
-        self._writer = writer
-        self._index = index
-
-    @property
-    def actor(self) -> Source:
-        """Who is calling: the writer's actor (`Vault.acting_as` may change it between calls)."""
-        return self._writer.actor
+        self.root, self.mind, self.config, self.notices = writer.root, writer.mind, writer.config, writer.notices
+        self._writer, self._index = writer, index
 
     @property
     def _git(self) -> GitStore:
         return self._writer.git
 
-    def memories(self) -> list[Memory]:
-        return self._index.memories()
-
     def ensure_merge_driver(self) -> bool:
-        """`Vault.ensure_merge_driver` (its docstring says what it does)."""
         changed = configure_merge_driver(self._git)
         if write_attributes(self.root):
             self._git.commit([ATTRIBUTES], "merge memory files field by field (memfile merge driver)")
@@ -103,7 +90,6 @@ class Remote:
         return changed
 
     def add_remote(self, url: str, name: str = "origin") -> None:
-        """`Vault.add_remote` (its docstring says what it does)."""
         if not valid_remote_name(name):
             raise InvalidInput("--name", name, REMOTE_NAME_RULE)
         check_url(url)
@@ -122,7 +108,6 @@ class Remote:
         )
 
     def sync(self, remote: str | None = None, branch: str | None = None, new_branch: bool = False) -> RemoteReport:
-        """`Vault.sync` (its docstring says what it does)."""
         with self._writer.transaction():
             return self._sync_locked(remote, branch, new_branch)
 
@@ -169,7 +154,7 @@ class Remote:
         if before and after and before != after:
             report.files_in = [p for p in self._git.changed_between(before, after) if p.startswith(f"{self.mind}/")]
         self._index.refresh(wait=True)
-        report.conflicts = sorted(m.ref for m in self.memories() if m.conflict is not None)
+        report.conflicts = sorted(m.ref for m in self._index.memories() if m.conflict is not None)
         (self.root / STATE_DIR / f"synced-{self.mind}").touch()
         return report
 
@@ -239,7 +224,6 @@ class Remote:
             raise
 
     def resolve(self, ref: str, take: str | None = None, content: str | None = None) -> StoreResult:
-        """`Vault.resolve` (its docstring says what it does)."""
         if take is None and content is None:
             raise InvalidInput(
                 "way to resolve",
@@ -257,21 +241,22 @@ class Remote:
             if not content.strip():
                 raise InvalidInput("content", content, "non-empty text")
         with self._writer.transaction():
-            memory = resolve_ref(ref, self.memories(), self.mind)
+            memory = resolve_ref(ref, self._index.memories(), self.mind)
             if memory.conflict is None:
                 raise Refused(f"{memory.ref} has no conflict to resolve")
-            if self.actor is Source.AGENT and memory.verified:
+            if self._writer.actor is Source.AGENT and memory.verified:
                 raise Refused(f"{memory.ref} was verified by a person, so an agent cannot resolve it; ask the user")
             ours, theirs = conflict_sides(memory, machine_name(self._git))
             body = ours if take == "ours" else theirs if take == "theirs" else content
             extra = tuple((k, v) for k, v in memory.extra if k not in (CONFLICT_KEY, CONFLICT_FROM))
             new = replace(memory, content=str(body).strip(), extra=extra, updated_at=utc_now(), id_derived=False)
-            sha = self._writer.rewrite(memory, new, "resolve", self.actor, f"{new.ref} with {take or 'an edit'}")
+            sha = self._writer.rewrite(
+                memory, new, "resolve", self._writer.actor, f"{new.ref} with {take or 'an edit'}"
+            )
             return StoreResult(new, created=False, changed=True, commit=sha, notices=tuple(self.notices))
 
     def resolve_draft(self, ref: str) -> str:
-        """`Vault.resolve_draft` (its docstring says what it does)."""
-        memory = resolve_ref(ref, self.memories(), self.mind)
+        memory = resolve_ref(ref, self._index.memories(), self.mind)
         if memory.conflict is None:
             raise Refused(f"{memory.ref} has no conflict to resolve")
         ours, theirs = conflict_sides(memory, machine_name(self._git) if self._git.exists() else None)

@@ -16,9 +16,12 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import islice
-from typing import Final, Protocol, TypeVar
+from typing import TYPE_CHECKING, Final
 
 from .errors import InvalidInput, Notice, Refused
+
+if TYPE_CHECKING:
+    from .model import Memory
 
 REFUSE, WARN, OFF = "refuse", "warn", "off"
 POLICIES: Final = (REFUSE, WARN, OFF)
@@ -585,22 +588,6 @@ def warning(policy: SecretPolicy | None, text: str, what: str) -> str | None:
 READ_SCAN_MEMORIES, READ_SCAN_CHARACTERS = 100, 16_384
 
 
-class Served(Protocol):
-    """A memory a read serves, as `ReadWarnings` sees it (a `memfile.model.Memory`)."""
-
-    @property
-    def path(self) -> str: ...
-
-    @property
-    def content(self) -> str: ...
-
-    @property
-    def ref(self) -> str: ...
-
-
-S = TypeVar("S", bound=Served)
-
-
 class ReadWarnings:
     """Warnings for secrets in the memories a read serves (a hand edit may put one in a file).
 
@@ -612,7 +599,7 @@ class ReadWarnings:
         self._scanned: dict[str, int] = {}  # a file's path -> the hash of the text last scanned there
 
     def told(
-        self, policy: SecretPolicy | None, served: Iterable[S], named: Callable[[S], tuple[str, str]]
+        self, policy: SecretPolicy | None, served: Iterable[Memory], named: Callable[[Memory], tuple[str, str]]
     ) -> list[str]:
         """The warnings about the memories a read serves, in the order served: one for each text not scanned
         before at its path that holds a secret (none when the policy is "off"). `named` gives a memory's

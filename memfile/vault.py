@@ -332,10 +332,6 @@ class Vault:
         brought in line with the files first (see `refresh`) and read, so not every file is parsed."""
         return self._index.memories()
 
-    def _memories_named(self, ref: str, place: str) -> list[Memory]:
-        """The memories holding `category/key` on disk now: a store's lookup (`Index.named`)."""
-        return self._index.named(ref, place)
-
     @_verb
     def refresh(
         self, progress: Callable[[int, int], None] | None = None, *, paths: list[str] | None = None, wait: bool = False

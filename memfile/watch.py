@@ -15,6 +15,7 @@ batch to a `refresh` callable.
 from __future__ import annotations
 
 import fcntl
+import logging
 import os
 import threading
 import time
@@ -29,6 +30,8 @@ from .errors import Conflict, LockTimeout, MemfileError
 from .paths import is_memory_name
 from .vault import RefreshReport, Vault
 
+_log = logging.getLogger("memfile.watch")
+_WATCHDOG_LOG = logging.getLogger("watchdog")  # it logs a kernel queue overflow only (`_overflow_listener`)
 DEFAULT_DEBOUNCE = 0.3
 #: Seconds a call waits for the watcher to hear everything made before it (`MindsWatcher.caught_up`).
 BARRIER_TIMEOUT = 1.0
@@ -278,7 +281,7 @@ class Batcher:
         except Exception as exc:  # noqa: BLE001 - the watcher never dies on bad input; the next batch retries
             report = RefreshReport()
             message = str(exc) if isinstance(exc, MemfileError) else f"{type(exc).__name__}: {exc}"
-            _logger("memfile.watch").warning("watcher: %s", message)
+            _log.warning("watcher: %s", message)
         batch.batches += 1
         if report.changed and not full:
             _warn_of_secrets(batch.root, paths)
@@ -324,7 +327,7 @@ class Watcher:
         self._observer = _observer()
         _schedule(self._observer, self.root / self.mind, self._batch.record)  # the mind only: not .git/
         self._observer.start()
-        _logger("watchdog").addHandler(self._overflow)
+        _WATCHDOG_LOG.addHandler(self._overflow)
         self._batcher.add(self._batch)
         self._worker = threading.Thread(target=self._run, name=f"memfile-watch-{self.mind}", daemon=True)
         self._worker.start()
@@ -336,7 +339,7 @@ class Watcher:
             self._observer.stop()
             self._observer.join(timeout)
             self._observer = None
-        _logger("watchdog").removeHandler(self._overflow)
+        _WATCHDOG_LOG.removeHandler(self._overflow)
         self._batcher.stop()
         if self._worker is not None:
             self._worker.join(timeout)
@@ -389,20 +392,20 @@ class Watcher:
         try:
             done = vault.embed(batch=8, stop=self._batcher.wake.is_set)
         except MemfileError as exc:
-            _logger("memfile.watch").warning("semantic: %s; memories are not embedded", exc)
+            _log.warning("semantic: %s; memories are not embedded", exc)
             return False
         if done:
-            _logger("memfile.watch").info("semantic: %d memories embedded", done)
+            _log.info("semantic: %d memories embedded", done)
         return True
 
     def _pull(self, vault: Vault) -> None:
         try:
             report = vault.sync()
         except MemfileError as exc:
-            _logger("memfile.watch").warning("autosync: %s", exc)
+            _log.warning("autosync: %s", exc)
             return
         if report.came_in or report.went_out:
-            _logger("memfile.watch").info("autosync: %d commits in, %d out", report.came_in, report.went_out)
+            _log.info("autosync: %d commits in, %d out", report.came_in, report.went_out)
 
 
 class MindsWatcher:
@@ -524,9 +527,9 @@ class MindsWatcher:
                 observer.stop()
                 observer.join(timeout)
         except Exception as exc:  # noqa: BLE001 - watchdog's own stop failed: the markers must go all the same
-            _logger("memfile.watch").warning("watcher: stopping watchdog failed: %s", type(exc).__name__)
+            _log.warning("watcher: stopping watchdog failed: %s", type(exc).__name__)
         finally:
-            _logger("watchdog").removeHandler(self._overflow)
+            _WATCHDOG_LOG.removeHandler(self._overflow)
             self._batcher.stop(finish)
             if thread is not None:
                 thread.join(timeout)
@@ -545,7 +548,7 @@ class MindsWatcher:
             _schedule(observer, self.root, self._dispatch)
             observer.start()
         except OSError as exc:  # the vault went away, or inotify's watch limit is reached
-            _logger("memfile.watch").warning("watcher: the vault is not watched, reads diff by themselves: %s", exc)
+            _log.warning("watcher: the vault is not watched, reads diff by themselves: %s", exc)
             with self._guard:
                 self._failed = True
             for batch in self._batcher.clear():
@@ -559,7 +562,7 @@ class MindsWatcher:
             observer.stop()
             observer.join()
             return
-        _logger("watchdog").addHandler(self._overflow)
+        _WATCHDOG_LOG.addHandler(self._overflow)
         self._live.set()
         self._batcher.run(self.refresh)
 
@@ -637,19 +640,12 @@ def _warn_of_secrets(root: Path, paths: list[str]) -> None:
             continue  # gone again, or unreadable: the index names it
         told = warning(policy, text, relpath) if text else None
         if told:
-            _logger("memfile.watch").warning("watcher: %s", told)
-
-
-def _logger(name: str) -> Any:
-    import logging  # here, so that importing memfile does not import logging
-
-    return logging.getLogger(name)
+            _log.warning("watcher: %s", told)
 
 
 def _overflow_listener(callback: Callable[[], None]) -> Any:
     """A logging handler for watchdog, which only logs a kernel queue overflow: hearing it means some
     events were lost."""
-    import logging
 
     class OverflowListener(logging.Handler):
         def emit(self, record: logging.LogRecord) -> None:

@@ -325,7 +325,6 @@ class Writer:
             pass
 
     def commit_hand_edits(self, relpaths: list[str] | None = None) -> str | None:
-        """`Vault.commit_hand_edits` (its docstring says what it does)."""
         with self.transaction():
             return self.commit_changed(relpaths)
 
@@ -341,24 +340,9 @@ class Writer:
         refs = ", ".join(p.split("/", 1)[1][:-3] for p in changed[:20]) + (", ..." if len(changed) > 20 else "")
         return self.git.commit(changed, f"record hand edits ({len(changed)}): {refs}\n\n{self.trailers()}")
 
-    def store(
-        self,
-        category: str | Category,
-        key: str,
-        content: str,
-        *,
-        priority: str | Priority | None = None,
-        tags: str | list[str] | tuple[str, ...] | None = None,
-        confidence: float | str | None = None,
-        expires: str | datetime | None = UNSET,
-        source: str | Source | None = None,
-        supersedes: str | None = None,
-        allow_secret: bool = False,
-    ) -> StoreResult:
-        """`Vault.store` (its docstring says what it does)."""
-        request = self._request(
-            category, key, content, priority, tags, confidence, expires, source, supersedes, allow_secret
-        )
+    def store(self, *args: Any, **kwargs: Any) -> StoreResult:
+        """A store of `Vault.store`'s arguments (checked by `_request`)."""
+        request = self._request(*args, **kwargs)
         lock = self.root / STATE_DIR / "lock"
         with cannot_write(self.root):
             with try_writer_lock(lock) as held:
@@ -370,7 +354,6 @@ class Writer:
             return store_queue.submit(lock, queue, self.config.lock_timeout, request, self._store_holding_lock)
 
     def store_many(self, stores: list[dict[str, Any]]) -> list[StoreResult | MemfileError]:
-        """`Vault.store_many` (its docstring says what it does)."""
         from . import store_queue
 
         results: list[StoreResult | MemfileError | None] = [None] * len(stores)
@@ -691,7 +674,6 @@ class Writer:
         return fileformat.rewrite(safe_path(self.root, old.path, self.mind).read_bytes(), old.path, old, new)
 
     def reactivate(self, ref: str) -> StoreResult:
-        """`Vault.reactivate` (its docstring says what it does)."""
         with self.transaction():
             memory = self.find(ref)
             if not memory.superseded:
@@ -712,7 +694,6 @@ class Writer:
         return self.apply(old.path, self.rewritten(old, new), verb, what or new.ref, source)
 
     def forget(self, ref: str) -> Memory:
-        """`Vault.forget` (its docstring says what it does)."""
         with self.transaction():
             memory = self.find(ref)
             if self.actor is Source.AGENT and (memory.verified or memory.priority is Priority.CRITICAL):
@@ -729,7 +710,6 @@ class Writer:
             return memory
 
     def verify(self, ref: str) -> StoreResult:
-        """`Vault.verify` (its docstring says what it does)."""
         if self.actor is Source.AGENT:
             raise Refused(
                 "agents cannot verify memories: only a person can", hint="verify_by_person", hint_values=[ref]
@@ -743,7 +723,6 @@ class Writer:
             return StoreResult(new, created=False, changed=True, commit=sha, notices=tuple(self.notices))
 
     def begin_edit(self, ref: str) -> tuple[Memory, Path]:
-        """`Vault.begin_edit` (its docstring says what it does)."""
         if self.actor is Source.AGENT:
             raise Refused("memfile edit is for people; an agent changes memories with memfile store")
         with self.transaction():
@@ -752,7 +731,6 @@ class Writer:
             return memory, safe_path(self.root, memory.path, self.mind)
 
     def finish_edit(self, before: Memory) -> StoreResult:
-        """`Vault.finish_edit` (its docstring says what it does)."""
         with self.transaction():
             path = safe_path(self.root, before.path, self.mind)
             if not path.exists():
