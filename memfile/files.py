@@ -93,11 +93,6 @@ def atomic_write(path: Path, data: bytes, durable: bool = True, mode: int = 0o64
         fsync_dir(path.parent)
 
 
-def temp_file(path: Path, data: bytes, durable: bool = True) -> Path:
-    """A new file holding `data` beside `path`: unique, dot-prefixed (no walk reads it), fsynced when durable."""
-    return new_file(temp_name(path), data, durable)
-
-
 def temp_name(path: Path) -> Path:
     """A unique, dot-prefixed name beside `path` for its temp file (no walk reads it)."""
     return path.parent / f"{TEMP_PREFIX}{path.name}.{os.urandom(6).hex()}"
@@ -140,17 +135,11 @@ def writer_lock(lock_path: Path, timeout: float) -> Iterator[None]:
     try:
         deadline = time.monotonic() + timeout
         delay = 0.005
-        while True:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                break
-            except OSError as exc:
-                if exc.errno not in (errno.EAGAIN, errno.EACCES):
-                    raise
-                if time.monotonic() >= deadline:
-                    raise LockTimeout(str(lock_path), timeout) from None
-                time.sleep(delay)
-                delay = min(delay * 2, 0.1)
+        while not _flocked(fd):
+            if time.monotonic() >= deadline:
+                raise LockTimeout(str(lock_path), timeout)
+            time.sleep(delay)
+            delay = min(delay * 2, 0.1)
         try:
             yield
         finally:
@@ -164,19 +153,25 @@ def try_writer_lock(lock_path: Path) -> Iterator[bool]:
     """Take the vault's writer lock if it is free (True inside), without waiting for it (False)."""
     fd = _lock_file(lock_path)
     try:
+        held = _flocked(fd)
         try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError as exc:
-            if exc.errno not in (errno.EAGAIN, errno.EACCES):
-                raise
-            yield False
-            return
-        try:
-            yield True
+            yield held
         finally:
-            fcntl.flock(fd, fcntl.LOCK_UN)
+            if held:
+                fcntl.flock(fd, fcntl.LOCK_UN)
     finally:
         os.close(fd)
+
+
+def _flocked(fd: int) -> bool:
+    """Take the exclusive flock of `fd` if no other process holds it: True, else False."""
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError as exc:
+        if exc.errno not in (errno.EAGAIN, errno.EACCES):
+            raise
+        return False
+    return True
 
 
 def _lock_file(lock_path: Path) -> int:

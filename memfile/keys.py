@@ -406,10 +406,7 @@ def _parse(path: Path, text: str) -> dict[str, _Entry]:
     table = data.get("keys", {})
     if not isinstance(table, dict):
         raise InvalidKeysFile(path, "`keys` is not a table of [keys.ID] entries")
-    entries: dict[str, _Entry] = {}
-    for key_id, entry in table.items():
-        entries[key_id] = _parse_entry(path, key_id, entry)
-    return entries
+    return {key_id: _parse_entry(path, key_id, entry) for key_id, entry in table.items()}
 
 
 def _parse_entry(path: Path, key_id: str, entry: object) -> _Entry:

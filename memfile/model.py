@@ -426,27 +426,8 @@ def memory_to_row(memory: Memory) -> tuple[Any, ...]:
 
 def memory_from_row(row: tuple[Any, ...]) -> Memory:
     """The Memory of a `memory_to_row` tuple (`tests/test_model.py` checks every field comes back)."""
-    (
-        id_,
-        mind,
-        category,
-        key,
-        content,
-        path,
-        created,
-        updated,
-        priority,
-        tags,
-        source,
-        verified,
-        confidence,
-        expires,
-        extra,
-        has_front_matter,
-        id_derived,
-        status,
-        superseded_by,
-    ) = row
+    id_, mind, category, key, content, path, created, updated, priority, tags, source, verified = row[:12]
+    confidence, expires, extra, has_front_matter, id_derived, status, superseded_by = row[12:]
     return Memory(
         id=id_,
         mind=mind,

@@ -1,14 +1,7 @@
-"""Raw writes: memory files written with the exact text a caller gives, in one commit.
-
-`Vault.write_raw` is the primitive behind Claude's memory tool (memfile.memory_tool),
-which edits files as text, front-matter included. It writes through the mind's
-`Writer` (the lock, a hand edit recorded first, swap-safe writes, the commit beside
-the index update, everything put back when the commit fails) and adds the checks a
-text edit needs and a `store` gets from its arguments: the text must be a memory file
-memfile can read, it must not take another file's (category, key) or id, and an agent
-may not write what it could not store (a verified memory, a critical one, a memory
-claiming a person as its source) nor change or remove a memory a person verified or
-made critical.
+"""Raw writes (`Vault.write_raw`, behind Claude's memory tool): memory files written with the exact text
+a caller gives, in one commit through the mind's `Writer`, with the checks a text edit needs and a `store`
+gets from its arguments: a file memfile can read, no other file's (category, key) or id, and nothing an
+agent could not store (verified, critical, a person's) nor a change to what a person verified or made critical.
 """
 
 from __future__ import annotations

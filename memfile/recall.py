@@ -13,6 +13,7 @@ from bisect import bisect_left
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
+from functools import partial
 from operator import attrgetter
 from typing import Any
 
@@ -415,7 +416,7 @@ def recall(
         lambda: _tier_steps(chosen, list(range(len(chosen)))),
         lambda _out: header,
         budget,
-        RecallReport(mind, mind_name, "", (), len(chosen), verified, 0, 0, budget, 0),
+        partial(RecallReport, mind, mind_name, total=len(chosen), verified=verified, budget=budget),
         labels=labels,
     )
 
@@ -471,7 +472,9 @@ def recall_query(
         steps,
         header,
         budget,
-        RecallReport(mind, mind_name, "", (), total, verified, 0, 0, budget, 0, query=query, matched=matched),
+        partial(
+            RecallReport, mind, mind_name, total=total, verified=verified, budget=budget, query=query, matched=matched
+        ),
         pinned=(len(pinned), recallable.texts),
         labels=labels,
     )
@@ -482,11 +485,12 @@ def _render(
     steps: Callable[[], list[tuple[int, str]]],
     header: Callable[[int], str],
     budget: int | None,
-    report: RecallReport,
+    report: Callable[..., RecallReport],
     pinned: tuple[int, dict[tuple[str, str], str]] | None = None,
     labels: Labels = None,
 ) -> RecallReport:
-    """Apply the cuts `steps()` gives (entry, mode), in order, until the text fits the budget; render it.
+    """Apply the cuts `steps()` gives (entry, mode), in order, until the text fits the budget; render it
+    into `report(text=, items=, left_out=, shortened=, tokens=)`.
 
     `pinned`: how many entries come first whose renderings are kept between recalls,
     and where they are kept, by (path, mode).
@@ -566,17 +570,6 @@ def _render(
     chosen = tuple(items[i] if mode == _FULL else replace(items[i], shortened=True) for i, mode in kept)
     closing = _closing(counts[_OUT], counts[_SHORT], budget)
     text = _text(header(counts[_OUT]), [entry(i, mode) for i, mode in kept], width, closing)
-    return RecallReport(
-        mind=report.mind,
-        mind_name=report.mind_name,
-        text=text,
-        items=chosen,
-        total=report.total,
-        verified=report.verified,
-        left_out=counts[_OUT],
-        shortened=counts[_SHORT],
-        budget=budget,
-        tokens=estimate_tokens(text),
-        query=report.query,
-        matched=report.matched,
+    return report(
+        text=text, items=chosen, left_out=counts[_OUT], shortened=counts[_SHORT], tokens=estimate_tokens(text)
     )

@@ -222,7 +222,8 @@ def claim(folder: Path, wanted: Any, limit: int) -> list[tuple[Ticket, StoreRequ
         stem, _, state = name.rpartition(".")
         ticket = Ticket(folder, stem)
         if state == "done":
-            _remove_if_older(ticket.file("done"), now - STALE_RESULT)
+            if _older(ticket.file("done"), now - STALE_RESULT):
+                ticket.file("done").unlink(missing_ok=True)
             continue
         if state not in ("req", "claimed") or len(taken) >= limit:
             continue
@@ -319,11 +320,6 @@ def _alive(name: str) -> bool:
     except PermissionError:
         return True  # it runs, as another user
     return True
-
-
-def _remove_if_older(path: Path, moment: float) -> None:
-    if _older(path, moment):
-        path.unlink(missing_ok=True)
 
 
 def _older(path: Path, moment: float) -> bool:

@@ -16,11 +16,12 @@ import errno
 import os
 import time
 from collections.abc import Callable, Iterable, Mapping
+from functools import cache
 from pathlib import Path
 from typing import Any, TypeVar
 
 from .errors import Conflict
-from .files import TEMP_PREFIX, fsync_dir, new_file, read_or_none, temp_file, temp_name
+from .files import TEMP_PREFIX, fsync_dir, new_file, read_or_none, temp_name
 
 #: A write of this many files syncs the new ones to disk together (`prepare`), not one by one.
 BULK_WRITE = 16
@@ -59,7 +60,7 @@ def put(
         return _remove(path, relpath, expected)
     if prepared is None:  # else its temp file lies in the folder
         path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = prepared or temp_file(path, data)
+    tmp = prepared or new_file(temp_name(path), data)
     try:
         if expected is None:
             _create(tmp, path, relpath)
@@ -261,19 +262,15 @@ def exchange(one: Path, other: Path) -> bool | None:
     raise OSError(code, os.strerror(code), str(other))
 
 
-_LIBC: list[Any] = []
-
-
+@cache
 def _renameat2() -> Any:
     """glibc's renameat2 (Linux 3.15+, glibc 2.28+), or None."""
-    if not _LIBC:
-        try:
-            import ctypes
+    import ctypes
 
-            function = ctypes.CDLL(None, use_errno=True).renameat2
-            function.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_uint]
-            function.restype = ctypes.c_int
-            _LIBC.append(function)
-        except (OSError, AttributeError):
-            _LIBC.append(None)
-    return _LIBC[0]
+    try:
+        function = ctypes.CDLL(None, use_errno=True).renameat2
+    except (OSError, AttributeError):
+        return None
+    function.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_uint]
+    function.restype = ctypes.c_int
+    return function

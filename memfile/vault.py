@@ -1,15 +1,10 @@
 """The Vault: the one facade over files, git, config and recall.
 
-Every face (CLI, watcher, MCP server) calls these methods and nothing below
-them. Each public verb is here, a few lines with its docstring (the MCP tool
-descriptions come from them), and delegates to the collaborators the Vault is
-made with: the index (`memfile.index`: the cache of the files, which owns its
-freshness and recovery), the writer (`memfile.writer`: one write transaction),
-the recaller (`memfile.recalling`), and, made on first git use, history and
-remote sync (`memfile.history`, `memfile.remote`, over the git adapter
-`memfile.git`) and the doctor. Reads go to the files every time
-(the files are the truth); writes take the writer lock, write atomically and
-become one git commit each.
+Every face calls these methods and nothing below them. Each public verb is here, a few lines with its
+docstring (the MCP tool descriptions come from them), delegating to the collaborators the Vault is made
+with: the index (`memfile.index`), the writer (`memfile.writer`), the recaller (`memfile.recalling`),
+and, made on first git use, history, remote sync and the doctor. Reads go to the files every time;
+writes take the writer lock, write atomically and become one git commit each.
 """
 
 from __future__ import annotations
@@ -551,10 +546,8 @@ class Vault:
     ) -> int:
         """Embed the memories of the mind that have no vector yet, for `search(..., semantic=True)`.
 
-        Vectors are a cache, like the index: in `.memfile/`, keyed by the content's hash (a
-        rename or a change of tags re-embeds nothing), never committed, made again after `rm -rf
-        .memfile`. `memfile reindex --semantic` calls this; a resident process (`memfile serve`,
-        MCP) calls it between requests with `stop`.
+        Vectors are a cache, like the index: in `.memfile/`, keyed by the content's hash (a rename or a
+        change of tags re-embeds nothing), never committed. A resident process calls it between requests.
 
         Args:
             progress: called with (embedded, to embed) after each batch.
@@ -572,11 +565,8 @@ class Vault:
     def warm(self, seconds: float = 0.005, stop: Callable[[], bool] | None = None) -> bool:
         """Spend about `seconds` on work that makes the searches to come faster; True while there is more.
 
-        For a process that stays open: the MCP server calls it while no request
-        waits. It opens a searcher of the index as it is now, with the memories a
-        search hides worked out, ahead of the searches that need them; `stop()`
-        (a request came in) is asked between steps. It reads no file and changes
-        nothing; a damaged index is left to the next search to rebuild.
+        For a process that stays open, while no request waits; `stop()` (a request came in) is asked
+        between steps. It reads no file and changes nothing; a damaged index is left to the next search.
         """
         return self._index.warm(seconds, stop)
 

@@ -258,7 +258,7 @@ class Batcher:
                     continue
                 if self._dropping.is_set():
                     return
-                self._apply(batch, refresh)
+                self.apply(batch, refresh)
                 applied = True
             if applied:
                 continue
@@ -269,9 +269,6 @@ class Batcher:
 
     def apply(self, batch: MindBatch, refresh: Refresh) -> None:
         """Apply `batch`'s pending changes now, with `refresh` (on the caller's thread)."""
-        self._apply(batch, refresh)
-
-    def _apply(self, batch: MindBatch, refresh: Refresh) -> None:
         paths, full = batch.take()
         try:
             report = refresh(batch.mind, None if full else paths)
@@ -302,8 +299,7 @@ class Watcher:
         on_batch: OnBatch | None = None,
     ) -> None:
         self.root, self.mind = vault.root, vault.mind
-        self.debounce, self.max_wait, self.autocommit = debounce, max(max_wait, debounce), autocommit
-        self.on_batch = on_batch
+        self.autocommit = autocommit
         self._batcher = Batcher(debounce, max_wait, on_batch)
         self._batch = MindBatch(self.root, self.mind, self._batcher.wake)
         self._observer: Any = None

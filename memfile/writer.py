@@ -1,13 +1,10 @@
 """The writer of one mind: every change to a vault is one write transaction here.
 
-A transaction (`transaction()`) holds the vault's writer lock, makes sure the
-vault is its own git repository on a branch with no git operation half done,
-records any hand edit of a file before it is changed (so every version memfile
-saw is in history), writes files so that a save landing meanwhile is kept
-(memfile.swap), commits them while the index takes them in, and puts them back
-when the commit fails. store, forget, verify, edit, reactivate (here), resolve,
-restore and undo (memfile.remote, memfile.history) all write through it. The `Vault` owns one
-`Writer`; faces never call it directly.
+A transaction (`transaction()`) holds the vault's writer lock, makes sure the vault is its own git
+repository on a branch with no git operation half done, records any hand edit of a file before it is
+changed (so every version memfile saw is in history), writes files so that a save landing meanwhile is
+kept (memfile.swap), commits them while the index takes them in, and puts them back when the commit
+fails. Every write verb goes through it (its methods here are the Vault's verbs of the same name).
 """
 
 from __future__ import annotations
