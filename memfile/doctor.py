@@ -83,10 +83,6 @@ class Doctor:
     def issues(self) -> list[ParseIssue]:
         return self._index.issues
 
-    def commit_hand_edits(self) -> str | None:
-        with self._writer.transaction():
-            return self._writer.commit_changed(None)
-
     def doctor(self, fix: bool = False, progress: Progress | None = None) -> DoctorReport:
         report = DoctorReport(self.mind)
         if fix:
@@ -286,7 +282,7 @@ class Doctor:
             for name in store_queue.sweep(self._queue_folder()):
                 report.fixed.append(f"removed {STATE_DIR}/queue/{self.mind}/{name}, left over in the store queue")
         try:
-            sha = self.commit_hand_edits()
+            sha = self._writer.commit_hand_edits()
         except MemfileError as exc:
             report.fixed.append(f"could not commit hand edits: {exc}")
         else:

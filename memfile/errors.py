@@ -241,14 +241,7 @@ class InvalidInput(MemfileError):
 
     exit_code = EXIT_BAD_INPUT
 
-    def __init__(
-        self,
-        field: str,
-        value: object,
-        allowed: str | Iterable[str],
-        *,
-        reason: str = "",
-    ) -> None:
+    def __init__(self, field: str, value: object, allowed: str | Iterable[str], *, reason: str = "") -> None:
         self.field = field
         self.value = value
         self.allowed = allowed if isinstance(allowed, str) else ", ".join(allowed)

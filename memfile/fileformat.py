@@ -79,12 +79,8 @@ def _locate(text: str) -> tuple[re.Match[str], re.Match[str]] | None:
     a `---` rule further down is Markdown's horizontal rule. None for an opening fence without a closing
     one too: `parse` refuses that file."""
     opening = _FENCE.match(text)
-    if opening is None:
-        return None
-    closing = _FENCE.search(text, opening.end())
-    if closing is None:
-        return None
-    return opening, closing
+    closing = _FENCE.search(text, opening.end()) if opening else None
+    return (opening, closing) if opening and closing else None
 
 
 def front_matter_lines(text: str) -> int:

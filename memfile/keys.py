@@ -124,12 +124,6 @@ def validate_label(label: object) -> str:
     raise InvalidInput("key name", label, LABEL_RULE, reason=reason)
 
 
-def _validate_kind(kind: object) -> str:
-    if kind not in KINDS:
-        raise InvalidInput("key kind", kind, KINDS)
-    return kind
-
-
 def _digest(token: str) -> str:
     return hashlib.sha256(token.encode("ascii")).hexdigest()
 
@@ -169,7 +163,8 @@ class KeyStore:
             Conflict: the vault already has a key of that label.
             Refused: the keys file is inside the vault; see also `list`. InvalidKeysFile: see `list`.
         """
-        kind = _validate_kind(kind)
+        if kind not in KINDS:
+            raise InvalidInput("key kind", kind, KINDS)
         label = validate_label(label)
         root = find_vault(vault)
         if kind == AGENT:

@@ -109,21 +109,8 @@ class RecallReport(str):
         report.budget, report.tokens, report.query, report.matched = budget, tokens, query, matched
         return report
 
-    def __reduce__(self) -> tuple[Any, ...]:
-        return RecallReport, (
-            self.mind,
-            self.mind_name,
-            self.text,
-            self.items,
-            self.total,
-            self.verified,
-            self.left_out,
-            self.shortened,
-            self.budget,
-            self.tokens,
-            self.query,
-            self.matched,
-        )
+    def __reduce__(self) -> tuple[Any, ...]:  # copy and pickle: the text, then every field as it is
+        return _report_again, (self.text, dict(self.__dict__))
 
     @property
     def text(self) -> str:
@@ -154,6 +141,12 @@ class RecallReport(str):
         if self.query is not None:
             data |= {"query": self.query, "matched": self.matched, "weights": WEIGHTS}
         return data | {"memories": [item.to_dict() for item in self.items]}
+
+
+def _report_again(text: str, fields: dict[str, Any]) -> RecallReport:
+    report = str.__new__(RecallReport, text)
+    report.__dict__.update(fields)
+    return report
 
 
 @dataclass(frozen=True)

@@ -14,14 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .config import CONFIG_NAME, STATE_DIR
-from .errors import (
-    Conflict,
-    GitError,
-    InvalidInput,
-    MemfileError,
-    Notice,
-    Refused,
-)
+from .errors import Conflict, GitError, InvalidInput, MemfileError, Notice, Refused
 from .git import (
     ATTRIBUTES,
     CONFLICT_FROM,

@@ -156,18 +156,10 @@ RULES: Final[tuple[Rule, ...]] = (
     ),
     Rule("github-token", "a GitHub token", r"gh[pousr]_[A-Za-z0-9]{36,251}" + _END, _random),
     Rule(
-        "github-fine-grained-token",
-        "a GitHub fine-grained token",
-        r"github_pat_[A-Za-z0-9_]{60,251}" + _END,
-        _random,
+        "github-fine-grained-token", "a GitHub fine-grained token", r"github_pat_[A-Za-z0-9_]{60,251}" + _END, _random
     ),
     Rule("anthropic-key", "an Anthropic API key", r"sk-ant-" + _URLSAFE + r"{32,}", _random),
-    Rule(
-        "openai-key",
-        "an OpenAI API key",
-        r"sk-(?:(?:proj|svcacct|admin|None)-)?" + _URLSAFE + r"{32,}",
-        _random,
-    ),
+    Rule("openai-key", "an OpenAI API key", r"sk-(?:(?:proj|svcacct|admin|None)-)?" + _URLSAFE + r"{32,}", _random),
     Rule("slack-token", "a Slack token", r"xox[abposr]-[A-Za-z0-9-]{10,}", _random),
     Rule(
         "slack-webhook",
@@ -188,17 +180,8 @@ RULES: Final[tuple[Rule, ...]] = (
     Rule("pypi-token", "a PyPI token", r"pypi-AgE[A-Za-z0-9_-]{50,}"),
     Rule("sendgrid-key", "a SendGrid API key", r"SG\." + _URLSAFE + r"{16,32}\." + _URLSAFE + r"{30,}"),
     Rule("twilio-api-key", "a Twilio API key", r"SK[0-9a-fA-F]{32}" + _END, _random),
-    Rule(
-        "jwt",
-        "a JSON Web Token",
-        r"eyJ" + _URLSAFE + r"{10,}\.eyJ" + _URLSAFE + r"{10,}\." + _URLSAFE + r"{16,}",
-    ),
-    Rule(
-        "bearer-token",
-        "a bearer token",
-        r"(?:Bearer|bearer|BEARER)\s+(?P<v>[A-Za-z0-9._~+/-]{20,}=*)",
-        _random,
-    ),
+    Rule("jwt", "a JSON Web Token", r"eyJ" + _URLSAFE + r"{10,}\.eyJ" + _URLSAFE + r"{10,}\." + _URLSAFE + r"{16,}"),
+    Rule("bearer-token", "a bearer token", r"(?:Bearer|bearer|BEARER)\s+(?P<v>[A-Za-z0-9._~+/-]{20,}=*)", _random),
     Rule("databricks-token", "a Databricks token", r"dapi[0-9a-f]{32}(?:-[0-9])?" + _END, _random),
     Rule("postman-key", "a Postman API key", r"PMAK-[0-9a-f]{24}-[0-9a-f]{34}" + _END),
     Rule("age-secret-key", "an age secret key", r"AGE-SECRET-KEY-1[02-9AC-HJ-NP-Z]{58}" + _END),

@@ -152,9 +152,7 @@ def _counted(
 
 
 def prepare(
-    changes: list[tuple[str, Path, bytes | None]],
-    mtime_ns: int,
-    meanwhile: Callable[[], None] = lambda: None,
+    changes: list[tuple[str, Path, bytes | None]], mtime_ns: int, meanwhile: Callable[[], None] = lambda: None
 ) -> dict[str, Path]:
     """For a write of many files: each new content in a temp file beside its path, with this mtime, all
     synced to disk with one sync instead of one each (every file is still on disk before `put` renames it

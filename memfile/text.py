@@ -29,18 +29,7 @@ def _patterns() -> tuple[re.Pattern[str], re.Pattern[str]]:
 _ASCII_WORDS = re.compile(r"[A-Za-z0-9]+")
 
 _SPECIAL_FOLDS = str.maketrans(
-    {
-        "đ": "d",
-        "ø": "o",
-        "ł": "l",
-        "æ": "ae",
-        "œ": "oe",
-        "ß": "ss",
-        "þ": "th",
-        "ð": "d",
-        "ı": "i",
-        "ħ": "h",
-    }
+    {"đ": "d", "ø": "o", "ł": "l", "æ": "ae", "œ": "oe", "ß": "ss", "þ": "th", "ð": "d", "ı": "i", "ħ": "h"}
 )
 
 

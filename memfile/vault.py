@@ -361,9 +361,6 @@ class Vault:
         """
         return self._index.rebuild(progress)
 
-    def _find(self, ref: str) -> Memory:
-        return resolve_ref(ref, self.memories(), self.mind, self.issues)
-
     @_verb
     @tells_secrets(lambda memory: [memory])
     def get(self, ref: str) -> Memory:
@@ -380,7 +377,7 @@ class Vault:
             NotFound: no memory matches.
             AmbiguousRef: the key is used in several categories.
         """
-        return self._find(ref)
+        return resolve_ref(ref, self.memories(), self.mind, self.issues)
 
     show = get
 

@@ -110,28 +110,11 @@ class MindBatch:
             found = [r for r in map(self._relpath, (event.src_path, getattr(event, "dest_path", ""))) if r]
             if not found:
                 return  # an editor's swap or backup file, a temp file: nothing to index, still vouching
-        with self._guard:
-            was_pending = self._pending()
-            self._paths.update(found)
-            self._full = self._full or not found
-            self._changed(was_pending)
-        self._wake.set()
+        self.keep(found, not found)
 
     def need_full_diff(self) -> None:
         """Some events were lost (a queue overflow): the next batch diffs every file."""
-        with self._guard:
-            was_pending = self._pending()
-            self._full = True
-            self._changed(was_pending)
-        self._wake.set()
-
-    def _changed(self, was_pending: bool) -> None:
-        """With the guard held: a change is pending from now on (the batch's first, unless `was_pending`)."""
-        self.set_clean(False)
-        self._idle.clear()
-        self._last = time.monotonic()
-        if not was_pending:
-            self._since = self._last
+        self.keep([], True)
 
     def _relpath(self, path: str | bytes) -> str | None:
         name = os.fsdecode(path)
@@ -164,12 +147,16 @@ class MindBatch:
             return paths, full
 
     def keep(self, paths: list[str], full: bool) -> None:
-        """A batch that could not be applied (another writer was busy): pending again, for a later round."""
+        """These changes pending (with a full diff when `full`), from now on: what the events said, or a batch
+        that could not be applied (another writer was busy), for a later round."""
         with self._guard:
-            was_pending = self._pending()
+            self._last = time.monotonic()
+            if not self._pending():
+                self._since = self._last  # the batch's first change
             self._paths.update(paths)
             self._full = self._full or full
-            self._changed(was_pending)
+            self.set_clean(False)
+            self._idle.clear()
         self._wake.set()
 
     def finish(self) -> None:
