@@ -60,14 +60,8 @@ class Hint:
     console: str = ""
 
     def say(self, face: Face, values: Iterable[str] = ()) -> str:
-        words = {
-            Face.CLI: self.cli,
-            Face.HTTP: self.http,
-            Face.MCP: self.mcp,
-            Face.MEMORY_TOOL: self.memory_tool or self.mcp,
-            Face.CONSOLE: self.console or self.http,
-        }[face]
-        return words.format(*values)
+        own = getattr(self, face.name.lower())  # a field for each face, named after it
+        return (own or (self.mcp if face is Face.MEMORY_TOOL else self.http)).format(*values)
 
 
 #: The hints errors and notices carry, by name (a name, so either keeps its hint through the store queue's result file).
