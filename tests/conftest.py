@@ -4,15 +4,18 @@ from __future__ import annotations
 
 import shutil
 import subprocess
+from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
-from shared_vaults import BLANKED
+from helpers import SAMPLE_VAULT
+from helpers.vaults import BLANKED
 
 from memfile import Vault
 
-REPO = Path(__file__).resolve().parent.parent
-SAMPLE_VAULT = REPO / "sample_vault"
+if TYPE_CHECKING:  # the console's helpers import Starlette: only the modules that use them pay for it
+    from helpers.console import Console
 
 
 @pytest.fixture(autouse=True)
@@ -57,10 +60,18 @@ def two(tmp_path: Path) -> tuple[Vault, Vault]:
     return laptop, server
 
 
-def git(root: Path, *args: str) -> str:
-    """Run git in a vault and return its stdout (for assertions on history)."""
-    return subprocess.run(["git", *args], cwd=root, check=True, capture_output=True, text=True).stdout
+@pytest.fixture(scope="module")
+def console(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Console]:
+    """The console's application (as `memfile serve` builds it) over helpers.serve's vault, for a module."""
+    from helpers.console import Console
+    from helpers.serve import make_setup
 
+    from memfile.keys import KeyStore
+    from memfile.server.app import build_app
+    from memfile.worker import Minds
 
-def commit_count(root: Path) -> int:
-    return int(git(root, "rev-list", "--count", "HEAD").strip())
+    setup = make_setup(tmp_path_factory.mktemp("console"))
+    minds = Minds(setup.root, watch=False)
+    app = build_app(minds, KeyStore(setup.keys_path), allowed_hosts=["localhost"], mcp=False)
+    yield Console(setup, minds, app)
+    minds.close()

@@ -22,7 +22,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
-from conftest import REPO
+from helpers import REPO
 
 from memfile import Vault
 

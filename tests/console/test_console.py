@@ -13,90 +13,22 @@ import http.client
 import re
 import subprocess
 import sys
-from collections.abc import Iterator
-from dataclasses import dataclass
 from html import unescape
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlencode
 
 import pytest
+from helpers.console import MIND, ORIGIN, SAME, Console, act, csrf_of, memory_url, page, post
+from helpers.serve import git, make_setup, server_env, start_server
 from starlette.testclient import TestClient
-from test_serve_helpers import Setup, git, make_setup, server_env, start_server
 
 from memfile.keys import KeyStore
 from memfile.model import Source
 from memfile.worker import Caller, Minds
 
-ORIGIN = "http://localhost"
-SAME = {"Origin": ORIGIN}
-MIND = "michael"
 PAGES = ("profile", "memories", "log", "last-recall", "health", "transfer")
 HOSTILE = ("<script>alert(1)</script>", '"><img src=x onerror=alert(1)>', "javascript:alert(1)")
-
-
-@dataclass
-class Console:
-    setup: Setup
-    minds: Minds
-    app: Any
-
-    def client(self) -> TestClient:
-        return TestClient(self.app, base_url=ORIGIN, follow_redirects=False)
-
-    def person(self) -> TestClient:
-        """A client logged in with the person's token."""
-        client = self.client()
-        answer = client.post("/console/login", data={"token": self.setup.tokens["person"]}, headers=SAME)
-        assert answer.status_code == 303 and answer.headers["location"] == "/console", answer.text
-        return client
-
-    def store(
-        self, key: str, content: str = "some text", *, agent: bool = False, mind: str = MIND, **fields: Any
-    ) -> Any:
-        caller = Caller(mind, Source.AGENT if agent else Source.USER, "test")
-        category = fields.pop("category", "fact")
-        return self.minds.call_sync(caller, lambda vault: vault.store(category, key, content, **fields)).memory
-
-    def vault_call(self, fn: Any, mind: str = MIND) -> Any:
-        return self.minds.call_sync(Caller(mind, Source.USER, "test"), fn)
-
-
-@pytest.fixture(scope="module")
-def console(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Console]:
-    from memfile.server.app import build_app
-
-    setup = make_setup(tmp_path_factory.mktemp("console"))
-    minds = Minds(setup.root, watch=False)
-    app = build_app(minds, KeyStore(setup.keys_path), allowed_hosts=["localhost"], mcp=False)
-    yield Console(setup, minds, app)
-    minds.close()
-
-
-def csrf_of(html: str) -> str:
-    found = re.search(r'name="csrf" value="([^"]+)"', html)
-    assert found, html[:2000]
-    return found.group(1)
-
-
-def page(client: TestClient, path: str, status: int = 200) -> str:
-    answer = client.get(path)
-    assert answer.status_code == status, (path, answer.status_code, answer.text[-1500:])
-    assert answer.headers["content-type"].startswith("text/html")
-    return answer.text
-
-
-def post(client: TestClient, path: str, form: dict[str, str], headers: dict[str, str] | None = None) -> Any:
-    return client.post(path, data=form, headers=SAME if headers is None else headers)
-
-
-def memory_url(memory_id: str, mind: str = MIND) -> str:
-    return f"/console/m/{mind}/memory/{memory_id}"
-
-
-def act(client: TestClient, memory_id: str, action: str, **extra: str) -> Any:
-    html = page(client, memory_url(memory_id))
-    return post(client, memory_url(memory_id), {"csrf": csrf_of(html), "action": action, **extra})
 
 
 def rows(html: str) -> list[str]:

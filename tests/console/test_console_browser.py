@@ -18,7 +18,7 @@ from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
-from console_browser_helpers import (
+from helpers.browser import (
     CHINESE,
     FILLERS,
     HISTORY,
@@ -36,7 +36,7 @@ from console_browser_helpers import (
     start_chromium,
     without_browser,
 )
-from test_serve_helpers import Server, Setup, git, start_server
+from helpers.serve import Server, Setup, git, start_server
 
 from memfile import Vault
 

@@ -14,10 +14,9 @@ import string
 import time
 from collections.abc import Callable
 from datetime import datetime, timezone
-from pathlib import Path
 
 import pytest
-from helpers import fails, in_vault, ok
+from helpers import GOLDEN, fails, in_vault, ok
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -36,7 +35,6 @@ from memfile import (
 from memfile.model import ID_PATTERN, KEY_PATTERN, KNOWN_FIELDS, format_datetime
 from memfile.paths import MIND_PATTERN
 
-GOLDEN = Path(__file__).parent / "golden"
 UTC = timezone.utc
 MTIME = datetime(2026, 6, 28, 9, 30, tzinfo=UTC)
 NOW = datetime(2026, 7, 1, 8, 15, tzinfo=UTC)

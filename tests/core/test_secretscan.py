@@ -17,8 +17,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from conftest import REPO, SAMPLE_VAULT
-from helpers import in_vault
+from helpers import REPO, SAMPLE_VAULT, in_vault
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -528,7 +527,7 @@ def test_every_rule_has_a_name_and_is_documented() -> None:
 def test_these_files_hold_no_token_shape() -> None:
     """Push protection must never flag our files: no token-shaped string is written out in them."""
     for relpath in (
-        "tests/test_secretscan.py",
+        "tests/core/test_secretscan.py",
         "benchmarks/bench_secrets.py",
         "docs/secrets.md",
         "memfile/secretscan.py",

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import REPO, commit_count, git
+from helpers import REPO, commit_count, git
 
 from memfile import Vault
 from memfile.model import Source

@@ -14,13 +14,15 @@ from pathlib import Path
 
 import pytest
 from click.testing import Result
-from conftest import SAMPLE_VAULT, commit_count, git
 from helpers import (
     BROKEN,
     HAND_MADE,
+    SAMPLE_VAULT,
     commit_by_hand,
+    commit_count,
     fails,
     files_outside_git,
+    git,
     in_vault,
     last_subject,
     ok,

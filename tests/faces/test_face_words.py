@@ -18,19 +18,16 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import REPO
-from helpers import fails, in_vault, ok
-from test_console import MIND, SAME, Console, act, csrf_of, memory_url, page
-from test_serve_helpers import Server, Setup, git, make_setup, serving
+from helpers import REPO, fails, in_vault, ok
+from helpers.console import MIND, SAME, Console, act, csrf_of, memory_url, page
+from helpers.serve import Server, Setup, git, make_setup, serving
 
 from memfile import Vault
 from memfile.cli import main
 from memfile.errors import HINTS, Face, MemfileError, NotFound, Notice, told
-from memfile.keys import KeyStore
 from memfile.memory_tool import MemoryToolBackend, MemoryToolError
 from memfile.model import StoreResult
 from memfile.store_queue import decode, encode
-from memfile.worker import Minds
 
 #: A token every rule of the scanner calls a GitHub token (made here, so no real token is in the repository).
 TOKEN = "ghp_" + "Qw3Er5Ty7Ui9" * 3
@@ -342,16 +339,6 @@ def test_the_memory_tool_says_ask_the_user_for_what_a_person_does(vault: Vault) 
 
 
 # --- the console: its pages and buttons -------------------------------------------------------------------
-
-
-@pytest.fixture(scope="module")
-def console(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Console]:
-    from memfile.server.app import build_app
-
-    made = make_setup(tmp_path_factory.mktemp("console-words"))
-    minds = Minds(made.root, watch=False)
-    yield Console(made, minds, build_app(minds, KeyStore(made.keys_path), allowed_hosts=["localhost"], mcp=False))
-    minds.close()
 
 
 def console_errors(console: Console, key: str) -> dict[str, str]:

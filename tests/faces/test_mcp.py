@@ -25,7 +25,7 @@ import pytest
 pytest.importorskip("mcp.client.stdio", reason="the MCP SDK is the optional extra memfile-vault[mcp]")
 
 import anyio  # noqa: E402 - after the importorskip: anyio comes with the SDK
-from conftest import commit_count, git  # noqa: E402
+from helpers import commit_count, git  # noqa: E402
 from mcp.client.session import ClientSession  # noqa: E402
 from mcp.client.stdio import StdioServerParameters, stdio_client  # noqa: E402
 

@@ -24,7 +24,7 @@ pytest.importorskip("mcp.client.streamable_http", reason="the MCP SDK is the opt
 import anyio  # noqa: E402 - after the importorskip: these come with the SDK
 import httpx2  # noqa: E402
 import uvicorn  # noqa: E402
-from conftest import git  # noqa: E402
+from helpers import git  # noqa: E402
 from mcp.client.session import ClientSession  # noqa: E402
 from mcp.client.streamable_http import streamable_http_client  # noqa: E402
 from starlette.applications import Starlette  # noqa: E402

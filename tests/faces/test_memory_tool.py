@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import commit_count, git
+from helpers import commit_count, git
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 

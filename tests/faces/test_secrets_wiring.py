@@ -16,9 +16,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import commit_count, git
-from helpers import in_vault, write
-from test_serve_helpers import Server, Setup, make_setup, start_server
+from helpers import commit_count, git, in_vault, write
+from helpers.serve import Server, Setup, make_setup, start_server
 
 from memfile import InvalidInput, Refused, Vault
 from memfile.memory_tool import MemoryToolBackend

@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from helpers import BROKEN, fails, in_vault, ok, run, write
+from helpers import BROKEN, REPO, fails, in_vault, ok, run, write
 
 from memfile import Vault
 
@@ -115,13 +115,12 @@ def test_install_hints_name_a_distribution_that_is_memfiles() -> None:
 
     from memfile import cli, cli_serve
 
-    pyproject = tomllib.loads((Path(__file__).parent.parent / "pyproject.toml").read_text())
+    pyproject = tomllib.loads((REPO / "pyproject.toml").read_text())
     assert pyproject["project"]["name"] == cli.DISTRIBUTION == "memfile-vault"
     assert "pip install 'memfile-vault[mcp]'" in (cli_serve.mcp.help or "")
-    repo = Path(__file__).parent.parent
     wrong = re.compile(r"(?<![-\w])memfile\[|install[ ]memfile(?![-\w])")  # `memfile` on PyPI: another project
-    places = [repo / "README.md", *repo.glob("docs/*.md"), *repo.glob("memfile/**/*.py"), *repo.glob("tests/*.py")]
-    found = [f"{p.relative_to(repo)}: {m[0]}" for p in places for m in wrong.finditer(p.read_text(encoding="utf-8"))]
+    places = [REPO / "README.md", *REPO.glob("docs/*.md"), *REPO.glob("memfile/**/*.py"), *REPO.glob("tests/**/*.py")]
+    found = [f"{p.relative_to(REPO)}: {m[0]}" for p in places for m in wrong.finditer(p.read_text(encoding="utf-8"))]
     assert found == [], "docs, docstrings and messages name the distribution memfile-vault"
     assert ok(run("--version")).stdout.startswith("memfile, version")
 

@@ -11,8 +11,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from conftest import git
-from helpers import BROKEN, fails, in_vault, write
+from helpers import BROKEN, fails, git, in_vault, write
 
 from memfile import Conflict, Vault, Watcher
 from memfile.files import lock_holder

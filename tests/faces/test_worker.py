@@ -15,8 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import git
-from helpers import plain_vault, worker_held, write
+from helpers import git, plain_vault, worker_held, write
 
 from memfile import Vault, worker
 from memfile.config import AmbiguousMind

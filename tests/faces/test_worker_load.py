@@ -13,8 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import git
-from helpers import worker_held
+from helpers import git, worker_held
 
 from memfile import Vault, worker
 from memfile.model import Source

@@ -8,8 +8,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import commit_count, git
-from helpers import fails, in_vault, ok, run, write
+from helpers import commit_count, fails, git, in_vault, ok, run, write
 
 from memfile import Vault
 from memfile.errors import EXIT_SYNC_CONFLICTS, Conflict

@@ -15,9 +15,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from conftest import git
-from helpers import fails, in_vault, ok, write
-from test_serve_helpers import Setup, make_setup, start_server, wait_until
+from helpers import fails, git, in_vault, ok, write
+from helpers.serve import Setup, make_setup, start_server, wait_until
 
 from memfile import Vault
 

@@ -6,8 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
-from conftest import commit_count
-from helpers import BROKEN, commit_by_hand, fails, in_vault, last_subject, ok, write
+from helpers import BROKEN, commit_by_hand, commit_count, fails, in_vault, last_subject, ok, write
 
 from memfile import Conflict, NotFound, Refused, Vault
 

@@ -5,8 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from conftest import commit_count, git
-from helpers import fails, in_vault, ok
+from helpers import commit_count, fails, git, in_vault, ok
 
 from memfile import GitError, Refused, Vault
 from memfile.git import merge_memory

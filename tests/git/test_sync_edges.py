@@ -7,8 +7,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import commit_count, git
-from helpers import commit_by_hand, fails, in_vault, ok, write
+from helpers import commit_by_hand, commit_count, fails, git, in_vault, ok, write
 
 from memfile import GitError, Refused, Vault
 from memfile.git import merge_memory

@@ -7,8 +7,7 @@ import json
 from pathlib import Path
 
 import pytest
-from conftest import commit_count, git
-from helpers import commit_by_hand, fails, in_vault, last_subject, ok, write
+from helpers import commit_by_hand, commit_count, fails, git, in_vault, last_subject, ok, write
 
 AGENT = {"MEMFILE_SOURCE": "agent"}
 

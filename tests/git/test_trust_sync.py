@@ -11,8 +11,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from conftest import git
-from helpers import commit_by_hand, fails, in_vault, ok, write
+from helpers import commit_by_hand, fails, git, in_vault, ok, write
 
 from memfile import Vault, errors
 

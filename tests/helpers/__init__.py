@@ -1,9 +1,17 @@
-"""Helpers shared by the test modules: drive the CLI, assert outcomes, make files and commits by hand."""
+"""Helpers shared by the test modules: drive the CLI, assert outcomes, make files and commits by hand, run git,
+wait for a condition. Fixtures are in tests/conftest.py; what only some units share is in this package's
+modules (`serve`, `fastpath`, `browser`, `vaults`).
+
+pyproject.toml puts tests/ on sys.path (`pythonpath`), so every test module imports `helpers` by that name.
+"""
 
 from __future__ import annotations
 
 import errno
 import os
+import shutil
+import subprocess
+import sys
 import textwrap
 import threading
 from collections.abc import Iterator
@@ -12,9 +20,14 @@ from pathlib import Path
 from typing import Any
 
 from click.testing import CliRunner, Result
-from conftest import git
 
 from memfile.cli import main
+
+#: tests/, and the checkout it is in.
+TESTS = Path(__file__).resolve().parent.parent
+REPO = TESTS.parent
+SAMPLE_VAULT = REPO / "sample_vault"
+GOLDEN = TESTS / "golden"
 
 #: A hand-made memory file with unknown keys, comments and Markdown that must survive rewrites.
 HAND_MADE = textwrap.dedent(
@@ -45,6 +58,15 @@ HAND_MADE = textwrap.dedent(
 
 #: A memory file whose YAML breaks on line 4.
 BROKEN = "---\nid: mem_broken0001\ncategory: fact\nkey: a: b\n---\nbody\n"
+
+
+def git(root: Path, *args: str) -> str:
+    """Run git in a vault and return its stdout (for assertions on history)."""
+    return subprocess.run(["git", *args], cwd=root, check=True, capture_output=True, text=True).stdout
+
+
+def commit_count(root: Path) -> int:
+    return int(git(root, "rev-list", "--count", "HEAD").strip())
 
 
 def run(*args: object, input: str | None = None, env: dict[str, str | None] | None = None) -> Result:
@@ -150,3 +172,22 @@ def read_terminal(master: int) -> bytes:
     finally:
         os.close(master)
     return out
+
+
+def mount_namespaces() -> bool:
+    """Whether this process may make mount namespaces (root, `unshare -m`): what a read-only bind mount needs."""
+    return (
+        shutil.which("unshare") is not None
+        and os.geteuid() == 0
+        and subprocess.run(["unshare", "-m", "true"], capture_output=True).returncode == 0
+    )
+
+
+def in_private_mounts(script: str) -> subprocess.CompletedProcess[str]:
+    """Run a shell script in a mount namespace of its own (its mounts vanish with it)."""
+    return subprocess.run(["unshare", "-m", "sh", "-c", script], capture_output=True, text=True, timeout=300)
+
+
+def memfile_command(root: Path, *args: str) -> str:
+    quoted = " ".join(f"'{a}'" for a in args)
+    return f"'{sys.executable}' -m memfile --vault '{root}' {quoted}"

@@ -15,11 +15,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from test_serve_helpers import Setup, make_setup
 
+from helpers import REPO
+from helpers.serve import Setup, make_setup
 from memfile import Vault
 
-REPO = Path(__file__).resolve().parent.parent
 #: Where `MEMFILE_SCREENSHOTS=1` writes each page's picture (docs/console.md shows them).
 SCREENSHOTS = REPO / "docs" / "console"
 #: What a machine without the browser needs (Debian's names; .ci/run installs them).

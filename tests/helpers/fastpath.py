@@ -19,8 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from test_serve_helpers import DEADLINE, Setup, server_env
-
+from helpers.serve import DEADLINE, Setup, server_env
 from memfile import Vault, __version__
 from memfile.cli_client import PROTOCOL, SOCKET_NAME
 

@@ -22,8 +22,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import commit_count, git
-from helpers import BROKEN, another_thread_running, fails, in_vault, ok
+from helpers import BROKEN, another_thread_running, commit_count, fails, git, in_vault, ok
 
 from memfile import NotFound, Vault
 from memfile.index import CATALOG_NAME, INDEX_NAME, SCHEMA_VERSION, SearchOptions

@@ -22,8 +22,18 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from conftest import SAMPLE_VAULT, git
-from helpers import commit_by_hand, fails, in_vault, ok, write
+from helpers import (
+    SAMPLE_VAULT,
+    commit_by_hand,
+    fails,
+    git,
+    in_private_mounts,
+    in_vault,
+    memfile_command,
+    mount_namespaces,
+    ok,
+    write,
+)
 
 from memfile import Vault
 from memfile.index.snippet import snippet
@@ -358,25 +368,7 @@ def test_a_write_where_no_index_can_be_made_fails_clearly_and_leaves_nothing(no_
     assert git(no_state_folder, "rev-parse", "HEAD") == before
 
 
-def _mount_namespaces() -> bool:
-    return (
-        shutil.which("unshare") is not None
-        and os.geteuid() == 0
-        and subprocess.run(["unshare", "-m", "true"], capture_output=True).returncode == 0
-    )
-
-
-def in_private_mounts(script: str) -> subprocess.CompletedProcess[str]:
-    """Run a shell script in a mount namespace of its own (its mounts vanish with it)."""
-    return subprocess.run(["unshare", "-m", "sh", "-c", script], capture_output=True, text=True, timeout=300)
-
-
-def memfile_command(root: Path, *args: str) -> str:
-    quoted = " ".join(f"'{a}'" for a in args)
-    return f"'{sys.executable}' -m memfile --vault '{root}' {quoted}"
-
-
-@pytest.mark.skipif(not _mount_namespaces(), reason="needs root and mount namespaces (unshare -m)")
+@pytest.mark.skipif(not mount_namespaces(), reason="needs root and mount namespaces (unshare -m)")
 @pytest.mark.parametrize("indexed", [True, False], ids=["with-index", "without-index"])
 def test_a_read_only_vault_answers_reads_and_refuses_writes(vault: Vault, indexed: bool) -> None:
     """The vault on a read-only bind mount (a clone on read-only media), with its index or none."""
@@ -418,7 +410,7 @@ def test_a_read_only_vault_answers_reads_and_refuses_writes(vault: Vault, indexe
     assert {p: p.read_bytes() for p in root.rglob("*") if p.is_file()} == before
 
 
-@pytest.mark.skipif(not _mount_namespaces(), reason="needs root and mount namespaces (unshare -m)")
+@pytest.mark.skipif(not mount_namespaces(), reason="needs root and mount namespaces (unshare -m)")
 def test_a_full_disk_reads_from_the_files_and_a_write_fails_clearly(tmp_path: Path) -> None:
     """The vault on a tiny tmpfs filled to the last byte: the index cannot grow, reads still answer."""
     source = tmp_path / "source"

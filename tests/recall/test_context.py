@@ -11,13 +11,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from helpers import REPO
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 from memfile import InvalidInput, NotFound, Refused, Vault, estimate_tokens
 from memfile.context import ContextReport, build, message_tokens, summary_ref
 
-AGENTS_DOC = Path(__file__).resolve().parent.parent / "docs" / "agents.md"
+AGENTS_DOC = REPO / "docs" / "agents.md"
 SYSTEM = "You are a helpful assistant."
 
 

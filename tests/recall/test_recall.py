@@ -6,12 +6,12 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import pytest
+from helpers import GOLDEN
 
 from memfile import InvalidInput, Memory, Vault, estimate_tokens
 from memfile.model import Category, Priority, Source
 from memfile.recall import recall
 
-GOLDEN = Path(__file__).parent / "golden"
 T0 = datetime(2026, 6, 1, tzinfo=timezone.utc)
 
 

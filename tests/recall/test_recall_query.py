@@ -15,8 +15,7 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import pytest
-from conftest import commit_count, git
-from helpers import HAND_MADE, commit_by_hand, fails, in_vault, ok, write
+from helpers import HAND_MADE, commit_by_hand, commit_count, fails, git, in_vault, ok, write
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 

@@ -9,16 +9,13 @@ matches the files, doctor finds no problem and the working tree is clean.
 from __future__ import annotations
 
 import json
-import pathlib
 import subprocess
 import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))
-
 import pytest
-from conftest import git
+from helpers import git
 
 from memfile import Vault
 

@@ -48,7 +48,6 @@ from __future__ import annotations
 
 import json
 import os
-import pathlib
 import random
 import signal
 import subprocess
@@ -60,10 +59,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))
-
 import pytest
-from conftest import git
+from helpers import git
 
 from memfile import GitError, Vault, fileformat
 from memfile.files import TEMP_PREFIX

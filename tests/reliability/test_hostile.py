@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import pathlib
 import stat
 import subprocess
 import sys
@@ -27,15 +26,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))
+import pytest
+from helpers import BROKEN, HAND_MADE, commit_count, in_vault
 
-import pytest  # noqa: E402
-from conftest import commit_count  # noqa: E402
-from helpers import BROKEN, HAND_MADE, in_vault  # noqa: E402
-
-from memfile import Vault  # noqa: E402
-from memfile.errors import EXIT_CODES, EXIT_UNEXPECTED  # noqa: E402
-from memfile.model import Category, derive_key  # noqa: E402
+from memfile import Vault
+from memfile.errors import EXIT_CODES, EXIT_UNEXPECTED
+from memfile.model import Category, derive_key
 
 #: Exit codes a read-only command may end with on a hostile vault.
 READ_CODES = {0, 2, 3, 4, 5}

@@ -12,18 +12,15 @@ from __future__ import annotations
 
 import json
 import os
-import pathlib
 import signal
 import subprocess
 import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))
-
 import pytest
-from conftest import git
-from test_serve_helpers import server_env, wait_until
+from helpers import git
+from helpers.serve import server_env, wait_until
 
 from memfile import Vault
 

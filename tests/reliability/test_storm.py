@@ -41,7 +41,6 @@ from __future__ import annotations
 
 import json
 import os
-import pathlib
 import random
 import shutil
 import signal
@@ -56,16 +55,14 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))
+import pytest
+from helpers import git
 
-import pytest  # noqa: E402
-from conftest import git  # noqa: E402
-
-from memfile import Memory, ParseIssue, Vault  # noqa: E402
-from memfile.errors import FileParseError  # noqa: E402
-from memfile.fileformat import parse  # noqa: E402
-from memfile.index.source import stat_walk  # noqa: E402
-from memfile.model import derive_key  # noqa: E402
+from memfile import Memory, ParseIssue, Vault
+from memfile.errors import FileParseError
+from memfile.fileformat import parse
+from memfile.index.source import stat_walk
+from memfile.model import derive_key
 
 MIND = "michael"
 CATEGORIES = ("identity", "preference", "fact", "project", "skill", "mistake", "context", "note")

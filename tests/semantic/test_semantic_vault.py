@@ -71,9 +71,9 @@ def test_the_served_faces_say_it_in_their_own_words(tmp_path: Path) -> None:
     the server embeds between requests, so neither names a command line."""
     import anyio
     import httpx2
+    from helpers.serve import DEADLINE, make_setup, start_server, wait_until
     from mcp import ClientSession
     from mcp.client.streamable_http import streamable_http_client
-    from test_serve_helpers import DEADLINE, make_setup, start_server, wait_until
 
     setup = make_setup(tmp_path)
     for mind in ("michael", "anna"):

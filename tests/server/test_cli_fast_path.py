@@ -28,7 +28,8 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from fastpath_helpers import (
+from helpers import read_terminal, write
+from helpers.fastpath import (
     DRIVER,
     FakeServer,
     Ran,
@@ -42,8 +43,7 @@ from fastpath_helpers import (
     request,
     talk,
 )
-from helpers import read_terminal, write
-from test_serve_helpers import DEADLINE, Server, Setup, git, make_setup, start_server
+from helpers.serve import DEADLINE, Server, Setup, git, make_setup, start_server
 
 from memfile import Vault
 from memfile.cli_client import ANSWERING, EXIT, REFUSED, SOCKET_NAME, STDERR, STDOUT

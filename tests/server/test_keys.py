@@ -12,13 +12,11 @@ import time
 from pathlib import Path
 
 import pytest
-from helpers import fails, in_vault, ok, plain_vault, run
+from helpers import REPO, fails, in_vault, ok, plain_vault, run
 
 from memfile import keys as keys_module
 from memfile.errors import Conflict, InvalidInput, NotFound, Refused
 from memfile.keys import AGENT, PERSON, InvalidKeysFile, Key, KeyStore, default_keys_path, validate_label
-
-REPO = Path(__file__).resolve().parent.parent
 
 
 @pytest.fixture(autouse=True)

@@ -18,7 +18,8 @@ from typing import Any
 from urllib.parse import quote
 
 import pytest
-from test_serve_helpers import (
+from helpers import GOLDEN
+from helpers.serve import (
     DEADLINE,
     Server,
     Setup,
@@ -249,7 +250,7 @@ def test_the_openapi_document_is_the_golden_one(server: Server) -> None:
     MCP SDK: no endpoint, parameter, status or description changes unnoticed."""
     from memfile.server.app import openapi_document
 
-    golden = (Path(__file__).parent / "golden" / "openapi.json").read_text(encoding="utf-8")
+    golden = (GOLDEN / "openapi.json").read_text(encoding="utf-8")
     assert json.dumps(openapi_document(mcp=True), indent=2, ensure_ascii=False) + "\n" == golden
     without_mcp = json.loads(golden)
     del without_mcp["paths"]["/mcp"]

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 from helpers import write
-from test_serve_helpers import (
+from helpers.serve import (
     DEADLINE,
     Setup,
     make_setup,

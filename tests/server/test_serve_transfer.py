@@ -17,7 +17,7 @@ from typing import Any
 from urllib.parse import urlencode
 
 import pytest
-from test_serve_helpers import Answer, Server, Setup, git, make_setup, start_server
+from helpers.serve import Answer, Server, Setup, git, make_setup, start_server
 
 from memfile import Vault
 from memfile.server import transfer as served_app

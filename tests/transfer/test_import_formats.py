@@ -18,8 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import commit_count
-from helpers import in_vault, ok, write
+from helpers import TESTS, commit_count, in_vault, ok, write
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -31,7 +30,7 @@ from memfile.transfer.openclaw import guess_category, read_openclaw
 from memfile.transfer.records import ImportOptions
 from memfile.transfer.synapse import derived_id, read_synapse, slug
 
-FIXTURES = Path(__file__).resolve().parent / "fixtures" / "import"
+FIXTURES = TESTS / "fixtures" / "import"
 NOW = datetime(2026, 12, 1, 12, 0, tzinfo=timezone.utc)
 OPTIONS = ImportOptions(now=NOW)
 

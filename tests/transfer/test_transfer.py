@@ -22,9 +22,8 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner
-from conftest import commit_count, git
-from helpers import BROKEN, HAND_MADE, commit_by_hand, fails, in_vault, last_subject, ok, write
-from shared_vaults import built_once, copied
+from helpers import BROKEN, HAND_MADE, commit_by_hand, commit_count, fails, git, in_vault, last_subject, ok, write
+from helpers.vaults import built_once, copied
 
 import memfile
 from memfile import Vault

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from conftest import git
+from helpers import git
 
 from memfile import InvalidInput, Refused, Source, Vault
 

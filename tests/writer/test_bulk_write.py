@@ -115,7 +115,7 @@ def test_an_import_whose_index_build_fails_is_still_committed(
     Either way the write goes, git commits them, the import answers with a notice (a disk full while
     the index is written), and the next read brings the index in line.
     """
-    from conftest import commit_count, git
+    from helpers import commit_count, git
 
     from memfile import Vault
     from memfile.index import Index

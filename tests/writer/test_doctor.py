@@ -9,8 +9,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import commit_count, git
-from helpers import BROKEN, fails, in_vault, ok, write
+from helpers import BROKEN, REPO, commit_count, fails, git, in_vault, ok, write
 
 from memfile import GitError, Vault
 
@@ -123,7 +122,7 @@ def test_an_unknown_setting_in_memfile_toml_is_named_and_every_documented_one_is
 
     from memfile.config import unknown_settings
 
-    documented = (Path(__file__).parent.parent / "docs" / "format.md").read_text(encoding="utf-8")
+    documented = (REPO / "docs" / "format.md").read_text(encoding="utf-8")
     block = documented.split("## memfile.toml", 1)[1].split("```toml\n", 1)[1].split("```", 1)[0]
     config = vault.root / "memfile.toml"
     config.write_text(block.replace("# [", "[").replace("\n# ", "\n"), encoding="utf-8")

@@ -12,7 +12,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from conftest import git
+from helpers import git
 
 from memfile import Vault
 

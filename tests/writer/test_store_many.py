@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from conftest import commit_count, git
+from helpers import commit_count, git
 
 from memfile import InvalidInput, Refused, Source, StoreResult, Vault
 

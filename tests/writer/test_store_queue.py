@@ -18,7 +18,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
-from conftest import commit_count, git
+from helpers import commit_count, git
 
 from memfile import Vault, store_queue
 from memfile.errors import LockTimeout, Refused

@@ -11,8 +11,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import git
-from helpers import fails, in_vault, ok, run, write
+from helpers import fails, git, in_vault, ok, run, write
 
 import memfile.fileformat
 from memfile import Vault

@@ -16,13 +16,12 @@ import tempfile
 from pathlib import Path
 
 import pytest
-from conftest import git
-from test_trust_index import _mount_namespaces, in_private_mounts, memfile_command
+from helpers import git, in_private_mounts, memfile_command, mount_namespaces
 
 from memfile import Vault
 
 MIND = "michael"
-needs_mounts = pytest.mark.skipif(not _mount_namespaces(), reason="needs root and mount namespaces (unshare -m)")
+needs_mounts = pytest.mark.skipif(not mount_namespaces(), reason="needs root and mount namespaces (unshare -m)")
 
 
 def run_script(script: str, out: Path, commands: list[str]) -> tuple[list[int], list[str]]:

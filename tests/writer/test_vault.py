@@ -10,8 +10,18 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import pytest
-from conftest import SAMPLE_VAULT, commit_count, git
-from helpers import BROKEN, HAND_MADE, commit_by_hand, files_outside_git, last_subject, plain_vault, write
+from helpers import (
+    BROKEN,
+    HAND_MADE,
+    SAMPLE_VAULT,
+    commit_by_hand,
+    commit_count,
+    files_outside_git,
+    git,
+    last_subject,
+    plain_vault,
+    write,
+)
 
 from memfile import (
     AmbiguousRef,
