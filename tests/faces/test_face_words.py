@@ -222,7 +222,7 @@ def test_the_http_api_tells_notices_and_history_in_its_words(server: Server, set
 def mcp_errors(root: Path) -> dict[str, str]:
     """The common errors of the MCP tools, by name: each tool error's text."""
     pytest.importorskip("mcp")
-    from test_mcp import Agent, serve
+    from helpers.mcp import Agent, serve
 
     async def script(agent: Agent) -> dict[str, str]:
         calls = {
@@ -265,7 +265,7 @@ def test_the_mcp_tools_name_tools_and_ask_the_user(vault: Vault) -> None:
 def mcp_notices(root: Path) -> dict[str, str]:
     """The notices the MCP `store` tool answers, by name."""
     pytest.importorskip("mcp")
-    from test_mcp import Agent, serve
+    from helpers.mcp import Agent, serve
 
     async def told(agent: Agent, **store: Any) -> list[str]:
         """The texts after the stored memory's: a store's notices, as every tool's follow its answer."""

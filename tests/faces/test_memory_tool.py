@@ -684,7 +684,7 @@ def test_a_person_vault_handed_over_acts_as_agent_and_is_put_back(vault: Vault) 
 
 def test_the_same_commands_as_an_mcp_tool(tmp_path: Path) -> None:
     pytest.importorskip("mcp")
-    from test_mcp import serve
+    from helpers.mcp import serve
 
     root = Vault.init(tmp_path / "v", "alice").root
 

@@ -420,7 +420,7 @@ def test_the_command_line_names_it_on_stderr(vault: Vault, command: list[str]) -
 
 
 def test_mcp_tells_the_agent_once_in_its_terms(vault: Vault) -> None:
-    from test_mcp import Agent, serve
+    from helpers.mcp import Agent, serve
 
     token = github_token()
     hand_written(vault.root, token)

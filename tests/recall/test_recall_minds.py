@@ -127,9 +127,9 @@ def test_the_command_line(chat: Path) -> None:
 
 def test_mcp_read_mind(chat: Path) -> None:
     pytest.importorskip("mcp")
+    from helpers.mcp import Agent, server_params
     from mcp import ClientSession
     from mcp.client.stdio import stdio_client
-    from test_mcp import Agent, server_params
 
     params = server_params(chat, "group_a")
     params.args += ["--read-mind", "alice"]
