@@ -1,4 +1,5 @@
-"""Shared fixtures: real vaults in tmp_path, and no trace of the machine's git identity."""
+"""Shared fixtures: real vaults in tmp_path, a real `memfile serve`, the console's application, and no trace of
+the machine's git identity. (Shared functions are in the `helpers` package.)"""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 from helpers import SAMPLE_VAULT
+from helpers.serve import Server, Setup, make_setup, serving
 from helpers.vaults import BLANKED
 
 from memfile import Vault
@@ -47,6 +49,12 @@ def vault(tmp_path: Path) -> Vault:
 
 
 @pytest.fixture
+def root(vault: Vault) -> Path:
+    """The `vault` fixture's folder (a module with a vault of its own defines its own `root`)."""
+    return vault.root
+
+
+@pytest.fixture
 def two(tmp_path: Path) -> tuple[Vault, Vault]:
     """Laptop and server: two clones of one vault, synced through a bare remote."""
     bare = tmp_path / "remote.git"
@@ -61,10 +69,24 @@ def two(tmp_path: Path) -> tuple[Vault, Vault]:
 
 
 @pytest.fixture(scope="module")
+def setup(tmp_path_factory: pytest.TempPathFactory) -> Setup:
+    """helpers.serve's vault (minds michael and anna, a key of each kind) for a module; a module that needs
+    other memories in it defines its own `setup`, which `server` then serves."""
+    return make_setup(tmp_path_factory.mktemp("serve"))
+
+
+@pytest.fixture(scope="module")
+def server(setup: Setup) -> Iterator[Server]:
+    """A real `memfile serve` of the module's `setup`, for its tests; it must stop cleanly after them (exit 0,
+    no traceback: no request of any test, garbage included, made it trip)."""
+    with serving(setup) as served:
+        yield served
+
+
+@pytest.fixture(scope="module")
 def console(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Console]:
     """The console's application (as `memfile serve` builds it) over helpers.serve's vault, for a module."""
     from helpers.console import Console
-    from helpers.serve import make_setup
 
     from memfile.keys import KeyStore
     from memfile.server.app import build_app

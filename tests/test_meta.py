@@ -9,11 +9,11 @@ from pathlib import Path
 import click
 import pytest
 from click.testing import CliRunner
+from helpers import REPO
 
 from memfile import errors
 from memfile.cli import main
 
-REPO = Path(__file__).resolve().parent.parent
 PACKAGE = REPO / "memfile"
 README = (REPO / "README.md").read_text(encoding="utf-8")
 

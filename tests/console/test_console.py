@@ -19,8 +19,9 @@ from typing import Any
 from urllib.parse import urlencode
 
 import pytest
+from helpers import git
 from helpers.console import MIND, ORIGIN, SAME, Console, act, csrf_of, memory_url, page, post
-from helpers.serve import git, make_setup, server_env, start_server
+from helpers.serve import make_setup, server_env, start_server
 from starlette.testclient import TestClient
 
 from memfile.keys import KeyStore

@@ -18,6 +18,7 @@ from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
+from helpers import git
 from helpers.browser import (
     CHINESE,
     FILLERS,
@@ -36,7 +37,7 @@ from helpers.browser import (
     start_chromium,
     without_browser,
 )
-from helpers.serve import Server, Setup, git, start_server
+from helpers.serve import Server, Setup, start_server
 
 from memfile import Vault
 

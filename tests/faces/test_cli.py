@@ -46,11 +46,6 @@ def first_line(result: Result) -> str:
 
 
 @pytest.fixture
-def root(vault: Vault) -> Path:
-    return vault.root
-
-
-@pytest.fixture
 def two_minds(root: Path) -> Path:
     Vault.init(root, "bot", "Helper Bot")
     return root

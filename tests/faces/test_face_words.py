@@ -12,15 +12,14 @@ import json
 import marshal
 import re
 import shutil
-from collections.abc import Iterator
 from html import unescape
 from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers import REPO, fails, in_vault, ok
+from helpers import REPO, fails, git, in_vault, ok
 from helpers.console import MIND, SAME, Console, act, csrf_of, memory_url, page
-from helpers.serve import Server, Setup, git, make_setup, serving
+from helpers.serve import Server, Setup, make_setup
 
 from memfile import Vault
 from memfile.cli import main
@@ -125,12 +124,6 @@ def setup(tmp_path_factory: pytest.TempPathFactory) -> Setup:
     (made.root / "michael" / "identity").mkdir(exist_ok=True)
     (made.root / "michael" / "identity" / "name.md").write_text(PERSONS)
     return made
-
-
-@pytest.fixture(scope="module")
-def server(setup: Setup) -> Iterator[Server]:
-    with serving(setup) as served:
-        yield served
 
 
 def http_errors(server: Server, setup: Setup) -> dict[str, dict[str, Any]]:

@@ -7,11 +7,11 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from helpers import BROKEN, fails, git, in_vault, write
+from helpers import BROKEN, fails, git, in_vault, recorded, wait_until, watcher_vouches, write
 
 from memfile import Conflict, Vault, Watcher
 from memfile.files import lock_holder
@@ -19,20 +19,11 @@ from memfile.index import RefreshReport
 from memfile.watch import MindsWatcher
 
 
-def wait_until(predicate: Callable[[], bool], timeout: float = 5.0) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(0.02)
-    return predicate()
-
-
 def indexed(root: Path) -> set[str]:
     """What the index has recorded, read without bringing it in line (status does not sync)."""
     with Vault.open(root) as vault:
         state = vault.status()
-        return set(vault._index.catalog.recorded()) if not state["stale"] else {"(stale)"}
+        return set(recorded(vault.root, vault.mind)) if not state["stale"] else {"(stale)"}
 
 
 @pytest.fixture
@@ -54,24 +45,24 @@ def test_a_new_file_is_indexed_within_a_second(watched: Vault) -> None:
 def test_atomic_replace_and_editor_temp_files(watched: Vault) -> None:
     folder = watched.root / "michael" / "note"
     write(folder / "todo.md", "first version\n")
-    assert wait_until(lambda: "michael/note/todo.md" in indexed(watched.root))
+    assert wait_until(lambda: "michael/note/todo.md" in indexed(watched.root), 5)
     write(folder / ".todo.md.swp", "swap")
     write(folder / "4913", "")
     write(folder / "todo.md~", "backup")
     write(folder / "todo.md___jb_tmp___", "second version with okapi\n")
     os.replace(folder / "todo.md___jb_tmp___", folder / "todo.md")
-    assert wait_until(lambda: [h.memory.key for h in Vault.open(watched.root).search("okapi")] == ["todo"])
+    assert wait_until(lambda: [h.memory.key for h in Vault.open(watched.root).search("okapi")] == ["todo"], 5)
     assert indexed(watched.root) == {"michael/note/todo.md"}
 
 
 def test_delete_and_move_between_category_folders(watched: Vault) -> None:
     path = write(watched.root / "michael" / "note" / "wifi.md", "zebra42\n")
-    assert wait_until(lambda: "michael/note/wifi.md" in indexed(watched.root))
+    assert wait_until(lambda: "michael/note/wifi.md" in indexed(watched.root), 5)
     (watched.root / "michael" / "fact").mkdir()
     os.rename(path, watched.root / "michael" / "fact" / "wifi.md")
-    assert wait_until(lambda: indexed(watched.root) == {"michael/fact/wifi.md"})
+    assert wait_until(lambda: indexed(watched.root) == {"michael/fact/wifi.md"}, 5)
     os.remove(watched.root / "michael" / "fact" / "wifi.md")
-    assert wait_until(lambda: indexed(watched.root) == set())
+    assert wait_until(lambda: indexed(watched.root) == set(), 5)
 
 
 def test_a_folder_moved_in_is_indexed(watched: Vault, tmp_path: Path) -> None:
@@ -79,7 +70,7 @@ def test_a_folder_moved_in_is_indexed(watched: Vault, tmp_path: Path) -> None:
     for i in range(5):
         write(outside / f"s{i}.md", f"skill number {i}\n")
     os.rename(outside, watched.root / "michael" / "skill")
-    assert wait_until(lambda: len(indexed(watched.root)) == 5)
+    assert wait_until(lambda: len(indexed(watched.root)) == 5, 5)
 
 
 def test_a_burst_lands_in_a_few_batches(watched: Vault) -> None:
@@ -96,9 +87,9 @@ def test_a_malformed_file_is_reported_and_the_watcher_goes_on(vault: Vault) -> N
     try:
         assert watcher.wait_idle(5)
         write(vault.root / "michael" / "fact" / "broken.md", BROKEN)
-        assert wait_until(lambda: any("broken.md:4" in s for s in seen))
+        assert wait_until(lambda: any("broken.md:4" in s for s in seen), 5)
         write(vault.root / "michael" / "fact" / "fine.md", "still indexed\n")
-        assert wait_until(lambda: "michael/fact/fine.md" in indexed(vault.root))
+        assert wait_until(lambda: "michael/fact/fine.md" in indexed(vault.root), 5)
     finally:
         watcher.stop()
 
@@ -136,7 +127,7 @@ def test_autocommit_records_hand_edits_in_one_commit(vault: Vault) -> None:
         path = vault.root / "michael" / "fact" / "wifi.md"
         path.write_text(path.read_text(encoding="utf-8").replace("zebra42", "lion77"), encoding="utf-8")
         write(vault.root / "michael" / "note" / "new.md", "a note\n")
-        assert wait_until(lambda: git(vault.root, "log", "-1", "--format=%s").startswith("record hand edits (2)"))
+        assert wait_until(lambda: git(vault.root, "log", "-1", "--format=%s").startswith("record hand edits (2)"), 5)
         assert git(vault.root, "status", "--porcelain").strip() == ""
     finally:
         watcher.stop()
@@ -165,18 +156,18 @@ def test_memfile_watch_process_follows_edits_and_stops_on_sigterm(vault: Vault) 
 
 
 def test_an_idle_watcher_vouches_for_the_index_and_stops_when_a_change_is_pending(watched: Vault) -> None:
-    assert wait_until(lambda: Vault.open(watched.root)._index.watcher_vouches())
+    assert wait_until(lambda: watcher_vouches(watched.root), 5)
     watched._watcher._set_clean(False)  # what the event callback does first
-    assert not Vault.open(watched.root)._index.watcher_vouches()
+    assert not watcher_vouches(watched.root)
     write(watched.root / "michael" / "fact" / "wifi.md", "zebra42\n")
-    assert wait_until(lambda: Vault.open(watched.root)._index.watcher_vouches())
+    assert wait_until(lambda: watcher_vouches(watched.root), 5)
     assert [h.memory.key for h in Vault.open(watched.root).search("zebra42")] == ["wifi"]
 
 
 def test_a_marker_without_a_live_watcher_vouches_for_nothing(vault: Vault) -> None:
     write(vault.root / ".memfile" / "watch-michael.clean", "12345\n")
     write(vault.root / "michael" / "fact" / "wifi.md", "zebra42\n")
-    assert not vault._index.watcher_vouches()
+    assert not watcher_vouches(vault.root, vault.mind)
     assert [h.memory.key for h in vault.search("zebra42")] == ["wifi"]
 
 
@@ -191,7 +182,7 @@ def test_a_queue_overflow_falls_back_to_the_full_diff(vault: Vault) -> None:
         logging.getLogger("watchdog.observers.inotify_c").warning(
             "Inotify queue overflowed; filesystem events were lost"
         )
-        assert wait_until(lambda: ["(all files)"] in batches)
+        assert wait_until(lambda: ["(all files)"] in batches, 5)
     finally:
         watcher.stop()
 
@@ -272,13 +263,13 @@ def test_a_touch_is_heard_and_editor_junk_keeps_the_watcher_vouching(vault: Vaul
         os.utime(path)  # `touch wifi.md`: a metadata-only change
         assert wait_until(lambda: watcher.batches > before and watcher.wait_idle(0.1), 10)
         reader = Vault.open(root, "michael")
-        assert reader._index.watcher_vouches() and reader.status()["stale"] == []
+        assert watcher_vouches(reader.root, reader.mind) and reader.status()["stale"] == []
         assert reader.get("fact/wifi").updated_at.year >= 2026  # the catalog followed the new mtime
         batches = watcher.batches
         (root / "michael" / "fact" / ".wifi.md.swp").write_text("vim swap", encoding="utf-8")
         (root / "michael" / "fact" / "wifi.md~").write_text("backup", encoding="utf-8")
         time.sleep(1.0)  # well past the debounce: had they counted, a batch would have run by now
-        assert watcher.wait_idle(0.1) and reader._index.watcher_vouches() and watcher.batches == batches
+        assert watcher.wait_idle(0.1) and watcher_vouches(reader.root, reader.mind) and watcher.batches == batches
     finally:
         watcher.stop()
 

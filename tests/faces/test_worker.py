@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers import git, plain_vault, worker_held, write
+from helpers import git, plain_vault, wait_until, watcher_vouches, worker_held, write
 
 from memfile import Vault, worker
 from memfile.config import AmbiguousMind
@@ -28,15 +28,6 @@ from memfile.worker import Caller, Minds
 ALICE = Caller("alice", Source.AGENT, "bot-alice")
 ALICE_PERSON = Caller("alice", Source.USER, "michael-laptop")
 BOB = Caller("bob", Source.AGENT, "bot-bob")
-
-
-def wait_until(predicate: Callable[[], bool], timeout: float = 10.0) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(0.02)
-    return predicate()
 
 
 @pytest.fixture
@@ -105,8 +96,8 @@ def test_every_vault_call_runs_on_one_thread_across_minds_watching_and_warming(
         assert minds.watcher is not None and minds.watcher.wait_idle("bob", 10)
         before = minds.watcher.applied("bob")
         write(root / "bob" / "note" / "hand.md", "okapi by hand\n")  # a watcher batch, refreshed by the worker
-        assert wait_until(lambda: minds.watcher.applied("bob") > before)
-        assert wait_until(lambda: "warm" in spy.methods())  # idle between calls: the index is warmed
+        assert wait_until(lambda: minds.watcher.applied("bob") > before, 10)
+        assert wait_until(lambda: "warm" in spy.methods(), 10)  # idle between calls: the index is warmed
     finally:
         minds.close()
     assert {"__init__", "search", "store", "refresh", "warm", "close"} <= spy.methods()
@@ -211,11 +202,11 @@ def test_a_hand_edit_is_seen_by_the_next_call_through_the_watcher(minds: Minds, 
     assert marker(root, "alice").exists()
     before = minds.watcher.applied("alice")
     write(root / "alice" / "fact" / "wifi.md", "zebra42 by hand\n")
-    assert wait_until(lambda: minds.watcher.applied("alice") > before)
+    assert wait_until(lambda: minds.watcher.applied("alice") > before, 10)
     assert minds.watcher.wait_idle("alice", 10) and marker(root, "alice").exists()
 
     def look(vault: Vault) -> tuple[bool, list[str]]:
-        return vault._index.watcher_vouches(), [hit.memory.key for hit in vault.search("zebra42")]
+        return watcher_vouches(vault.root, vault.mind), [hit.memory.key for hit in vault.search("zebra42")]
 
     assert minds.call_sync(ALICE, look) == (True, ["wifi"])  # vouched for: no stat diff, and yet seen
 
@@ -296,7 +287,7 @@ def test_a_thousand_opened_minds_use_one_inotify_instance(tmp_path: Path) -> Non
             Path("/proc/sys/fs/inotify/max_user_watches").read_text()
         )
         last = Caller("chat0999", Source.AGENT)
-        assert minds.call_sync(last, lambda v: (v._index.watcher_vouches(), v.search("gnu"))) == (True, [])
+        assert minds.call_sync(last, lambda v: (watcher_vouches(v.root, v.mind), v.search("gnu"))) == (True, [])
         write(root / "chat0999" / "fact" / "late.md", "gnu by hand\n")  # the 1,000th mind opened
         found = lambda: minds.call_sync(last, lambda v: [hit.memory.key for hit in v.search("gnu")])  # noqa: E731
         assert wait_until(lambda: found() == ["late"], 60)
@@ -347,24 +338,26 @@ def test_an_edit_refreshes_its_own_mind_only_and_the_servers_churn_refreshes_not
             minds.call_sync(caller, lambda v: v.list())
         assert minds.watcher is not None
         for mind in ("alice", "bob"):  # their first batch, the full diff, is done: the next ones name their paths
-            assert wait_until(lambda m=mind: minds.watcher.applied(m) >= 1 and minds.watcher.wait_idle(m, 0.1))
+            assert wait_until(lambda m=mind: minds.watcher.applied(m) >= 1 and minds.watcher.wait_idle(m, 0.1), 10)
         for caller in (ALICE, BOB):
             minds.call_sync(caller, lambda v: v.store("fact", "wifi", f"zebra42 for {v.mind}"))  # commits, index writes
         for mind in ("alice", "bob"):  # events come in order: once this is applied, the stores' were heard
             write(root / mind / "note" / "ready.md", "ready\n")
-            assert wait_until(lambda m=mind: any(f"{m}/note/ready.md" in (paths or []) for paths in refreshed.of(m)))
+            assert wait_until(
+                lambda m=mind: any(f"{m}/note/ready.md" in (paths or []) for paths in refreshed.of(m)), 10
+            )
             assert minds.watcher.wait_idle(mind, 10)
         alice, bob = len(refreshed.of("alice")), len(refreshed.of("bob"))
 
         write(root / "alice" / "note" / "hand.md", "okapi by hand\n")
-        assert wait_until(lambda: ["alice/note/hand.md"] in refreshed.of("alice")[alice:])
+        assert wait_until(lambda: ["alice/note/hand.md"] in refreshed.of("alice")[alice:], 10)
         minds.call_sync(ALICE_PERSON, lambda v: v.store("fact", "door", "blue"))  # the server's own churn
         git(root, "gc", "-q")  # and git's
         write(root / ".memfile" / "scratch" / "x", "an index write")
         write(root / "carol" / "note" / "unopened.md", "a mind nobody opened\n")
         # one watch, its events in order: once bob's edit is refreshed, everything above was heard
         write(root / "bob" / "note" / "sentinel.md", "wapiti\n")
-        assert wait_until(lambda: ["bob/note/sentinel.md"] in refreshed.of("bob"))
+        assert wait_until(lambda: ["bob/note/sentinel.md"] in refreshed.of("bob"), 10)
         assert minds.watcher.wait_idle("bob", 10)
         assert refreshed.of("bob")[bob:] == [["bob/note/sentinel.md"]]  # nothing of alice's, git's or the index's
         assert "carol" not in {mind for mind, _ in refreshed.calls} and not minds.watcher.watching("carol")
@@ -390,9 +383,11 @@ def test_a_mind_made_while_serving_is_watched_from_its_first_call(minds: Minds, 
     assert minds.call_sync(dave, lambda v: v.list()) == []
     assert minds.watcher.watching("dave") and minds.watcher.wait_idle("dave", 10)
     write(root / "dave" / "fact" / "wifi.md", "zebra42 by hand\n")
-    assert wait_until(lambda: minds.call_sync(dave, lambda v: [h.memory.key for h in v.search("zebra42")]) == ["wifi"])
+    assert wait_until(
+        lambda: minds.call_sync(dave, lambda v: [h.memory.key for h in v.search("zebra42")]) == ["wifi"], 10
+    )
     assert minds.watcher.wait_idle("dave", 10)
-    assert minds.call_sync(dave, lambda v: v._index.watcher_vouches())
+    assert minds.call_sync(dave, lambda v: watcher_vouches(v.root, v.mind))
 
 
 def test_stop_lets_calls_in_flight_finish_and_takes_every_marker_away(root: Path) -> None:
@@ -418,7 +413,7 @@ def test_stop_lets_calls_in_flight_finish_and_takes_every_marker_away(root: Path
         assert not marker(root, mind).exists()
         assert lock_holder(root / ".memfile" / f"watch-{mind}.lock") is None
         with Vault.open(root, mind) as reader:
-            assert not reader._index.watcher_vouches()
+            assert not watcher_vouches(reader.root, reader.mind)
     with pytest.raises(RuntimeError, match="closed"):
         minds.call_sync(ALICE, lambda v: v.list())
     minds.stop()
@@ -527,10 +522,10 @@ def test_a_call_applies_what_the_watcher_saw_before_it_reads_instead_of_walking(
     batcher = minds.watcher._batcher
     batcher.debounce = batcher.max_wait = 60.0  # the watcher's own thread would apply it only in a minute
     write(root / "alice" / "fact" / "wifi.md", "zebra42 by hand\n")
-    assert wait_until(lambda: not marker(root, "alice").exists())  # heard: pending, no longer vouched for
+    assert wait_until(lambda: not marker(root, "alice").exists(), 10)  # heard: pending, no longer vouched for
 
     def look(vault: Vault) -> tuple[bool, list[str]]:
-        return vault._index.watcher_vouches(), [hit.memory.key for hit in vault.search("zebra42")]
+        return watcher_vouches(vault.root, vault.mind), [hit.memory.key for hit in vault.search("zebra42")]
 
     assert minds.call_sync(ALICE, look) == (True, ["wifi"])  # applied before the call: vouched for, and seen
     assert marker(root, "alice").exists()
@@ -554,7 +549,7 @@ def test_an_edit_whose_event_is_still_on_its_way_is_seen_by_the_next_call(
     (root / "alice" / "fact").mkdir(exist_ok=True)
     minds.call_sync(ALICE, lambda v: v.store("fact", "wifi", "before the edit"))
     assert minds.watcher is not None
-    assert wait_until(lambda: minds.watcher.wait_idle("alice", 0.1) and marker(root, "alice").exists())
+    assert wait_until(lambda: minds.watcher.wait_idle("alice", 0.1) and marker(root, "alice").exists(), 10)
     real = MindBatch.record
 
     def slow(self: MindBatch, event: Any) -> None:
@@ -592,7 +587,7 @@ def test_reads_are_answered_while_a_store_waits_for_git_and_writes_wait_their_tu
     )
     store.start()
     try:
-        assert wait_until(entered.exists)  # git is making the commit now, and waits for the gate
+        assert wait_until(entered.exists, 10)  # git is making the commit now, and waits for the gate
         hits = within(
             10, lambda: minds.call_sync(ALICE, lambda v: [h.memory.key for h in v.search("tea green")], read=True)
         )
@@ -654,7 +649,7 @@ def test_a_commit_git_refuses_takes_its_memory_back_from_the_reads_made_meanwhil
     thread = threading.Thread(target=store)
     thread.start()
     try:
-        assert wait_until(entered.exists)
+        assert wait_until(entered.exists, 10)
         during = within(10, lambda: minds.call_sync(ALICE, lambda v: sorted(m.key for m in v.list()), read=True))
         assert during and "known" in during[0]  # answered while git is at work (the new one may show)
     finally:

@@ -15,8 +15,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from helpers import fails, git, in_vault, ok, write
-from helpers.serve import Setup, make_setup, start_server, wait_until
+from helpers import fails, git, in_vault, ok, wait_until, write
+from helpers.serve import Setup, make_setup, start_server
 
 from memfile import Vault
 
@@ -41,7 +41,7 @@ class HandCommit:
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
         )
-        wait_until(lambda: (root / ".git" / "index.lock").exists(), timeout=30)
+        assert wait_until(lambda: (root / ".git" / "index.lock").exists(), timeout=30)
 
     def kill(self) -> None:
         """SIGKILL git and its editor, as a crash does: the lock stays."""

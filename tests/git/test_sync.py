@@ -7,11 +7,10 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from helpers import commit_by_hand, commit_count, fails, git, in_vault, ok, write
+from helpers import commit_by_hand, commit_count, fails, git, in_vault, ok, wait_until, write
 
 from memfile import GitError, Refused, Vault, errors
 from memfile.git import merge_memory
@@ -219,8 +218,6 @@ def test_resolve_by_editing_both_bodies(two: tuple[Vault, Vault], tmp_path: Path
 
 @pytest.mark.slow
 def test_watcher_with_autosync_pulls_while_idle(two: tuple[Vault, Vault]) -> None:
-    import time
-
     laptop, server = two
     server = autosync_on(server, interval=10)
     laptop.store("fact", "editor", "Uses neovim")
@@ -260,13 +257,6 @@ def autosync_with(vault: Vault, remote: str) -> None:
 
 def hostile(pwned: Path) -> str:
     return f"--upload-pack=touch {pwned}; git-upload-pack"
-
-
-def wait_until(predicate: Callable[[], bool], timeout: float = 30.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        assert time.monotonic() < deadline, "timed out"
-        time.sleep(0.02)
 
 
 # --- issue 20 item 1: no value reaches git as an option ---------------------------------------
@@ -374,7 +364,7 @@ def blocking_sync(laptop: Vault, server: Vault, tmp_path: Path) -> tuple[subproc
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
     )
-    wait_until(lambda: (tmp_path / "started").exists())
+    assert wait_until(lambda: (tmp_path / "started").exists(), 30)
     return sync, tmp_path / "release"
 
 

@@ -14,7 +14,8 @@ import subprocess
 import sys
 import textwrap
 import threading
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -28,6 +29,10 @@ TESTS = Path(__file__).resolve().parent.parent
 REPO = TESTS.parent
 SAMPLE_VAULT = REPO / "sample_vault"
 GOLDEN = TESTS / "golden"
+
+#: How long a test waits for a server, a process or a watcher by default. Generous: the machine is
+#: shared, and a first request opens a mind's index.
+DEADLINE = 60.0
 
 #: A hand-made memory file with unknown keys, comments and Markdown that must survive rewrites.
 HAND_MADE = textwrap.dedent(
@@ -67,6 +72,18 @@ def git(root: Path, *args: str) -> str:
 
 def commit_count(root: Path) -> int:
     return int(git(root, "rev-list", "--count", "HEAD").strip())
+
+
+def wait_until(predicate: Callable[[], Any], timeout: float = DEADLINE, every: float = 0.05) -> Any:
+    """Poll `predicate` until it returns something true, and return that; once `timeout` seconds passed,
+    return its last (false) value. Never a bare sleep: `assert wait_until(lambda: ..., 5)`."""
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(every)
+    return predicate()
 
 
 def run(*args: object, input: str | None = None, env: dict[str, str | None] | None = None) -> Result:
@@ -172,6 +189,45 @@ def read_terminal(master: int) -> bytes:
     finally:
         os.close(master)
     return out
+
+
+def index_dir(root: Path, mind: str = "michael") -> Path:
+    """Where a mind's index lies: .memfile/index/MIND."""
+    return root / ".memfile" / "index" / mind
+
+
+@contextmanager
+def hold_index_lock(root: Path, mind: str = "michael") -> Iterator[None]:
+    """Another writer holds the mind's index while the block runs (Whoosh's own writer lock, taken through its
+    documented API, as another process's write would), so memfile cannot write it meanwhile."""
+    from whoosh import index
+
+    from memfile.index import INDEX_NAME
+
+    held = index.open_dir(str(index_dir(root, mind)), indexname=INDEX_NAME).writer(timeout=1.0)
+    try:
+        yield
+    finally:
+        held.cancel()
+
+
+def watcher_vouches(root: Path, mind: str = "michael") -> bool:
+    """Whether a live watcher of the mind vouches that its index is in line with the files (reads then skip
+    the stat diff), as the index package answers it (`memfile.index.Index`, apart from any Vault)."""
+    from memfile.index import Index
+
+    return Index(root, mind, 0.0, lambda notice: None).watcher_vouches()
+
+
+def recorded(root: Path, mind: str = "michael") -> dict[str, Any]:
+    """What the mind's index has recorded (path -> stat), read from its catalog without bringing it in line."""
+    from memfile.index import Index
+
+    index = Index(root, mind, 0.0, lambda notice: None)
+    try:
+        return dict(index.catalog.recorded())
+    finally:
+        index.close()
 
 
 def mount_namespaces() -> bool:

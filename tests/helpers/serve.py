@@ -13,18 +13,15 @@ import signal
 import socket
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from helpers import DEADLINE
 from memfile import Vault
 from memfile.keys import AGENT, PERSON, KeyStore
-
-#: Generous: the machine is shared, and a first request opens a mind's index.
-DEADLINE = 60.0
 
 
 def server_env(home: Path) -> dict[str, str]:
@@ -173,28 +170,12 @@ def read_line(process: subprocess.Popen[str], timeout: float) -> str:
     return process.stdout.readline()
 
 
-def wait_until(predicate: Any, timeout: float = DEADLINE, every: float = 0.05) -> Any:
-    """Poll `predicate` until it returns something true (returned) or the deadline passes (AssertionError)."""
-    end = time.monotonic() + timeout
-    while True:
-        value = predicate()
-        if value:
-            return value
-        if time.monotonic() > end:
-            raise AssertionError(f"not true within {timeout} s: {predicate}")
-        time.sleep(every)
-
-
 def refuses_connections(host: str, port: int) -> bool:
     try:
         with socket.create_connection((host, port), timeout=1):
             return False
     except OSError:
         return True
-
-
-def git(root: Path, *args: str) -> str:
-    return subprocess.run(["git", *args], cwd=root, check=True, capture_output=True, text=True).stdout
 
 
 def read_answer(sock: socket.socket) -> bytes:

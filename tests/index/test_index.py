@@ -33,9 +33,11 @@ from helpers import (
     git,
     in_private_mounts,
     in_vault,
+    index_dir,
     memfile_command,
     mount_namespaces,
     ok,
+    recorded,
     write,
 )
 
@@ -58,10 +60,6 @@ def list_keys(root: Path) -> list[str]:
 
 def found(vault: Vault, query: str) -> list[str]:
     return [hit.memory.key for hit in vault.search(query)]
-
-
-def index_dir(root: Path, mind: str = "michael") -> Path:
-    return root / ".memfile" / "index" / mind
 
 
 def memfile(root: Path, *args: str, timeout: float = 30) -> subprocess.CompletedProcess[str]:
@@ -1006,17 +1004,16 @@ def test_a_racy_file_that_did_not_change_is_confirmed_without_a_full_text_write(
     soon = time.time_ns() + 300_000_000  # changed "just now" for the read below (see the test above)
     os.utime(path, ns=(soon, soon))
     vault.list()
-    index = vault._index
-    assert index is not None and index.catalog.recorded()["michael/fact/door.md"][0] == UNSURE
-    generation = sorted(p.name for p in index.folder.glob("_memories_v*.toc"))
+    assert recorded(root)["michael/fact/door.md"][0] == UNSURE
+    generation = sorted(p.name for p in index_dir(root).glob("_memories_v*.toc"))
     while time.time_ns() <= soon + FINE_NS:  # then safely older than any read from here on
         time.sleep(0.05)
     with Vault.open(root) as reader:
         assert reader.status()["stale"] == []  # read and compared, not written
-        assert reader._index.catalog.recorded()["michael/fact/door.md"][0] == UNSURE
+        assert recorded(root)["michael/fact/door.md"][0] == UNSURE
         assert reader.get("fact/door").content.startswith("The door code is 1234")
-        assert reader._index.catalog.recorded() == stat_walk(reader.mind_dir, root)  # vouched for now
-    assert sorted(p.name for p in index.folder.glob("_memories_v*.toc")) == generation  # Whoosh untouched
+        assert recorded(root) == stat_walk(reader.mind_dir, root)  # vouched for now
+    assert sorted(p.name for p in index_dir(root).glob("_memories_v*.toc")) == generation  # Whoosh untouched
 
 
 def test_an_index_of_the_former_stat_format_is_rebuilt_not_read(vault: Vault) -> None:
@@ -1032,7 +1029,7 @@ def test_an_index_of_the_former_stat_format_is_rebuilt_not_read(vault: Vault) ->
         path.rename(folder / path.name.replace(f"_v{SCHEMA_VERSION}", "_v12"))
     with Vault.open(vault.root) as reader:
         assert reader.get("fact/door").content.startswith("The door code is 1234")
-        assert all(len(stat) == 4 for stat in reader._index.catalog.recorded().values())
+        assert all(len(stat) == 4 for stat in recorded(reader.root).values())
     assert (folder / CATALOG_NAME).exists() and not list(folder.glob("*_v12*"))
 
 

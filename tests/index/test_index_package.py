@@ -6,16 +6,12 @@ import random
 from pathlib import Path
 
 import pytest
-from helpers import run
+from helpers import index_dir, run
 
 from memfile import Vault
 from memfile.config import plain
 from memfile.index import CATALOG_NAME, INDEX_NAME
 from memfile.index.persisted import MemfileAnalyzer, schema
-
-
-def index_dir(vault: Vault) -> Path:
-    return vault.root / ".memfile" / "index" / vault.mind
 
 
 def test_the_pickled_classes_live_where_every_index_names_them(vault: Vault) -> None:
@@ -27,7 +23,7 @@ def test_the_pickled_classes_live_where_every_index_names_them(vault: Vault) -> 
     assert {cls.__module__ for cls in PICKLED} == {"memfile.index.persisted"}
     vault.store("fact", "door", "The door code is 1234")
     assert [hit.memory.key for hit in vault.search("door code")] == ["door"]
-    ix = index.open_dir(str(index_dir(vault)), indexname=INDEX_NAME)  # unpickles the stored schema
+    ix = index.open_dir(str(index_dir(vault.root, vault.mind)), indexname=INDEX_NAME)  # unpickles the stored schema
     text = ix.schema["text"]
     assert (type(text.analyzer).__module__, type(text.analyzer).__name__) == (
         "memfile.index.persisted",
@@ -41,7 +37,7 @@ def test_the_pickled_classes_live_where_every_index_names_them(vault: Vault) -> 
 
 
 def index_files(vault: Vault) -> dict[str, bytes]:
-    folder = index_dir(vault)
+    folder = index_dir(vault.root, vault.mind)
     return {p.name: p.read_bytes() for p in folder.iterdir() if p.is_file() and not p.name.endswith("WRITELOCK")}
 
 
@@ -83,7 +79,7 @@ def test_a_bug_in_indexing_code_reaches_the_user_and_leaves_the_index_alone(
     assert "damaged" not in result.stderr and "cannot be used" not in result.stderr
     plain = run("--vault", stored.root, *command)
     assert plain.exit_code == 1 and "unexpected error" in plain.stderr and "Traceback" not in plain.stderr
-    assert index_dir(stored).is_dir()
+    assert index_dir(stored.root, stored.mind).is_dir()
     after = index_files(stored)
     assert {name for name in before if not name.endswith(("-wal", "-shm"))} <= set(after)  # nothing deleted
     monkeypatch.undo()
@@ -109,7 +105,9 @@ def test_a_segment_garbled_in_place_is_rebuilt_with_a_notice(stored: Vault) -> N
     vault = Vault.open(stored.root)
     vault.refresh()
     vault.close()
-    segments = [p for p in index_dir(stored).glob(f"{INDEX_NAME}_*") if not p.name.endswith("WRITELOCK")]
+    segments = [
+        p for p in index_dir(stored.root, stored.mind).glob(f"{INDEX_NAME}_*") if not p.name.endswith("WRITELOCK")
+    ]
     for segment in segments:
         segment.write_bytes(
             bytes(range(256)) * (segment.stat().st_size // 256) + b"\xff" * (segment.stat().st_size % 256)
@@ -124,7 +122,7 @@ def test_a_garbled_catalog_is_rebuilt_through_the_python_api(stored: Vault) -> N
     vault = Vault.open(stored.root)
     vault.refresh()
     vault.close()
-    catalog = index_dir(stored) / CATALOG_NAME
+    catalog = index_dir(stored.root, stored.mind) / CATALOG_NAME
     for extra in ("-wal", "-shm"):
         Path(f"{catalog}{extra}").unlink(missing_ok=True)
     data = bytearray(catalog.read_bytes())
@@ -141,7 +139,7 @@ def test_a_memory_row_garbled_in_the_catalog_is_damage_not_a_bug(stored: Vault) 
     vault = Vault.open(stored.root)
     vault.refresh()
     vault.close()
-    with sqlite3.connect(index_dir(stored) / CATALOG_NAME) as db:
+    with sqlite3.connect(index_dir(stored.root, stored.mind) / CATALOG_NAME) as db:
         db.execute("UPDATE files SET memory = ?", (b"\x00not marshal",))
     db.close()
     vault = Vault.open(stored.root)

@@ -105,7 +105,8 @@ def test_a_2_mb_memory_is_answered_as_an_excerpt_by_every_face(tmp_path: Path) -
     through HTTP, MCP (mounted at /mcp) and the CLI; `show` and `Vault.search`'s Memory stay whole."""
     import anyio
     import httpx2
-    from helpers.serve import DEADLINE, make_setup, start_server
+    from helpers import DEADLINE
+    from helpers.serve import make_setup, start_server
     from mcp import ClientSession
     from mcp.client.streamable_http import streamable_http_client
 

@@ -8,7 +8,7 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import pytest
-from helpers import GOLDEN, fails, in_vault, ok, write
+from helpers import GOLDEN, fails, hold_index_lock, in_vault, ok, write
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -201,14 +201,9 @@ def test_a_memory_whose_sort_keys_change_is_recalled_once_in_its_new_place(vault
 
 def test_a_whole_recall_overlays_files_another_process_is_about_to_index(vault: Vault) -> None:
     vault.store("fact", "alpha", "Alpha was indexed.")
-    index = vault._index.store
-    assert index is not None
-    held = index._open().writer(timeout=1.0)  # another writer holds the index while a file changes
-    try:
+    with hold_index_lock(vault.root, vault.mind):  # another writer holds the index while a file changes
         (vault.mind_dir / "fact" / "bravo.md").write_text("Bravo is not indexed yet.\n", encoding="utf-8")
         text = Vault.open(vault.root).recall(0)
-    finally:
-        held.cancel()
     assert "Alpha was indexed." in text and "Bravo is not indexed yet." in text
 
 

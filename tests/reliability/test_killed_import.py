@@ -19,8 +19,8 @@ import time
 from pathlib import Path
 
 import pytest
-from helpers import git
-from helpers.serve import server_env, wait_until
+from helpers import git, wait_until
+from helpers.serve import server_env
 
 from memfile import Vault
 
@@ -107,18 +107,18 @@ def test_a_killed_import_leaves_no_child_and_the_next_store_undoes_it(tmp_path: 
     importing = memfile(root, home, "import", str(source))
     folder = root / MIND / "fact"
     # The import writes the temp files itself; once they are renamed into place, `git add` stages them.
-    wait_until(lambda: importing.poll() is not None or temp_files(folder), timeout=120, every=0.002)
+    assert wait_until(lambda: importing.poll() is not None or temp_files(folder), timeout=120, every=0.002)
     if moment in ("git_add", "index_build"):
         lock = root / ".git" / "index.lock"
-        wait_until(lambda: importing.poll() is not None or lock.exists() and not temp_files(folder), 120, 0.002)
+        assert wait_until(lambda: importing.poll() is not None or lock.exists() and not temp_files(folder), 120, 0.002)
     if moment == "index_build":
-        wait_until(lambda: importing.poll() is not None or len(forked(importing.pid)) >= 2, 120, 0.002)
+        assert wait_until(lambda: importing.poll() is not None or len(forked(importing.pid)) >= 2, 120, 0.002)
     assert importing.poll() is None, importing.communicate()
     left = children(importing.pid)
     assert left or moment == "temp_files", "the import runs its work in no child at this moment"
     os.kill(importing.pid, signal.SIGKILL)
     importing.communicate()
-    wait_until(lambda: not any(alive(pid) for pid in left), timeout=2)  # they die with it, not when done
+    assert wait_until(lambda: not any(alive(pid) for pid in left), timeout=2)  # they die with it, not when done
 
     clock = time.monotonic()
     storing = memfile(root, home, "store", "note", "probe", "after the kill")

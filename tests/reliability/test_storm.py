@@ -49,14 +49,14 @@ import sys
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers import git
+from helpers import git, recorded, wait_until, watcher_vouches
 
 from memfile import Memory, ParseIssue, Vault
 from memfile.errors import FileParseError
@@ -581,7 +581,7 @@ while True:
     stats["fresh_vaults"] += fresh
     path, token = pinned[i % len(pinned)]
     try:
-        stats["vouched"] += vault._index.watcher_vouches()
+        stats["vouched"] += watcher_vouches(vault.root, vault.mind)
         got = [h.memory.path for h in vault.search(token, limit=5)]
         stats["searches"] += 1
         if got != [path]:
@@ -661,15 +661,6 @@ class CliSearcher(threading.Thread):
 
 
 # --- checking ---------------------------------------------------------------------------------
-
-
-def wait_until(predicate: Callable[[], bool], timeout: float, every: float = 0.05) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(every)
-    return predicate()
 
 
 def read_truth(root: Path) -> tuple[dict[str, tuple[int, int, int]], dict[str, Memory], dict[str, ParseIssue]]:
@@ -851,7 +842,7 @@ def run_storm(
         def ready() -> bool:
             assert watcher.poll() is None, f"{tag} the watcher died at start: {(logs / 'watch.err').read_text()}"
             with Vault.open(root, MIND) as probe:
-                return probe.status()["watcher_pid"] == watcher.pid and probe._index.watcher_vouches()
+                return probe.status()["watcher_pid"] == watcher.pid and watcher_vouches(probe.root, probe.mind)
 
         assert wait_until(ready, 30), (
             f"{tag} the watcher did not index the seeded files: {(logs / 'watch.err').read_text()}"
@@ -923,21 +914,20 @@ def run_storm(
                 last_state["why"] = "waiting for watchdog to let a move out of the vault through"
                 return False
             with Vault.open(root, MIND) as probe:
-                if not probe._index.watcher_vouches():
+                if not watcher_vouches(probe.root, probe.mind):
                     last_state["why"] = "no vouching"
                     return False
                 stale = probe.status()["stale"]
                 if stale:
-                    assert probe._index is not None
-                    recorded, disk = probe._index.catalog.recorded(), stat_walk(root / MIND, root)
+                    indexed, disk = recorded(probe.root, probe.mind), stat_walk(root / MIND, root)
                     last_state["why"] = (
                         f"{len(stale)} stale paths (indexed (size, mtime_ns, inode) -> on disk): "
-                        + ", ".join(f"{p} {recorded.get(p)} -> {disk.get(p)}" for p in stale[:10])
+                        + ", ".join(f"{p} {indexed.get(p)} -> {disk.get(p)}" for p in stale[:10])
                     )
                     return False
                 found = [h.memory.path for h in probe.search(sentinel_token)]
                 last_state["why"] = f"sentinel search gave {found}"
-                return found == [sentinel] and probe._index.watcher_vouches()
+                return found == [sentinel] and watcher_vouches(probe.root, probe.mind)
 
         def catch_up(coda: list[str], name: str) -> None:
             """Until the watcher vouches for an index whose recorded stats are the files' and that holds
@@ -969,24 +959,22 @@ def run_storm(
 
             def snapshot() -> bool:
                 """The catalog, read while the watcher vouches (no stat check) from start to end."""
-                if vouched._index.watcher_vouches():
+                if watcher_vouches(vouched.root, vouched.mind):
                     memories = vouched.memories()
-                    if vouched._index.watcher_vouches():
+                    if watcher_vouches(vouched.root, vouched.mind):
                         taken.append((memories, vouched.issues))
                 return bool(taken)
 
             assert wait_until(snapshot, 10), f"{tag} the watcher stopped vouching after it caught up"
             memories, issues = taken[0]
             mismatches += differences("vouched catalog", memories, issues, truth, truth_issues)
-            if vouched._index.store is None:
-                mismatches.append("vouched: no index")
-            elif vouched._index.catalog.recorded() != disk:
+            if recorded(vouched.root, vouched.mind) != disk:
                 mismatches.append("vouched: the recorded stats are not the files'")
             searches_started = time.monotonic()
             found, vouched_searches = search_differences("vouched search", vouched, truth, live, dead)
             timings["vouched_searches"] = time.monotonic() - searches_started
             mismatches += found
-            assert wait_until(vouched._index.watcher_vouches, 10), (
+            assert wait_until(lambda: watcher_vouches(vouched.root, vouched.mind), 10), (
                 f"{tag} the watcher stopped vouching during the checks"
             )
         timings["vouched_checks"] = time.monotonic() - checks_started
@@ -1027,7 +1015,7 @@ def run_storm(
         # Without the watcher: a stat-only diff finds nothing to re-read; a rebuild gives the same.
         alone_started = time.monotonic()
         with Vault.open(root, MIND) as alone:
-            assert not alone._index.watcher_vouches() and alone.status()["watcher_pid"] is None
+            assert not watcher_vouches(alone.root, alone.mind) and alone.status()["watcher_pid"] is None
             report = alone.refresh()
             assert (report.changed, report.skipped, report.pending) == (0, [], {}), f"{tag} {report}"
             assert alone.status()["stale"] == []

@@ -71,7 +71,8 @@ def test_the_served_faces_say_it_in_their_own_words(tmp_path: Path) -> None:
     the server embeds between requests, so neither names a command line."""
     import anyio
     import httpx2
-    from helpers.serve import DEADLINE, make_setup, start_server, wait_until
+    from helpers import DEADLINE, wait_until
+    from helpers.serve import make_setup, start_server
     from mcp import ClientSession
     from mcp.client.streamable_http import streamable_http_client
 
@@ -103,7 +104,7 @@ def test_the_served_faces_say_it_in_their_own_words(tmp_path: Path) -> None:
         assert [hit["key"] for hit in hits] == ["tea"] and json.loads(blocks[0])["key"] == "tea"
         assert blocks[-1].startswith(said) and "memfile " not in blocks[-1]
         again = lambda: server.request("GET", "/memory/search?q=green+tea", setup.tokens["michael"])  # noqa: E731
-        wait_until(lambda: "memfile-notice" not in again().headers, every=0.5)  # embedded between requests
+        assert wait_until(lambda: "memfile-notice" not in again().headers, every=0.5)  # embedded between requests
     finally:
         server.stop()
 

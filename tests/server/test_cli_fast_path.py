@@ -24,11 +24,11 @@ import struct
 import subprocess
 import sys
 import termios
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from helpers import read_terminal, write
+from helpers import DEADLINE, git, read_terminal, write
 from helpers.fastpath import (
     DRIVER,
     FakeServer,
@@ -43,7 +43,7 @@ from helpers.fastpath import (
     request,
     talk,
 )
-from helpers.serve import DEADLINE, Server, Setup, git, make_setup, start_server
+from helpers.serve import Server, Setup, make_setup, start_server
 
 from memfile import Vault
 from memfile.cli_client import ANSWERING, EXIT, REFUSED, SOCKET_NAME, STDERR, STDOUT
@@ -60,15 +60,6 @@ def setup(tmp_path_factory: pytest.TempPathFactory) -> Setup:
     made = make_setup(tmp_path_factory.mktemp("fastpath"))
     fill(made)
     return made
-
-
-@pytest.fixture(scope="module")
-def server(setup: Setup) -> Iterator[Server]:
-    served = start_server(setup)
-    yield served
-    code, _, err = served.stop()
-    assert code == 0, err
-    assert "Traceback" not in err, err  # no request of any test, garbage included, made it trip
 
 
 @pytest.fixture

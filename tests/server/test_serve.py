@@ -18,18 +18,8 @@ from typing import Any
 from urllib.parse import quote
 
 import pytest
-from helpers import GOLDEN
-from helpers.serve import (
-    DEADLINE,
-    Server,
-    Setup,
-    git,
-    make_setup,
-    read_answer,
-    server_env,
-    start_server,
-    wait_until,
-)
+from helpers import DEADLINE, GOLDEN, git, wait_until
+from helpers.serve import Server, Setup, make_setup, read_answer, server_env, start_server
 
 from memfile.keys import KeyStore
 
@@ -49,20 +39,6 @@ SYNAPSE_FIELDS = {
     "updated_at",
 }
 MEMFILE_FIELDS = {"status", "superseded_by", "path", "extra", "has_front_matter", "id_derived"}
-
-
-@pytest.fixture(scope="module")
-def setup(tmp_path_factory: pytest.TempPathFactory) -> Setup:
-    return make_setup(tmp_path_factory.mktemp("serve"))
-
-
-@pytest.fixture(scope="module")
-def server(setup: Setup) -> Iterator[Server]:
-    served = start_server(setup)
-    yield served
-    code, _, err = served.stop()
-    assert code == 0, err
-    assert "Traceback" not in err, err
 
 
 @pytest.fixture
@@ -901,7 +877,7 @@ def test_a_client_that_leaves_halfway_through_its_body_leaves_no_traceback(serve
         )
         sock.shutdown(socket.SHUT_WR)
         sock.close()
-    wait_until(lambda: server.request("GET", "/health").status == 200)
+    assert wait_until(lambda: server.request("GET", "/health").status == 200)
     assert server.request("GET", "/memory/recall", agent).status == 200
 
 

@@ -13,17 +13,8 @@ import time
 from pathlib import Path
 
 import pytest
-from helpers import write
-from helpers.serve import (
-    DEADLINE,
-    Setup,
-    make_setup,
-    read_answer,
-    refuses_connections,
-    server_env,
-    start_server,
-    wait_until,
-)
+from helpers import DEADLINE, wait_until, write
+from helpers.serve import Setup, make_setup, read_answer, refuses_connections, server_env, start_server
 
 from memfile.files import lock_holder
 from memfile.keys import KeyStore
@@ -98,10 +89,10 @@ def test_sigterm_lets_requests_in_flight_finish_and_exits_0_within_2_s(setup: Se
             b"POST /memory HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer " + token.encode() + b"\r\n"
             b"Content-Length: %d\r\n\r\n" % len(body) + body[:20]
         )
-        wait_until(lambda: server.request("GET", "/health").status == 200)  # the request is being read
+        assert wait_until(lambda: server.request("GET", "/health").status == 200)  # the request is being read
         signalled = time.monotonic()
         server.process.send_signal(signal.SIGTERM)
-        wait_until(lambda: refuses_connections(server.host, server.port), timeout=5)  # shutting down
+        assert wait_until(lambda: refuses_connections(server.host, server.port), timeout=5)  # shutting down
         sock.sendall(body[20:])
         answer = read_answer(sock)
     finally:
@@ -258,7 +249,9 @@ def test_with_a_thousand_opened_minds_sigterm_still_exits_0_within_2_s(setup: Se
             response.read()
         conn.close()
         markers = [setup.root / ".memfile" / f"watch-{name}.clean" for name in names]
-        wait_until(lambda: all(marker.exists() for marker in markers), timeout=180)  # every mind watched, settled
+        assert wait_until(
+            lambda: all(marker.exists() for marker in markers), timeout=180
+        )  # every mind watched, settled
         threads = int(Path(f"/proc/{server.process.pid}/status").read_text().split("Threads:")[1].split()[0])
         assert threads < 20
         signalled = time.monotonic()

@@ -10,34 +10,20 @@ import hashlib
 import io
 import json
 import re
-from collections.abc import Iterator
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlencode
 
 import pytest
-from helpers.serve import Answer, Server, Setup, git, make_setup, start_server
+from helpers import git
+from helpers.serve import Answer, Server, Setup, make_setup, start_server
 
 from memfile import Vault
 from memfile.server import transfer as served_app
 from memfile.server.auth import MAX_BODY_BYTES, MAX_IMPORT_BODY_BYTES
 
 NDJSON = "application/x-ndjson"
-
-
-@pytest.fixture(scope="module")
-def setup(tmp_path_factory: pytest.TempPathFactory) -> Setup:
-    return make_setup(tmp_path_factory.mktemp("transfer"))
-
-
-@pytest.fixture(scope="module")
-def server(setup: Setup) -> Iterator[Server]:
-    served = start_server(setup)
-    yield served
-    code, _, err = served.stop()
-    assert code == 0, err
-    assert "Traceback" not in err, err
 
 
 @pytest.fixture
