@@ -9,7 +9,7 @@ minutes on 2 shared cores; `--locomo-work` / `--cost-work` keep the vaults and t
     python benchmarks/bench_semantic.py --smoke              # probe + a 40-memory cost vault; judges no target
 
 Every system runs through the code Vault.search(semantic=True) calls (memfile.semantic.cache and
-.hybrid; tests/test_semantic_vault.py proves the Vault's one-read path gives the same hits): a
+.hybrid; tests/semantic/test_semantic_vault.py proves the Vault's one-read path gives the same hits): a
 VectorCache per mind under the vault's .memfile/, and per question
 
   lexical  `Vault.search(question, limit=DEPTH)`: memfile's BM25F, as every search runs today

@@ -11,10 +11,10 @@ from pathlib import Path
 
 import click
 import pytest
+from helpers import REPO
 
 from memfile.cli import main as cli
 
-REPO = Path(__file__).resolve().parent.parent
 README = REPO / "README.md"
 DOCS = REPO / "docs"
 PAGES = [README, *sorted(DOCS.glob("*.md"))]
@@ -89,6 +89,24 @@ def test_every_relative_link_leads_to_a_file_and_anchor_that_exist(page: Path) -
         elif anchor and path.suffix == ".md" and anchor not in _anchors(path):
             broken.append(f"{link}: no heading with anchor #{anchor} in {path.name}")
     assert not broken, f"{page.name}: " + "; ".join(broken)
+
+
+#: A path under tests/ as a page, a script or CI names it (up to `::test_name`, a glob's `*`, or punctuation).
+TEST_PATH = re.compile(r"\btests/[\w./-]*\w")
+
+
+def test_every_test_path_named_in_the_docs_ci_and_scripts_exists() -> None:
+    """A test file moved or folded into another leaves no page, CI step, benchmark or script naming its old place."""
+    places = [
+        *PAGES,
+        REPO / ".ci" / "run",
+        *sorted((REPO / "benchmarks").glob("*.py")),
+        *sorted(GENERATOR.parent.glob("*.py")),
+    ]
+    named = [(place, path) for place in places for path in TEST_PATH.findall(place.read_text(encoding="utf-8"))]
+    assert any(path == "tests/index" for _, path in named), "the plain path's run in .ci/run names tests/index"
+    missing = [f"{place.relative_to(REPO)}: {path}" for place, path in named if not (REPO / path).exists()]
+    assert missing == [], missing
 
 
 def test_the_link_checker_sees_a_broken_link_and_a_broken_anchor(tmp_path: Path) -> None:
