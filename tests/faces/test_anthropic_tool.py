@@ -9,6 +9,7 @@ import re
 import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from importlib.util import find_spec
 from pathlib import Path
 from typing import Any
 
@@ -18,14 +19,21 @@ from helpers import REPO, commit_count, git
 from memfile import Vault
 from memfile.model import Source
 
-pytest.importorskip("anthropic")
+pytestmark = pytest.mark.skipif(find_spec("anthropic") is None, reason="the Anthropic SDK is not installed")
 
-from anthropic.lib.tools import ToolError  # noqa: E402  (after the skip: the extra may be missing)
 
-from memfile.anthropic_tool import MemfileMemoryTool  # noqa: E402
+def sdk() -> tuple[type[Exception], Any]:
+    """The SDK's ToolError and memfile's tool on the SDK, imported when a test runs: importing the SDK takes
+    seconds, which every collection of the suite (each xdist worker's) would pay otherwise."""
+    from anthropic.lib.tools import ToolError
+
+    from memfile.anthropic_tool import MemfileMemoryTool
+
+    return ToolError, MemfileMemoryTool
 
 
 def test_the_tool_registers_as_claudes_memory_tool(vault: Vault) -> None:
+    _, MemfileMemoryTool = sdk()
     tool = MemfileMemoryTool(vault)
     assert tool.to_dict() == {"type": "memory_20250818", "name": "memory"}
     assert tool.name == "memory"
@@ -34,6 +42,7 @@ def test_the_tool_registers_as_claudes_memory_tool(vault: Vault) -> None:
 
 
 def test_the_sdks_commands_run_on_the_vault(vault: Vault) -> None:
+    ToolError, MemfileMemoryTool = sdk()
     tool = MemfileMemoryTool(vault)
     before = commit_count(vault.root)
     assert tool.call({"command": "create", "path": "/memories/preference/coffee.md", "file_text": "Black."}) == (
@@ -67,6 +76,7 @@ def test_the_sdks_commands_run_on_the_vault(vault: Vault) -> None:
 
 
 def test_a_refused_command_is_the_sdks_tool_error(vault: Vault) -> None:
+    ToolError, MemfileMemoryTool = sdk()
     tool = MemfileMemoryTool(vault)
     with pytest.raises(ToolError) as caught:
         tool.call({"command": "view", "path": "/memories/../etc"})
@@ -94,6 +104,7 @@ def test_a_refused_command_is_the_sdks_tool_error(vault: Vault) -> None:
 def test_a_malformed_or_hostile_call_is_the_sdks_tool_error_with_a_sentence(
     vault: Vault, given: Any, said: str
 ) -> None:
+    ToolError, MemfileMemoryTool = sdk()
     tool = MemfileMemoryTool(vault)
     (vault.mind_dir / "loop").symlink_to("loop")
     with pytest.raises(ToolError) as caught:  # never AttributeError, NotImplementedError or RuntimeError
@@ -103,6 +114,7 @@ def test_a_malformed_or_hostile_call_is_the_sdks_tool_error_with_a_sentence(
 
 
 def test_insert_at_line_0_through_the_sdk_lands_below_the_front_matter(vault: Vault) -> None:
+    _, MemfileMemoryTool = sdk()
     tool = MemfileMemoryTool(vault)
     tool.call({"command": "create", "path": "/memories/note/todo.md", "file_text": "- milk\n"})
     answer = tool.call(
