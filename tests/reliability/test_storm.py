@@ -581,7 +581,7 @@ while True:
     stats["fresh_vaults"] += fresh
     path, token = pinned[i % len(pinned)]
     try:
-        stats["vouched"] += watcher_vouches(vault.root, vault.mind)
+        stats["vouched"] += vault._index.watcher_vouches()
         got = [h.memory.path for h in vault.search(token, limit=5)]
         stats["searches"] += 1
         if got != [path]:
