@@ -1,6 +1,6 @@
 """Helpers shared by the test modules: drive the CLI, assert outcomes, make files and commits by hand, run git,
 wait for a condition. Fixtures are in tests/conftest.py; what only some units share is in this package's
-modules (`serve`, `fastpath`, `browser`, `vaults`).
+modules (`serve`, `fastpath`, `mcp`, `console`, `browser`, `vaults`).
 
 pyproject.toml puts tests/ on sys.path (`pythonpath`), so every test module imports `helpers` by that name.
 """
