@@ -263,6 +263,7 @@ def test_the_docs_example_runs(api: FakeMessagesAPI, capsys: pytest.CaptureFixtu
 def test_the_sdks_typed_commands_run_through_the_same_backend(vault: Vault) -> None:
     from anthropic.types.beta import BetaMemoryTool20250818CreateCommand, BetaMemoryTool20250818ViewCommand
 
+    ToolError, MemfileMemoryTool = sdk()
     tool = MemfileMemoryTool(vault)
     create = BetaMemoryTool20250818CreateCommand(command="create", path="/memories/fact/x.md", file_text="X.")
     assert tool.execute(create) == "File created successfully at: /memories/fact/x.md"
