@@ -425,7 +425,7 @@ def memory_to_row(memory: Memory) -> tuple[Any, ...]:
 
 
 def memory_from_row(row: tuple[Any, ...]) -> Memory:
-    """The Memory of a `memory_to_row` tuple (`tests/test_model.py` checks every field comes back)."""
+    """The Memory of a `memory_to_row` tuple (`tests/core/test_model.py` checks every field comes back)."""
     id_, mind, category, key, content, path, created, updated, priority, tags, source, verified = row[:12]
     confidence, expires, extra, has_front_matter, id_derived, status, superseded_by = row[12:]
     return Memory(

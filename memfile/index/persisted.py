@@ -4,7 +4,7 @@ Whoosh stores the schema, with these classes' import paths, inside the index's
 TOC. So their paths are API: `PICKLED` lists them, a test pins their module
 (`memfile.index.persisted`), and any change to what they produce or where they
 live needs a new `SCHEMA_VERSION` (memfile.index.store), so old indexes are
-rebuilt rather than unpickled (tests/test_index_package.py fingerprints both).
+rebuilt rather than unpickled (tests/index/test_index_package.py fingerprints both).
 Imported only when Whoosh is needed: `recall` and `--help` never load Whoosh.
 """
 
