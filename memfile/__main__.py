@@ -1,7 +1,8 @@
 """The `memfile` command and `python -m memfile`: the command line (memfile.cli) as a process of its own.
 
 A read command goes to the vault's running server first (memfile.cli_client: only the standard library
-is imported until it is known that no server answers); else it runs here.
+is imported until it is known that no server answers); else it runs here, and then leaves a resident
+reader behind for the next ones (`_leave_resident`).
 
 Its speed tricks for a whole process are the only ones outside memfile/index/: a command that
 ends soon runs without the cyclic garbage collector, and a read-only one ends without the
@@ -14,6 +15,7 @@ import gc
 import os
 import sys
 
+from . import cli_client
 from .cli_client import answer
 
 #: Read-only commands: once their output is flushed, the process ends without the interpreter's
@@ -49,6 +51,7 @@ def run() -> None:
     try:
         main()
     except SystemExit as exc:
+        _leave_resident()
         if RUNNING["command"] not in QUICK_EXIT or plain("quick_exit"):
             raise
         code = exc.code if isinstance(exc.code, int) else 0 if exc.code is None else 1
@@ -60,6 +63,24 @@ def run() -> None:
         except BrokenPipeError:  # the reader (say `| head`) went away: as in cli.MemfileGroup.invoke
             pass
         os._exit(code)
+
+
+def _leave_resident() -> None:
+    """After a read command that found no server for its vault: a resident reader for the next ones
+    (cli_client.spawn_resident), unless MEMFILE_NO_RESIDENT=1 or `[cli] resident = false`. It never
+    changes the command's output or exit code."""
+    vault = cli_client.unserved
+    if vault is None or os.environ.get(cli_client.NO_RESIDENT, "") not in ("", "0"):
+        return
+    from pathlib import Path
+
+    from .config import load_config
+
+    try:
+        if load_config(Path(vault)).resident:
+            cli_client.spawn_resident(vault)
+    except Exception:  # noqa: BLE001, S110 - memfile.toml that cannot be used, no process: the command stands
+        pass
 
 
 if __name__ == "__main__":

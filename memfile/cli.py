@@ -737,11 +737,17 @@ def status(state: State, as_json: bool) -> None:
     )
     click.echo(f"Watcher: {'running, pid ' + str(data['watcher_pid']) if data['watcher_pid'] else 'not running'}")
     server = data["server"]
-    click.echo(
-        f"Server: running, pid {server['pid']}, {server['address']} (it answers memfile's read commands)"
-        if server
-        else "Server: not running (each command reads the vault itself)"
-    )
+    if server and server.get("resident"):
+        click.echo(
+            f"Server: resident reader, pid {server['pid']}, since {server['since']}; ends after "
+            f"{server['idle_left']} s without a read command (it answers them; stop it: memfile serve --stop)"
+        )
+    else:
+        click.echo(
+            f"Server: running, pid {server['pid']}, {server['address']} (it answers memfile's read commands)"
+            if server
+            else "Server: not running (each command reads the vault itself)"
+        )
     click.echo(
         f"Uncommitted hand edits: {len(data['uncommitted'])}" + "".join(f"\n  {p}" for p in data["uncommitted"][:20])
     )

@@ -15,6 +15,10 @@ left by a server that was killed, a server of another memfile version or of anot
 within ANSWER_WITHIN seconds, a connection lost before the exit code came (nothing of that answer is
 written), or MEMFILE_NO_SERVER=1. Only the standard library is imported here (never click, Whoosh,
 git or YAML): that is the point of the fast path.
+
+A command that found no server at all (no socket, or nothing listening on it) notes its vault in
+`unserved`; once it has answered in process, `memfile` leaves a resident reader for that vault behind
+(`spawn_resident`: `memfile serve --resident`, detached), which answers the next command lines warm.
 """
 
 from __future__ import annotations
@@ -49,6 +53,10 @@ SERVED = frozenset(
 SOCKET_NAME = "cli.sock"
 #: Set to 1 to run every command in this process.
 NO_SERVER = "MEMFILE_NO_SERVER"
+#: Set to 1 to leave no resident reader behind (a server that runs is still asked), as `[cli] resident = false`.
+NO_RESIDENT = "MEMFILE_NO_RESIDENT"
+#: The vault of this command when it looked for that vault's server and found none (see `spawn_resident`).
+unserved: str | None = None
 #: The environment the server gets: what chooses the vault, the mind and the caller, the terminal, and
 #: the time zone (a server in another one refuses: a date like 2026-05-01 is read as local time).
 PASSED = ("MEMFILE_VAULT", "MEMFILE_MIND", "MEMFILE_SOURCE", "NO_COLOR", "COLUMNS", "LINES", "TZ")
@@ -75,24 +83,61 @@ def answer(argv: list[str]) -> int | None:
     chosen = served_command(argv)
     if chosen is None:
         return None
+    global unserved
     try:
         vault = _find_vault(chosen[0])
-        if vault is None:
-            return None
-        path = os.path.join(vault, ".memfile", SOCKET_NAME)
-        if os.stat(path).st_uid != os.getuid():  # only a socket of this user's own server is asked
-            return None
-        request = _request(argv, vault)
-    except (OSError, ValueError):  # no server (the common case costs one stat), or no folder to work in
+    except (OSError, ValueError):  # no folder to work in
+        return None
+    if vault is None:
+        return None
+    path = os.path.join(vault, ".memfile", SOCKET_NAME)
+    try:
+        owner = os.stat(path).st_uid
+    except FileNotFoundError:  # no server (the common case costs one stat)
+        unserved = vault
+        return None
+    except (OSError, ValueError):
+        return None
+    if owner != os.getuid():  # only a socket of this user's own server is asked
         return None
     try:
-        frames = _ask(path, request)
+        frames = _ask(path, _request(argv, vault))
+    except ConnectionRefusedError:  # a socket left by a server that was killed
+        unserved = vault
+        return None
+    except (OSError, ValueError):
+        return None
     except KeyboardInterrupt:  # Ctrl+C while the server answers: as in process
         sys.stderr.write("memfile: interrupted\n")
         return 130
     if frames is None:
         return None
     return _write(frames)
+
+
+def spawn_resident(vault: str) -> None:
+    """Leave a resident reader for `vault` behind: `memfile serve --resident` in a session of its own, its
+    stdio /dev/null, not waited for (it lives on once this process ends). Nothing is started while another
+    process holds the vault's serve.lock (a server or a resident reader starting up).
+
+    Raises:
+        OSError: it could not be started (the caller's command is not failed for that).
+    """
+    import fcntl
+
+    try:
+        fd = os.open(os.path.join(vault, ".memfile", "serve.lock"), os.O_RDONLY)
+    except FileNotFoundError:
+        pass
+    else:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)  # OSError: held
+        finally:
+            os.close(fd)
+    # -P: no folder of the caller's on the module path (a json.py there must not stand in for the standard one)
+    argv = [sys.executable, "-P", "-m", "memfile", "--vault", vault, "serve", "--resident"]
+    quiet = [(os.POSIX_SPAWN_OPEN, fd, os.devnull, os.O_RDWR, 0) for fd in (0, 1, 2)]
+    os.posix_spawn(sys.executable, argv, os.environ, file_actions=quiet, setsid=True)
 
 
 def served_command(argv: list[str]) -> tuple[str | None, str] | None:
@@ -196,17 +241,22 @@ def _program_name() -> str:
 
 
 def _ask(path: str, request: dict[str, Any]) -> list[tuple[bytes, bytes]] | None:
-    """The server's frames up to and with the exit code, or None: no answer (the command then runs here)."""
+    """The server's frames up to and with the exit code, or None: no answer (the command then runs here).
+
+    Raises:
+        OSError: no connection (ConnectionRefusedError: nothing listens on the socket).
+    """
     import _socket  # socket.py's C core: socket.py itself (selectors, enum wrappers) costs 3-5 ms more
     import json
 
-    try:
-        sock = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
-    except OSError:
-        return None
+    sock = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
     try:
         sock.settimeout(ANSWER_WITHIN)
-        sock.connect(path)
+        sock.connect(path)  # ConnectionRefusedError: nothing listens there
+    except OSError:
+        sock.close()
+        raise
+    try:
         sock.sendall(json.dumps(request).encode("ascii") + b"\n")
         first = _frame(sock)
         if first is None or first[0] != ANSWERING:

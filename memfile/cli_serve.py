@@ -1,5 +1,6 @@
 """The command line's long-running commands: `memfile serve` (the vault's one resident process: the HTTP
-API, /mcp, the console), `memfile mcp` (one mind over stdio) and `memfile watch`."""
+API, /mcp, the console; or with `--resident` its command line only), `memfile mcp` (one mind over stdio)
+and `memfile watch`."""
 
 from __future__ import annotations
 
@@ -10,7 +11,8 @@ from typing import Any
 
 import click
 
-from .cli import DISTRIBUTION, State, main
+from .cli import DISTRIBUTION, State, _json, json_option, main
+from .config import find_vault
 from .errors import InvalidInput
 
 #: The packages of the `serve` extra: without them `memfile serve` says how to install them.
@@ -49,6 +51,14 @@ SERVE_PACKAGES = ("starlette", "uvicorn", "h11", "anyio", "jinja2", "markupsafe"
     type=click.Path(dir_okay=False, path_type=Path),
     help="The keys file (default: $MEMFILE_KEYS, else ~/.config/memfile/keys.toml; see memfile key).",
 )
+@click.option(
+    "--resident",
+    is_flag=True,
+    help="Answer only the command line's read commands, on .memfile/cli.sock (no HTTP); exit after "
+    "[serve] idle_exit seconds without one. A read command starts this by itself (docs/server.md).",
+)
+@click.option("--stop", is_flag=True, help="Stop the vault's resident reader (a full memfile serve keeps running).")
+@json_option
 @click.pass_obj
 def serve(
     state: State,
@@ -60,6 +70,9 @@ def serve(
     forwarded_allow_ips: str | None,
     no_watch: bool,
     keys_path: Path | None,
+    resident: bool,
+    stop: bool,
+    as_json: bool,
 ) -> None:
     """Serve every mind of the vault over HTTP (Synapse's memory API, /mcp and the /console pages).
 
@@ -80,7 +93,25 @@ def serve(
     Example: memfile serve --allow-host memory.example.com --forwarded-allow-ips 127.0.0.1
 
     Example: curl -H "Authorization: Bearer $TOKEN" http://127.0.0.1:8765/memory/recall
+
+    Example: memfile serve --stop
     """
+    if resident or stop:
+        from .cli_served import resident as run_resident
+        from .cli_served import stop_resident
+
+        root = find_vault(state.vault_path)
+        if resident:
+            run_resident(root, lambda message: click.echo(f"memfile: {message}", err=True))
+            return
+        pid = stop_resident(root)
+        if as_json:
+            _json({"stopped": pid is not None, "pid": pid})
+        else:
+            click.echo(
+                f"stopped the resident reader of {root} (pid {pid})" if pid else f"no resident reader runs for {root}"
+            )
+        return
     try:
         from .server import serve as run_server
     except ModuleNotFoundError as exc:
@@ -135,7 +166,14 @@ def watch(state: State, autocommit: bool, debounce: float) -> None:
 
     if not 0.0 < debounce <= 10.0:
         raise InvalidInput("debounce", debounce, "seconds, more than 0 and at most 10")
+    from .cli_served import stop_resident
+
     vault = state.vault()
+    stopped = stop_resident(vault.root)  # it watches the minds it opened: this watcher takes its place
+    if stopped is not None:
+        click.echo(
+            f"memfile: stopped the vault's resident reader (pid {stopped}): this watcher takes its place", err=True
+        )
     done = threading.Event()
 
     def report(sync: Any, paths: list[str]) -> None:

@@ -16,6 +16,13 @@ output that is not UTF-8, a command it does not serve.
 The server also holds `.memfile/serve.lock` ("PID ADDRESS": `memfile status` names it); a second server
 of the same vault answers HTTP only. Both are made again within a second when they go (`rm -rf .memfile`
 is a way to rebuild the index, and the server runs on).
+
+The resident reader (`resident`, `memfile serve --resident`) is the same socket and worker without HTTP:
+a read command that found no server leaves one behind (cli_client.spawn_resident). It holds the same lock
+("PID resident SINCE IDLE_EXIT"; the lock file's mtime is its last request), and ends by itself after
+`[serve] idle_exit` seconds without a request, when memfile.toml changes, when the vault folder moves or
+goes, when its lock file or socket goes, or on SIGTERM (`stop_resident`: `memfile serve --stop`, a full
+`memfile serve` or `memfile watch` taking its place).
 """
 
 from __future__ import annotations
@@ -24,6 +31,7 @@ import codecs
 import io
 import json
 import os
+import signal
 import socket
 import struct
 import sys
@@ -39,12 +47,12 @@ from typing import Any
 from ._version import __version__
 from .cli import NotServed, Served, main
 from .cli_client import ANSWERING, EXIT, PASSED, PROTOCOL, REFUSED, SERVED, SOCKET_NAME, STDERR, STDOUT, served_command
-from .config import CONFIG_NAME, STATE_DIR, caller_source, environment, select_mind
-from .files import hold_lock
-from .server import unix_listener
+from .config import CONFIG_NAME, STATE_DIR, caller_source, environment, load_config, select_mind
+from .errors import MemfileError
+from .files import hold_lock, lock_text
 from .terminal import wrapped
 from .vault import Vault
-from .worker import Caller, Minds
+from .worker import Caller, Minds, unix_listener
 
 #: The lock a vault's answering server holds, with "PID ADDRESS" in it (Vault.status reads it).
 SERVER_LOCK = "serve.lock"
@@ -58,6 +66,10 @@ MAX_SOCKET_PATH = 107
 KEEP_EVERY = 1.0
 #: `SO_PEERCRED`'s struct ucred: pid, uid, gid.
 _UCRED = struct.Struct("3i")
+#: The word after the pid in the lock of a resident reader (a full server writes its address there).
+RESIDENT = "resident"
+#: Seconds a resident reader gets to end after SIGTERM (then SIGKILL: it only reads, so nothing is lost).
+STOP_WITHIN = 5.0
 
 
 @contextmanager
@@ -74,6 +86,11 @@ def command_lines(minds: Minds, address: str, notify: Callable[[str], None]) -> 
         notify(f"warning: the command line will not use this server: {state} cannot be written ({exc.strerror})")
         yield
         return
+    replaced = stop_resident(minds.root) if held is None else None
+    if replaced is not None:  # a resident reader answered the command line: this server takes its place
+        held = hold_lock(state / SERVER_LOCK, f"{os.getpid()} {address}")
+        if held is not None:
+            notify(f"stopped the vault's resident reader (pid {replaced}); this server answers the command line")
     if held is None:
         notify("another server of this vault answers the command line; this one answers HTTP and /mcp only")
         yield
@@ -151,10 +168,15 @@ def _keep(lock: _Lock, lines: _CommandLines, stop: threading.Event, notify: Call
 class _CommandLines:
     """The socket: one thread accepts, and one per connection waits for the worker's answer."""
 
-    def __init__(self, minds: Minds) -> None:
+    def __init__(self, minds: Minds, heard: Callable[[], None] = lambda: None) -> None:
+        """`heard` is called as each command line comes in (a resident reader marks its lock file)."""
         self.minds = minds
         self.path = minds.root / STATE_DIR / SOCKET_NAME
         self._settings = _stamp(minds.root / CONFIG_NAME)
+        self._heard = heard
+        self._busy = 0  # connections being answered
+        self._last = time.monotonic()  # when the last connection came in or was answered
+        self._count = threading.Lock()
         self._listener: socket.socket | None = None
         self._socket: tuple[int, int] | None = None  # the identity of the socket file this server listens on
         self._streams: tuple[Any, Any] | None = None
@@ -177,6 +199,15 @@ class _CommandLines:
             return f"{self.path} cannot be made ({exc.strerror})"
         threading.Thread(target=self._accept, args=(self._listener,), name="memfile-cli", daemon=True).start()
         return None
+
+    def idle(self) -> float:
+        """Seconds since the last command line was answered (0 while one is being answered)."""
+        with self._count:
+            return 0.0 if self._busy else time.monotonic() - self._last
+
+    def settings_changed(self) -> bool:
+        """True once memfile.toml is not the one this server started with."""
+        return _stamp(self.minds.root / CONFIG_NAME) != self._settings
 
     def listening_here(self) -> bool:
         """True while the socket file at `path` is the one this server listens on (or it never could)."""
@@ -216,7 +247,19 @@ class _CommandLines:
                 conn, _ = listener.accept()
             except OSError:
                 return  # stopped
-            threading.Thread(target=self._answer, args=(conn,), name="memfile-cli-answer", daemon=True).start()
+            threading.Thread(target=self._counted, args=(conn,), name="memfile-cli-answer", daemon=True).start()
+
+    def _counted(self, conn: socket.socket) -> None:
+        with self._count:
+            self._busy += 1
+        try:
+            with suppress(OSError):
+                self._heard()
+            self._answer(conn)
+        finally:
+            with self._count:
+                self._busy -= 1
+                self._last = time.monotonic()
 
     def _answer(self, conn: socket.socket) -> None:
         """One command line: heard, refused or run on the worker thread, and answered in frames."""
@@ -247,7 +290,7 @@ class _CommandLines:
             return f"this server is memfile {__version__} (protocol {PROTOCOL})"
         if request["vault"] != str(self.minds.root):
             return f"this server serves the vault {self.minds.root}"
-        if _stamp(self.minds.root / CONFIG_NAME) != self._settings:
+        if self.settings_changed():
             return f"{CONFIG_NAME} changed since this server started; restart it to use the new settings"
         if env.get("TZ") != os.environ.get("TZ"):
             return "the command line runs in another time zone (TZ)"
@@ -256,6 +299,97 @@ class _CommandLines:
         if served_command(request["argv"]) is None:
             return "this server answers only memfile's read commands"
         return None
+
+
+def resident(root: Path, notify: Callable[[str], None]) -> None:
+    """`memfile serve --resident`: answer the command lines of the vault at `root` on its socket (no HTTP)
+    until one of the ends in the module docstring. Returns at once (saying why) when another server or
+    resident reader holds the vault's lock, or the socket cannot be made.
+
+    Raises:
+        NotAVault, InvalidConfig: `root` is no vault, or its memfile.toml cannot be used.
+    """
+    idle_exit = load_config(root).idle_exit
+    path = root / STATE_DIR / SERVER_LOCK
+    text = f"{os.getpid()} {RESIDENT} {int(time.time())} {idle_exit:g}"
+    try:
+        held = hold_lock(path, text)
+    except OSError as exc:
+        notify(f"{path.parent} cannot be written ({exc.strerror}): no resident reader")
+        return
+    if held is None:
+        notify("another server or resident reader answers this vault's command line")
+        return
+    lock = _Lock(path, text, held)
+    minds = Minds(root, watch=True, tidy=False)
+    lines = _CommandLines(minds, heard=lambda: os.utime(lock.fd))
+    stop = threading.Event()
+    try:
+        reason = lines.start()
+        if reason is not None:
+            notify(f"no resident reader: {reason}")
+            return
+        for number in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+            signal.signal(number, lambda *_: stop.set())
+        minds.run(lambda: _open_chosen_mind(minds), read=True)  # warm for the next command line
+        notify(f"answering the command line of {root} (pid {os.getpid()}); exits after {idle_exit:g} s idle")
+        while not stop.wait(KEEP_EVERY):
+            why = _why_end(lock, lines, idle_exit)
+            if why is not None:
+                notify(f"stopping: {why}")
+                break
+    finally:
+        lines.stop()
+        minds.stop()
+        os.close(lock.fd)
+
+
+def _open_chosen_mind(minds: Minds) -> None:
+    """On the worker: open the mind a command line would choose (MEMFILE_MIND, default_mind, the only one)."""
+    try:
+        with minds.acting(Caller(select_mind(minds.root, minds.config), caller_source())):
+            pass
+    except MemfileError:
+        pass  # no mind is chosen by default: each command line opens its own
+
+
+def _why_end(lock: _Lock, lines: _CommandLines, idle_exit: float) -> str | None:
+    """Why a resident reader ends now, or None."""
+    if not lock.vault_here():
+        return "the vault folder moved or was removed"
+    if not lock.held_here() or not lines.listening_here():
+        return "its lock file or socket was removed"
+    if lines.settings_changed():
+        return f"{CONFIG_NAME} changed"
+    if lines.idle() >= idle_exit:
+        return f"no command line for {idle_exit:g} s"
+    return None
+
+
+def resident_pid(root: Path) -> int | None:
+    """The pid of the vault's resident reader, or None when none runs (nothing, or a full `memfile serve`)."""
+    text = lock_text(root / STATE_DIR / SERVER_LOCK) or ""
+    pid, _, rest = text.partition(" ")
+    return int(pid) if pid.isdigit() and rest.split(" ", 1)[0] == RESIDENT else None
+
+
+def stop_resident(root: Path) -> int | None:
+    """Stop the vault's resident reader (SIGTERM; SIGKILL after STOP_WITHIN seconds) and wait until its
+    lock is free. Returns its pid, or None when none runs (a full `memfile serve` is left running)."""
+    pid = resident_pid(root)
+    if pid is None:
+        return None
+    for number, within in ((signal.SIGTERM, STOP_WITHIN), (signal.SIGKILL, STOP_WITHIN)):
+        try:
+            os.kill(pid, number)
+        except ProcessLookupError:
+            pass
+        deadline = time.monotonic() + within
+        while resident_pid(root) == pid and time.monotonic() < deadline:
+            time.sleep(0.02)
+        if resident_pid(root) != pid:
+            break
+    return pid
 
 
 def run_command(minds: Minds, request: dict[str, Any], asked: float) -> list[tuple[bytes, bytes]]:

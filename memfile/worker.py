@@ -17,12 +17,19 @@ opened mind's files, unless another watcher (`memfile watch`) already does;
 its batches are refreshed on the worker thread too. Under load, a store lets
 the reads waiting go first for up to `STORE_GATHER` seconds, so that the
 stores coming in meanwhile share its commit (see `Minds.store`). `close` closes every
-Vault; `stop` is the quick end of a process that exits next (`memfile serve`).
+Vault; `stop` is the quick end of a process that exits next (`memfile serve`). `unix_listener` makes
+the Unix socket a resident process listens on.
 """
 
 from __future__ import annotations
 
 import asyncio
+import errno
+import os
+import shutil
+import socket
+import stat
+import tempfile
 import threading
 import time
 from collections import deque
@@ -85,8 +92,9 @@ class Minds:
         watcher: the in-process watcher of the opened minds (None with `watch=False`).
     """
 
-    def __init__(self, root: Path, *, watch: bool = True) -> None:
-        """Nothing is opened yet: each mind's Vault on its first call.
+    def __init__(self, root: Path, *, watch: bool = True, tidy: bool = True) -> None:
+        """Nothing is opened yet: each mind's Vault on its first call. `tidy`: pack git's loose objects
+        beside the worker (`_tidy`; a resident reader, which makes no commit, leaves that to git).
 
         Raises:
             NotAVault: `root` is not a vault folder.
@@ -112,7 +120,8 @@ class Minds:
         # Stores waiting for their mind's next commit (see `store`): (mind, source) -> [(arguments, future)].
         self._stores: dict[tuple[str, Source], list[tuple[dict[str, Any], Future[StoreResult]]]] = {}
         self._tidied = threading.Event()  # set at the end: the tidy thread stops
-        threading.Thread(target=self._tidy, name="memfile-git-tidy", daemon=True).start()
+        if tidy:
+            threading.Thread(target=self._tidy, name="memfile-git-tidy", daemon=True).start()
 
     # --- the vault's minds ------------------------------------------------
 
@@ -462,3 +471,45 @@ def _settle(future: Future[StoreResult], result: StoreResult | BaseException) ->
         future.set_result(result)
     else:
         future.set_exception(result)
+
+
+def unix_listener(path: Path) -> socket.socket:
+    """A Unix socket listening at `path`, mode 0600 from its first moment: bound in a private 0700 folder
+    beside it, then moved into place (no process-wide umask, so no other thread's files are touched). A
+    socket left by a server that was killed is replaced.
+
+    Raises:
+        FileExistsError: something other than a socket is in the way.
+        ConnectionError: a server listens there.
+        OSError: the socket cannot be made there.
+    """
+    try:
+        info = os.lstat(path)
+    except FileNotFoundError:
+        info = None
+    if info is not None and not stat.S_ISSOCK(info.st_mode):
+        raise FileExistsError(errno.EEXIST, "a file is in the way", str(path))
+    if info is not None:
+        probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            probe.connect(str(path))
+        except OSError:
+            path.unlink()  # nothing listens there: a socket left by a server that was killed
+        else:
+            raise ConnectionError(errno.EADDRINUSE, "a server already listens there", str(path))
+        finally:
+            probe.close()
+    folder = Path(tempfile.mkdtemp(prefix=".socket-", dir=path.parent))
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        made = folder / "s"
+        sock.bind(str(made))
+        os.chmod(made, 0o600)
+        sock.listen(64)
+        os.rename(made, path)
+    except OSError:
+        sock.close()
+        raise
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+    return sock

@@ -98,7 +98,7 @@ MAY_IMPORT: dict[str, set[str]] = {
     # The command line's fast path: the client imports nothing of memfile but its version (it must stay
     # light); the server half runs the command line's own commands on the resident worker.
     "cli_client": {"_version"},
-    "cli_served": FACE_MAY_USE | {"_version", "cli", "cli_client", "files", "server", "worker", "terminal"},
+    "cli_served": FACE_MAY_USE | {"_version", "cli", "cli_client", "files", "worker", "terminal"},
     # What a terminal is shown (control characters as escapes): the standard library only.
     "terminal": set(),
     # The resident faces: one worker thread owns every Vault call (`worker`), shared by MCP and HTTP.
@@ -122,7 +122,8 @@ MAY_IMPORT: dict[str, set[str]] = {
 FACE_EXCEPTIONS = {
     ("watch", "paths"): "which file names are memories (is_ignored_name) decides what an event is about",
     ("watch", "secretscan"): "a secret in a hand edit is told (secretscan.warning), never refused",
-    ("__main__", "config"): "MEMFILE_PLAIN (config.plain) decides whether a read-only command may end at once",
+    ("__main__", "config"): "MEMFILE_PLAIN (config.plain) decides whether a read-only command may end at once, "
+    "and `[cli] resident` whether it leaves a resident reader behind",
     ("cli_keys", "keys"): "the key commands are the keys file's face",
     ("worker", "paths"): "which folders are minds (mind_dirs), known without opening a Vault for each",
     ("mcp_server", "memory_tool"): "the `memory` tool runs Claude's memory-tool commands (MemoryToolBackend)",

@@ -11,15 +11,12 @@ it any more) and returns, leaving the Vaults for the process's end to release (`
 
 from __future__ import annotations
 
-import errno
 import gc
 import ipaddress
 import os
-import shutil
 import signal
 import socket
 import stat
-import tempfile
 import threading
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import AbstractContextManager, contextmanager, nullcontext, suppress
@@ -31,7 +28,7 @@ import uvicorn
 from ..config import find_vault
 from ..errors import Conflict, InvalidInput
 from ..keys import KeyStore
-from ..worker import Minds
+from ..worker import Minds, unix_listener
 from .app import build_app
 from .auth import LOOPBACK_NAMES
 
@@ -308,45 +305,3 @@ def _listening(
         with suppress(OSError):
             if stat.S_ISSOCK(os.lstat(path).st_mode):
                 path.unlink()
-
-
-def unix_listener(path: Path) -> socket.socket:
-    """A Unix socket listening at `path`, mode 0600 from its first moment: bound in a private 0700 folder
-    beside it, then moved into place (no process-wide umask, so no other thread's files are touched). A
-    socket left by a server that was killed is replaced.
-
-    Raises:
-        FileExistsError: something other than a socket is in the way.
-        ConnectionError: a server listens there.
-        OSError: the socket cannot be made there.
-    """
-    try:
-        info = os.lstat(path)
-    except FileNotFoundError:
-        info = None
-    if info is not None and not stat.S_ISSOCK(info.st_mode):
-        raise FileExistsError(errno.EEXIST, "a file is in the way", str(path))
-    if info is not None:
-        probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        try:
-            probe.connect(str(path))
-        except OSError:
-            path.unlink()  # nothing listens there: a socket left by a server that was killed
-        else:
-            raise ConnectionError(errno.EADDRINUSE, "a server already listens there", str(path))
-        finally:
-            probe.close()
-    folder = Path(tempfile.mkdtemp(prefix=".socket-", dir=path.parent))
-    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    try:
-        made = folder / "s"
-        sock.bind(str(made))
-        os.chmod(made, 0o600)
-        sock.listen(64)
-        os.rename(made, path)
-    except OSError:
-        sock.close()
-        raise
-    finally:
-        shutil.rmtree(folder, ignore_errors=True)
-    return sock
