@@ -96,14 +96,10 @@ def serve(
 
     Example: memfile serve --stop
     """
-    if resident or stop:
-        from .cli_served import resident as run_resident
+    if stop:
         from .cli_served import stop_resident
 
         root = find_vault(state.vault_path)
-        if resident:
-            run_resident(root, lambda message: click.echo(f"memfile: {message}", err=True))
-            return
         pid = stop_resident(root)
         if as_json:
             _json({"stopped": pid is not None, "pid": pid})
@@ -111,6 +107,11 @@ def serve(
             click.echo(
                 f"stopped the resident reader of {root} (pid {pid})" if pid else f"no resident reader runs for {root}"
             )
+        return
+    if resident:
+        from .cli_served import resident as run_resident
+
+        run_resident(find_vault(state.vault_path), lambda message: click.echo(f"memfile: {message}", err=True))
         return
     try:
         from .server import serve as run_server

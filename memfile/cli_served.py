@@ -52,7 +52,7 @@ from .errors import MemfileError
 from .files import hold_lock, lock_text
 from .terminal import wrapped
 from .vault import Vault
-from .worker import Caller, Minds, unix_listener
+from .worker import MAX_SOCKET_PATH, Caller, Minds, unix_listener
 
 #: The lock a vault's answering server holds, with "PID ADDRESS" in it (Vault.status reads it).
 SERVER_LOCK = "serve.lock"
@@ -60,8 +60,6 @@ SERVER_LOCK = "serve.lock"
 MAX_REQUEST = 1024 * 1024
 #: Seconds a client gets to send its command line once connected.
 REQUEST_WITHIN = 2.0
-#: The longest path a Unix socket may have (sun_path holds 108 bytes with the final NUL).
-MAX_SOCKET_PATH = 107
 #: Seconds between looks at whether the lock file and the socket are still there (`rm -rf .memfile`).
 KEEP_EVERY = 1.0
 #: `SO_PEERCRED`'s struct ucred: pid, uid, gid.

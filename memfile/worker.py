@@ -59,6 +59,8 @@ WATCH_AGAIN = 10.0
 TIDY_EVERY = 2.0
 #: The worker thread's name, in Python and to the system (`ps -L`, `top -H`, /proc/PID/task/TID/comm).
 WORKER_THREAD = "memfile-worker"
+#: The longest path a Unix socket may have (sun_path holds 108 bytes with the final NUL).
+MAX_SOCKET_PATH = 107
 #: Seconds a store lets the reads waiting go first, so that more stores share its commit (see `Minds.store`).
 STORE_GATHER = 0.2
 
@@ -501,15 +503,21 @@ def unix_listener(path: Path) -> socket.socket:
             probe.close()
     folder = Path(tempfile.mkdtemp(prefix=".socket-", dir=path.parent))
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    inside = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
     try:
-        made = folder / "s"
-        sock.bind(str(made))
-        os.chmod(made, 0o600)
+        # The private folder's name is longer than the socket's: where its path would pass sun_path's 107
+        # bytes, the folder is named through its descriptor (Linux's /proc/self/fd/N leads to it).
+        made = str(folder / "s")
+        if len(os.fsencode(made)) > MAX_SOCKET_PATH:
+            made = f"/proc/self/fd/{inside}/s"
+        sock.bind(made)
+        os.chmod("s", 0o600, dir_fd=inside)
         sock.listen(64)
-        os.rename(made, path)
+        os.rename("s", path, src_dir_fd=inside)
     except OSError:
         sock.close()
         raise
     finally:
+        os.close(inside)
         shutil.rmtree(folder, ignore_errors=True)
     return sock

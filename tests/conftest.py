@@ -1,10 +1,16 @@
 """Shared fixtures: real vaults in tmp_path, a real `memfile serve`, the console's application, and no trace of
-the machine's git identity. (Shared functions are in the `helpers` package.)"""
+the machine's git identity; no resident reader left behind (a read command leaves none while
+MEMFILE_NO_RESIDENT=1, set for the whole run, and the run fails if one it started is still alive at its end).
+(Shared functions are in the `helpers` package.)"""
 
 from __future__ import annotations
 
+import os
 import shutil
+import signal
 import subprocess
+import time
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -18,6 +24,58 @@ from memfile import Vault
 
 if TYPE_CHECKING:  # the console's helpers import Starlette: only the modules that use them pay for it
     from helpers.console import Console
+
+
+#: Every process the tests start carries this mark (helpers.serve.server_env keeps it too).
+RUN_MARK = "MEMFILE_TEST_RUN"
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """For the whole run (xdist's workers inherit it): read commands leave no resident reader behind, and
+    every process carries the run's mark (the first process's; a worker keeps the one it inherited)."""
+    os.environ["MEMFILE_NO_RESIDENT"] = "1"
+    os.environ.setdefault(RUN_MARK, uuid.uuid4().hex)
+
+
+def residents_of_this_run() -> list[int]:
+    """The pids of resident readers (`memfile serve --resident`) that carry this run's mark."""
+    mark = f"{RUN_MARK}={os.environ[RUN_MARK]}".encode()
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/cmdline", "rb") as cmdline:
+                argv = cmdline.read().split(b"\0")
+            if b"--resident" not in argv:
+                continue
+            with open(f"/proc/{entry}/environ", "rb") as environ:
+                if mark in environ.read().split(b"\0"):
+                    found.append(int(entry))
+        except OSError:
+            continue  # ended meanwhile, or another user's
+    return found
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """Fail the run when a resident reader one of its tests started is still alive (then end it). Checked
+    once, by the process that ran the session (under xdist the controller, after every worker ended)."""
+    if hasattr(session.config, "workerinput"):
+        return
+    deadline = time.monotonic() + 10  # one that is stopping has time to end
+    while (left := residents_of_this_run()) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    if not left:
+        return
+    for pid in left:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+    if reporter is not None:
+        reporter.write_line(f"resident readers left behind by the tests (killed now): pids {left}", red=True)
+    session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
 
 @pytest.fixture(autouse=True)

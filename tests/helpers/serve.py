@@ -24,9 +24,14 @@ from memfile import Vault
 from memfile.keys import AGENT, PERSON, KeyStore
 
 
+#: The memfile variables conftest sets for the whole run, kept: no resident reader is left behind by a read
+#: (tests/test_resident.py drops MEMFILE_NO_RESIDENT), and the run's mark, by which the session's end finds one.
+KEPT = ("MEMFILE_NO_RESIDENT", "MEMFILE_TEST_RUN")
+
+
 def server_env(home: Path) -> dict[str, str]:
-    """The environment of a server process: no git identity, no memfile variables, a home of its own."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("MEMFILE_", "GIT_", "XDG_"))}
+    """The environment of a server process: no git identity, no memfile variables (but KEPT), a home of its own."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("MEMFILE_", "GIT_", "XDG_")) or k in KEPT}
     env |= {"HOME": str(home), "GIT_CONFIG_GLOBAL": str(home / "no-gitconfig"), "GIT_CONFIG_NOSYSTEM": "1"}
     env["PYTHONUNBUFFERED"] = "1"
     return env
