@@ -38,6 +38,13 @@ figures are what they claim: the served search imports neither click nor Whoosh 
 answered it), and its output is the in-process output byte for byte. The server stops at the end
 of its size. One more pair of rows, before the server starts, shows what the client's look for a
 server costs a command when none runs: the same search with MEMFILE_NO_SERVER unset and set.
+
+Then, with no `memfile serve` (issue 40), the rows "(process, resident reader)": a first search leaves
+the command line's own resident reader behind (MEMFILE_NO_RESIDENT, set for every other row, dropped),
+and the second and later `memfile search W1 W2` and `memfile recall --query "W1 W2"` processes are
+timed against ripgrep and `python -c pass`, interleaved, `--served-runs` rounds; and the first read
+itself (which starts the reader) against the same read with MEMFILE_NO_RESIDENT=1, the first read as
+it was before, in alternate rounds. `memfile serve --stop` ends the reader at the end of its size.
 """
 
 from __future__ import annotations
@@ -91,6 +98,10 @@ RECALL_TARGET_S = {10_000: 0.250}
 SERVED_SEARCH_VS_RG = {10_000: 1.0, 100_000: 0.2}  # memfile search process, served <= factor x rg
 SERVED_SEARCH_OVER_PYTHON_S = {10_000: 0.025}  # ... and <= python -c pass + this (issue 24 sets it at 10k only)
 SERVED_RECALL_VS_RG = {10_000: 1.0}  # memfile recall [--query] process, served <= factor x rg
+# size -> target of the second and later reads with no server started, from issue 40
+RESIDENT_VS_RG = {10_000: 0.5}  # memfile search / recall --query process, resident reader <= factor x rg
+RESIDENT_OVER_PYTHON_S = {10_000: 0.025}  # ... and <= python -c pass + this
+FIRST_READ_VS_BEFORE = 1.5  # the read that leaves the resident reader <= factor x the same read without
 
 #: Set for every row without a server: the command runs in its process whether a server answers or not.
 NO_SERVER = {"MEMFILE_NO_SERVER": "1"}
@@ -504,7 +515,20 @@ def bench_served(
             recall_times.append(run([*served, "recall"], looking)[0])
     finally:
         stop_server(server)
+    report_served(size, table, pairs, py_times, rg_times, search_times, recall_q_times, recall_times)
+    bench_resident(size, args, vault, env, rg_run, table, pairs)
 
+
+def report_served(
+    size: int,
+    table: Table,
+    pairs: list[tuple[str, str]],
+    py_times: list[float],
+    rg_times: list[float],
+    search_times: list[float],
+    recall_q_times: list[float],
+    recall_times: list[float],
+) -> None:
     words = "words: " + ", ".join(" ".join(p) for p in pairs)
     factor = SERVED_SEARCH_VS_RG.get(size)
     table.timing(
@@ -541,6 +565,124 @@ def bench_served(
             limit_s=factor * p50(rg_times) if factor and rg_times else None,
             target=(f"<= {factor:g}x rg" if factor != 1 else "<= rg") if factor else "",
         )
+
+
+def bench_resident(
+    size: int,
+    args: argparse.Namespace,
+    vault: Path,
+    env: dict[str, str],
+    rg_run: Callable[[str, str], float | None],
+    table: Table,
+    pairs: list[tuple[str, str]],
+) -> None:
+    """The rows with no `memfile serve` started (issue 40): the read that leaves a resident reader behind,
+    and the reads it answers afterwards."""
+    script = [*memfile_script(), "--vault", str(vault), "--mind", MIND]
+    before = {name: value for name, value in env.items() if name not in NO_SERVER}  # no reader is left
+    leaving = {name: value for name, value in before.items() if name != "MEMFILE_NO_RESIDENT"}
+    socket = vault / ".memfile" / "cli.sock"
+
+    def started() -> None:
+        if wait_until(socket.exists, timeout=600, interval=0.02) is None:
+            raise SystemExit("no resident reader came up within 10 minutes")
+
+    def stop() -> None:
+        """`memfile serve --stop`, then wait until the reader's process is gone (its end costs CPU too)."""
+        pid = json.loads(run([*script, "serve", "--stop", "--json"], before)[1])["pid"]
+        if pid is not None:
+            wait_until(lambda: _gone(pid), 60)
+
+    first_times, before_times = [], []
+    try:
+        for i in range(args.served_runs):
+            w1, w2 = pairs[i]
+            first_times.append(run([*script, "search", w1, w2], leaving)[0])
+            started()
+            stop()
+            before_times.append(run([*script, "search", w1, w2], before)[0])
+        w1, w2 = pairs[0]
+        run([*script, "search", w1, w2], leaving)
+        started()
+        found, out = imports_and_output([sys.executable, *script, "search", w1, w2], leaving)
+        found &= {"click", "whoosh", "git", "yaml"}
+        table.add(
+            "resident reader: search imports no click/whoosh/git/yaml",
+            ok=not found and bool(out),
+            check=True,
+            target="none",
+            size=size,
+            note="the resident reader answered: "
+            + (("the process imported " + ", ".join(sorted(found))) if found else "yes"),
+            shown=", ".join(sorted(found)) or "none imported",
+        )
+        commands = [["search", w1, w2], ["recall", "--query", f"{w1} {w2}"], ["list", "--json"]]
+        differ = [" ".join(c) for c in commands if run([*script, *c], leaving)[1] != run([*script, *c], env)[1]]
+        table.add(
+            "resident reader: output = in-process output",
+            ok=not differ,
+            check=True,
+            target="identical",
+            size=size,
+            note=("differs: " + "; ".join(differ)) if differ else "search, recall --query, list --json",
+            shown="differs: " + "; ".join(differ) if differ else "identical",
+        )
+        py_times: list[float] = []
+        rg_times: list[float] = []
+        search_times: list[float] = []
+        recall_q_times: list[float] = []
+        for i in range(args.served_runs):
+            w1, w2 = pairs[i]
+            py_times.append(run([sys.executable, "-c", "pass"], env)[0])
+            rg_times += [t for t in [rg_run(w1, w2)] if t is not None]
+            search_times.append(run([*script, "search", w1, w2], leaving)[0])
+            recall_q_times.append(run([*script, "recall", "--query", f"{w1} {w2}"], leaving)[0])
+    finally:
+        stop()
+
+    table.timing(
+        "memfile search W1 W2 (process, first read, leaves a resident reader)",
+        size,
+        first_times,
+        baseline="MEMFILE_NO_RESIDENT=1",
+        base=before_times,
+        limit_s=FIRST_READ_VS_BEFORE * p50(before_times),
+        target=f"<= {FIRST_READ_VS_BEFORE:g}x",
+        note="no server: the read runs in its process, then starts `memfile serve --resident` (stopped after "
+        "each round); the baseline is the same read leaving none, as before issue 40",
+    )
+    factor, over = RESIDENT_VS_RG.get(size), RESIDENT_OVER_PYTHON_S.get(size)
+    for figure, times in (
+        ("memfile search W1 W2 (process, resident reader)", search_times),
+        ("memfile recall --query 'W1 W2' (process, resident reader)", recall_q_times),
+    ):
+        table.timing(
+            figure,
+            size,
+            times,
+            baseline="rg -l -i" if rg_times else None,
+            base=rg_times or None,
+            limit_s=factor * p50(rg_times) if factor and rg_times else None,
+            target=f"<= {factor:g}x rg" if factor else "",
+            note="no `memfile serve`: the second and later reads, answered by the resident reader the first left",
+        )
+        table.timing(
+            figure,
+            size,
+            times,
+            baseline="python -c pass",
+            base=py_times,
+            limit_s=p50(py_times) + over if over else None,
+            target=f"<= python + {over * 1000:g} ms" if over else "",
+        )
+
+
+def _gone(pid: int) -> bool:
+    """True once the process has ended (or only its exit status is left)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z"
+    except OSError:
+        return True
 
 
 def main() -> int:

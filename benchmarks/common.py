@@ -74,11 +74,14 @@ def bench_env() -> dict[str, str]:
 
     The installed memfile, compiled (`installed_memfile`); no git configuration of the machine
     (CI has no git identity: memfile supplies its commits' author, plain git commands pass one);
-    no MEMFILE_VAULT, MEMFILE_MIND or MEMFILE_SOURCE. Set in `os.environ`, so the benchmark's
+    no MEMFILE_VAULT, MEMFILE_MIND or MEMFILE_SOURCE; MEMFILE_NO_RESIDENT=1 (the rows that measure the
+    resident reader drop it). Set in `os.environ`, so the benchmark's
     in-process `Vault` calls run under the same conditions as its processes.
     """
     installed_memfile()
     os.environ.update(GIT_CONFIG_GLOBAL=os.devnull, GIT_CONFIG_NOSYSTEM="1")
+    os.environ["MEMFILE_NO_RESIDENT"] = "1"  # a read leaves no resident reader to answer the next rows
+
     for name in ("MEMFILE_VAULT", "MEMFILE_MIND", "MEMFILE_SOURCE"):
         os.environ.pop(name, None)
     return dict(os.environ)
