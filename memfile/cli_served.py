@@ -28,6 +28,7 @@ goes, when its lock file or socket goes, or on SIGTERM (`stop_resident`: `memfil
 from __future__ import annotations
 
 import codecs
+import gc
 import io
 import json
 import os
@@ -340,6 +341,7 @@ def resident(root: Path, notify: Callable[[str], None]) -> None:
         lines.stop()
         minds.stop()
         os.close(lock.fd)
+        gc.freeze()  # as `memfile serve`: the teardown's last collections would walk every object of its minds
 
 
 def _open_chosen_mind(minds: Minds) -> None:
