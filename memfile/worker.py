@@ -103,6 +103,7 @@ class Minds:
         """
         self.root = find_vault(root)
         self.config = load_config(self.root)
+        self._home = _identity(self.root)  # the folder opened: nothing is written once it moved or went
         self.watcher = MindsWatcher(self.root, self._refresh) if watch else None
         self._vaults: dict[str, Vault] = {}  # read and written on the worker thread only
         self._release: threading.Event | None = None  # ends the thread holding the Vaults `stop` left open
@@ -390,15 +391,22 @@ class Minds:
         else:
             self._unwatched[mind] = time.monotonic()
 
+    def moved(self) -> bool:
+        """True once the vault folder is not where it was opened (moved, removed or replaced): a batch or
+        warm work would then make its index again at the old path."""
+        return _identity(self.root) != self._home
+
     def _refresh(self, mind: str, paths: list[str] | None) -> RefreshReport:
         """A watcher batch of `mind`, applied with its Vault (called from the watcher's thread)."""
+        if self.moved():
+            return RefreshReport()
         return self._submit(lambda: self._vaults[mind].refresh(paths=paths, wait=True), read=True).result()
 
     def _warm(self) -> None:
         with self._guard:
             self._warm_queued = False
         mind = self._last
-        vault = self._vaults.get(mind) if mind is not None else None
+        vault = self._vaults.get(mind) if mind is not None and not self.moved() else None
         while vault is not None and not self._stop_warming():
             try:
                 more = vault.warm(WARM_STEP, self._stop_warming)
@@ -431,6 +439,15 @@ class Minds:
         vaults, self._vaults = list(self._vaults.values()), {}
         for vault in vaults:
             vault.close()
+
+
+def _identity(path: Path) -> tuple[int, int] | None:
+    """(device, inode) of a folder; None when there is none."""
+    try:
+        info = os.stat(path)
+    except OSError:
+        return None
+    return info.st_dev, info.st_ino
 
 
 def _run(job: _Job) -> None:

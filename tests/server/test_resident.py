@@ -157,6 +157,7 @@ def test_it_ends_when_the_vault_folder_moves(small: Path) -> None:
     small.rename(moved)
     try:
         assert wait_until(lambda: not alive(pid), timeout=20)
+        assert not small.exists()  # nothing (its watcher, its warm work) made an index at the old path again
     finally:
         moved.rename(small)
 
