@@ -178,11 +178,14 @@ class MindBatch:
         """
         if clean == self._clean or (clean and self._released):
             return
-        self._clean = clean
         if clean:
-            self._clean_marker.write_text(f"{os.getpid()}\n", encoding="ascii")
+            try:
+                self._clean_marker.write_text(f"{os.getpid()}\n", encoding="ascii")
+            except FileNotFoundError:  # the vault folder moved or went: nothing there to vouch for
+                return
         else:
             self._clean_marker.unlink(missing_ok=True)
+        self._clean = clean
 
 
 class Batcher:
