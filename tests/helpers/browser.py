@@ -83,7 +83,7 @@ def isolated_git(home: Path) -> Iterator[None]:
 
 
 def console_setup(base: Path) -> Setup:
-    """test_serve_helpers' vault (minds michael, the default, and anna; an agent key each, a person's
+    """helpers.serve's vault (minds michael, the default, and anna; an agent key each, a person's
     token) with michael's memories: see the module docstring. `ids` gains each memory's id by name."""
     setup = make_setup(base)
     with isolated_git(setup.home):

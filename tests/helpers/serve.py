@@ -23,9 +23,8 @@ from helpers import DEADLINE
 from memfile import Vault
 from memfile.keys import AGENT, PERSON, KeyStore
 
-
 #: The memfile variables conftest sets for the whole run, kept: no resident reader is left behind by a read
-#: (tests/test_resident.py drops MEMFILE_NO_RESIDENT), and the run's mark, by which the session's end finds one.
+#: (tests/server/test_resident.py drops MEMFILE_NO_RESIDENT), and the run's mark, by which the session's end finds one.
 KEPT = ("MEMFILE_NO_RESIDENT", "MEMFILE_TEST_RUN")
 
 

@@ -1,7 +1,7 @@
 """The command line through a running server (issue 24): real `memfile` processes, a real `memfile serve`.
 
 Every read command is run three ways and must give the same exit code, stdout and stderr to the byte:
-through the server with a spy on cli_client.answer (fastpath_helpers.DRIVER: it proves the server
+through the server with a spy on cli_client.answer (helpers.fastpath.DRIVER: it proves the server
 answered, since answer returned an int, and that only the standard library was imported), as the
 plain `python -m memfile` (nothing watched), and in process (MEMFILE_NO_SERVER=1: the reference).
 Nothing is normalised unless a test says so and why.

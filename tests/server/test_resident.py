@@ -18,8 +18,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from helpers.fastpath import Ran, assert_same, client_env, memfile_run
 from helpers import DEADLINE, wait_until
+from helpers.fastpath import Ran, assert_same, client_env, memfile_run
 from helpers.serve import make_setup, start_server
 
 from memfile import Vault
