@@ -33,10 +33,6 @@ LISTS_UNREADABLE = {"status", "doctor"}
 DRAWS_ITS_OWN = {"serve", "mcp"}
 #: The distribution to install (the name `memfile` on the package index is another project).
 DISTRIBUTION = "memfile-vault"
-#: The command `main` runs, and the entry point's hook told of it once it is known (memfile.__main__).
-RUNNING: dict[str, Any] = {"command": None, "started": None}
-
-
 #: How a command gets its Vault: `Vault.open(--vault, --mind)` in process; a server's own (cli_served.py).
 Opener = Callable[[str | None, str | None], Vault]
 
@@ -193,9 +189,6 @@ def main(ctx: click.Context, vault_path: str | None, mind: str | None, debug: bo
             sys.stdout, sys.stderr = given
 
     ctx.obj = State(vault_path, mind, debug)
-    RUNNING["command"] = ctx.invoked_subcommand
-    if RUNNING["started"] is not None:
-        RUNNING["started"](ctx.invoked_subcommand)
 
 
 @main.command()
