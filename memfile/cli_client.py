@@ -19,6 +19,9 @@ git or YAML): that is the point of the fast path.
 A command that found no server at all (no socket, or nothing listening on it) notes its vault in
 `unserved`; once it has answered in process, `memfile` leaves a resident reader for that vault behind
 (`spawn_resident`: `memfile serve --resident`, detached), which answers the next command lines warm.
+
+The server half (cli_served.py) takes from here what both ends share: the commands served, the frames,
+and `Served`, how the group of memfile.cli knows it runs a command line for another process.
 """
 
 from __future__ import annotations
@@ -30,7 +33,10 @@ from ._version import __version__
 
 TYPE_CHECKING = False  # nothing more is imported than the answer needs (typing takes 4 ms)
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from typing import Any
+
+    from .vault import Vault
 
 #: The commands a running server answers for the command line: they read the vault, never stdin.
 SERVED = frozenset(
@@ -69,6 +75,19 @@ ANSWERING, REFUSED, STDOUT, STDERR, EXIT = b"a", b"r", b"1", b"2", b"x"
 #: Global options of `memfile` that take a value, and those that take none (others: run in process).
 _VALUED = ("--vault", "--mind")
 _FLAGS = ("--debug", "--json")
+
+
+class Served:
+    """The group's obj (memfile.cli) when a server runs a command line for another process (cli_served.py):
+    where the command's Vault comes from, and which commands it may run (a refused one raises `NotServed`)."""
+
+    def __init__(self, opener: Callable[[str | None, str | None], Vault], commands: frozenset[str]) -> None:
+        self.opener = opener
+        self.commands = commands
+
+
+class NotServed(Exception):
+    """A server was asked to run a command it does not run for others: the client runs it itself."""
 
 
 def answer(argv: list[str]) -> int | None:

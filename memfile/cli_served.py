@@ -43,17 +43,32 @@ from collections.abc import Callable, Iterator
 from concurrent.futures import CancelledError
 from contextlib import ExitStack, contextmanager, suppress
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ._version import __version__
-from .cli import NotServed, Served, main
-from .cli_client import ANSWERING, EXIT, PASSED, PROTOCOL, REFUSED, SERVED, SOCKET_NAME, STDERR, STDOUT, served_command
+from .cli_client import (
+    ANSWERING,
+    EXIT,
+    PASSED,
+    PROTOCOL,
+    REFUSED,
+    SERVED,
+    SOCKET_NAME,
+    STDERR,
+    STDOUT,
+    NotServed,
+    Served,
+    served_command,
+)
 from .config import CONFIG_NAME, STATE_DIR, caller_source, environment, load_config, select_mind
 from .errors import MemfileError
 from .files import hold_lock, lock_text
 from .terminal import wrapped
 from .vault import Vault
 from .worker import MAX_SOCKET_PATH, Caller, Minds, unix_listener
+
+if TYPE_CHECKING:
+    import click
 
 #: The lock a vault's answering server holds, with "PID ADDRESS" in it (Vault.status reads it).
 SERVER_LOCK = "serve.lock"
@@ -72,8 +87,9 @@ STOP_WITHIN = 5.0
 
 
 @contextmanager
-def command_lines(minds: Minds, address: str, notify: Callable[[str], None]) -> Iterator[None]:
-    """While the block runs, answer the vault's command lines on `.memfile/cli.sock` (`memfile serve`).
+def command_lines(minds: Minds, address: str, notify: Callable[[str], None], group: click.Command) -> Iterator[None]:
+    """While the block runs, answer the vault's command lines on `.memfile/cli.sock` (`memfile serve`),
+    each run by `group` (memfile.cli.main, which `memfile serve` hands in).
 
     Nothing is answered (and `notify` says why) when another server of the vault answers them, or the
     socket cannot be made: every command then runs in its own process, as without a server.
@@ -96,7 +112,7 @@ def command_lines(minds: Minds, address: str, notify: Callable[[str], None]) -> 
         return
     lock = _Lock(state / SERVER_LOCK, f"{os.getpid()} {address}", held)
     try:
-        lines = _CommandLines(minds)
+        lines = _CommandLines(minds, group)
         reason = lines.start()
         if reason is not None:
             notify(f"warning: the command line will not use this server: {reason}")
@@ -167,9 +183,11 @@ def _keep(lock: _Lock, lines: _CommandLines, stop: threading.Event, notify: Call
 class _CommandLines:
     """The socket: one thread accepts, and one per connection waits for the worker's answer."""
 
-    def __init__(self, minds: Minds, heard: Callable[[], None] = lambda: None) -> None:
-        """`heard` is called as each command line comes in (a resident reader marks its lock file)."""
+    def __init__(self, minds: Minds, group: click.Command, heard: Callable[[], None] = lambda: None) -> None:
+        """`group` runs each command line; `heard` is called as each comes in (a resident reader marks its
+        lock file)."""
         self.minds = minds
+        self.group = group
         self.path = minds.root / STATE_DIR / SOCKET_NAME
         self._settings = _stamp(minds.root / CONFIG_NAME)
         self._heard = heard
@@ -275,7 +293,7 @@ class _CommandLines:
                     return
                 conn.sendall(_frame(ANSWERING, b""))
                 conn.settimeout(None)
-                frames = self.minds.run(lambda: run_command(self.minds, request, asked), read=True).result()
+                frames = self.minds.run(lambda: run_command(self.minds, self.group, request, asked), read=True).result()
                 conn.sendall(b"".join(_frame(kind, payload) for kind, payload in frames))
             except (OSError, ValueError, RuntimeError, CancelledError, NotServed):
                 return  # the client left, sent nonsense, or the server is stopping: it runs the command itself
@@ -300,10 +318,10 @@ class _CommandLines:
         return None
 
 
-def resident(root: Path, notify: Callable[[str], None]) -> None:
-    """`memfile serve --resident`: answer the command lines of the vault at `root` on its socket (no HTTP)
-    until one of the ends in the module docstring. Returns at once (saying why) when another server or
-    resident reader holds the vault's lock, or the socket cannot be made.
+def resident(root: Path, notify: Callable[[str], None], group: click.Command) -> None:
+    """`memfile serve --resident`: answer the command lines of the vault at `root` on its socket (no HTTP),
+    each run by `group` (memfile.cli.main), until one of the ends in the module docstring. Returns at once
+    (saying why) when another server or resident reader holds the vault's lock, or the socket cannot be made.
 
     Raises:
         NotAVault, InvalidConfig: `root` is no vault, or its memfile.toml cannot be used.
@@ -321,7 +339,7 @@ def resident(root: Path, notify: Callable[[str], None]) -> None:
         return
     lock = _Lock(path, text, held)
     minds = Minds(root, watch=True, tidy=False)
-    lines = _CommandLines(minds, heard=lambda: os.utime(lock.fd))
+    lines = _CommandLines(minds, group, heard=lambda: os.utime(lock.fd))
     stop = threading.Event()
     try:
         reason = lines.start()
@@ -392,9 +410,9 @@ def stop_resident(root: Path) -> int | None:
     return pid
 
 
-def run_command(minds: Minds, request: dict[str, Any], asked: float) -> list[tuple[bytes, bytes]]:
-    """On the worker thread: `memfile ARGV` of a command line, as its own process would run it, with
-    the Vault of its mind from `minds`. Returns its output and exit code as frames, in order."""
+def run_command(minds: Minds, group: click.Command, request: dict[str, Any], asked: float) -> list[tuple[bytes, bytes]]:
+    """On the worker thread: `memfile ARGV` of a command line (`group`: memfile.cli.main), as its own
+    process would run it, with the Vault of its mind from `minds`. Returns its output and exit code as frames, in order."""
     frames: list[tuple[bytes, bytes]] = []
     out, err = (
         _output(frames, kind, stream) for kind, stream in zip((STDOUT, STDERR), request["streams"], strict=True)
@@ -414,7 +432,7 @@ def run_command(minds: Minds, request: dict[str, Any], asked: float) -> list[tup
 
         with environment(request["env"]), _writing_to(out, err):
             try:
-                main.main(
+                group.main(
                     args=list(request["argv"]),
                     prog_name=request["prog"],
                     standalone_mode=True,

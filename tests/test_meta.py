@@ -87,18 +87,14 @@ MAY_IMPORT: dict[str, set[str]] = {
     # Memories in and out (export, import): the writer and the index come in as objects.
     "transfer": CORE | {"transfer"},
     "keys": {"errors", "model", "paths", "config", "files"},  # the served faces' credentials, outside any vault
-    # Faces: only the facade and its values. `cli_serve` starts the long-running ones (serve, the watcher,
-    # the stdio MCP server), `cli_git` is the second half of the command line; `__main__` runs `cli`.
-    "cli": FACE_MAY_USE | {"cli_git", "cli_keys", "cli_serve", "cli_transfer", "cli_options", "terminal"},
-    "cli_options": set(),  # memfile's own options on each command: click alone
-    "cli_transfer": FACE_MAY_USE | {"cli"},
-    "cli_git": FACE_MAY_USE | {"cli", "paths"},
-    "cli_keys": FACE_MAY_USE | {"cli", "keys"},
-    "cli_serve": FACE_MAY_USE | {"cli", "keys", "server", "cli_served", "watch", "mcp_server"},
+    # Faces: only the facade and its values. The command line (memfile/cli/) starts the long-running ones
+    # (serve and its command-line socket, the watcher, the stdio MCP server); `__main__` runs it.
+    "cli": FACE_MAY_USE | {"terminal", "keys", "paths", "cli_client", "cli_served", "server", "watch", "mcp_server"},
     # The command line's fast path: the client imports nothing of memfile but its version (it must stay
-    # light); the server half runs the command line's own commands on the resident worker.
+    # light); the server half runs the command line's group (handed in by `memfile serve`) on the resident
+    # worker, and imports no module of memfile/cli/ (no cycle).
     "cli_client": {"_version"},
-    "cli_served": FACE_MAY_USE | {"_version", "cli", "cli_client", "files", "worker", "terminal"},
+    "cli_served": FACE_MAY_USE | {"_version", "cli_client", "files", "worker", "terminal"},
     # What a terminal is shown (control characters as escapes): the standard library only.
     "terminal": set(),
     # The resident faces: one worker thread owns every Vault call (`worker`), shared by MCP and HTTP.
@@ -124,12 +120,11 @@ FACE_EXCEPTIONS = {
     ("watch", "secretscan"): "a secret in a hand edit is told (secretscan.warning), never refused",
     ("__main__", "config"): "MEMFILE_PLAIN (config.plain) decides whether a read-only command may end at once, "
     "and `[cli] resident` whether it leaves a resident reader behind",
-    ("cli_keys", "keys"): "the key commands are the keys file's face",
+    ("cli", "keys"): "the key commands are the keys file's face",
     ("worker", "paths"): "which folders are minds (mind_dirs), known without opening a Vault for each",
     ("mcp_server", "memory_tool"): "the `memory` tool runs Claude's memory-tool commands (MemoryToolBackend)",
     ("memory_tool", "secretscan"): "a secret refusal is said again with the lines of the text the model wrote",
-    ("cli_git", "paths"): "clone prints every mind it got (mind_dirs), as the worker knows them",
-    ("cli_serve", "keys"): "serve checks the keys file before it listens",
+    ("cli", "paths"): "clone prints every mind it got (mind_dirs), as the worker knows them",
     ("cli_client", "_version"): "the client tells the server its memfile version (memfile.__version__)",
     ("cli_served", "_version"): "the server refuses a client of another memfile version (memfile.__version__)",
     ("mcp_server", "_version"): "the MCP initialize answer names memfile's version (memfile.__version__)",
@@ -143,7 +138,7 @@ FACE_EXCEPTIONS = {
 }
 # Each third-party library lives in one home (a package prefix or a module).
 THIRD_PARTY_HOME = {
-    "click": {"cli", "cli_git", "cli_keys", "cli_options", "cli_serve", "cli_served", "cli_transfer"},
+    "click": {"cli"},
     "starlette": {"server", "console"},
     "uvicorn": {"server"},
     "jinja2": {"console"},
@@ -163,11 +158,6 @@ THIRD_PARTY_HOME = {
 }
 FACES = {
     "cli",
-    "cli_options",
-    "cli_transfer",
-    "cli_git",
-    "cli_keys",
-    "cli_serve",
     "cli_client",
     "cli_served",
     "terminal",
@@ -265,7 +255,6 @@ def test_no_import_cycles_between_modules() -> None:
     graph = {_unit(path): set() for path in MODULES}
     for path in MODULES:
         graph[_unit(path)] |= _imports(path, annotations=True)[0] - {_unit(path)}
-    graph["cli"] -= {"cli_git", "cli_keys", "cli_serve", "cli_transfer"}  # they register their commands on cli's group
     graph["errors"] -= {"secretscan"}  # imported inside errors.masked, once both modules are loaded
     graph["vault"] -= {"watch"}  # imported inside Vault.open(watch=True), once both modules are loaded
     graph["console"] -= {"server"}  # module by module without a cycle: test_the_server_and_the_console_have_no_cycle
@@ -316,6 +305,43 @@ def test_the_server_and_the_console_see_no_index_or_git(path: Path) -> None:
     """The types they show come from the facade (memfile.vault re-exports them), annotations included."""
     below = {name for name in _absolute_imports(path)[0] if name.split(".")[1] in ("index", "git")}
     assert not below, f"{_module_name(path)} imports {below}: import it from memfile.vault"
+
+
+def _from_the_group(path: Path, root: Path = REPO) -> set[str]:
+    """What a module of memfile/cli/ takes from the package itself (its __init__: the group and the list
+    of commands), not from a module beside it (`from . import common` is a module; `from . import main`,
+    `from memfile.cli import main` and `import memfile.cli` are the group)."""
+    folder = root / "memfile" / "cli"
+    package = ["memfile", "cli"]
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.ImportFrom):
+            base = package[: len(package) - node.level + 1] if node.level else []
+            module = ".".join([*base, *([node.module] if node.module else [])])
+            if module == "memfile.cli":
+                found |= {alias.name for alias in node.names if not (folder / f"{alias.name}.py").exists()}
+        elif isinstance(node, ast.Import):
+            found |= {alias.name for alias in node.names if alias.name == "memfile.cli"}
+    return found
+
+
+COMMAND_MODULES = sorted(path for path in (PACKAGE / "cli").glob("*.py") if path.name != "__init__.py")
+
+
+@pytest.mark.parametrize("path", COMMAND_MODULES, ids=lambda p: p.stem)
+def test_the_command_modules_never_import_the_group(path: Path) -> None:
+    """memfile/cli/__init__.py registers the commands of the modules beside it; they take what they share
+    from `common` and `options`, never the group back (no cycle between the group and its commands)."""
+    taken = _from_the_group(path)
+    assert not taken, f"memfile.cli.{path.stem} imports {taken} from memfile.cli: take it from memfile.cli.common"
+
+
+def test_the_command_line_modules_have_no_cycle() -> None:
+    paths = sorted((PACKAGE / "cli").glob("*.py"))
+    graph = {_module_name(path): _absolute_imports(path)[0] for path in paths}
+    assert {"memfile.cli.memories", "memfile.cli.serve"} <= graph["memfile.cli"]
+    cycle = _first_cycle({module: graph[module] & graph.keys() for module in graph})
+    assert cycle is None, f"import cycle: {' -> '.join(cycle)}"
 
 
 def test_errors_imports_the_scanner_only_when_a_message_masks_a_value() -> None:
@@ -496,6 +522,15 @@ def test_the_layering_rules_can_fail(tmp_path: Path) -> None:
         encoding="utf-8",
     )
     assert _index_submodules_imported(outside, tmp_path) == {"memfile.index.query", "memfile.index.store"}
+    (tmp_path / "memfile" / "cli").mkdir()
+    (tmp_path / "memfile" / "cli" / "common.py").write_text("", encoding="utf-8")
+    command = tmp_path / "memfile" / "cli" / "probe.py"
+    command.write_text(
+        "from . import common, main\nfrom .common import State\nfrom memfile.cli import COMMANDS\n"
+        "from ..cli import DISTRIBUTION\nimport memfile.cli\n",
+        encoding="utf-8",
+    )
+    assert _from_the_group(command, tmp_path) == {"main", "COMMANDS", "DISTRIBUTION", "memfile.cli"}
     codec = tmp_path / "memfile" / "index" / "codec.py"
     codec.write_text(
         "import whoosh.codec.whoosh3\nfrom whoosh.writing import SegmentWriter, MERGE_SMALL\n"

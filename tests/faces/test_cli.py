@@ -1262,11 +1262,11 @@ def test_edit_without_an_editor_says_to_set_editor(vault: Vault, tmp_path: Path)
 def test_install_hints_name_a_distribution_that_is_memfiles() -> None:
     import tomllib
 
-    from memfile import cli, cli_serve
+    from memfile.cli import common, serve
 
     pyproject = tomllib.loads((REPO / "pyproject.toml").read_text())
-    assert pyproject["project"]["name"] == cli.DISTRIBUTION == "memfile-vault"
-    assert "pip install 'memfile-vault[mcp]'" in (cli_serve.mcp.help or "")
+    assert pyproject["project"]["name"] == common.DISTRIBUTION == "memfile-vault"
+    assert "pip install 'memfile-vault[mcp]'" in (serve.mcp.help or "")
     wrong = re.compile(r"(?<![-\w])memfile\[|install[ ]memfile(?![-\w])")  # `memfile` on PyPI: another project
     places = [REPO / "README.md", *REPO.glob("docs/*.md"), *REPO.glob("memfile/**/*.py"), *REPO.glob("tests/**/*.py")]
     found = [f"{p.relative_to(REPO)}: {m[0]}" for p in places for m in wrong.finditer(p.read_text(encoding="utf-8"))]

@@ -6,10 +6,11 @@ from pathlib import Path
 
 import click
 
-from .cli import State, _json, json_option, main
-from .config import find_vault
-from .errors import InvalidInput
-from .keys import AGENT, PERSON, Key, KeyStore
+from ..config import find_vault
+from ..errors import InvalidInput
+from ..keys import AGENT, PERSON, Key, KeyStore
+from .common import State, json_option, print_json
+from .options import CommandGroup
 
 keys_option = click.option(
     "--keys",
@@ -21,7 +22,7 @@ keys_option = click.option(
 )
 
 
-@main.group(name="key")
+@click.group(name="key", cls=CommandGroup)
 def key_group() -> None:
     """Make, list and revoke the credentials of memfile serve.
 
@@ -62,7 +63,7 @@ def key_add(state: State, mind: str | None, person: bool, label: str, keys_path:
     root = find_vault(state.vault_path)
     key, token = KeyStore(keys_path).add(PERSON if person else AGENT, label, root, mind)
     if as_json:
-        _json({**key.to_dict(), "token": token})
+        print_json({**key.to_dict(), "token": token})
     else:
         click.echo(token)
     what = f"a Mind Key for the mind {key.mind}" if key.kind == AGENT else "a person's token for every mind"
@@ -91,7 +92,7 @@ def key_list(state: State, every: bool, keys_path: Path | None, as_json: bool) -
     store = KeyStore(keys_path)
     keys = store.list(None if every else find_vault(state.vault_path))
     if as_json:
-        _json([key.to_dict() for key in keys])
+        print_json([key.to_dict() for key in keys])
         return
     if not keys:
         scope = "" if every else " for this vault"
@@ -114,6 +115,6 @@ def key_revoke(state: State, key_id: str, keys_path: Path | None, as_json: bool)
     """
     key = KeyStore(keys_path).revoke(key_id)
     if as_json:
-        _json(key.to_dict())
+        print_json(key.to_dict())
     else:
         click.echo(f"revoked {_line(key)}  {key.vault}")

@@ -3,7 +3,7 @@
 `memfile recall --mind lan` is `memfile --mind lan recall`: every command takes the options of `memfile`
 itself after its name too (hidden in its --help; `memfile --help` lists them once), where it has none of
 its own by that name, and one it cannot take is refused with the reason. `memfile --json COMMAND` is
-`memfile COMMAND --json`. The values land in the command line's State (memfile/cli.py), whichever side
+`memfile COMMAND --json`. The values land in the command line's State (memfile/cli/common.py), whichever side
 of the command they were given on; the last one given counts, as in click.
 """
 

@@ -7,8 +7,9 @@ from typing import Any
 
 import click
 
-from .cli import State, _json, json_option, main, progress_bars
-from .errors import EXIT_CONFLICT, InvalidInput
+from ..errors import EXIT_CONFLICT, InvalidInput
+from .common import State, json_option, print_json, progress_bars
+from .options import MemfileCommand
 
 #: How many refs of each kind an import lists before "... and N more" (--json lists them all).
 SHOWN = 20
@@ -21,7 +22,7 @@ def _mind(state: State, mind: str | None) -> State:
     return state
 
 
-@main.command()
+@click.command(cls=MemfileCommand)
 @click.option("--mind", metavar="NAME", help="The mind to export (default: the one memfile chooses).")
 @click.option("--all-minds", is_flag=True, help="Export every mind of the vault.")
 @click.option(
@@ -61,14 +62,14 @@ def export(
     for line in report.unreadable:
         click.echo(f"memfile: not exported: {line}", err=True)
     if as_json:
-        _json(report.to_dict() | {"output": output})
+        print_json(report.to_dict() | {"output": output})
         return
     minds = ", ".join(report.minds)
     summary = f"exported {report.count} memories of {'minds' if len(report.minds) > 1 else 'mind'} {minds}"
     click.echo(f"{summary} to {output}" if output is not None else summary, err=output is None)
 
 
-@main.command(name="import")
+@click.command(name="import", cls=MemfileCommand)
 @click.argument("file", metavar="FILE")
 @click.option("--mind", metavar="NAME", help="The mind to import into (default: the one memfile chooses).")
 @click.option(
@@ -165,7 +166,7 @@ def import_(
             progress=progress,
         )
     if as_json:
-        _json(report.to_dict())
+        print_json(report.to_dict())
     else:
         _print_import(report.to_dict(), on_stderr=vault.notices)
     if report.conflicts:

@@ -7,12 +7,13 @@ from typing import Any
 
 import click
 
-from .cli import State, _json, _print_store, json_option, main, progress_bars
-from .errors import EXIT_PROBLEMS, EXIT_SYNC_CONFLICTS, InvalidInput, Refused
-from .vault import Vault, run_merge_driver
+from ..errors import EXIT_PROBLEMS, EXIT_SYNC_CONFLICTS, InvalidInput, Refused
+from ..vault import Vault, run_merge_driver
+from .common import State, json_option, print_json, print_store, progress_bars
+from .options import CommandGroup, MemfileCommand
 
 
-@main.command()
+@click.command(cls=MemfileCommand)
 @click.argument("ref")
 @json_option
 @click.pass_obj
@@ -26,7 +27,7 @@ def history(state: State, ref: str, as_json: bool) -> None:
     """
     versions = state.vault().history(ref)
     if as_json:
-        _json([v.to_dict() for v in versions])
+        print_json([v.to_dict() for v in versions])
         return
     for version in versions:
         what = (
@@ -49,7 +50,7 @@ def history(state: State, ref: str, as_json: bool) -> None:
             click.echo(f"    {line}")
 
 
-@main.command()
+@click.command(cls=MemfileCommand)
 @click.argument("ref")
 @click.option(
     "--at",
@@ -68,10 +69,10 @@ def restore(state: State, ref: str, at: str | None, as_json: bool) -> None:
     Example: memfile restore project/synapse_status --at HEAD~3
     """
     result = state.vault().restore(ref, at)
-    _print_store(result, as_json, "restored" if result.changed else "unchanged (already that version)")
+    print_store(result, as_json, "restored" if result.changed else "unchanged (already that version)")
 
 
-@main.command()
+@click.command(cls=MemfileCommand)
 @json_option
 @click.pass_obj
 def undo(state: State, as_json: bool) -> None:
@@ -86,10 +87,10 @@ def undo(state: State, as_json: bool) -> None:
     Example: memfile undo
     """
     entry = state.vault().undo()
-    _json(entry.to_dict()) if as_json else click.echo(f"{entry.message} ({entry.sha[:8]})")
+    print_json(entry.to_dict()) if as_json else click.echo(f"{entry.message} ({entry.sha[:8]})")
 
 
-@main.command()
+@click.command(cls=MemfileCommand)
 @click.option("--since", help="Only changes newer than this: a duration (7d, 12h) or a date (2026-05-01).")
 @click.option("--limit", type=click.IntRange(min=1), help="At most this many changes.")
 @json_option
@@ -101,14 +102,14 @@ def log(state: State, since: str | None, limit: int | None, as_json: bool) -> No
     """
     entries = state.vault().log(since, limit)
     if as_json:
-        _json([e.to_dict() for e in entries])
+        print_json([e.to_dict() for e in entries])
         return
     for entry in entries:
         keys = f" key {', '.join(entry.keys)}" if entry.keys else ""
         click.echo(f"{entry.date}  {entry.sha[:8]}  {entry.message}  [{entry.author}{keys}]")
 
 
-@main.command()
+@click.command(cls=MemfileCommand)
 @click.option("--remote", help="The name of the git remote to sync with (default: [sync] remote, else origin).")
 @click.option("--branch", help="The remote branch (default: the current branch's name).")
 @click.option("--new-branch", is_flag=True, help="Create --branch on the remote when it exists on neither side.")
@@ -125,7 +126,7 @@ def sync(state: State, remote: str | None, branch: str | None, new_branch: bool,
     """
     report = state.vault().sync(remote, branch, new_branch=new_branch)
     if as_json:
-        _json(report.to_dict())
+        print_json(report.to_dict())
     else:
         _print_sync(report)
     if report.conflicts:
@@ -154,7 +155,7 @@ def _print_sync(report: Any) -> None:
         click.echo(f"created {report.branch} on {report.remote}; on another machine: {report.clone_command}")
 
 
-@main.group()
+@click.group(cls=CommandGroup)
 def remote() -> None:
     """Manage the git remotes a vault syncs with.
 
@@ -175,7 +176,7 @@ def remote_add(state: State, url: str, name: str) -> None:
     click.echo(f"added remote {name} {url}; sync with: memfile sync --remote {name}")
 
 
-@main.command()
+@click.command(cls=MemfileCommand)
 @click.argument("url")
 @click.argument("path", type=click.Path(file_okay=False))
 @click.option("--mind", help="The mind to open first (default: as for every command; every mind is cloned).")
@@ -189,7 +190,7 @@ def clone(state: State, url: str, path: str, mind: str | None, as_json: bool) ->
 
     Example: memfile clone git@example.com:me/mind.git ~/memory
     """
-    from .paths import MIND_PATTERN, mind_dirs
+    from ..paths import MIND_PATTERN, mind_dirs
 
     vault = Vault.clone(url, path, mind or state.mind)
     state.opened.append(vault)
@@ -214,7 +215,7 @@ def clone(state: State, url: str, path: str, mind: str | None, as_json: bool) ->
         "next": f"cd {shlex.quote(str(vault.root))} && memfile{chosen} recall",
     }
     if as_json:
-        _json(data)
+        print_json(data)
         return
     click.echo(f"cloned {url} into {vault.root} (branch {data['branch']}, tracking {upstream})")
     for entry in minds:
@@ -222,7 +223,7 @@ def clone(state: State, url: str, path: str, mind: str | None, as_json: bool) ->
     click.echo(f"next: {data['next']}  (then memfile sync to exchange changes)")
 
 
-@main.command()
+@click.command(cls=MemfileCommand)
 @click.argument("ref")
 @click.option("--ours", is_flag=True, help="Keep this machine's text.")
 @click.option("--theirs", is_flag=True, help="Take the other side's text.")
@@ -251,10 +252,10 @@ def resolve(state: State, ref: str, ours: bool, theirs: bool, edit: bool, as_jso
         result = vault.resolve(ref, content=edited)
     else:
         result = vault.resolve(ref, "ours" if ours else "theirs" if theirs else None)
-    _print_store(result, as_json, "resolved")
+    print_store(result, as_json, "resolved")
 
 
-@main.command(name="merge-file", hidden=True)
+@click.command(name="merge-file", cls=MemfileCommand, hidden=True)
 @click.argument("base", type=click.Path(dir_okay=False))
 @click.argument("ours", type=click.Path(dir_okay=False))
 @click.argument("theirs", type=click.Path(dir_okay=False))
@@ -267,7 +268,7 @@ def merge_file(base: str, ours: str, theirs: str, path: str) -> None:
     raise SystemExit(run_merge_driver(base, ours, theirs, path))
 
 
-@main.command()
+@click.command(cls=MemfileCommand)
 @click.option(
     "--fix",
     is_flag=True,
@@ -284,7 +285,7 @@ def doctor(state: State, fix: bool, as_json: bool) -> None:
     with progress_bars() as progress:
         report = state.vault().doctor(fix=fix, progress=progress)
     if as_json:
-        _json(report.to_dict())
+        print_json(report.to_dict())
     else:
         for line in report.fixed:
             click.echo(f"fixed: {line}")

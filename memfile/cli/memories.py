@@ -1,9 +1,5 @@
-"""The command line: a thin click face over `Vault`.
-
-Each command parses its options, calls one Vault method and prints the
-result: data on stdout, warnings and notices on stderr. Errors are turned
-into messages and exit codes in one place (`MemfileGroup.invoke`).
-"""
+"""The command line's memory commands: init, store, show, list, forget, verify, reactivate, expiring,
+edit, recall, search, by-tag, tags, stats, reindex, status and last-recall."""
 
 from __future__ import annotations
 
@@ -11,187 +7,19 @@ import json
 import os
 import re
 import sys
-from collections.abc import Callable, Iterator
-from contextlib import ExitStack, contextmanager
-from dataclasses import dataclass, field
 from typing import Any
 
 import click
 
-from .cli_options import CommandGroup, MemfileCommand, json_by_default, own_options
-from .config import environ
-from .errors import EXIT_UNEXPECTED, FileParseError, InvalidInput, MemfileError, Refused
-from .model import Memory, Progress, StoreResult, format_datetime, step
-from .terminal import unshown, wrapped
-from .vault import Vault
-
-EXAMPLE_VAULT = "sample_vault"
-#: Commands that list unreadable files themselves: no summary line about them.
-LISTS_UNREADABLE = {"status", "doctor"}
-#: Commands whose terminal output is drawn by a library (uvicorn's coloured log, MCP's stdio protocol):
-#: their streams are not `terminal.Shown`.
-DRAWS_ITS_OWN = {"serve", "mcp"}
-#: The distribution to install (the name `memfile` on the package index is another project).
-DISTRIBUTION = "memfile-vault"
-#: How a command gets its Vault: `Vault.open(--vault, --mind)` in process; a server's own (cli_served.py).
-Opener = Callable[[str | None, str | None], Vault]
+from ..config import environ
+from ..errors import FileParseError, InvalidInput, Refused
+from ..model import Memory, format_datetime, step
+from ..vault import Vault
+from .common import State, json_option, print_json, print_store, progress_bars
+from .options import MemfileCommand
 
 
-@dataclass
-class State:
-    vault_path: str | None
-    mind: str | None
-    debug: bool
-    opener: Opener = Vault.open
-    opened: list[Vault] = field(default_factory=list)
-
-    def vault(self) -> Vault:
-        if not self.opened:
-            self.opened.append(self.opener(self.vault_path, self.mind))
-        return self.opened[0]
-
-
-@dataclass(frozen=True)
-class Served:
-    """`main`'s obj when a server runs a command line for another process (cli_served.py): where the
-    command's Vault comes from, and which commands it may run (a refused one raises `NotServed`)."""
-
-    opener: Opener
-    commands: frozenset[str]
-
-
-class NotServed(Exception):
-    """A server was asked to run a command it does not run for others: the client runs it itself."""
-
-
-class MemfileGroup(click.Group):
-    """Runs a command and translates MemfileError (and surprises) into exit codes."""
-
-    command_class = MemfileCommand
-    group_class = CommandGroup
-
-    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
-        for arg in args:
-            try:
-                _check_utf8(arg, "argument")
-            except InvalidInput as exc:
-                raise click.UsageError(str(exc), ctx) from None
-        return super().parse_args(ctx, args)
-
-    def invoke(self, ctx: click.Context) -> Any:
-        try:
-            return super().invoke(ctx)
-        except MemfileError as exc:
-            _report_debug(ctx, exc)
-            click.echo(f"memfile: error: {exc}", err=True)
-            ctx.exit(exc.exit_code)
-        except (click.exceptions.Exit, click.ClickException, click.Abort, NotServed):
-            raise
-        except BrokenPipeError:
-            # The reader (say `| head`) went away: stop quietly, as other command-line tools do.
-            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-            ctx.exit(0)
-        except KeyboardInterrupt:
-            click.echo("memfile: interrupted", err=True)
-            ctx.exit(130)
-        except Exception as exc:  # noqa: BLE001 - the last line of defence: no traceback for users
-            _report_debug(ctx, exc)
-            click.echo(f"memfile: unexpected error: {exc!r}; rerun with --debug and report it", err=True)
-            ctx.exit(EXIT_UNEXPECTED)
-        finally:
-            _print_messages(ctx)
-
-
-def _report_debug(ctx: click.Context, exc: BaseException) -> None:
-    state = ctx.obj
-    if isinstance(state, State) and state.debug:
-        import traceback
-
-        traceback.print_exception(exc, file=sys.stderr)
-
-
-def _print_messages(ctx: click.Context) -> None:
-    """Notices, and one line about files that cannot be read (`status` and `doctor` list them)."""
-    state = ctx.obj
-    if not isinstance(state, State):
-        return
-    for vault in state.opened:
-        if len(vault.issues) == 1:
-            click.echo(f"memfile: warning: {vault.issues[0]}", err=True)
-        elif vault.issues and ctx.invoked_subcommand not in LISTS_UNREADABLE:
-            click.echo(
-                f"memfile: warning: {len(vault.issues)} files cannot be read and are skipped; see: memfile doctor",
-                err=True,
-            )
-        for notice in vault.notices:
-            click.echo(f"memfile: {notice}", err=True)
-
-
-def _check_utf8(text: str, what: str) -> str:
-    """Refuse text that came from bytes that are not UTF-8 (Python keeps them as lone surrogates)."""
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        raw = text.encode("utf-8", "surrogateescape") if _escaped_bytes(text) else text.encode("utf-8", "replace")
-        raise InvalidInput(
-            what,
-            raw.decode("ascii", "backslashreplace"),
-            "UTF-8 text (set the terminal to UTF-8)",
-            reason="it is not valid UTF-8",
-        ) from None
-    return text
-
-
-def _escaped_bytes(text: str) -> bool:
-    try:
-        text.encode("utf-8", "surrogateescape")
-    except UnicodeEncodeError:
-        return False
-    return True
-
-
-def _json(data: Any) -> None:
-    click.echo(json.dumps(data, ensure_ascii=False, indent=2))
-
-
-json_option = click.option("--json", "as_json", is_flag=True, help="Print JSON for programs.")
-
-
-# color: click would strip escape sequences from what goes to a pipe or a file; memfile writes a memory
-# there as stored, and styles only a terminal's output (terminal.Shown escapes a memory's own codes).
-@click.group(cls=MemfileGroup, context_settings={"help_option_names": ["-h", "--help"], "color": True})
-@own_options
-@click.version_option(package_name=DISTRIBUTION, prog_name="memfile")
-@click.pass_context
-def main(ctx: click.Context, vault_path: str | None, mind: str | None, debug: bool, as_json: bool) -> None:
-    """Long-term memory for LLM agents, kept as Markdown files in git.
-
-    --vault, --mind, --debug and --json may also follow the command.
-
-    Example: memfile --vault sample_vault recall
-    """
-    if as_json:
-        json_by_default(ctx)
-    if isinstance(ctx.obj, Served):  # run by the vault's server for a command line of another process
-        if ctx.invoked_subcommand not in ctx.obj.commands:
-            raise NotServed(ctx.invoked_subcommand)
-        ctx.obj = State(vault_path, mind, debug, ctx.obj.opener)
-        return
-    for stream in (sys.stdout, sys.stderr):  # a terminal that cannot show a character gets an escape, not an error
-        if hasattr(stream, "reconfigure") and getattr(stream, "errors", "") == "strict":
-            stream.reconfigure(errors="backslashreplace")
-    if ctx.invoked_subcommand not in DRAWS_ITS_OWN:  # a terminal is shown control characters as escapes
-        given = sys.stdout, sys.stderr
-        sys.stdout, sys.stderr = wrapped(sys.stdout), wrapped(sys.stderr)
-
-        @ctx.call_on_close
-        def put_back() -> None:
-            sys.stdout, sys.stderr = given
-
-    ctx.obj = State(vault_path, mind, debug)
-
-
-@main.command()
+@click.command(cls=MemfileCommand)
 @click.argument("path", type=click.Path(file_okay=False))
 @click.option("--mind", "mind", default="default", show_default=True, help="Folder name of the first mind.")
 @click.option("--name", help="Display name of the mind, shown by recall.")
@@ -205,7 +33,7 @@ def init(state: State, path: str, mind: str, name: str | None, as_json: bool) ->
     vault = Vault.init(path, mind, name)
     state.opened.append(vault)
     if as_json:
-        _json({"vault": str(vault.root), "mind": vault.mind, "name": vault.name})
+        print_json({"vault": str(vault.root), "mind": vault.mind, "name": vault.name})
     else:
         click.echo(f"created vault {vault.root} with mind {vault.mind} ({vault.name})")
 
@@ -231,7 +59,7 @@ def _read_content(content: str | None) -> str:
         ) from None
 
 
-@main.command()
+@click.command(cls=MemfileCommand)
 @click.argument("category")
 @click.argument("key")
 @click.argument("content", required=False)
@@ -282,24 +110,7 @@ def store(
     if expires is not None:
         options["expires"] = expires
     result = state.vault().store(category, key, _read_content(content), **options)
-    _print_store(result, as_json, "stored" if result.created else "updated" if result.changed else "unchanged")
-
-
-def _print_store(result: StoreResult, as_json: bool, verb: str) -> None:
-    if as_json:
-        _json(
-            result.memory.to_dict()
-            | {
-                "created": result.created,
-                "changed": result.changed,
-                "commit": result.commit,
-                "superseded": result.superseded.to_dict() if result.superseded else None,
-            }
-        )
-        return
-    click.echo(f"{verb} {result.memory.id} {result.memory.path}")
-    if result.superseded is not None:
-        click.echo(f"superseded {result.superseded.id} {result.superseded.path}")
+    print_store(result, as_json, "stored" if result.created else "updated" if result.changed else "unchanged")
 
 
 def _show_text(memory: Memory) -> str:
@@ -327,7 +138,7 @@ def _shown_value(value: Any) -> str:
     return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
 
 
-@main.command()
+@click.command(cls=MemfileCommand)
 @click.argument("ref")
 @click.option("--at", metavar="REV|DATE", help="The version at a commit (sha, HEAD~2), a date (2026-05-01) or 7d ago.")
 @json_option
@@ -341,7 +152,7 @@ def show(state: State, ref: str, at: str | None, as_json: bool) -> None:
     """
     vault = state.vault()
     memory = vault.show(ref) if at is None else vault.show_at(ref, at)
-    _json(memory.to_dict()) if as_json else click.echo(_show_text(memory))
+    print_json(memory.to_dict()) if as_json else click.echo(_show_text(memory))
 
 
 def _list_line(memory: Memory) -> str:
@@ -351,7 +162,7 @@ def _list_line(memory: Memory) -> str:
 
 def _print_memories(memories: list[Memory], as_json: bool, empty: str) -> None:
     if as_json:
-        _json([m.to_dict() for m in memories])
+        print_json([m.to_dict() for m in memories])
     elif not memories:
         click.echo(empty, err=True)
     else:
@@ -359,7 +170,7 @@ def _print_memories(memories: list[Memory], as_json: bool, empty: str) -> None:
             click.echo(_list_line(memory))
 
 
-@main.command(name="list")
+@click.command(name="list", cls=MemfileCommand)
 @click.option("--category", help="Only this category.")
 @click.option("--tag", "tags", multiple=True, help="Only memories with this tag (repeat: all of them).")
 @click.option("--priority", help="Only this priority.")
@@ -398,7 +209,7 @@ def list_(
     _print_memories(memories, as_json, "no memories match")
 
 
-@main.command()
+@click.command(cls=MemfileCommand)
 @click.argument("ref")
 @json_option
 @click.pass_obj
@@ -408,10 +219,10 @@ def forget(state: State, ref: str, as_json: bool) -> None:
     Example: memfile forget context/conference_trip_march
     """
     memory = state.vault().forget(ref)
-    _json(memory.to_dict()) if as_json else click.echo(f"forgot {memory.id} {memory.path}")
+    print_json(memory.to_dict()) if as_json else click.echo(f"forgot {memory.id} {memory.path}")
 
 
-@main.command()
+@click.command(cls=MemfileCommand)
 @click.argument("ref")
 @json_option
 @click.pass_obj
@@ -421,10 +232,10 @@ def verify(state: State, ref: str, as_json: bool) -> None:
     Example: memfile verify project/project_synapse_status
     """
     result = state.vault().verify(ref)
-    _print_store(result, as_json, "verified" if result.changed else "already verified")
+    print_store(result, as_json, "verified" if result.changed else "already verified")
 
 
-@main.command()
+@click.command(cls=MemfileCommand)
 @click.argument("ref")
 @json_option
 @click.pass_obj
@@ -434,10 +245,10 @@ def reactivate(state: State, ref: str, as_json: bool) -> None:
     Example: memfile reactivate identity/user_location
     """
     result = state.vault().reactivate(ref)
-    _print_store(result, as_json, "reactivated" if result.changed else "not superseded, unchanged")
+    print_store(result, as_json, "reactivated" if result.changed else "not superseded, unchanged")
 
 
-@main.command()
+@click.command(cls=MemfileCommand)
 @click.option("--within", default="7d", show_default=True, help="A duration: 30m, 12h, 7d, 2w.")
 @json_option
 @click.pass_obj
@@ -454,7 +265,7 @@ def expiring(state: State, within: str, as_json: bool) -> None:
         click.echo(f"{format_datetime(memory.expires_at)}  {_list_line(memory)}")  # type: ignore[arg-type]
 
 
-@main.command()
+@click.command(cls=MemfileCommand)
 @click.argument("ref")
 @json_option
 @click.pass_obj
@@ -495,10 +306,10 @@ def edit(state: State, ref: str, as_json: bool) -> None:
         raise FileParseError(
             exc.path, exc.line, f"{exc.reason}; your edit is kept as it is in {path}, not committed"
         ) from None
-    _print_store(result, as_json, "edited" if result.changed else "unchanged")
+    print_store(result, as_json, "edited" if result.changed else "unchanged")
 
 
-@main.command()
+@click.command(cls=MemfileCommand)
 @click.option("--query", "-q", help="What the agent is working on: pinned memories, then the best matches.")
 @click.option("--budget", type=int, help="Most tokens the output may take (estimate: characters / 4); 0 = no limit.")
 @click.option("--limit", type=int, default=10, show_default=True, help="With --query: most matches besides the pinned.")
@@ -534,10 +345,10 @@ def recall(
     options |= {"semantic": semantic} if semantic is not None else {}
     options |= {"budget": budget} if budget is not None else {}
     report = state.vault().recall(**options)
-    _json(report.to_dict()) if fmt == "json" else click.echo(report.encode(), nl=False)
+    print_json(report.to_dict()) if fmt == "json" else click.echo(report.encode(), nl=False)
 
 
-@main.command()
+@click.command(cls=MemfileCommand)
 @click.argument("query", nargs=-1, required=True)
 @click.option("--tag", "tags", multiple=True, help="Only memories with this tag (repeat: all of them).")
 @click.option("--category", help="Only this category.")
@@ -592,7 +403,7 @@ def search(
         semantic=semantic,
     )
     if as_json:
-        _json([hit.to_dict() for hit in hits])
+        print_json([hit.to_dict() for hit in hits])
         return
     if not hits:
         click.echo("no memory matches", err=True)
@@ -606,7 +417,7 @@ def search(
         click.echo(f"    {hit.memory.path}")
 
 
-@main.command(name="by-tag")
+@click.command(name="by-tag", cls=MemfileCommand)
 @click.argument("tag")
 @click.option("--include-expired", is_flag=True, help="Also expired memories.")
 @json_option
@@ -624,7 +435,7 @@ def by_tag(state: State, tag: str, include_expired: bool, as_json: bool) -> None
         click.echo(f"{format_datetime(memory.updated_at)}  {_list_line(memory)}")
 
 
-@main.command()
+@click.command(cls=MemfileCommand)
 @json_option
 @click.pass_obj
 def tags(state: State, as_json: bool) -> None:
@@ -634,13 +445,13 @@ def tags(state: State, as_json: bool) -> None:
     """
     counted = state.vault().tags()
     if as_json:
-        _json([{"tag": tag, "count": count} for tag, count in counted])
+        print_json([{"tag": tag, "count": count} for tag, count in counted])
         return
     for tag, count in counted:
         click.echo(f"{count:>6}  {tag}")
 
 
-@main.command()
+@click.command(cls=MemfileCommand)
 @json_option
 @click.pass_obj
 def stats(state: State, as_json: bool) -> None:
@@ -650,7 +461,7 @@ def stats(state: State, as_json: bool) -> None:
     """
     data = state.vault().stats()
     if as_json:
-        _json(data.to_dict())
+        print_json(data.to_dict())
         return
     click.echo(f"Mind: {data['name']} ({data['mind']})")
     click.echo(
@@ -662,23 +473,7 @@ def stats(state: State, as_json: bool) -> None:
     click.echo(f"Index: {data['index_bytes'] / 1024:.0f} KiB, last updated {data['last_index_update'] or 'never'}")
 
 
-@contextmanager
-def progress_bars() -> Iterator[Progress]:
-    """A long verb's `progress` drawn as a bar per step on stderr, when that is a terminal (a pipe gets none)."""
-    err, hidden = unshown(sys.stderr), not sys.stderr.isatty()
-    with ExitStack() as drawn:
-        bars: list[Any] = []
-
-        def progress(name: str, done: int, total: int) -> None:
-            if not bars or (bars[-1].label, bars[-1].length) != (name, total):
-                drawn.close()  # the step before ends its line
-                bars.append(drawn.enter_context(click.progressbar(length=total, label=name, file=err, hidden=hidden)))
-            bars[-1].update(done - bars[-1].pos)
-
-        yield progress
-
-
-@main.command()
+@click.command(cls=MemfileCommand)
 @click.option("--semantic", is_flag=True, help="Also embed what is not embedded yet (the semantic extra).")
 @json_option
 @click.pass_obj
@@ -700,7 +495,7 @@ def reindex(state: State, semantic: bool, as_json: bool) -> None:
     skipped = [{"path": i.path, "line": i.line, "reason": i.reason} for i in report.skipped]
     data = counts | {"skipped": skipped} | ({"embedded": embedded} if embedded is not None else {})
     if as_json:
-        _json(data)
+        print_json(data)
     else:
         click.echo(
             f"indexed: {report.added} added, {report.updated} updated, {report.removed} removed, "
@@ -711,7 +506,7 @@ def reindex(state: State, semantic: bool, as_json: bool) -> None:
         click.echo(f"  skipped {issue}", err=True)
 
 
-@main.command()
+@click.command(cls=MemfileCommand)
 @json_option
 @click.pass_obj
 def status(state: State, as_json: bool) -> None:
@@ -721,7 +516,7 @@ def status(state: State, as_json: bool) -> None:
     """
     data = state.vault().status()
     if as_json:
-        _json(data.to_dict())
+        print_json(data.to_dict())
         return
     click.echo(f"Mind: {data['mind']}")
     click.echo(
@@ -766,7 +561,7 @@ def status(state: State, as_json: bool) -> None:
         click.echo(f"Semantic: {vectors['embedded']} of {vectors['total']} memories embedded ({vectors['model']})")
 
 
-@main.command(name="last-recall")
+@click.command(name="last-recall", cls=MemfileCommand)
 @json_option
 @click.pass_obj
 def last_recall(state: State, as_json: bool) -> None:
@@ -776,7 +571,7 @@ def last_recall(state: State, as_json: bool) -> None:
     """
     record = state.vault().last_recall()
     if as_json:
-        _json(record.to_dict())
+        print_json(record.to_dict())
         return
     click.echo(
         f"{record['served_at']}  {record['source']}  mind {record['mind']}"
@@ -791,9 +586,3 @@ def last_recall(state: State, as_json: bool) -> None:
         near = f", next to {item['neighbour_of']}" if item.get("neighbour_of") else ""
         short = ", shortened" if item["shortened"] else ""
         click.echo(f"  {item['ref']}  {why}{near}{short}".rstrip())
-
-
-# Last: each registers its commands on `main` (git: history, sync, ...; keys; serve; export and import).
-from . import cli_git, cli_keys, cli_serve, cli_transfer  # noqa: E402
-
-COMMAND_MODULES = (cli_git, cli_keys, cli_serve, cli_transfer)

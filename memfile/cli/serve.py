@@ -11,15 +11,16 @@ from typing import Any
 
 import click
 
-from .cli import DISTRIBUTION, State, _json, json_option, main
-from .config import find_vault
-from .errors import InvalidInput
+from ..config import find_vault
+from ..errors import InvalidInput
+from .common import DISTRIBUTION, State, json_option, print_json
+from .options import MemfileCommand
 
 #: The packages of the `serve` extra: without them `memfile serve` says how to install them.
 SERVE_PACKAGES = ("starlette", "uvicorn", "h11", "anyio", "jinja2", "markupsafe", "python_multipart")
 
 
-@main.command()
+@click.command(cls=MemfileCommand)
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on (loopback only by default).")
 @click.option("--port", type=int, default=8765, show_default=True, help="Port to listen on (0: any free port).")
 @click.option("--uds", metavar="PATH", help="Listen on this Unix socket instead (made 0600): the safest transport.")
@@ -97,24 +98,25 @@ def serve(
     Example: memfile serve --stop
     """
     if stop:
-        from .cli_served import stop_resident
+        from ..cli_served import stop_resident
 
         root = find_vault(state.vault_path)
         pid = stop_resident(root)
         if as_json:
-            _json({"stopped": pid is not None, "pid": pid})
+            print_json({"stopped": pid is not None, "pid": pid})
         else:
             click.echo(
                 f"stopped the resident reader of {root} (pid {pid})" if pid else f"no resident reader runs for {root}"
             )
         return
+    group = click.get_current_context().find_root().command  # `memfile`: it runs the command lines it answers
     if resident:
-        from .cli_served import resident as run_resident
+        from ..cli_served import resident as run_resident
 
-        run_resident(find_vault(state.vault_path), lambda message: click.echo(f"memfile: {message}", err=True))
+        run_resident(find_vault(state.vault_path), lambda message: click.echo(f"memfile: {message}", err=True), group)
         return
     try:
-        from .server import serve as run_server
+        from ..server import serve as run_server
     except ModuleNotFoundError as exc:
         if exc.name not in SERVE_PACKAGES:
             raise
@@ -123,7 +125,7 @@ def serve(
             str(exc),
             f"Starlette and uvicorn: pip install '{DISTRIBUTION}[serve]' (in a checkout of memfile: pip install '.[serve]')",
         ) from None
-    from .cli_served import command_lines
+    from ..cli_served import command_lines
 
     def ready(url: str) -> None:
         click.echo(f"memfile: serving {url} (Ctrl+C to stop)")
@@ -145,11 +147,11 @@ def serve(
         watch=not no_watch,
         on_ready=ready,
         notify=notify,
-        beside=lambda minds, url: command_lines(minds, url, notify),
+        beside=lambda minds, url: command_lines(minds, url, notify, group),
     )
 
 
-@main.command()
+@click.command(cls=MemfileCommand)
 @click.option("--autocommit", is_flag=True, help="Commit hand edits, one commit per batch.")
 @click.option(
     "--debounce", type=float, default=0.3, show_default=True, help="Seconds of quiet before a batch is applied."
@@ -163,11 +165,11 @@ def watch(state: State, autocommit: bool, debounce: float) -> None:
     import signal
     import threading
 
-    from .watch import Watcher
+    from ..watch import Watcher
 
     if not 0.0 < debounce <= 10.0:
         raise InvalidInput("debounce", debounce, "seconds, more than 0 and at most 10")
-    from .cli_served import stop_resident
+    from ..cli_served import stop_resident
 
     vault = state.vault()
     stopped = stop_resident(vault.root)  # it watches the minds it opened: this watcher takes its place
@@ -197,7 +199,7 @@ def watch(state: State, autocommit: bool, debounce: float) -> None:
         click.echo("stopped", err=True)
 
 
-@main.command()
+@click.command(cls=MemfileCommand)
 @click.option(
     "--no-watch",
     is_flag=True,
@@ -215,7 +217,7 @@ def mcp(state: State, no_watch: bool, read_minds: tuple[str, ...]) -> None:
     Example: memfile --vault ~/chats --mind group_a mcp --read-mind alice
     """
     try:
-        from .mcp_server import serve
+        from ..mcp_server import serve
     except ImportError as exc:
         raise InvalidInput(
             "mcp",
