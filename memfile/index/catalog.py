@@ -94,7 +94,9 @@ class Catalog:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             try:
                 self._db = _connect(self.path)
-            except sqlite3.DatabaseError:
+            except sqlite3.DatabaseError as exc:
+                if "disk is full" in str(exc):
+                    raise  # no damage: deleting the file would make room for what the disk refused
                 self.path.unlink(missing_ok=True)
                 self._db = _connect(self.path)
             self._inode = _inode(self.path)
@@ -407,6 +409,15 @@ def _inode(path: Path) -> int | None:
 
 def _connect(path: Path | str) -> sqlite3.Connection:
     db = sqlite3.connect(path, timeout=BUSY_TIMEOUT)
+    try:
+        _prepare(db)
+    except BaseException:
+        db.close()  # its files closed now, not when the garbage collector finds the connection
+        raise
+    return db
+
+
+def _prepare(db: sqlite3.Connection) -> None:
     db.execute("PRAGMA journal_mode=WAL")
     db.execute("PRAGMA synchronous=NORMAL")
     db.execute(
@@ -417,4 +428,3 @@ def _connect(path: Path | str) -> sqlite3.Connection:
     db.execute("CREATE INDEX IF NOT EXISTS files_refs ON files (ref) WHERE ref IS NOT NULL")
     db.execute("CREATE TABLE IF NOT EXISTS meta (name TEXT PRIMARY KEY, value BLOB)")
     db.commit()
-    return db
