@@ -304,12 +304,13 @@ def three_minds(tmp_path: Path) -> Path:
 
 def test_one_watch_over_the_vault_hands_each_event_to_its_own_mind_only(three_minds: Path) -> None:
     root, refreshes = three_minds, Refreshes()
+    before = inotify_instances()  # another file's test in this worker process may keep a watch still open
     watcher = MindsWatcher(root, refreshes, debounce=0.05, max_wait=0.2)
     try:
         assert watcher.add("alice") and watcher.add("bob")  # carol: never opened, never watched
         assert watcher.wait_idle("alice", 10) and watcher.wait_idle("bob", 10)
         assert refreshes.of("alice") == [None] and refreshes.of("bob") == [None]  # the first: a full diff
-        assert inotify_instances() == 1
+        assert inotify_instances() - before <= 1
 
         write(root / "alice" / "fact" / "wifi.md", "zebra42\n")
         assert wait_until(lambda: len(refreshes.of("alice")) == 2, 10)

@@ -269,11 +269,12 @@ def test_a_thousand_opened_minds_use_one_inotify_instance(tmp_path: Path) -> Non
     root = plain_vault(
         tmp_path / "vault", **{f"chat{n:04d}": {"fact/topic": f"chat {n} talks of okapi{n}"} for n in range(1000)}
     )
+    before = inotify_instances()  # another file's test in this worker process may keep a watch still open
     minds = Minds(root)
     try:
         for n in range(1000):
             minds.call_sync(Caller(f"chat{n:04d}", Source.AGENT), lambda v: None)
-        assert inotify_instances() == 1
+        assert inotify_instances() - before <= 1
         assert all(minds.watcher.watching(f"chat{n:04d}") for n in (0, 499, 999))
         write(root / "chat0500" / "fact" / "hand.md", "wapiti by hand\n")  # one mind among a thousand
         caller = Caller("chat0500", Source.AGENT)
