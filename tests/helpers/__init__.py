@@ -211,6 +211,13 @@ def hold_index_lock(root: Path, mind: str = "michael") -> Iterator[None]:
         held.cancel()
 
 
+def index_of(root: Path, mind: str = "michael") -> Any:
+    """The mind's index as the index package opens it (`memfile.index.Index`, apart from any Vault)."""
+    from memfile.index import Index
+
+    return Index(root, mind, 30.0, lambda notice: None)
+
+
 def watcher_vouches(root: Path, mind: str = "michael") -> bool:
     """Whether a live watcher of the mind vouches that its index is in line with the files (reads then skip
     the stat diff), as the index package answers it (`memfile.index.Index`, apart from any Vault)."""

@@ -34,6 +34,7 @@ from helpers import (
     in_private_mounts,
     in_vault,
     index_dir,
+    index_of,
     memfile_command,
     mount_namespaces,
     ok,
@@ -665,8 +666,8 @@ def test_a_writer_that_fails_to_open_lets_go_of_the_index_lock(notes: Vault, mon
 
     from whoosh.index import FileIndex
 
-    store = notes._index._store
-    assert store is not None
+    index = index_of(notes.root)
+    store = index.store
     read_toc = FileIndex._read_toc
 
     def removed_meanwhile(self: Any) -> Any:
@@ -674,7 +675,7 @@ def test_a_writer_that_fails_to_open_lets_go_of_the_index_lock(notes: Vault, mon
 
     monkeypatch.setattr(FileIndex, "_read_toc", removed_meanwhile)
     with pytest.raises(FileNotFoundError) as failed:  # every file gone: a write it must make (the lock taken)
-        store.sync({}, notes._index.load, None, wait=True, present=lambda path: False)
+        store.sync({}, index.load, None, wait=True, present=lambda path: False)
     kept = failed.value  # as a worker's Future keeps it, traceback and all
     monkeypatch.setattr(FileIndex, "_read_toc", read_toc)
     fd = os.open(index_dir(notes.root) / f"{INDEX_NAME}_WRITELOCK", os.O_WRONLY)
@@ -823,9 +824,9 @@ def test_a_full_diff_listed_before_another_writer_stored_never_drops_that_memory
     listed = stat_walk(watcher.mind_dir, watcher.root)  # the watcher's snapshot, before the store
     writer = Vault.open(watcher.root, "michael")
     writer.store("fact", "new", "Stored while the watcher was listing")
-    store = watcher._index.store
-    assert store is not None
-    store.sync(listed, watcher._index.load, None, wait=True, present=lambda path: (watcher.root / path).exists())
+    index = index_of(watcher.root)
+    store = index.store
+    store.sync(listed, index.load, None, wait=True, present=lambda path: (watcher.root / path).exists())
     # what a vouching watcher lets every command read without a diff: the catalog itself
     assert {m.key for m in store.catalog.memories()} == {"old", "new"}
     assert [h.memory.key for h in store.search("stored while listing", SearchOptions(), utc_now())] == ["new"]
@@ -984,16 +985,15 @@ def test_a_file_read_within_its_racy_window_is_read_again_even_when_its_whole_st
     soon = (time.time_ns() // 1_000_000_000 + 3) * 1_000_000_000
     os.utime(path, ns=(soon, soon))
     vault.list()
-    index = vault._index.store
-    assert index is not None
+    index = index_of(root)
     walk = stat_walk(vault.mind_dir, root)
     recorded = index.catalog.recorded()[path.relative_to(root).as_posix()]
     assert recorded != walk["michael/fact/door.md"]  # read within its racy window: recorded as unsure
     path.write_text(NOTE.replace("1234", "5678"), encoding="utf-8")
     # what a coarse file system would report: the very stat the walk saw before the edit
-    report = index.sync(walk, vault._index.load)
+    report = index.store.sync(walk, index.load)
     assert report.updated == 1
-    assert vault._index.catalog.memories()[0].content.startswith("The door code is 5678")
+    assert index.catalog.memories()[0].content.startswith("The door code is 5678")
 
 
 def test_a_racy_file_that_did_not_change_is_confirmed_without_a_full_text_write(vault: Vault) -> None:

@@ -567,7 +567,9 @@ class Storm:
 
 SEARCHER = r"""
 import json, os, sys, traceback
+from pathlib import Path
 from memfile import Vault
+from memfile.index.source import watcher_vouches
 
 root, stop, pinned = sys.argv[1], sys.argv[2], json.loads(sys.argv[3])
 stats = {"searches": 0, "vouched": 0, "fresh_vaults": 0, "memories": 0, "recalls": 0}
@@ -581,7 +583,7 @@ while True:
     stats["fresh_vaults"] += fresh
     path, token = pinned[i % len(pinned)]
     try:
-        stats["vouched"] += vault._index.watcher_vouches()
+        stats["vouched"] += watcher_vouches(Path(root), "michael")
         got = [h.memory.path for h in vault.search(token, limit=5)]
         stats["searches"] += 1
         if got != [path]:
