@@ -478,45 +478,65 @@ def bench_served(
     # 7. with `memfile serve` running: the command line answered through it, next to python and rg
     server = start_server(vault, looking, work / f"serve-{size}.log")
     try:
-        w1, w2 = pairs[0]
-        found, out = imports_and_output([sys.executable, *served, "search", w1, w2], looking)
-        found &= {"click", "whoosh", "git", "yaml"}
-        table.add(
-            "served: search imports no click/whoosh/git/yaml",
-            ok=not found and bool(out),
-            check=True,
-            target="none",
-            size=size,
-            note="the server answered: " + (("the process imported " + ", ".join(sorted(found))) if found else "yes"),
-            shown=", ".join(sorted(found)) or "none imported",
+        answered = reads_answered(
+            "served", size, table, served, looking, base, env, pairs, args.served_runs, rg_run, with_whole_recall=True
         )
-        commands = [["search", w1, w2], ["recall", "--query", f"{w1} {w2}"], ["recall"], ["list", "--json"]]
-        differ = [" ".join(c) for c in commands if run([*served, *c], looking)[1] != run([*base, *c], env)[1]]
-        table.add(
-            "served: output = in-process output",
-            ok=not differ,
-            check=True,
-            target="identical",
-            size=size,
-            note=("differs: " + "; ".join(differ)) if differ else "search, recall --query, recall, list --json",
-            shown="differs: " + "; ".join(differ) if differ else "identical",
-        )
-        py_times: list[float] = []
-        rg_times: list[float] = []
-        search_times: list[float] = []
-        recall_q_times: list[float] = []
-        recall_times: list[float] = []
-        for i in range(args.served_runs):
-            w1, w2 = pairs[i]
-            py_times.append(run([sys.executable, "-c", "pass"], env)[0])
-            rg_times += [t for t in [rg_run(w1, w2)] if t is not None]
-            search_times.append(run([*served, "search", w1, w2], looking)[0])
-            recall_q_times.append(run([*served, "recall", "--query", f"{w1} {w2}"], looking)[0])
-            recall_times.append(run([*served, "recall"], looking)[0])
     finally:
         stop_server(server)
-    report_served(size, table, pairs, py_times, rg_times, search_times, recall_q_times, recall_times)
+    report_served(size, table, pairs, *answered)
     bench_resident(size, args, vault, env, rg_run, table, pairs)
+
+
+def reads_answered(
+    by: str,
+    size: int,
+    table: Table,
+    script: list[str],
+    answering: dict[str, str],
+    plain: list[str],
+    plain_env: dict[str, str],
+    pairs: list[tuple[str, str]],
+    runs: int,
+    rg_run: Callable[[str, str], float | None],
+    with_whole_recall: bool = False,
+) -> list[list[float]]:
+    """The rows of reads answered `by` a server or a resident reader: the client imports no engine, its
+    output is the in-process one (`plain` under `plain_env`), and the times of python, rg, `search`,
+    `recall --query` (and `recall`) over `runs` word pairs, interleaved."""
+    w1, w2 = pairs[0]
+    found, out = imports_and_output([sys.executable, *script, "search", w1, w2], answering)
+    found &= {"click", "whoosh", "git", "yaml"}
+    table.add(
+        f"{by}: search imports no click/whoosh/git/yaml",
+        ok=not found and bool(out),
+        check=True,
+        target="none",
+        size=size,
+        note=f"the {by} answered: " + (("the process imported " + ", ".join(sorted(found))) if found else "yes"),
+        shown=", ".join(sorted(found)) or "none imported",
+    )
+    commands = [["search", w1, w2], ["recall", "--query", f"{w1} {w2}"], *([["recall"]] * with_whole_recall)]
+    commands.append(["list", "--json"])
+    differ = [" ".join(c) for c in commands if run([*script, *c], answering)[1] != run([*plain, *c], plain_env)[1]]
+    table.add(
+        f"{by}: output = in-process output",
+        ok=not differ,
+        check=True,
+        target="identical",
+        size=size,
+        note=("differs: " + "; ".join(differ)) if differ else ", ".join(" ".join(c[:2]) for c in commands),
+        shown="differs: " + "; ".join(differ) if differ else "identical",
+    )
+    times: list[list[float]] = [[] for _ in range(4 + with_whole_recall)]
+    for i in range(runs):
+        w1, w2 = pairs[i]
+        times[0].append(run([sys.executable, "-c", "pass"], plain_env)[0])
+        times[1] += [t for t in [rg_run(w1, w2)] if t is not None]
+        times[2].append(run([*script, "search", w1, w2], answering)[0])
+        times[3].append(run([*script, "recall", "--query", f"{w1} {w2}"], answering)[0])
+        if with_whole_recall:
+            times[4].append(run([*script, "recall"], answering)[0])
+    return times
 
 
 def report_served(
@@ -604,39 +624,9 @@ def bench_resident(
         w1, w2 = pairs[0]
         run([*script, "search", w1, w2], leaving)
         started()
-        found, out = imports_and_output([sys.executable, *script, "search", w1, w2], leaving)
-        found &= {"click", "whoosh", "git", "yaml"}
-        table.add(
-            "resident reader: search imports no click/whoosh/git/yaml",
-            ok=not found and bool(out),
-            check=True,
-            target="none",
-            size=size,
-            note="the resident reader answered: "
-            + (("the process imported " + ", ".join(sorted(found))) if found else "yes"),
-            shown=", ".join(sorted(found)) or "none imported",
+        py_times, rg_times, search_times, recall_q_times = reads_answered(
+            "resident reader", size, table, script, leaving, script, env, pairs, args.served_runs, rg_run
         )
-        commands = [["search", w1, w2], ["recall", "--query", f"{w1} {w2}"], ["list", "--json"]]
-        differ = [" ".join(c) for c in commands if run([*script, *c], leaving)[1] != run([*script, *c], env)[1]]
-        table.add(
-            "resident reader: output = in-process output",
-            ok=not differ,
-            check=True,
-            target="identical",
-            size=size,
-            note=("differs: " + "; ".join(differ)) if differ else "search, recall --query, list --json",
-            shown="differs: " + "; ".join(differ) if differ else "identical",
-        )
-        py_times: list[float] = []
-        rg_times: list[float] = []
-        search_times: list[float] = []
-        recall_q_times: list[float] = []
-        for i in range(args.served_runs):
-            w1, w2 = pairs[i]
-            py_times.append(run([sys.executable, "-c", "pass"], env)[0])
-            rg_times += [t for t in [rg_run(w1, w2)] if t is not None]
-            search_times.append(run([*script, "search", w1, w2], leaving)[0])
-            recall_q_times.append(run([*script, "recall", "--query", f"{w1} {w2}"], leaving)[0])
     finally:
         stop()
 
