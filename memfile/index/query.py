@@ -7,8 +7,10 @@ friends, in the index's `ScoreCache.parsed`), so its size cap holds on every fac
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
+from ..config import plain
 from ..errors import InvalidInput
 
 #: The longest query, in characters. A question or a task description fits many times over; a pasted
@@ -154,8 +156,53 @@ def _prefix_or_stem(node: Any) -> Any:
 BM25_B, BM25_K1 = 0.3, 1.2
 
 
-def weighting() -> Any:
-    """BM25F with the parameters above (Whoosh builds a fresh scorer per searcher)."""
+def weighting(lengths: dict[str, dict[str, Any]] | None = None) -> Any:
+    """BM25F with the parameters above (Whoosh builds a fresh scorer per searcher).
+
+    With `lengths` (segment id -> field -> lengths, kept by the caller while its index lives), a scorer
+    takes a document's field length from there, asked of Whoosh (`doc_field_length`) only the first
+    time: the same number, since a segment never changes once written (the `lengths` trick,
+    docs/internals.md: a quarter of a two-word search at 10,000 memories).
+    """
     from whoosh import scoring
 
-    return scoring.BM25F(B=BM25_B, K1=BM25_K1)
+    if lengths is None or plain("lengths"):
+        return scoring.BM25F(B=BM25_B, K1=BM25_K1)
+    return _kept_lengths_model()(lengths, B=BM25_B, K1=BM25_K1)
+
+
+@functools.cache
+def _kept_lengths_model() -> type:
+    """BM25F whose scorers keep the field lengths they read (`weighting`), built with Whoosh's documented
+    `WeightingModel` API: the scorer it makes, with its `dfl` (the length of a document's field) wrapped."""
+    from array import array
+
+    from whoosh import scoring
+
+    class KeptLengths(scoring.BM25F):
+        def __init__(self, lengths: dict[str, dict[str, Any]], **params: float) -> None:
+            super().__init__(**params)
+            self.lengths = lengths
+
+        def scorer(self, searcher: Any, fieldname: str, text: str, qf: int = 1) -> Any:
+            scorer = super().scorer(searcher, fieldname, text, qf)
+            reader = searcher.reader()
+            segment = reader.segment()
+            if not isinstance(scorer, scoring.WeightLengthScorer) or segment is None:
+                return scorer
+            fields = self.lengths.setdefault(segment.segment_id(), {})
+            known = fields.get(fieldname)
+            if known is None:
+                known = fields[fieldname] = array("l", [-1]) * reader.doc_count_all()
+            read = reader.doc_field_length
+
+            def dfl(docnum: int) -> int:
+                length = known[docnum]
+                if length < 0:
+                    length = known[docnum] = read(docnum, fieldname, 1)
+                return length
+
+            scorer.dfl = dfl
+            return scorer
+
+    return KeptLengths

@@ -154,6 +154,7 @@ class Store:
         self._searcher: Any = None
         self._hidden: dict[tuple[bool, bool], tuple[datetime, datetime, set[int]]] = {}  # for `_searcher`
         self._queries: dict[str, Any] = {}  # typed text -> parsed query
+        self._lengths: dict[str, dict[str, Any]] = {}  # for `weighting`: segment id -> field -> lengths
         self._lock = threading.Lock()  # the searcher and what is kept for it, for a threaded caller
         self.damage: str | None = None  # what opening last found damaged (and made anew); the Vault tells it
 
@@ -555,8 +556,12 @@ class Store:
             self._searcher.close()  # whoosh3's `Searcher.refresh()` keeps segments merged away: a new one
             self._searcher = None
         if self._searcher is None:
-            self._searcher = ix.searcher(weighting=weighting())
+            self._searcher = ix.searcher(weighting=weighting(self._lengths))
             self._hidden = {}
+            segments = (reader.segment() for reader, _ in self._searcher.reader().leaf_readers())
+            live = {segment.segment_id() for segment in segments if segment is not None}
+            for gone in self._lengths.keys() - live:  # merged away
+                del self._lengths[gone]
         return self._searcher
 
     def _parsed(self, text: str) -> Any:

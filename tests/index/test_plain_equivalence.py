@@ -147,6 +147,30 @@ def test_reads_after_hand_edits_give_the_same_answers(
             assert tricks[stage][key] == plain[stage][key], (stage, key)
 
 
+def test_kept_field_lengths_score_as_whoosh_does_across_new_merged_and_deleted_segments(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The `lengths` trick: one long-lived Vault keeps each segment's field lengths while stores add
+    segments, forgets delete documents and Whoosh merges segments away; every search scores exactly as
+    Whoosh's own `doc_field_length` makes it (scores compared unrounded)."""
+    words = ["alpha", "beta", "gamma", "delta", "epsilon", "zeta", "eta"]
+
+    def run(root: Path) -> list[list[tuple[str, float]]]:
+        vault = Vault.init(root, "michael")
+        got = []
+        for i in range(36):
+            vault.store("note", f"n{i}", " ".join(words[(i * j) % len(words)] for j in range(1 + i % 9)))
+            if i % 6 == 5:
+                vault.forget(f"note/n{i - 3}")
+            for query in ("alpha beta", "gamma", "zeta OR eta delta"):
+                got.append([(h.memory.ref, h.score) for h in vault.search(query, limit=50)])
+        return got
+
+    tricks, plain = both(lambda: run(tmp_path / "tricks"), lambda: run(tmp_path / "plain"), monkeypatch)
+    assert tricks == plain
+    assert len(tricks[-1]) > 10
+
+
 def test_writes_give_the_same_index(twins: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch) -> None:
     def run(root: Path) -> dict[str, Any]:
         vault = Vault.open(root)
