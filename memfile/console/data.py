@@ -44,11 +44,7 @@ def highlight(snippet: str) -> Markup:
 
 
 def page_number(value: str | None) -> int:
-    """The `page` query parameter: a whole number from 1 (absent: 1).
-
-    Raises:
-        InvalidInput: it is not one.
-    """
+    """The `page` query parameter: a whole number from 1 (absent: 1)."""
     if value is None or value == "":
         return 1
     if not value.isdigit() or len(value) > 9 or int(value) < 1:
@@ -72,11 +68,8 @@ class Filters:
 
     @classmethod
     def of(cls, query: QueryParams) -> Filters:
-        """The filters of a query string (unknown parameters are ignored: a page, not an API).
-
-        Raises:
-            InvalidInput: `page` or `status` is not allowed (the Vault checks the others).
-        """
+        """The filters of a query string (unknown parameters are ignored: a page, not an API); `page` and
+        `status` are checked here, the others by the Vault."""
         status = query.get("status") or "active"
         if status not in STATUSES:
             raise InvalidInput("status", status, STATUSES)
@@ -130,11 +123,7 @@ class MemoriesView:
 
 
 def memories_page(vault: Vault, filters: Filters) -> MemoriesView:
-    """A page of the mind's memories: newest first (updated_at), or best first for a search.
-
-    Raises:
-        InvalidInput: a filter value is not allowed, or the search cannot be parsed.
-    """
+    """A page of the mind's memories: newest first (updated_at), or best first for a search."""
     start = (filters.page - 1) * PAGE_SIZE
     common: dict[str, Any] = {
         "category": filters.category or None,
@@ -177,7 +166,6 @@ class MindSummary:
 
 
 def mind_summary(vault: Vault) -> MindSummary:
-    """The counts the minds page shows for one mind."""
     memories = vault.memories()
     unreadable = len(vault.issues)
     return MindSummary(
@@ -211,11 +199,8 @@ class MemoryView:
 
 
 def memory_page(vault: Vault, ref: str) -> MemoryView:
-    """One memory and every version of it; a forgotten one by its history.
-
-    Raises:
-        NotFound: neither the files nor git history know it. InvalidInput, AmbiguousRef: a bad REF.
-    """
+    """One memory and every version of it; a forgotten one by its history (NotFound: git does not know it
+    either)."""
     try:
         memory: Memory | None = vault.get(ref)
     except NotFound:
