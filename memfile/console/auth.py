@@ -26,11 +26,9 @@ from ..keys import AGENT
 if TYPE_CHECKING:
     from ..keys import Key, KeyStore
 
-#: The console's paths: /console and everything under it.
 CONSOLE_PREFIX = "/console"
 #: The session cookie's name (its value is a random id; the token is never in a cookie).
 COOKIE = "memfile_console"
-#: How long a session lasts after its login.
 SESSION_HOURS = 12
 #: Sessions kept at most (the oldest go first): only a person's token makes one.
 MAX_SESSIONS = 1000
@@ -109,10 +107,9 @@ class Session:
 class Sessions:
     """The console's sessions, in this process only (a restart logs everyone out)."""
 
-    def __init__(self, keys: KeyStore, root: Path, hours: float = SESSION_HOURS) -> None:
+    def __init__(self, keys: KeyStore, root: Path) -> None:
         self.keys = keys
         self.root = root
-        self.seconds = hours * 3600
         self._sessions: dict[str, Session] = {}
 
     def open(self, key: Key) -> tuple[str, Session]:
@@ -125,7 +122,7 @@ class Sessions:
         while len(self._sessions) >= MAX_SESSIONS:
             self._sessions.pop(next(iter(self._sessions)))
         session_id = secrets.token_urlsafe(32)
-        session = Session(key.id, key.label, time.monotonic() + self.seconds)
+        session = Session(key.id, key.label, now + SESSION_HOURS * 3600)
         self._sessions[session_id] = session
         return session_id, session
 

@@ -22,13 +22,10 @@ if TYPE_CHECKING:
 
     from ..vault import LogEntry, Vault, Version
 
-#: Memories a page of the memories list shows.
 PAGE_SIZE = 50
-#: Audit log entries a page shows.
 LOG_PAGE_SIZE = 50
 #: The most search hits the console reads (`Vault.search`'s limit).
 MAX_HITS = 1000
-#: What the memories page's status filter takes.
 STATUSES = ("active", "superseded", "all")
 #: The memories a "expiring soon" count looks ahead for.
 EXPIRING_WITHIN = "7d"
@@ -242,7 +239,6 @@ def recall_memories(vault: Vault, refs: list[str]) -> dict[str, Memory]:
     return {m.id: m for m in vault.memories() if m.id in wanted}
 
 
-#: The choices of the memories page's filters.
 CHOICES = {
     "category": [str(c) for c in Category],
     "priority": [str(p) for p in Priority],

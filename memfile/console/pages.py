@@ -72,7 +72,6 @@ PAGES = (
     ("health", "Health"),
     ("transfer", "Export / import"),
 )
-#: The actions of one memory's page (the `action` field of its forms).
 MEMORY_ACTIONS = ("verify", "forget", "reactivate", "restore", "resolve")
 ON_CONFLICT = ("newer", "skip", "overwrite")
 _SHA = re.compile(r"[0-9a-f]{7,40}")
@@ -120,7 +119,6 @@ class Console:
     def __init__(self, minds: Minds, keys: KeyStore) -> None:
         self.minds, self.keys = minds, keys
         self.sessions = Sessions(keys, minds.root)
-        # Every value escaped, an undefined name an error.
         env = Environment(
             loader=FileSystemLoader(HERE / "templates"), autoescape=True, undefined=StrictUndefined, trim_blocks=True
         )
@@ -438,9 +436,6 @@ class Console:
             mind = None
         context = {"error": clip_echoes(message), "status": status}
         return self.render(request, "error", context, status=status, visitor=visitor, mind=mind)
-
-
-# --- on the worker thread -----------------------------------------------------------------------------
 
 
 def _act(vault: Vault, ref: str, action: str, form: dict[str, Any]) -> str:

@@ -146,17 +146,13 @@ def serve(
 
     Args:
         root: the vault folder (None: `MEMFILE_VAULT`, else the nearest memfile.toml upwards).
-        host, port: where to listen (port 0: any free port, shown in the URL given to `on_ready`).
+        port: 0 for any free port, shown in the URL given to `on_ready`.
         uds: listen on this Unix socket instead (made 0600, removed at the end).
         allow_remote: allow an address other machines reach (at least one key must exist).
-        keys_path: the keys file (default: `keys.default_keys_path()`).
         allow_hosts: more host names the Host header may carry (a TLS proxy's public name).
         forwarded_allow_ips: the TLS proxies whose X-Forwarded-Proto and X-Forwarded-For are believed
-            (`trusted_proxies`; uvicorn's `forwarded_allow_ips`): behind them a request's scheme is the
-            browser's (https), so the console's origin check passes and its cookie is `Secure`. None:
-            no proxy header is read.
-        watch: run the watcher in process (the index follows hand edits at once).
-        on_ready: called once with the URL when the server listens.
+            (`trusted_proxies`): behind them a request's scheme is the browser's (https), so the console's
+            origin check passes and its cookie is `Secure`. None: no proxy header is read.
         notify: called with each warning or hint for the person who started it.
         beside: what else the server does with its minds while it listens at the URL it is given (the
             command line's socket: cli_served.command_lines), as a context around the serving.
@@ -165,7 +161,6 @@ def serve(
         InvalidInput: a non-loopback address without `allow_remote`, `allow_remote` without a key,
             a bad port, a `uds` path that is not a socket, a proxy that is no address or network.
         Conflict: the address or socket is in use.
-        NotAVault: `root` is no vault. Refused, InvalidKeysFile: the keys file cannot be used.
     """
     vault = find_vault(root)
     _raise_open_files_limit()
