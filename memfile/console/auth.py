@@ -26,11 +26,9 @@ from ..keys import AGENT
 if TYPE_CHECKING:
     from ..keys import Key, KeyStore
 
-#: The console's paths: /console and everything under it.
 CONSOLE_PREFIX = "/console"
 #: The session cookie's name (its value is a random id; the token is never in a cookie).
 COOKIE = "memfile_console"
-#: How long a session lasts after its login.
 SESSION_HOURS = 12
 #: Sessions kept at most (the oldest go first): only a person's token makes one.
 MAX_SESSIONS = 1000
@@ -48,11 +46,6 @@ SECURITY_HEADERS = {
     "Referrer-Policy": "same-origin",
     "X-Frame-Options": "DENY",
 }
-
-
-def is_console_path(path: str) -> bool:
-    """True for /console and every path under it."""
-    return path == CONSOLE_PREFIX or path.startswith(CONSOLE_PREFIX + "/")
 
 
 @dataclass(frozen=True)
@@ -79,11 +72,9 @@ class Session:
     uploads: dict[str, Upload] = field(default_factory=dict)
 
     def flash(self, message: str) -> None:
-        """A message for the next page shown in this session."""
         self.flashes.append(message)
 
     def take_flashes(self) -> list[str]:
-        """The messages waiting for this page, each shown once."""
         taken, self.flashes = self.flashes, []
         return taken
 
@@ -96,12 +87,8 @@ class Session:
         return upload_id
 
     def take_upload(self, upload_id: object, mind: str) -> Upload:
-        """The kept upload `upload_id`, no longer kept, to apply or discard in `mind`.
-
-        Raises:
-            NotFound: no such upload is kept (applied, discarded, pushed out, or the session is new).
-            InvalidInput: it was planned for another mind (it stays kept for that one; nothing is done).
-        """
+        """The kept upload `upload_id`, no longer kept, to apply or discard in `mind` (one planned for another
+        mind stays kept for that one: InvalidInput, nothing is done)."""
         if not isinstance(upload_id, str) or upload_id not in self.uploads:
             raise NotFound("that upload is no longer kept (applied, discarded or logged out); upload it again")
         kept = self.uploads[upload_id]
@@ -120,25 +107,22 @@ class Session:
 class Sessions:
     """The console's sessions, in this process only (a restart logs everyone out)."""
 
-    def __init__(self, keys: KeyStore, root: Path, hours: float = SESSION_HOURS) -> None:
+    def __init__(self, keys: KeyStore, root: Path) -> None:
         self.keys = keys
         self.root = root
-        self.seconds = hours * 3600
         self._sessions: dict[str, Session] = {}
 
     def open(self, key: Key) -> tuple[str, Session]:
-        """A new session for a person's key: (its cookie value, the session).
-
-        Raises:
-            Refused: `key` is a Mind Key.
-        """
+        """A new session for a person's key (a Mind Key is refused): (its cookie value, the session)."""
         if key.kind == AGENT:
             raise Refused(MIND_KEY_REFUSED)
-        self._forget_expired()
+        now = time.monotonic()
+        for session_id in [sid for sid, s in self._sessions.items() if s.expires <= now]:
+            del self._sessions[session_id]
         while len(self._sessions) >= MAX_SESSIONS:
             self._sessions.pop(next(iter(self._sessions)))
         session_id = secrets.token_urlsafe(32)
-        session = Session(key.id, key.label, time.monotonic() + self.seconds)
+        session = Session(key.id, key.label, now + SESSION_HOURS * 3600)
         self._sessions[session_id] = session
         return session_id, session
 
@@ -149,7 +133,7 @@ class Sessions:
         session = self._sessions.get(session_id)
         if session is None:
             return None
-        if session.expires <= time.monotonic() or not self._key_lives(session.key_id):
+        if session.expires <= time.monotonic() or all(key.id != session.key_id for key in self.keys.list(self.root)):
             self._sessions.pop(session_id, None)
             return None
         return session
@@ -158,14 +142,6 @@ class Sessions:
         """End a session (logout); its uploads go with it."""
         if session_id:
             self._sessions.pop(session_id, None)
-
-    def _key_lives(self, key_id: str) -> bool:
-        return any(key.id == key_id for key in self.keys.list(self.root))
-
-    def _forget_expired(self) -> None:
-        now = time.monotonic()
-        for session_id in [sid for sid, s in self._sessions.items() if s.expires <= now]:
-            del self._sessions[session_id]
 
 
 def cookie_header(request: Request, session_id: str, max_age: int) -> str:
@@ -176,11 +152,8 @@ def cookie_header(request: Request, session_id: str, max_age: int) -> str:
 
 
 def check_same_origin(request: Request) -> None:
-    """A state-changing request must come from a page of this server.
-
-    Raises:
-        Refused: the Origin header (else the Referer) names another origin, or neither is sent.
-    """
+    """A state-changing request must come from a page of this server: Refused when the Origin header (else
+    the Referer) names another origin, or neither is sent."""
     origin = request.headers.get("origin")
     own = f"{request.url.scheme}://{request.headers.get('host', '').lower()}"  # as the browser sees it (Host checked)
     if origin is not None:
@@ -211,11 +184,7 @@ def _proxy_hint(seen: str, own: str) -> str:
 
 
 def check_csrf(session: Session, given: object) -> None:
-    """The form's CSRF token must be the session's.
-
-    Raises:
-        Refused: it is missing or not the session's.
-    """
+    """The form's CSRF token must be the session's."""
     if not isinstance(given, str) or not given:
         raise Refused("the form carried no CSRF token; reload the page and try again (nothing was done)")
     if not hmac.compare_digest(given.encode(), session.csrf.encode()):
@@ -230,7 +199,8 @@ class ConsoleMount:
         self.app, self.console = app, console
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "http" and is_console_path(scope["path"]):
+        path = scope.get("path", "")
+        if scope["type"] == "http" and (path == CONSOLE_PREFIX or path.startswith(CONSOLE_PREFIX + "/")):
             await self.console(scope, receive, send)
         else:
             await self.app(scope, receive, send)

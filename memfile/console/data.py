@@ -22,13 +22,10 @@ if TYPE_CHECKING:
 
     from ..vault import LogEntry, Vault, Version
 
-#: Memories a page of the memories list shows.
 PAGE_SIZE = 50
-#: Audit log entries a page shows.
 LOG_PAGE_SIZE = 50
 #: The most search hits the console reads (`Vault.search`'s limit).
 MAX_HITS = 1000
-#: What the memories page's status filter takes.
 STATUSES = ("active", "superseded", "all")
 #: The memories a "expiring soon" count looks ahead for.
 EXPIRING_WITHIN = "7d"
@@ -44,11 +41,7 @@ def highlight(snippet: str) -> Markup:
 
 
 def page_number(value: str | None) -> int:
-    """The `page` query parameter: a whole number from 1 (absent: 1).
-
-    Raises:
-        InvalidInput: it is not one.
-    """
+    """The `page` query parameter: a whole number from 1 (absent: 1)."""
     if value is None or value == "":
         return 1
     if not value.isdigit() or len(value) > 9 or int(value) < 1:
@@ -72,11 +65,8 @@ class Filters:
 
     @classmethod
     def of(cls, query: QueryParams) -> Filters:
-        """The filters of a query string (unknown parameters are ignored: a page, not an API).
-
-        Raises:
-            InvalidInput: `page` or `status` is not allowed (the Vault checks the others).
-        """
+        """The filters of a query string (unknown parameters are ignored: a page, not an API); `page` and
+        `status` are checked here, the others by the Vault."""
         status = query.get("status") or "active"
         if status not in STATUSES:
             raise InvalidInput("status", status, STATUSES)
@@ -130,11 +120,7 @@ class MemoriesView:
 
 
 def memories_page(vault: Vault, filters: Filters) -> MemoriesView:
-    """A page of the mind's memories: newest first (updated_at), or best first for a search.
-
-    Raises:
-        InvalidInput: a filter value is not allowed, or the search cannot be parsed.
-    """
+    """A page of the mind's memories: newest first (updated_at), or best first for a search."""
     start = (filters.page - 1) * PAGE_SIZE
     common: dict[str, Any] = {
         "category": filters.category or None,
@@ -177,7 +163,6 @@ class MindSummary:
 
 
 def mind_summary(vault: Vault) -> MindSummary:
-    """The counts the minds page shows for one mind."""
     memories = vault.memories()
     unreadable = len(vault.issues)
     return MindSummary(
@@ -211,11 +196,8 @@ class MemoryView:
 
 
 def memory_page(vault: Vault, ref: str) -> MemoryView:
-    """One memory and every version of it; a forgotten one by its history.
-
-    Raises:
-        NotFound: neither the files nor git history know it. InvalidInput, AmbiguousRef: a bad REF.
-    """
+    """One memory and every version of it; a forgotten one by its history (NotFound: git does not know it
+    either)."""
     try:
         memory: Memory | None = vault.get(ref)
     except NotFound:
@@ -257,7 +239,6 @@ def recall_memories(vault: Vault, refs: list[str]) -> dict[str, Memory]:
     return {m.id: m for m in vault.memories() if m.id in wanted}
 
 
-#: The choices of the memories page's filters.
 CHOICES = {
     "category": [str(c) for c in Category],
     "priority": [str(p) for p in Priority],

@@ -35,6 +35,7 @@ from ..model import Source, utc_now
 from ..server.auth import MAX_IMPORT_BODY_BYTES, bearer_token
 from ..server.endpoint import checked_ref
 from ..server.errors import BUG_MESSAGE, Unauthorized, clip_echoes, public_message, status_of
+from ..server.openapi import IMPORT_FORMATS
 from ..server.transfer import EXPORT_FORMATS, export_file, export_response, log
 from ..worker import Caller
 from . import data
@@ -62,8 +63,6 @@ if TYPE_CHECKING:
 T = TypeVar("T")
 
 HERE = Path(__file__).parent
-TEMPLATES = HERE / "templates"
-STATIC = HERE / "static"
 #: The pages of one mind, in the order the navigation shows them: (path part, label).
 PAGES = (
     ("profile", "Profile"),
@@ -73,9 +72,7 @@ PAGES = (
     ("health", "Health"),
     ("transfer", "Export / import"),
 )
-#: The actions of one memory's page (the `action` field of its forms).
 MEMORY_ACTIONS = ("verify", "forget", "reactivate", "restore", "resolve")
-IMPORT_FORMATS = ("memfile", "synapse", "langbot", "openclaw")
 ON_CONFLICT = ("newer", "skip", "overwrite")
 _SHA = re.compile(r"[0-9a-f]{7,40}")
 _FILE_NAME = re.compile(r"[^A-Za-z0-9._-]+")
@@ -94,20 +91,13 @@ class Visitor:
     session: Session | None
 
 
-def environment() -> Environment:
-    """The templates' Jinja2 environment: every value escaped, an undefined name an error."""
-    env = Environment(loader=FileSystemLoader(TEMPLATES), autoescape=True, undefined=StrictUndefined, trim_blocks=True)
-    env.filters["short_date"] = short_date
-    return env
-
-
 def short_date(value: datetime | str | None) -> str:
     """A moment as `2026-06-27 10:00 UTC` ('' for none)."""
-    if value is None or value == "":
+    if not value:
         return ""
     if isinstance(value, str):
         try:
-            moment = datetime.fromisoformat(value.replace("Z", "+00:00"))
+            moment = datetime.fromisoformat(value)
         except ValueError:
             return value
         value = moment
@@ -129,9 +119,11 @@ class Console:
     def __init__(self, minds: Minds, keys: KeyStore) -> None:
         self.minds, self.keys = minds, keys
         self.sessions = Sessions(keys, minds.root)
-        self.templates = Jinja2Templates(env=environment())
-
-    # --- the application -------------------------------------------------------------------
+        env = Environment(
+            loader=FileSystemLoader(HERE / "templates"), autoescape=True, undefined=StrictUndefined, trim_blocks=True
+        )
+        env.filters["short_date"] = short_date
+        self.templates = Jinja2Templates(env=env)
 
     def app(self) -> ASGIApp:
         """The console as its own Starlette application, for `ConsoleMount` to hand /console to."""
@@ -140,7 +132,7 @@ class Console:
             Route(CONSOLE_PREFIX, self.minds_page, methods=["GET"]),
             Route(CONSOLE_PREFIX + "/login", self.login, methods=["GET", "POST"]),
             Route(CONSOLE_PREFIX + "/logout", self.logout, methods=["POST"]),
-            Mount(CONSOLE_PREFIX + "/static", StaticFiles(directory=STATIC), name="static"),
+            Mount(CONSOLE_PREFIX + "/static", StaticFiles(directory=HERE / "static"), name="static"),
             Route(m, self.mind_home, methods=["GET"]),
             Route(m + "/profile", self.profile, methods=["GET"]),
             Route(m + "/memories", self.memories, methods=["GET"]),
@@ -164,16 +156,9 @@ class Console:
         app.router.redirect_slashes = False
         return app
 
-    # --- who asks ------------------------------------------------------------------------------
-
     def visitor(self, request: Request) -> Visitor:
-        """The person asking, from their session cookie or a person's Bearer token.
-
-        Raises:
-            Refused: a Mind Key (on every page), or a Bearer token on a POST (actions need a session).
-            Unauthorized: a Bearer token that is no key of this vault.
-            NeedsLogin: no session.
-        """
+        """The person asking, from their session cookie or a person's Bearer token (a Mind Key is refused on
+        every page, a Bearer token on a POST: actions need a session)."""
         if "authorization" in request.headers:
             token = bearer_token(request.headers)  # InvalidInput: the header is sent more than once
             key = None if token is None else self.keys.authenticate(token, self.minds.root)
@@ -207,8 +192,6 @@ class Console:
         assert visitor.session is not None  # a POST without a session was refused by `visitor`
         check_csrf(visitor.session, form.get("csrf"))
         return visitor, dict(form)
-
-    # --- rendering -----------------------------------------------------------------------------
 
     def render(
         self,
@@ -258,8 +241,6 @@ class Console:
     async def call(self, caller: Caller, fn: Callable[[Vault], T], *, read: bool = True) -> T:
         return await self.minds.call(caller, fn, read=read)
 
-    # --- login -------------------------------------------------------------------------------------
-
     async def login(self, request: Request) -> Response:
         if request.method == "GET":
             if self.sessions.find(request.cookies.get(COOKIE)) is not None:
@@ -287,8 +268,6 @@ class Console:
         response = RedirectResponse(CONSOLE_PREFIX + "/login", status_code=303)
         response.headers["Set-Cookie"] = cookie_header(request, "", 0)
         return response
-
-    # --- pages ----------------------------------------------------------------------------------------
 
     async def minds_page(self, request: Request) -> Response:
         visitor = self.visitor(request)
@@ -385,8 +364,6 @@ class Console:
         context = {"status": status, "doctor": doctor}
         return self.render(request, "health", context, visitor=visitor, mind=caller.mind)
 
-    # --- export and import ------------------------------------------------------------------------------
-
     async def export(self, request: Request) -> Response:
         visitor, caller = self.acting(request)
         fmt = request.query_params.get("format", "jsonl")
@@ -431,15 +408,12 @@ class Console:
             context["error"], status = public_message(_form_named(exc), Face.CONSOLE), status_of(exc)
         return self.render(request, "transfer", context, status=status, visitor=visitor, mind=caller.mind)
 
-    # --- errors ---------------------------------------------------------------------------------------------
-
     async def on_needs_login(self, request: Request, exc: Exception) -> Response:
         return RedirectResponse(CONSOLE_PREFIX + "/login", status_code=303)
 
     async def on_memfile_error(self, request: Request, exc: Exception) -> Response:
         assert isinstance(exc, MemfileError)
-        status = 401 if isinstance(exc, Unauthorized) else status_of(exc)
-        return self.error_page(request, status, public_message(exc, Face.CONSOLE))
+        return self.error_page(request, status_of(exc), public_message(exc, Face.CONSOLE))
 
     async def on_http_error(self, request: Request, exc: Exception) -> Response:
         assert isinstance(exc, HTTPException)
@@ -462,9 +436,6 @@ class Console:
             mind = None
         context = {"error": clip_echoes(message), "status": status}
         return self.render(request, "error", context, status=status, visitor=visitor, mind=mind)
-
-
-# --- on the worker thread -----------------------------------------------------------------------------
 
 
 def _act(vault: Vault, ref: str, action: str, form: dict[str, Any]) -> str:
@@ -496,11 +467,7 @@ def _act(vault: Vault, ref: str, action: str, form: dict[str, Any]) -> str:
 
 
 async def _upload(form: dict[str, Any], mind: str) -> Upload:
-    """The uploaded import file and its options, to be planned and applied in `mind`.
-
-    Raises:
-        InvalidInput: no file, an empty one, or an option that is not allowed.
-    """
+    """The uploaded import file and its options, to be planned and applied in `mind`."""
     file = form.get("file")
     if not isinstance(file, UploadFile) or not file.filename:
         raise InvalidInput("file", None, "a file to import: memfile's JSONL export, Synapse or LangBot JSON, OpenClaw")

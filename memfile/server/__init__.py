@@ -32,32 +32,18 @@ from ..worker import Minds, unix_listener
 from .app import build_app
 from .auth import LOOPBACK_NAMES
 
-__all__ = [
-    "DEFAULT_HOST",
-    "DEFAULT_PORT",
-    "allowed_hosts",
-    "bind_address",
-    "build_app",
-    "serve",
-    "trusted_proxies",
-    "unix_listener",
-]
+__all__ = ["serve"]
 
-DEFAULT_HOST = "127.0.0.1"
-DEFAULT_PORT = 8765
 #: Seconds the requests in flight get to finish after SIGINT or SIGTERM (the process ends within 2 s).
 GRACE_SECONDS = 1
-#: What a key is made with, for the messages that need one.
 KEY_HINT = "memfile key add --person --name LABEL (or --mind NAME --name LABEL for an agent)"
+#: What `--host` may be without `--allow-remote`.
+LOOPBACK = "a loopback address (127.0.0.1, ::1, localhost)"
 
 
 def bind_address(host: str, allow_remote: bool) -> str:
-    """The address to listen on for `--host`: an IP address, or `localhost` resolved.
-
-    Raises:
-        InvalidInput: the address is not loopback (or a name other than localhost) and `allow_remote`
-            is not given; or the host cannot be resolved.
-    """
+    """The address to listen on for `--host`: an IP address, or `localhost` resolved; only a loopback one
+    without `allow_remote`."""
     name = host.strip().strip("[]")
     try:
         address = ipaddress.ip_address(name)
@@ -69,7 +55,7 @@ def bind_address(host: str, allow_remote: bool) -> str:
         raise InvalidInput(
             "--host",
             host,
-            "a loopback address (127.0.0.1, ::1, localhost)",
+            LOOPBACK,
             reason=f"{address} is reachable from other machines; to serve them anyway pass --allow-remote "
             "(it needs a key, and plain HTTP needs a TLS proxy in front)",
         )
@@ -77,7 +63,7 @@ def bind_address(host: str, allow_remote: bool) -> str:
         raise InvalidInput(
             "--host",
             host,
-            "a loopback address (127.0.0.1, ::1, localhost)",
+            LOOPBACK,
             reason="only localhost is taken as a name without --allow-remote (it needs a key, and plain "
             "HTTP needs a TLS proxy in front)",
         )
@@ -124,11 +110,8 @@ def allowed_hosts(host: str, allow_remote: bool, extra: Iterable[str] = ()) -> l
 
 def trusted_proxies(given: str | None) -> list[str]:
     """The proxies `--forwarded-allow-ips` names, checked: IP addresses and networks, comma-separated, or `*`
-    (every client; say behind a `--uds` socket only the proxy's user can reach). [] when None or empty.
-
-    Raises:
-        InvalidInput: an item is neither (uvicorn would take it as a name that no client address matches).
-    """
+    (every client; say behind a `--uds` socket only the proxy's user can reach). [] when None or empty. An
+    item that is neither is refused: uvicorn would take it as a name that no client address matches."""
     items = [item.strip() for item in (given or "").split(",") if item.strip()]
     if items == ["*"]:
         return items
@@ -147,8 +130,8 @@ def trusted_proxies(given: str | None) -> list[str]:
 def serve(
     root: str | os.PathLike[str] | None,
     *,
-    host: str = DEFAULT_HOST,
-    port: int = DEFAULT_PORT,
+    host: str = "127.0.0.1",
+    port: int = 8765,
     uds: str | os.PathLike[str] | None = None,
     allow_remote: bool = False,
     keys_path: Path | None = None,
@@ -163,17 +146,13 @@ def serve(
 
     Args:
         root: the vault folder (None: `MEMFILE_VAULT`, else the nearest memfile.toml upwards).
-        host, port: where to listen (port 0: any free port, shown in the URL given to `on_ready`).
+        port: 0 for any free port, shown in the URL given to `on_ready`.
         uds: listen on this Unix socket instead (made 0600, removed at the end).
         allow_remote: allow an address other machines reach (at least one key must exist).
-        keys_path: the keys file (default: `keys.default_keys_path()`).
         allow_hosts: more host names the Host header may carry (a TLS proxy's public name).
         forwarded_allow_ips: the TLS proxies whose X-Forwarded-Proto and X-Forwarded-For are believed
-            (`trusted_proxies`; uvicorn's `forwarded_allow_ips`): behind them a request's scheme is the
-            browser's (https), so the console's origin check passes and its cookie is `Secure`. None:
-            no proxy header is read.
-        watch: run the watcher in process (the index follows hand edits at once).
-        on_ready: called once with the URL when the server listens.
+            (`trusted_proxies`): behind them a request's scheme is the browser's (https), so the console's
+            origin check passes and its cookie is `Secure`. None: no proxy header is read.
         notify: called with each warning or hint for the person who started it.
         beside: what else the server does with its minds while it listens at the URL it is given (the
             command line's socket: cli_served.command_lines), as a context around the serving.
@@ -182,7 +161,6 @@ def serve(
         InvalidInput: a non-loopback address without `allow_remote`, `allow_remote` without a key,
             a bad port, a `uds` path that is not a socket, a proxy that is no address or network.
         Conflict: the address or socket is in use.
-        NotAVault: `root` is no vault. Refused, InvalidKeysFile: the keys file cannot be used.
     """
     vault = find_vault(root)
     _raise_open_files_limit()
@@ -233,8 +211,6 @@ def serve(
 
 
 class _Server(uvicorn.Server):
-    """uvicorn's server, telling when it listens."""
-
     def __init__(self, config: uvicorn.Config, ready: Callable[[], None]) -> None:
         super().__init__(config)
         self._ready = ready
@@ -269,7 +245,6 @@ def _stopping(server: uvicorn.Server) -> Iterator[None]:
 def _listening(
     address: str | None, port: int, uds: str | os.PathLike[str] | None
 ) -> Iterator[tuple[socket.socket, str]]:
-    """A listening socket and its URL: TCP on (address, port), or a Unix socket made 0600 from the start."""
     if uds is None:
         assert address is not None
         family = socket.AF_INET6 if ":" in address else socket.AF_INET

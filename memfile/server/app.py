@@ -106,9 +106,6 @@ def _expires_at_named() -> Iterator[None]:
         raise InvalidInput("expires_at", exc.value, exc.allowed, reason=exc.reason) from None
 
 
-# --- the handlers: each gets the request and what its row read from it ----------------------------
-
-
 async def call(request: Request, fn: Callable[[Vault], T]) -> T:
     """`fn(vault)` on the worker thread, in the request's mind, as its caller."""
     minds: Minds = request.app.state.minds
@@ -295,8 +292,6 @@ async def health(request: Request, given: dict[str, Any]) -> Response:
 async def openapi(request: Request, given: dict[str, Any]) -> Response:
     return JSONResponse(request.app.state.openapi)
 
-
-# --- the route table ----------------------------------------------------------------------------
 
 RECALL_PARAMETERS = (
     Param("q", "What the agent is working on: pinned memories, then the best matches.", STRING),
@@ -577,9 +572,6 @@ def _route(path: str, methods: dict[str, Endpoint]) -> Route:
 
     limit = next((e.max_body_size for e in methods.values() if e.max_body_size), None)
     return Route(path, dispatch, methods=list(methods), name=path, max_body_size=limit)
-
-
-# --- the application ----------------------------------------------------------------------------
 
 
 def build_app(

@@ -51,17 +51,11 @@ MIND_PARAMETER = "mind"
 
 
 def is_ip_host(header: str | None) -> bool:
-    """Whether a Host header is an IP address, with a port or without (`127.0.0.1:8765`, `[::1]`)."""
     match = IP_HOST.fullmatch(header or "")
     try:
         return match is not None and bool(ipaddress.ip_address(match.group(1) or match.group(2)))
     except ValueError:
         return False
-
-
-def is_import_path(path: str) -> bool:
-    """True for the paths that take a whole import file (MAX_IMPORT_BODY_BYTES): the API's and the console's."""
-    return path == IMPORT_PATH or CONSOLE_IMPORT_PATH.fullmatch(path) is not None
 
 
 class TrustedHosts:
@@ -105,16 +99,17 @@ class Guard:
     """Refuses a request with a declared body over the limit (413) before the body is read; a body sent
     without a length is counted as it comes in (Starlette's RequestBodyLimitMiddleware, further in)."""
 
-    def __init__(self, app: ASGIApp, max_body: int = MAX_BODY_BYTES) -> None:
+    def __init__(self, app: ASGIApp) -> None:
         self.app = app
-        self.max_body = max_body
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
         length = Headers(scope=scope).get("content-length")
-        limit = MAX_IMPORT_BODY_BYTES if is_import_path(scope["path"]) else self.max_body
+        path = scope["path"]
+        whole_file = path == IMPORT_PATH or CONSOLE_IMPORT_PATH.fullmatch(path) is not None
+        limit = MAX_IMPORT_BODY_BYTES if whole_file else MAX_BODY_BYTES
         if length is not None and (not length.isdigit() or int(length) > limit):
             why = "an import file" if limit == MAX_IMPORT_BODY_BYTES else "a memory's content may take at most 10 MB"
             response = error_response(
@@ -147,15 +142,9 @@ class Authenticate:
         await self.app(scope, receive, send)
 
     def caller(self, headers: Headers, query: QueryParams) -> Caller:
-        """The Caller of a request with these headers and query.
-
-        Raises:
-            Unauthorized: no credential, or one the keys file does not hold (unknown, revoked, of another vault).
-            Refused: a Mind Key names another mind (the same answer whether that mind exists or not).
-            InvalidInput: the Authorization header or `?mind=` is given more than once.
-            NotFound, AmbiguousMind: a person's token names no mind of the vault, or none in a vault of
-                several minds.
-        """
+        """The Caller of a request with these headers and query (Unauthorized: no credential the keys file
+        holds; Refused: a Mind Key names another mind; NotFound, AmbiguousMind: a person's token names no mind
+        of the vault, or none in a vault of several minds; InvalidInput: a header or `?mind=` given twice)."""
         token = bearer_token(headers)
         if token is None:
             raise Unauthorized(
@@ -197,11 +186,7 @@ class Authenticate:
 
     @staticmethod
     def named_mind(query: QueryParams) -> str | None:
-        """The name `?mind=` gives, whether or not the vault has such a mind; None without one.
-
-        Raises:
-            InvalidInput: `?mind=` is given more than once.
-        """
+        """The name `?mind=` gives, whether or not the vault has such a mind; None without one."""
         values = query.getlist(MIND_PARAMETER)
         if len(values) > 1:
             raise InvalidInput("mind", ", ".join(values), "one ?mind=NAME", reason="it is given more than once")
@@ -223,10 +208,7 @@ class Authenticate:
 
 def bearer_token(headers: Headers) -> str | None:
     """The token of the request's `Authorization: Bearer TOKEN` header; None without one (or another scheme).
-
-    Raises:
-        InvalidInput: the header is sent more than once (no credential is taken, not even the first).
-    """
+    A header sent twice is refused: no credential is taken, not even the first."""
     given = headers.getlist("authorization")
     if len(given) > 1:
         raise InvalidInput(

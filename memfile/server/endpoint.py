@@ -66,7 +66,6 @@ class Param:
         return self.schema.get("type") == "array"
 
     def value(self, given: Any) -> Any:
-        """The parameter's value from what the query gave (a string, a list for an array, or None)."""
         kind = self.schema.get("type")
         if kind == "boolean":
             return flag(given, self.name)
@@ -76,9 +75,7 @@ class Param:
 
 
 class Body(NamedTuple):
-    """A JSON body: its schema's name in the document, and the schema (its properties are the fields)."""
-
-    name: str
+    name: str  # the schema's name in the document
     schema: dict[str, Any]
 
 
@@ -104,12 +101,8 @@ class Endpoint:
     max_body_size: int | None = None  # in place of the server's limit
 
     async def read(self, request: Request) -> dict[str, Any]:
-        """Each parameter's value by name, `id` (the path's REF) and `body` (the JSON object), as the row says.
-
-        Raises:
-            InvalidInput: an unknown or repeated query parameter, a body where none is taken, a NUL in the
-                REF, a body that is not the object asked for, or a parameter that is not of its type.
-        """
+        """Each parameter's value by name, `id` (the path's REF) and `body` (the JSON object), as the row says;
+        InvalidInput for anything else."""
         if self.public:
             return {}
         given = parameters(request, self.parameters)
@@ -125,8 +118,8 @@ class Endpoint:
 
 
 def parameters(request: Request, params: tuple[Param, ...]) -> dict[str, Any]:
-    """The query parameters of `request` that `params` name, each once (a list for a repeatable one); an
-    unknown or repeated one is refused by name (`mind` is the authentication's, always allowed)."""
+    """The query parameters `params` name, each once (a list for a repeatable one); `mind` is the
+    authentication's, always allowed."""
     allowed = [param.name for param in params]
     query = request.query_params
     unknown = sorted({name for name in query if name not in allowed and name != MIND_PARAMETER})
@@ -135,7 +128,7 @@ def parameters(request: Request, params: tuple[Param, ...]) -> dict[str, Any]:
             "query parameter",
             ", ".join(unknown),
             ", ".join((*allowed, MIND_PARAMETER)),
-            reason=f"not a parameter of {request.method} {_template(request)}",
+            reason=f"not a parameter of {_where(request)}",
         )
     found: dict[str, Any] = {}
     for name, param in zip(allowed, params, strict=True):
@@ -149,13 +142,12 @@ def parameters(request: Request, params: tuple[Param, ...]) -> dict[str, Any]:
     return found
 
 
-def _template(request: Request) -> str:
-    route = request.scope.get("route")
-    return getattr(route, "path", request.url.path)
+def _where(request: Request) -> str:
+    """The request's method and its route's path template (`PUT /memory/{id}`)."""
+    return f"{request.method} {getattr(request.scope.get('route'), 'path', request.url.path)}"
 
 
 def whole_number(value: str | None, name: str) -> int | None:
-    """A query parameter that must be a whole number (None when absent)."""
     if value is None:
         return None
     text = value.strip()
@@ -166,11 +158,7 @@ def whole_number(value: str | None, name: str) -> int | None:
 
 def flag(value: str | None, name: str) -> bool:
     """A true/false query parameter (absent: false; `?include_expired` alone: true), `true` or `false` in any
-    case and nothing else: what the error message and the OpenAPI document (a boolean) say.
-
-    Raises:
-        InvalidInput: another value (yes, 1, on...).
-    """
+    case and nothing else (yes, 1, on...): what the error message and the OpenAPI document (a boolean) say."""
     if value is None:
         return False
     if value == "":
@@ -192,16 +180,11 @@ def json_types(schema: dict[str, Any]) -> tuple[type, ...]:
 
 
 async def json_body(request: Request, schema: dict[str, Any]) -> dict[str, Any]:
-    """The request's JSON object: every field one of `schema`'s properties, of its JSON type, the required
-    ones there.
-
-    Raises:
-        InvalidInput: no body, not JSON, not an object, a field that is not allowed (all of them named,
-            with the allowed ones), a required field missing, or a field of the wrong type.
-    """
+    """The request's JSON object: every field one of `schema`'s properties (those that are not all named,
+    with the allowed ones), of its JSON type, the required ones there."""
     allowed = tuple(schema["properties"])
     raw = await request.body()
-    where = f"{request.method} {_template(request)}"
+    where = _where(request)
     shape = f"a JSON object with the fields {', '.join(allowed)}"
     if not raw.strip():
         raise InvalidInput("body", None, shape)
@@ -237,16 +220,12 @@ async def json_body(request: Request, schema: dict[str, Any]) -> dict[str, Any]:
 
 
 async def no_body(request: Request) -> None:
-    """An endpoint that takes no body: an empty body or `{}` is fine, and a body with fields is refused naming
-    them, before anything is done.
-
-    Raises:
-        InvalidInput: a body (its fields named, when it is a JSON object).
-    """
+    """An endpoint that takes no body: an empty body or `{}` is fine; any other is refused (a JSON object's
+    fields named) before anything is done."""
     raw = await request.body()
     if not raw.strip():
         return
-    where = f"{request.method} {_template(request)}"
+    where = _where(request)
     try:
         data = json.loads(raw)
     except (ValueError, RecursionError):
@@ -267,11 +246,8 @@ async def no_body(request: Request) -> None:
 
 
 def checked_ref(ref: str) -> str:
-    """A memory's id or REF from a path (the Vault checks the rest; the console's memory pages too).
-
-    Raises:
-        InvalidInput: it holds NUL or another control character (%00, %0a...), which no id or key has.
-    """
+    """A memory's id or REF from a path, refused when it holds a control character (%00, %0a...), which no
+    id or key has (the Vault checks the rest; the console's memory pages too)."""
     if CONTROL_CHARACTERS.search(ref):
         raise InvalidInput("REF", ref, REF_RULE, reason="it holds a NUL or another control character")
     return ref

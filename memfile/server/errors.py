@@ -13,18 +13,14 @@ from starlette.exceptions import HTTPException
 from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, Response
 
-from ..config import AmbiguousMind
 from ..errors import (
     EXIT_BAD_INPUT,
     EXIT_CONFLICT,
     EXIT_NOT_FOUND,
-    AmbiguousRef,
     Busy,
-    Conflict,
     Face,
     InvalidInput,
     MemfileError,
-    NotFound,
     Refused,
     echo,
     masked,
@@ -40,23 +36,19 @@ class KeysUnusable(MemfileError):
     has the library's message, which names files of the server's machine)."""
 
 
-#: The status of each library error, looked up along the exception's class hierarchy (first match).
+#: The status of the library errors their exit code does not give (first match along the class hierarchy).
 STATUS: tuple[tuple[type[MemfileError], int], ...] = (
+    (Unauthorized, 401),
     (Busy, 503),
     (KeysUnusable, 503),
     (Refused, 403),
-    (InvalidInput, 400),
-    (AmbiguousRef, 400),
-    (AmbiguousMind, 400),
-    (NotFound, 404),
-    (Conflict, 409),
 )
-#: Other library errors, by their exit code (a file that cannot be read: 400, like the CLI's exit 2).
+#: Every other library error, by its exit code (a file that cannot be read: 400, like the CLI's exit 2).
 STATUS_BY_EXIT_CODE = {EXIT_BAD_INPUT: 400, EXIT_NOT_FOUND: 404, EXIT_CONFLICT: 409}
 #: Seconds a client is asked to wait after a 503 (another process is at work on the vault: `Busy`).
 RETRY_AFTER = 2
-#: The names of Starlette's own errors that HTTP's phrase does not say well.
-HTTP_ERROR_NAMES = {404: "NotFound", 405: "MethodNotAllowed", 413: "ContentTooLarge"}
+#: The names of Starlette's own errors that HTTP's phrase (Python 3.11's) does not say well.
+HTTP_ERROR_NAMES = {413: "ContentTooLarge"}
 #: What a client reads of a bug: the details are on the server's stderr, never in a body.
 BUG_MESSAGE = "memfile failed unexpectedly (a bug in memfile, not in this request); the server's log has the details"
 #: The most characters of a value an error message repeats (a REF, a key, a path); the rest is cut to "…".
@@ -121,11 +113,12 @@ def status_of(exc: MemfileError) -> int:
 
 def memfile_error_response(exc: MemfileError) -> JSONResponse:
     """A library error as its JSON answer, with the library's message."""
+    headers = None
     if isinstance(exc, Unauthorized):
-        return error_response(401, "Unauthorized", str(exc), {"WWW-Authenticate": "Bearer"})
-    status = status_of(exc)
-    headers = {"Retry-After": str(RETRY_AFTER)} if isinstance(exc, Busy) else None
-    return error_response(status, type(exc).__name__, public_message(exc), headers)
+        headers = {"WWW-Authenticate": "Bearer"}
+    elif isinstance(exc, Busy):
+        headers = {"Retry-After": str(RETRY_AFTER)}
+    return error_response(status_of(exc), type(exc).__name__, public_message(exc), headers)
 
 
 async def on_memfile_error(request: Request, exc: Exception) -> Response:

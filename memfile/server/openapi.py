@@ -31,22 +31,25 @@ def ok(description: str, schema: dict[str, Any], status: str = "200") -> dict[st
     return {status: {"description": description, "content": json_content(schema)}}
 
 
-#: The errors every authenticated endpoint may answer (each a JSON Error).
-_ERRORS = {
-    "400": ref("responses", "BadInput"),
-    "401": ref("responses", "Unauthorized"),
-    "403": ref("responses", "Refused"),
-    "404": ref("responses", "NotFound"),
-    "409": ref("responses", "Conflict"),
-    "413": ref("responses", "ContentTooLarge"),
-    "421": ref("responses", "MisdirectedRequest"),
-    "503": ref("responses", "Busy"),
-}
-
-
 STRING = {"type": "string"}
 BOOL = {"type": "boolean"}
 LIMIT = {"type": "integer", "minimum": 1, "maximum": 1000, "default": 10}
+#: The errors every authenticated endpoint may answer, each a JSON Error: status, name, description, headers.
+ERRORS = (
+    ("400", "BadInput", "Bad input: the message names the field and what is allowed.", None),
+    ("401", "Unauthorized", "No credential, or one that is unknown or revoked.", {"WWW-Authenticate": STRING}),
+    ("403", "Refused", "Not permitted to this credential (an agent verifying, another mind...).", None),
+    ("404", "NotFound", "No such memory, mind or endpoint.", None),
+    ("409", "Conflict", "Something is in the way of the write.", None),
+    ("413", "ContentTooLarge", "The body is larger than 11 MB (64 MB for an import).", None),
+    ("421", "MisdirectedRequest", "The Host header names another server (DNS rebinding).", None),
+    (
+        "503",
+        "Busy",
+        "The writer lock was held too long by another process: try again.",
+        {"Retry-After": {"type": "integer"}},
+    ),
+)
 
 
 #: The formats of an import (`?from=`), its conflict rules (`?on_conflict=`), and how an OpenClaw
@@ -68,7 +71,8 @@ def operation(endpoint: Endpoint) -> dict[str, Any]:
         operation["requestBody"] = {"required": True, "content": json_content(ref("schemas", endpoint.body.name))}
     if endpoint.raw_body is not None:  # a body that is not JSON
         operation["requestBody"] = endpoint.raw_body
-    operation["responses"] = endpoint.responses | ({} if endpoint.public else _ERRORS)
+    errors = {status: ref("responses", name) for status, name, _, _ in ERRORS}
+    operation["responses"] = endpoint.responses | ({} if endpoint.public else errors)
     if endpoint.public:
         operation["security"] = []
     if endpoint.extension:
@@ -157,10 +161,11 @@ MEMORY_CHANGE = Body(
 
 def _components() -> dict[str, Any]:
     memory = ref("schemas", "Memory")
-
-    def error_response(description: str) -> dict[str, Any]:
-        return {"description": description, "content": json_content(ref("schemas", "Error"))}
-
+    errors = {
+        name: {"description": description, "content": json_content(ref("schemas", "Error"))}
+        | ({"headers": {header: {"schema": schema} for header, schema in headers.items()}} if headers else {})
+        for _, name, description, headers in ERRORS
+    }
     return {
         "securitySchemes": {
             "bearer": {
@@ -186,22 +191,7 @@ def _components() -> dict[str, Any]:
                 "schema": STRING,
             },
         },
-        "responses": {
-            "BadInput": error_response("Bad input: the message names the field and what is allowed."),
-            "Unauthorized": {
-                **error_response("No credential, or one that is unknown or revoked."),
-                "headers": {"WWW-Authenticate": {"schema": STRING}},
-            },
-            "Refused": error_response("Not permitted to this credential (an agent verifying, another mind...)."),
-            "NotFound": error_response("No such memory, mind or endpoint."),
-            "Conflict": error_response("Something is in the way of the write."),
-            "ContentTooLarge": error_response("The body is larger than 11 MB (64 MB for an import)."),
-            "MisdirectedRequest": error_response("The Host header names another server (DNS rebinding)."),
-            "Busy": {
-                **error_response("The writer lock was held too long by another process: try again."),
-                "headers": {"Retry-After": {"schema": {"type": "integer"}}},
-            },
-        },
+        "responses": errors,
         "schemas": {
             "Error": {
                 "type": "object",

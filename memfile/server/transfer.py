@@ -24,7 +24,6 @@ if TYPE_CHECKING:
 
 T = TypeVar("T")
 
-#: Each export format, with its media type and file extension.
 EXPORT_FORMATS = {"jsonl": ("application/x-ndjson", "jsonl"), "json": ("application/json", "json")}
 #: The library's names for the options of an export or import (the command line's) -> this API's names.
 TRANSFER_NAMES = {
@@ -40,7 +39,6 @@ TRANSFER_NAMES = {
 }
 #: Bytes of an export kept in memory before its spooled file moves to disk.
 EXPORT_SPOOL_BYTES = 8 * 1024 * 1024
-#: Bytes of an export handed to the client at a time.
 EXPORT_CHUNK_BYTES = 256 * 1024
 
 
