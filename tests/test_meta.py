@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import ast
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import click
@@ -260,6 +262,24 @@ def test_no_import_cycles_between_modules() -> None:
     graph["console"] -= {"server"}  # module by module without a cycle: test_the_server_and_the_console_have_no_cycle
     cycle = _first_cycle(graph)
     assert cycle is None, f"import cycle: {' -> '.join(cycle)}"
+
+
+def test_every_module_imports_alone() -> None:
+    """Each module of memfile imports first, in a fresh interpreter's view of memfile (a cycle through a
+    package's `__init__` fails only in one order: `import memfile.console` before `memfile.server`)."""
+    names = sorted(_module_name(path) for path in MODULES)
+    script = (
+        "import importlib, sys\n"
+        "for name in sys.argv[1:]:\n"
+        "    for loaded in [m for m in sys.modules if m == 'memfile' or m.startswith('memfile.')]:\n"
+        "        del sys.modules[loaded]\n"
+        "    try:\n"
+        "        importlib.import_module(name)\n"
+        "    except Exception as exc:\n"
+        "        print(name, type(exc).__name__, exc)\n"
+    )
+    result = subprocess.run([sys.executable, "-c", script, *names], capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0 and not result.stdout, result.stdout + result.stderr
 
 
 FACE_MODULES = [path for path in MODULES if _unit(path) in FACES]

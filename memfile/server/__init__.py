@@ -29,7 +29,6 @@ from ..config import find_vault
 from ..errors import Conflict, InvalidInput
 from ..keys import KeyStore
 from ..worker import Minds, unix_listener
-from .app import build_app
 from .auth import LOOPBACK_NAMES
 
 __all__ = ["serve"]
@@ -189,6 +188,8 @@ def serve(
     with _listening(address, port, uds) as (sock, url):
         minds = Minds(vault, watch=watch)
         try:
+            from .app import build_app  # not at the top: the console imports this package's modules
+
             app = build_app(minds, keys, allowed_hosts=allowed_hosts(host, allow_remote, allow_hosts))
             config = uvicorn.Config(
                 app,
