@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import errno
 import os
+import re
 import stat
 from collections.abc import Callable, Mapping
 from contextlib import nullcontext, suppress
@@ -232,14 +233,11 @@ class MemoryToolBackend:
                 f"No replacement was performed, old_str `{masked(old_str)}` did not appear verbatim in {target.given}."
             )
         if count > 1:
-            matching_lines: list[int] = []
-            start = 0
-            while (pos := content.find(old_str, start)) != -1:
-                matching_lines.append(content[:pos].count("\n") + 1)
-                start = pos + 1
+            starts = re.finditer(f"(?={re.escape(old_str)})", content)  # overlapping ones too, as the SDK's
+            lines = ", ".join(str(content[: found.start()].count("\n") + 1) for found in starts)
             raise MemoryToolError(
                 f"No replacement was performed. Multiple occurrences of old_str `{old_str}` in lines: "
-                f"{', '.join(map(str, matching_lines))}. Please ensure it is unique"
+                f"{lines}. Please ensure it is unique"
             )
         changed_line_index = content[: content.find(old_str)].count("\n")
         new_content = content.replace(old_str, new_str)
@@ -288,20 +286,16 @@ class MemoryToolBackend:
         full = target.full
         if full.is_file() and not full.is_symlink():
             self._writable(target)
-            memory = self._memory_at(target, "delete")
-            data, _ = self._existing_file(target)
-            self.vault.write_raw({memory.path: None}, subject=f"forget {memory.ref}", based_on={memory.path: data})
+            memories = [self._memory_at(target, "delete")]
         elif full.is_dir() and not full.is_symlink():
-            memories, based_on = self._memories_in(target, "delete")
-            if memories:
-                self.vault.write_raw(
-                    dict.fromkeys((m.path for m in memories), None),
-                    subject=f"forget {', '.join(m.ref for m in memories)}",
-                    based_on=based_on,
-                )
-            _remove_empty_folders(full)
+            memories = self._memories_in(target, "delete")
         else:
             raise MemoryToolError(f"The path {target.given} does not exist")
+        if memories:
+            based_on: dict[str, bytes | None] = {m.path: self._bytes(m) for m in memories}
+            subject = f"forget {', '.join(m.ref for m in memories)}"
+            self.vault.write_raw(dict.fromkeys(based_on), subject=subject, based_on=based_on)
+        _remove_empty_folders(full)  # a folder's: a file's is gone
         return f"Successfully deleted {target.given}"
 
     def _rename(self, command: Mapping[str, Any]) -> str:
@@ -320,7 +314,7 @@ class MemoryToolBackend:
             memory = self._memory_at(old, "rename")
             moves = [(memory, new.relpath)]
         elif old.full.is_dir() and not old.full.is_symlink():
-            memories, _ = self._memories_in(old, "rename")
+            memories = self._memories_in(old, "rename")
             prefix = old.relpath + "/"
             moves = [(m, new.relpath + "/" + m.path.removeprefix(prefix)) for m in memories]
             for _, relpath in moves:
@@ -331,7 +325,7 @@ class MemoryToolBackend:
         based_on: dict[str, bytes | None] = {}
         stored: list[str] = []
         for memory, relpath in moves:
-            data = safe_path(self.vault.root, memory.path, self.vault.mind).read_bytes()
+            data = self._bytes(memory)
             changes[memory.path], based_on[memory.path] = None, data
             changes[relpath], based_on[relpath] = _renamed(data, memory, relpath, now), None
             stored.append(fileformat.parse(b"", relpath, now).ref)
@@ -381,13 +375,16 @@ class MemoryToolBackend:
         mind = self.vault.mind
         relpath = f"{mind}/{rel}" if rel else mind
         try:
-            full = safe_path(self.vault.root, relpath, mind)
+            full: Path | None = safe_path(self.vault.root, relpath, mind)
         except InvalidInput:
             raise MemoryToolError(f"Path {_cut(path)} would escape /memories directory") from None
         except RuntimeError:  # resolving a symlink loop (Python 3.12 and before; 3.13 leaves the path as it is)
-            raise _looping(path) from None
-        if _loops(full):
-            raise _looping(path)
+            full = None
+        if full is None or _loops(full):
+            raise MemoryToolError(
+                f"Path {_cut(path)} goes through a symbolic link that leads in a circle (to itself, or to a link back "
+                "to it), so it names no file; nothing was changed. A person must remove that link: tell the user."
+            )
         return _Target(masked(path), rel, relpath, full)  # `given`: what answers repeat
 
     def _writable(self, target: _Target) -> None:
@@ -441,7 +438,7 @@ class MemoryToolBackend:
             )
         return memory
 
-    def _memories_in(self, target: _Target, verb: str) -> tuple[list[Memory], dict[str, bytes | None]]:
+    def _memories_in(self, target: _Target, verb: str) -> list[Memory]:
         """Every memory under a folder, refused when the folder holds anything else or a memory that is a
         person's to remove (verified or critical): a folder goes all or nothing."""
         prefix = target.relpath + "/"
@@ -467,10 +464,10 @@ class MemoryToolBackend:
                 f"which only a person can {verb}; nothing was changed. {verb.capitalize()} the other files one by "
                 "one, and store corrections as new memories."
             )
-        based_on: dict[str, bytes | None] = {
-            m.path: safe_path(self.vault.root, m.path, self.vault.mind).read_bytes() for m in memories
-        }
-        return memories, based_on
+        return memories
+
+    def _bytes(self, memory: Memory) -> bytes:
+        return safe_path(self.vault.root, memory.path, self.vault.mind).read_bytes()
 
     def _existing_file(self, target: _Target) -> tuple[bytes, str]:
         full = target.full
@@ -563,13 +560,6 @@ def _loops(path: Path) -> bool:
     except OSError as exc:
         return exc.errno == errno.ELOOP
     return False
-
-
-def _looping(path: str) -> MemoryToolError:
-    return MemoryToolError(
-        f"Path {_cut(path)} goes through a symbolic link that leads in a circle (to itself, or to a link back to "
-        "it), so it names no file; nothing was changed. A person must remove that link: tell the user."
-    )
 
 
 def _cut(text: str) -> str:
