@@ -361,11 +361,7 @@ async def serve_stdio(server: MCPServer) -> None:
         await lowlevel.run(answering, write_stream, lowlevel.create_initialization_options())
 
 
-#: How a tool call finds who it acts for: from its request context (the SDK's `Context`).
-CallerOf = Callable[[Context], Caller]
-
-
-def build_server(minds: Minds, caller_of: CallerOf, read_minds: Sequence[str] = ()) -> MCPServer:
+def build_server(minds: Minds, caller_of: Callable[[Context], Caller], read_minds: Sequence[str] = ()) -> MCPServer:
     """The MCP server over `minds`: every tool call runs on its worker thread, in the mind and as the source
     of `caller_of(ctx)` (stdio: one mind, as the agent; HTTP: the credential of the request that carried it).
     `read_minds`: other minds the recall tool reads too, read-only (`Vault.recall`'s `with_minds`)."""

@@ -18,7 +18,7 @@ from collections.abc import Callable, Mapping
 from contextlib import nullcontext, suppress
 from dataclasses import dataclass, replace
 from datetime import datetime, timezone
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 from typing import Any
 from urllib.parse import unquote
 
@@ -370,8 +370,7 @@ class MemoryToolBackend:
                 f"Path {_cut(path)} holds a name of {len(long.encode('utf-8')):,} bytes, and a file or folder name "
                 f"may have at most {MAX_NAME_BYTES}: use a short name; {LAYOUT}."
             )
-        rel = PurePosixPath(rest).as_posix() if rest else ""
-        rel = "" if rel == "." else rel
+        rel = "/".join(names)
         mind = self.vault.mind
         relpath = f"{mind}/{rel}" if rel else mind
         try:
