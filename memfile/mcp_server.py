@@ -608,6 +608,5 @@ class HttpApp:
         await self.session_manager.handle_request(scope, receive, send)
 
 
-def http_app(minds: Minds) -> HttpApp:
-    """The streamable-HTTP MCP endpoint over `minds` (see `HttpApp` for how to route and run it)."""
-    return HttpApp(minds)
+#: The streamable-HTTP MCP endpoint over `minds` (see `HttpApp` for how to route and run it).
+http_app = HttpApp

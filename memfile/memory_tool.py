@@ -163,7 +163,7 @@ class MemoryToolBackend:
         return f"Here's the content of {target.given} with line numbers:\n" + "\n".join(numbered)
 
     def _listing(self, given: str, folder: Path, leaf: os.stat_result) -> str:
-        items: list[tuple[str, str]] = []
+        lines = [f"{_size(leaf.st_size)}\t{given}"]
         mind_dir = self.vault.mind_dir
 
         def collect(dir_path: Path, relative: str, depth: int) -> None:
@@ -182,15 +182,14 @@ class MemoryToolBackend:
                 except (OSError, RuntimeError):  # gone, unreadable, or a symlink loop (RuntimeError before 3.13)
                     continue
                 if item.is_dir():
-                    items.append((_size(size), f"{item_relative}/"))
+                    lines.append(f"{_size(size)}\t{given}/{item_relative}/")
                     if depth < 2:
                         collect(item, item_relative, depth + 1)
                 elif item.is_file():
-                    items.append((_size(size), item_relative))
+                    lines.append(f"{_size(size)}\t{given}/{item_relative}")
 
         collect(folder, "", 1)
         header = f"Here're the files and directories up to 2 levels deep in {given}, excluding hidden items:"
-        lines = [f"{_size(leaf.st_size)}\t{given}", *(f"{size}\t{given}/{path}" for size, path in items)]
         return f"{header}\n" + "\n".join(lines)
 
     def _create(self, command: Mapping[str, Any]) -> str:
