@@ -143,7 +143,13 @@ class MemoryToolBackend:
             return self._listing(target.given, full, leaf)
         if not stat.S_ISREG(leaf.st_mode):
             raise MemoryToolError(f"Unsupported file type for {target.given}")
-        lines = _read(full, target.given).split("\n")
+        try:
+            data = full.read_bytes()
+        except FileNotFoundError:
+            raise MemoryToolError(
+                f"The file {target.given} no longer exists (may have been deleted or renamed concurrently)."
+            ) from None
+        lines = _decoded(data, target.given).split("\n")
         if len(lines) > MAX_LINES:
             raise MemoryToolError(f"File {target.given} exceeds maximum line limit of 999,999 lines.")
         view_range = command.get("view_range")
@@ -200,7 +206,7 @@ class MemoryToolBackend:
         self._writable(target)
         self._capped(target, file_text)
         memory = self._parsed(target, file_text.encode("utf-8"))
-        holder = self._holding(memory.category, memory.key)
+        holder = next((m for m in self.vault.memories() if (m.category, m.key) == (memory.category, memory.key)), None)
         if holder is not None:
             raise MemoryToolError(
                 f"A memory {memory.category}/{memory.key} already exists at {_shown(holder.path)}; "
@@ -414,9 +420,6 @@ class MemoryToolBackend:
                 "Keep the front-matter between the two --- lines valid YAML, or leave it out."
             ) from None
 
-    def _holding(self, category: Category, key: str) -> Memory | None:
-        return next((m for m in self.vault.memories() if m.category is category and m.key == key), None)
-
     def _memory_at(self, target: _Target, verb: str) -> Memory:
         """The memory at `target`, refused when memfile cannot read it or it is a person's (verified or critical)
         to `verb`: the model is told what it may do instead."""
@@ -604,15 +607,6 @@ def _renamed(data: bytes, memory: Memory, relpath: str, now: datetime) -> str:
         id_derived=False,
     )
     return fileformat.rewrite(data, memory.path, memory, new).decode("utf-8")
-
-
-def _read(path: Path, given: str) -> str:
-    try:
-        return _decoded(path.read_bytes(), given)
-    except FileNotFoundError:
-        raise MemoryToolError(
-            f"The file {given} no longer exists (may have been deleted or renamed concurrently)."
-        ) from None
 
 
 def _decoded(data: bytes, given: str) -> str:
