@@ -11,7 +11,6 @@ cannot read gets an error where the SDK would drop it.
 from __future__ import annotations
 
 import difflib
-import functools
 import inspect
 import json
 import re
@@ -138,28 +137,41 @@ _NO_SUCH_ARGUMENT = {
 }
 
 
-def refuse_unknown_arguments(
-    parameters: dict[str, tuple[str, ...]], validate: Callable[[str, dict[str, Any]], None]
-) -> Callable[..., Any]:
-    """Middleware: a call of one of `parameters`' tools with an argument the tool does not have is a
-    tool error naming it (the SDK would drop it silently, and the agent believe it did something); one
-    whose arguments `validate` (the SDK's own check) refuses gets a tool error in memfile's words, where
-    the SDK answers with pydantic's report and a link to its documentation."""
+#: The notices of the tool call being answered (`answer_tool_calls` and `build_server`'s `call`).
+_NOTICES: ContextVar[list[str] | None] = ContextVar("memfile_notices", default=None)
+
+
+def answer_tool_calls(server: MCPServer) -> Callable[..., Any]:
+    """Middleware for `server`'s tool calls: one with an argument the tool does not have is a tool error
+    naming it (the SDK would drop it silently, and the agent believe it did something); one whose arguments
+    the SDK's own check refuses gets a tool error in memfile's words, where the SDK answers with pydantic's
+    report and a link to its documentation; an answer is followed by the notices of its call (a secret a
+    read served, say), each a text of its own after the result, in an agent's terms."""
 
     async def middleware(ctx: Any, call_next: Callable[[Any], Any]) -> Any:
-        params = ctx.params if ctx.method == "tools/call" and isinstance(ctx.params, Mapping) else {}
-        name, arguments = params.get("name"), params.get("arguments")
-        known = parameters.get(name) if isinstance(name, str) else None
-        if known is None or not isinstance(arguments, Mapping):
+        if ctx.method != "tools/call" or not isinstance(ctx.params, Mapping):
             return await call_next(ctx)
-        unknown = [key for key in arguments if key not in known]
-        if unknown:
-            return _tool_error(_unknown_arguments(str(name), unknown, known))
+        name, arguments = ctx.params.get("name"), ctx.params.get("arguments")
+        tool = server._tool_manager.get_tool(name) if isinstance(name, str) else None  # noqa: SLF001 - the SDK's own check
+        if tool is not None and isinstance(arguments, Mapping):
+            known = tuple(tool.parameters.get("properties", ()))
+            unknown = [key for key in arguments if key not in known]
+            if unknown:
+                return _tool_error(_unknown_arguments(tool.name, unknown, known))
+            try:
+                tool.fn_metadata.validate_arguments(dict(arguments))
+            except ValidationError as exc:
+                return _tool_error(_wrong_arguments(tool.name, exc))
+        notices: list[str] = []
+        token = _NOTICES.set(notices)  # filled by `build_server`'s `call`
         try:
-            validate(str(name), dict(arguments))
-        except ValidationError as exc:
-            return _tool_error(_wrong_arguments(str(name), exc))
-        return await call_next(ctx)
+            result = await call_next(ctx)
+        finally:
+            _NOTICES.reset(token)
+        if notices and isinstance(result, dict) and not result.get("isError"):
+            said = [{"type": "text", "text": for_agent(told(notice, Face.MCP))} for notice in notices]
+            result = result | {"content": [*result["content"], *said]}
+        return result
 
     return middleware
 
@@ -349,61 +361,18 @@ async def serve_stdio(server: MCPServer) -> None:
         await lowlevel.run(answering, write_stream, lowlevel.create_initialization_options())
 
 
-#: The notices of the tool call being answered (`build_server`'s `tool` and `call`).
-_NOTICES: ContextVar[list[str] | None] = ContextVar("memfile_notices", default=None)
-
-#: How a tool call finds who it acts for: from its request context (the SDK's `Context`).
-CallerOf = Callable[[Context], Caller]
-
-
-def build_server(minds: Minds, caller_of: CallerOf, read_minds: Sequence[str] = ()) -> MCPServer:
+def build_server(minds: Minds, caller_of: Callable[[Context], Caller], read_minds: Sequence[str] = ()) -> MCPServer:
     """The MCP server over `minds`: every tool call runs on its worker thread, in the mind and as the source
     of `caller_of(ctx)` (stdio: one mind, as the agent; HTTP: the credential of the request that carried it).
     `read_minds`: other minds the recall tool reads too, read-only (`Vault.recall`'s `with_minds`)."""
-    parameters: dict[str, tuple[str, ...]] = {}  # tool name -> its arguments, for refuse_unknown_arguments
-
-    def validate(name: str, arguments: dict[str, Any]) -> None:  # what the SDK checks before the call
-        registered = server._tool_manager.get_tool(name)  # noqa: SLF001 - the SDK's own check of the arguments
-        if registered is not None:
-            registered.fn_metadata.validate_arguments(arguments)
-
     server = MCPServer(
         "memfile",
         version=__version__,
         instructions=INSTRUCTIONS,
         log_level="WARNING",  # the SDK's INFO lines ("Terminating session: None" for every stateless POST) are noise
-        middleware=[refuse_unknown_arguments(parameters, validate)],
     )
+    server.middleware.append(answer_tool_calls(server))
     recall_budget = minds.config.mcp_recall_budget  # `[mcp] recall_budget`; None: no limit
-
-    def tool(name: str | None = None, **options: Any) -> Callable[[Any], Any]:
-        def register(function: Any) -> Any:
-            arguments = inspect.signature(function).parameters
-            tool_name = name or function.__name__
-            parameters[tool_name] = tuple(a for a in arguments if a != "ctx")
-
-            @functools.wraps(function)
-            async def answered(*args: Any, **kwargs: Any) -> Any:
-                """The tool, its answer followed by the notices of its call (a secret a read served, say),
-                each a text of its own after the result, in an agent's terms."""
-                notices: list[str] = []
-                token = _NOTICES.set(notices)
-                try:
-                    answer = await function(*args, **kwargs)
-                finally:
-                    _NOTICES.reset(token)
-                if not notices:
-                    return answer
-                registered = server._tool_manager.get_tool(tool_name)  # noqa: SLF001 - the SDK's own conversion
-                assert registered is not None  # this very tool
-                result = registered.fn_metadata.convert_result(answer)
-                assert isinstance(result, CallToolResult)  # no tool of memfile's asks for input
-                said = [TextContent(type="text", text=for_agent(told(notice, Face.MCP))) for notice in notices]
-                return result.model_copy(update={"content": [*result.content, *said]})
-
-            return server.tool(name=name, **options)(answered)
-
-        return register
 
     async def call(ctx: Context, work: Callable[[Vault], Any], read: bool = False) -> Any:
         def noticed(vault: Vault) -> tuple[Any, list[str]]:
@@ -424,7 +393,7 @@ def build_server(minds: Minds, caller_of: CallerOf, read_minds: Sequence[str] = 
 
     default_budget = f"{recall_budget} tokens" if recall_budget else "no limit"
 
-    @tool(
+    @server.tool(
         description=_doc(
             Vault.recall,
             "Call at the start of a task with the user's request as `query`: "
@@ -440,7 +409,7 @@ def build_server(minds: Minds, caller_of: CallerOf, read_minds: Sequence[str] = 
         )
         return _closing_for_agent(text)
 
-    @tool(description=_doc(Vault.search, "Find memories about a topic, best first."), annotations=READ)
+    @server.tool(description=_doc(Vault.search, "Find memories about a topic, best first."), annotations=READ)
     async def search(
         ctx: Context,
         query: str,
@@ -457,7 +426,7 @@ def build_server(minds: Minds, caller_of: CallerOf, read_minds: Sequence[str] = 
 
         return await call(ctx, work, read=True)  # a notice (not all embedded) is one more block after the hits
 
-    @tool(
+    @server.tool(
         description=_doc(
             Vault.store,
             "Remember something durable (a fact, preference, decision, mistake). "
@@ -492,13 +461,15 @@ def build_server(minds: Minds, caller_of: CallerOf, read_minds: Sequence[str] = 
             "superseded": result.superseded.ref if result.superseded else None,
         }  # its notices follow as texts of their own, as every tool's do
 
-    @tool(
+    @server.tool(
         description=_doc(Vault.get, "Read one memory in full by REF (an id, category/key, or key)."), annotations=READ
     )
     async def show(ctx: Context, ref: str) -> dict[str, Any]:
         return await call(ctx, lambda vault: vault.get(ref).to_dict(), read=True)
 
-    @tool(name="list", description=_doc(Vault.list, "List memories by category, tags or priority."), annotations=READ)
+    @server.tool(
+        name="list", description=_doc(Vault.list, "List memories by category, tags or priority."), annotations=READ
+    )
     async def list_(
         ctx: Context,
         category: str | None = None,
@@ -512,7 +483,7 @@ def build_server(minds: Minds, caller_of: CallerOf, read_minds: Sequence[str] = 
 
         return await call(ctx, work, read=True)
 
-    @tool(
+    @server.tool(
         description=_doc(
             Vault.forget,
             "Remove a memory that is wrong or no longer wanted (git keeps it). "
@@ -523,15 +494,17 @@ def build_server(minds: Minds, caller_of: CallerOf, read_minds: Sequence[str] = 
     async def forget(ctx: Context, ref: str) -> dict[str, Any]:
         return await call(ctx, lambda vault: vault.forget(ref).to_dict())
 
-    @tool(description=_doc(Vault.expiring, "Memories that expire soon (to renew or let go)."), annotations=READ)
+    @server.tool(description=_doc(Vault.expiring, "Memories that expire soon (to renew or let go)."), annotations=READ)
     async def expiring(ctx: Context, within: str = "7d") -> list[dict[str, Any]]:
         return await call(ctx, lambda vault: [m.to_dict() for m in vault.expiring(within)], read=True)
 
-    @tool(description=_doc(Vault.tags, "Every tag in use, with counts (to reuse tags when storing)."), annotations=READ)
+    @server.tool(
+        description=_doc(Vault.tags, "Every tag in use, with counts (to reuse tags when storing)."), annotations=READ
+    )
     async def tags(ctx: Context) -> list[dict[str, Any]]:
         return await call(ctx, lambda vault: [{"tag": tag, "count": count} for tag, count in vault.tags()], read=True)
 
-    @tool(
+    @server.tool(
         description=(
             "Claude's memory tool (memory_20250818), for clients without the Anthropic SDK: one command on "
             "/memories, this mind's folder. view (path, view_range), create (path, file_text), str_replace "
@@ -635,6 +608,5 @@ class HttpApp:
         await self.session_manager.handle_request(scope, receive, send)
 
 
-def http_app(minds: Minds) -> HttpApp:
-    """The streamable-HTTP MCP endpoint over `minds` (see `HttpApp` for how to route and run it)."""
-    return HttpApp(minds)
+#: The streamable-HTTP MCP endpoint over `minds` (see `HttpApp` for how to route and run it).
+http_app = HttpApp

@@ -12,12 +12,13 @@ from __future__ import annotations
 
 import errno
 import os
+import re
 import stat
 from collections.abc import Callable, Mapping
 from contextlib import nullcontext, suppress
 from dataclasses import dataclass, replace
 from datetime import datetime, timezone
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 from typing import Any
 from urllib.parse import unquote
 
@@ -142,7 +143,13 @@ class MemoryToolBackend:
             return self._listing(target.given, full, leaf)
         if not stat.S_ISREG(leaf.st_mode):
             raise MemoryToolError(f"Unsupported file type for {target.given}")
-        lines = _read(full, target.given).split("\n")
+        try:
+            data = full.read_bytes()
+        except FileNotFoundError:
+            raise MemoryToolError(
+                f"The file {target.given} no longer exists (may have been deleted or renamed concurrently)."
+            ) from None
+        lines = _decoded(data, target.given).split("\n")
         if len(lines) > MAX_LINES:
             raise MemoryToolError(f"File {target.given} exceeds maximum line limit of 999,999 lines.")
         view_range = command.get("view_range")
@@ -162,7 +169,7 @@ class MemoryToolBackend:
         return f"Here's the content of {target.given} with line numbers:\n" + "\n".join(numbered)
 
     def _listing(self, given: str, folder: Path, leaf: os.stat_result) -> str:
-        items: list[tuple[str, str]] = []
+        lines = [f"{_size(leaf.st_size)}\t{given}"]
         mind_dir = self.vault.mind_dir
 
         def collect(dir_path: Path, relative: str, depth: int) -> None:
@@ -181,15 +188,14 @@ class MemoryToolBackend:
                 except (OSError, RuntimeError):  # gone, unreadable, or a symlink loop (RuntimeError before 3.13)
                     continue
                 if item.is_dir():
-                    items.append((_size(size), f"{item_relative}/"))
+                    lines.append(f"{_size(size)}\t{given}/{item_relative}/")
                     if depth < 2:
                         collect(item, item_relative, depth + 1)
                 elif item.is_file():
-                    items.append((_size(size), item_relative))
+                    lines.append(f"{_size(size)}\t{given}/{item_relative}")
 
         collect(folder, "", 1)
         header = f"Here're the files and directories up to 2 levels deep in {given}, excluding hidden items:"
-        lines = [f"{_size(leaf.st_size)}\t{given}", *(f"{size}\t{given}/{path}" for size, path in items)]
         return f"{header}\n" + "\n".join(lines)
 
     def _create(self, command: Mapping[str, Any]) -> str:
@@ -200,7 +206,7 @@ class MemoryToolBackend:
         self._writable(target)
         self._capped(target, file_text)
         memory = self._parsed(target, file_text.encode("utf-8"))
-        holder = self._holding(memory.category, memory.key)
+        holder = next((m for m in self.vault.memories() if (m.category, m.key) == (memory.category, memory.key)), None)
         if holder is not None:
             raise MemoryToolError(
                 f"A memory {memory.category}/{memory.key} already exists at {_shown(holder.path)}; "
@@ -232,14 +238,11 @@ class MemoryToolBackend:
                 f"No replacement was performed, old_str `{masked(old_str)}` did not appear verbatim in {target.given}."
             )
         if count > 1:
-            matching_lines: list[int] = []
-            start = 0
-            while (pos := content.find(old_str, start)) != -1:
-                matching_lines.append(content[:pos].count("\n") + 1)
-                start = pos + 1
+            starts = re.finditer(f"(?={re.escape(old_str)})", content)  # overlapping ones too, as the SDK's
+            lines = ", ".join(str(content[: found.start()].count("\n") + 1) for found in starts)
             raise MemoryToolError(
                 f"No replacement was performed. Multiple occurrences of old_str `{old_str}` in lines: "
-                f"{', '.join(map(str, matching_lines))}. Please ensure it is unique"
+                f"{lines}. Please ensure it is unique"
             )
         changed_line_index = content[: content.find(old_str)].count("\n")
         new_content = content.replace(old_str, new_str)
@@ -288,20 +291,16 @@ class MemoryToolBackend:
         full = target.full
         if full.is_file() and not full.is_symlink():
             self._writable(target)
-            memory = self._memory_at(target, "delete")
-            data, _ = self._existing_file(target)
-            self.vault.write_raw({memory.path: None}, subject=f"forget {memory.ref}", based_on={memory.path: data})
+            memories = [self._memory_at(target, "delete")]
         elif full.is_dir() and not full.is_symlink():
-            memories, based_on = self._memories_in(target, "delete")
-            if memories:
-                self.vault.write_raw(
-                    dict.fromkeys((m.path for m in memories), None),
-                    subject=f"forget {', '.join(m.ref for m in memories)}",
-                    based_on=based_on,
-                )
-            _remove_empty_folders(full)
+            memories = self._memories_in(target, "delete")
         else:
             raise MemoryToolError(f"The path {target.given} does not exist")
+        if memories:
+            based_on: dict[str, bytes | None] = {m.path: self._bytes(m) for m in memories}
+            subject = f"forget {', '.join(m.ref for m in memories)}"
+            self.vault.write_raw(dict.fromkeys(based_on), subject=subject, based_on=based_on)
+        _remove_empty_folders(full)  # a folder's: a file's is gone
         return f"Successfully deleted {target.given}"
 
     def _rename(self, command: Mapping[str, Any]) -> str:
@@ -320,7 +319,7 @@ class MemoryToolBackend:
             memory = self._memory_at(old, "rename")
             moves = [(memory, new.relpath)]
         elif old.full.is_dir() and not old.full.is_symlink():
-            memories, _ = self._memories_in(old, "rename")
+            memories = self._memories_in(old, "rename")
             prefix = old.relpath + "/"
             moves = [(m, new.relpath + "/" + m.path.removeprefix(prefix)) for m in memories]
             for _, relpath in moves:
@@ -331,7 +330,7 @@ class MemoryToolBackend:
         based_on: dict[str, bytes | None] = {}
         stored: list[str] = []
         for memory, relpath in moves:
-            data = safe_path(self.vault.root, memory.path, self.vault.mind).read_bytes()
+            data = self._bytes(memory)
             changes[memory.path], based_on[memory.path] = None, data
             changes[relpath], based_on[relpath] = _renamed(data, memory, relpath, now), None
             stored.append(fileformat.parse(b"", relpath, now).ref)
@@ -376,18 +375,20 @@ class MemoryToolBackend:
                 f"Path {_cut(path)} holds a name of {len(long.encode('utf-8')):,} bytes, and a file or folder name "
                 f"may have at most {MAX_NAME_BYTES}: use a short name; {LAYOUT}."
             )
-        rel = PurePosixPath(rest).as_posix() if rest else ""
-        rel = "" if rel == "." else rel
+        rel = "/".join(names)
         mind = self.vault.mind
         relpath = f"{mind}/{rel}" if rel else mind
         try:
-            full = safe_path(self.vault.root, relpath, mind)
+            full: Path | None = safe_path(self.vault.root, relpath, mind)
         except InvalidInput:
             raise MemoryToolError(f"Path {_cut(path)} would escape /memories directory") from None
         except RuntimeError:  # resolving a symlink loop (Python 3.12 and before; 3.13 leaves the path as it is)
-            raise _looping(path) from None
-        if _loops(full):
-            raise _looping(path)
+            full = None
+        if full is None or _loops(full):
+            raise MemoryToolError(
+                f"Path {_cut(path)} goes through a symbolic link that leads in a circle (to itself, or to a link back "
+                "to it), so it names no file; nothing was changed. A person must remove that link: tell the user."
+            )
         return _Target(masked(path), rel, relpath, full)  # `given`: what answers repeat
 
     def _writable(self, target: _Target) -> None:
@@ -419,9 +420,6 @@ class MemoryToolBackend:
                 "Keep the front-matter between the two --- lines valid YAML, or leave it out."
             ) from None
 
-    def _holding(self, category: Category, key: str) -> Memory | None:
-        return next((m for m in self.vault.memories() if m.category is category and m.key == key), None)
-
     def _memory_at(self, target: _Target, verb: str) -> Memory:
         """The memory at `target`, refused when memfile cannot read it or it is a person's (verified or critical)
         to `verb`: the model is told what it may do instead."""
@@ -441,7 +439,7 @@ class MemoryToolBackend:
             )
         return memory
 
-    def _memories_in(self, target: _Target, verb: str) -> tuple[list[Memory], dict[str, bytes | None]]:
+    def _memories_in(self, target: _Target, verb: str) -> list[Memory]:
         """Every memory under a folder, refused when the folder holds anything else or a memory that is a
         person's to remove (verified or critical): a folder goes all or nothing."""
         prefix = target.relpath + "/"
@@ -467,10 +465,10 @@ class MemoryToolBackend:
                 f"which only a person can {verb}; nothing was changed. {verb.capitalize()} the other files one by "
                 "one, and store corrections as new memories."
             )
-        based_on: dict[str, bytes | None] = {
-            m.path: safe_path(self.vault.root, m.path, self.vault.mind).read_bytes() for m in memories
-        }
-        return memories, based_on
+        return memories
+
+    def _bytes(self, memory: Memory) -> bytes:
+        return safe_path(self.vault.root, memory.path, self.vault.mind).read_bytes()
 
     def _existing_file(self, target: _Target) -> tuple[bytes, str]:
         full = target.full
@@ -565,13 +563,6 @@ def _loops(path: Path) -> bool:
     return False
 
 
-def _looping(path: str) -> MemoryToolError:
-    return MemoryToolError(
-        f"Path {_cut(path)} goes through a symbolic link that leads in a circle (to itself, or to a link back to "
-        "it), so it names no file; nothing was changed. A person must remove that link: tell the user."
-    )
-
-
 def _cut(text: str) -> str:
     """`text` as a message repeats it: masked when it looks like it holds a secret, then at most SHOWN_PATH
     characters and `…`."""
@@ -616,15 +607,6 @@ def _renamed(data: bytes, memory: Memory, relpath: str, now: datetime) -> str:
         id_derived=False,
     )
     return fileformat.rewrite(data, memory.path, memory, new).decode("utf-8")
-
-
-def _read(path: Path, given: str) -> str:
-    try:
-        return _decoded(path.read_bytes(), given)
-    except FileNotFoundError:
-        raise MemoryToolError(
-            f"The file {given} no longer exists (may have been deleted or renamed concurrently)."
-        ) from None
 
 
 def _decoded(data: bytes, given: str) -> str:
