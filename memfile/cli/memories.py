@@ -141,19 +141,17 @@ def show(state: State, ref: str, at: str | None, as_json: bool) -> None:
     print_json(memory.to_dict()) if as_json else click.echo(_show_text(memory))
 
 
-def _list_line(memory: Memory) -> str:
-    state = "verified" if memory.verified else "unverified"
-    return f"{memory.ref:<42} {memory.priority:<8} {state:<10} {memory.path}"
-
-
-def _print_memories(memories: list[Memory], as_json: bool, empty: str) -> None:
+def _print_memories(memories: list[Memory], as_json: bool, empty: str, date: str | None = None) -> None:
+    """One line per memory, after the Memory field `date` when given (`expires_at`, `updated_at`)."""
     if as_json:
         print_json([m.to_dict() for m in memories])
-    elif not memories:
+        return
+    if not memories:
         click.echo(empty, err=True)
-    else:
-        for memory in memories:
-            click.echo(_list_line(memory))
+    for memory in memories:
+        state = "verified" if memory.verified else "unverified"
+        line = f"{memory.ref:<42} {memory.priority:<8} {state:<10} {memory.path}"
+        click.echo(f"{format_datetime(getattr(memory, date))}  {line}" if date else line)
 
 
 @click.command(name="list", cls=MemfileCommand)
@@ -221,11 +219,7 @@ def expiring(state: State, within: str, as_json: bool) -> None:
     Example: memfile expiring --within 2w
     """
     memories = state.vault().expiring(within)
-    if as_json or not memories:
-        _print_memories(memories, as_json, f"no memory expires within {within}")
-        return
-    for memory in memories:
-        click.echo(f"{format_datetime(memory.expires_at)}  {_list_line(memory)}")  # type: ignore[arg-type]
+    _print_memories(memories, as_json, f"no memory expires within {within}", "expires_at")
 
 
 @click.command(cls=MemfileCommand)
@@ -353,11 +347,7 @@ def by_tag(state: State, tag: str, include_expired: bool, as_json: bool) -> None
     Example: memfile by-tag docker
     """
     memories = state.vault().by_tag(tag, include_expired=include_expired)
-    if as_json or not memories:
-        _print_memories(memories, as_json, f"no memory has the tag {tag!r}")
-        return
-    for memory in memories:
-        click.echo(f"{format_datetime(memory.updated_at)}  {_list_line(memory)}")
+    _print_memories(memories, as_json, f"no memory has the tag {tag!r}", "updated_at")
 
 
 @click.command(cls=MemfileCommand)
