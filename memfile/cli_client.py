@@ -225,8 +225,6 @@ def _request(argv: list[str], vault: str) -> dict[str, Any]:
 
 def _stream(stream: Any) -> dict[str, Any]:
     """What decides how output is written to a stream: its encoding and errors, and whether a terminal shows it."""
-    if stream is None:
-        return {"tty": False, "encoding": "utf-8", "errors": "strict"}
     try:
         tty = stream.isatty()
     except (AttributeError, ValueError, OSError):

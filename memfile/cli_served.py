@@ -410,10 +410,12 @@ def stop_resident(root: Path) -> int | None:
     return pid
 
 
-def run_command(minds: Minds, group: click.Command, request: dict[str, Any], asked: float) -> list[tuple[bytes, bytes]]:
+def run_command(
+    minds: Minds, group: click.Command, request: dict[str, Any], asked: float
+) -> list[tuple[bytes, bytearray]]:
     """On the worker thread: `memfile ARGV` of a command line (`group`: memfile.cli.main), as its own
     process would run it, with the Vault of its mind from `minds`. Returns its output and exit code as frames, in order."""
-    frames: list[tuple[bytes, bytes]] = []
+    frames: list[tuple[bytes, bytearray]] = []
     out, err = (
         _output(frames, kind, stream) for kind, stream in zip((STDOUT, STDERR), request["streams"], strict=True)
     )
@@ -446,8 +448,8 @@ def run_command(minds: Minds, group: click.Command, request: dict[str, Any], ask
                     print(exc.code, file=sys.stderr)
             out.flush()
             err.flush()
-    frames.append((EXIT, str(code).encode("ascii")))
-    return _joined(frames)
+    frames.append((EXIT, bytearray(str(code), "ascii")))
+    return frames
 
 
 def _read_request(conn: socket.socket) -> dict[str, Any]:
@@ -481,19 +483,8 @@ def _read_request(conn: socket.socket) -> dict[str, Any]:
     return request
 
 
-def _frame(kind: bytes, payload: bytes) -> bytes:
+def _frame(kind: bytes, payload: bytes | bytearray) -> bytes:
     return kind + len(payload).to_bytes(4, "big") + payload
-
-
-def _joined(frames: list[tuple[bytes, bytes]]) -> list[tuple[bytes, bytes]]:
-    """Neighbouring frames of one stream as one."""
-    joined: list[tuple[bytes, bytes]] = []
-    for kind, payload in frames:
-        if joined and joined[-1][0] == kind and kind != EXIT:
-            joined[-1] = (kind, joined[-1][1] + payload)
-        else:
-            joined.append((kind, payload))
-    return joined
 
 
 def _stamp(path: Path) -> tuple[int, int, int] | None:
@@ -512,9 +503,9 @@ def _utf8(encoding: str) -> bool:
 
 
 class _Recorder(io.RawIOBase):
-    """A client's stdout or stderr: what is written becomes a frame."""
+    """A client's stdout or stderr: what is written becomes a frame, or joins the last one of its stream."""
 
-    def __init__(self, frames: list[tuple[bytes, bytes]], kind: bytes, tty: bool) -> None:
+    def __init__(self, frames: list[tuple[bytes, bytearray]], kind: bytes, tty: bool) -> None:
         super().__init__()
         self._frames, self._kind, self._tty = frames, kind, tty
 
@@ -522,14 +513,17 @@ class _Recorder(io.RawIOBase):
         return True
 
     def write(self, data: Any) -> int:
-        self._frames.append((self._kind, bytes(data)))
+        if self._frames and self._frames[-1][0] == self._kind:
+            self._frames[-1][1].extend(data)
+        else:
+            self._frames.append((self._kind, bytearray(data)))
         return len(data)
 
     def isatty(self) -> bool:
         return self._tty
 
 
-def _output(frames: list[tuple[bytes, bytes]], kind: bytes, stream: dict[str, Any]) -> Any:
+def _output(frames: list[tuple[bytes, bytearray]], kind: bytes, stream: dict[str, Any]) -> Any:
     """The text stream a command writes for the client: its encoding, its errors as `memfile`'s main
     sets them (a strict stream gets backslash escapes instead of an error), and on the client's terminal
     every control character shown as an escape (`terminal.Shown`), as `memfile`'s main does."""

@@ -22,7 +22,7 @@ from ..errors import EXIT_UNEXPECTED, InvalidInput, MemfileError
 from ..terminal import wrapped
 from . import git, keys, memories, serve, transfer
 from .common import DISTRIBUTION, State
-from .options import json_by_default, own_options
+from .options import json_by_default
 
 #: Commands that list unreadable files themselves: no summary line about them.
 LISTS_UNREADABLE = {"status", "doctor"}
@@ -37,9 +37,17 @@ class MemfileGroup(click.Group):
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
         for arg in args:
             try:
-                _check_utf8(arg, "argument")
-            except InvalidInput as exc:
-                raise click.UsageError(str(exc), ctx) from None
+                arg.encode("utf-8")
+            except UnicodeEncodeError:  # bytes that are not UTF-8: Python keeps them as lone surrogates
+                try:
+                    raw = arg.encode("utf-8", "surrogateescape")
+                except UnicodeEncodeError:
+                    raw = arg.encode("utf-8", "replace")
+                given = raw.decode("ascii", "backslashreplace")
+                problem = InvalidInput(
+                    "argument", given, "UTF-8 text (set the terminal to UTF-8)", reason="it is not valid UTF-8"
+                )
+                raise click.UsageError(str(problem), ctx) from None
         return super().parse_args(ctx, args)
 
     def invoke(self, ctx: click.Context) -> Any:
@@ -91,33 +99,20 @@ def _print_messages(ctx: click.Context) -> None:
             click.echo(f"memfile: {notice}", err=True)
 
 
-def _check_utf8(text: str, what: str) -> str:
-    """Refuse text that came from bytes that are not UTF-8 (Python keeps them as lone surrogates)."""
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        raw = text.encode("utf-8", "surrogateescape") if _escaped_bytes(text) else text.encode("utf-8", "replace")
-        raise InvalidInput(
-            what,
-            raw.decode("ascii", "backslashreplace"),
-            "UTF-8 text (set the terminal to UTF-8)",
-            reason="it is not valid UTF-8",
-        ) from None
-    return text
-
-
-def _escaped_bytes(text: str) -> bool:
-    try:
-        text.encode("utf-8", "surrogateescape")
-    except UnicodeEncodeError:
-        return False
-    return True
-
-
 # color: click would strip escape sequences from what goes to a pipe or a file; memfile writes a memory
 # there as stored, and styles only a terminal's output (terminal.Shown escapes a memory's own codes).
 @click.group(cls=MemfileGroup, context_settings={"help_option_names": ["-h", "--help"], "color": True})
-@own_options
+@click.option(
+    "--vault",
+    "vault_path",
+    metavar="PATH",
+    help="Vault folder (default: $MEMFILE_VAULT, else the nearest parent with memfile.toml).",
+)
+@click.option(
+    "--mind", metavar="NAME", help="Mind to use (default: $MEMFILE_MIND, else default_mind, else the only mind)."
+)
+@click.option("--debug", is_flag=True, help="Show tracebacks on errors.")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON for programs (the command's own --json).")
 @click.version_option(package_name=DISTRIBUTION, prog_name="memfile")
 @click.pass_context
 def main(ctx: click.Context, vault_path: str | None, mind: str | None, debug: bool, as_json: bool) -> None:

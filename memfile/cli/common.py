@@ -44,7 +44,9 @@ def print_json(data: Any) -> None:
     click.echo(json.dumps(data, ensure_ascii=False, indent=2))
 
 
-json_option = click.option("--json", "as_json", is_flag=True, help="Print JSON for programs.")
+def json_option(command: Callable[..., Any]) -> Callable[..., Any]:
+    """`--json` ("Print JSON for programs.") and the State passed first: every command with one has both."""
+    return click.option("--json", "as_json", is_flag=True, help="Print JSON for programs.")(click.pass_obj(command))
 
 
 def print_store(result: StoreResult, as_json: bool, verb: str) -> None:

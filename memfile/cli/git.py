@@ -16,7 +16,6 @@ from .options import CommandGroup, MemfileCommand
 @click.command(cls=MemfileCommand)
 @click.argument("ref")
 @json_option
-@click.pass_obj
 def history(state: State, ref: str, as_json: bool) -> None:
     """List every version of one memory, newest first (also of a forgotten one).
 
@@ -58,7 +57,6 @@ def history(state: State, ref: str, as_json: bool) -> None:
     help="Restore the version at this commit, date (a future date: the latest) or duration back (7d) (default: the last version).",
 )
 @json_option
-@click.pass_obj
 def restore(state: State, ref: str, at: str | None, as_json: bool) -> None:
     """Bring back a forgotten memory, or an old version of one, as a new commit.
 
@@ -74,7 +72,6 @@ def restore(state: State, ref: str, at: str | None, as_json: bool) -> None:
 
 @click.command(cls=MemfileCommand)
 @json_option
-@click.pass_obj
 def undo(state: State, as_json: bool) -> None:
     """Revert this mind's last change made by memfile here, as a new commit.
 
@@ -94,7 +91,6 @@ def undo(state: State, as_json: bool) -> None:
 @click.option("--since", help="Only changes newer than this: a duration (7d, 12h) or a date (2026-05-01).")
 @click.option("--limit", type=click.IntRange(min=1), help="At most this many changes.")
 @json_option
-@click.pass_obj
 def log(state: State, since: str | None, limit: int | None, as_json: bool) -> None:
     """The mind's changelog (the commits that changed its files), newest first.
 
@@ -114,7 +110,6 @@ def log(state: State, since: str | None, limit: int | None, as_json: bool) -> No
 @click.option("--branch", help="The remote branch (default: the current branch's name).")
 @click.option("--new-branch", is_flag=True, help="Create --branch on the remote when it exists on neither side.")
 @json_option
-@click.pass_obj
 def sync(state: State, remote: str | None, branch: str | None, new_branch: bool, as_json: bool) -> None:
     """Commit hand edits, fetch, merge the remote's changes, push, update the index.
 
@@ -181,7 +176,6 @@ def remote_add(state: State, url: str, name: str) -> None:
 @click.argument("path", type=click.Path(file_okay=False))
 @click.option("--mind", help="The mind to open first (default: as for every command; every mind is cloned).")
 @json_option
-@click.pass_obj
 def clone(state: State, url: str, path: str, mind: str | None, as_json: bool) -> None:
     """Clone a vault onto this machine: its minds, the merge driver, the index; then sync as usual.
 
@@ -229,7 +223,6 @@ def clone(state: State, url: str, path: str, mind: str | None, as_json: bool) ->
 @click.option("--theirs", is_flag=True, help="Take the other side's text.")
 @click.option("--edit", is_flag=True, help="Edit both into one in $EDITOR.")
 @json_option
-@click.pass_obj
 def resolve(state: State, ref: str, ours: bool, theirs: bool, edit: bool, as_json: bool) -> None:
     """Finish a memory whose body changed on both sides of a sync, in one commit.
 
@@ -276,7 +269,6 @@ def merge_file(base: str, ours: str, theirs: str, path: str) -> None:
     "misplaced files).",
 )
 @json_option
-@click.pass_obj
 def doctor(state: State, fix: bool, as_json: bool) -> None:
     """Check the mind: unreadable or duplicate files, misplaced files, conflicts, index, git; exit 5 on problems.
 

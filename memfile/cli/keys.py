@@ -43,7 +43,6 @@ def key_group() -> None:
 )
 @keys_option
 @json_option
-@click.pass_obj
 def key_add(state: State, mind: str | None, person: bool, label: str, keys_path: Path | None, as_json: bool) -> None:
     """Make a credential for this vault and print its token, once.
 
@@ -83,7 +82,6 @@ def _line(key: Key) -> str:
 @click.option("--all", "every", is_flag=True, help="List the keys of every vault, each with its vault.")
 @keys_option
 @json_option
-@click.pass_obj
 def key_list(state: State, every: bool, keys_path: Path | None, as_json: bool) -> None:
     """List this vault's keys: id, name, kind, mind and date (never a hash).
 
@@ -105,7 +103,6 @@ def key_list(state: State, every: bool, keys_path: Path | None, as_json: bool) -
 @click.argument("key_id", metavar="ID")
 @keys_option
 @json_option
-@click.pass_obj
 def key_revoke(state: State, key_id: str, keys_path: Path | None, as_json: bool) -> None:
     """Remove a key: its token stops working at the next request.
 

@@ -24,7 +24,6 @@ from .options import MemfileCommand
 @click.option("--mind", "mind", default="default", show_default=True, help="Folder name of the first mind.")
 @click.option("--name", help="Display name of the mind, shown by recall.")
 @json_option
-@click.pass_obj
 def init(state: State, path: str, mind: str, name: str | None, as_json: bool) -> None:
     """Create a vault: memfile.toml, a mind folder, .gitignore and a git repository.
 
@@ -73,20 +72,15 @@ def _read_content(content: str | None) -> str:
 )
 @click.option("--allow-secret", is_flag=True, help="Store it though it looks like a token or key (people only).")
 @json_option
-@click.pass_obj
 def store(
     state: State,
     category: str,
     key: str,
     content: str | None,
-    priority: str | None,
     tags: tuple[str, ...],
-    confidence: str | None,
     expires: str | None,
-    source: str | None,
-    supersedes: str | None,
-    allow_secret: bool,
     as_json: bool,
+    **options: Any,
 ) -> None:
     """Store a memory, or update the one with the same CATEGORY and KEY.
 
@@ -98,15 +92,8 @@ def store(
 
     Example: memfile store identity user_city "Lives in Hamburg" --supersedes identity/user_location
     """
-    options: dict[str, Any] = {
-        "priority": priority,
-        "confidence": confidence,
-        "source": source,
-        "supersedes": supersedes,
-        "allow_secret": allow_secret,
-    }
-    if tags:
-        options["tags"] = list(tags)
+    if tags:  # none given keeps an updated memory's tags, as no --expires keeps its expiry
+        options["tags"] = tags
     if expires is not None:
         options["expires"] = expires
     result = state.vault().store(category, key, _read_content(content), **options)
@@ -142,7 +129,6 @@ def _shown_value(value: Any) -> str:
 @click.argument("ref")
 @click.option("--at", metavar="REV|DATE", help="The version at a commit (sha, HEAD~2), a date (2026-05-01) or 7d ago.")
 @json_option
-@click.pass_obj
 def show(state: State, ref: str, at: str | None, as_json: bool) -> None:
     """Print one memory. REF is an id, category/key, or a key unique in the mind.
 
@@ -155,19 +141,17 @@ def show(state: State, ref: str, at: str | None, as_json: bool) -> None:
     print_json(memory.to_dict()) if as_json else click.echo(_show_text(memory))
 
 
-def _list_line(memory: Memory) -> str:
-    state = "verified" if memory.verified else "unverified"
-    return f"{memory.ref:<42} {memory.priority:<8} {state:<10} {memory.path}"
-
-
-def _print_memories(memories: list[Memory], as_json: bool, empty: str) -> None:
+def _print_memories(memories: list[Memory], as_json: bool, empty: str, date: str | None = None) -> None:
+    """One line per memory, after the Memory field `date` when given (`expires_at`, `updated_at`)."""
     if as_json:
         print_json([m.to_dict() for m in memories])
-    elif not memories:
+        return
+    if not memories:
         click.echo(empty, err=True)
-    else:
-        for memory in memories:
-            click.echo(_list_line(memory))
+    for memory in memories:
+        state = "verified" if memory.verified else "unverified"
+        line = f"{memory.ref:<42} {memory.priority:<8} {state:<10} {memory.path}"
+        click.echo(f"{format_datetime(getattr(memory, date))}  {line}" if date else line)
 
 
 @click.command(name="list", cls=MemfileCommand)
@@ -179,40 +163,20 @@ def _print_memories(memories: list[Memory], as_json: bool, empty: str) -> None:
 @click.option("--include-expired", is_flag=True, help="Also expired memories.")
 @click.option("--status", default="active", show_default=True, help="active, superseded or all.")
 @json_option
-@click.pass_obj
-def list_(
-    state: State,
-    category: str | None,
-    tags: tuple[str, ...],
-    priority: str | None,
-    source: str | None,
-    unverified: bool,
-    include_expired: bool,
-    status: str,
-    as_json: bool,
-) -> None:
+def list_(state: State, as_json: bool, **filters: Any) -> None:
     """List the mind's memories, filtered.
 
     Example: memfile list --category project --tag synapse --unverified
 
     Example: memfile list --status superseded
     """
-    memories = state.vault().list(
-        category=category,
-        tags=list(tags),
-        priority=priority,
-        source=source,
-        unverified=unverified,
-        include_expired=include_expired,
-        status=status,
-    )
+    memories = state.vault().list(**filters)
     _print_memories(memories, as_json, "no memories match")
 
 
 @click.command(cls=MemfileCommand)
 @click.argument("ref")
 @json_option
-@click.pass_obj
 def forget(state: State, ref: str, as_json: bool) -> None:
     """Remove a memory in one commit (git history keeps it).
 
@@ -225,7 +189,6 @@ def forget(state: State, ref: str, as_json: bool) -> None:
 @click.command(cls=MemfileCommand)
 @click.argument("ref")
 @json_option
-@click.pass_obj
 def verify(state: State, ref: str, as_json: bool) -> None:
     """Mark a memory as checked by a person (agents cannot).
 
@@ -238,7 +201,6 @@ def verify(state: State, ref: str, as_json: bool) -> None:
 @click.command(cls=MemfileCommand)
 @click.argument("ref")
 @json_option
-@click.pass_obj
 def reactivate(state: State, ref: str, as_json: bool) -> None:
     """Bring a superseded memory back into recall and search (status: active).
 
@@ -251,24 +213,18 @@ def reactivate(state: State, ref: str, as_json: bool) -> None:
 @click.command(cls=MemfileCommand)
 @click.option("--within", default="7d", show_default=True, help="A duration: 30m, 12h, 7d, 2w.")
 @json_option
-@click.pass_obj
 def expiring(state: State, within: str, as_json: bool) -> None:
     """List memories that expire soon, soonest first.
 
     Example: memfile expiring --within 2w
     """
     memories = state.vault().expiring(within)
-    if as_json or not memories:
-        _print_memories(memories, as_json, f"no memory expires within {within}")
-        return
-    for memory in memories:
-        click.echo(f"{format_datetime(memory.expires_at)}  {_list_line(memory)}")  # type: ignore[arg-type]
+    _print_memories(memories, as_json, f"no memory expires within {within}", "expires_at")
 
 
 @click.command(cls=MemfileCommand)
 @click.argument("ref")
 @json_option
-@click.pass_obj
 def edit(state: State, ref: str, as_json: bool) -> None:
     """Open a memory in $EDITOR; afterwards validate and commit it.
 
@@ -318,16 +274,7 @@ def edit(state: State, ref: str, as_json: bool) -> None:
 @click.option("--semantic/--lexical", default=None, help="With --query: matches by meaning too (as search).")
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
 @click.pass_obj
-def recall(
-    state: State,
-    query: str | None,
-    budget: int | None,
-    limit: int,
-    include_superseded: bool,
-    with_minds: tuple[str, ...],
-    semantic: bool | None,
-    fmt: str,
-) -> None:
+def recall(state: State, budget: int | None, fmt: str, **options: Any) -> None:
     """Print the prioritized summary an agent puts in its context window.
 
     Without --query: every memory, critical first, then newest first. With
@@ -340,10 +287,8 @@ def recall(
 
     Example: memfile --mind group_a recall --with-mind alice --query "deploy synapse to vps1" --budget 800
     """
-    options: dict[str, Any] = {"query": query, "limit": limit, "include_superseded": include_superseded}
-    options |= {"with_minds": with_minds} if with_minds else {}
-    options |= {"semantic": semantic} if semantic is not None else {}
-    options |= {"budget": budget} if budget is not None else {}
+    if budget is not None:  # none given: the mind's [recall] budget
+        options["budget"] = budget
     report = state.vault().recall(**options)
     print_json(report.to_dict()) if fmt == "json" else click.echo(report.encode(), nl=False)
 
@@ -364,21 +309,7 @@ def recall(
     help="Also by meaning, fused with the words (the semantic extra); default: [search] semantic.",
 )
 @json_option
-@click.pass_obj
-def search(
-    state: State,
-    query: tuple[str, ...],
-    tags: tuple[str, ...],
-    category: str | None,
-    priority: str | None,
-    source: str | None,
-    unverified: bool,
-    include_expired: bool,
-    include_superseded: bool,
-    limit: int,
-    semantic: bool | None,
-    as_json: bool,
-) -> None:
+def search(state: State, query: tuple[str, ...], as_json: bool, **filters: Any) -> None:
     """Search the mind's memories, best match first.
 
     Words match loosely (accents, case, endings ignored); "a phrase", AND/OR/NOT,
@@ -390,18 +321,7 @@ def search(
 
     Example: memfile search --semantic "what does she do for a living?"
     """
-    hits = state.vault().search(
-        " ".join(query),
-        tags=list(tags),
-        category=category,
-        priority=priority,
-        source=source,
-        unverified=unverified,
-        include_expired=include_expired,
-        include_superseded=include_superseded,
-        limit=limit,
-        semantic=semantic,
-    )
+    hits = state.vault().search(" ".join(query), **filters)
     if as_json:
         print_json([hit.to_dict() for hit in hits])
         return
@@ -421,23 +341,17 @@ def search(
 @click.argument("tag")
 @click.option("--include-expired", is_flag=True, help="Also expired memories.")
 @json_option
-@click.pass_obj
 def by_tag(state: State, tag: str, include_expired: bool, as_json: bool) -> None:
     """List the memories carrying TAG (any case), newest first.
 
     Example: memfile by-tag docker
     """
     memories = state.vault().by_tag(tag, include_expired=include_expired)
-    if as_json or not memories:
-        _print_memories(memories, as_json, f"no memory has the tag {tag!r}")
-        return
-    for memory in memories:
-        click.echo(f"{format_datetime(memory.updated_at)}  {_list_line(memory)}")
+    _print_memories(memories, as_json, f"no memory has the tag {tag!r}", "updated_at")
 
 
 @click.command(cls=MemfileCommand)
 @json_option
-@click.pass_obj
 def tags(state: State, as_json: bool) -> None:
     """List the mind's tags with how many memories carry each.
 
@@ -453,7 +367,6 @@ def tags(state: State, as_json: bool) -> None:
 
 @click.command(cls=MemfileCommand)
 @json_option
-@click.pass_obj
 def stats(state: State, as_json: bool) -> None:
     """Show counts of the mind's memories and facts about its index.
 
@@ -476,7 +389,6 @@ def stats(state: State, as_json: bool) -> None:
 @click.command(cls=MemfileCommand)
 @click.option("--semantic", is_flag=True, help="Also embed what is not embedded yet (the semantic extra).")
 @json_option
-@click.pass_obj
 def reindex(state: State, semantic: bool, as_json: bool) -> None:
     """Rebuild the search index of the mind from its files.
 
@@ -508,7 +420,6 @@ def reindex(state: State, semantic: bool, as_json: bool) -> None:
 
 @click.command(cls=MemfileCommand)
 @json_option
-@click.pass_obj
 def status(state: State, as_json: bool) -> None:
     """Show files on disk vs indexed, stale files, the watcher, hand edits and the git remote.
 
@@ -563,7 +474,6 @@ def status(state: State, as_json: bool) -> None:
 
 @click.command(name="last-recall", cls=MemfileCommand)
 @json_option
-@click.pass_obj
 def last_recall(state: State, as_json: bool) -> None:
     """What the last recall served (CLI or MCP): query, budget, tokens, each memory and why.
 

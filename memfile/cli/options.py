@@ -9,12 +9,9 @@ of the command they were given on; the last one given counts, as in click.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import Any
 
 import click
-
-F = TypeVar("F", bound=Callable[..., Any])
 
 #: memfile's own options, which a command takes after its name too (`memfile recall --mind lan`): the
 #: field of State each one sets.
@@ -25,27 +22,6 @@ NO_VAULT = {
     "clone": "it makes the vault at PATH (its own --mind names the mind to open first)",
     "merge-file": "git runs it on three files, in no vault",
 }
-
-
-def own_options(main: F) -> F:
-    """`memfile`'s own options, before the command: --vault, --mind, --debug and --json."""
-    for option in (
-        click.option("--json", "as_json", is_flag=True, help="Print JSON for programs (the command's own --json)."),
-        click.option("--debug", is_flag=True, help="Show tracebacks on errors."),
-        click.option(
-            "--mind",
-            metavar="NAME",
-            help="Mind to use (default: $MEMFILE_MIND, else default_mind, else the only mind).",
-        ),
-        click.option(
-            "--vault",
-            "vault_path",
-            metavar="PATH",
-            help="Vault folder (default: $MEMFILE_VAULT, else the nearest parent with memfile.toml).",
-        ),
-    ):
-        main = option(main)
-    return main
 
 
 def _set_global(ctx: click.Context, param: click.Parameter, value: Any) -> None:
@@ -63,16 +39,6 @@ def _take_global_options(command: click.Command) -> None:
             command.params.append(option)
 
 
-def _misplaced(ctx: click.Context, exc: click.NoSuchOption) -> click.UsageError | click.NoSuchOption:
-    """Where an option of memfile's own goes, for a command that cannot take it."""
-    path, name = ctx.command_path, exc.option_name
-    if name == "--json":
-        return click.UsageError(f"{path} has no --json output; see {path} --help", ctx)
-    if name in GLOBAL_OPTIONS:
-        return click.UsageError(f"{path} takes no {name}: {NO_VAULT.get(ctx.info_name or '', '')}", ctx)
-    return exc
-
-
 class MemfileCommand(click.Command):
     """A command that takes memfile's own options after its name as well as before it, and says where an
     option goes that it cannot take."""
@@ -84,8 +50,15 @@ class MemfileCommand(click.Command):
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
         try:
             return super().parse_args(ctx, args)
-        except click.NoSuchOption as exc:
-            raise _misplaced(ctx, exc) from None
+        except click.NoSuchOption as exc:  # say where an option of memfile's own goes
+            path, name = ctx.command_path, exc.option_name
+            if name == "--json":
+                raise click.UsageError(f"{path} has no --json output; see {path} --help", ctx) from None
+            if name in GLOBAL_OPTIONS:
+                raise click.UsageError(
+                    f"{path} takes no {name}: {NO_VAULT.get(ctx.info_name or '', '')}", ctx
+                ) from None
+            raise
 
 
 class CommandGroup(click.Group):

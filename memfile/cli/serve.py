@@ -60,21 +60,7 @@ SERVE_PACKAGES = ("starlette", "uvicorn", "h11", "anyio", "jinja2", "markupsafe"
 )
 @click.option("--stop", is_flag=True, help="Stop the vault's resident reader (a full memfile serve keeps running).")
 @json_option
-@click.pass_obj
-def serve(
-    state: State,
-    host: str,
-    port: int,
-    uds: str | None,
-    allow_remote: bool,
-    allow_hosts: tuple[str, ...],
-    forwarded_allow_ips: str | None,
-    no_watch: bool,
-    keys_path: Path | None,
-    resident: bool,
-    stop: bool,
-    as_json: bool,
-) -> None:
+def serve(state: State, no_watch: bool, resident: bool, stop: bool, as_json: bool, **options: Any) -> None:
     """Serve every mind of the vault over HTTP (Synapse's memory API, /mcp and the /console pages).
 
     Agents authenticate with a Mind Key, people with their token (make them
@@ -137,17 +123,11 @@ def serve(
 
     run_server(
         state.vault_path,
-        host=host,
-        port=port,
-        uds=uds,
-        allow_remote=allow_remote,
-        keys_path=keys_path,
-        allow_hosts=allow_hosts,
-        forwarded_allow_ips=forwarded_allow_ips,
         watch=not no_watch,
         on_ready=ready,
         notify=notify,
         beside=lambda minds, url: command_lines(minds, url, notify, group),
+        **options,
     )
 
 

@@ -36,7 +36,6 @@ def _mind(state: State, mind: str | None) -> State:
 @click.option("--raw", is_flag=True, help="Include each file's exact text and sha256: an import writes the same bytes.")
 @click.option("-o", "--output", metavar="FILE", help="Write to FILE (replaced once whole) instead of standard output.")
 @json_option
-@click.pass_obj
 def export(
     state: State, mind: str | None, all_minds: bool, fmt: str, raw: bool, output: str | None, as_json: bool
 ) -> None:
@@ -74,7 +73,7 @@ def export(
 @click.option("--mind", metavar="NAME", help="The mind to import into (default: the one memfile chooses).")
 @click.option(
     "--from",
-    "fmt",
+    "format",
     type=click.Choice(["memfile", "synapse", "langbot", "openclaw"]),
     help="The file's format (default: told from the file).",
 )
@@ -115,23 +114,7 @@ def export(
 )
 @click.option("--allow-secret", is_flag=True, help="Import contents that look like tokens or keys (people only).")
 @json_option
-@click.pass_obj
-def import_(
-    state: State,
-    file: str,
-    mind: str | None,
-    fmt: str | None,
-    on_conflict: str,
-    dry_run: bool,
-    from_mind: str | None,
-    split: str,
-    category: str | None,
-    include_dreams: bool,
-    max_priority: str,
-    source_as: str | None,
-    allow_secret: bool,
-    as_json: bool,
-) -> None:
+def import_(state: State, file: str, mind: str | None, as_json: bool, **options: Any) -> None:
     """Import memories from FILE into the mind as one commit, or nothing at all.
 
     FILE is memfile's export, Synapse's JSON (an array or {"memories": [...]}),
@@ -151,20 +134,7 @@ def import_(
     source = sys.stdin.buffer if file == "-" else file
     vault = _mind(state, mind).vault()
     with progress_bars() as progress:
-        report = vault.import_(
-            source,
-            format=fmt,
-            on_conflict=on_conflict,
-            dry_run=dry_run,
-            from_mind=from_mind,
-            split=split,
-            category=category,
-            include_dreams=include_dreams,
-            max_priority=max_priority,
-            source_as=source_as,
-            allow_secret=allow_secret,
-            progress=progress,
-        )
+        report = vault.import_(source, progress=progress, **options)
     if as_json:
         print_json(report.to_dict())
     else:
