@@ -545,24 +545,22 @@ def guard(policy: SecretPolicy | None, text: str, *, what: str, allow_secret: bo
     if not findings:
         return None
     why = "a person allowed it" if allow_secret else '[secrets] policy = "warn"'
-    return f"{what} looks like it holds a secret, written anyway ({why}): " + "; ".join(
-        str(f) for f in findings[:SHOWN_FINDINGS]
-    )
+    return f"{what} looks like it holds a secret, written anyway ({why}): {_listed(findings)}"
+
+
+def _listed(findings: Sequence[Finding]) -> str:
+    return "; ".join(str(f) for f in findings[:SHOWN_FINDINGS])
 
 
 def warning(policy: SecretPolicy | None, text: str, what: str) -> str | None:
     """The warning about secrets in a person's own edit (`what`), which is never refused; None: none found
     or the policy is "off"."""
-    policy = policy or SecretPolicy()
-    if policy.policy == OFF:
-        return None
-    findings = scan(text, policy.allow)
+    findings = (policy or SecretPolicy()).check(text, allow_secret=True)
     if not findings:
         return None
     return (
-        f"{what} looks like it holds a secret: "
-        + "; ".join(str(f) for f in findings[:SHOWN_FINDINGS])
-        + " (a vault is pushed and cloned: remove it, and see docs/secrets.md for its git history)"
+        f"{what} looks like it holds a secret: {_listed(findings)} (a vault is pushed and cloned: remove it, "
+        "and see docs/secrets.md for its git history)"
     )
 
 
@@ -602,11 +600,10 @@ class ReadWarnings:
             self._scanned[path] = key
             if findings := scan(text, policy.allow):
                 ref, mind_option = named(memory)
-                found = "; ".join(str(f) for f in findings[:SHOWN_FINDINGS])
                 told.append(
                     Notice(
-                        f"{ref} looks like it holds a secret: {found}. It was served as written by hand (a write "
-                        "would refuse it)",
+                        f"{ref} looks like it holds a secret: {_listed(findings)}. It was served as written by hand "
+                        "(a write would refuse it)",
                         "edit_out_secret",
                         (memory.ref, mind_option),
                     )
