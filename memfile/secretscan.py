@@ -348,10 +348,6 @@ def mask(value: str) -> str:
     return value[:show] + "…" + (value[-show:] if show > 1 else "")
 
 
-def _allowed(allow: Sequence[re.Pattern[str]], value: str, whole: str) -> bool:
-    return any(p.search(value) or p.search(whole) for p in allow)
-
-
 def _rule_of(text: str, m: re.Match[str]) -> tuple[Rule, re.Match[str]]:
     """The rule whose branch of the alternation made `m`, and its own match (with the group `v`)."""
     for rule in RULES:  # each rule compiled on first use (`re` keeps it): most texts never need one
@@ -393,7 +389,7 @@ def _hits(text: str, allow: Sequence[re.Pattern[str] | str]) -> list[tuple[int, 
     near_span = (0, 0)  # the last AWS secret key found beside its key id
 
     def add(start: int, rule: str, value: str, whole: str, at: int) -> None:
-        if not _allowed(patterns, value, whole):
+        if not any(p.search(value) or p.search(whole) for p in patterns):
             hits.append((start, rule, value, at))
 
     for m in _COMBINED.finditer(text):

@@ -204,15 +204,8 @@ class _Reader:
             if not value or value in seen:
                 continue
             seen.add(value)
-            self.add(
-                naming,
-                category,
-                key_prefix + slug(value, 96 - len(key_prefix)),
-                value,
-                f"{who} {field} {value!r}",
-                base,
-                extra,
-            )
+            key = key_prefix + slug(value, 96 - len(key_prefix))
+            self.add(naming, category, key, value, f"{who} {field} {value!r}", base, extra)
 
     # ------------------------------------------------------------ L2
 
