@@ -43,7 +43,8 @@ ID_PATTERN = re.compile(r"[a-z0-9]{8}")
 #: prefix, id, secret (`secrets.token_urlsafe(32)`: 43 characters of the URL-safe base64 alphabet).
 _TOKEN = re.compile(r"(mf[kp])_([a-z0-9]{8})_([A-Za-z0-9_-]{43})")
 _SHA256_HEX = re.compile(r"[0-9a-f]{64}")
-_FIELDS = {"label", "kind", "vault", "mind", "created_at", "sha256"}
+#: An entry's fields, in the order they are written.
+_FIELDS = ("label", "kind", "vault", "mind", "created_at", "sha256")
 #: The most a keys file may hold (a key takes about 250 bytes).
 MAX_KEYS_BYTES = 1024 * 1024
 
@@ -174,7 +175,12 @@ class KeyStore:
         elif mind is not None:
             raise InvalidInput("mind", mind, "no mind (--person): a person's token reaches every mind")
         where = str(root)
-        _check_writable_text(where)
+        try:
+            where.encode("utf-8")
+        except UnicodeEncodeError:
+            raise InvalidInput(
+                "vault", where, "a vault whose path is UTF-8", reason="its path holds bytes that are not UTF-8"
+            ) from None
         self._check_outside(where)
         with self._locked():
             entries = self._read()
@@ -238,15 +244,13 @@ class KeyStore:
         Raises:
             Refused / InvalidKeysFile: the keys file cannot be trusted (see `list`): no key is accepted.
         """
-        if not isinstance(token, str) or len(token) > 128:
-            return None
-        match = _TOKEN.fullmatch(token)
+        match = _TOKEN.fullmatch(token) if isinstance(token, str) else None
         if match is None:
             return None
         where = _resolved(vault)
         self._check_outside(where)
         entry = self._entries().get(match[2])
-        if entry is None or not hmac.compare_digest(entry.sha256, _digest(token)):
+        if entry is None or not hmac.compare_digest(entry.sha256, _digest(match[0])):
             return None
         return entry.key if entry.key.vault == where else None
 
@@ -306,15 +310,12 @@ class KeyStore:
                     f"(mode {stat.S_IMODE(info.st_mode):04o}); no key is accepted until you fix it "
                     f"with: chmod 600 {self.path}"
                 )
-            chunks, size = [], 0
-            while size <= MAX_KEYS_BYTES and (chunk := os.read(fd, MAX_KEYS_BYTES + 1 - size)):
-                chunks.append(chunk)
-                size += len(chunk)
+            with os.fdopen(fd, "rb", closefd=False) as handle:
+                data = handle.read(MAX_KEYS_BYTES + 1)
         except OSError as exc:
             raise InvalidKeysFile(self.path, f"it cannot be read: {exc.strerror}") from None
         finally:
             os.close(fd)
-        data = b"".join(chunks)
         if len(data) > MAX_KEYS_BYTES:
             raise InvalidKeysFile(self.path, f"it is larger than {MAX_KEYS_BYTES // 1024} KB")
         try:
@@ -361,29 +362,12 @@ def _new_id(entries: dict[str, _Entry]) -> str:
             return key_id
 
 
-def _check_writable_text(path: str) -> None:
-    try:
-        path.encode("utf-8")
-    except UnicodeEncodeError:
-        raise InvalidInput(
-            "vault", path, "a vault whose path is UTF-8", reason="its path holds bytes that are not UTF-8"
-        ) from None
-
-
 def _render(entries: dict[str, _Entry]) -> str:
     parts = [_HEADER]
     for key_id in sorted(entries, key=lambda i: (entries[i].key.created_at, i)):
-        key = entries[key_id].key
-        lines = [
-            f"\n[keys.{key.id}]",
-            "label = " + toml_string(key.label),
-            "kind = " + toml_string(key.kind),
-            "vault = " + toml_string(key.vault),
-        ]
-        if key.mind is not None:
-            lines.append("mind = " + toml_string(key.mind))
-        lines += ["created_at = " + toml_string(key.created_at), "sha256 = " + toml_string(entries[key_id].sha256)]
-        parts.append("\n".join(lines) + "\n")
+        fields = asdict(entries[key_id].key) | {"sha256": entries[key_id].sha256}
+        lines = [f"{name} = {toml_string(fields[name])}" for name in _FIELDS if fields[name] is not None]
+        parts.append("\n".join([f"\n[keys.{key_id}]", *lines]) + "\n")
     return "".join(parts)
 
 
@@ -412,10 +396,10 @@ def _parse_entry(path: Path, key_id: str, entry: object) -> _Entry:
         raise bad(f"has an id that is not {ID_LENGTH} characters a-z, 0-9")
     if not isinstance(entry, dict):
         raise bad("is not a table")
-    unknown = sorted(set(entry) - _FIELDS)
+    unknown = sorted(set(entry) - set(_FIELDS))
     if unknown:
         raise bad(f"has unknown fields: {', '.join(unknown)}")
-    missing = sorted(_FIELDS - {"mind"} - set(entry))
+    missing = sorted(set(_FIELDS) - {"mind"} - set(entry))
     if missing:
         raise bad(f"lacks {', '.join(missing)}")
     wrong = sorted(name for name, value in entry.items() if not isinstance(value, str))

@@ -348,10 +348,6 @@ def mask(value: str) -> str:
     return value[:show] + "…" + (value[-show:] if show > 1 else "")
 
 
-def _allowed(allow: Sequence[re.Pattern[str]], value: str, whole: str) -> bool:
-    return any(p.search(value) or p.search(whole) for p in allow)
-
-
 def _rule_of(text: str, m: re.Match[str]) -> tuple[Rule, re.Match[str]]:
     """The rule whose branch of the alternation made `m`, and its own match (with the group `v`)."""
     for rule in RULES:  # each rule compiled on first use (`re` keeps it): most texts never need one
@@ -393,7 +389,7 @@ def _hits(text: str, allow: Sequence[re.Pattern[str] | str]) -> list[tuple[int, 
     near_span = (0, 0)  # the last AWS secret key found beside its key id
 
     def add(start: int, rule: str, value: str, whole: str, at: int) -> None:
-        if not _allowed(patterns, value, whole):
+        if not any(p.search(value) or p.search(whole) for p in patterns):
             hits.append((start, rule, value, at))
 
     for m in _COMBINED.finditer(text):
@@ -545,24 +541,22 @@ def guard(policy: SecretPolicy | None, text: str, *, what: str, allow_secret: bo
     if not findings:
         return None
     why = "a person allowed it" if allow_secret else '[secrets] policy = "warn"'
-    return f"{what} looks like it holds a secret, written anyway ({why}): " + "; ".join(
-        str(f) for f in findings[:SHOWN_FINDINGS]
-    )
+    return f"{what} looks like it holds a secret, written anyway ({why}): {_listed(findings)}"
+
+
+def _listed(findings: Sequence[Finding]) -> str:
+    return "; ".join(str(f) for f in findings[:SHOWN_FINDINGS])
 
 
 def warning(policy: SecretPolicy | None, text: str, what: str) -> str | None:
     """The warning about secrets in a person's own edit (`what`), which is never refused; None: none found
     or the policy is "off"."""
-    policy = policy or SecretPolicy()
-    if policy.policy == OFF:
-        return None
-    findings = scan(text, policy.allow)
+    findings = (policy or SecretPolicy()).check(text, allow_secret=True)
     if not findings:
         return None
     return (
-        f"{what} looks like it holds a secret: "
-        + "; ".join(str(f) for f in findings[:SHOWN_FINDINGS])
-        + " (a vault is pushed and cloned: remove it, and see docs/secrets.md for its git history)"
+        f"{what} looks like it holds a secret: {_listed(findings)} (a vault is pushed and cloned: remove it, "
+        "and see docs/secrets.md for its git history)"
     )
 
 
@@ -602,11 +596,10 @@ class ReadWarnings:
             self._scanned[path] = key
             if findings := scan(text, policy.allow):
                 ref, mind_option = named(memory)
-                found = "; ".join(str(f) for f in findings[:SHOWN_FINDINGS])
                 told.append(
                     Notice(
-                        f"{ref} looks like it holds a secret: {found}. It was served as written by hand (a write "
-                        "would refuse it)",
+                        f"{ref} looks like it holds a secret: {_listed(findings)}. It was served as written by hand "
+                        "(a write would refuse it)",
                         "edit_out_secret",
                         (memory.ref, mind_option),
                     )

@@ -76,15 +76,10 @@ def record(memory: Memory, root: Path, raw: bool, now: datetime) -> dict[str, An
     """The export record of one memory: Synapse's names, then memfile's own fields; with `raw`, the file's
     exact text and its sha256 (the bytes are read now: the fields come from the index, which a read
     brought in line with the files just before)."""
-    fields = memory.to_dict()
-    out: dict[str, Any] = {"type": "memory"}
-    for name in SYNAPSE_FIELDS:
-        out[name] = memory.mind if name == "mind_id" else fields[name]
+    out: dict[str, Any] = {"type": "memory", **synapse_object(memory)}
     out |= {
-        "status": fields["status"],
-        "superseded_by": fields["superseded_by"],
         "expired": memory.is_expired(now),
-        "extra": fields["extra"],
+        "extra": out.pop("extra"),
         "path": memory.path,
         "id_derived": memory.id_derived,
         "has_front_matter": memory.has_front_matter,

@@ -13,14 +13,14 @@ import json
 import os
 import re
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, fields, replace
-from datetime import datetime, timedelta
+from datetime import date, datetime, timedelta
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any, BinaryIO
 
 from .. import fileformat
-from ..errors import FileParseError, InvalidInput, MemfileError
+from ..errors import FileParseError, InvalidInput
 from ..model import (
     AGENT_PRIORITY_CAP,
     DEFAULT_CONFIDENCE,
@@ -46,12 +46,11 @@ from ..model import (
     validate_key,
 )
 from ..paths import is_ignored_name, is_memory_name, memory_relpath, safe_path
-from ..secretscan import SecretPolicy
+from ..secretscan import SecretPolicy, guard
 from .langbot import read_langbot
 from .memfile_format import is_memfile_export, read_memfile
 from .openclaw import read_openclaw
 from .records import FORMATS, ON_CONFLICT, ImportOptions, Incoming
-from .secret_checks import SecretChecks, add_checks, plain
 from .synapse import read_synapse
 
 if TYPE_CHECKING:
@@ -225,14 +224,14 @@ def _memory(record: dict[str, Any], mind: str, relpath: str, now: datetime, late
     source = parse_source(record["source"]) if record.get("source") is not None else Source.USER
     created = parse_optional_datetime(record.get("created_at"), "created_at")
     updated = parse_optional_datetime(record.get("updated_at"), "updated_at")
-    if (created is not None and created > latest) or (updated is not None and updated > latest):
-        name, moment = ("created_at", created) if created is not None and created > latest else ("updated_at", updated)
-        raise InvalidInput(
-            name,
-            format_datetime(moment) if moment is not None else None,
-            f"a time no later than a day from now ({format_datetime(latest - MAX_CLOCK_SKEW)})",
-            reason="it lies in the future, and a memory from the future would win every later change",
-        )
+    for name, moment in (("created_at", created), ("updated_at", updated)):
+        if moment is not None and moment > latest:
+            raise InvalidInput(
+                name,
+                format_datetime(moment),
+                f"a time no later than a day from now ({format_datetime(latest - MAX_CLOCK_SKEW)})",
+                reason="it lies in the future, and a memory from the future would win every later change",
+            )
     created = created or now
     status = parse_status(record["status"]) if record.get("status") is not None else None
     superseded_by = record.get("superseded_by")
@@ -325,7 +324,7 @@ def _merged_extra(old: tuple[tuple[str, Any], ...], given: tuple[tuple[str, Any]
     if not given:
         return old
     new, held = dict(given), dict(old)
-    merged = [(name, value if name not in new or plain(value) == new[name] else new[name]) for name, value in old]
+    merged = [(name, value if name not in new or _plain(value) == new[name] else new[name]) for name, value in old]
     return (*merged, *((name, value) for name, value in given if name not in held))
 
 
@@ -341,15 +340,16 @@ def _dates_kept(record: dict[str, Any], memory: Memory, old: Memory) -> Memory:
         memory = replace(memory, created_at=old.created_at)
     if guessed or record.get("updated_at") is None:
         kept = replace(memory, updated_at=old.updated_at)
-        if _same(old, kept):
+        if not _differ(old, kept):
             return kept
     return memory
 
 
-def _same(a: Memory, b: Memory) -> bool:
-    """Whether two memories say the same (where their files lie and how they are written aside)."""
+def _differ(a: Memory, b: Memory) -> list[str]:
+    """The fields in which two memories say different things (where their files lie and how they are
+    written aside): [] when they say the same."""
     left, right = a.to_dict(), b.to_dict()
-    return all(left[k] == right[k] for k in left if k not in _SAME_FIELDS_IGNORE)
+    return [k for k in left if k not in _SAME_FIELDS_IGNORE and left[k] != right[k]]
 
 
 def _from_raw(record: dict[str, Any], memory: Memory) -> tuple[bytes, Memory]:
@@ -367,17 +367,14 @@ def _from_raw(record: dict[str, Any], memory: Memory) -> tuple[bytes, Memory]:
     if record.get("sha256") != hashlib.sha256(data).hexdigest():
         raise InvalidInput("sha256", record.get("sha256"), "the sha256 of raw", reason="the text was changed or cut")
     origin = str(record.get("path") or memory.path)
-    parsed: Memory | None = None
     for mtime in (memory.updated_at, memory.created_at):  # dates the file lacks came from its mtime
         try:
             parsed = fileformat.parse(data, origin, mtime)
         except FileParseError as exc:
             raise InvalidInput("raw", origin, "a memory file memfile can read", reason=str(exc)) from None
-        if _same(parsed, memory):
+        differ = _differ(parsed, memory)
+        if not differ:
             return data, replace(parsed, mind=memory.mind, path=memory.path)
-    assert parsed is not None
-    left, right = parsed.to_dict(), memory.to_dict()
-    differ = [k for k in left if k not in _SAME_FIELDS_IGNORE and left[k] != right[k]]
     raise InvalidInput(
         "raw",
         origin,
@@ -410,27 +407,6 @@ def _as_agent(memory: Memory, record: dict[str, Any]) -> Memory:
 # --- the plan ------------------------------------------------------------------
 
 
-@dataclass
-class Plan:
-    """What an import does to the mind, decided before anything is written."""
-
-    format: str
-    mind: str
-    file: str
-    created: list[_Change] = field(default_factory=list)
-    updated: list[_Change] = field(default_factory=list)
-    unchanged: int = 0
-    skipped: list[dict[str, Any]] = field(default_factory=list)
-    conflicts: list[dict[str, Any]] = field(default_factory=list)
-    unmapped: list[str] = field(default_factory=list)
-    notices: list[str] = field(default_factory=list)
-
-    def report(self, dry_run: bool, commit: str | None) -> ImportReport:
-        shared = {f.name: getattr(self, f.name) for f in fields(self)}
-        refs = {"created": [c.memory.ref for c in self.created], "updated": [c.memory.ref for c in self.updated]}
-        return ImportReport(dry_run=dry_run, commit=commit, **(shared | refs))
-
-
 def _at(where: str, exc: InvalidInput) -> InvalidInput:
     return InvalidInput(f"{exc.field} of {where}", exc.value, exc.allowed, reason=exc.reason)
 
@@ -460,53 +436,59 @@ def plan(
 
     Raises:
         InvalidInput: the first record that fails, with its number and reason (a new file git would ignore too).
-        SecretFound: the first record whose content, unknown keys or raw text hold what looks like a secret
-            (the policy refuses it).
+        SecretFound: the first record whose content, tags, unknown keys, raw text, or (for a new memory) id
+            or path hold what looks like a secret (the policy refuses it).
     """
     if on_conflict not in ON_CONFLICT:
         raise InvalidInput("--on-conflict", on_conflict, ON_CONFLICT)
-    result = Plan(incoming.format, mind, name, unmapped=list(incoming.unmapped), notices=list(incoming.notices))
-    planner = _Planner(root, mind, actor, on_conflict, now, frozenset(incoming.minds), memories, issues)
+    result = Plan(incoming, name, root, mind, actor, on_conflict, now, memories, issues)
     records = _of_mind(incoming, from_mind)
-    checks = SecretChecks(secrets, allow_secret)
-    try:
-        for number, record in enumerate(records, start=1):
-            if progress is not None:
-                progress(number - 1, len(records))
-            where, relpath, memory, data, given = planner.read(number, record)
-            planner.claim(where, memory.id, memory.ref, relpath)
-            planner.came_from(record)
-            old = planner.by_id.get(memory.id) or (planner.by_path.get(relpath) if memory.id_derived else None)
-            on_disk = _bytes(root / old.path) if old is not None and data is not None else None
-            add_checks(checks, number, where, record, memory, data, old, on_disk, actor is Source.AGENT)
-            planner.decide(result, _Change(number, where, memory, data, old), record, relpath, given, on_disk)
-        result.notices.extend(checks.finish())
-        _refuse_ignored(result.created, ignored)
+    for number, record in enumerate(records, start=1):
         if progress is not None:
-            progress(len(records), len(records))
-    except MemfileError:
-        checks.finish()  # a secret in an earlier record is the first error
-        raise
-    result.notices.extend(planner.notices())
+            progress(number - 1, len(records))
+        where, relpath, memory, data, given = result.read(number, record)
+        result.claim(where, memory.id, memory.ref, relpath)
+        result.came_from(record)
+        old = result.by_id.get(memory.id) or (result.by_path.get(relpath) if memory.id_derived else None)
+        on_disk = _bytes(root / old.path) if old is not None and data is not None else None
+        for what, text in _written_texts(number, where, record, memory, data, old, on_disk):
+            warned = guard(secrets, text, what=what, allow_secret=allow_secret, agent=actor is Source.AGENT)
+            if warned:
+                result.notices.append(warned)
+        result.decide(_Change(number, where, memory, data, old), record, relpath, given, on_disk)
+    _refuse_ignored(result.created, ignored)
+    if progress is not None:
+        progress(len(records), len(records))
+    result.notices.extend(result.said())
     return result
 
 
-class _Planner:
-    """What `plan` knows of the mind and keeps while it walks the records: one method per step of a record."""
+class Plan:
+    """What an import does to the mind, decided before anything is written (the changes, and what its
+    report tells), and what `plan` knows of the mind while it walks the records: one method per step of a
+    record."""
 
     def __init__(
         self,
+        incoming: Incoming,
+        name: str,
         root: Path,
         mind: str,
         actor: Source,
         on_conflict: str,
         now: datetime,
-        exported: frozenset[str],
         memories: list[Memory],
         issues: list[ParseIssue],
     ) -> None:
+        self.format, self.file = incoming.format, name
+        self.unmapped, self.notices = list(incoming.unmapped), list(incoming.notices)
+        self.created: list[_Change] = []
+        self.updated: list[_Change] = []
+        self.unchanged = 0
+        self.skipped: list[dict[str, Any]] = []
+        self.conflicts: list[dict[str, Any]] = []
         self.root, self.mind, self.actor, self.on_conflict = root, mind, actor, on_conflict
-        self.now, self.latest, self.exported = now, now + MAX_CLOCK_SKEW, exported
+        self.now, self.latest, self.exported = now, now + MAX_CLOCK_SKEW, frozenset(incoming.minds)
         self.by_id = {m.id: m for m in memories}
         self.by_ref: dict[str, list[Memory]] = {}
         for m in memories:
@@ -576,7 +558,6 @@ class _Planner:
 
     def decide(
         self,
-        result: Plan,
         change: _Change,
         record: dict[str, Any],
         relpath: str,
@@ -593,13 +574,13 @@ class _Planner:
         entry: dict[str, Any] = {"record": change.number, "ref": memory.ref}
         if old is None:
             if conflict := self._in_the_way(memory, relpath):
-                result.conflicts.append(entry | {"reason": conflict})
+                self.conflicts.append(entry | {"reason": conflict})
             else:
-                result.created.append(change)
+                self.created.append(change)
                 self.capped += lowered
             return
         if old.ref != memory.ref:  # keys never change (SPEC 2), an import's neither
-            result.conflicts.append(
+            self.conflicts.append(
                 entry
                 | {
                     "reason": f"the same id ({memory.id}) is {old.ref} here: an import does not move a memory "
@@ -614,17 +595,17 @@ class _Planner:
         if _unchanged(memory, data, old, on_disk) or (
             given is not None and _unchanged(*_placed(record, *given, old, relpath), old, on_disk)
         ):  # an agent's record saying what the mind holds changes nothing, even where it may change nothing
-            result.unchanged += 1
+            self.unchanged += 1
         elif self.actor is Source.AGENT and (old.verified or old.priority is Priority.CRITICAL):
-            result.conflicts.append(
+            self.conflicts.append(
                 entry | {"reason": f"{old.ref} was verified by a person or is critical: an agent cannot change it"}
             )
         elif self.on_conflict == "skip":
-            result.skipped.append(entry | {"reason": "differs from the mind's; kept the mind's (--on-conflict skip)"})
+            self.skipped.append(entry | {"reason": "differs from the mind's; kept the mind's (--on-conflict skip)"})
         elif self.on_conflict == "newer" and memory.updated_at <= old.updated_at:
-            result.skipped.append(entry | {"reason": "the mind's is as new or newer (updated_at); kept the mind's"})
+            self.skipped.append(entry | {"reason": "the mind's is as new or newer (updated_at); kept the mind's"})
         else:
-            result.updated.append(replace(change, memory=memory, data=data))
+            self.updated.append(replace(change, memory=memory, data=data))
             self.capped += lowered
 
     def _in_the_way(self, memory: Memory, relpath: str) -> str | None:
@@ -638,7 +619,7 @@ class _Planner:
             return f"{relpath} already holds another file; move it away, then import again"
         return None
 
-    def notices(self) -> list[str]:
+    def said(self) -> list[str]:
         """What the plan tells besides its counts: critical memories lowered, records of other minds."""
         capped = f"{self.capped} critical memories were imported as high: an agent cannot write critical"
         said = [capped] if self.capped else []
@@ -650,6 +631,11 @@ class _Planner:
             )
         return said
 
+    def report(self, dry_run: bool, commit: str | None) -> ImportReport:
+        told: dict[str, Any] = {f.name: getattr(self, f.name, None) for f in fields(ImportReport)}
+        told |= {"created": [c.memory.ref for c in self.created], "updated": [c.memory.ref for c in self.updated]}
+        return ImportReport(**(told | {"dry_run": dry_run, "commit": commit}))
+
 
 def _placed(
     record: dict[str, Any], memory: Memory, data: bytes | None, old: Memory, relpath: str
@@ -660,14 +646,14 @@ def _placed(
     memory = replace(memory, path=old.path)
     if data is None:
         return _kept(record, memory, old), None
-    if old.path != relpath and not _same(fileformat.parse(data, old.path, old.updated_at), memory):
+    if old.path != relpath and _differ(fileformat.parse(data, old.path, old.updated_at), memory):
         return memory, None
     return memory, data
 
 
 def _unchanged(memory: Memory, data: bytes | None, old: Memory, on_disk: bytes | None) -> bool:
     """Whether writing `memory` (or its raw `data`) over the mind's `old` would change nothing."""
-    return data == on_disk if data is not None else _same(old, memory)
+    return data == on_disk if data is not None else not _differ(old, memory)
 
 
 def _refuse_ignored(created: list[_Change], ignored: Callable[[list[str]], set[str]] | None) -> None:
@@ -706,6 +692,62 @@ def _of_mind(incoming: Incoming, from_mind: str | None) -> list[Any]:
             reason=f"the file holds the memories of {len(minds)} minds: import one at a time",
         )
     return incoming.records
+
+
+def _written_texts(
+    number: int,
+    where: str,
+    record: dict[str, Any],
+    memory: Memory,
+    data: bytes | None,
+    old: Memory | None,
+    on_disk: bytes | None,
+) -> list[tuple[str, str]]:
+    """The texts record `number` (`where`) writes into the mind, each with how a secret's refusal names it,
+    to pass `secretscan.guard`: not what stays as it is there (a person's hand edit is theirs). A new
+    memory's id and path (git keeps both); a raw record's whole text (unless the file holds it already);
+    else its content, its tags, and each unknown key it gives whose value the mind's memory does not hold."""
+    # how messages name the record: "record 2, memories[1] (id ...) (fact/s2): the content"
+    named = f"{where} ({memory.ref})" if where == f"record {number}" else f"record {number}, {where} ({memory.ref})"
+    texts = [(f"{named}: the id", memory.id), (f"{named}: the path", memory.path)] if old is None else []
+    if data is not None:
+        if old is None or data != on_disk:
+            texts.append((f"{named}: the file's text (raw)", record["raw"]))
+        return texts
+    if old is None or old.content != memory.content:
+        texts.append((f"{named}: the content", memory.content))
+    if memory.tags and (old is None or old.tags != memory.tags):
+        texts.append((f"{named}: a tag", "\n".join(memory.tags)))
+    held = dict(old.extra) if old is not None else {}
+    for name, value in memory.extra:
+        if name not in held or _plain(held[name]) != value:
+            texts.append((f"{named}: the front-matter key {name!r}", "\n".join(_scanned_lines(str(name), value))))
+    return texts
+
+
+def _scanned_lines(name: str, value: Any) -> Iterator[str]:
+    """An unknown key as the scan for secrets reads it: a `name: value` line per value, nested ones too (the
+    keyword rule finds `password: ...`; a value-shaped rule finds a token anywhere)."""
+    if isinstance(value, dict):
+        yield f"{name}:"
+        for inner, item in value.items():
+            yield from _scanned_lines(str(inner), item)
+    elif isinstance(value, list | tuple):
+        for item in value:
+            yield from _scanned_lines(name, item)
+    else:
+        yield f"{name}: {value}"
+
+
+def _plain(value: Any) -> Any:
+    """A front-matter value as an export record gives it (`Memory.to_dict`'s `extra`: a YAML date as ISO text)."""
+    if isinstance(value, date):
+        return value.isoformat()
+    if isinstance(value, dict):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_plain(v) for v in value]
+    return value if value is None or isinstance(value, bool | int | float | str) else str(value)
 
 
 # --- writing -------------------------------------------------------------------

@@ -204,15 +204,8 @@ class _Reader:
             if not value or value in seen:
                 continue
             seen.add(value)
-            self.add(
-                naming,
-                category,
-                key_prefix + slug(value, 96 - len(key_prefix)),
-                value,
-                f"{who} {field} {value!r}",
-                base,
-                extra,
-            )
+            key = key_prefix + slug(value, 96 - len(key_prefix))
+            self.add(naming, category, key, value, f"{who} {field} {value!r}", base, extra)
 
     # ------------------------------------------------------------ L2
 
@@ -329,7 +322,7 @@ class _Reader:
         elif fields["superseded_by"]:
             extra["langbot_superseded_by"] = fields["superseded_by"]
         if fields["status"] == "archived":  # hidden from recall, kept on disk: LangBot's "archived"
-            record["expires_at"] = moment or _now(self.options)
+            record["expires_at"] = moment or self.options.now.strftime("%Y-%m-%dT%H:%M:%SZ")
         record["extra"] = extra
         record["_where"] = label
         self.records.append(record)
@@ -380,7 +373,3 @@ def _tags(pairs: list[tuple[str, str]]) -> list[str]:
     """Tags made from (prefix, foreign text): empty text makes none."""
     made = (clean_tag(prefix + text) for prefix, text in pairs if text)
     return [tag for tag in made if tag]
-
-
-def _now(options: ImportOptions) -> str:
-    return options.now.strftime("%Y-%m-%dT%H:%M:%SZ")

@@ -98,28 +98,24 @@ class _Reader:
         known = False
         curated_seen: str | None = None
         for entry, name in self.entries(root, base, ""):
-            if name in CURATED and entry.is_file():
-                known = True
-                if curated_seen:
-                    self.unmapped.append(f"{name}: {curated_seen} is read instead: not imported")
-                    continue
+            if name in CURATED and entry.is_file() and curated_seen:
+                self.unmapped.append(f"{name}: {curated_seen} is read instead: not imported")
+            elif name in CURATED and entry.is_file():
                 curated_seen = name
                 self.curated(entry, name)
             elif name == USER and entry.is_file():
-                known = True
                 self.curated(entry, name)
             elif name == DREAMS and entry.is_file():
-                known = True
                 self.dreams(entry)
             elif name == "memory" and entry.is_dir():
-                known = True
                 self.memory_folder(entry, base)
             elif DAILY.fullmatch(name) and entry.is_file():
-                known = True
                 self.daily(entry, f"memory/{name}")
             else:
                 kind = "a folder" if entry.is_dir() else "not an OpenClaw memory file"
                 self.unmapped.append(f"{name}: {kind}: not imported")
+                continue
+            known = True
         if not known:
             raise InvalidInput("OpenClaw folder", str(root), SHAPE, reason="it holds none of them")
 
@@ -198,11 +194,15 @@ class _Reader:
     def curated(self, path: Path, name: str) -> None:
         """MEMORY.md (or any such file), or USER.md: its keys start with `user_`, its category is identity
         unless a heading's words say otherwise (the `category` option is MEMORY.md's)."""
-        text = _read(path, name)
-        stamp = _stamp(_mtime(path, name))
+        text, mtime = _read(path, name)
+        stamp = _stamp(mtime)
         taken: set[str] = set()
         prefix = "user_" if name == USER else ""
         override, default = (None, "identity") if name == USER else (self.category, "note")
+
+        def category(heading: str | None) -> str:
+            return override or guess_category(heading or "") or default
+
         if self.options.split == "file":
             if not text.strip():
                 self.unmapped.append(f"{name}: empty: not imported")
@@ -215,17 +215,15 @@ class _Reader:
         if self.options.split == "bullets":
             untitled = [line for line in preamble if not _HEADING1.fullmatch(line)]
             where = f"{name} text before the first section"
-            category = override or guess_category(title or "") or default
-            self.bullets(name, title, untitled, where, stamp, taken, prefix, category)
+            self.bullets(name, title, untitled, where, stamp, taken, prefix, category(title))
             for heading, lines in sections:
-                category = override or guess_category(heading) or default
-                self.bullets(name, heading, lines, f"{name} section {heading!r}", stamp, taken, prefix, category)
+                where = f"{name} section {heading!r}"
+                self.bullets(name, heading, lines, where, stamp, taken, prefix, category(heading))
             return
         body = "\n".join(preamble).strip()
         if body and any(line.strip() and not _HEADING1.fullmatch(line) for line in preamble):
-            category = override or guess_category(title or "") or default
             key = f"{slug(Path(name).stem, 80)}_intro"
-            self.add(name, key, category, body, f"{name} text before the first section", stamp, taken, title)
+            self.add(name, key, category(title), body, f"{name} text before the first section", stamp, taken, title)
         elif body:
             self.unmapped.append(f"{name}: the title {title!r} has no text of its own: not imported")
         for heading, lines in sections:
@@ -236,9 +234,8 @@ class _Reader:
                 continue
             if not folds(heading):  # the key holds a hash or a romanisation of it: its words go into the content
                 content = f"## {heading}\n\n{content}"
-            category = override or guess_category(heading) or default
             key = prefix + self.slug(heading or "untitled", 90 - len(prefix), "heading")
-            self.add(name, key, category, content, where, stamp, taken, heading)
+            self.add(name, key, category(heading), content, where, stamp, taken, heading)
 
     def bullets(
         self,
@@ -294,12 +291,11 @@ class _Reader:
         except ValueError:
             self.unmapped.append(f"{name}: {year}-{month}-{day} is not a date: not imported")
             return
-        text = _read(path, name)
+        text, mtime = _read(path, name)
         if not text.strip():
             self.unmapped.append(f"{name}: empty: not imported")
             return
         midnight = datetime(day_date.year, day_date.month, day_date.day, tzinfo=timezone.utc)
-        mtime = _mtime(path, name)
         created = mtime if mtime.date() == day_date and mtime > midnight else midnight
         key = f"{prefix}_{year}_{month}_{day}" + (f"_{self.slug(rest, 70, 'file name')}" if rest else "")
         stamp, updated = _stamp(created), max(created, mtime)
@@ -316,11 +312,11 @@ class _Reader:
 
     def whole(self, path: Path, name: str, key: str, category: str, tags: list[str]) -> None:
         """A file as one memory, dated by its mtime (the context digest, the dream diary)."""
-        text = _read(path, name)
+        text, mtime = _read(path, name)
         if not text.strip():
             self.unmapped.append(f"{name}: empty: not imported")
             return
-        self.add(name, key, category, text.strip(), name, _stamp(_mtime(path, name)), set(), tags=tags)
+        self.add(name, key, category, text.strip(), name, _stamp(mtime), set(), tags=tags)
 
     def add(
         self,
@@ -369,10 +365,11 @@ def _listing(folder: Path) -> list[Path]:
         raise InvalidInput("OpenClaw folder", str(folder), "a readable folder", reason=error.strerror or "") from None
 
 
-def _read(path: Path, name: str) -> str:
-    """A file's text: UTF-8 (a BOM dropped), line ends made `\\n`; anything else is refused, naming the file."""
+def _read(path: Path, name: str) -> tuple[str, datetime]:
+    """A file's text, UTF-8 (a BOM dropped) with line ends made `\\n`, and its mtime in whole seconds; anything
+    else is refused, naming the file."""
     try:
-        data = path.read_bytes()
+        data, seconds = path.read_bytes(), path.stat().st_mtime
     except OSError as error:
         raise InvalidInput(f"file {name}", name, "a readable file", reason=error.strerror or "") from None
     try:
@@ -381,15 +378,7 @@ def _read(path: Path, name: str) -> str:
         raise InvalidInput(
             f"file {name}", name, "UTF-8 text", reason=f"byte {error.start} is not UTF-8: convert the file first"
         ) from None
-    return text.replace("\r\n", "\n").replace("\r", "\n")
-
-
-def _mtime(path: Path, name: str) -> datetime:
-    try:
-        seconds = path.stat().st_mtime
-    except OSError as error:
-        raise InvalidInput(f"file {name}", name, "a readable file", reason=error.strerror or "") from None
-    return datetime.fromtimestamp(int(seconds), timezone.utc)
+    return text.replace("\r\n", "\n").replace("\r", "\n"), datetime.fromtimestamp(int(seconds), timezone.utc)
 
 
 def _stamp(moment: datetime) -> str:

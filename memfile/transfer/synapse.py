@@ -41,10 +41,9 @@ def read_synapse(data: Any, options: ImportOptions) -> Incoming:
     """
     del options  # Synapse's fields map one to one: nothing to choose
     if isinstance(data, dict) and "memories" in data:
-        memories, where = data["memories"], "memories"
-        others = [name for name in data if name != "memories"]
+        memories, others = data["memories"], [name for name in data if name != "memories"]
     else:
-        memories, where, others = data, "memories", []
+        memories, others = data, []
     if not isinstance(memories, list):
         raise InvalidInput("Synapse import", shown(data), SHAPE)
     unmapped = [f"top-level field {name!r} of the Synapse file: not imported" for name in others]
@@ -52,7 +51,7 @@ def read_synapse(data: Any, options: ImportOptions) -> Incoming:
     kept_extra: Counter[str] = Counter()
     ignored: Counter[str] = Counter()
     for number, memory in enumerate(memories):
-        place = f"{where}[{number}]"
+        place = f"memories[{number}]"
         if not isinstance(memory, dict):
             raise InvalidInput(place, shown(memory), "a JSON object with category, key and content")
         record, extra_names, ignored_names = _record(memory, place)
