@@ -161,27 +161,23 @@ def _read_config(path: Path) -> str | None:
         return None
     try:
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0))
+        try:
+            mode = os.fstat(fd).st_mode
+            if not stat.S_ISREG(mode):
+                kind = "a folder" if stat.S_ISDIR(mode) else "a FIFO" if stat.S_ISFIFO(mode) else "not a regular file"
+                raise InvalidConfig(path, None, None, "a TOML file", reason=f"it is {kind}, not a file")
+            chunks, size = [], 0
+            while size <= MAX_CONFIG_BYTES and (chunk := os.read(fd, MAX_CONFIG_BYTES + 1 - size)):
+                chunks.append(chunk)
+                size += len(chunk)
+        finally:
+            os.close(fd)
     except OSError as exc:
         if os.path.isdir(path):
             raise InvalidConfig(path, None, None, "a TOML file", reason="it is a folder, not a file") from None
         raise InvalidConfig(
             path, None, None, "a readable TOML file", reason=f"cannot be read: {exc.strerror}"
         ) from None
-    try:
-        mode = os.fstat(fd).st_mode
-        if not stat.S_ISREG(mode):
-            kind = "a folder" if stat.S_ISDIR(mode) else "a FIFO" if stat.S_ISFIFO(mode) else "not a regular file"
-            raise InvalidConfig(path, None, None, "a TOML file", reason=f"it is {kind}, not a file")
-        chunks, size = [], 0
-        while size <= MAX_CONFIG_BYTES and (chunk := os.read(fd, MAX_CONFIG_BYTES + 1 - size)):
-            chunks.append(chunk)
-            size += len(chunk)
-    except OSError as exc:
-        raise InvalidConfig(
-            path, None, None, "a readable TOML file", reason=f"cannot be read: {exc.strerror}"
-        ) from None
-    finally:
-        os.close(fd)
     data = b"".join(chunks)
     if len(data) > MAX_CONFIG_BYTES:
         raise InvalidConfig(
@@ -390,9 +386,9 @@ def find_vault(explicit: str | os.PathLike[str] | None = None, start: Path | Non
                 "run memfile as a user who may, or give this one access (chmod, chown)"
             )
         root = root.resolve()
-        if not _has_config(root):
+        if not is_vault(root):
             for parent in root.parents:
-                if _has_config(parent):
+                if is_vault(parent):
                     raise NotAVault(f"{root} is a folder inside the vault {parent}; pass --vault {parent}")
             raise NotAVault(
                 f"{root} is not a memfile vault: it holds no {CONFIG_NAME}, and memfile makes no vault of a folder "
@@ -407,7 +403,7 @@ def find_vault(explicit: str | os.PathLike[str] | None = None, start: Path | Non
             "cd into the vault, or pass --vault PATH or set MEMFILE_VAULT"
         ) from None
     for folder in (here, *here.parents):
-        if _has_config(folder):
+        if is_vault(folder):
             return folder
     raise NotAVault(
         f"no memfile vault here: no {CONFIG_NAME} in {here} or any parent folder; "
@@ -424,9 +420,9 @@ def new_vault_root(path: str | os.PathLike[str]) -> Path:
     if not str(path).strip():
         raise InvalidInput("PATH", str(path), "a folder (. for the current one)")
     root = Path(path).expanduser().resolve()
-    if not _has_config(root):
+    if not is_vault(root):
         for parent in root.parents:
-            if _has_config(parent):
+            if is_vault(parent):
                 raise InvalidInput(
                     "PATH",
                     str(path),
@@ -437,13 +433,9 @@ def new_vault_root(path: str | os.PathLike[str]) -> Path:
 
 
 def is_vault(root: Path) -> bool:
-    """Whether `root` is a vault: it holds memfile.toml (only `memfile init` makes one)."""
-    return _has_config(root)
-
-
-def _has_config(folder: Path) -> bool:
-    """memfile.toml is there, whatever it is: a folder or a FIFO of that name is then named by `load_config`."""
-    return os.path.lexists(folder / CONFIG_NAME)
+    """Whether `root` is a vault: it holds memfile.toml (only `memfile init` makes one), whatever that is: a
+    folder or a FIFO of that name is then named by `load_config`."""
+    return os.path.lexists(root / CONFIG_NAME)
 
 
 def select_mind(root: Path, config: Config, explicit: str | None = None) -> str:
