@@ -152,11 +152,7 @@ _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 
 
 def _read_config(path: Path) -> str | None:
-    """memfile.toml's text; None when there is none. Never blocks (a FIFO, a device) nor reads a huge file.
-
-    Raises:
-        InvalidConfig: it is not a regular file, cannot be read, is too big, or is not UTF-8.
-    """
+    """memfile.toml's text; None when there is none. Never blocks (a FIFO, a device) nor reads a huge file."""
     if not os.path.lexists(path):
         return None
     try:

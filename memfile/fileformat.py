@@ -155,13 +155,8 @@ def _unclosed(text: str) -> str:
 
 
 def _front_matter(fm_text: str, relpath: str, offset: int) -> dict[str, Any]:
-    """The front-matter's mapping; `offset` is the number of lines before `fm_text` in the file.
-
-    Raises:
-        FileParseError: not YAML, not a mapping, a key given twice, a YAML alias that contains
-            itself or expands beyond `MAX_YAML_NODES` values or `MAX_FILE_BYTES` of text, or nested
-            deeper than `MAX_YAML_DEPTH`.
-    """
+    """The front-matter's mapping (FileParseError: not YAML, not a mapping, or refused by `_check_nodes`);
+    `offset` is the number of lines before `fm_text` in the file."""
     import yaml
 
     try:
