@@ -19,6 +19,7 @@ passages), damage.py (damage versus bugs), source.py (reading the files).
 from __future__ import annotations
 
 from collections.abc import Callable, Hashable, Mapping
+from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import Any, TypeVar, cast
@@ -298,8 +299,7 @@ class Index:
 
     def size(self) -> int:
         """The bytes the mind's index takes on disk."""
-        folder = self.folder
-        return sum(f.stat().st_size for f in folder.iterdir() if f.is_file()) if folder.is_dir() else 0
+        return sum(f.stat().st_size for f in self.folder.iterdir() if f.is_file()) if self.folder.is_dir() else 0
 
     def status(self) -> IndexStatus:
         """How the files and the index stand, without changing anything (files recorded as unsure are read
@@ -326,16 +326,15 @@ class Index:
         )
 
 
+@dataclass
 class IndexStatus:
     """How the files and the index stand (`Index.status`)."""
 
-    __slots__ = ("on_disk", "indexed", "stale", "unreadable", "conflicts")
-
-    def __init__(
-        self, on_disk: int, indexed: int, stale: list[str], unreadable: list[ParseIssue], conflicts: list[str]
-    ) -> None:
-        self.on_disk, self.indexed, self.stale = on_disk, indexed, stale
-        self.unreadable, self.conflicts = unreadable, conflicts
+    on_disk: int
+    indexed: int
+    stale: list[str]
+    unreadable: list[ParseIssue]
+    conflicts: list[str]
 
 
 class View:

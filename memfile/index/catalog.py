@@ -151,13 +151,12 @@ class Catalog:
         with self._never_waiting() as db:
             db.execute("BEGIN IMMEDIATE")
             try:
-                if _version_text(db) != version or version is None:
+                if _value(db, "last_update") != version or version is None:
                     return
                 if self._recorded is not None and self._recorded[0] == version:  # as read at this version
                     state = dict(self._recorded[1])
                 else:
-                    blob = db.execute("SELECT value FROM meta WHERE name = 'state'").fetchone()
-                    state = _state(blob[0] if blob else None)
+                    state = _state(_value(db, "state"))
                 state.update({path: stat for path, (seen, stat) in stats.items() if state.get(path) == seen})
                 db.execute("INSERT OR REPLACE INTO meta VALUES ('state', ?)", (marshal.dumps(state),))
                 db.commit()
@@ -337,15 +336,16 @@ def _touched(deltas: list[Delta], since: float, version: float) -> set[str] | No
     return None
 
 
+def _value(db: sqlite3.Connection, name: str) -> Any:
+    """A `meta` value on this connection (None when there is none)."""
+    row = db.execute("SELECT value FROM meta WHERE name = ?", (name,)).fetchone()
+    return row[0] if row else None
+
+
 def _version(db: sqlite3.Connection) -> float | None:
     """The catalog's version (`Catalog.last_update`) on this connection."""
-    row = db.execute("SELECT value FROM meta WHERE name = 'last_update'").fetchone()
-    return float(row[0]) if row and row[0] else None
-
-
-def _version_text(db: sqlite3.Connection) -> str | None:
-    row = db.execute("SELECT value FROM meta WHERE name = 'last_update'").fetchone()
-    return row[0] if row else None
+    value = _value(db, "last_update")
+    return float(value) if value else None
 
 
 def _state(blob: bytes | None) -> dict[str, Stat]:

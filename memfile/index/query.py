@@ -157,13 +157,9 @@ BM25_B, BM25_K1 = 0.3, 1.2
 
 
 def weighting(lengths: dict[str, dict[str, Any]] | None = None) -> Any:
-    """BM25F with the parameters above (Whoosh builds a fresh scorer per searcher).
-
-    With `lengths` (segment id -> field -> lengths, kept by the caller while its index lives), a scorer
-    takes a document's field length from there, asked of Whoosh (`doc_field_length`) only the first
-    time: the same number, since a segment never changes once written (the `lengths` trick,
-    docs/internals.md: a quarter of a two-word search at 10,000 memories).
-    """
+    """BM25F with the parameters above (Whoosh builds a fresh scorer per searcher); with `lengths` (segment
+    id -> field -> lengths, kept while the index lives) a scorer asks Whoosh a document's field length once:
+    a segment never changes once written (the `lengths` trick, docs/internals.md)."""
     from whoosh import scoring
 
     if lengths is None or plain("lengths"):
@@ -173,8 +169,8 @@ def weighting(lengths: dict[str, dict[str, Any]] | None = None) -> Any:
 
 @functools.cache
 def _kept_lengths_model() -> type:
-    """BM25F whose scorers keep the field lengths they read (`weighting`), built with Whoosh's documented
-    `WeightingModel` API: the scorer it makes, with its `dfl` (the length of a document's field) wrapped."""
+    """BM25F whose scorers keep the field lengths they read (`weighting`): Whoosh's documented `WeightingModel`
+    API, its scorer's `dfl` (a document's field length) wrapped."""
     from array import array
 
     from whoosh import scoring

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import errno
 import os
-from collections.abc import Iterator
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -121,7 +120,22 @@ def stat_walk(mind_dir: Path, root: Path, stat: bool = True) -> dict[str, Any]:
         relative = folder[prefix:].replace(os.sep, "/") + "/"
         try:
             with os.scandir(folder) as entries:
-                _list_folder(entries, folder, relative, stat, found, pending)
+                for entry in entries:  # the hot loop of every read without a watcher: cheapest test first
+                    name = entry.name
+                    if name[0] == ".":
+                        continue
+                    try:  # an entry removed meanwhile is skipped; the rest of its folder is still listed
+                        if name[-3:] == ".md" and not entry.is_dir(follow_symlinks=False):
+                            if not name.isascii() and not is_utf8_name(name):
+                                continue
+                            info = entry.stat() if stat else None
+                            found[relative + name] = (
+                                (info.st_size, info.st_mtime_ns, info.st_ctime_ns, info.st_ino) if info else None
+                            )
+                        elif entry.is_dir(follow_symlinks=False) and not is_ignored_name(name):
+                            pending.append(folder + os.sep + name)
+                    except OSError:
+                        continue
         except OSError as exc:
             if exc.errno in _GONE:  # the folder went away before or while it was read
                 continue
@@ -150,30 +164,3 @@ def folder_stat(path: Path) -> Stat | None:
             return None
     except OSError as exc:
         return None if exc.errno in _GONE else unlistable(exc.errno or 0)
-
-
-def _list_folder(
-    entries: Iterator[os.DirEntry[Any]],
-    folder: str,
-    relative: str,
-    stat: bool,
-    found: dict[str, Any],
-    pending: list[str],
-) -> None:
-    """`stat_walk`'s hot loop, over one folder: every read without a watcher runs it; cheapest test first."""
-    for entry in entries:
-        name = entry.name
-        if name[0] == ".":
-            continue
-        try:  # an entry removed meanwhile is skipped; the rest of its folder is still listed
-            if name[-3:] == ".md" and not entry.is_dir(follow_symlinks=False):
-                if not name.isascii() and not is_utf8_name(name):
-                    continue
-                info = entry.stat() if stat else None
-                found[relative + name] = (
-                    (info.st_size, info.st_mtime_ns, info.st_ctime_ns, info.st_ino) if info else None
-                )
-            elif entry.is_dir(follow_symlinks=False) and not is_ignored_name(name):
-                pending.append(folder + os.sep + name)
-        except OSError:
-            continue

@@ -23,6 +23,7 @@ import gc
 import json
 import marshal
 import os
+import shutil
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
@@ -50,18 +51,6 @@ CATALOG_NAME = f"catalog_v{SCHEMA_VERSION}.sqlite"
 BULK = 2000
 #: At most this many files recorded as unsure are read again and confirmed without a write of the index.
 CONFIRM_MAX = 200
-
-
-def schema() -> Any:
-    from .persisted import schema as whoosh_schema
-
-    return whoosh_schema()
-
-
-def highlight(text: str, words: frozenset[str]) -> str:
-    from .snippet import snippet
-
-    return snippet(text, words)
 
 
 #: How many times the key's and the tags' words are repeated after the content (their BM25F weights).
@@ -164,10 +153,14 @@ class Store:
         if self._ix is None and self.in_memory:
             from whoosh.filedb.filestore import RamStorage
 
+            from .persisted import schema
+
             self._ix = RamStorage().create_index(schema(), indexname=INDEX_NAME)
             self.catalog.forget_files()
         if self._ix is None:
             from whoosh import index
+
+            from .persisted import schema
 
             self.folder.mkdir(parents=True, exist_ok=True)
             for look in range(OPEN_LOOKS):
@@ -195,11 +188,8 @@ class Store:
         return self._ix
 
     def _check_segments(self) -> None:
-        """Raise IndexDamaged when a segment file differs in size from when it was written.
-
-        Segment files never change once written, so a different size means a
-        damaged index (Whoosh itself may read a truncated segment as empty).
-        """
+        """Raise IndexDamaged when a segment file differs in size from when it was written: segment files never
+        change once written (Whoosh itself may read a truncated segment as empty)."""
         recorded = self.catalog.meta("segments")
         with decoding("the sizes of the segments"):
             sizes = json.loads(recorded) if recorded else {}
@@ -247,8 +237,6 @@ class Store:
     def destroy(self) -> None:
         """Delete the index and catalog (they are only a cache); the next use rebuilds them."""
         self.close()
-        import shutil
-
         shutil.rmtree(self.folder, ignore_errors=True)
 
     def close(self) -> None:
@@ -328,12 +316,8 @@ class Store:
         paths: Iterable[str] | None,
         report: RefreshReport,
     ) -> RefreshReport:
-        """Another process held `lock` past the timeout: LockTimeout when `wait`, else what changed, read
-        but not written (the report's `pending`).
-
-        Raises:
-            LockTimeout: `wait` is true.
-        """
+        """Another process held `lock` past the timeout: raise LockTimeout when `wait`, else return what
+        changed, read but not written (the report's `pending`)."""
         if wait:
             raise LockTimeout(str(self.folder / lock), self.lock_timeout)
         return self._read_pending(disk, load, paths, report)
@@ -719,6 +703,8 @@ def _words(searcher: Any, parsed: Any) -> frozenset[str]:
 def _snippet(memory: Memory, words: frozenset[str]) -> str:
     """A hit's snippet: the passages with the `words` in bold, else the content's start; on one line. Only
     the part search indexes is looked at (a 10 MB memory took 10 s to stem for a snippet)."""
+    from .snippet import snippet as highlight
+
     content = indexed_content(memory.content)
     snippet = (words and highlight(normalize(content), words)) or _lead(content[:1024])
     return " ".join(snippet.split())
@@ -734,6 +720,8 @@ def _search_memories(
 ) -> tuple[list[SearchHit], int]:
     """Search files that changed on disk but could not be indexed yet (the writer lock was busy)."""
     from whoosh.filedb.filestore import RamStorage
+
+    from .persisted import schema
 
     ix = RamStorage().create_index(schema())
     writer = ix.writer()
