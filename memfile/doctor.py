@@ -150,9 +150,8 @@ class Doctor:
         return report
 
     def _check_secrets(self, report: DoctorReport, memories: list[Memory], progress: Progress | None) -> None:
-        """A `secret` finding for each value shaped like a credential in a memory file (the whole file:
-        front-matter too), unless `[secrets] policy = "off"`; never fixed (the person removes it). Each file
-        read is a step of `progress` ("checking")."""
+        """A `secret` finding for each value shaped like a credential in a memory file (front-matter too),
+        unless `[secrets] policy = "off"`; never fixed (the person removes it)."""
         from .secretscan import OFF, SecretPolicy, scan
 
         policy = self._writer.config.secrets or SecretPolicy()
@@ -175,11 +174,8 @@ class Doctor:
                 )
 
     def _misplaced(self, memory: Memory, expected: str) -> bool:
-        """Whether the file's front-matter names a category or key other than the ones its place gives.
-
-        A file at any depth is a memory: one whose front-matter names neither (or names the ones its
-        folder and name give) is where it belongs, wherever that is (`journal/2026/trip.md`).
-        """
+        """Whether the file's front-matter names a category or key other than the ones its place gives (a
+        file naming neither is where it belongs, at any depth: `journal/2026/trip.md`)."""
         if memory.path == expected or not memory.has_front_matter:
             return False
         category, key = _named(self.root, memory)
