@@ -83,11 +83,8 @@ AGENT_CAP_REFUSAL = (
 
 
 class Writer:
-    """The write transactions of one mind (see the module docstring).
-
-    Attributes:
-        after_write: called inside the transaction after each commit (the remote's autosync).
-    """
+    """The write transactions of one mind. `after_write`: called inside the transaction after each commit
+    (the remote's autosync)."""
 
     def __init__(self, root: Path, mind: str, config: Config, actor: Source, index: Index, notices: list[str]) -> None:
         self.root, self.mind, self.config, self.actor, self.notices = root, mind, config, actor, notices

@@ -385,9 +385,6 @@ class GitStore:
             return False
         return self._run("check-ref-format", f"refs/heads/{name}", check=False)[0] == 0
 
-    def has_branch(self, name: str) -> bool:
-        return self.has_ref(f"refs/heads/{name}")
-
     def set_config(self, name: str, value: str) -> None:
         self._run("config", "--local", "--", name, value)
 
