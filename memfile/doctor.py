@@ -18,7 +18,7 @@ from . import fileformat
 from .config import CONFIG_NAME, STATE_DIR, unknown_settings
 from .errors import GitError, MemfileError
 from .files import TEMP_PREFIX
-from .model import MAX_TAGS, Category, Memory, ParseIssue, Progress, Source, key_fits_name, step, utc_now
+from .model import MAX_TAGS, Category, Memory, Progress, Source, key_fits_name, step, utc_now
 from .paths import is_inside, is_utf8_name, memory_relpath, shown_path
 
 if TYPE_CHECKING:
@@ -79,10 +79,6 @@ class Doctor:
     def _git(self) -> GitStore:
         return self._writer.git
 
-    @property
-    def issues(self) -> list[ParseIssue]:
-        return self._index.issues
-
     def doctor(self, fix: bool = False, progress: Progress | None = None) -> DoctorReport:
         report = DoctorReport(self.mind)
         if fix:
@@ -92,7 +88,7 @@ class Doctor:
             self._index.refresh(step(progress, "indexing"))
         memories = self._index.memories()
         add = report.add
-        for issue in self.issues:
+        for issue in self._index.issues:
             kind = "conflict_markers" if "conflict markers" in issue.reason else "unreadable"
             where = f"{issue.path}:{issue.line}" if issue.line else issue.path
             add(kind, f"{where}: {issue.reason}", issue.path)
@@ -150,9 +146,8 @@ class Doctor:
         return report
 
     def _check_secrets(self, report: DoctorReport, memories: list[Memory], progress: Progress | None) -> None:
-        """A `secret` finding for each value shaped like a credential in a memory file (the whole file:
-        front-matter too), unless `[secrets] policy = "off"`; never fixed (the person removes it). Each file
-        read is a step of `progress` ("checking")."""
+        """A `secret` finding for each value shaped like a credential in a memory file (front-matter too),
+        unless `[secrets] policy = "off"`; never fixed (the person removes it)."""
         from .secretscan import OFF, SecretPolicy, scan
 
         policy = self._writer.config.secrets or SecretPolicy()
@@ -175,11 +170,8 @@ class Doctor:
                 )
 
     def _misplaced(self, memory: Memory, expected: str) -> bool:
-        """Whether the file's front-matter names a category or key other than the ones its place gives.
-
-        A file at any depth is a memory: one whose front-matter names neither (or names the ones its
-        folder and name give) is where it belongs, wherever that is (`journal/2026/trip.md`).
-        """
+        """Whether the file's front-matter names a category or key other than the ones its place gives (a
+        file naming neither is where it belongs, at any depth: `journal/2026/trip.md`)."""
         if memory.path == expected or not memory.has_front_matter:
             return False
         category, key = _named(self.root, memory)
@@ -243,13 +235,10 @@ class Doctor:
             )
         for lock, (pid, command) in held:
             add("git_lock", f"{lock} is held by a git command at work in the vault ({pid}: {command})", lock, False)
-        queue = self._queue_folder()
+        queue = self.root / STATE_DIR / "queue" / self.mind
         for name, what in store_queue.leftovers(queue):
             relpath = (queue / name).relative_to(self.root).as_posix()
             add("queue_leftover", f"{relpath}: {what}", relpath)
-
-    def _queue_folder(self) -> Path:
-        return self.root / STATE_DIR / "queue" / self.mind
 
     def _git_locks(self) -> tuple[list[str], list[tuple[str, tuple[int, str]]]]:
         """git's lock files (`GitStore.locks`): those a killed git left (no git runs in the vault; where that
@@ -279,7 +268,7 @@ class Doctor:
                 if lock in still or not (self.root / lock).exists():  # not one a git started since made
                     (self.root / lock).unlink(missing_ok=True)
                     report.fixed.append(f"removed {lock} left over from a git command that was killed")
-            for name in store_queue.sweep(self._queue_folder()):
+            for name in store_queue.sweep(self.root / STATE_DIR / "queue" / self.mind):
                 report.fixed.append(f"removed {STATE_DIR}/queue/{self.mind}/{name}, left over in the store queue")
         try:
             sha = self._writer.commit_hand_edits()

@@ -37,11 +37,8 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class Version:
-    """One version of a memory: the commit that made it and what it changed.
-
-    `memory` is None when the commit removed the file (`forget`) or the file
-    could not be read at that commit (`problem` says why).
-    """
+    """One version of a memory: the commit that made it and what it changed. `memory` is None when the
+    commit removed the file (`forget`) or it could not be read at that commit (`problem` says why)."""
 
     sha: str
     date: str

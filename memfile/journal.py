@@ -34,9 +34,8 @@ UNFINISHED_WRITE = "unfinished-write"
 def journaled(
     root: Path, mind: str, writes: list[tuple[str, Path, bytes | None]], message: str, git: GitStore
 ) -> Iterator[None]:
-    """The write of `writes` (relpath, path, bytes or None) recorded while it runs, when it has several
-    files, with the commit HEAD was on; the record goes when the write ends, but killed, or failed with
-    one of its files still as it put it (its files could not all be put back: the next write does it)."""
+    """The write of several files `writes` (relpath, path, bytes or None) recorded while it runs, with the
+    commit HEAD was on; the record stays when it is killed, or fails with a file still as it put it."""
     if len(writes) < 2:
         yield
         return

@@ -113,7 +113,7 @@ class Remote:
             machine = machine_name(self._git, create=True)
             self._git.fetch(remote)
             upstream = f"refs/remotes/{remote}/{branch}"
-            if not (new_branch or self._git.has_ref(upstream) or self._git.has_branch(branch)):
+            if not (new_branch or self._git.has_ref(upstream) or self._git.has_ref(f"refs/heads/{branch}")):
                 raise InvalidInput(
                     "--branch",
                     branch,

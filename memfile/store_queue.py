@@ -61,10 +61,8 @@ def submit(
     request: StoreRequest,
     hold: Callable[[StoreRequest | None, Ticket | None], StoreResult],
 ) -> StoreResult:
-    """Store `request`: call `hold(request, None)` holding the writer lock if it is free, else queue it.
-
-    While queued, the request is stored by whichever process holds the lock (this one
-    too, once it gets it: then `hold(None, ticket)`); its result is returned here.
+    """Store `request`: call `hold(request, None)` holding the writer lock if it is free, else queue it;
+    whichever process holds the lock stores it (this one too, then `hold(None, ticket)`).
 
     Raises:
         LockTimeout: the lock stayed taken for `timeout` seconds and the request was still waiting.
@@ -207,10 +205,8 @@ def take_result(ticket: Ticket) -> dict[str, Any] | None:
 
 
 def claim(folder: Path, wanted: Any, limit: int) -> list[tuple[Ticket, StoreRequest]]:
-    """Claim up to `limit` waiting requests, oldest first, for the caller holding the writer lock.
-
-    `wanted(request, taken)` says whether a request joins the ones already taken;
-    requests it turns down stay in the queue for the next commit.
+    """Claim up to `limit` waiting requests, oldest first, for the caller holding the writer lock;
+    `wanted(request, taken)` says whether a request joins the ones taken (else it waits for the next commit).
     """
     try:
         names = sorted(os.listdir(folder))
@@ -280,11 +276,9 @@ def raise_error(result: dict[str, Any]) -> NoReturn:
 
 
 def leftovers(folder: Path) -> list[tuple[str, str]]:
-    """(file name, what it is) of every queue file that no running process will ever take:
-    requests and claims of killed processes, results nobody came for within `STALE_RESULT`,
-    and anything else in the folder older than `CUT_OFF` (a temp file of a write that was cut off;
-    a newer one may be a request being written now).
-    The next store clears them too; `doctor --fix` clears them now (`sweep`)."""
+    """(file name, what it is) of every queue file no running process will ever take: requests and claims
+    of killed processes, results nobody came for within `STALE_RESULT`, and anything else older than
+    `CUT_OFF` (a write that was cut off; a newer one may be a request being written now)."""
     try:
         names = sorted(os.listdir(folder))
     except FileNotFoundError:

@@ -87,10 +87,9 @@ def put_all(
     """`put` each change (relpath, path, data) on what it was based: `bases[relpath]`, or no file at all.
 
     `check(data, relpath, mtime_ns)` refuses data that must not be written, before anything is put in
-    place. A write of BULK_WRITE files or more is `prepare`d first, every new file with one mtime, and
-    each new file's contents are checked with that mtime, which the file keeps once in place (a rename
-    keeps the inode); the values `check` returned come back by relpath. The caller syncs the folders of a bulk write afterwards. `progress`: called with (files checked, files to
-    write) after each check.
+    place. A write of BULK_WRITE files or more is `prepare`d first, every new file with one mtime that it
+    keeps once in place (a rename keeps the inode), and checked with it; what `check` returned comes back
+    by relpath, and the caller syncs the folders. `progress`: (files checked, files to write).
 
     Returns:
         What each file held before (for `undo`), and what a bulk write read back.
@@ -138,7 +137,6 @@ def undo(changes: list[tuple[str, Path, bytes | None]], before: list[bytes | Non
 def _counted(
     check: Callable[[bytes, str, int | None], T], progress: Callable[[int, int], None], total: int
 ) -> Callable[[bytes, str, int | None], T]:
-    """`check`, then `progress` with (files checked so far, total)."""
     done = 0
 
     def counted(data: bytes, relpath: str, mtime_ns: int | None) -> T:
@@ -155,9 +153,8 @@ def prepare(
     changes: list[tuple[str, Path, bytes | None]], mtime_ns: int, meanwhile: Callable[[], None] = lambda: None
 ) -> dict[str, Path]:
     """For a write of many files: each new content in a temp file beside its path, with this mtime, all
-    synced to disk with one sync instead of one each (every file is still on disk before `put` renames it
-    in place; the caller syncs the folders afterwards), and `meanwhile()` run. Returns relpath -> temp
-    file, for `put(prepared=...)`; when `meanwhile` raises, no temp file is left.
+    synced by one sync (each is on disk before `put` renames it in place), then `meanwhile()` run.
+    Returns relpath -> temp file, for `put(prepared=...)`; when `meanwhile` raises, no temp file is left.
     """
     prepared: dict[str, Path] = {}
     for relpath, path, data in changes:

@@ -2,14 +2,11 @@
 
 The watchdog callback only records changed paths (`MindBatch`, one per mind); one batching thread
 (`Batcher`) applies a mind's batch once its events stop for the debounce interval (or after
-`max_wait`), with one index refresh (and, with autocommit, one commit). Directory events, a queue
-overflow or a (re)start fall back to the full stat-only diff, so no change is missed. One watcher
-per mind: an flock on `.memfile/watch-<mind>.lock`; while nothing is pending, the marker
-`.memfile/watch-<mind>.clean` lets reads skip their own diff.
-
+`max_wait`). Directory events, a queue overflow or a (re)start fall back to the full stat-only diff,
+so no change is missed. One watcher per mind (an flock on `.memfile/watch-<mind>.lock`); while
+nothing is pending, the marker `.memfile/watch-<mind>.clean` lets reads skip their own diff.
 `Watcher` (`memfile watch`, `Vault.open(watch=True)`) watches one mind with a Vault of its own;
-`MindsWatcher` (the served vault) keeps one recursive watch over the vault and hands each mind's
-batch to a `refresh` callable.
+`MindsWatcher` (the served vault) watches the whole vault and hands each mind's batch to `refresh`.
 """
 
 from __future__ import annotations
@@ -46,10 +43,8 @@ OnBatch = Callable[[RefreshReport, "list[str]"], None]
 
 
 class MindBatch:
-    """One watched mind: its one-watcher lock, its clean marker, and what changed since its last batch.
-
-    The watchdog callback (`record`) and the batching thread meet here, under one guard.
-    """
+    """One watched mind: its one-watcher lock, its clean marker, and what changed since its last batch
+    (the watchdog callback, `record`, and the batching thread meet here, under one guard)."""
 
     def __init__(self, root: Path, mind: str, wake: threading.Event) -> None:
         self.root, self.mind = root, mind
@@ -64,8 +59,6 @@ class MindBatch:
         self._clean_marker = root / STATE_DIR / f"watch-{mind}.clean"
         self._clean = False
         self._released = False
-
-    # --- the one-watcher lock --------------------------------------------------
 
     def take_lock(self) -> None:
         """Become the one watcher of this mind (and drop a dead watcher's marker).
@@ -101,8 +94,6 @@ class MindBatch:
             os.close(self._lock_fd)  # releases the flock
             self._lock_fd = None
 
-    # --- events (watchdog's thread) -----------------------------------------------
-
     def record(self, event: Any) -> None:
         """watchdog's callback: note the paths and wake the batching thread, nothing more."""
         found: list[str] = []
@@ -113,7 +104,6 @@ class MindBatch:
         self.keep(found, not found)
 
     def need_full_diff(self) -> None:
-        """Some events were lost (a queue overflow): the next batch diffs every file."""
         self.keep([], True)
 
     def _relpath(self, path: str | bytes) -> str | None:
@@ -125,8 +115,6 @@ class MindBatch:
         except ValueError:
             return None
         return relative.as_posix() if relative.parts[0] == self.mind else None
-
-    # --- batches (the batching thread) -------------------------------------------------
 
     def _pending(self) -> bool:
         return bool(self._paths) or self._full
@@ -147,8 +135,8 @@ class MindBatch:
             return paths, full
 
     def keep(self, paths: list[str], full: bool) -> None:
-        """These changes pending (with a full diff when `full`), from now on: what the events said, or a batch
-        that could not be applied (another writer was busy), for a later round."""
+        """These changes pending (with a full diff when `full`): what the events said, or a batch that could
+        not be applied (another writer was busy)."""
         with self._guard:
             self._last = time.monotonic()
             if not self._pending():
@@ -171,11 +159,8 @@ class MindBatch:
         return self._idle.wait(timeout)
 
     def set_clean(self, clean: bool) -> None:
-        """The marker that lets commands skip their stat-only diff: present only while nothing is pending.
-
-        Called with the guard held (or when no other thread runs), so that no event slips
-        between the check for pending paths and the marker.
-        """
+        """The marker that lets commands skip their stat-only diff, present only while nothing is pending
+        (called with the guard held, so no event slips between the check for pending paths and the marker)."""
         if clean == self._clean or (clean and self._released):
             return
         if clean:
@@ -221,7 +206,6 @@ class Batcher:
             return batches
 
     def need_full_diff(self) -> None:
-        """Events were lost, of any mind: every mind's next batch diffs every file."""
         for batch in self.batches():
             batch.need_full_diff()
 
@@ -301,8 +285,6 @@ class Watcher:
         """Batches applied so far."""
         return self._batch.batches
 
-    # --- life cycle --------------------------------------------------------
-
     def start(self) -> Watcher:
         """Take the one-watcher lock, start watching the mind folder and the worker.
 
@@ -340,8 +322,6 @@ class Watcher:
         with self._batch._guard:  # noqa: SLF001 - the batch's own guard, as its callers hold it
             self._batch.set_clean(clean)
 
-    # --- the worker ------------------------------------------------------------
-
     def _run(self) -> None:
         vault = Vault.open(self.root, self.mind)  # its own: SQLite connections stay in one thread
 
@@ -372,9 +352,8 @@ class Watcher:
             vault.close()
 
     def _embed(self, vault: Vault) -> bool:
-        """`[search] semantic`: embed the memories without a vector, stopping as soon as a change is heard
-        (a store embeds its own memory; this catches hand edits, pulls and imports). False when it cannot
-        (the extra is missing, the model unknown): said once, not tried again."""
+        """`[search] semantic`: embed the memories without a vector (a store embeds its own; this catches
+        hand edits, pulls and imports), stopping when a change is heard. False when it cannot: said once."""
         try:
             done = vault.embed(batch=8, stop=self._batcher.wake.is_set)
         except MemfileError as exc:
@@ -397,10 +376,9 @@ class Watcher:
 class MindsWatcher:
     """Keeps the index of many minds of one vault in line with their files (the served vault).
 
-    One recursive watch covers the whole vault; each event goes, by the first component of its path,
-    to the batch of that mind if it was `add`ed, and is dropped otherwise (dot folders, minds nobody
-    opened). The watch is set up on the watcher's own thread, so no request waits for the walk; that
-    thread hands each mind's batch to `refresh`, which runs it where that mind's Vault lives.
+    One recursive watch covers the vault; each event goes, by the first component of its path, to the
+    batch of that mind if it was `add`ed. The watch is set up on the watcher's own thread, so no request
+    waits for the walk; that thread hands each batch to `refresh`, which runs it where the mind's Vault lives.
     """
 
     def __init__(
@@ -446,9 +424,8 @@ class MindsWatcher:
         return True
 
     def settle(self, mind: str, refresh: Refresh) -> None:
-        """Apply what was seen of `mind` and not applied yet, now, through `refresh` (a call is about to
-        read: it then trusts this watcher, whose marker is back, instead of walking every file); nothing
-        when nothing is pending or the mind is not watched, and before the watch is up (a batch applied
+        """Apply what was seen of `mind` and not applied yet, now, through `refresh` (a call about to read
+        then trusts the marker instead of walking every file); not before the watch is up (a batch applied
         then would vouch for changes nobody listens for yet)."""
         batch = self._batcher.batch(mind)
         if (
@@ -459,11 +436,10 @@ class MindsWatcher:
             self._batcher.apply(batch, refresh)
 
     def caught_up(self, timeout: float = BARRIER_TIMEOUT, since: float | None = None) -> bool:
-        """Wait until every change made to the vault before this call (or before the moment `since`, a
-        `time.monotonic()` of the caller's) has been heard (and so is pending in its mind's batch, for
-        `settle`): a barrier file is made and removed, and its creation is waited for; a barrier made after
-        `since` and already heard answers at once (a server's queued calls share one). False when the watch
-        is not up or the barrier was not heard within `timeout` seconds."""
+        """Wait until every change made to the vault before this call (or before `since`, a
+        `time.monotonic()`) has been heard, by making and removing a barrier file and waiting to hear it
+        made; a barrier made after `since` and already heard answers at once (queued calls share one).
+        False when the watch is not up or the barrier was not heard within `timeout` seconds."""
         if not self._live.is_set() or self._stopped or self._failed:
             return False
         with self._barrier:
@@ -502,9 +478,8 @@ class MindsWatcher:
         return batch.batches if batch is not None else 0
 
     def stop(self, timeout: float = 5.0, *, finish: bool = True) -> None:
-        """Stop watching: every clean marker removed, every lock freed. Pending batches are applied first
-        (through `refresh`), unless `finish` is False (a process about to end: the next reader of those
-        minds diffs them itself). Safe to call twice."""
+        """Stop watching: every clean marker removed, every lock freed. Pending batches are applied first,
+        unless `finish` is False (the next reader of those minds diffs them itself). Safe to call twice."""
         with self._guard:
             observer, thread = self._observer, self._thread
             self._observer, self._thread, self._stopped = None, None, True
@@ -525,10 +500,7 @@ class MindsWatcher:
             for batch in self._batcher.batches():
                 batch.release()
 
-    # --- the watcher's thread ---------------------------------------------------------
-
     def _run(self) -> None:
-        """Watch the vault, then apply batches until `stop`."""
         try:
             observer = _observer()
             _schedule(observer, self.root, self._dispatch)
@@ -553,7 +525,6 @@ class MindsWatcher:
         self._batcher.run(self.refresh)
 
     def _dispatch(self, event: Any) -> None:
-        """watchdog's callback: hand the event to the batch of each watched mind it touches."""
         source = os.fsdecode(event.src_path)
         if source.startswith(self._barrier_prefix):  # `caught_up`'s barrier: heard, with all before it
             with suppress(ValueError), self._barrier:
@@ -630,8 +601,7 @@ def _warn_of_secrets(root: Path, paths: list[str]) -> None:
 
 
 def _overflow_listener(callback: Callable[[], None]) -> Any:
-    """A logging handler for watchdog, which only logs a kernel queue overflow: hearing it means some
-    events were lost."""
+    """A logging handler for watchdog, which logs only a kernel queue overflow (events were lost)."""
 
     class OverflowListener(logging.Handler):
         def emit(self, record: logging.LogRecord) -> None:

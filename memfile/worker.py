@@ -1,24 +1,12 @@
 """The worker of a resident process: one thread owns every Vault call, for every mind of a vault.
 
-A Vault stays on one thread (its SQLite catalog connection belongs to the
-thread that opened it, and its searchers and caches live on it), so a
-resident face (the stdio MCP server, `memfile serve`) never calls one from its
-event loop or from a thread pool. It hands each call to `Minds` with the
-`Caller` it acts for; the worker thread opens that mind's Vault on first use
-and runs the call inside `vault.acting_as(caller.source, key=caller.key)`.
-While no call waits, the worker warms the index of the mind used last
-(`Vault.warm`), and stops at the warm work's next pause (about 0.4 ms) when a
-call comes in. While a store waits for git to make its commit, the worker
-answers the reads waiting (calls made with `read=True`) rather than idling:
-the commit's git processes and the reads overlap. With `watch=True`, one in-process watcher
-(`memfile.watch.MindsWatcher`: one recursive watch over the vault, a handful
-of threads and one inotify instance however many minds are open) follows each
-opened mind's files, unless another watcher (`memfile watch`) already does;
-its batches are refreshed on the worker thread too. Under load, a store lets
-the reads waiting go first for up to `STORE_GATHER` seconds, so that the
-stores coming in meanwhile share its commit (see `Minds.store`). `close` closes every
-Vault; `stop` is the quick end of a process that exits next (`memfile serve`). `unix_listener` makes
-the Unix socket a resident process listens on.
+A Vault stays on one thread (its SQLite connection belongs to the thread that opened it, and its caches
+live on it), so a resident face (the stdio MCP server, `memfile serve`) hands each call to `Minds` with
+the `Caller` it acts for, never calling a Vault from its event loop. Between calls the worker warms the
+mind used last; while a store waits for git, it answers the reads waiting; under load a store lets reads
+go first for up to `STORE_GATHER` seconds so that the stores coming in share its commit. With
+`watch=True`, one `MindsWatcher` (one inotify instance however many minds are open) follows the opened
+minds, its batches refreshed on the worker thread too. `unix_listener` makes the socket it listens on.
 """
 
 from __future__ import annotations
@@ -95,8 +83,8 @@ class Minds:
     """
 
     def __init__(self, root: Path, *, watch: bool = True, tidy: bool = True) -> None:
-        """Nothing is opened yet: each mind's Vault on its first call. `tidy`: pack git's loose objects
-        beside the worker (`_tidy`; a resident reader, which makes no commit, leaves that to git).
+        """Each mind's Vault is opened on its first call. `tidy`: pack git's loose objects beside the worker
+        (`_tidy`; a resident reader, which makes no commit, leaves that to git).
 
         Raises:
             NotAVault: `root` is not a vault folder.
@@ -159,16 +147,13 @@ class Minds:
         return await asyncio.wrap_future(self._submit(lambda: self._act(caller, fn, asked), read=read))
 
     async def store(self, caller: Caller, arguments: dict[str, Any]) -> StoreResult:
-        """`Vault.store(**arguments)` as `caller`, sharing a commit with the other stores in its mind, by
-        callers of its source, that wait meanwhile (`Vault.store_many`; each credential gets its own
-        `Memfile-Key:` trailer): under load, a server then makes one git commit for the stores that came
-        in while the last one was being made, not one each.
+        """`Vault.store(**arguments)` as `caller`, sharing one commit with the stores of its mind and source
+        that wait meanwhile (`Vault.store_many`; each credential gets its own `Memfile-Key:` trailer).
 
-        When its turn comes while reads wait, those reads go first (the oldest first), for up to
-        `STORE_GATHER` seconds after the first of these stores came in: the stores coming in meanwhile
-        join its commit. Each commit and index update costs the worker about as much as three stores'
-        own work, so under load fewer, fuller commits leave it more time for reads; a store that finds no
-        read waiting is made at once, and writes keep their order (only reads go ahead).
+        When its turn comes while reads wait, those go first for up to `STORE_GATHER` seconds after the
+        first of these stores came in, so the stores coming in meanwhile join its commit: a commit and
+        index update cost the worker about three stores' own work, so fewer, fuller commits leave it more
+        time for reads. With no read waiting the store is made at once; writes keep their order.
 
         Raises:
             Whatever `Vault.store` raises for this store (another store of the commit never makes it fail).
@@ -200,8 +185,8 @@ class Minds:
     def close(self) -> None:
         """Stop watching (pending batches are applied first), close every Vault on the worker thread, stop
         the thread. Safe to call twice; no call may be made afterwards. After `stop`, end the thread holding
-        the Vaults it left open (they are left to the garbage collector: SQLite closes a connection only on
-        the thread that made it, the worker's)."""
+        the Vaults it left open (left to the garbage collector: SQLite closes a connection only on the
+        thread that made it)."""
         if self.watcher is not None:
             self.watcher.stop()
         self._tidied.set()
@@ -215,12 +200,11 @@ class Minds:
         self._end()
 
     def stop(self) -> None:
-        """The quick end of a process that exits next (`memfile serve`): stop watching (every clean marker
-        removed and every watcher lock freed; pending batches are dropped, the next reader of those minds
-        diffs them itself), let the calls already made finish, stop the worker thread, and leave the
-        Vaults open to the process's end, which releases their files. Closing them one by one (`close`)
-        costs 3-7 ms per mind whose catalog was written (SQLite checkpoints its log): seconds for 1,000
-        minds. No call may be made afterwards, and `close` then does nothing."""
+        """The quick end of a process that exits next (`memfile serve`): stop watching (pending batches are
+        dropped: the next reader of those minds diffs them itself), let the calls made finish, stop the
+        worker, and leave the Vaults open to the process's end. Closing them one by one (`close`) costs
+        3-7 ms per mind whose catalog was written (SQLite checkpoints its log): seconds for 1,000 minds.
+        No call may be made afterwards, and `close` then does nothing."""
         if self.watcher is not None:
             self.watcher.stop(finish=False)
         self._tidied.set()
@@ -283,7 +267,6 @@ class Minds:
     # --- on the worker thread ---------------------------------------------------
 
     def _serve(self) -> None:
-        """The worker thread: every job in turn, until `_end` and the queue is empty."""
         _name_thread(WORKER_THREAD)
         while True:
             with self._guard:
@@ -307,7 +290,7 @@ class Minds:
 
     def _while_committing(self, commit: Future[Any]) -> None:
         """`Vault.while_committing` of every opened Vault: while git makes a store's commit, run the reads
-        waiting (the oldest first), then let the store go on once the commit is made."""
+        waiting (the oldest first)."""
         if self._committing:  # a read that wrote (a bug in its caller): it just waits, as without this
             return
         self._committing = True
@@ -326,7 +309,6 @@ class Minds:
             self._committing = False
 
     def _nudge(self, _: Future[Any]) -> None:
-        """The commit is made: the worker, waiting for a read or for it, goes on."""
         with self._guard:
             self._wake.notify()
 
@@ -341,10 +323,9 @@ class Minds:
         and in line with what the watcher heard up to `asked` (time.monotonic(); None for now)."""
         vault = self._vault(caller.mind)
         self._last = caller.mind
-        # What the watcher heard and has not applied yet, applied here rather than by a walk of every file;
-        # first, everything changed before this call was made is made sure to be heard (else the marker could
-        # vouch for an index that misses an edit whose event is still on its way): calls that waited in the
-        # queue share the barrier of a call before them, made after they came in.
+        # What the watcher heard is applied here rather than by a walk of every file, once everything changed
+        # before this call is sure to be heard (else the marker could vouch for an index that misses an edit
+        # whose event is on its way); calls that waited in the queue share the barrier of a call before them.
         if self.watcher is not None:
             if self.watcher.caught_up(since=asked):
                 self.watcher.settle(caller.mind, lambda _, paths: vault.refresh(paths=paths, wait=True))
@@ -354,8 +335,7 @@ class Minds:
             yield vault
 
     def _store_waiting(self, caller: Caller) -> None:
-        """Store every store waiting now in `caller`'s mind by callers of its source, in as few commits as
-        they share (`Vault.store_many`; each store names its own credential)."""
+        """Store every store waiting now in `caller`'s mind by callers of its source (`Vault.store_many`)."""
         with self._guard:
             waiting = self._stores.pop((caller.mind, caller.source), [])
         try:
@@ -422,9 +402,8 @@ class Minds:
                 return
 
     def _tidy(self) -> None:
-        """Beside the worker (its own thread; no Vault is used): pack git's loose objects now and then, so a
-        memory's history stays quick to read however many commits the process makes (git alone waits for
-        6,700). Housekeeping only: a failure is left to git's own gc."""
+        """Pack git's loose objects now and then (on its own thread, no Vault used), so a memory's history
+        stays quick to read however many commits the process makes (git alone waits for 6,700)."""
         while not self._tidied.wait(TIDY_EVERY):
             try:
                 pack_loose_objects(self.root)
@@ -442,7 +421,6 @@ class Minds:
 
 
 def _identity(path: Path) -> tuple[int, int] | None:
-    """(device, inode) of a folder; None when there is none."""
     try:
         info = os.stat(path)
     except OSError:
@@ -463,10 +441,8 @@ def _run(job: _Job) -> None:
 
 
 def _name_thread(name: str) -> None:
-    """Give the calling thread `name` (at most 15 characters) where the system shows threads, so that a look
-    at the server's threads (`top -H`, benchmarks/bench_serve.py) tells the worker from the event loop.
-    Threads it starts afterwards show the name too (Linux names a new thread after the one that starts it):
-    the watcher's, a commit's. Linux only; elsewhere, or where /proc cannot be written, nothing changes."""
+    """Give the calling thread `name` (at most 15 characters) where the system shows threads (`top -H`,
+    benchmarks/bench_serve.py), to tell the worker from the event loop (Linux only)."""
     try:
         with open(f"/proc/self/task/{threading.get_native_id()}/comm", "w", encoding="ascii") as comm:
             comm.write(name[:15])
@@ -475,10 +451,8 @@ def _name_thread(name: str) -> None:
 
 
 def _hold(vaults: list[Vault], released: threading.Event) -> None:
-    """Keep `vaults` until the process ends (or `close` closed them and sets `released`). Python frees
-    nothing a daemon thread still holds at exit (threading's documentation: their resources "may not be
-    released properly"), so neither the interpreter's teardown nor the garbage collector closes them one
-    by one."""
+    """Keep `vaults` until the process ends (or `close` sets `released`): Python frees nothing a daemon
+    thread holds at exit, so nothing closes them one by one."""
     released.wait()
 
 

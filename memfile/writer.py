@@ -83,11 +83,8 @@ AGENT_CAP_REFUSAL = (
 
 
 class Writer:
-    """The write transactions of one mind (see the module docstring).
-
-    Attributes:
-        after_write: called inside the transaction after each commit (the remote's autosync).
-    """
+    """The write transactions of one mind. `after_write`: called inside the transaction after each commit
+    (the remote's autosync)."""
 
     def __init__(self, root: Path, mind: str, config: Config, actor: Source, index: Index, notices: list[str]) -> None:
         self.root, self.mind, self.config, self.actor, self.notices = root, mind, config, actor, notices
@@ -242,9 +239,6 @@ class Writer:
         key = f"\nMemfile-Key: {self.key_label}" if self.key_label else ""
         return f"mind: {self.mind}{key}"
 
-    def commit(self, relpath: str, verb: str, ref: str, source: Source) -> str | None:
-        return self.git.commit([relpath], f"{verb} {ref} ({source})\n\n{self.trailers()}")
-
     def apply(self, relpath: str, data: bytes | None, verb: str, ref: str, source: Source) -> str | None:
         """Write (or, with None, remove) one memory file and commit it (see `apply_all`)."""
         return self.apply_all([(relpath, data)], f"{verb} {ref} ({source})")
@@ -254,11 +248,10 @@ class Writer:
     ) -> str | None:
         """Write (or, with None, remove) memory files and commit them together.
 
-        Each file is replaced only while it holds the bytes the change was based on
-        (`record_hand_edit`; a file never read must not exist): a person's save that
-        lands meanwhile is kept and the write raises `EditedMeanwhile`. When the
-        commit fails every file is put back as it was, so a change is either on disk
-        and in git, or in neither. `keys`: see `trailers`.
+        Each file is replaced only while it holds the bytes the change was based on (`record_hand_edit`;
+        a file never read must not exist): a save landing meanwhile is kept and `EditedMeanwhile` raised.
+        When the commit fails every file is put back, so a change is on disk and in git, or in neither.
+        `keys`: see `trailers`.
         """
         from .swap import put_all, undo
 
@@ -304,10 +297,8 @@ class Writer:
             return commit.result()
 
     def _index_written(self, relpaths: list[str], known: Mapping[str, Known]) -> None:
-        """The index brought in line with files just written (`known`: what was read back from them).
-
-        The files are the truth and git commits them whatever the index does: an index that is busy or
-        cannot be written (a full disk) is a notice, and the next command brings it in line."""
+        """The index brought in line with files just written (`known`: what was read back from them); an index
+        that is busy or cannot be written is a notice (the files are the truth, committed whatever it does)."""
         try:
             self._index.refresh(step(self.progress, "indexing"), paths=relpaths, wait=True, known=known)
         except (LockTimeout, OSError) as exc:
@@ -455,8 +446,8 @@ class Writer:
         )
 
     def _store_holding_lock(self, own: StoreRequest | None, ticket: store_queue.Ticket | None) -> StoreResult:
-        """Store `own` (or this process's queued `ticket`) and the stores queued by other processes,
-        up to store_queue.LIMIT of them in one commit; hand each queued one its result."""
+        """Store `own` (or this process's queued `ticket`) and the stores queued by other processes, up to
+        store_queue.LIMIT in one commit; hand each queued one its result."""
         from . import store_queue
 
         with self.holding_lock():
@@ -485,11 +476,8 @@ class Writer:
             raise Conflict(f"the store queue in {self.root / STATE_DIR / 'queue'} lost this store's request; try again")
 
     def _store_batch(self, requests: list[StoreRequest]) -> list[StoreResult | Exception]:
-        """Store several requests (see store_queue.joins) in one commit; each one's result or failure.
-
-        A file saved by hand while the stores were prepared is kept; the stores are then
-        prepared again from it (recording it in history first), a few times at most.
-        """
+        """Store several requests (see store_queue.joins) in one commit; each one's result or failure. A file
+        saved by hand while they were prepared is kept, and they are prepared again from it (twice at most)."""
         from .swap import EditedMeanwhile
 
         for _ in range(2):
@@ -555,8 +543,7 @@ class Writer:
             AmbiguousRef, InvalidInput, Refused, Conflict, NotFound: see `store`.
         """
         category, key, actor, effective = request.category, request.key, request.actor, request.source
-        content, now, expires, priority = request.content, request.now, request.expires, request.priority
-        tags, confidence, supersedes = request.tags, request.confidence, request.supersedes
+        supersedes = request.supersedes
         existing = self._index.named(f"{category}/{key}", memory_relpath(self.mind, category, key).as_posix())
         if len(existing) > 1:
             raise AmbiguousRef(
@@ -573,7 +560,7 @@ class Writer:
                 "store the new memory without supersedes and ask the user to supersede the old one"
             )
         if existing:
-            memory = self._updated(existing[0], content, priority, tags, confidence, expires, effective, now, actor)
+            memory = self._updated(existing[0], request)
             if memory.superseded and old is not None:  # it replaces `old`: it is the one in force now
                 memory = replace(memory, status=Status.ACTIVE, superseded_by=None, id_derived=False)
             elif memory.superseded and memory != existing[0]:
@@ -593,16 +580,16 @@ class Writer:
                 mind=self.mind,
                 category=category,
                 key=key,
-                content=content,
+                content=request.content,
                 path=relpath,
-                created_at=now,
-                updated_at=now,
-                priority=priority or Priority.NORMAL,
-                tags=tags or (),
+                created_at=request.now,
+                updated_at=request.now,
+                priority=request.priority or Priority.NORMAL,
+                tags=request.tags or (),
                 source=effective,
                 verified=effective is Source.USER,
-                confidence=confidence if confidence is not None else DEFAULT_CONFIDENCE[effective],
-                expires_at=None if expires is UNSET else expires,
+                confidence=DEFAULT_CONFIDENCE[effective] if request.confidence is None else request.confidence,
+                expires_at=None if request.expires is UNSET else request.expires,
             )
             created = True
             changes = [(relpath, fileformat.serialize(memory).encode("utf-8"))]
@@ -626,30 +613,19 @@ class Writer:
         kept = f"{memory.ref} is superseded by {by}: the update is kept, out of recall and search"
         return Notice(kept, "reactivate", [memory.ref])
 
-    def _updated(
-        self,
-        old: Memory,
-        content: str,
-        priority: Priority | None,
-        tags: tuple[str, ...] | None,
-        confidence: float | None,
-        expires: Any,
-        effective: Source,
-        now: datetime,
-        actor: Source,
-    ) -> Memory:
+    def _updated(self, old: Memory, request: StoreRequest) -> Memory:
         """`old` with a store's changes (the same object when nothing changes).
 
         Raises:
             Refused: an agent tried to change a memory a person verified.
         """
-        by_user = effective is Source.USER
+        by_user, confidence = request.source is Source.USER, request.confidence
         new = replace(
             old,
-            content=content,
-            priority=priority or old.priority,
-            tags=old.tags if tags is None else tags,
-            expires_at=old.expires_at if expires is UNSET else expires,
+            content=request.content,
+            priority=request.priority or old.priority,
+            tags=old.tags if request.tags is None else request.tags,
+            expires_at=old.expires_at if request.expires is UNSET else request.expires,
             source=Source.USER if by_user else old.source,
             verified=True if by_user else old.verified,
             confidence=confidence
@@ -658,12 +634,12 @@ class Writer:
         )
         if new == old:
             return old
-        if actor is Source.AGENT and old.verified:
+        if request.actor is Source.AGENT and old.verified:
             raise Refused(
                 f"{old.ref} was verified by a person, so an agent cannot change it; store the new "
                 "information under another key, or ask the user to update it"
             )
-        return replace(new, updated_at=now, id_derived=False)
+        return replace(new, updated_at=request.now, id_derived=False)
 
     def rewritten(self, old: Memory, new: Memory) -> bytes:
         """The bytes of `old`'s file holding `new` (any hand edit of it committed first)."""
@@ -754,13 +730,13 @@ class Writer:
                 stamped = replace(after, updated_at=utc_now())
                 atomic_write(path, fileformat.rewrite(path.read_bytes(), before.path, after, stamped))
                 after = stamped
-            sha = self.commit(before.path, "edit", after.ref, Source.USER)
+            sha = self.git.commit([before.path], f"edit {after.ref} ({Source.USER})\n\n{self.trailers()}")
             return StoreResult(after, created=False, changed=True, commit=sha, notices=tuple(self.notices))
 
 
 def _readable(data: bytes, relpath: str, mtime_ns: int | None = None, field: str | None = None) -> Memory:
-    """Refuse to write a file memfile could not read back (and would then skip as unreadable); the memory
-    the index will read, for a file of this mtime (default: now).
+    """Refuse to write a file memfile could not read back; the memory the index will read, for a file of
+    this mtime (default: now).
 
     Raises:
         InvalidInput: naming `field` when given (what the caller passed), else the file.

@@ -136,10 +136,8 @@ def clone_command(url: str, root: Path) -> str:
 def point_bare_head(store: GitStore, remote: str, branch: str) -> str | None:
     """After `branch` was first pushed to `remote`: when the remote is a bare repository on this machine
     whose HEAD names a branch that does not exist (`git init --bare` names master), point its HEAD at
-    `branch`, so a plain `git clone` checks the vault out too. A notice of what was done, or None.
-
-    Nothing can be lost: only an unborn HEAD is changed (no clone checks anything out of it), the
-    repository is one this machine pushes to already, and git runs there without hooks.
+    `branch`, so a plain `git clone` checks the vault out too; a notice, or None. Nothing can be lost:
+    only an unborn HEAD is changed, in a repository this machine pushes to already, with no hook run.
     """
     url = store.remote_url(remote)
     bare = local_path(url, store.root) if url else None

@@ -25,8 +25,8 @@ RECOVERY_WAIT_S = 10.0
 
 
 def git_locks(root: Path) -> list[str]:
-    """git's lock files in the vault's .git, relative to the vault (`objects/maintenance.lock` of a killed
-    auto-gc among them; the loose objects' fan-out folders, hooks and logs hold none and are not walked)."""
+    """git's lock files in the vault's .git, relative to the vault (a killed auto-gc's
+    `objects/maintenance.lock` too; the fan-out folders, hooks and logs hold none and are not walked)."""
     git_dir, found = root / ".git", []
     for folder, dirs, files in os.walk(git_dir):
         inside_objects = folder == str(git_dir / "objects")
@@ -93,9 +93,7 @@ def clear_stale_locks(root: Path, wait: float) -> list[str]:
 def recover_interrupted_sync(git: GitStore, wait: float = RECOVERY_WAIT_S) -> list[str]:
     """For a caller holding the writer lock: finish or undo what a killed `memfile sync` left behind
     (its half-done merge, git's lock, the merge driver's temporary files); notices of what was done.
-
-    A few stats when nothing is wrong. A merge a person started is never touched; a lock that no
-    killed sync left is named by the git command that meets it.
+    A merge a person started is never touched.
 
     Raises:
         Busy: git processes a killed sync started are still at work after `wait` seconds.

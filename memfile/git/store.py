@@ -1,13 +1,10 @@
 """The git adapter: every change to a vault becomes one readable commit.
 
-Every git command runs through GitPython's `Git.execute` (`execute`), always with an explicit author
-and committer so commits work on machines with no git identity.
-
-No value from outside (a remote, a branch, a revision, a path, memfile.toml)
-reaches git as an option: each is checked (`_plain`) or passed after `--`, and
-the transports that run a command named in a URL (`ext::`, `fd::`) are off for
-every git memfile runs. git's merge driver for memory files (`run_merge_driver`) and its setup in a
-repository (`configure_merge_driver`, `write_attributes`) are here too.
+Every git command runs through GitPython's `Git.execute` (`execute`), with an explicit author and
+committer so commits work on machines with no git identity. No value from outside (a remote, a branch,
+a revision, a path, memfile.toml) reaches git as an option: each is checked (`_plain`) or passed after
+`--`, and the transports that run a command named in a URL (`ext::`, `fd::`) are off. git's merge
+driver for memory files (`run_merge_driver`) and its setup in a repository are here too.
 """
 
 from __future__ import annotations
@@ -29,9 +26,8 @@ from ..errors import FileParseError, GitBusy, GitDiskFull, GitError, InvalidInpu
 from ..files import atomic_write, dying_with_parent
 from .merge import ATTRIBUTES, MERGE_RULE, merge_driver_command, merge_memory
 
-#: From this many files, `commit`'s `git add` writes their contents into one pack file instead of one file
-#: each (a blob above `core.bigFileThreshold` is streamed into the pack of the command's bulk check-in;
-#: the same objects, the same commit).
+#: From this many files, `commit`'s `git add` writes them into one pack file instead of one file each
+#: (a blob above `core.bigFileThreshold` is streamed into the command's pack: the same objects).
 PACKED_ADD = 1000
 # Signing prompts would hang a headless agent; quoted paths would not match ours; a URL must never run a command.
 _OPTIONS = (
@@ -102,8 +98,7 @@ class GitStore:
     def _run(
         self, *args: str, check: bool = True, errors: bool = False, config: tuple[str, ...] = ()
     ) -> tuple[int, str]:
-        """Run git; (status, stdout), or on failure stdout and stderr together with `errors`; `config`:
-        `-c name=value` options for this command only."""
+        """Run git: (status, stdout; on failure with `errors`, stdout and stderr); `config`: `-c` options."""
         if not self.exists():
             raise GitError(f"{self.root} is not a git repository ({self.root}); run: memfile init {self.root}")
         inherit = {"pass_fds": self._inherit} if self._inherit else {}
@@ -113,8 +108,8 @@ class GitStore:
         return status, (f"{out}\n{err}".strip() if errors and status != 0 else out)
 
     def _run_beside(self, meanwhile: Callable[[], None], *args: str, config: tuple[str, ...] = ()) -> tuple[int, str]:
-        """`_run(*args, check=False, errors=True)` with `meanwhile()` run while git works; git is waited for
-        also when `meanwhile` raises. Its output goes to a temp file: a pipe nobody reads could fill up."""
+        """`_run(*args, check=False, errors=True)` with `meanwhile()` run while git works (and git waited for
+        when it raises). The output goes to a temp file: a pipe nobody reads could fill up."""
         with tempfile.TemporaryFile() as output:
             try:
                 process = subprocess.Popen(
@@ -156,15 +151,11 @@ class GitStore:
 
     def is_changed(self, relpath: str) -> bool:
         """True when the file differs from its last committed version (or was never committed)."""
-        _, out = self._run("status", "--porcelain", "--untracked-files=all", "--", relpath)
-        return bool(out.strip())
+        return bool(self.changed_paths(relpath))
 
     def changed_paths(self, folder: str) -> list[str]:
-        """Files under `folder` that differ from the last commit or were never committed.
-
-        `--no-renames`: else git shows a staged removal and a similar new file as one rename, naming
-        only the new path.
-        """
+        """Files under `folder` that differ from the last commit or were never committed (`--no-renames`:
+        else a staged removal and a similar new file show as one rename, naming only the new path)."""
         _, out = self._run("status", "--porcelain", "-z", "--no-renames", "--untracked-files=all", "--", folder)
         return [entry[3:] for entry in out.split("\0") if entry]  # each "XY path" (no renames: one path each)
 
@@ -178,18 +169,11 @@ class GitStore:
             return {"upstream": None, "remotes": remotes.split(), "ahead": None, "behind": None}
         _, counts = self._run("rev-list", "--left-right", "--count", "HEAD...@{u}")
         ahead, behind = (int(n) for n in counts.split())
-        return {
-            "upstream": upstream.strip(),
-            "remotes": self._run("remote")[1].split(),
-            "ahead": ahead,
-            "behind": behind,
-        }
+        return {"upstream": upstream.strip(), "remotes": self.remotes(), "ahead": ahead, "behind": behind}
 
     def commit(self, relpaths: list[str], message: str, meanwhile: Callable[[], None] | None = None) -> str | None:
-        """Commit exactly these paths (adds, changes, removals) in one commit.
-
-        `meanwhile`: run in this process while `git add` stages the files (in its own process; a bulk
-        write builds the index meanwhile), before the commit.
+        """Commit exactly these paths (adds, changes, removals) in one commit. `meanwhile`: run in this
+        process while `git add` stages the files (a bulk write builds the index meanwhile).
 
         Returns:
             The new commit's sha, or None when nothing changed (no empty commits).
@@ -213,9 +197,8 @@ class GitStore:
         return self._commit_staged(present, message, others) if present else None
 
     def _staged_by_hand(self, present: list[str]) -> set[str]:
-        """What a person staged by hand besides `present`: it stays staged (and out of this commit), and the
-        commit then names its paths, which costs git a second index. Usually nothing is, and the plain
-        commit does."""
+        """What a person staged by hand besides `present`: it stays staged and out of this commit, which
+        then names its paths (costing git a second index); usually nothing is."""
         if self._clean_index is not None and self._clean_index == _stat_of(self.root / ".git" / "index"):
             return set()  # the index is as this object's last commit left it: nothing staged
         _, staged = self._run("diff", "--cached", "--name-only", "-z", "--no-renames")
@@ -225,8 +208,8 @@ class GitStore:
         self, on_disk: list[str], in_index: set[str], in_head: set[str], meanwhile: Callable[[], None] | None
     ) -> list[str]:
         """`git add` the files on disk and the removals of those in the index, `meanwhile` run beside it (or
-        after, with nothing to stage). A file removed before git reads it has its removal staged instead
-        (`in_index` and `in_head` grow with it). Returns the files on disk that were staged."""
+        after, with nothing to stage); a file removed before git reads it has its removal staged instead.
+        Returns the files on disk that were staged."""
         for _ in range(3):  # a file removed between the look in `commit` and `git add` fails its pathspec
             if not (on_disk or in_index):
                 break
@@ -282,12 +265,10 @@ class GitStore:
         names: bool = True,
         first_parent: bool = False,
     ) -> list[Commit]:
-        """Commits touching `paths` (all commits when none), newest first, each with the paths it touched.
+        """Commits touching `paths` (all when none), newest first, each with the paths it touched.
 
-        `names=False` leaves `Commit.paths` empty: for one file's log, whose commits are all its own,
-        that spares git a diff of every commit.
-        `first_parent`: only the commits made on this branch here (a merge's other side left out; the
-        merge's paths are what it brought in).
+        `names=False` leaves `Commit.paths` empty (sparing git a diff of every commit). `first_parent`: only
+        the commits made on this branch (a merge's paths are what it brought in).
         """
         if not self.exists():
             return []
@@ -404,9 +385,6 @@ class GitStore:
             return False
         return self._run("check-ref-format", f"refs/heads/{name}", check=False)[0] == 0
 
-    def has_branch(self, name: str) -> bool:
-        return self.has_ref(f"refs/heads/{name}")
-
     def set_config(self, name: str, value: str) -> None:
         self._run("config", "--local", "--", name, value)
 
@@ -453,9 +431,8 @@ class GitStore:
 
     @contextmanager
     def syncing(self) -> Iterator[None]:
-        """Mark a sync at work: .git/MEMFILE_SYNC, whose flock this process and every git process it
-        starts meanwhile hold (they inherit it), so a sync killed mid-way is recognised, and its git
-        still at work is waited for, by `sync_processes_gone`. The mark goes when the sync ends."""
+        """Mark a sync at work: .git/MEMFILE_SYNC, whose flock every git process it starts inherits, so a
+        killed sync is recognised and its git still at work waited for (`sync_processes_gone`)."""
         path = self.root / ".git" / SYNC_MARK
         fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
         try:
@@ -516,7 +493,7 @@ class GitStore:
 
     def merge_debris(self) -> list[Path]:
         """Temporary files of a merge driver whose git was killed (`.merge_file_XXXXXX`, and memfile's
-        temp files of them), in the vault's top folder (one directory read)."""
+        temp files of them), in the vault's top folder."""
         try:
             with os.scandir(self.root) as entries:
                 names = (MERGE_DEBRIS, f".memfile-tmp-{MERGE_DEBRIS}")
@@ -595,8 +572,7 @@ class GitStore:
         return self.head()
 
     def ignored(self, relpaths: list[str]) -> set[str]:
-        """The paths among `relpaths` that the vault's ignore rules (.gitignore, .git/info/exclude) keep out
-        of git: `git add` refuses them."""
+        """The paths among `relpaths` that the vault's ignore rules keep out of git (`git add` refuses them)."""
         if not self.exists():
             return set()  # no git to ask: the commit that follows says why
         with tempfile.TemporaryFile() as paths:
@@ -635,11 +611,8 @@ def loose_objects(root: Path) -> int:
 
 
 def pack_loose_objects(root: Path, most: int = LOOSE_MOST) -> bool:
-    """Pack the repository's loose objects when there are more than `most`; True when it packed.
-
-    git packs by itself only past 6,700 (`gc.auto`); a resident process calls this between requests.
-    `git repack -d` is safe beside commits being made (it deletes only loose copies of what it packed).
-    """
+    """Pack the repository's loose objects when there are more than `most` (git waits for 6,700); True when
+    it packed. `git repack -d` is safe beside commits being made (it deletes only what it packed)."""
     if loose_objects(root) <= most:
         return False
     execute(root, ["repack", "-d", "-l", "-q"], {})
@@ -690,9 +663,8 @@ _NO_SPACE = ("No space left on device", "Out of diskspace", "Disk quota exceeded
 
 
 def _failed(command: str, root: Path, output: str) -> GitError:
-    """The error of a git command that failed with `output`: GitDiskFull when the disk is full, GitBusy when a
-    lock file was in its way (a git started meanwhile holds it: memfile's next write removes one no
-    running git holds), else a GitError."""
+    """The error of a git command that failed with `output`: GitDiskFull, GitBusy (a lock file of a git
+    started meanwhile was in its way), else GitError."""
     if any(words in output for words in _NO_SPACE):
         return GitDiskFull(f"{command} failed in {root}: the disk is full (free some space, then try again)")
     if ".lock': File exists" in output:
@@ -718,7 +690,7 @@ def _command(args: list[str]) -> list[str]:
 
 def execute(cwd: Path | None, args: list[str], env: dict[str, str], **options: Any) -> tuple[int, Any, str]:
     """Run git in `cwd` (a repository, or None) through GitPython: (status, stdout, stderr). `options`: more
-    of `git.Git.execute`'s (istream, stdout_as_string...) or subprocess's.
+    of `git.Git.execute`'s or subprocess's.
 
     Raises:
         GitError: git could not be run.
@@ -751,9 +723,8 @@ MACHINE_CONFIG = "memfile.machine"
 def run_merge_driver(base: str, ours: str, theirs: str, relpath: str) -> int:
     """The merge driver: write the merge of three versions into `ours`; 0 when merged, 1 when git must decide.
 
-    A memory merges field by field; a file without front-matter merges line by
-    line (`git merge-file`). When neither works, `ours` is left as it was and
-    git reports the path unmerged: sync keeps ours, and theirs stays in the merge.
+    A memory merges field by field, a file without front-matter line by line (`git merge-file`). When
+    neither works, `ours` is left and git reports the path unmerged (sync keeps ours; theirs is in the merge).
     """
     base_data = Path(base).read_bytes()
     try:
