@@ -141,6 +141,18 @@ def server(setup: Setup) -> Iterator[Server]:
         yield served
 
 
+@pytest.fixture
+def agent(setup: Setup) -> str:
+    """The Mind Key of `setup`'s mind michael."""
+    return setup.tokens["michael"]
+
+
+@pytest.fixture
+def person(setup: Setup) -> str:
+    """`setup`'s person token (every mind)."""
+    return setup.tokens["person"]
+
+
 @pytest.fixture(scope="module")
 def console(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Console]:
     """The console's application (as `memfile serve` builds it) over helpers.serve's vault, for a module."""

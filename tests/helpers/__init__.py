@@ -34,6 +34,22 @@ GOLDEN = TESTS / "golden"
 #: shared, and a first request opens a mind's index.
 DEADLINE = 60.0
 
+#: Synapse's memory fields (seed 000), which every export record and every `--format json` object carries.
+SYNAPSE_FIELDS = (
+    "id",
+    "category",
+    "key",
+    "content",
+    "tags",
+    "priority",
+    "source",
+    "verified",
+    "confidence",
+    "expires_at",
+    "mind_id",
+    "created_at",
+    "updated_at",
+)
 #: A hand-made memory file with unknown keys, comments and Markdown that must survive rewrites.
 HAND_MADE = textwrap.dedent(
     """\

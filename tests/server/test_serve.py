@@ -18,37 +18,12 @@ from typing import Any
 from urllib.parse import quote
 
 import pytest
-from helpers import DEADLINE, GOLDEN, git, wait_until
+from helpers import DEADLINE, GOLDEN, SYNAPSE_FIELDS, git, wait_until
 from helpers.serve import Server, Setup, make_setup, read_answer, server_env, start_server
 
 from memfile.keys import KeyStore
 
-SYNAPSE_FIELDS = {
-    "id",
-    "category",
-    "key",
-    "content",
-    "tags",
-    "priority",
-    "source",
-    "verified",
-    "confidence",
-    "expires_at",
-    "mind_id",
-    "created_at",
-    "updated_at",
-}
 MEMFILE_FIELDS = {"status", "superseded_by", "path", "extra", "has_front_matter", "id_derived"}
-
-
-@pytest.fixture
-def agent(setup: Setup) -> str:
-    return setup.tokens["michael"]
-
-
-@pytest.fixture
-def person(setup: Setup) -> str:
-    return setup.tokens["person"]
 
 
 def store(server: Server, token: str, key: str, content: str = "some text", **fields: object) -> dict:
@@ -69,7 +44,7 @@ def test_post_memory_creates_201_then_updates_200_with_synapse_fields(server: Se
     )
     assert first.status == 201
     memory = first.json()
-    assert SYNAPSE_FIELDS | MEMFILE_FIELDS <= set(memory)
+    assert {*SYNAPSE_FIELDS, *MEMFILE_FIELDS} <= set(memory)
     assert "mind" not in memory
     assert memory["mind_id"] == "michael"
     assert memory["source"] == "agent" and memory["verified"] is False and memory["confidence"] == 0.7

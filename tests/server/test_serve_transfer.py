@@ -26,16 +26,6 @@ from memfile.server.auth import MAX_BODY_BYTES, MAX_IMPORT_BODY_BYTES
 NDJSON = "application/x-ndjson"
 
 
-@pytest.fixture
-def agent(setup: Setup) -> str:
-    return setup.tokens["michael"]
-
-
-@pytest.fixture
-def person(setup: Setup) -> str:
-    return setup.tokens["person"]
-
-
 def store(
     server: Server, token: str, key: str, content: str = "some text", mind: str | None = None, **fields: Any
 ) -> dict:

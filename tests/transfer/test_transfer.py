@@ -22,7 +22,19 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner
-from helpers import BROKEN, HAND_MADE, commit_by_hand, commit_count, fails, git, in_vault, last_subject, ok, write
+from helpers import (
+    BROKEN,
+    HAND_MADE,
+    SYNAPSE_FIELDS,
+    commit_by_hand,
+    commit_count,
+    fails,
+    git,
+    in_vault,
+    last_subject,
+    ok,
+    write,
+)
 from helpers.vaults import built_once, copied
 
 import memfile
@@ -35,22 +47,6 @@ from memfile.secretscan import SecretFound
 
 MIND = "michael"
 NAME = "Michael's Mind"
-#: Synapse's memory fields (seed 000), which every export record and every `--format json` object carries.
-SYNAPSE_FIELDS = (
-    "id",
-    "category",
-    "key",
-    "content",
-    "tags",
-    "priority",
-    "source",
-    "verified",
-    "confidence",
-    "expires_at",
-    "mind_id",
-    "created_at",
-    "updated_at",
-)
 #: A hand-made file with a BOM, CRLF line ends, comments, unknown keys and text in three scripts.
 BOM_CRLF = (
     "\ufeff---\r\n"
