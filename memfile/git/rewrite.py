@@ -149,7 +149,9 @@ def expire_old_objects(git: GitStore) -> None:
     for name in ("ORIG_HEAD", "FETCH_HEAD"):
         (git.root / ".git" / name).unlink(missing_ok=True)
     git._run("reflog", "expire", "--expire=now", "--expire-unreachable=now", "--all")
-    git._run("gc", "--prune=now", "--quiet")
+    # --force: a gc.pid a killed purge's gc left must not stop the next one (the writer lock keeps memfile's
+    # own gcs apart, and the lock holder waited for every git still running in the vault).
+    git._run("gc", "--prune=now", "--quiet", "--force")
 
 
 def _filter() -> None:

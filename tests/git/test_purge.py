@@ -9,39 +9,13 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from helpers import commit_by_hand, fails, git, in_vault, ok, write
+from helpers import commit_by_hand, fails, git, in_vault, leaks, ok, write
 
 from memfile import Vault
 from memfile.purge import TOMBSTONE
 
 SECRET = "Alice lives at 12 Quiet Lane, flat 3"
 SECRET_2 = "Alice moved to 40 Harbour Road"
-
-
-def leaks(root: Path, needle: str) -> list[str]:
-    """Where `needle` can still be read: git's history and every object in .git (packed, loose, reachable
-    or not), any file under .git or .memfile as raw bytes, and what memfile reads, exports and finds."""
-    found = []
-    if needle in git(root, "log", "--all", "-p", "--reflog"):
-        found.append("git log --all -p")
-    objects = subprocess.run(
-        ["git", "cat-file", "--batch-all-objects", "--batch"], cwd=root, capture_output=True, check=True
-    ).stdout
-    if needle.encode() in objects:
-        found.append("git cat-file --batch-all-objects")
-    for folder in (".git", ".memfile"):
-        for path in (root / folder).rglob("*"):
-            if path.is_file() and not path.is_socket() and needle.encode() in path.read_bytes():
-                found.append(str(path.relative_to(root)))
-    for args in (
-        ("export", "--raw"),
-        ("search", needle.split()[-1]),
-        ("recall", "--query", "Alice address"),
-        ("list",),
-    ):
-        if needle in ok(in_vault(root, *args)).stdout:
-            found.append("memfile " + " ".join(args))
-    return found
 
 
 def other_blobs(root: Path, memory_path: str) -> dict[str, str]:
@@ -129,7 +103,7 @@ def test_a_hand_edit_is_a_version_too_and_other_changes_stop_the_purge(vault: Va
     assert "lighthouse" in path.read_text()  # nothing was discarded
     commit_by_hand(root, "memfile.toml")
     ok(in_vault(root, "purge", "identity/alice_address", "--yes"))
-    assert leaks(root, "lighthouse") == [] and "# a note" in config.read_text()
+    assert leaks(root, "Harbour Road, by the lighthouse") == [] and "# a note" in config.read_text()
 
 
 def test_an_agent_cannot_purge_on_any_face(vault: Vault, tmp_path: Path) -> None:
