@@ -111,7 +111,7 @@ def compact(root: Path, mind: str, memories: Iterable[Memory]) -> None:
         if not path.name.startswith(prefix):
             continue
         try:
-            with closing(sqlite3.connect(path)) as db:
+            with closing(sqlite3.connect(path, timeout=30)) as db:  # a live process may be reading
                 stored = [key for (key,) in db.execute("SELECT hash FROM vectors")]
                 with db:
                     db.executemany("DELETE FROM vectors WHERE hash = ?", [(k,) for k in stored if k not in keep])

@@ -29,7 +29,7 @@ def other_blobs(root: Path, memory_path: str) -> dict[str, str]:
 
 
 def tree_files(root: Path) -> dict[str, bytes]:
-    return {p.relative_to(root).as_posix(): p.read_bytes() for p in (root / "michael").rglob("*.md")}
+    return {p.relative_to(root).as_posix(): p.read_bytes() for p in root.glob("*/**/*.md")}
 
 
 @pytest.fixture
@@ -42,6 +42,7 @@ def vault(tmp_path: Path) -> Vault:
     vault.store("identity", "alice_address", SECRET_2, tags=["alice"])
     vault.store("fact", "editor", "Uses neovim")
     vault.recall(query="Alice Harbour")  # the last-recall record names it
+    Vault.init(vault.root, "anna").store("fact", "anna_office", "Anna works from Lisbon")  # another mind
     return vault
 
 
@@ -51,6 +52,8 @@ def test_purge_leaves_no_trace_and_keeps_everything_else(vault: Vault) -> None:
     kept_files = {k: v for k, v in tree_files(root).items() if "alice" not in k}
     kept_subjects = sorted(git(root, "log", "--all", "--format=%s", "--", "michael/fact").splitlines())
     assert leaks(root, SECRET) and leaks(root, SECRET_2)
+    memory_id = vault.get("identity/alice_address").id
+    queued = write(root / ".memfile/queue/michael/left.done", f"a result nobody picked up: {memory_id}")
 
     shown = ok(in_vault(root, "purge", "identity/alice_address", "--dry-run"))
     assert "2 versions" in shown.stdout and "refs/heads/before-move" in shown.stdout and "refs/tags/v1" in shown.stdout
@@ -59,6 +62,8 @@ def test_purge_leaves_no_trace_and_keeps_everything_else(vault: Vault) -> None:
     assert report["versions"] == 2 and report["on_disk"] and report["text"] is False
 
     assert leaks(root, SECRET) == [] and leaks(root, SECRET_2) == []
+    assert not queued.exists()
+    assert [p for p in (root / ".memfile").rglob("*") if p.is_file() and memory_id.encode() in p.read_bytes()] == []
     assert tree_files(root) == kept_files  # every other memory byte for byte
     for blob_and_path in kept_blobs:  # and every version of every other file
         subprocess.run(["git", "cat-file", "-e", blob_and_path.split()[0]], cwd=root, check=True)
