@@ -25,6 +25,8 @@ from .git import (
     clone_command,
     configure_merge_driver,
     conflict_sides,
+    expire_old_objects,
+    ids_coming_in,
     local_path,
     machine_name,
     point_bare_head,
@@ -114,6 +116,7 @@ class Remote:
         remote = self._known_remote(remote)
         branch = self._branch_name(branch)
         held = pending(self._git).get(remote)
+        seen = self._git.resolve(f"refs/remotes/{remote}/{branch}")  # before the fetch
         if held and not accept_purge:  # a fetch would bring the purged versions back into .git
             raise Refused(
                 f"{remote} still holds the versions this clone purged ({', '.join(f'{remote}/{b}' for b in held)}), "
@@ -133,13 +136,13 @@ class Remote:
                     reason=f"it exists neither here nor on {remote}; to create it on {remote}, pass --new-branch",
                 )
             report = RemoteReport(remote, branch, hand_edits=self._writer.commit_changed(None))
-            lease = self._purged_as_theirs(remote, upstream, accept_purge)
+            lease = self._purged_as_theirs(remote, upstream, accept_purge, seen)
             created = not self._git.has_ref(upstream)
             before = self._git.resolve("HEAD")
             for attempt in range(PUSH_ATTEMPTS):
                 if attempt:
                     self._git.fetch(remote)
-                    lease = self._purged_as_theirs(remote, upstream, accept_purge)
+                    lease = self._purged_as_theirs(remote, upstream, accept_purge, seen)
                 if self._git.has_ref(upstream) and self._git.count(f"HEAD..{upstream}"):
                     self._merge(upstream, report, machine)
                 ahead = self._git.count(f"{upstream}..HEAD") if self._git.has_ref(upstream) else self._git.count("HEAD")
@@ -167,11 +170,12 @@ class Remote:
         (self.root / STATE_DIR / f"synced-{self.mind}").touch()
         return report
 
-    def _purged_as_theirs(self, remote: str, upstream: str, accept_purge: bool) -> str | None:
+    def _purged_as_theirs(self, remote: str, upstream: str, accept_purge: bool, seen: str | None) -> str | None:
         """After a fetch: refuse a remote whose record names purges this clone has not made (its history
-        still holds those memories), or with `accept_purge` rewrite this clone's history without them and
-        without what this clone purged. Returns the lease to push with: the fetched commit, when the rewrite
-        changed the remote's branch here (it still holds purged versions), else None."""
+        still holds those memories), or that brings back versions of a memory this clone purged (`seen`:
+        where its branch was before the fetch, put back, and what came in pruned); with `accept_purge`,
+        rewrite this clone's history without both instead. Returns the lease to push with: the fetched
+        commit, when the rewrite changed the remote's branch here (it held purged versions), else None."""
         ours = read_tombstone(read_or_none(self.root / TOMBSTONE))
         theirs = read_tombstone(self._git.read_all([(upstream, TOMBSTONE)])[0]) if self._git.has_ref(upstream) else []
         known = {entry_key(e) for e in ours}
@@ -183,6 +187,17 @@ class Remote:
                 "it back, so nothing was merged. Run memfile sync --accept-purge to rewrite this clone's "
                 "history the same way (docs/forget.md)"
             )
+        purged = {e["id"]: e["ref"] for e in ours if e.get("what", "memory") == "memory"}
+        if purged and not accept_purge and self._git.has_ref(upstream):
+            if back := ids_coming_in(self._git, f"HEAD..{upstream}", set(purged)):
+                self._git.set_ref(upstream, seen)
+                expire_old_objects(self._git)
+                raise Refused(
+                    f"{remote} still holds versions of {', '.join(sorted(purged[i] for i in back))}, which this "
+                    "clone purged: a sync would bring them back, so nothing was merged. Run memfile sync "
+                    f"--accept-purge to purge them there too (it replaces {upstream.removeprefix('refs/remotes/')} "
+                    "with force-with-lease)"
+                )
         if not accept_purge:
             return None
         if texts := [e for e in new if e.get("what") == "text"]:

@@ -10,7 +10,7 @@ from __future__ import annotations
 from .clone import check_url, clone_command, clone_vault, local_path, point_bare_head
 from .locks import MERGE_SUBJECT, clear_stale_locks, git_locks, git_processes, recover_interrupted_sync, settle
 from .merge import ATTRIBUTES, CONFLICT_FROM, conflict_sides, merge_memory
-from .rewrite import PURGE_JOURNAL
+from .rewrite import PURGE_JOURNAL, expire_old_objects, ids_coming_in
 from .store import (
     LOOSE_MOST,
     REMOTE_NAME_RULE,
@@ -40,7 +40,9 @@ __all__ = [
     "configure_merge_driver",
     "conflict_sides",
     "git_locks",
+    "expire_old_objects",
     "git_processes",
+    "ids_coming_in",
     "local_path",
     "machine_name",
     "merge_memory",

@@ -89,6 +89,16 @@ def versions(git: GitStore, folder: str, memory_id: str, text: bytes | None = No
     return Versions(frozenset(blobs), frozenset(commits), refs)
 
 
+def ids_coming_in(git: GitStore, revisions: str, ids: set[str]) -> set[str]:
+    """Which of `ids` a version in the commits `revisions` (say `HEAD..origin/main`) holds in its front-matter."""
+    _, out = git._run("log", "--format=", "--raw", "--no-abbrev", "--no-renames", "-m", revisions)
+    blobs = sorted({line.split()[3] for line in out.splitlines() if line.startswith(":")} - {_NO_BLOB})
+    found = set()
+    for data in git.read_objects(blobs, "the versions coming in") if ids and blobs else []:
+        found |= {memory_id for memory_id in ids if data is not None and holds_id(data, memory_id)}
+    return found
+
+
 def _with_descendants(git: GitStore, commits: set[str]) -> set[str]:
     """`commits` and every commit of any ref that has one of them as an ancestor."""
     if not commits:

@@ -431,6 +431,13 @@ class GitStore:
     def has_ref(self, ref: str) -> bool:
         return self._run("rev-parse", "--verify", "--quiet", _plain(ref, "revision"), check=False)[0] == 0
 
+    def set_ref(self, ref: str, sha: str | None) -> None:
+        """Point `ref` at the commit `sha`; None deletes it."""
+        if sha is None:
+            self._run("update-ref", "-d", _plain(ref, "ref"))
+        else:
+            self._run("update-ref", _plain(ref, "ref"), _plain(sha, "sha"))
+
     def count(self, revisions: str) -> int:
         return int(self._run("rev-list", "--count", _plain(revisions, "revision"), "--")[1].strip() or 0)
 

@@ -203,3 +203,28 @@ def test_a_remote_that_moved_since_the_purge_is_purged_on_accept(two: tuple[Vaul
     fails(in_vault(server.root, "sync"), 2)
     ok(in_vault(server.root, "sync", "--accept-purge"))
     assert leaks(server.root, SECRET) == []
+
+
+def test_a_plain_git_merge_that_brings_a_purged_memory_back_is_refused(
+    two: tuple[Vault, Vault], tmp_path: Path
+) -> None:
+    laptop, _ = two
+    bare = laptop.root.parent / "remote.git"
+    laptop.store("identity", "alice_address", SECRET)
+    laptop.sync()
+    old = tmp_path / "old-clone"  # a copy made before the purge, kept by someone with plain git
+    subprocess.run(["git", "clone", "-q", str(bare), str(old)], check=True)
+    laptop.purge("identity/alice_address", push=True)
+    assert SECRET not in git(bare, "log", "--all", "-p")
+    write(old / "notes.txt", "plain git at work\n")
+    commit_by_hand(old, "notes.txt")
+    git(old, "-c", "user.name=Hand", "-c", "user.email=hand@example.com", "pull", "-q", "--no-rebase", "--no-edit")
+    git(old, "push", "-q")  # the merge brings the old versions back to the remote
+    assert SECRET in git(bare, "log", "--all", "-p")
+
+    refused = fails(in_vault(laptop.root, "sync"), 2)
+    assert "identity/alice_address, which this clone purged" in refused.stderr
+    assert "--accept-purge" in refused.stderr and leaks(laptop.root, SECRET) == []  # what it fetched is pruned
+    ok(in_vault(laptop.root, "sync", "--accept-purge"))
+    assert SECRET not in git(bare, "log", "--all", "-p") and leaks(laptop.root, SECRET) == []
+    assert (laptop.root / "notes.txt").read_text() == "plain git at work\n"
