@@ -827,9 +827,16 @@ class Vault:
             Refused: an agent asked to forget a person's memories (`source` user).
             NotFound, AmbiguousRef: a REF of `refs` does not name one memory.
         """
-        options = {"tag": tag, "category": category, "source": source, "unverified": unverified}
-        options |= {"older_than": older_than, "expired": expired}
-        return self._writer.forget_many(list(refs) if refs else None, dry_run, **options)
+        return self._writer.forget_many(
+            list(refs) if refs else None,
+            dry_run,
+            tag=tag,
+            category=category,
+            source=source,
+            unverified=unverified,
+            older_than=older_than,
+            expired=expired,
+        )
 
     @_verb
     def write_raw(
