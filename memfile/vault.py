@@ -827,15 +827,9 @@ class Vault:
             Refused: an agent asked to forget a person's memories (`source` user).
             NotFound, AmbiguousRef: a REF of `refs` does not name one memory.
         """
+        filters = {"tag": tag, "category": category, "source": source, "unverified": unverified}
         return self._writer.forget_many(
-            list(refs) if refs else None,
-            dry_run,
-            tag=tag,
-            category=category,
-            source=source,
-            unverified=unverified,
-            older_than=older_than,
-            expired=expired,
+            list(refs or ()), filters | {"older_than": older_than, "expired": expired}, dry_run
         )
 
     @_verb

@@ -13,7 +13,7 @@ import time
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import replace
-from datetime import datetime, timedelta
+from datetime import datetime
 from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -688,12 +688,13 @@ class Writer:
             self.apply(memory.path, None, "forget", memory.ref, self.actor)
             return memory
 
-    def forget_many(self, refs: list[str] | None, dry_run: bool, **filters: Any) -> ForgetReport:
-        """`Vault.forget_many`: the same selection for a dry run and a real run, then one commit."""
+    def forget_many(self, refs: list[str], filters: Mapping[str, Any], dry_run: bool) -> ForgetReport:
+        """`Vault.forget_many` (`filters`: its arguments by name): the same selection for a dry run and a real
+        run, then one commit."""
         if dry_run:
-            return ForgetReport(*self._forgettable(refs, **filters), dry_run=True)
+            return ForgetReport(*self._forgettable(refs, filters), dry_run=True)
         with self.transaction():
-            chosen, left_out = self._forgettable(refs, **filters)
+            chosen, left_out = self._forgettable(refs, filters)
             if not chosen:
                 return ForgetReport(chosen, left_out)
             for memory in chosen:
@@ -702,16 +703,7 @@ class Writer:
             subject = f"forget {len(chosen)} {'memory' if len(chosen) == 1 else 'memories'} ({self.actor})\n\n{listed}"
             return ForgetReport(chosen, left_out, self.apply_all([(memory.path, None) for memory in chosen], subject))
 
-    def _forgettable(
-        self,
-        refs: list[str] | None,
-        tag: str | None = None,
-        category: str | Category | None = None,
-        source: str | Source | None = None,
-        unverified: bool = False,
-        older_than: str | timedelta | None = None,
-        expired: bool = False,
-    ) -> tuple[list[Memory], list[Memory]]:
+    def _forgettable(self, refs: list[str], filters: Mapping[str, Any]) -> tuple[list[Memory], list[Memory]]:
         """The memories the filters (and REFs) name, by category then key: those the caller may forget, and
         those it may not (an agent: anything but its own unverified, non-critical memories).
 
@@ -719,13 +711,14 @@ class Writer:
             InvalidInput: no filter, or a filter value that is not allowed.
             Refused: an agent asked for a person's memories (source user).
         """
-        if not refs and not (tag or category or source or unverified or older_than or expired):
+        if not refs and not any(filters.values()):
             raise InvalidInput("filter", None, f"at least one of {', '.join(FORGET_FILTERS)}")
-        now = utc_now()
-        want_tags = set(parse_tags(tag, "tag")) if tag is not None else set()
-        want_category = parse_category(category) if category else None
-        want_source = parse_source(source) if source else None
-        before = now - parse_duration(older_than, "older_than") if older_than else None
+        given, now = filters.get, utc_now()
+        want_tags = set(parse_tags(given("tag"), "tag"))
+        want_category = parse_category(given("category")) if given("category") else None
+        want_source = parse_source(given("source")) if given("source") else None
+        before = now - parse_duration(given("older_than"), "older_than") if given("older_than") else None
+        unverified, expired = given("unverified"), given("expired")
         if self.actor is Source.AGENT and want_source is Source.USER:
             raise Refused(
                 "an agent may forget only its own unverified memories, never a person's; leave out source user"
