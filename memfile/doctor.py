@@ -128,6 +128,10 @@ class Doctor:
         for path in map(shown_path, status["uncommitted"]):
             add("uncommitted", f"{path} has changes not committed to git", path)
         self._check_files(report)
+        from .git import PURGE_JOURNAL
+
+        if (self.root / ".git" / PURGE_JOURNAL).exists():
+            add("interrupted_purge", "a purge was interrupted; the next write (or memfile doctor --fix) finishes it")
         self._check_secrets(report, memories, progress)
         now = utc_now()
         expired = sum(1 for m in memories if m.is_expired(now))
@@ -164,8 +168,8 @@ class Doctor:
                 where = f"{memory.path}:{found.line}"
                 report.add(
                     "secret",
-                    f"{where}: {found.what} ({found.masked}); remove it by hand, and see docs/secrets.md "
-                    "for the versions git keeps",
+                    f"{where}: {found.what} ({found.masked}); remove it by hand, then from every version "
+                    f"git keeps: memfile purge --text - {memory.ref} (the string on standard input; docs/forget.md)",
                     memory.path,
                 )
 

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from .config import CONFIG_NAME, STATE_DIR
 from .errors import Conflict, GitError, InvalidInput, MemfileError, Notice, Refused
+from .files import read_or_none
 from .git import (
     ATTRIBUTES,
     CONFLICT_FROM,
@@ -32,6 +33,7 @@ from .git import (
     write_attributes,
 )
 from .model import CONFLICT_KEY, Source, StoreResult, resolve_ref, utc_now
+from .purge import TOMBSTONE, entry_key, pending, purge_everywhere, read_tombstone, set_pending
 
 if TYPE_CHECKING:
     from .git import GitStore
@@ -100,14 +102,24 @@ class Remote:
             f"once a memfile sync has pushed the vault, set up another machine with: {clone_command(url, self.root)}"
         )
 
-    def sync(self, remote: str | None = None, branch: str | None = None, new_branch: bool = False) -> RemoteReport:
+    def sync(
+        self, remote: str | None = None, branch: str | None = None, new_branch: bool = False, accept_purge: bool = False
+    ) -> RemoteReport:
         with self._writer.transaction():
-            return self._sync_locked(remote, branch, new_branch)
+            return self._sync_locked(remote, branch, new_branch, accept_purge)
 
-    def _sync_locked(self, remote: str | None, branch: str | None, new_branch: bool = False) -> RemoteReport:
-
+    def _sync_locked(
+        self, remote: str | None, branch: str | None, new_branch: bool = False, accept_purge: bool = False
+    ) -> RemoteReport:
         remote = self._known_remote(remote)
         branch = self._branch_name(branch)
+        held = pending(self._git).get(remote)
+        if held and not accept_purge:  # a fetch would bring the purged versions back into .git
+            raise Refused(
+                f"{remote} still holds the versions this clone purged ({', '.join(f'{remote}/{b}' for b in held)}), "
+                "so nothing was fetched: run memfile purge --push to replace its history (it shows what "
+                "changes first), or memfile sync --accept-purge to fetch its changes, purge them too and push"
+            )
         with self._git.syncing():
             self.ensure_merge_driver()
             machine = machine_name(self._git, create=True)
@@ -121,21 +133,25 @@ class Remote:
                     reason=f"it exists neither here nor on {remote}; to create it on {remote}, pass --new-branch",
                 )
             report = RemoteReport(remote, branch, hand_edits=self._writer.commit_changed(None))
+            lease = self._purged_as_theirs(remote, upstream, accept_purge)
             created = not self._git.has_ref(upstream)
             before = self._git.resolve("HEAD")
             for attempt in range(PUSH_ATTEMPTS):
                 if attempt:
                     self._git.fetch(remote)
+                    lease = self._purged_as_theirs(remote, upstream, accept_purge)
                 if self._git.has_ref(upstream) and self._git.count(f"HEAD..{upstream}"):
                     self._merge(upstream, report, machine)
                 ahead = self._git.count(f"{upstream}..HEAD") if self._git.has_ref(upstream) else self._git.count("HEAD")
-                if not ahead or self._git.push(remote, branch):
+                if not ahead and lease is None or self._git.push(remote, branch, lease):
                     report.went_out = ahead
                     break
             else:
                 raise GitError(
                     f"{remote} kept moving while syncing; your commits are kept here; run memfile sync again"
                 )
+            if held:
+                set_pending(self._git, {name: b for name, b in pending(self._git).items() if name != remote})
             if self._git.has_ref(upstream):
                 self._git.set_upstream(remote, branch)  # `memfile status` and `git status` show ahead/behind
                 if created:  # the first push of the vault: say how another machine gets it
@@ -144,12 +160,64 @@ class Remote:
                     notice = point_bare_head(self._git, remote, branch)
                     self.notices += [notice] if notice else []
         after = self._git.resolve("HEAD")
-        if before and after and before != after:
+        if before and after and before != after and self._git.resolve(before):  # (a retry's purge rewrote it)
             report.files_in = [p for p in self._git.changed_between(before, after) if p.startswith(f"{self.mind}/")]
         self._index.refresh(wait=True)
         report.conflicts = sorted(m.ref for m in self._index.memories() if m.conflict is not None)
         (self.root / STATE_DIR / f"synced-{self.mind}").touch()
         return report
+
+    def _purged_as_theirs(self, remote: str, upstream: str, accept_purge: bool) -> str | None:
+        """After a fetch: refuse a remote whose record names purges this clone has not made (its history
+        still holds those memories), or with `accept_purge` rewrite this clone's history without them and
+        without what this clone purged. Returns the lease to push with: the fetched commit, when the rewrite
+        changed the remote's branch here (it still holds purged versions), else None."""
+        ours = read_tombstone(read_or_none(self.root / TOMBSTONE))
+        theirs = read_tombstone(self._git.read_all([(upstream, TOMBSTONE)])[0]) if self._git.has_ref(upstream) else []
+        known = {entry_key(e) for e in ours}
+        new = [e for e in theirs if entry_key(e) not in known]
+        named = ", ".join(f"{e['ref']} ({e.get('by', '?')}, {e.get('purged_at', '?')})" for e in new)
+        if new and not accept_purge:
+            raise Refused(
+                f"{remote} purged {named} from its history, and this clone still holds it: a sync would bring "
+                "it back, so nothing was merged. Run memfile sync --accept-purge to rewrite this clone's "
+                "history the same way (docs/forget.md)"
+            )
+        if not accept_purge:
+            return None
+        if texts := [e for e in new if e.get("what") == "text"]:
+            raise Refused(
+                f"{remote} removed a string from {', '.join(e['ref'] for e in texts)}, and memfile does not keep "
+                "it: run memfile purge --text STRING REF here with the same string (ask who purged it), "
+                "then memfile sync --accept-purge"
+            )
+        fetched = self._git.resolve(upstream)
+        purge_everywhere(self._writer, self._index, [e for e in ours + new if e.get("what", "memory") == "memory"])
+        return fetched if fetched and self._git.resolve(upstream) != fetched else None
+
+    def push_purge(self, remote: str | None = None) -> list[str]:
+        if self._writer.actor is Source.AGENT:
+            raise Refused("only a person can push a purge: it replaces the remote's history")
+        with self._writer.transaction():
+            held = pending(self._git)
+            names = [self._known_remote(remote)] if remote is not None else sorted(held)
+            pushed = []
+            for name in names:
+                for branch, lease in sorted(held.get(name, {}).items()):
+                    local = f"refs/heads/{branch}"
+                    source = local if self._git.has_ref(local) else f"refs/remotes/{name}/{branch}"
+                    if not self._git.push(name, branch, lease, source):
+                        set_pending(self._git, held)
+                        raise GitError(
+                            f"{name}/{branch} changed since the purge (another machine pushed to it), so its "
+                            "history was not replaced: run memfile sync --accept-purge, which fetches those "
+                            "changes, purges them the same way and pushes"
+                        )
+                    pushed.append(f"{name}/{branch}")
+                    del held[name][branch]
+                held = {n: b for n, b in held.items() if b}
+            set_pending(self._git, held)
+            return pushed
 
     def _known_remote(self, remote: str | None) -> str:
         """`remote` (else `[sync] remote`) when it names one of the repository's remotes.

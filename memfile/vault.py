@@ -71,6 +71,7 @@ if TYPE_CHECKING:
     from .doctor import Doctor, DoctorReport
     from .git import GitStore
     from .history import History, LogEntry, Version
+    from .purge import Purger, PurgeReport
     from .recall import RecallReport
     from .recalling import RecallRecord
     from .remote import Remote, RemoteReport
@@ -149,6 +150,7 @@ class Vault:
         self._index = Index(root, mind, config.lock_timeout, self.notices.append)
         self._writer = Writer(root, mind, config, actor, self._index, self.notices)
         self._writer.after_write = self._autosync
+        self._writer.finish_purge = lambda: self._purger.finish_interrupted()
         self._recaller = Recaller(root, mind, config, actor, self._index, self.notices)
         self._readers: dict[str, Vault] = {}  # other minds read by `recall(with_minds=...)`
         self._mind_vectors: MindVectors | None = None  # `search(semantic=True)`: made on first use
@@ -212,6 +214,12 @@ class Vault:
         from .remote import Remote
 
         return Remote(self._writer, self._index)
+
+    @cached_property
+    def _purger(self) -> Purger:
+        from .purge import Purger
+
+        return Purger(self._writer, self._index, self._history)
 
     @cached_property
     def _doctor(self) -> Doctor:
@@ -833,6 +841,56 @@ class Vault:
         )
 
     @_verb
+    def purge(self, ref: str, *, text: str | None = None, dry_run: bool = False, push: bool = False) -> PurgeReport:
+        """Remove a memory from every version of the vault's history (a person only; `forget` keeps history).
+
+        Every branch, tag and remote-tracking branch is rewritten without the memory's versions, the
+        old objects are pruned from .git (nothing `git cat-file` can show), and memfile's index, vectors,
+        last-recall records and queued results are cleared of it. The purge is recorded in
+        `.memfile-purged` (id, mind, REF, when, by whom: never the text), committed; every other memory
+        and every other byte of history is kept. Another clone's sync is refused until it runs
+        `memfile sync --accept-purge`. docs/forget.md.
+
+        Args:
+            ref: an id, `category/key`, or a key unique in the mind; a forgotten memory too.
+            text: remove only this string (a leaked token) from every version, keeping every other byte.
+            dry_run: only say what would go: versions, commits rewritten, refs moved.
+            push: then replace the history of every remote branch that still holds the purged versions
+                (`push_purge`).
+
+        Returns:
+            A PurgeReport: the versions, commits and refs, the commit recording the purge, and the remotes
+            that still hold the purged versions.
+
+        Raises:
+            Refused: the caller is an agent, or tracked files have uncommitted changes (named).
+            NotFound: no memory (or no version holding `text`) by that REF, on disk or in history.
+            InvalidInput: `text` is shorter than 4 characters.
+            GitError: git-filter-repo or git failed (the message says which and how far it got; the next
+                write finishes an interrupted purge).
+        """
+        report = self._purger.purge(ref, text, dry_run)
+        if push and not dry_run:
+            report.pushed = self.push_purge()
+            report.remotes = []
+        return report
+
+    @_verb
+    def push_purge(self, remote: str | None = None) -> builtins.list[str]:
+        """Replace the history of the remote branches that still hold purged versions with this clone's
+        (`git push --force-with-lease`: only while each is still where the purge found it).
+
+        Returns:
+            The remote branches replaced (`origin/main`); empty when none held purged versions.
+
+        Raises:
+            Refused: the caller is an agent.
+            GitError: a remote moved on since the purge (`memfile sync --accept-purge` fetches its
+                changes and purges them the same way), or cannot be reached.
+        """
+        return self._remote.push_purge(remote)
+
+    @_verb
     def write_raw(
         self,
         changes: Mapping[str, str | None],
@@ -989,13 +1047,26 @@ class Vault:
         return self._remote.add_remote(url, name)
 
     @_verb
-    def sync(self, remote: str | None = None, branch: str | None = None, new_branch: bool = False) -> RemoteReport:
+    def sync(
+        self,
+        remote: str | None = None,
+        branch: str | None = None,
+        new_branch: bool = False,
+        accept_purge: bool = False,
+    ) -> RemoteReport:
         """Commit hand edits, fetch, merge the remote's changes, push, and bring the index in line.
+
+        A remote that purged memories this clone still holds is refused (nothing merged) unless
+        `accept_purge`; so is a remote that still holds what this clone purged (nothing fetched), until
+        `push_purge` or `accept_purge`.
 
         Args:
             remote: the name of a git remote; default `[sync] remote` of memfile.toml (`origin`).
             branch: the remote branch; default the current branch's name.
             new_branch: create `branch` on the remote even when it exists on neither side.
+            accept_purge: rewrite this clone's history without every purged memory (the remote's record
+                and this clone's), then merge, and replace the remote's branch (force-with-lease) where
+                it still held purged versions.
 
         Returns:
             What came in and went out; `conflicts` lists the memories left to `resolve`.
@@ -1003,10 +1074,11 @@ class Vault:
         Raises:
             InvalidInput: the remote is not one of the repository's remotes (the message names them),
                 the branch is not a branch name, or it exists on neither side (without `new_branch`).
+            Refused: a purge stands between the two sides (the message says what to run).
             GitError: the remote cannot be reached or refuses the push (nothing is lost:
                 local commits stay, and the message says what to do).
         """
-        return self._remote.sync(remote, branch, new_branch)
+        return self._remote.sync(remote, branch, new_branch, accept_purge)
 
     @_verb
     def resolve(self, ref: str, take: str | None = None, content: str | None = None) -> StoreResult:

@@ -100,6 +100,8 @@ class Writer:
         self.while_committing: Callable[[Future[str | None]], None] | None = None  # see Vault.while_committing
         self.key_label: str | None = None  # the credential's label, a `Memfile-Key:` trailer (Vault.acting_as)
         self.progress: Callable[[str, int, int], None] | None = None  # apply_all's steps: writing, indexing (import)
+        #: Finishes a purge a killed process left half done (memfile.purge, set by the Vault): its notices.
+        self.finish_purge: Callable[[], list[str]] | None = None
 
     @cached_property
     def git(self) -> GitStore:
@@ -169,13 +171,15 @@ class Writer:
         elif ignore_added:
             self.git.commit([".gitignore"], f"ignore {STATE_DIR}/ (memfile's local state)")
         self._index.wait_for_writer()  # fail (exit 4) before writing anything, not after
-        from .git import clear_stale_locks, recover_interrupted_sync
+        from .git import PURGE_JOURNAL, clear_stale_locks, recover_interrupted_sync
 
         self.notices += recover_interrupted_sync(self.git)  # a killed sync's merge, lock or debris
         self.notices += clear_stale_locks(self.root, self.config.lock_timeout)  # locks a killed git left
         if undone := journal.undo_killed_write(self.root, self.git):
             self.notices.append(undone[0])
             self._resync([relpath for relpath in undone[1] if relpath.startswith(f"{self.mind}/")])  # this mind's
+        if (self.root / ".git" / PURGE_JOURNAL).exists() and self.finish_purge is not None:
+            self.notices += self.finish_purge()  # a purge killed midway, finished before anything else
         operation = self.git.unfinished_operation()
         if operation:
             raise GitError(

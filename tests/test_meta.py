@@ -79,11 +79,13 @@ MAY_IMPORT: dict[str, set[str]] = {
     "doctor": CORE | {"index", "git", "store_queue"},
     # Services over the writer and the index (handed in as objects) and the git adapter.
     "history": CORE | {"git"},
-    "remote": CORE | {"git"},
+    "remote": CORE | {"git", "purge"},  # a sync refuses, or accepts, another clone's purges
+    # Purge: the git adapter's rewrite, then the index rebuilt, the vectors compacted, the records cleared.
+    "purge": CORE | {"git", "index", "recalling", "semantic"},
     # The export's header names memfile's version (`_version`); `open(watch=True)` imports the watcher (a face)
     # inside that call only (test_the_vault_imports_the_watcher_only_when_asked).
     "vault": CORE
-    | {"_version", "index", "git", "writer", "rawwrite", "recalling", "doctor", "history", "remote"}
+    | {"_version", "index", "git", "writer", "rawwrite", "recalling", "doctor", "history", "remote", "purge"}
     | {"transfer", "semantic", "watch"},
     "_version": set(),
     # Memories in and out (export, import): the writer and the index come in as objects.

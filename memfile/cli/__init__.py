@@ -167,6 +167,7 @@ COMMANDS = (
     git.undo,
     git.log,
     git.sync,
+    git.purge,
     git.remote,
     git.clone,
     git.resolve,

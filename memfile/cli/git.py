@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import shlex
+import sys
 from typing import Any
 
 import click
@@ -109,23 +110,132 @@ def log(state: State, since: str | None, limit: int | None, as_json: bool) -> No
 @click.option("--remote", help="The name of the git remote to sync with (default: [sync] remote, else origin).")
 @click.option("--branch", help="The remote branch (default: the current branch's name).")
 @click.option("--new-branch", is_flag=True, help="Create --branch on the remote when it exists on neither side.")
+@click.option(
+    "--accept-purge",
+    is_flag=True,
+    help="Rewrite this clone's history without every purged memory (the remote's and this clone's), then sync.",
+)
 @json_option
-def sync(state: State, remote: str | None, branch: str | None, new_branch: bool, as_json: bool) -> None:
+def sync(
+    state: State, remote: str | None, branch: str | None, new_branch: bool, accept_purge: bool, as_json: bool
+) -> None:
     """Commit hand edits, fetch, merge the remote's changes, push, update the index.
 
     Memory files merge field by field; a body changed on both sides keeps
-    both until memfile resolve, and sync then exits 8. Never force-pushes;
-    an unreachable remote changes nothing (exit 6).
+    both until memfile resolve, and sync then exits 8. Never force-pushes
+    (--accept-purge replaces a remote branch that still holds purged versions,
+    with force-with-lease); an unreachable remote changes nothing (exit 6).
+    A purge on either side stops a sync and says what to run.
 
     Example: memfile sync --remote origin
+
+    Example: memfile sync --accept-purge
     """
-    report = state.vault().sync(remote, branch, new_branch=new_branch)
+    report = state.vault().sync(remote, branch, new_branch=new_branch, accept_purge=accept_purge)
     if as_json:
         print_json(report.to_dict())
     else:
         _print_sync(report)
     if report.conflicts:
         raise SystemExit(EXIT_SYNC_CONFLICTS)
+
+
+@click.command(cls=MemfileCommand)
+@click.argument("ref", required=False)
+@click.option(
+    "--text",
+    metavar="STRING",
+    help="Remove only this string (a leaked token) from every version, keeping every other byte; "
+    "- reads it from standard input (out of your shell's history).",
+)
+@click.option("--dry-run", is_flag=True, help="Only show what would go.")
+@click.option("--yes", "-y", is_flag=True, help="Do not ask first (needed when not on a terminal).")
+@click.option(
+    "--push",
+    is_flag=True,
+    help="Then replace the history of each remote branch that still holds what went (force-with-lease); "
+    "alone: push an earlier purge.",
+)
+@click.option("--remote", help="With --push alone: only this remote.")
+@json_option
+def purge(
+    state: State,
+    ref: str | None,
+    text: str | None,
+    dry_run: bool,
+    yes: bool,
+    push: bool,
+    remote: str | None,
+    as_json: bool,
+) -> None:
+    """Remove a memory from every version of the vault's history (people only).
+
+    forget keeps every version in git; purge rewrites every branch, tag and
+    remote-tracking branch without them, prunes what is left in .git, clears
+    the index, vectors and last-recall records, and records the purge in
+    .memfile-purged (id, REF, when, by whom; never the text). Other clones
+    are told to run memfile sync --accept-purge. It shows what goes and asks
+    first, unless --yes.
+
+    Example: memfile purge person/alice_home_address
+
+    Example: echo "$LEAKED" | memfile purge --text - project/deploy_notes
+
+    Example: memfile purge --push
+    """
+    vault = state.vault()
+    if ref is None:
+        if not push:
+            raise InvalidInput("REF", None, "the memory to purge (or --push alone, to push an earlier purge)")
+        _confirm(yes, dry_run, "replace the history of every remote branch that still holds purged versions")
+        pushed = [] if dry_run else vault.push_purge(remote)
+        if as_json:
+            print_json({"pushed": pushed})
+        for name in pushed:
+            click.echo(f"replaced the history of {name}", err=as_json)
+        if not pushed and not dry_run:
+            click.echo("no remote holds purged versions", err=True)
+        return
+    if text == "-":
+        text = sys.stdin.readline().rstrip("\r\n")
+    plan = vault.purge(ref, text=text, dry_run=True)
+    if as_json and dry_run:
+        print_json(plan.to_dict())
+        return
+    out = as_json  # with --json, what a person reads goes to stderr
+    goes = "the string, from" if plan.text else "every version of"
+    click.echo(f"purge {goes} {plan.ref} (id {plan.id}, mind {plan.mind}):", err=out)
+    click.echo(f"  {_counted(plan.versions, 'version', 'versions')} in the history of {', '.join(plan.refs)}", err=out)
+    click.echo(f"  {_counted(plan.commits, 'commit', 'commits')} rewritten (each gets a new id)", err=out)
+    if plan.on_disk:
+        gone = "its file keeps every other byte" if plan.text else "its file is removed"
+        click.echo(f"  {gone}; every other memory and its whole history are kept", err=out)
+    click.echo("  recorded in .memfile-purged (id, REF, when, by whom; never the text)", err=out)
+    _confirm(yes, dry_run, f"purge {plan.ref}; this cannot be undone")
+    if dry_run:
+        return
+    report = vault.purge(ref, text=text, push=push)
+    if as_json:
+        print_json(report.to_dict())
+    click.echo(
+        f"purged {report.ref}: history rewritten, old objects pruned, recorded in {report.commit or '?'}", err=out
+    )
+    for name in report.pushed:
+        click.echo(f"replaced the history of {name}", err=out)
+    for name in report.remotes:
+        click.echo(
+            f"{name} still holds the purged versions: run memfile purge --push (memfile sync refuses until then)",
+            err=True,
+        )
+
+
+def _confirm(yes: bool, dry_run: bool, what: str) -> None:
+    """Ask before a purge on a terminal; refuse without --yes elsewhere."""
+    if yes or dry_run:
+        return
+    if not sys.stdin.isatty():
+        raise InvalidInput("--yes", None, f"--yes to {what} without being asked (or --dry-run to see it)")
+    click.confirm(f"{what[0].upper()}{what[1:]}. Continue?", abort=True, err=True)
 
 
 def _counted(count: int, one: str, many: str) -> str:

@@ -10,6 +10,7 @@ from __future__ import annotations
 from .clone import check_url, clone_command, clone_vault, local_path, point_bare_head
 from .locks import MERGE_SUBJECT, clear_stale_locks, git_locks, git_processes, recover_interrupted_sync, settle
 from .merge import ATTRIBUTES, CONFLICT_FROM, conflict_sides, merge_memory
+from .rewrite import PURGE_JOURNAL
 from .store import (
     LOOSE_MOST,
     REMOTE_NAME_RULE,
@@ -30,6 +31,7 @@ __all__ = [
     "GitStore",
     "LOOSE_MOST",
     "MERGE_SUBJECT",
+    "PURGE_JOURNAL",
     "REMOTE_NAME_RULE",
     "check_url",
     "clear_stale_locks",

@@ -159,6 +159,11 @@ class GitStore:
         _, out = self._run("status", "--porcelain", "-z", "--no-renames", "--untracked-files=all", "--", folder)
         return [entry[3:] for entry in out.split("\0") if entry]  # each "XY path" (no renames: one path each)
 
+    def uncommitted(self) -> list[str]:
+        """Tracked files anywhere in the vault whose changes are not committed (staged or not)."""
+        _, out = self._run("status", "--porcelain", "-z", "--no-renames", "--untracked-files=no")
+        return sorted(entry[3:] for entry in out.split("\0") if entry)
+
     def remote_status(self) -> dict[str, object] | None:
         """The upstream of the current branch and how far HEAD is ahead of / behind it (no fetch)."""
         if not self.exists():
@@ -294,8 +299,12 @@ class GitStore:
         """Many reads in one git process (`cat-file --batch`): the bytes of each (rev, path), None when absent."""
         if not wanted:
             return []
+        return self.read_objects([f"{rev}:{path}" for rev, path in wanted], f"the history of {wanted[0][1]}")
+
+    def read_objects(self, names: list[str], what: str = "objects") -> list[bytes | None]:
+        """The bytes of each blob `names` names (a sha, or `rev:path`), in one git process; None when absent."""
         with tempfile.TemporaryFile() as request:
-            request.write("".join(f"{rev}:{path}\n" for rev, path in wanted).encode("utf-8"))
+            request.write("".join(f"{name}\n" for name in names).encode("utf-8"))
             request.seek(0)
             status, out, err = execute(
                 self.root,
@@ -306,10 +315,10 @@ class GitStore:
                 strip_newline_in_stdout=False,  # each file's bytes exactly, the last one's newline included
             )
         if status != 0:
-            raise GitError(f"git could not read the history of {wanted[0][1]}: {err.strip()}")
+            raise GitError(f"git could not read {what}: {err.strip()}")
         at = 0
         found: list[Any] = []
-        for _ in wanted:
+        for _ in names:
             end = out.index(b"\n", at)
             header = out[at:end].split()
             at = end + 1
@@ -547,21 +556,28 @@ class GitStore:
     def abort_merge(self) -> None:
         self._run("merge", "--abort", check=False)
 
-    def push(self, remote: str, branch: str) -> bool:
-        """Push HEAD to the remote branch (never forced); False when the remote moved on meanwhile."""
+    def push(self, remote: str, branch: str, lease: str | None = None, source: str = "HEAD") -> bool:
+        """Push `source` (HEAD, or a ref) to the remote branch; False when the remote moved on meanwhile.
+
+        Never forced, but with `lease` (a sha): replace the remote branch while it still is that commit
+        (`--force-with-lease`, a purge's rewritten history); False when it is not.
+        """
+        target = f"refs/heads/{_plain(branch, 'branch')}"
         status, out = self._run(
             "push",
             "--quiet",
             "--recurse-submodules=no",
+            *([f"--force-with-lease={target}:{_plain(lease, 'lease')}"] if lease else []),
             "--",
             _remote(remote),
-            f"HEAD:refs/heads/{_plain(branch, 'branch')}",
+            f"{_plain(source, 'ref')}:{target}",
             check=False,
             errors=True,
         )
         if status == 0:
             return True
-        if ("fetch first" in out or "non-fast-forward" in out) and "remote rejected" not in out:
+        moved = ("fetch first", "non-fast-forward", "stale info")
+        if any(word in out for word in moved) and "remote rejected" not in out:
             return False
         raise GitError(f"could not push to {remote!r}: {out.strip()}; your commits are kept here")
 
@@ -770,11 +786,12 @@ def configure_merge_driver(git: GitStore) -> bool:
     return True
 
 
-def write_attributes(root: Path) -> bool:
-    """Make .gitattributes send memory files to the merge driver; True when it had to be changed."""
+def write_attributes(root: Path, rule: str = MERGE_RULE) -> bool:
+    """Make .gitattributes hold `rule` (by default: memory files go to the merge driver); True when it had
+    to be changed."""
     path = root / ATTRIBUTES
     text = path.read_text(encoding="utf-8") if path.exists() else ""
-    if MERGE_RULE in text.splitlines():
+    if rule in text.splitlines():
         return False
-    atomic_write(path, (text + ("\n" if text and not text.endswith("\n") else "") + MERGE_RULE + "\n").encode())
+    atomic_write(path, (text + ("\n" if text and not text.endswith("\n") else "") + rule + "\n").encode())
     return True

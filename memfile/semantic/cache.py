@@ -15,7 +15,7 @@ import re
 import sqlite3
 import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from contextlib import closing, contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -99,6 +99,27 @@ def cache_path(root: Path, mind: str, model_id: str) -> Path:
     """Where the vectors of one mind and model live."""
     safe = re.sub(r"[^A-Za-z0-9._-]+", "-", f"{mind}-{model_id}").strip("-.") or "vectors"
     return Path(root) / STATE_DIR / f"vectors-{safe}.sqlite"
+
+
+def compact(root: Path, mind: str, memories: Iterable[Memory]) -> None:
+    """Delete from every vector file of `mind` the rows none of `memories` (all of the mind's) needs, and
+    rewrite each file so no free page still holds them (a purge: nothing of a purged memory is kept). A
+    file SQLite cannot read is removed: it is derived data, made again when needed."""
+    keep = {text_hash(embed_text(memory)) for memory in memories}
+    prefix = cache_path(Path(root), mind, "").stem + "-"
+    for path in (Path(root) / STATE_DIR).glob("vectors-*.sqlite"):
+        if not path.name.startswith(prefix):
+            continue
+        try:
+            with closing(sqlite3.connect(path, timeout=30)) as db:  # a live process may be reading
+                stored = [key for (key,) in db.execute("SELECT hash FROM vectors")]
+                with db:
+                    db.executemany("DELETE FROM vectors WHERE hash = ?", [(k,) for k in stored if k not in keep])
+                db.execute("VACUUM")
+                db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        except sqlite3.DatabaseError:
+            for leftover in (path, Path(f"{path}-wal"), Path(f"{path}-shm")):
+                leftover.unlink(missing_ok=True)
 
 
 class VectorCache:

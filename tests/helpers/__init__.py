@@ -270,3 +270,25 @@ def in_private_mounts(script: str) -> subprocess.CompletedProcess[str]:
 def memfile_command(root: Path, *args: str) -> str:
     quoted = " ".join(f"'{a}'" for a in args)
     return f"'{sys.executable}' -m memfile --vault '{root}' {quoted}"
+
+
+def leaks(root: Path, needle: str) -> list[str]:
+    """Where `needle` can still be read: git's history and every object in .git (packed, loose, reachable
+    or not), any file under .git or .memfile as raw bytes, and what memfile reads, exports and finds."""
+    found = []
+    if needle in git(root, "log", "--all", "-p", "--reflog"):
+        found.append("git log --all -p")
+    objects = subprocess.run(
+        ["git", "cat-file", "--batch-all-objects", "--batch"], cwd=root, capture_output=True, check=True
+    ).stdout
+    if needle.encode() in objects:
+        found.append("git cat-file --batch-all-objects")
+    for folder in (".git", ".memfile"):
+        for path in (root / folder).rglob("*"):
+            if path.is_file() and not path.is_socket() and needle.encode() in path.read_bytes():
+                found.append(str(path.relative_to(root)))
+    word = max(needle.split(), key=len)
+    for args in (("export", "--raw"), ("search", word), ("recall", "--query", word), ("list",)):
+        if needle in ok(in_vault(root, *args)).stdout:
+            found.append("memfile " + " ".join(args))
+    return found

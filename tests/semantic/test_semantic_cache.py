@@ -340,3 +340,24 @@ def test_a_schema_1_file_is_brought_to_schema_2_with_its_vectors(vault: Vault) -
         assert dict(db.execute("SELECT key, value FROM meta"))["schema"] == "2"
         assert [r[0] for r in db.execute("SELECT seq FROM vectors ORDER BY seq")] == [1, 2, 3]
     db.close()
+
+
+def test_a_purge_leaves_no_row_or_free_page_of_the_memory(vault: Vault) -> None:
+    filled(vault, 3)
+    (vault.root / "other").mkdir()
+    other = Vault.open(vault.root, mind="other")
+    other.store("fact", "m0", "Memory number 0 about topic 0.")  # the same text in another mind: kept there
+    for mind_vault in (vault, other):
+        open_cache(mind_vault, FakeEmbedder()).embed(mind_vault.memories())
+    gone = text_hash("Memory number 0 about topic 0.")
+    path = open_cache(vault, FakeEmbedder()).path
+
+    def stored() -> bytes:  # the database and its write-ahead log
+        return b"".join(p.read_bytes() for p in path.parent.glob(path.name + "*"))
+
+    assert gone.encode() in stored()
+    vault.purge("fact/m0")
+    assert gone.encode() not in stored()
+    with sqlite3.connect(path) as db:
+        assert db.execute("SELECT count(*) FROM vectors").fetchone()[0] == 2
+    assert open_cache(other, FakeEmbedder()).counts(other.memories()) == (1, 1)
