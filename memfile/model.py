@@ -588,6 +588,26 @@ class StoreResult:
     superseded: Memory | None = None  # the memory this store marked superseded, as now on disk
 
 
+@dataclass(frozen=True)
+class ForgetReport(Report):
+    """What `Vault.forget_many` did (with `dry_run`: would do): the memories forgotten, by category then key;
+    those the filters matched that the caller may not forget (`left_out`: an agent's, a person's, verified
+    or critical memory); the one commit (None: a dry run, or nothing to forget)."""
+
+    forgotten: list[Memory]
+    left_out: list[Memory]
+    commit: str | None = None
+    dry_run: bool = False
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "dry_run": self.dry_run,
+            "commit": self.commit,
+            "forgotten": [m.to_dict() for m in self.forgotten],
+            "left_out": [m.to_dict() for m in self.left_out],
+        }
+
+
 REF_RULE = "an id (mem_...), category/key, a key that is unique in the mind, or the file's path (mind/category/key.md)"
 
 

@@ -41,6 +41,7 @@ from .model import (
     LABEL_RULE,
     UNSET,
     Category,
+    ForgetReport,
     Memory,
     ParseIssue,
     Priority,
@@ -793,6 +794,51 @@ class Vault:
             NotFound, InvalidInput, AmbiguousRef: the REF does not name one memory.
         """
         return self._writer.forget(ref)
+
+    @_verb
+    def forget_many(
+        self,
+        *,
+        refs: Sequence[str] | None = None,
+        tag: str | None = None,
+        category: str | Category | None = None,
+        source: str | Source | None = None,
+        unverified: bool = False,
+        older_than: str | timedelta | None = None,
+        expired: bool = False,
+        dry_run: bool = False,
+    ) -> ForgetReport:
+        """Forget every memory the filters select, in one commit listing them; `git log` keeps every version.
+
+        The filters combine (a memory must pass each one given); at least one filter, or `refs`, is required.
+        Superseded memories are selected too. An agent forgets only its own unverified, non-critical
+        memories: anything else the filters match is left out (`left_out`), never removed. A hand edit of a
+        selected file is committed first. Nothing selected: nothing is written, no commit.
+
+        Args:
+            refs: the memories to forget, each an id, `category/key` or a key unique in the mind (a
+                selection); with filters, only those of them that pass every filter.
+            tag: only memories carrying this tag (any case).
+            category: only this category.
+            source: only `user` or only `agent` memories (an agent may not ask for `user`).
+            unverified: only unverified memories.
+            older_than: only memories last updated longer ago than this duration (`30d`, `12h`, `2w`).
+            expired: only memories whose `expires_at` has passed.
+            dry_run: select and report, write nothing.
+
+        Returns:
+            A ForgetReport: `forgotten` (with dry_run: what would be), `left_out`, and the `commit`
+            (None with dry_run or when nothing was forgotten).
+
+        Raises:
+            InvalidInput: no filter and no refs, or a filter value that is not allowed.
+            Refused: an agent asked to forget a person's memories (`source` user).
+            NotFound, AmbiguousRef: a REF of `refs` does not name one memory.
+        """
+        filters = {"tag": tag, "category": category, "source": source, "unverified": unverified}
+        return self._writer.forget_many(
+            list(refs or ()), filters | {"older_than": older_than, "expired": expired}, dry_run
+        )
 
     @_verb
     def purge(self, ref: str, *, text: str | None = None, dry_run: bool = False, push: bool = False) -> PurgeReport:

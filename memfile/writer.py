@@ -48,6 +48,7 @@ from .model import (
     DEFAULT_CONFIDENCE,
     UNSET,
     Category,
+    ForgetReport,
     Memory,
     Priority,
     Source,
@@ -57,6 +58,7 @@ from .model import (
     new_id,
     parse_category,
     parse_confidence,
+    parse_duration,
     parse_expires,
     parse_priority,
     parse_source,
@@ -80,6 +82,10 @@ AGENT_CAP_REFUSAL = (
     "an agent can store memories up to priority high, not critical (critical memories are pinned into "
     "every recall and an agent cannot forget them); store it as high"
 )
+
+
+#: What `Vault.forget_many` selects by, at least one of them (`refs`: the memories named).
+FORGET_FILTERS = ("refs", "tag", "category", "source", "unverified", "older_than", "expired")
 
 
 class Writer:
@@ -686,6 +692,58 @@ class Writer:
             self.apply(memory.path, None, "forget", memory.ref, self.actor)
             return memory
 
+    def forget_many(self, refs: list[str], filters: Mapping[str, Any], dry_run: bool) -> ForgetReport:
+        """`Vault.forget_many` (`filters`: its arguments by name): the same selection for a dry run and a real
+        run, then one commit."""
+        if dry_run:
+            return ForgetReport(*self._forgettable(refs, filters), dry_run=True)
+        with self.transaction():
+            chosen, left_out = self._forgettable(refs, filters)
+            if not chosen:
+                return ForgetReport(chosen, left_out)
+            for memory in chosen:
+                self.record_hand_edit(memory)
+            listed = "\n".join(memory.ref for memory in chosen)
+            subject = f"forget {len(chosen)} {'memory' if len(chosen) == 1 else 'memories'} ({self.actor})\n\n{listed}"
+            return ForgetReport(chosen, left_out, self.apply_all([(memory.path, None) for memory in chosen], subject))
+
+    def _forgettable(self, refs: list[str], filters: Mapping[str, Any]) -> tuple[list[Memory], list[Memory]]:
+        """The memories the filters (and REFs) name, by category then key: those the caller may forget, and
+        those it may not (an agent: anything but its own unverified, non-critical memories).
+
+        Raises:
+            InvalidInput: no filter, or a filter value that is not allowed.
+            Refused: an agent asked for a person's memories (source user).
+        """
+        if not refs and not any(filters.values()):
+            raise InvalidInput("filter", None, f"at least one of {', '.join(FORGET_FILTERS)}")
+        given, now = filters.get, utc_now()
+        want_tags = set(parse_tags(given("tag"), "tag"))
+        want_category = parse_category(given("category")) if given("category") else None
+        want_source = parse_source(given("source")) if given("source") else None
+        before = now - parse_duration(given("older_than"), "older_than") if given("older_than") else None
+        unverified, expired = given("unverified"), given("expired")
+        if self.actor is Source.AGENT and want_source is Source.USER:
+            raise Refused(
+                "an agent may forget only its own unverified memories, never a person's; leave out source user"
+            )
+        named = {m.path: m for m in (self.find(ref) for ref in refs)} if refs else None
+        matched = sorted(
+            (
+                m
+                for m in (named.values() if named is not None else self._index.memories())
+                if want_tags <= set(m.tags)
+                and (want_category is None or m.category is want_category)
+                and (want_source is None or m.source is want_source)
+                and (not unverified or not m.verified)
+                and (before is None or m.updated_at <= before)
+                and (not expired or m.is_expired(now))
+            ),
+            key=lambda m: (str(m.category), m.key, m.path),
+        )
+        agent = self.actor is Source.AGENT
+        return [m for m in matched if not agent or _agents_own(m)], [m for m in matched if agent and not _agents_own(m)]
+
     def verify(self, ref: str) -> StoreResult:
         if self.actor is Source.AGENT:
             raise Refused(
@@ -736,6 +794,11 @@ class Writer:
                 after = stamped
             sha = self.git.commit([before.path], f"edit {after.ref} ({Source.USER})\n\n{self.trailers()}")
             return StoreResult(after, created=False, changed=True, commit=sha, notices=tuple(self.notices))
+
+
+def _agents_own(memory: Memory) -> bool:
+    """A memory an agent may forget: its own (source agent), unverified and not critical."""
+    return memory.source is Source.AGENT and not memory.verified and memory.priority is not Priority.CRITICAL
 
 
 def _readable(data: bytes, relpath: str, mtime_ns: int | None = None, field: str | None = None) -> Memory:

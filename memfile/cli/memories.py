@@ -175,15 +175,76 @@ def list_(state: State, as_json: bool, **filters: Any) -> None:
 
 
 @click.command(cls=MemfileCommand)
-@click.argument("ref")
+@click.argument("ref", required=False)
+@click.option("--tag", help="Only memories with this tag.")
+@click.option("--category", help="Only this category.")
+@click.option("--source", help="Only user or only agent memories (an agent: only its own).")
+@click.option("--unverified", is_flag=True, help="Only unverified memories.")
+@click.option("--older-than", metavar="DURATION", help="Only memories not updated for this long: 30m, 12h, 30d, 2w.")
+@click.option("--expired", is_flag=True, help="Only memories whose expires_at has passed.")
+@click.option("--dry-run", is_flag=True, help="List what would be forgotten; write nothing.")
+@click.option("--yes", is_flag=True, help="Forget without asking (needed without a terminal).")
 @json_option
-def forget(state: State, ref: str, as_json: bool) -> None:
-    """Remove a memory in one commit (git history keeps it).
+def forget(state: State, ref: str | None, as_json: bool, dry_run: bool, yes: bool, **filters: Any) -> None:
+    """Remove a memory, or every memory the filters select, in one commit (git history keeps them).
+
+    The filters combine: a memory must pass each one given. The list is shown first; then memfile asks,
+    unless --yes. An agent (MEMFILE_SOURCE=agent) forgets only its own unverified memories: a person's,
+    a verified or a critical memory is left out. See docs/forget.md.
 
     Example: memfile forget context/conference_trip_march
+
+    Example: memfile forget --tag synapse --older-than 30d --dry-run
     """
-    memory = state.vault().forget(ref)
-    print_json(memory.to_dict()) if as_json else click.echo(f"forgot {memory.id} {memory.path}")
+    given = {name: value for name, value in filters.items() if value}
+    if ref is not None and given:
+        raise click.UsageError("give a REF or filters (--tag, --category, ...), not both")
+    if ref is not None and not dry_run:
+        memory = state.vault().forget(ref)
+        print_json(memory.to_dict()) if as_json else click.echo(f"forgot {memory.id} {memory.path}")
+        return
+    if not given and ref is None:
+        raise click.UsageError(
+            "give a REF, or at least one filter: --tag, --category, --source, --unverified, --older-than, --expired"
+        )
+    vault = state.vault()
+    plan = vault.forget_many(refs=[ref] if ref else None, **given, dry_run=True)
+    if not as_json:
+        _print_memories(plan.forgotten, False, "no memory matches: nothing to forget")
+        _print_left_out(plan.left_out)
+    if dry_run or not plan.forgotten:
+        if as_json:
+            print_json(plan.to_dict() | {"dry_run": dry_run})
+        elif dry_run:
+            click.echo(f"dry run: would forget {_count(plan.forgotten)}; nothing was written")
+        return
+    if not yes:
+        if not sys.stdin.isatty():
+            raise Refused(
+                f"memfile forget asks before it forgets {_count(plan.forgotten)}, and there is no terminal to "
+                "ask on; nothing was forgotten: pass --yes to forget them, or --dry-run to only list them"
+            )
+        if not click.confirm(f"Forget these {_count(plan.forgotten)}?", err=True):
+            click.echo("nothing was forgotten", err=True)
+            return
+    report = vault.forget_many(refs=[m.path for m in plan.forgotten], **given)  # only what was shown
+    if as_json:  # what the filters matched and the caller may not forget: the first selection's
+        print_json(report.to_dict() | {"left_out": [m.to_dict() for m in plan.left_out]})
+    else:
+        click.echo(f"forgot {_count(report.forgotten)} in one commit ({(report.commit or '')[:8]})")
+
+
+def _count(memories: list[Memory]) -> str:
+    return f"{len(memories)} {'memory' if len(memories) == 1 else 'memories'}"
+
+
+def _print_left_out(memories: list[Memory]) -> None:
+    if memories:
+        click.echo(
+            f"left out {_count(memories)} an agent may not forget (a person's, verified or critical): "
+            + ", ".join(m.ref for m in memories),
+            err=True,
+        )
 
 
 @click.command(cls=MemfileCommand)

@@ -9,7 +9,7 @@ with a redirect (303) and a flash message. Checks and headers are in `auth`; wha
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -19,7 +19,7 @@ from urllib.parse import quote
 import python_multipart  # noqa: F401 - forms need it (Starlette imports it only when a form is read)
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
 from starlette.applications import Starlette
-from starlette.datastructures import UploadFile
+from starlette.datastructures import FormData, QueryParams, UploadFile
 from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
 from starlette.requests import Request
@@ -73,6 +73,8 @@ PAGES = (
     ("transfer", "Export / import"),
 )
 MEMORY_ACTIONS = ("verify", "forget", "reactivate", "restore", "resolve")
+#: What the memories page does to the memories ticked on it.
+SELECTION_ACTIONS = ("verify", "forget")
 ON_CONFLICT = ("newer", "skip", "overwrite")
 _SHA = re.compile(r"[0-9a-f]{7,40}")
 _FILE_NAME = re.compile(r"[^A-Za-z0-9._-]+")
@@ -135,7 +137,7 @@ class Console:
             Mount(CONSOLE_PREFIX + "/static", StaticFiles(directory=HERE / "static"), name="static"),
             Route(m, self.mind_home, methods=["GET"]),
             Route(m + "/profile", self.profile, methods=["GET"]),
-            Route(m + "/memories", self.memories, methods=["GET"]),
+            Route(m + "/memories", self.memories, methods=["GET", "POST"]),
             Route(m + "/memory/{ref:path}", self.memory, methods=["GET", "POST"]),
             Route(m + "/log", self.log, methods=["GET"]),
             Route(m + "/last-recall", self.last_recall, methods=["GET"]),
@@ -184,14 +186,14 @@ class Console:
             raise NotFound(f"no mind {echo(mind)} in this vault; the minds are listed at {CONSOLE_PREFIX}")
         return visitor, Caller(mind, Source.USER, visitor.label)
 
-    async def checked_post(self, request: Request) -> tuple[Visitor, dict[str, Any]]:
+    async def checked_post(self, request: Request, max_fields: int = 20) -> tuple[Visitor, FormData]:
         """A state-changing request: from this server's page, with the session's CSRF token; its form."""
         visitor = self.visitor(request)
         check_same_origin(request)
-        form = await request.form(max_files=1, max_fields=20)
+        form = await request.form(max_files=1, max_fields=max_fields)
         assert visitor.session is not None  # a POST without a session was refused by `visitor`
         check_csrf(visitor.session, form.get("csrf"))
-        return visitor, dict(form)
+        return visitor, form
 
     def render(
         self,
@@ -288,22 +290,57 @@ class Console:
 
     async def memories(self, request: Request) -> Response:
         visitor, caller = self.acting(request)
-        context: dict[str, Any] = {"choices": data.CHOICES, "view": None}
-        status = 200
+        if request.method == "POST":
+            return await self.selection_action(request, caller)
+        return await self.memories_list(request, visitor, caller, request.query_params)
+
+    async def selection_action(self, request: Request, caller: Caller) -> Response:
+        """Verify or forget the memories ticked on the list, as the person (a forget: one commit); then back
+        to the list, its filters kept, with what was done."""
+        visitor, form = await self.checked_post(request, max_fields=data.PAGE_SIZE + 10)
+        assert visitor.session is not None
         try:
-            filters = data.Filters.of(request.query_params)
-        except InvalidInput as exc:
-            filters, context["error"], status = data.Filters(), public_message(exc, Face.CONSOLE), 400
-        context["filters"] = filters
-        if status == 200:
-            try:
-                context["view"] = await self.call(caller, lambda vault: data.memories_page(vault, filters))
-            except MemfileError as exc:
-                context["error"], status = public_message(exc, Face.CONSOLE), status_of(exc)
+            query = QueryParams(str(form.get("query") or ""))
+            data.Filters.of(query)
+        except InvalidInput:
+            query = QueryParams()
+        action, refs = form.get("action"), [str(ref) for ref in form.getlist("ref")]
+        try:
+            if action not in SELECTION_ACTIONS:
+                raise InvalidInput("action", action, SELECTION_ACTIONS)
+            if not refs:
+                raise InvalidInput("selection", None, "at least one memory: tick the box of each to change")
+            message = await self.call(caller, lambda vault: _act_on_selection(vault, refs, str(action)), read=False)
+        except MemfileError as exc:
+            error = public_message(exc, Face.CONSOLE)
+            return await self.memories_list(request, visitor, caller, query, error, status_of(exc))
+        visitor.session.flash(message)
+        shown = data.Filters.of(query).query()
+        return RedirectResponse(self.mind_url(caller.mind, "memories", f"?{shown}" if shown else ""), status_code=303)
+
+    async def memories_list(
+        self,
+        request: Request,
+        visitor: Visitor,
+        caller: Caller,
+        query: QueryParams,
+        error: str | None = None,
+        status: int = 200,
+    ) -> Response:
+        """The memories page of the filters in `query` (with `error`, answered with `status`)."""
+        filters = data.Filters()
+        context: dict[str, Any] = {"choices": data.CHOICES, "view": None, "filters": filters}
+        try:
+            context["filters"] = filters = data.Filters.of(query)
+            context["view"] = await self.call(caller, lambda vault: data.memories_page(vault, filters))
+        except MemfileError as exc:
+            error, status = public_message(exc, Face.CONSOLE), status_of(exc)
+        if error is not None:
+            context["error"] = error
         response = self.render(request, "memories", context, status=status, visitor=visitor, mind=caller.mind)
         if request.headers.get("HX-Request") == "true" and status == 200:  # the address htmx shows: no empty fields
-            query = filters.query()
-            response.headers["HX-Push-Url"] = self.mind_url(caller.mind, "memories", f"?{query}" if query else "")
+            shown = filters.query()
+            response.headers["HX-Push-Url"] = self.mind_url(caller.mind, "memories", f"?{shown}" if shown else "")
         return response
 
     async def memory(self, request: Request) -> Response:
@@ -438,7 +475,7 @@ class Console:
         return self.render(request, "error", context, status=status, visitor=visitor, mind=mind)
 
 
-def _act(vault: Vault, ref: str, action: str, form: dict[str, Any]) -> str:
+def _act(vault: Vault, ref: str, action: str, form: Mapping[str, Any]) -> str:
     """One memory action, as the Vault verb; what was done, for the flash message."""
     if action == "forget":
         gone = vault.forget(ref)
@@ -466,7 +503,25 @@ def _act(vault: Vault, ref: str, action: str, form: dict[str, Any]) -> str:
     return f"{done} {result.memory.ref} (commit {(result.commit or '')[:8]})."
 
 
-async def _upload(form: dict[str, Any], mind: str) -> Upload:
+def _act_on_selection(vault: Vault, refs: list[str], action: str) -> str:
+    """Verify each memory ticked (a commit each), or forget them all in one commit; what was done."""
+    if action == "forget":
+        report = vault.forget_many(refs=refs)
+        return (
+            f"Forgot {_memories(len(report.forgotten))} in one commit ({(report.commit or '')[:8]}): "
+            + ", ".join(m.ref for m in report.forgotten)
+            + ". Their files are removed; their versions stay in the history (restore brings one back)."
+        )
+    changed = [result.memory.ref for result in (vault.verify(ref) for ref in refs) if result.changed]
+    already = f"; {_memories(len(refs) - len(changed))} already verified" if len(changed) < len(refs) else ""
+    return f"Verified {_memories(len(changed))}{': ' + ', '.join(changed) if changed else ''}{already}."
+
+
+def _memories(count: int) -> str:
+    return f"{count} {'memory' if count == 1 else 'memories'}"
+
+
+async def _upload(form: Mapping[str, Any], mind: str) -> Upload:
     """The uploaded import file and its options, to be planned and applied in `mind`."""
     file = form.get("file")
     if not isinstance(file, UploadFile) or not file.filename:

@@ -277,6 +277,20 @@ async def forget(request: Request, given: dict[str, Any]) -> Response:
     return JSONResponse(memory_json(await call(request, lambda vault: vault.forget(given["id"]))))
 
 
+async def forget_many(request: Request, given: dict[str, Any]) -> Response:
+    filters = {param.name: given[param.name] for param in FORGET_FILTERS}
+    if not any(filters.values()):
+        raise InvalidInput("filter", None, "at least one of " + ", ".join(f"?{p.name}=" for p in FORGET_FILTERS))
+    report = await call(request, lambda vault: vault.forget_many(**filters, dry_run=given["dry_run"]))
+    return JSONResponse(
+        report.to_dict()
+        | {
+            "forgotten": [memory_json(m) for m in report.forgotten],
+            "left_out": [memory_json(m) for m in report.left_out],
+        }
+    )
+
+
 async def history(request: Request, given: dict[str, Any]) -> Response:
     versions = await read(request, lambda vault: [v.to_dict() for v in vault.history(given["id"])])
     for version in versions:
@@ -373,6 +387,15 @@ IMPORT_BODY = {
         for media in ("application/x-ndjson", "application/json", "text/markdown", "text/plain")
     },
 }
+#: What `DELETE /memory` selects by: the filters of `memfile forget`, at least one.
+FORGET_FILTERS = (
+    Param("tag", "Only memories with this tag.", STRING),
+    Param("category", "Only this category.", {"enum": [str(c) for c in Category]}),
+    Param("source", "Only user or only agent memories (a Mind Key: not user).", {"enum": [str(s) for s in Source]}),
+    Param("unverified", "Only unverified memories.", BOOL),
+    Param("older_than", "Only memories not updated for this long: 30m, 12h, 30d, 2w.", STRING),
+    Param("expired", "Only memories whose expires_at has passed.", BOOL),
+)
 MEMORY = ref("schemas", "Memory")
 MEMORIES = {"type": "array", "items": MEMORY}
 STORED = ref("schemas", "StoredMemory")
@@ -398,6 +421,18 @@ ENDPOINTS = (
         "Store a memory: 201 when created, 200 when the same category and key was updated.",
         ok("Updated (or unchanged).", STORED) | ok("Created.", STORED, "201"),
         body=NEW_MEMORY,
+    ),
+    Endpoint(
+        "/memory",
+        "DELETE",
+        forget_many,
+        "forgetMemories",
+        "Forget every memory the filters select (they combine; at least one), in one commit listing them: "
+        "memfile forget --tag... A Mind Key forgets only its agent's own unverified, non-critical memories; "
+        "whatever else matches is left out (left_out), never removed.",
+        ok("What was forgotten (with dry_run: would be).", ref("schemas", "ForgetReport")),
+        (*FORGET_FILTERS, Param("dry_run", "Answer the list and write nothing.", BOOL)),
+        extension=True,
     ),
     Endpoint(
         "/memory/recall",

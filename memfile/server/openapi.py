@@ -286,6 +286,21 @@ def _components() -> dict[str, Any]:
                     },
                 },
             },
+            "ForgetReport": {
+                "type": "object",
+                "description": "What a forget of many did (or, with dry_run, would do).",
+                "properties": {
+                    "dry_run": BOOL,
+                    "commit": {"type": ["string", "null"], "description": "The one commit (null: none)."},
+                    "forgotten": {"type": "array", "items": memory},
+                    "left_out": {
+                        "type": "array",
+                        "items": memory,
+                        "description": "Matched, but not the caller's to forget (a Mind Key: a person's, "
+                        "verified or critical memory).",
+                    },
+                },
+            },
             "ImportIssue": {
                 "type": "object",
                 "properties": {

@@ -331,8 +331,9 @@ def test_a_hostile_memory_renders_inert_everywhere(console: Console) -> None:
     for html in pages:
         assert "<script>alert" not in html and "<img" not in html
         tags = re.findall(r"<[^>]*>", html)  # memory text is escaped, so every tag is the console's own
-        risky = [tag for tag in tags if "alert" in tag and "%28" not in tag and 'id="q"' not in tag]
-        assert not risky, risky  # only url-encoded into our own links, or the search box's own value
+        own = ("%28", 'id="q"', 'id="selection-query"')  # url-encoded, the search box's value, the list's query
+        risky = [tag for tag in tags if "alert" in tag and not any(mark in tag for mark in own)]
+        assert not risky, risky  # only url-encoded into our own links and the list's query, or the search box's value
         assert not re.search(r'(href|src|action|formaction)="\s*javascript:', html, re.IGNORECASE)
     shown = pages[2]
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in shown and "&#34;&gt;&lt;img src=x onerror=alert(1)&gt;" in shown
@@ -420,6 +421,63 @@ def test_reactivate_forget_and_restore_are_commits(console: Console) -> None:
     restored = page(client, memory_url(old.id))
     assert 'id="forgotten"' not in restored and flashes(restored)[0].startswith("Restored the version of")
     assert console.vault_call(lambda v: v.get(old.id)).content == "old text"
+
+
+def test_verify_and_forget_the_memories_ticked_on_the_list(console: Console) -> None:
+    client = console.person()
+    root, listed = console.setup.root, f"/console/m/{MIND}/memories"
+    ticked = [console.store(f"ticked_{n}", "an agent's guess", agent=True, tags=["ticked"]) for n in range(3)]
+    kept = console.store("ticked_not", "left alone", agent=True, tags=["ticked"])
+    html = page(client, f"{listed}?tag=ticked")
+    assert all(f'name="ref" value="{m.id}" form="selection"' in html for m in [*ticked, kept])
+    assert 'id="verify-selected"' in html and 'id="forget-selected"' in html
+    form = {"csrf": csrf_of(html), "query": "tag=ticked", "ref": [m.id for m in ticked[:2]]}
+    verified = post(client, listed, form | {"action": "verify"})
+    assert verified.status_code == 303 and verified.headers["location"] == f"{listed}?tag=ticked"
+    shown = page(client, verified.headers["location"])
+    assert flashes(shown) == ["Verified 2 memories: fact/ticked_0, fact/ticked_1."]
+    assert [console.vault_call(lambda v, m=m: v.get(m.id)).verified for m in [*ticked, kept]] == [1, 1, 0, 0]
+    before = int(git(root, "rev-list", "--count", "HEAD"))
+    form["ref"] = [m.id for m in ticked]
+    forgot = post(client, listed, form | {"action": "forget"})
+    assert forgot.status_code == 303
+    assert int(git(root, "rev-list", "--count", "HEAD")) == before + 1  # one commit for the three
+    assert subject(root) == "forget 3 memories (user)"
+    assert "Memfile-Key: person-key" in git(root, "log", "-1", "--format=%b")
+    message = flashes(page(client, forgot.headers["location"]))[0]
+    assert message.startswith("Forgot 3 memories in one commit (") and "fact/ticked_2" in message
+    assert rows(page(client, f"{listed}?tag=ticked")) == [kept.id]
+
+
+def test_the_lists_buttons_refuse_without_csrf_a_selection_or_a_session(console: Console) -> None:
+    client = console.person()
+    listed = f"/console/m/{MIND}/memories"
+    memory = console.store("ticked_refused", "an agent's guess", agent=True, tags=["ticked_refused"])
+    html = page(client, f"{listed}?tag=ticked_refused")
+    head = git(console.setup.root, "rev-parse", "HEAD")
+    no_token = post(client, listed, {"action": "forget", "ref": memory.id})
+    assert no_token.status_code == 403 and "no CSRF token" in unescape(no_token.text)
+    wrong = post(client, listed, {"action": "forget", "ref": memory.id, "csrf": other_token(csrf_of(html))})
+    assert wrong.status_code == 403
+    foreign = client.post(
+        listed, data={"action": "forget", "ref": memory.id, "csrf": csrf_of(html)}, headers={"Origin": "http://x.y"}
+    )
+    assert foreign.status_code == 403
+    nothing = post(client, listed, {"action": "forget", "csrf": csrf_of(html), "query": "tag=ticked_refused"})
+    assert nothing.status_code == 400 and "tick the box" in unescape(nothing.text)
+    assert rows(nothing.text) == [memory.id]  # the list again, with the error
+    unknown = post(client, listed, {"action": "explode", "ref": memory.id, "csrf": csrf_of(html)})
+    assert unknown.status_code == 400 and "verify, forget" in unknown.text
+    missing = post(client, listed, {"action": "forget", "ref": "mem_0000000000", "csrf": csrf_of(html)})
+    assert missing.status_code == 404
+    bearer = {"Authorization": f"Bearer {console.setup.tokens['person']}"}
+    assert 'id="forget-selected"' not in client.get(f"{listed}?tag=ticked_refused", headers=bearer).text
+    by_bearer = client.post(listed, data={"action": "forget", "ref": memory.id}, headers=bearer | SAME)
+    assert by_bearer.status_code == 403
+    agent = {"Authorization": f"Bearer {console.setup.tokens['michael']}"}
+    assert client.post(listed, data={"action": "forget", "ref": memory.id}, headers=agent | SAME).status_code == 403
+    assert git(console.setup.root, "rev-parse", "HEAD") == head
+    assert console.vault_call(lambda v: v.get(memory.id)).verified is False
 
 
 def test_resolve_a_conflict_ours_or_theirs(console: Console) -> None:

@@ -433,3 +433,46 @@ def test_the_memories_controls_are_reached_with_the_keyboard(browser: Browser) -
     browser.wait(lambda: browser.query().get("source") == ["agent"], "the keyboard did not apply the filter")
     browser.wait(lambda: len(browser.memory_links()) == 3, "the list did not show the agent's three memories")
     assert browser.kept()
+
+
+def said(browser: Browser) -> str:
+    """The page's text, read at once (a page being replaced has none yet, and no stale element either)."""
+    return str(browser.driver.execute_script("return document.body ? document.body.innerText : ''"))
+
+
+@pytest.mark.browser
+def test_tick_memories_on_the_list_then_verify_them_and_forget_them_in_one_commit(browser: Browser) -> None:
+    setup, server = browser.setup, browser.server
+    ids = []
+    for n in range(3):  # an agent's guesses; all forgotten at the end, so the other flows see the vault as it was
+        body = {
+            "category": "context",
+            "key": f"ticked_{n}",
+            "content": f"Guess {n} about the office.",
+            "tags": ["ticked"],
+        }
+        answer = server.request("POST", "/memory", setup.tokens["michael"], body)
+        assert answer.status == 201, answer
+        ids.append(answer.json()["id"])
+    browser.logged_in()
+    browser.go("/console/m/michael/memories?tag=ticked")
+    assert len(browser.memory_links()) == 3
+    for memory_id in ids[:2]:
+        browser.find(f"#select-{memory_id}").click()
+    screenshot(browser.driver, "memories-selected")
+    browser.find("#verify-selected").click()
+    browser.wait(lambda: "Verified 2 memories" in said(browser), "no message after Verify selected")
+    assert browser.query().get("tag") == ["ticked"], "the list lost its filter"
+    subjects = set(git(setup.root, "log", "-2", "--format=%s").splitlines())
+    assert subjects == {"verify context/ticked_0 (user)", "verify context/ticked_1 (user)"}
+    unverified = [row for row in browser.find_all("#memories tbody tr") if "unverified" in row.text]
+    assert len(unverified) == 1 and "ticked_2" in unverified[0].text
+    commits = int(git(setup.root, "rev-list", "--count", "HEAD"))
+    for memory_id in ids:
+        browser.find(f"#select-{memory_id}").click()
+    browser.find("#forget-selected").click()
+    browser.wait(lambda: "Forgot 3 memories in one commit" in said(browser), "no message after Forget selected")
+    assert int(git(setup.root, "rev-list", "--count", "HEAD")) == commits + 1
+    assert git(setup.root, "log", "-1", "--format=%s").strip() == "forget 3 memories (user)"
+    assert browser.memory_links() == [] and "No memory matches" in browser.find("#count").text
+    assert not list((setup.root / "michael" / "context").glob("ticked_*.md"))

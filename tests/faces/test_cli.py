@@ -549,6 +549,108 @@ def test_verify_already_verified_makes_no_commit(root: Path) -> None:
     assert commit_count(root) == before
 
 
+@pytest.fixture
+def to_forget(root: Path) -> Path:
+    """A person's memory and a critical one, an agent's own unverified two and one a person verified, all tagged."""
+    ok(in_vault(root, "store", "fact", "office", "Berlin", "--tag", "work"))
+    ok(in_vault(root, "store", "preference", "style", "Short", "--tag", "work", "--priority", "critical"))
+    for key in ("guess_one", "guess_two", "checked"):
+        ok(in_vault(root, "store", "context", key, "a guess", "--tag", "work", env={"MEMFILE_SOURCE": "agent"}))
+    ok(in_vault(root, "verify", "context/checked"))
+    return root
+
+
+def test_forget_by_filters_lists_first_then_forgets_in_one_commit(to_forget: Path) -> None:
+    root = to_forget
+    before = commit_count(root)
+    dry = ok(in_vault(root, "forget", "--tag", "work", "--source", "agent", "--unverified", "--dry-run"))
+    assert [line.split()[0] for line in dry.stdout.splitlines()[:-1]] == ["context/guess_one", "context/guess_two"]
+    assert "would forget 2 memories" in dry.stdout and commit_count(root) == before
+    planned = json.loads(ok(in_vault(root, "forget", "--tag", "work", "--dry-run", "--json")).stdout)
+    done = ok(in_vault(root, "forget", "--tag", "work", "--yes"))
+    assert dry.stdout.splitlines()[0] in done.stdout and "forgot 5 memories in one commit" in done.stdout
+    assert commit_count(root) == before + 1 and last_subject(root) == "forget 5 memories (user)"
+    assert planned["dry_run"] is True and len(planned["forgotten"]) == 5
+    assert not list((root / "michael").glob("*/*.md"))
+    again = json.loads(ok(in_vault(root, "forget", "--tag", "work", "--yes", "--json")).stdout)
+    assert again == {"dry_run": False, "commit": None, "forgotten": [], "left_out": []}
+    assert commit_count(root) == before + 1
+
+
+def test_an_agents_forget_by_filters_leaves_a_persons_verified_and_critical_memories(to_forget: Path) -> None:
+    root, agent = to_forget, {"MEMFILE_SOURCE": "agent"}
+    result = ok(in_vault(root, "forget", "--tag", "work", "--yes", "--json", env=agent))
+    report = json.loads(result.stdout)
+    assert [m["key"] for m in report["forgotten"]] == ["guess_one", "guess_two"]
+    assert [m["key"] for m in report["left_out"]] == ["checked", "office", "style"]
+    assert last_subject(root) == "forget 2 memories (agent)"
+    for kept in ("fact/office.md", "preference/style.md", "context/checked.md"):
+        assert (root / "michael" / kept).exists(), kept
+    text = ok(in_vault(root, "forget", "--category", "fact", "--yes", env=agent))
+    assert "left out 1 memory an agent may not forget" in text.stderr and "fact/office" in text.stderr
+    refused = fails(in_vault(root, "forget", "--source", "user", "--yes", env=agent), 2)
+    assert "only its own unverified memories" in refused.stderr
+    assert (root / "michael" / "fact" / "office.md").exists()
+
+
+def test_forget_refuses_a_ref_with_filters_no_filter_and_no_terminal_without_yes(to_forget: Path) -> None:
+    root = to_forget
+    head = git(root, "rev-parse", "HEAD")
+    both = fails(in_vault(root, "forget", "fact/office", "--tag", "work"), 2)
+    assert "a REF or filters" in both.stderr and "not both" in both.stderr
+    nothing = fails(in_vault(root, "forget"), 2)
+    assert "at least one filter" in nothing.stderr and "--older-than" in nothing.stderr
+    fails(in_vault(root, "forget", "--dry-run"), 2)
+    piped = fails(in_vault(root, "forget", "--tag", "work", input="y\n"), 2)
+    assert "no terminal" in piped.stderr and "--yes" in piped.stderr and "--dry-run" in piped.stderr
+    assert "fact/office" in piped.stdout  # the list was shown first
+    bad = fails(in_vault(root, "forget", "--older-than", "soon", "--yes"), 2)
+    assert "older_than" in bad.stderr or "older-than" in bad.stderr
+    assert git(root, "rev-parse", "HEAD") == head
+    one = ok(in_vault(root, "forget", "fact/office", "--dry-run"))
+    assert "would forget 1 memory" in one.stdout and git(root, "rev-parse", "HEAD") == head
+    ok(in_vault(root, "forget", "fact/office"))  # a REF alone forgets at once, as ever
+    assert last_subject(root) == "forget fact/office (user)"
+
+
+def test_forget_by_filters_asks_on_a_terminal(to_forget: Path) -> None:
+    import pty
+
+    root = to_forget
+
+    def answer(reply: bytes) -> bytes:
+        master, slave = pty.openpty()
+        try:
+            process = subprocess.Popen(
+                [sys.executable, "-m", "memfile", "--vault", str(root), "forget", "--source", "agent"],
+                stdin=slave,
+                stdout=slave,
+                stderr=slave,
+            )
+        finally:
+            os.close(slave)
+        out = b""
+        while b"[y/N]" not in out:
+            out += os.read(master, 4096)
+        os.write(master, reply)
+        process.wait(60)
+        try:
+            while chunk := os.read(master, 4096):
+                out += chunk
+        except OSError:  # the terminal closed with the process
+            pass
+        os.close(master)
+        assert process.returncode == 0, out
+        return out
+
+    before = commit_count(root)
+    said = answer(b"n\n")
+    assert b"Forget these 3 memories?" in said and b"nothing was forgotten" in said
+    assert commit_count(root) == before
+    assert b"forgot 3 memories" in answer(b"y\n")
+    assert last_subject(root) == "forget 3 memories (user)"
+
+
 # --- expiring ---------------------------------------------------------------------------------
 
 

@@ -170,6 +170,53 @@ def test_get_delete_and_history_of_one_memory(server: Server, agent: str) -> Non
     assert server.request("GET", f"/memory/{memory['id']}/history", agent).json()[0]["removed"] is True
 
 
+def test_delete_memory_by_filters_dry_run_then_one_commit(server: Server, setup: Setup, person: str) -> None:
+    for key in ("bulk_one", "bulk_two"):
+        store(server, person, key, tags=["bulk_http"])
+    store(server, person, "bulk_other", tags=["bulk_http"], category="note")
+    head = git(setup.root, "rev-parse", "HEAD").strip()
+    planned = server.request("DELETE", "/memory?tag=bulk_http&category=fact&dry_run=true", person)
+    assert planned.status == 200, planned
+    assert planned.json()["dry_run"] is True and planned.json()["commit"] is None
+    assert [m["key"] for m in planned.json()["forgotten"]] == ["bulk_one", "bulk_two"]
+    assert planned.json()["forgotten"][0]["mind_id"] == "michael"
+    assert git(setup.root, "rev-parse", "HEAD").strip() == head
+    done = server.request("DELETE", "/memory?tag=bulk_http&category=fact", person)
+    assert done.status == 200, done
+    assert [m["key"] for m in done.json()["forgotten"]] == ["bulk_one", "bulk_two"]
+    assert done.json()["commit"] == git(setup.root, "rev-parse", "HEAD").strip()
+    assert git(setup.root, "log", "-1", "--format=%s").strip() == "forget 2 memories (user)"
+    assert git(setup.root, "rev-list", "--count", f"{head}..HEAD").strip() == "1"
+    assert server.request("GET", "/memory/bulk_one", person).status == 404
+    assert server.request("GET", "/memory/bulk_other", person).status == 200
+    none = server.request("DELETE", "/memory", person)
+    assert none.status == 400 and "?tag=" in none.json()["message"] and "?older_than=" in none.json()["message"]
+    bad = server.request("DELETE", "/memory?older_than=soon", person)
+    assert bad.status == 400 and "older_than" in bad.json()["message"]
+    unknown = server.request("DELETE", "/memory?everything=true", person)
+    assert unknown.status == 400 and "everything" in unknown.json()["message"]
+
+
+def test_a_mind_keys_delete_by_filters_forgets_only_its_own_unverified_memories(
+    server: Server, setup: Setup, agent: str, person: str
+) -> None:
+    mine = store(server, agent, "bulk_agent_guess", tags=["bulk_agent"])
+    checked = store(server, agent, "bulk_agent_checked", tags=["bulk_agent"])
+    assert server.request("POST", f"/memory/{checked['id']}/verify", person).status == 200
+    persons = store(server, person, "bulk_agent_persons", tags=["bulk_agent"])
+    critical = store(server, person, "bulk_agent_critical", tags=["bulk_agent"], priority="critical", source="agent")
+    done = server.request("DELETE", "/memory?tag=bulk_agent", agent)
+    assert done.status == 200, done
+    assert [m["id"] for m in done.json()["forgotten"]] == [mine["id"]]
+    assert {m["id"] for m in done.json()["left_out"]} == {checked["id"], persons["id"], critical["id"]}
+    for kept in (checked, persons, critical):
+        assert server.request("GET", f"/memory/{kept['id']}", person).status == 200
+    assert git(setup.root, "log", "-1", "--format=%s").strip() == "forget 1 memory (agent)"
+    refused = server.request("DELETE", "/memory?tag=bulk_agent&source=user", agent)
+    assert refused.status == 403 and refused.error == "Refused"
+    assert server.request("GET", f"/memory/{persons['id']}", person).status == 200
+
+
 def test_health_needs_no_credential_and_says_nothing(server: Server) -> None:
     answer = server.request("GET", "/health")
     assert answer.status == 200 and answer.json() == {"status": "ok"}
