@@ -20,7 +20,6 @@ which runs its steps again: each does nothing when it is already done.
 from __future__ import annotations
 
 import json
-import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -121,7 +120,7 @@ class Purger:
             )
         if text is not None and (not isinstance(text, str) or len(text.strip()) < TEXT_MIN):
             raise InvalidInput("--text", text, f"the exact string to remove, at least {TEXT_MIN} characters")
-        from .git.rewrite import versions
+        from .git import memory_versions as versions
 
         with writer.transaction():
             git = writer.git
@@ -169,7 +168,7 @@ class Purger:
 def purge_everywhere(writer: Writer, index: Index, entries: list[dict[str, str]]) -> None:
     """For a writer holding the lock (a sync accepting another clone's purges): rewrite every ref's history
     without the memories `entries` name, wherever a version of one is left."""
-    from .git.rewrite import versions
+    from .git import memory_versions as versions
 
     if any(versions(writer.git, e["mind"], e["id"]).blobs for e in entries):
         writer.commit_changed(None)
@@ -187,8 +186,8 @@ def _check_committed(git: GitStore) -> None:
 
 def _run(writer: Writer, index: Index, plan: dict[str, Any]) -> str | None:
     """Journal the plan (before anything changes), then carry it out."""
-    atomic_write(writer.root / ".git" / JOURNAL, json.dumps(plan).encode("utf-8"))
-    os.chmod(writer.root / ".git" / JOURNAL, 0o600)  # it may hold the string `purge --text` removes
+    # The owner's only: it may hold the string `purge --text` removes.
+    atomic_write(writer.root / ".git" / JOURNAL, json.dumps(plan).encode("utf-8"), mode=0o600)
     return _complete(writer, index, plan)
 
 
@@ -196,8 +195,9 @@ def _complete(writer: Writer, index: Index, plan: dict[str, Any]) -> str | None:
     """The steps of a purge, each doing nothing when already done: record it (and remove the memory's
     file) in one commit, rewrite every ref's history, prune the old objects, clear memfile's state, note
     the remotes that still hold what went. Returns the commit that records it."""
-    from .git import ATTRIBUTES, write_attributes
-    from .git.rewrite import expire_old_objects, holds_id, rewrite, versions
+    from .git import ATTRIBUTES, expire_old_objects, holds_id, write_attributes
+    from .git import memory_versions as versions
+    from .git import rewrite_history as rewrite
 
     git, root, entry = writer.git, writer.root, plan["record"]
     text = plan["text"].encode("utf-8") if plan["text"] else None

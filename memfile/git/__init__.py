@@ -10,7 +10,9 @@ from __future__ import annotations
 from .clone import check_url, clone_command, clone_vault, local_path, point_bare_head
 from .locks import MERGE_SUBJECT, clear_stale_locks, git_locks, git_processes, recover_interrupted_sync, settle
 from .merge import ATTRIBUTES, CONFLICT_FROM, conflict_sides, merge_memory
-from .rewrite import PURGE_JOURNAL, expire_old_objects, ids_coming_in
+from .rewrite import PURGE_JOURNAL, expire_old_objects, holds_id, ids_coming_in
+from .rewrite import rewrite as rewrite_history
+from .rewrite import versions as memory_versions
 from .store import (
     LOOSE_MOST,
     REMOTE_NAME_RULE,
@@ -42,13 +44,16 @@ __all__ = [
     "git_locks",
     "expire_old_objects",
     "git_processes",
+    "holds_id",
     "ids_coming_in",
     "local_path",
     "machine_name",
+    "memory_versions",
     "merge_memory",
     "pack_loose_objects",
     "point_bare_head",
     "recover_interrupted_sync",
+    "rewrite_history",
     "run_merge_driver",
     "settle",
     "valid_remote_name",
