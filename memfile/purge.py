@@ -119,7 +119,7 @@ class Purger:
                 "ask the user to run memfile purge"
             )
         if text is not None and (not isinstance(text, str) or len(text.strip()) < TEXT_MIN):
-            raise InvalidInput("--text", text, f"the exact string to remove, at least {TEXT_MIN} characters")
+            raise InvalidInput("text", text, f"the exact string to remove, at least {TEXT_MIN} characters")
         from .git import memory_versions as versions
 
         with writer.transaction():

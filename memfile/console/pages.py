@@ -139,6 +139,7 @@ class Console:
             Route(m + "/profile", self.profile, methods=["GET"]),
             Route(m + "/memories", self.memories, methods=["GET", "POST"]),
             Route(m + "/memory/{ref:path}", self.memory, methods=["GET", "POST"]),
+            Route(m + "/purge/{ref:path}", self.purge, methods=["GET", "POST"]),
             Route(m + "/log", self.log, methods=["GET"]),
             Route(m + "/last-recall", self.last_recall, methods=["GET"]),
             Route(m + "/health", self.health, methods=["GET", "POST"]),
@@ -367,6 +368,30 @@ class Console:
             return self.render(request, "memory", context, status=status_of(exc), visitor=visitor, mind=caller.mind)
         visitor.session.flash(message)
         return RedirectResponse(self.mind_url(caller.mind, "memory/" + quote(ref, safe="")), status_code=303)
+
+    async def purge(self, request: Request) -> Response:
+        """A memory's purge: the page says what goes and what stays (the dry run); its POST (CSRF, the box
+        ticked) removes the memory from every version of the history, then back to the memories."""
+        visitor, caller = self.acting(request)
+        ref = checked_ref(request.path_params["ref"])
+        if request.method == "GET":
+            plan = await self.call(caller, lambda vault: vault.purge(ref, dry_run=True), read=False)
+            return self.render(request, "purge", {"plan": plan, "ref": ref}, visitor=visitor, mind=caller.mind)
+        visitor, form = await self.checked_post(request)
+        assert visitor.session is not None
+        if form.get("confirm") != "yes":
+            raise InvalidInput("confirm", None, "the box ticked: a purge cannot be undone")
+        report = await self.call(caller, lambda vault: vault.purge(ref), read=False)
+        still = (
+            f" {', '.join(report.remotes)} still holds the old versions: run memfile purge --push."
+            if report.remotes
+            else ""
+        )
+        visitor.session.flash(
+            f"Purged {report.ref}: {report.versions} versions are gone from the history ({report.commits} commits "
+            f"rewritten), recorded in .memfile-purged.{still}"
+        )
+        return RedirectResponse(self.mind_url(caller.mind, "memories"), status_code=303)
 
     async def log(self, request: Request) -> Response:
         visitor, caller = self.acting(request)

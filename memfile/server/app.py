@@ -35,6 +35,7 @@ from .openapi import (
     MEMORY_CHANGE,
     NEW_MEMORY,
     ON_CONFLICT,
+    PURGE,
     SPLITS,
     STRING,
     document,
@@ -291,6 +292,15 @@ async def forget_many(request: Request, given: dict[str, Any]) -> Response:
     )
 
 
+async def purge(request: Request, given: dict[str, Any]) -> Response:
+    body = given["body"]
+    text, dry_run = body.get("text"), bool(body.get("dry_run"))
+    report = await call(request, lambda vault: vault.purge(given["id"], text=text, dry_run=dry_run))
+    if not dry_run:
+        log(f"purge by {acting(request.scope[CALLER])}: {report.ref} of the mind {report.mind!r}")
+    return JSONResponse(report.to_dict())
+
+
 async def history(request: Request, given: dict[str, Any]) -> Response:
     versions = await read(request, lambda vault: [v.to_dict() for v in vault.history(given["id"])])
     for version in versions:
@@ -536,6 +546,17 @@ ENDPOINTS = (
         "verifyMemory",
         "Mark a memory as checked by a person: a person's token only (a Mind Key gets 403).",
         ok("The memory, verified.", STORED),
+    ),
+    Endpoint(
+        "/memory/{id}/purge",
+        "POST",
+        purge,
+        "purgeMemory",
+        "Remove a memory (or, with text, one string of it) from every version of the vault's history, as "
+        "memfile purge: a person's token only (a Mind Key gets 403). Recorded in .memfile-purged.",
+        ok("What went (with dry_run: would go).", ref("schemas", "PurgeReport")),
+        body=PURGE,
+        extension=True,
     ),
     Endpoint(
         "/memory/{id}/history",

@@ -154,6 +154,23 @@ NEW_MEMORY = Body(
     "NewMemory",
     _input_schema(["category", "key", "content"], "A memory to store; the same category and key updates it."),
 )
+PURGE = Body(
+    "Purge",
+    {
+        "type": "object",
+        "description": "What to purge ({} for the whole memory).",
+        "required": [],
+        "additionalProperties": False,
+        "properties": {
+            "text": {
+                "type": "string",
+                "minLength": 4,
+                "description": "Remove only this string from every version, keeping every other byte (a leaked token).",
+            },
+            "dry_run": {"type": "boolean", "description": "Answer what would go and change nothing."},
+        },
+    },
+)
 MEMORY_CHANGE = Body(
     "MemoryChange", _input_schema([], "The fields to change (category and key, if given, must be the memory's own).")
 )
@@ -301,6 +318,32 @@ def _components() -> dict[str, Any]:
                     },
                 },
             },
+            "PurgeReport": {
+                "type": "object",
+                "description": "What a purge removed from every version of the history (with dry_run: would).",
+                "properties": {
+                    "ref": STRING,
+                    "id": STRING,
+                    "mind": STRING,
+                    "versions": {"type": "integer", "description": "Versions of the memory (holding text)."},
+                    "commits": {"type": "integer", "description": "Commits rewritten."},
+                    "refs": {
+                        "type": "array",
+                        "items": STRING,
+                        "description": "Branches, tags and remote-tracking branches moved.",
+                    },
+                    "on_disk": BOOL,
+                    "text": {"type": "boolean", "description": "Only a string was removed."},
+                    "dry_run": BOOL,
+                    "commit": {"type": ["string", "null"], "description": "The commit recording the purge."},
+                    "remotes": {
+                        "type": "array",
+                        "items": STRING,
+                        "description": "Remotes still holding the purged versions (memfile purge --push).",
+                    },
+                    "pushed": {"type": "array", "items": STRING},
+                },
+            },
             "ImportIssue": {
                 "type": "object",
                 "properties": {
@@ -311,6 +354,7 @@ def _components() -> dict[str, Any]:
             },
             NEW_MEMORY.name: NEW_MEMORY.schema,
             MEMORY_CHANGE.name: MEMORY_CHANGE.schema,
+            PURGE.name: PURGE.schema,
         },
     }
 

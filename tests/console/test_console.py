@@ -859,3 +859,26 @@ def test_forwarded_allow_ips_takes_addresses_and_networks_only(tmp_path: Path) -
         )
         assert result.returncode == 2 and result.stdout == "", result
         assert "--forwarded-allow-ips" in result.stderr and "IP addresses or networks" in result.stderr
+
+
+def test_purge_asks_on_a_page_that_names_what_goes_then_purges(console: Console) -> None:
+    client = console.person()
+    root = console.setup.root
+    secret = console.store("purged_secret", "The vault door code is 8812-4471")
+    console.store("purged_secret", "The vault door code is now 9931-0042")
+    kept = console.store("purged_neighbour", "The door is painted green")
+    html = page(client, memory_url(secret.id))
+    assert 'id="purge-link"' in html and f"/console/m/{MIND}/purge/" in html
+    purge_url = f"/console/m/{MIND}/purge/{secret.id}"
+    asked = page(client, purge_url)
+    assert 'id="goes"' in asked and 'id="stays"' in asked and "2 versions" in asked
+    assert "fact/purged_secret" in asked and "cannot be undone" in asked
+    assert post(client, purge_url, {"confirm": "yes"}).status_code == 403  # no CSRF token: nothing done
+    unticked = post(client, purge_url, {"csrf": csrf_of(asked)})
+    assert unticked.status_code == 400 and console.vault_call(lambda v: v.get(secret.id)).key == "purged_secret"
+    done = post(client, purge_url, {"csrf": csrf_of(asked), "confirm": "yes"})
+    assert done.status_code == 303 and done.headers["location"] == f"/console/m/{MIND}/memories"
+    assert flashes(page(client, done.headers["location"]))[0].startswith("Purged fact/purged_secret: 2 versions")
+    assert "8812" not in git(root, "log", "--all", "-p") and "9931" not in git(root, "log", "--all", "-p")
+    assert console.vault_call(lambda v: v.get(kept.id)).content == "The door is painted green"
+    assert subject(root) == "purge fact/purged_secret (user)"

@@ -476,3 +476,27 @@ def test_tick_memories_on_the_list_then_verify_them_and_forget_them_in_one_commi
     assert git(setup.root, "log", "-1", "--format=%s").strip() == "forget 3 memories (user)"
     assert browser.memory_links() == [] and "No memory matches" in browser.find("#count").text
     assert not list((setup.root / "michael" / "context").glob("ticked_*.md"))
+
+
+@pytest.mark.browser
+def test_purge_from_a_memorys_page_after_the_page_that_names_what_goes(browser: Browser) -> None:
+    setup, server = browser.setup, browser.server
+    versions = ["Dana's bank PIN is 5522", "Dana's bank PIN changed to 7781"]
+    for content in versions:
+        body = {"category": "context", "key": "dana_pin", "content": content}
+        answer = server.request("POST", "/memory?mind=michael", setup.tokens["person"], body)
+        assert answer.status in (200, 201), answer
+    memory_id = answer.json()["id"]
+    browser.logged_in()
+    browser.go(f"/console/m/michael/memory/{memory_id}")
+    browser.find("#purge-link").click()
+    browser.wait(lambda: "/purge/" in browser.path(), "the purge page did not open")
+    assert "2 versions" in browser.find("#goes").text and "every other memory" in browser.find("#stays").text
+    screenshot(browser.driver, "purge")
+    browser.find("#purge-confirm").click()
+    browser.find("#purge-button").click()
+    browser.wait(lambda: "Purged context/dana_pin" in said(browser), "no message after the purge")
+    assert browser.path() == "/console/m/michael/memories"
+    history = git(setup.root, "log", "--all", "-p")
+    assert "5522" not in history and "7781" not in history
+    assert git(setup.root, "log", "-1", "--format=%s").strip() == "purge context/dana_pin (user)"

@@ -65,3 +65,21 @@ def test_the_mcp_face_finds_nothing_and_has_no_purge(setup: Setup) -> None:
     tools = mcp.serve(Path(setup.root), run, "michael")
     assert not any(name.startswith("purge") for name in tools) and "purge" not in COMMANDS
     assert not any("5551234" in text for text in agent_texts)
+
+
+def test_post_purge_is_a_persons_only(server: Server, setup: Setup, agent: str, person: str) -> None:
+    stored = server.request("POST", "/memory", agent, {"category": "fact", "key": "erin", "content": "Erin: 0151 2233"})
+    memory_id = stored.json()["id"]
+    refused = server.request("POST", f"/memory/{memory_id}/purge", agent, {})
+    assert refused.status == 403 and "only a person" in refused.json()["message"]
+    assert server.request("POST", f"/memory/{memory_id}/purge", person, {"nope": 1}).status == 400
+    short = server.request("POST", f"/memory/{memory_id}/purge?mind=michael", person, {"text": "015"})
+    assert short.status == 400 and short.error == "InvalidInput" and "text" in short.json()["message"]
+    plan = server.request("POST", f"/memory/{memory_id}/purge?mind=michael", person, {"dry_run": True}).json()
+    assert plan["dry_run"] and plan["versions"] == 1 and plan["ref"] == "fact/erin" and plan["commit"] is None
+    text = server.request("POST", f"/memory/{memory_id}/purge?mind=michael", person, {"text": "0151 2233"}).json()
+    assert text["text"] and text["commit"]
+    assert server.request("GET", f"/memory/{memory_id}", agent).json()["content"] == "Erin:"
+    done = server.request("POST", f"/memory/{memory_id}/purge?mind=michael", person, {}).json()
+    assert done["ref"] == "fact/erin" and not done["dry_run"]
+    assert server.request("GET", f"/memory/{memory_id}", agent).status == 404
