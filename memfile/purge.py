@@ -177,10 +177,17 @@ def purge_everywhere(writer: Writer, index: Index, entries: list[dict[str, str]]
 
 
 def _check_committed(git: GitStore) -> None:
+    """Refuse what a purge would lose besides the memory: uncommitted changes (it resets the work tree)
+    and stashes (it expires every reflog, and older stash entries live in one)."""
     if changed := git.uncommitted():
         raise Refused(
             "a purge rewrites the work tree, and these files have changes git has not recorded: "
             f"{', '.join(changed[:10])}; commit them or put them back, then try again"
+        )
+    if stashed := git.stashes():
+        raise Refused(
+            f"the vault's repository holds {stashed} stash entries (git stash list), which a purge would drop "
+            "with the old history: apply them (git stash pop) or drop them (git stash drop), then try again"
         )
 
 

@@ -210,12 +210,14 @@ class Remote:
         purge_everywhere(self._writer, self._index, [e for e in ours + new if e.get("what", "memory") == "memory"])
         return fetched if fetched and self._git.resolve(upstream) != fetched else None
 
-    def push_purge(self, remote: str | None = None) -> list[str]:
+    def push_purge(self, remote: str | None = None, dry_run: bool = False) -> list[str]:
         if self._writer.actor is Source.AGENT:
             raise Refused("only a person can push a purge: it replaces the remote's history")
         with self._writer.transaction():
             held = pending(self._git)
             names = [self._known_remote(remote)] if remote is not None else sorted(held)
+            if dry_run:
+                return [f"{name}/{branch}" for name in names for branch in sorted(held.get(name, {}))]
             pushed = []
             for name in names:
                 for branch, lease in sorted(held.get(name, {}).items()):

@@ -876,9 +876,13 @@ class Vault:
         return report
 
     @_verb
-    def push_purge(self, remote: str | None = None) -> builtins.list[str]:
+    def push_purge(self, remote: str | None = None, dry_run: bool = False) -> builtins.list[str]:
         """Replace the history of the remote branches that still hold purged versions with this clone's
         (`git push --force-with-lease`: only while each is still where the purge found it).
+
+        Args:
+            remote: only this remote (default: every one that holds purged versions).
+            dry_run: only name the branches it would replace.
 
         Returns:
             The remote branches replaced (`origin/main`); empty when none held purged versions.
@@ -888,7 +892,7 @@ class Vault:
             GitError: a remote moved on since the purge (`memfile sync --accept-purge` fetches its
                 changes and purges them the same way), or cannot be reached.
         """
-        return self._remote.push_purge(remote)
+        return self._remote.push_purge(remote, dry_run)
 
     @_verb
     def write_raw(

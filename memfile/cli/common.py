@@ -16,6 +16,7 @@ from typing import Any
 
 import click
 
+from ..errors import Refused
 from ..model import Progress, StoreResult
 from ..terminal import unshown
 from ..vault import Vault
@@ -80,3 +81,13 @@ def progress_bars() -> Iterator[Progress]:
             bars[-1].update(done - bars[-1].pos)
 
         yield progress
+
+
+def confirmed(yes: bool, question: str, without_terminal: str) -> bool:
+    """Whether to go on: `--yes`, else the person's answer on a terminal. Without a terminal and `--yes`
+    it is refused (`without_terminal`: what was not done, and what to pass)."""
+    if yes:
+        return True
+    if not sys.stdin.isatty():
+        raise Refused(without_terminal)
+    return click.confirm(question, err=True)

@@ -10,7 +10,7 @@ import click
 
 from ..errors import EXIT_PROBLEMS, EXIT_SYNC_CONFLICTS, InvalidInput, Refused
 from ..vault import Vault, run_merge_driver
-from .common import State, json_option, print_json, print_store, progress_bars
+from .common import State, confirmed, json_option, print_json, print_store, progress_bars
 from .options import CommandGroup, MemfileCommand
 
 
@@ -141,7 +141,7 @@ def sync(
 
 
 @click.command(cls=MemfileCommand)
-@click.argument("ref", required=False)
+@click.argument("refs", nargs=-1, metavar="[REF]...")
 @click.option(
     "--text",
     metavar="STRING",
@@ -160,7 +160,7 @@ def sync(
 @json_option
 def purge(
     state: State,
-    ref: str | None,
+    refs: tuple[str, ...],
     text: str | None,
     dry_run: bool,
     yes: bool,
@@ -168,41 +168,61 @@ def purge(
     remote: str | None,
     as_json: bool,
 ) -> None:
-    """Remove a memory from every version of the vault's history (people only).
+    """Remove memories from every version of the vault's history (people only).
 
     forget keeps every version in git; purge rewrites every branch, tag and
     remote-tracking branch without them, prunes what is left in .git, clears
-    the index, vectors and last-recall records, and records the purge in
+    the index, vectors and last-recall records, and records each purge in
     .memfile-purged (id, REF, when, by whom; never the text). Other clones
     are told to run memfile sync --accept-purge. It shows what goes and asks
     first, unless --yes.
 
-    Example: memfile purge person/alice_home_address
+    Example: memfile purge identity/alice_home_address
 
     Example: echo "$LEAKED" | memfile purge --text - project/deploy_notes
 
     Example: memfile purge --push
     """
     vault = state.vault()
-    if ref is None:
+    out = as_json  # with --json, what a person reads goes to stderr
+    if not refs:
         if not push:
-            raise InvalidInput("REF", None, "the memory to purge (or --push alone, to push an earlier purge)")
-        _confirm(yes, dry_run, "replace the history of every remote branch that still holds purged versions")
-        pushed = [] if dry_run else vault.push_purge(remote)
-        if as_json:
-            print_json({"pushed": pushed})
-        for name in pushed:
-            click.echo(f"replaced the history of {name}", err=as_json)
-        if not pushed and not dry_run:
-            click.echo("no remote holds purged versions", err=True)
+            raise InvalidInput("REF", None, "the memories to purge (or --push alone, to push an earlier purge)")
+        _push(vault, remote, dry_run, yes, as_json)
         return
     if text == "-":
         text = sys.stdin.readline().rstrip("\r\n")
-    plan = vault.purge(ref, text=text, dry_run=True)
+    plans = [vault.purge(ref, text=text, dry_run=True) for ref in refs]
     if as_json and dry_run:
-        print_json(plan.to_dict())
+        print_json([plan.to_dict() for plan in plans])
         return
-    out = as_json  # with --json, what a person reads goes to stderr
+    for plan in plans:
+        _show_plan(plan, out)
+    if dry_run:
+        return
+    names = ", ".join(plan.ref for plan in plans)
+    refusal = (
+        f"memfile purge asks before it purges {names}, and there is no terminal to ask on; nothing was "
+        "purged: pass --yes to purge, or --dry-run to only see what would go"
+    )
+    if not confirmed(yes, f"Purge {names}? This cannot be undone", refusal):
+        click.echo("nothing was purged", err=True)
+        return
+    reports = [vault.purge(ref, text=text, push=push and n == len(refs) - 1) for n, ref in enumerate(refs)]
+    if as_json:
+        print_json([report.to_dict() for report in reports])
+    for report in reports:
+        click.echo(f"purged {report.ref}: history rewritten, old objects pruned, recorded in {report.commit}", err=out)
+    for name in reports[-1].pushed:
+        click.echo(f"replaced the history of {name}", err=out)
+    for name in reports[-1].remotes:
+        click.echo(
+            f"{name} still holds the purged versions: run memfile purge --push (memfile sync refuses until then)",
+            err=True,
+        )
+
+
+def _show_plan(plan: Any, out: bool) -> None:
     goes = "the string, from" if plan.text else "every version of"
     click.echo(f"purge {goes} {plan.ref} (id {plan.id}, mind {plan.mind}):", err=out)
     click.echo(f"  {_counted(plan.versions, 'version', 'versions')} in the history of {', '.join(plan.refs)}", err=out)
@@ -211,31 +231,32 @@ def purge(
         gone = "its file keeps every other byte" if plan.text else "its file is removed"
         click.echo(f"  {gone}; every other memory and its whole history are kept", err=out)
     click.echo("  recorded in .memfile-purged (id, REF, when, by whom; never the text)", err=out)
-    _confirm(yes, dry_run, f"purge {plan.ref}; this cannot be undone")
-    if dry_run:
-        return
-    report = vault.purge(ref, text=text, push=push)
-    if as_json:
-        print_json(report.to_dict())
-    click.echo(
-        f"purged {report.ref}: history rewritten, old objects pruned, recorded in {report.commit or '?'}", err=out
-    )
-    for name in report.pushed:
-        click.echo(f"replaced the history of {name}", err=out)
-    for name in report.remotes:
+
+
+def _push(vault: Vault, remote: str | None, dry_run: bool, yes: bool, as_json: bool) -> None:
+    """`purge --push` alone: replace the remote branches that still hold purged versions, after saying which."""
+    held = vault.push_purge(remote, dry_run=True)
+    for name in held:
         click.echo(
-            f"{name} still holds the purged versions: run memfile purge --push (memfile sync refuses until then)",
-            err=True,
+            f"replace the history of {name} with this clone's, without the purged versions "
+            "(force-with-lease: only while it is where the purge found it)",
+            err=as_json,
         )
-
-
-def _confirm(yes: bool, dry_run: bool, what: str) -> None:
-    """Ask before a purge on a terminal; refuse without --yes elsewhere."""
-    if yes or dry_run:
+    if not held:
+        click.echo("no remote holds purged versions: nothing to push", err=True)
+    refusal = (
+        f"memfile purge --push asks before it replaces {', '.join(held)}, and there is no terminal to ask on; "
+        "nothing was pushed: pass --yes to push, or --dry-run to only see what would change"
+    )
+    if not held or dry_run or not confirmed(yes, "Replace them? This cannot be undone", refusal):
+        if as_json:
+            print_json({"pushed": [], "held": held})
         return
-    if not sys.stdin.isatty():
-        raise InvalidInput("--yes", None, f"--yes to {what} without being asked (or --dry-run to see it)")
-    click.confirm(f"{what[0].upper()}{what[1:]}. Continue?", abort=True, err=True)
+    pushed = vault.push_purge(remote)
+    if as_json:
+        print_json({"pushed": pushed, "held": []})
+    for name in pushed:
+        click.echo(f"replaced the history of {name}", err=as_json)
 
 
 def _counted(count: int, one: str, many: str) -> str:

@@ -15,7 +15,7 @@ from ..config import environ
 from ..errors import FileParseError, InvalidInput, Refused
 from ..model import Memory, format_datetime, step
 from ..vault import Vault
-from .common import State, json_option, print_json, print_store, progress_bars
+from .common import State, confirmed, json_option, print_json, print_store, progress_bars
 from .options import MemfileCommand
 
 
@@ -218,15 +218,13 @@ def forget(state: State, ref: str | None, as_json: bool, dry_run: bool, yes: boo
         elif dry_run:
             click.echo(f"dry run: would forget {_count(plan.forgotten)}; nothing was written")
         return
-    if not yes:
-        if not sys.stdin.isatty():
-            raise Refused(
-                f"memfile forget asks before it forgets {_count(plan.forgotten)}, and there is no terminal to "
-                "ask on; nothing was forgotten: pass --yes to forget them, or --dry-run to only list them"
-            )
-        if not click.confirm(f"Forget these {_count(plan.forgotten)}?", err=True):
-            click.echo("nothing was forgotten", err=True)
-            return
+    refusal = (
+        f"memfile forget asks before it forgets {_count(plan.forgotten)}, and there is no terminal to "
+        "ask on; nothing was forgotten: pass --yes to forget them, or --dry-run to only list them"
+    )
+    if not confirmed(yes, f"Forget these {_count(plan.forgotten)}?", refusal):
+        click.echo("nothing was forgotten", err=True)
+        return
     report = vault.forget_many(refs=[m.path for m in plan.forgotten], **given)  # only what was shown
     if as_json:  # what the filters matched and the caller may not forget: the first selection's
         print_json(report.to_dict() | {"left_out": [m.to_dict() for m in plan.left_out]})

@@ -164,6 +164,11 @@ class GitStore:
         _, out = self._run("status", "--porcelain", "-z", "--no-renames", "--untracked-files=no")
         return sorted(entry[3:] for entry in out.split("\0") if entry)
 
+    def stashes(self) -> int:
+        """How many stash entries the repository holds (`git stash list`)."""
+        _, out = self._run("stash", "list", check=False)
+        return len(out.splitlines())
+
     def remote_status(self) -> dict[str, object] | None:
         """The upstream of the current branch and how far HEAD is ahead of / behind it (no fetch)."""
         if not self.exists():

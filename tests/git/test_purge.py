@@ -58,7 +58,7 @@ def test_purge_leaves_no_trace_and_keeps_everything_else(vault: Vault) -> None:
     shown = ok(in_vault(root, "purge", "identity/alice_address", "--dry-run"))
     assert "2 versions" in shown.stdout and "refs/heads/before-move" in shown.stdout and "refs/tags/v1" in shown.stdout
     done = ok(in_vault(root, "purge", "identity/alice_address", "--yes", "--json"))
-    report = json.loads(done.stdout)
+    [report] = json.loads(done.stdout)
     assert report["versions"] == 2 and report["on_disk"] and report["text"] is False
 
     assert leaks(root, SECRET) == [] and leaks(root, SECRET_2) == []
@@ -76,6 +76,18 @@ def test_purge_leaves_no_trace_and_keeps_everything_else(vault: Vault) -> None:
     fails(in_vault(root, "history", "identity/alice_address"), 3)
     reopened = Vault.open(root, "michael")
     assert reopened.search("Harbour") == [] and "Harbour Road" not in reopened.recall(query="Alice Harbour")
+
+
+def test_several_refs_at_once_and_no_terminal_without_yes(vault: Vault) -> None:
+    root = vault.root
+    asked = fails(in_vault(root, "purge", "identity/alice_address", "fact/editor"), 2)  # CliRunner: no terminal
+    assert "pass --yes" in asked.stderr and "identity/alice_address, fact/editor" in asked.stderr
+    assert not (root / TOMBSTONE).exists()
+    ok(in_vault(root, "purge", "identity/alice_address", "fact/editor", "--yes"))
+    record = [json.loads(line)["ref"] for line in (root / TOMBSTONE).read_text().splitlines()]
+    assert record == ["identity/alice_address", "fact/editor"]
+    assert leaks(root, SECRET_2) == [] and "neovim" not in git(root, "log", "--all", "-p")
+    assert vault.get("fact/office").content == "The office is in Berlin"
 
 
 def test_dry_run_changes_nothing(vault: Vault) -> None:
@@ -107,6 +119,14 @@ def test_a_hand_edit_is_a_version_too_and_other_changes_stop_the_purge(vault: Va
     assert "memfile.toml" in refused.stderr and "commit them" in refused.stderr
     assert "lighthouse" in path.read_text()  # nothing was discarded
     commit_by_hand(root, "memfile.toml")
+    write(root / "notes.txt", "a person's draft\n")
+    commit_by_hand(root, "notes.txt")
+    write(root / "notes.txt", "a person's draft, stashed\n")
+    git(root, "-c", "user.name=Hand", "-c", "user.email=hand@example.com", "stash", "-q")
+    stashed = fails(in_vault(root, "purge", "identity/alice_address", "--yes"), 2)
+    assert "1 stash entries" in stashed.stderr and "git stash pop" in stashed.stderr
+    git(root, "stash", "pop", "-q")
+    commit_by_hand(root, "notes.txt")
     ok(in_vault(root, "purge", "identity/alice_address", "--yes"))
     assert leaks(root, "Harbour Road, by the lighthouse") == [] and "# a note" in config.read_text()
 
@@ -170,8 +190,11 @@ def test_a_clone_that_syncs_after_a_purge_is_told_and_accepts_it(two: tuple[Vaul
     assert report.remotes == ["origin"]
     refused = fails(in_vault(laptop.root, "sync"), 2)
     assert "memfile purge --push" in refused.stderr
+    preview = ok(in_vault(laptop.root, "purge", "--push", "--dry-run", "--json"))
+    assert json.loads(preview.stdout) == {"pushed": [], "held": ["origin/main"]}
+    assert "replace the history of origin/main" in preview.stderr
     shown = ok(in_vault(laptop.root, "purge", "--push", "--yes"))
-    assert "origin/main" in shown.stdout
+    assert "replaced the history of origin/main" in shown.stdout
     bare = laptop.root.parent / "remote.git"
     assert SECRET not in git(bare, "log", "--all", "-p")
     ok(in_vault(laptop.root, "sync"))
