@@ -58,6 +58,7 @@ from common import (  # noqa: E402
     parse_args,
     run,
     say,
+    settle,
     timing_label,
 )
 
@@ -127,20 +128,6 @@ def files_differ(source: Path, target: Path) -> list[str]:
 
 
 # --- the benchmark ------------------------------------------------------------------
-
-
-def settle() -> None:
-    """Before a timed write: the disk work the untimed steps left (a vault made, files copied) done, so
-    that the figure does not pay for it.
-
-    Nor does a timed write follow the removal of many files: each run writes into a new folder, and the
-    folders go at the end. On this machine (ext4 mounted with `discard`, 2026-12-02) creating a file
-    took 0.5-1.1 ms for more than 20 s after 10,000 files were removed, until about as many new files
-    had been created, against 0.04-0.1 ms otherwise: an import of 10,000 memories (and git's 10,000
-    objects in the baseline) right after the last run's vault was removed paid 10 s and more for it.
-    """
-    os.sync()
-    time.sleep(1.0)
 
 
 def empty_vault(path: Path, env: dict[str, str]) -> Path:

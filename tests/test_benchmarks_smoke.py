@@ -34,6 +34,7 @@ SCRIPTS = [
     "bench_index",
     "bench_inout",
     "bench_mcp",
+    "bench_purge",
     "bench_retrieval",
     "bench_secrets",
     "bench_semantic",
