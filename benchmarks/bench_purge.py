@@ -187,7 +187,7 @@ def bench(s: Setup, args: argparse.Namespace, table: Table) -> None:
     still = s.copy("still")
     head = s.git(still, "for-each-ref")
     _, plan_out = s.mf(still, "purge", ref, "--dry-run", "--json")
-    plan = json.loads(plan_out)
+    [plan] = json.loads(plan_out)  # one REF: one plan
     dry = timed([*MEMFILE, "--vault", str(still), "--mind", MIND, "purge", ref, "--dry-run"], s.env, args.runs)
     reindex = timed([*MEMFILE, "--vault", str(still), "--mind", MIND, "reindex"], s.env, args.runs)
     unchanged = s.git(still, "for-each-ref") == head and s.found(still, SENTINEL)

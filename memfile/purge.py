@@ -20,6 +20,7 @@ which runs its steps again: each does nothing when it is already done.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -28,7 +29,7 @@ from .config import STATE_DIR
 from .errors import InvalidInput, NotFound, Refused
 from .files import atomic_write, read_or_none
 from .git import PURGE_JOURNAL as JOURNAL
-from .model import Source, format_datetime, utc_now
+from .model import Progress, Source, format_datetime, step, utc_now
 from .recalling import LAST_RECALL
 
 if TYPE_CHECKING:
@@ -111,7 +112,9 @@ class Purger:
     def __init__(self, writer: Writer, index: Index, history: History) -> None:
         self._writer, self._index, self._history = writer, index, history
 
-    def purge(self, ref: str, text: str | None = None, dry_run: bool = False) -> PurgeReport:
+    def purge(
+        self, ref: str, text: str | None = None, dry_run: bool = False, progress: Progress | None = None
+    ) -> PurgeReport:
         writer = self._writer
         if writer.actor is Source.AGENT:
             raise Refused(
@@ -151,7 +154,7 @@ class Purger:
             }
             leases = {ref: git.resolve(ref) for ref in found.refs if ref.startswith("refs/remotes/")}
             plan = {"record": entry, "path": memory.path, "text": text, "entries": [entry], "leases": leases}
-            report.commit = _run(writer, self._index, plan)
+            report.commit = _run(writer, self._index, plan, progress)
             report.remotes = sorted(pending(git))
             return report
 
@@ -191,14 +194,14 @@ def _check_committed(git: GitStore) -> None:
         )
 
 
-def _run(writer: Writer, index: Index, plan: dict[str, Any]) -> str | None:
+def _run(writer: Writer, index: Index, plan: dict[str, Any], progress: Progress | None = None) -> str | None:
     """Journal the plan (before anything changes), then carry it out."""
     # The owner's only: it may hold the string `purge --text` removes.
     atomic_write(writer.root / ".git" / JOURNAL, json.dumps(plan).encode("utf-8"), mode=0o600)
-    return _complete(writer, index, plan)
+    return _complete(writer, index, plan, progress)
 
 
-def _complete(writer: Writer, index: Index, plan: dict[str, Any]) -> str | None:
+def _complete(writer: Writer, index: Index, plan: dict[str, Any], progress: Progress | None = None) -> str | None:
     """The steps of a purge, each doing nothing when already done: record it (and remove the memory's
     file) in one commit, rewrite every ref's history, prune the old objects, clear memfile's state, note
     the remotes that still hold what went. Returns the commit that records it."""
@@ -229,11 +232,16 @@ def _complete(writer: Writer, index: Index, plan: dict[str, Any]) -> str | None:
         found = versions(git, e["mind"], e["id"], text if e.get("what") == "text" else None)
         (text_in if e.get("what") == "text" else strip).update(found.blobs)
         minds.setdefault(e["mind"], set()).add(e["id"])
+    rewriting = step(progress, "rewriting history")
+    if rewriting is not None:
+        rewriting(0, 1)
     if strip or text_in:
         rewrite(git, frozenset(strip), text, frozenset(text_in))
     expire_old_objects(git)
+    if rewriting is not None:
+        rewriting(1, 1)
     for mind, ids in minds.items():
-        clear_state(root, ids, index_of(writer, index, mind))
+        clear_state(root, ids, index_of(writer, index, mind), step(progress, "indexing"))
     remotes = pending(git)
     for ref, lease in plan["leases"].items():
         remote, _, branch = ref.removeprefix("refs/remotes/").partition("/")
@@ -243,11 +251,13 @@ def _complete(writer: Writer, index: Index, plan: dict[str, Any]) -> str | None:
     return git.head() if entry is not None else None  # the record's commit, as the rewrite left it
 
 
-def clear_state(root: Path, memory_ids: set[str], index: Index) -> None:
+def clear_state(
+    root: Path, memory_ids: set[str], index: Index, progress: Callable[[int, int], None] | None = None
+) -> None:
     """What memfile keeps beside a mind's files, cleared of purged memories: the index rebuilt (a removed
     document stays in the index's files until then), the vectors no memory has now deleted and their file
     compacted, and the last-recall records and queued results that name one of them removed."""
-    index.rebuild()
+    index.rebuild(progress)
     state = root / STATE_DIR
     if any(state.glob("vectors-*.sqlite")):
         from .semantic.cache import compact

@@ -841,7 +841,15 @@ class Vault:
         )
 
     @_verb
-    def purge(self, ref: str, *, text: str | None = None, dry_run: bool = False, push: bool = False) -> PurgeReport:
+    def purge(
+        self,
+        ref: str,
+        *,
+        text: str | None = None,
+        dry_run: bool = False,
+        push: bool = False,
+        progress: Progress | None = None,
+    ) -> PurgeReport:
         """Remove a memory from every version of the vault's history (a person only; `forget` keeps history).
 
         Every branch, tag and remote-tracking branch is rewritten without the memory's versions, the
@@ -857,6 +865,8 @@ class Vault:
             dry_run: only say what would go: versions, commits rewritten, refs moved.
             push: then replace the history of every remote branch that still holds the purged versions
                 (`push_purge`).
+            progress: called with (step, done, total): `rewriting history`, then `indexing` (the mind's
+                index rebuilt: most of a purge's time in a big vault).
 
         Returns:
             A PurgeReport: the versions, commits and refs, the commit recording the purge, and the remotes
@@ -869,7 +879,7 @@ class Vault:
             GitError: git-filter-repo or git failed (the message says which and how far it got; the next
                 write finishes an interrupted purge).
         """
-        report = self._purger.purge(ref, text, dry_run)
+        report = self._purger.purge(ref, text, dry_run, progress)
         if push and not dry_run:
             report.pushed = self.push_purge()
             report.remotes = []

@@ -208,7 +208,11 @@ def purge(
     if not confirmed(yes, f"Purge {names}? This cannot be undone", refusal):
         click.echo("nothing was purged", err=True)
         return
-    reports = [vault.purge(ref, text=text, push=push and n == len(refs) - 1) for n, ref in enumerate(refs)]
+    with progress_bars() as progress:
+        last = len(refs) - 1
+        reports = [
+            vault.purge(ref, text=text, push=push and n == last, progress=progress) for n, ref in enumerate(refs)
+        ]
     if as_json:
         print_json([report.to_dict() for report in reports])
     for report in reports:
