@@ -37,7 +37,7 @@ def test_after_a_purge_the_served_faces_find_nothing(server: Server, setup: Setu
         for path in ("/memory/search?q=badge+PIN", "/memory/recall?q=badge+PIN", "/memory/recall", "/memory/export"):
             answer = server.request("GET", path + ("&" if "?" in path else "?") + "mind=michael", token)
             assert answer.status == 200, (path, answer)
-            assert "4417" not in answer.body.decode() and "side door" not in answer.body.decode(), path
+            assert "PIN is 4417" not in answer.body.decode() and "side door" not in answer.body.decode(), path
         assert server.request("GET", f"/memory/{memory_id}?mind=michael", token).status == 404
     assert "Berlin" in server.request("GET", "/memory/search?q=Berlin", agent).body.decode()
 
@@ -64,7 +64,7 @@ def test_the_mcp_face_finds_nothing_and_has_no_purge(setup: Setup) -> None:
 
     tools = mcp.serve(Path(setup.root), run, "michael")
     assert not any(name.startswith("purge") for name in tools) and "purge" not in COMMANDS
-    assert not any("5551234" in text for text in agent_texts)
+    assert not any("number is 0170 5551234" in text for text in agent_texts)
 
 
 def test_post_purge_is_a_persons_only(server: Server, setup: Setup, agent: str, person: str) -> None:
