@@ -227,7 +227,7 @@ class Vault:
     def _doctor(self) -> Doctor:
         from .doctor import Doctor
 
-        return Doctor(self._writer, self._index, self.status)
+        return Doctor(self._writer, self._index, self.status, self.link_table)
 
     def _autosync(self) -> None:
         """After each write's commit, inside its transaction: `[sync] autosync` (see `Remote.autosync`)."""
