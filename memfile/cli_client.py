@@ -44,6 +44,8 @@ SERVED = frozenset(
         "search",
         "recall",
         "show",
+        "links",
+        "backlinks",
         "list",
         "by-tag",
         "tags",

@@ -18,6 +18,7 @@ from . import fileformat
 from .config import CONFIG_NAME, STATE_DIR, unknown_settings
 from .errors import GitError, MemfileError
 from .files import TEMP_PREFIX
+from .links import AMBIGUOUS, LinkTable
 from .model import MAX_TAGS, Category, Memory, Progress, Source, key_fits_name, step, utc_now
 from .paths import is_inside, is_utf8_name, memory_relpath, shown_path
 
@@ -35,9 +36,11 @@ class Finding:
     message: str
     path: str | None = None
     problem: bool = True  # False: worth knowing, not wrong (expired, superseded counts)
+    line: int | None = None  # the file's line, where one line is the place (a broken link)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"kind": self.kind, "path": self.path, "message": self.message, "problem": self.problem}
+        found = {"kind": self.kind, "path": self.path, "message": self.message, "problem": self.problem}
+        return found | ({"line": self.line} if self.line is not None else {})
 
 
 @dataclass
@@ -46,8 +49,10 @@ class DoctorReport:
     findings: list[Finding] = field(default_factory=list)
     fixed: list[str] = field(default_factory=list)
 
-    def add(self, kind: str, message: str, path: str | None = None, problem: bool = True) -> None:
-        self.findings.append(Finding(kind, message, path, problem))
+    def add(
+        self, kind: str, message: str, path: str | None = None, problem: bool = True, line: int | None = None
+    ) -> None:
+        self.findings.append(Finding(kind, message, path, problem, line))
 
     @property
     def problems(self) -> list[Finding]:
@@ -71,9 +76,11 @@ STALE_AFTER_S = 600
 class Doctor:
     """`Vault.doctor`: checks of one mind over its index, its writer (and git store) and its status."""
 
-    def __init__(self, writer: Writer, index: Index, status: Callable[[], Any]) -> None:
+    def __init__(
+        self, writer: Writer, index: Index, status: Callable[[], Any], link_table: Callable[[], LinkTable]
+    ) -> None:
         self.root, self.mind, self.mind_dir = writer.root, writer.mind, writer.root / writer.mind
-        self._writer, self._index, self.status = writer, index, status
+        self._writer, self._index, self.status, self._link_table = writer, index, status, link_table
 
     @property
     def _git(self) -> GitStore:
@@ -128,6 +135,7 @@ class Doctor:
         for path in map(shown_path, status["uncommitted"]):
             add("uncommitted", f"{path} has changes not committed to git", path)
         self._check_files(report)
+        self._check_links(report)
         from .git import PURGE_JOURNAL
 
         if (self.root / ".git" / PURGE_JOURNAL).exists():
@@ -148,6 +156,21 @@ class Doctor:
                 False,
             )
         return report
+
+    def _check_links(self, report: DoctorReport) -> None:
+        """Each link that leads to nothing (`broken_link`) or to one of several files (`ambiguous_link`),
+        at its file's line."""
+        starts: dict[str, int] = {}
+        for resolved in self._link_table().broken():
+            path = resolved.source.path
+            if path not in starts:
+                try:
+                    starts[path] = fileformat.content_line((self.root / path).read_text(encoding="utf-8"))
+                except (OSError, UnicodeDecodeError):
+                    starts[path] = 1
+            line = starts[path] + resolved.link.line - 1
+            kind = "ambiguous_link" if resolved.status == AMBIGUOUS else "broken_link"
+            report.add(kind, f"{path}:{line}: {resolved.note}", path, line=line)
 
     def _check_secrets(self, report: DoctorReport, memories: list[Memory], progress: Progress | None) -> None:
         """A `secret` finding for each value shaped like a credential in a memory file (front-matter too),

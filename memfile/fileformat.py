@@ -89,6 +89,15 @@ def front_matter_lines(text: str) -> int:
     return 0 if fences is None else text.count("\n", 0, fences[1].start()) + 1
 
 
+def content_line(text: str) -> int:
+    """The line of `text` (a file's) where its content begins, as `parse` strips it: a line of the
+    content is this plus its own line, less one (doctor's place of a link)."""
+    fences = _locate(text)
+    start = 0 if fences is None else fences[1].end()
+    body = text[start:]
+    return text.count("\n", 0, start + len(body) - len(body.lstrip())) + 1
+
+
 def _key_line(text: str, fences: tuple[re.Match[str], re.Match[str]] | None, key: str) -> int | None:
     if fences is None:
         return None

@@ -462,10 +462,15 @@ def build_server(minds: Minds, caller_of: Callable[[Context], Caller], read_mind
         }  # its notices follow as texts of their own, as every tool's do
 
     @server.tool(
-        description=_doc(Vault.get, "Read one memory in full by REF (an id, category/key, or key)."), annotations=READ
+        description=_doc(
+            Vault.get,
+            "Read one memory in full by REF (an id, category/key, or key), with its wiki links ([[key]]) "
+            "and backlinks (`links`, `backlinks`: each with its relation and the memory it leads to).",
+        ),
+        annotations=READ,
     )
     async def show(ctx: Context, ref: str) -> dict[str, Any]:
-        return await call(ctx, lambda vault: vault.get(ref).to_dict(), read=True)
+        return await call(ctx, lambda vault: vault.linked(ref).to_dict(), read=True)
 
     @server.tool(
         name="list", description=_doc(Vault.list, "List memories by category, tags or priority."), annotations=READ

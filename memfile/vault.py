@@ -36,6 +36,7 @@ from .config import (
 from .errors import Conflict, InvalidInput, MemfileError, NotFound
 from .files import lock_holder, lock_text
 from .index import Index, RefreshReport, SearchOptions, check_query
+from .links import Link, Linked, LinkTable, ResolvedLink
 from .model import (
     LABEL_PATTERN,
     LABEL_RULE,
@@ -61,7 +62,7 @@ from .model import (
     resolve_ref,
     utc_now,
 )
-from .paths import MIND_PATTERN, mind_dirs, shown_path, validate_mind
+from .paths import MIND_PATTERN, memory_relpath, mind_dirs, shown_path, validate_mind
 from .recalling import Recaller, tells_secrets
 from .writer import Writer
 
@@ -154,6 +155,7 @@ class Vault:
         self._recaller = Recaller(root, mind, config, actor, self._index, self.notices)
         self._readers: dict[str, Vault] = {}  # other minds read by `recall(with_minds=...)`
         self._mind_vectors: MindVectors | None = None  # `search(semantic=True)`: made on first use
+        self._parsed_links: dict[str, tuple[str, list[Link]]] = {}  # each text's links, parsed once (LinkTable)
         #: Set by a long-lived process (memfile.worker), which embeds between requests where `[search] semantic`
         #: is on: a search by meaning then says so instead of naming `memfile reindex --semantic`.
         self.resident = False
@@ -225,7 +227,7 @@ class Vault:
     def _doctor(self) -> Doctor:
         from .doctor import Doctor
 
-        return Doctor(self._writer, self._index, self.status)
+        return Doctor(self._writer, self._index, self.status, self.link_table)
 
     def _autosync(self) -> None:
         """After each write's commit, inside its transaction: `[sync] autosync` (see `Remote.autosync`)."""
@@ -389,6 +391,65 @@ class Vault:
         return resolve_ref(ref, self.memories(), self.mind, self.issues)
 
     show = get
+
+    @_verb
+    def links(self, ref: str) -> builtins.list[ResolvedLink]:
+        """The links a memory's text makes (`[[key]]`, `[[category/key|shown]]`, `- relation [[key]]`), resolved.
+
+        Args:
+            ref: the memory, as `get` takes it.
+
+        Returns:
+            One ResolvedLink per link, in the text's order: its relation, line, status (resolved, superseded
+            to a successor, ambiguous, missing, other_mind, invalid) and the memory it leads to, if any.
+
+        Raises:
+            InvalidInput, NotFound, AmbiguousRef: as `get`.
+        """
+        table = self.link_table()
+        return table.links(resolve_ref(ref, table.memories, self.mind, self.issues))
+
+    @_verb
+    def backlinks(self, ref: str) -> builtins.list[ResolvedLink]:
+        """The links of the mind's memories that lead to this one (after following supersedes).
+
+        Args:
+            ref: the memory, as `get` takes it.
+
+        Returns:
+            One ResolvedLink per link, by the linking memory's path and line (`source` is that memory).
+
+        Raises:
+            InvalidInput, NotFound, AmbiguousRef: as `get`.
+        """
+        return self.linked(ref).backlinks
+
+    @_verb
+    @tells_secrets(lambda linked: [linked.memory])
+    def linked(self, ref: str) -> Linked:
+        """One memory with its links and backlinks (what `show` gives).
+
+        Raises:
+            InvalidInput, NotFound, AmbiguousRef: as `get`.
+        """
+        table = self.link_table()
+        memory = resolve_ref(ref, table.memories, self.mind, self.issues)
+        return Linked(memory, table.links(memory), table.backlinks(memory))
+
+    @_verb
+    def link_table(self) -> LinkTable:
+        """Every link of the mind, resolved over the memories on disk now; a text is parsed again only
+        when it changed. `LinkTable.links(memory)` gives one memory's links cheaply (recall's neighbours)."""
+        others = [mind for mind in mind_dirs(self.root) if mind != self.mind]
+
+        def elsewhere(category: Category | None, key: str) -> str | None:
+            """Another mind holding the file `category/key.md` (in any category when None)."""
+            folders = [category] if category else list(Category)
+            return next(
+                (m for m in others if any((self.root / memory_relpath(m, c, key)).is_file() for c in folders)), None
+            )
+
+        return LinkTable(self.memories(), elsewhere if others else None, self._parsed_links)
 
     @_verb
     def list(

@@ -148,6 +148,8 @@ COMMANDS = (
     memories.init,
     memories.store,
     memories.show,
+    memories.links,
+    memories.backlinks,
     memories.list_,
     memories.forget,
     memories.verify,

@@ -1,5 +1,5 @@
 """The command line's memory commands: init, store, show, list, forget, verify, reactivate, expiring,
-edit, recall, search, by-tag, tags, stats, reindex, status and last-recall."""
+edit, recall, search, by-tag, tags, stats, reindex, status, last-recall, links and backlinks."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import json
 import os
 import re
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -17,6 +17,9 @@ from ..model import Memory, format_datetime, step
 from ..vault import Vault
 from .common import State, confirmed, json_option, print_json, print_store, progress_bars
 from .options import MemfileCommand
+
+if TYPE_CHECKING:
+    from ..links import ResolvedLink
 
 
 @click.command(cls=MemfileCommand)
@@ -137,8 +140,68 @@ def show(state: State, ref: str, at: str | None, as_json: bool) -> None:
     Example: memfile show project/synapse_status --at 7d
     """
     vault = state.vault()
-    memory = vault.show(ref) if at is None else vault.show_at(ref, at)
-    print_json(memory.to_dict()) if as_json else click.echo(_show_text(memory))
+    if at is not None:
+        memory = vault.show_at(ref, at)
+        print_json(memory.to_dict()) if as_json else click.echo(_show_text(memory))
+        return
+    linked = vault.linked(ref)
+    if as_json:
+        print_json(linked.to_dict())
+        return
+    text = _show_text(linked.memory)
+    for title, resolved, incoming in (("links", linked.links, False), ("backlinks", linked.backlinks, True)):
+        if resolved:
+            text = text.rstrip("\n") + f"\n\n--- {title}\n" + "\n".join(_link_lines(resolved, incoming))
+    click.echo(text)
+
+
+def _link_lines(resolved: list[ResolvedLink], incoming: bool) -> list[str]:
+    """One line per link: its relation, the memory at its other end (or what it leads to: nothing), its line."""
+    lines = []
+    for link in resolved:
+        relation = link.link.relation or "links_to"
+        if incoming:
+            lines.append(f"{link.source.ref:<40} {relation:<16} line {link.link.line}")
+        elif link.memory is not None and link.status == "resolved":
+            lines.append(f"{link.memory.ref:<40} {relation:<16} line {link.link.line}")
+        else:
+            lines.append(f"{'(' + link.status + ')':<40} {relation:<16} line {link.link.line}: {link.note}")
+    return lines
+
+
+@click.command(cls=MemfileCommand)
+@click.argument("ref")
+@json_option
+def links(state: State, ref: str, as_json: bool) -> None:
+    """List the wiki links a memory's text makes: [[key]], [[category/key|shown]], - relation [[key]].
+
+    Each line: the memory it leads to (a superseded one's successor), its relation (links_to when the
+    line gives none) and its line in the text; a link to nothing says why (missing, ambiguous,
+    other_mind, invalid). See docs/format.md, "Links".
+
+    Example: memfile links project/synapse_status --json
+    """
+    _print_links(state.vault().links(ref), as_json, False, "no links")
+
+
+@click.command(cls=MemfileCommand)
+@click.argument("ref")
+@json_option
+def backlinks(state: State, ref: str, as_json: bool) -> None:
+    """List the memories whose wiki links lead to this one, with their relation and line.
+
+    Example: memfile backlinks identity/alice
+    """
+    _print_links(state.vault().backlinks(ref), as_json, True, "no backlinks")
+
+
+def _print_links(resolved: list[ResolvedLink], as_json: bool, incoming: bool, empty: str) -> None:
+    if as_json:
+        print_json([link.to_dict() for link in resolved])
+    elif not resolved:
+        click.echo(empty, err=True)
+    else:
+        click.echo("\n".join(_link_lines(resolved, incoming)))
 
 
 def _print_memories(memories: list[Memory], as_json: bool, empty: str, date: str | None = None) -> None:

@@ -7,7 +7,7 @@ Each function takes the Vault and returns plain values for a template; nothing r
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass, field, fields, replace
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlencode
 
@@ -20,6 +20,7 @@ from ..recall import is_pinned, order
 if TYPE_CHECKING:
     from starlette.datastructures import QueryParams
 
+    from ..links import Linked, ResolvedLink
     from ..vault import LogEntry, Vault, Version
 
 PAGE_SIZE = 50
@@ -193,15 +194,18 @@ class MemoryView:
     memory: Memory | None
     versions: list[Version]
     last: Memory | None  # the newest readable version git holds (what a restore brings back)
+    links: list[ResolvedLink] = field(default_factory=list)  # its wiki links, resolved (none when forgotten)
+    backlinks: list[ResolvedLink] = field(default_factory=list)  # the links of other memories that lead to it
 
 
 def memory_page(vault: Vault, ref: str) -> MemoryView:
     """One memory and every version of it; a forgotten one by its history (NotFound: git does not know it
     either)."""
     try:
-        memory: Memory | None = vault.get(ref)
+        linked: Linked | None = vault.linked(ref)
     except NotFound:
-        memory = None
+        linked = None
+    memory = linked.memory if linked is not None else None
     # Its REF finds the file at once where it is in its usual place; an id is looked for among every memory.
     if memory is None:
         versions = vault.history(ref)
@@ -210,7 +214,9 @@ def memory_page(vault: Vault, ref: str) -> MemoryView:
         versions = vault.history(memory.ref if usual else memory.id)
     last = next((v.memory for v in versions if v.memory is not None), None)
     shown = memory.id if memory is not None else (last.id if last is not None else ref)
-    return MemoryView(shown, memory, versions, last)
+    if linked is None:
+        return MemoryView(shown, memory, versions, last)
+    return MemoryView(shown, memory, versions, last, linked.links, linked.backlinks)
 
 
 @dataclass(frozen=True)

@@ -271,7 +271,7 @@ async def import_file(request: Request, given: dict[str, Any]) -> Response:
 
 
 async def show(request: Request, given: dict[str, Any]) -> Response:
-    return JSONResponse(memory_json(await read(request, lambda vault: vault.get(given["id"]))))
+    return JSONResponse(_renamed(await read(request, lambda vault: vault.linked(given["id"]).to_dict())))
 
 
 async def forget(request: Request, given: dict[str, Any]) -> Response:
@@ -520,7 +520,15 @@ ENDPOINTS = (
         extension=True,
         max_body_size=MAX_IMPORT_BODY_BYTES,  # a whole export file
     ),
-    Endpoint("/memory/{id}", "GET", show, "getMemory", "One memory.", ok("The memory.", MEMORY), extension=True),
+    Endpoint(
+        "/memory/{id}",
+        "GET",
+        show,
+        "getMemory",
+        "One memory, with its wiki links and backlinks.",
+        ok("The memory, with `links` and `backlinks`.", ref("schemas", "LinkedMemory")),
+        extension=True,
+    ),
     Endpoint(
         "/memory/{id}",
         "PUT",

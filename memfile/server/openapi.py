@@ -176,6 +176,30 @@ MEMORY_CHANGE = Body(
 )
 
 
+def _link_schema() -> dict[str, Any]:
+    """A wiki link of a memory's text, resolved (`ResolvedLink.to_dict`; docs/format.md, "Links")."""
+    text_or_null = {"type": ["string", "null"]}
+    return {
+        "type": "object",
+        "description": "A wiki link ([[key]], [[category/key|shown]], - relation [[key]]) and where it leads.",
+        "properties": {
+            "source": {"type": "string", "description": "The linking memory (category/key)."},
+            "source_id": STRING,
+            "target": {"type": "string", "description": "The name as written, without #heading or .md."},
+            "shown": text_or_null,
+            "relation": {"type": ["string", "null"], "description": "The list line's typed relation (snake_case)."},
+            "line": {"type": "integer", "description": "The line in the linking memory's content (1-based)."},
+            "path": {"type": "string", "description": "The linking memory's file."},
+            "status": {"enum": ["resolved", "superseded", "ambiguous", "missing", "other_mind", "invalid"]},
+            "ref": {"type": ["string", "null"], "description": "The memory it leads to (a successor if superseded)."},
+            "id": text_or_null,
+            "named": {"type": ["string", "null"], "description": "The superseded memory the text names."},
+            "candidates": {"type": "array", "items": STRING},
+            "note": {"type": "string", "description": "Where it leads, in a sentence."},
+        },
+    }
+
+
 def _components() -> dict[str, Any]:
     memory = ref("schemas", "Memory")
     errors = {
@@ -219,6 +243,19 @@ def _components() -> dict[str, Any]:
                 },
             },
             "Memory": _memory_schema(),
+            "LinkedMemory": {
+                "allOf": [
+                    memory,
+                    {
+                        "type": "object",
+                        "properties": {
+                            "links": {"type": "array", "items": ref("schemas", "Link")},
+                            "backlinks": {"type": "array", "items": ref("schemas", "Link")},
+                        },
+                    },
+                ]
+            },
+            "Link": _link_schema(),
             "StoredMemory": {
                 "allOf": [
                     memory,

@@ -500,3 +500,30 @@ def test_purge_from_a_memorys_page_after_the_page_that_names_what_goes(browser: 
     history = git(setup.root, "log", "--all", "-p")
     assert "PIN is 5522" not in history and "PIN changed to 7781" not in history  # (digits alone: maybe a sha)
     assert git(setup.root, "log", "-1", "--format=%s").strip() == "purge context/dana_pin (user)"
+
+
+@pytest.mark.browser
+def test_click_a_link_and_see_the_backlink_with_hostile_link_text_inert(browser: Browser) -> None:
+    setup, server = browser.setup, browser.server
+    stored = {}
+    for category, key, content in (
+        ("identity", "link_owner", "Frank owns the link project."),
+        ("project", "link_project", f"- owned by [[link_owner|{SCRIPT} {IMG}]]\nAlso [[link_nowhere]]."),
+    ):
+        body = {"category": category, "key": key, "content": content}
+        answer = server.request("POST", "/memory?mind=michael", setup.tokens["person"], body)
+        assert answer.status in (200, 201), answer
+        stored[key] = answer.json()["id"]
+    browser.logged_in()
+    browser.go(f"/console/m/michael/memory/{stored['link_project']}")
+    links = browser.find("#links").text
+    assert "owned_by" in links and SCRIPT in links and "[[link_nowhere]]" in links
+    assert not browser.find_all("main img"), "an <img> from a link's text reached the page"
+    screenshot(browser.driver, "memory-links")
+    browser.find("#links a").click()
+    browser.wait(lambda: stored["link_owner"] in browser.path(), "the link did not open the memory it names")
+    assert "identity/link_owner" in browser.find("h1").text
+    backlinks = browser.find("#backlinks")
+    assert "project/link_project" in backlinks.text and "owned_by" in backlinks.text
+    backlinks.find_element("css selector", "a").click()
+    browser.wait(lambda: stored["link_project"] in browser.path(), "the backlink did not open the linking memory")
