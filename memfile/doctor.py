@@ -158,8 +158,9 @@ class Doctor:
         return report
 
     def _check_links(self, report: DoctorReport) -> None:
-        """Each link that leads to nothing (`broken_link`) or to one of several files (`ambiguous_link`),
-        at its file's line."""
+        """Each link that leads to one of several files (`ambiguous_link`, a problem) or to nothing
+        (`broken_link`, as information: a link to a note not written yet is how Obsidian users work), at its
+        file's line."""
         starts: dict[str, int] = {}
         for resolved in self._link_table().broken():
             path = resolved.source.path
@@ -170,7 +171,7 @@ class Doctor:
                     starts[path] = 1
             line = starts[path] + resolved.link.line - 1
             kind = "ambiguous_link" if resolved.status == AMBIGUOUS else "broken_link"
-            report.add(kind, f"{path}:{line}: {resolved.note}", path, line=line)
+            report.add(kind, f"{path}:{line}: {resolved.note}", path, problem=kind == "ambiguous_link", line=line)
 
     def _check_secrets(self, report: DoctorReport, memories: list[Memory], progress: Progress | None) -> None:
         """A `secret` finding for each value shaped like a credential in a memory file (front-matter too),
