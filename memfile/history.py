@@ -14,6 +14,7 @@ from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
 
 from . import fileformat
+from .config import plain
 from .errors import Conflict, FileParseError, InvalidInput, NotFound, Notice, Refused, echo
 from .files import MAX_FILE_BYTES
 from .index import is_walked
@@ -192,8 +193,18 @@ class History:
         nothing written): the memories of the files a walk of its checkout would read, and the files that
         could not be parsed. A file without dates takes the commit's time."""
         tree = {path: blob for path, blob in self._git.tree(sha, self.mind).items() if is_walked(path)}
+        # A file the work tree holds as the commit did is not parsed again: the index's memory of it is
+        # the one its bytes make, unless it took a date from the file's mtime (`dates_given`).
+        live: dict[str, Memory] = {}
+        if not plain("as_of"):
+            changed = self._git.changed_since(sha, self.mind)
+            live = {m.path: m for m in self._index.memories() if m.path in tree and m.path not in changed}
         memories, issues = [], []
         for path, data in zip(tree, self._git.read_objects(list(tree.values()), f"mind {self.mind} at {sha[:8]}")):
+            known = live.get(path)
+            if known is not None and data is not None and fileformat.dates_given(data, known):
+                memories.append(known)
+                continue
             try:
                 if data is not None and len(data) > MAX_FILE_BYTES:  # what reading its checkout refuses
                     raise FileParseError(path, None, f"file is larger than {MAX_FILE_BYTES // 2**20} MB")

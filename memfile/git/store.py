@@ -348,6 +348,12 @@ class GitStore:
                 found[path] = sha
         return found
 
+    def changed_since(self, rev: str, folder: str) -> set[str]:
+        """The files under `folder` whose bytes in the work tree differ from the commit `rev`'s (changed,
+        added or removed; untracked files left out). Reads only: git's index is not refreshed."""
+        args = ("--no-optional-locks", "diff", "--name-only", "--no-renames", "-z", _plain(rev, "revision"))
+        return {path for path in self._run(*args, "--", folder)[1].split("\0") if path}
+
     def paths_that_held(self, text: str, folder: str) -> list[str]:
         """Files under `folder` whose history added or removed `text`, most recent first (git's pickaxe)."""
         if not text:

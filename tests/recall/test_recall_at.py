@@ -148,8 +148,9 @@ def test_recall_at_every_commit_is_a_checkouts_recall_at_that_moment(
     assert any(issues for _, _, issues in expected.values())  # the broken file, at some commits
     assert len({json.dumps(reports[0]["memories"]) for reports, _, _ in expected.values()}) > 40
 
-    before = untouched(root)
     reopened = Vault.open(root, MIND)
+    reopened.memories()  # a plain read first: the index confirms the files it recorded as unsure
+    before = untouched(root)
     for sha in shas:
         reports = [reopened.recall(None, at=sha).to_dict(), reopened.recall(120, at=sha).to_dict()]
         for query in QUERIES:
@@ -247,6 +248,7 @@ def test_a_file_that_did_not_parse_then_is_skipped_with_an_issue(vault: Vault) -
 
 def test_nothing_is_checked_out_and_the_record_says_as_of_when(vault: Vault, dated: list[str]) -> None:
     march = dated[0]
+    vault.memories()  # a plain read first: the index confirms the files it recorded as unsure
     before = untouched(vault.root)
     first = vault.recall(0, at=march)
     assert vault.recall(0, at=march).text == first.text
@@ -301,3 +303,27 @@ def test_no_git_process_writes_anything(vault: Vault, dated: list[str]) -> None:
         subprocess.run(["git", "-C", str(vault.root), "status", "--porcelain"], capture_output=True, text=True).stdout
         == ""
     )
+
+
+def test_a_file_unchanged_since_is_taken_from_the_index_only_when_its_dates_are_its_own(
+    vault: Vault, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The speed trick `as_of` (a file the work tree holds as the commit did is not parsed again) gives
+    what the plain path gives (`MEMFILE_PLAIN=as_of`); a file without dates takes the commit's time, not
+    its mtime, either way."""
+    vault.store("fact", "office", "The office is in Berlin", expires="1h")
+    write(vault.mind_dir / "note" / "undated.md", "A note written by hand, without front-matter.\n")
+    monkeypatch.setenv("GIT_AUTHOR_DATE", "2026-01-02T03:04:05Z")
+    monkeypatch.setenv("GIT_COMMITTER_DATE", "2026-01-02T03:04:05Z")
+    commit_by_hand(vault.root, f"{MIND}/note/undated.md")
+    monkeypatch.delenv("GIT_AUTHOR_DATE")
+    monkeypatch.delenv("GIT_COMMITTER_DATE")
+    vault.store("fact", "later", "Stored after")
+    answers = {}
+    for switch in ("", "as_of"):
+        monkeypatch.setenv("MEMFILE_PLAIN", switch)
+        fresh = Vault.open(vault.root, MIND)
+        answers[switch] = [fresh.recall(None, at=at).to_dict() for at in ("HEAD~1", "HEAD")]
+    assert answers[""] == answers["as_of"]
+    undated = [m for m in answers[""][0]["memories"] if m["key"] == "undated"][0]
+    assert undated["created_at"] == "2026-01-02T03:04:05Z"
