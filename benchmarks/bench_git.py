@@ -417,7 +417,7 @@ def bench_recall_at(s: Setup, args: argparse.Namespace, table: Table, work: Path
         base=archived,
         limit_s=RECALL_AT_TARGET_S if on_target else None,
         target=f"<= {RECALL_AT_TARGET_S:g} s" if on_target else "",
-        note="a process of its own (a resident reader, where one runs, keeps nothing of it)",
+        note="a process each run, no resident reader (MEMFILE_NO_RESIDENT): the commit is read anew each time",
     )
 
 

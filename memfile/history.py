@@ -17,7 +17,6 @@ from . import fileformat
 from .config import plain
 from .errors import Conflict, FileParseError, InvalidInput, NotFound, Notice, Refused, echo
 from .files import MAX_FILE_BYTES
-from .index import is_walked
 from .model import (
     AGENT_PRIORITY_CAP,
     ID_PATTERN,
@@ -31,7 +30,7 @@ from .model import (
     utc_now,
     validate_key,
 )
-from .paths import memory_relpath, safe_path
+from .paths import is_walked, memory_relpath, safe_path
 
 if TYPE_CHECKING:
     from .git.store import Commit, GitStore

@@ -32,7 +32,7 @@ from . import source
 from .catalog import Catalog
 from .damage import IndexDamaged, IndexUnwritable, stored_bytes
 from .query import MAX_QUERY_CHARS, check_query
-from .source import Known, is_folder_entry, is_walked, parse_as_read, stat_walk
+from .source import Known, is_folder_entry, parse_as_read, stat_walk
 from .store import (
     BULK,
     CATALOG_NAME,
@@ -59,7 +59,6 @@ __all__ = [
     "Snapshot",
     "View",
     "check_query",
-    "is_walked",
     "parse_as_read",
 ]
 

@@ -143,19 +143,6 @@ def stat_walk(mind_dir: Path, root: Path, stat: bool = True) -> dict[str, Any]:
     return found
 
 
-def is_walked(relpath: str) -> bool:
-    """Whether `stat_walk` of a mind gives this path of a file under it (a path git's tree lists,
-    `<mind>/...`): a `.md` file not hidden, with a UTF-8 name, in no hidden or ignored folder."""
-    *folders, name = relpath.split("/")
-    return (
-        len(folders) >= 1
-        and name[-3:] == ".md"
-        and name[0] != "."
-        and is_utf8_name(name)
-        and not any(f[:1] == "." or is_ignored_name(f) for f in folders[1:])
-    )
-
-
 #: What listing a folder that went away (or was replaced by a file) meanwhile raises.
 _GONE = (errno.ENOENT, errno.ENOTDIR)
 
