@@ -1,4 +1,5 @@
-"""Git speed: `memfile sync` of one change on a 10,000-memory vault, and `memfile history` of 100 versions.
+"""Git speed: `memfile sync` of one change on a 10,000-memory vault, `memfile history` of 100 versions, and
+`recall --at` a month back.
 
 Run from the project root (one command):
 
@@ -39,8 +40,17 @@ process, each changing the content; their times are reported too), then
 `Vault.history(ref)` in process (p50 and p95), with the part of it that only resolves
 the REF (`Vault.memories()`, which `history` calls first).
 
+Recall as of a date (issue 42): the vault's first commit is dated 35 days back, so `at="30d"`
+reads its 10,000 memories from git. `Vault.recall(at="30d")` is timed in process on a fresh
+Vault each run (cold: git's ls-tree and cat-file, parsing every file, the recall) and again
+on the same Vault (kept per commit), with a query too (its first search indexes the commit's
+memories in memory); `memfile recall --at 30d` as a process. The baseline: what the same
+answer costs through a checkout, `git worktree add --detach` of that commit plus a plain
+`memfile recall` there (which builds the checkout's index), and `git archive` of the commit
+alone (the reading, no parsing).
+
 Targets (issue 3, "Speed"), checked at 10,000 memories and 100 versions: sync of one
-change <= 2 s, history <= 300 ms. Every process runs with GIT_CONFIG_GLOBAL=/dev/null and
+change <= 2 s, history <= 300 ms; (issue 42) a recall a month back <= 2 s cold. Every process runs with GIT_CONFIG_GLOBAL=/dev/null and
 GIT_CONFIG_NOSYSTEM=1; the vault's commits need no git identity (memfile supplies one),
 plain git commands get one with `-c user.name=... -c user.email=...`.
 """
@@ -79,6 +89,8 @@ TARGET_VERSIONS = 100
 SYNC_TARGET_S = 2.0
 HISTORY_TARGET_S = 0.300
 HISTORY_REF = "project/history_target"
+RECALL_AT_TARGET_S = 2.0
+MONTH_BACK_DAYS = 35  # the age of the vault's first commit: what `--at 30d` reads
 IDENTITY = ["-c", "user.name=bench", "-c", "user.email=bench@localhost"]
 SYNCED = re.compile(r"(\d+) commits? in \((\d+) memory files? changed\), (\d+) commits? out")
 
@@ -103,7 +115,10 @@ class Setup:
         if not (self.vault / ".git").exists():  # make_vault leaves git to us (its --git picks no branch name)
             self.git(self.vault, "init", "-q", "-b", "main")
             self.git(self.vault, "add", "-A")
-            self.git(self.vault, "commit", "-q", "-m", f"synthetic vault: {size} memories, seed {seed}")
+            stamp = f"@{int(time.time()) - MONTH_BACK_DAYS * 86400} +0000"  # what `recall --at 30d` reads
+            message = f"synthetic vault: {size} memories, seed {seed}"
+            dated = {**env, "GIT_AUTHOR_DATE": stamp, "GIT_COMMITTER_DATE": stamp}
+            run(["git", *IDENTITY, "-C", str(self.vault), "commit", "-q", "-m", message], dated)
         self.git(None, "init", "-q", "--bare", "-b", "main", str(self.bare))
         self.mf(self.vault, "remote", "add", str(self.bare))
         self.mf(self.vault, "sync")  # the first push; also the index and the merge driver
@@ -333,6 +348,79 @@ def bench_history(s: Setup, args: argparse.Namespace, table: Table) -> None:
     )
 
 
+def bench_recall_at(s: Setup, args: argparse.Namespace, table: Table, work: Path) -> None:
+    from memfile import Vault
+
+    size = args.size
+    say(f"\n== recall --at 30d, {size:,} memories ==")
+    sha = s.git(s.vault, "rev-list", "-1", f"--before={MONTH_BACK_DAYS - 1} days ago", "HEAD").strip()
+    query = "deploy the server"
+    cold, cold_query, cached, cached_query = [], [], [], []
+    for _ in range(max(args.runs, 3)):
+        vault = Vault.open(s.vault, MIND)
+        start = time.perf_counter()
+        report = vault.recall(at="30d")
+        cold.append(time.perf_counter() - start)
+        start = time.perf_counter()
+        vault.recall(at="30d")
+        cached.append(time.perf_counter() - start)
+        if vault.last_recall().as_of["commit"] != sha:
+            raise SystemExit(f"recall --at 30d read {vault.last_recall().as_of}, not the commit {sha[:8]}")
+        start = time.perf_counter()
+        vault.recall(query=query, at="30d")
+        cold_query.append(time.perf_counter() - start)
+        start = time.perf_counter()
+        vault.recall(query=query, at="30d")
+        cached_query.append(time.perf_counter() - start)
+        vault.close()
+    if report.total < size * 0.9:  # the generated vault's expired memories are left out
+        raise SystemExit(f"recall --at 30d saw {report.total} memories of {size:,}")
+
+    checkout = work / "checkout"
+
+    def through_a_checkout() -> float:
+        took = run(["git", "-C", str(s.vault), "worktree", "add", "-q", "--detach", str(checkout), sha], s.env)[0]
+        took += run([*s.memfile, "--vault", str(checkout), "--mind", MIND, "recall"], s.env)[0]
+        run(["git", "-C", str(s.vault), "worktree", "remove", "--force", str(checkout)], s.env)
+        return took
+
+    def archive() -> float:
+        return run(["sh", "-c", f'git -C "{s.vault}" archive {sha} -- {MIND} | tar -x -C "{work}/archive"'], s.env)[0]
+
+    (work / "archive").mkdir()
+    base = [through_a_checkout() for _ in range(args.runs)]
+    archived = [archive() for _ in range(args.runs)]
+    on_target = size == TARGET_SIZE
+    table.timing(
+        "Vault.recall(at='30d'), cold (in process)",
+        size,
+        cold,
+        baseline="git worktree add + memfile recall",
+        base=base,
+        limit_s=RECALL_AT_TARGET_S if on_target else None,
+        target=f"<= {RECALL_AT_TARGET_S:g} s" if on_target else "",
+        note=f"a fresh Vault each run: ls-tree, one cat-file of {report.total:,} files, parsing, the recall",
+    )
+    table.timing("  again, kept per commit (in process)", size, cached)
+    table.timing(
+        "Vault.recall(query, at='30d'), cold (in process)",
+        size,
+        cold_query,
+        note="after the whole recall: its first search indexes the commit's memories in memory",
+    )
+    table.timing("  again, kept per commit (in process)", size, cached_query)
+    table.timing(
+        "memfile recall --at 30d (process)",
+        size,
+        timed([*s.memfile, "--vault", str(s.vault), "--mind", MIND, "recall", "--at", "30d"], s.env, args.runs),
+        baseline="git archive COMMIT | tar -x",
+        base=archived,
+        limit_s=RECALL_AT_TARGET_S if on_target else None,
+        target=f"<= {RECALL_AT_TARGET_S:g} s" if on_target else "",
+        note="a process each run, no resident reader (MEMFILE_NO_RESIDENT): the commit is read anew each time",
+    )
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--size", type=int, default=TARGET_SIZE, help="memories in the vault (default 10,000)")
@@ -361,6 +449,7 @@ def main() -> int:
         setup = Setup(work, env, args.size, args.seed)
         bench_sync(setup, args, table)
         bench_history(setup, args, table)
+        bench_recall_at(setup, args, table, work)
     finally:
         if args.keep:
             print(f"\nvaults kept in {work}")

@@ -149,6 +149,19 @@ def parse(data: bytes, relpath: str, mtime: datetime) -> Memory:
         raise FileParseError(relpath, _key_line(text, fences, field_name), str(exc).rstrip(".")) from None
 
 
+def dates_given(data: bytes, memory: Memory) -> bool:
+    """Whether `data`, the bytes `memory` was parsed from, gives both its dates in its front-matter as memfile
+    writes them: then `parse` makes the same memory of those bytes whatever `mtime` it is given."""
+    if not data.startswith(b"---\n"):
+        return False
+    end = data.find(b"\n---", 3)
+    head = data[3 : end + 1] if end > 0 else b""
+    return (
+        f"\ncreated_at: {format_datetime(memory.created_at)}\n".encode() in head
+        and f"\nupdated_at: {format_datetime(memory.updated_at)}\n".encode() in head
+    )
+
+
 def _unclosed(text: str) -> str:
     """Why a file whose first line opens front-matter that no `---` line closes cannot be read.
 

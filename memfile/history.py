@@ -14,11 +14,14 @@ from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
 
 from . import fileformat
+from .config import plain
 from .errors import Conflict, FileParseError, InvalidInput, NotFound, Notice, Refused, echo
+from .files import MAX_FILE_BYTES
 from .model import (
     AGENT_PRIORITY_CAP,
     ID_PATTERN,
     Memory,
+    ParseIssue,
     Source,
     StoreResult,
     parse_category,
@@ -27,7 +30,7 @@ from .model import (
     utc_now,
     validate_key,
 )
-from .paths import memory_relpath, safe_path
+from .paths import is_walked, memory_relpath, safe_path
 
 if TYPE_CHECKING:
     from .git.store import Commit, GitStore
@@ -174,7 +177,42 @@ class History:
         moment = _commit_time(commit[0]) if commit else utc_now()
         return fileformat.parse(data, relpath, moment)
 
-    def _revision(self, at: str | datetime, relpath: str) -> str:
+    def commit_at(self, at: str | datetime) -> tuple[str, datetime]:
+        """The commit `at` names and its time: a revision names its commit; a date or a duration back, the
+        last commit of the branch at or before that moment (a moment to come: the latest).
+
+        Raises:
+            InvalidInput: `at` names no commit and no real date, or a moment before the first commit.
+        """
+        sha = self._revision(at, ".", "the vault")
+        return sha, _commit_time(self._git.log(rev=sha, limit=1, names=False)[0])
+
+    def mind_at(self, sha: str, moment: datetime) -> tuple[list[Memory], list[ParseIssue]]:
+        """The mind as the commit `sha` (of time `moment`) held it, read from git alone (no checkout,
+        nothing written): the memories of the files a walk of its checkout would read, and the files that
+        could not be parsed. A file without dates takes the commit's time."""
+        tree = {path: blob for path, blob in self._git.tree(sha, self.mind).items() if is_walked(path)}
+        # A file the work tree holds as the commit did is not parsed again: the index's memory of it is
+        # the one its bytes make, unless it took a date from the file's mtime (`dates_given`).
+        live: dict[str, Memory] = {}
+        if not plain("as_of"):
+            changed = self._git.changed_since(sha, self.mind)
+            live = {m.path: m for m in self._index.memories() if m.path in tree and m.path not in changed}
+        memories, issues = [], []
+        for path, data in zip(tree, self._git.read_objects(list(tree.values()), f"mind {self.mind} at {sha[:8]}")):
+            known = live.get(path)
+            if known is not None and data is not None and fileformat.dates_given(data, known):
+                memories.append(known)
+                continue
+            try:
+                if data is not None and len(data) > MAX_FILE_BYTES:  # what reading its checkout refuses
+                    raise FileParseError(path, None, f"file is larger than {MAX_FILE_BYTES // 2**20} MB")
+                memories.append(fileformat.parse(data or b"", path, moment))
+            except FileParseError as exc:
+                issues.append(ParseIssue(path, exc.line, exc.reason))
+        return memories, issues
+
+    def _revision(self, at: str | datetime, relpath: str, what: str = "the memory") -> str:
         """The commit `at` names: a revision, else the last commit of `relpath` at the moment `at` names."""
         sha = self._git.resolve(at) if isinstance(at, str) else None
         if sha is not None:
@@ -187,7 +225,7 @@ class History:
         elif moment >= _EPOCH:
             found = self._git.last_before(_git_date(moment), relpath)
         if found is None:
-            raise InvalidInput("at", at, _AT_RULE, reason="no version of the memory is that old")
+            raise InvalidInput("at", at, _AT_RULE, reason=f"no version of {what} is that old")
         return found
 
     def _version_bytes(self, sha: str, relpath: str) -> bytes | None:

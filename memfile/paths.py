@@ -141,3 +141,17 @@ def is_utf8_name(name: str) -> bool:
     except UnicodeEncodeError:
         return False
     return True
+
+
+def is_walked(relpath: str) -> bool:
+    """Whether the index's walk of a mind (`index.source.stat_walk`) gives this path of a file under it (a
+    path git's tree lists, `<mind>/...`): a `.md` file not hidden, with a UTF-8 name, in no hidden or
+    ignored folder."""
+    *folders, name = relpath.split("/")
+    return (
+        len(folders) >= 1
+        and name[-3:] == ".md"
+        and name[0] != "."
+        and is_utf8_name(name)
+        and not any(f[:1] == "." or is_ignored_name(f) for f in folders[1:])
+    )

@@ -37,6 +37,20 @@ _NEVER = datetime.max.replace(tzinfo=timezone.utc)  # "until" of what no expiry 
 
 
 @dataclass(frozen=True)
+class AsOf:
+    """What a recall or search reads as of a moment (`Vault.recall(at=...)`): the mind's `index` then (a
+    `Snapshot` of a commit), and the commit (`sha`) and its time (`moment`), which is "now" for expiry,
+    supersede rules and recency. A plain recall is the one of the mind's own index at the clock's time."""
+
+    sha: str
+    moment: datetime
+    index: Index
+
+    def to_dict(self) -> dict[str, str]:
+        return {"commit": self.sha, "date": format_datetime(self.moment)}
+
+
+@dataclass(frozen=True)
 class RecallRecord(Report):
     """What the last recall of a mind served (`Vault.last_recall()`): when, by whom, the query and budget,
     the tokens used, and each memory chosen (`ref`, `id`, `pinned`, `shortened`, `score`, `neighbour_of`)."""
@@ -52,6 +66,7 @@ class RecallRecord(Report):
     left_out: int
     shortened: int
     memories: list[dict[str, Any]]
+    as_of: dict[str, str] | None = None  # a recall as of a commit (`at`): its sha and date; None: of now
 
 
 class Recaller:
@@ -80,12 +95,14 @@ class Recaller:
         include_superseded: bool = False,
         exclude: frozenset[str] = frozenset(),
         fuse: Fuse | None = None,
+        as_of: AsOf | None = None,
     ) -> RecallReport:
-        """`fuse`: the text matches and the recallable memories -> the matches by meaning too (`semantic`)."""
+        """`fuse`: the text matches and the recallable memories -> the matches by meaning too (`semantic`).
+        `as_of`: recall the mind as then (its index, at its moment), and record so; default: now."""
         budget = self._checked(budget, limit)
         if query is not None:
             check_query(query)  # before any work: a 10 MB query is refused at once
-        now = utc_now()
+        now = as_of.moment if as_of is not None else utc_now()
 
         def whole(view: View) -> RecallReport:
             return view.derived(
@@ -133,7 +150,8 @@ class Recaller:
             ranked = score(matches, now, self.config.half_life_days)
             return recall_query(recallable, ranked, query, self.mind, self.name, budget, limit, matched)
 
-        return self._served(self._index.read(whole if query is None else matching))
+        index = as_of.index if as_of is not None else self._index
+        return self._served(index.read(whole if query is None else matching), as_of)
 
     def recall_across(
         self,
@@ -216,22 +234,24 @@ class Recaller:
         until = min((m.expires_at for m in live if m.expires_at is not None), default=_NEVER)
         return recall(live, self.mind, self.name, budget), until
 
-    def _served(self, report: RecallReport) -> RecallReport:
+    def _served(self, report: RecallReport, as_of: AsOf | None = None) -> RecallReport:
         """Record what recall gave (`.memfile/last_recall.json`): what did the agent see on its last turn?"""
         kept = self._kept_record
         if kept is None or kept[0] is not report or plain("catalog_cache"):
             # A report kept by the index (a whole recall of an unchanged mind) is recorded as last time.
             kept = self._kept_record = (report, json.dumps(_record_of(report), ensure_ascii=False))
-        self._record(kept[1])
+        self._record(kept[1], as_of)
         return report
 
-    def _record(self, served: str) -> None:
-        """Write the record: when, who and which mind, then `served` (the JSON object of `_record_of`)."""
+    def _record(self, served: str, as_of: AsOf | None = None) -> None:
+        """Write the record: when, who and which mind, then `served` (the JSON object of `_record_of`), then
+        as of when (`as_of`: the commit and its date; null for the mind as it is)."""
         record = {"served_at": format_datetime(utc_now()), "source": str(self.actor), "mind": self.mind}
         head = json.dumps(record, ensure_ascii=False)
+        tail = json.dumps({"as_of": as_of.to_dict() if as_of is not None else None})
         name = LAST_RECALL.format(mind=self.mind)
         try:
-            data = (head[:-1] + ", " + served[1:]).encode("utf-8")  # the two objects' members as one object
+            data = (head[:-1] + ", " + served[1:-1] + ", " + tail[1:]).encode("utf-8")  # one object
             atomic_write(self.root / STATE_DIR / name, data, durable=False)  # a record, not a memory
         except OSError as exc:  # a read-only vault still recalls
             self.notices.append(f"could not record the recall in {STATE_DIR}/{name}: {exc.strerror}")
@@ -272,7 +292,8 @@ class Recaller:
             )
         keys = ("ref", "id", "pinned", "shortened", "score", "neighbour_of")
         memories = [dict(zip(keys, entry, strict=False)) for entry in record["memories"] if isinstance(entry, list)]
-        return RecallRecord(**{name: record.get(name) for name in _RECORD_KEYS | {"matched"}} | {"memories": memories})
+        optional = {"matched", "as_of"}
+        return RecallRecord(**{name: record.get(name) for name in _RECORD_KEYS | optional} | {"memories": memories})
 
 
 def tells_secrets(served: Callable[[Any], list[Memory]]) -> Callable[[Callable[..., T]], Callable[..., T]]:
@@ -291,8 +312,8 @@ def tells_secrets(served: Callable[[Any], list[Memory]]) -> Callable[[Callable[.
     return decorate
 
 
-#: What every record holds (`_record` and `_record_of`; `matched` may be missing).
-_RECORD_KEYS = {f.name for f in fields(RecallRecord)} - {"matched"}
+#: What every record holds (`_record` and `_record_of`; `matched` and `as_of` may be missing).
+_RECORD_KEYS = {f.name for f in fields(RecallRecord)} - {"matched", "as_of"}
 
 
 def _record_of(report: RecallReport) -> dict[str, Any]:

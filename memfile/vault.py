@@ -12,7 +12,7 @@ from __future__ import annotations
 import builtins
 import os
 import threading
-from collections import Counter
+from collections import Counter, OrderedDict
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import datetime, timedelta, timezone
@@ -63,7 +63,7 @@ from .model import (
     utc_now,
 )
 from .paths import MIND_PATTERN, memory_relpath, mind_dirs, shown_path, validate_mind
-from .recalling import Recaller, tells_secrets
+from .recalling import AsOf, Recaller, tells_secrets
 from .writer import Writer
 
 if TYPE_CHECKING:
@@ -154,6 +154,7 @@ class Vault:
         self._writer.finish_purge = lambda: self._purger.finish_interrupted()
         self._recaller = Recaller(root, mind, config, actor, self._index, self.notices)
         self._readers: dict[str, Vault] = {}  # other minds read by `recall(with_minds=...)`
+        self._moments: OrderedDict[str, AsOf] = OrderedDict()  # `recall(at=...)`: by commit sha, newest used last
         self._mind_vectors: MindVectors | None = None  # `search(semantic=True)`: made on first use
         self._parsed_links: dict[str, tuple[str, list[Link]]] = {}  # each text's links, parsed once (LinkTable)
         #: Set by a long-lived process (memfile.worker), which embeds between requests where `[search] semantic`
@@ -529,6 +530,7 @@ class Vault:
         include_superseded: bool = False,
         limit: int = 10,
         semantic: bool | None = None,
+        at: str | datetime | None = None,
     ) -> builtins.list[SearchHit]:
         """Full-text search of the mind, best first (BM25F over content, key and tags).
 
@@ -551,6 +553,7 @@ class Vault:
                 hits fused with the memories nearest the question by a multilingual model, under the
                 same filters; each hit says its parts (docs/semantic.md). Memories not embedded yet
                 (`embed`) are found by their words only, and a notice says how many are embedded.
+            at: search the mind as it was then, read from git (as `recall`'s `at`); by words only.
 
         Returns:
             SearchHit values (memory, score, snippet with **matches**, rank); `to_dict()` holds the
@@ -559,7 +562,7 @@ class Vault:
             full disk), the files are searched through an index made in memory.
 
         Raises:
-            InvalidInput: the query cannot be parsed or a filter is not allowed.
+            InvalidInput: the query cannot be parsed, a filter is not allowed, or `at` names no commit.
         """
         check_query(query)  # before any work: a 10 MB query is refused at once
         if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= 1000:
@@ -574,6 +577,11 @@ class Vault:
             include_superseded=include_superseded,
             limit=limit,
         )
+        if at is not None:
+            as_of = self._moment(at, semantic)
+            found = as_of.index.read(lambda view: view.search(query, options, as_of.moment)[0])
+            self.issues = as_of.index.issues  # the files of that commit that could not be parsed
+            return found
         if not (self.config.semantic if semantic is None else semantic):
             return self._index.read(lambda view: view.search(query, options)[0])
         from .semantic.mind import admission
@@ -1213,6 +1221,7 @@ class Vault:
         with_minds: Sequence[str] = (),
         exclude: Iterable[str] = (),
         semantic: bool | None = None,
+        at: str | datetime | None = None,
     ) -> RecallReport:
         """The recall an agent puts in its context window: a `RecallReport`, which is the text itself (a str;
         `.encode()` gives the UTF-8 bytes `memfile recall` writes) and tells what was chosen and cut
@@ -1239,12 +1248,35 @@ class Vault:
             exclude: memories (ids or `category/key`) left out, as if they were not there: what the
                 caller shows on its own (`memfile.context`'s rolling summary).
             semantic: with a query, its matches by meaning too, as `search`'s (default `[search] semantic`).
+            at: recall the mind as it was then: a revision (sha, `HEAD~3`, a branch), a date (`2026-05-01`:
+                the last commit at or before it on this branch; a date to come: the latest) or a duration
+                back (`30d`). The files are read from git (no checkout; nothing is written but the record)
+                and recalled as the commit's checkout would be at the commit's time: budget, priorities,
+                expiry and supersede rules as then. By words only, one mind; kept per commit (the last
+                few), so a second recall at the same moment is fast. The record says `as_of`.
 
         Raises:
-            InvalidInput: the budget or limit is not allowed, the query cannot be parsed, or a mind of
-                `with_minds` is this one or named twice.
+            InvalidInput: the budget or limit is not allowed, the query cannot be parsed, a mind of
+                `with_minds` is this one or named twice, or `at` names no commit and no real date (or a
+                moment before the first commit), or comes with `with_minds` or `semantic`.
             NotFound: a mind of `with_minds` does not exist.
         """
+        if at is not None:
+            if with_minds:
+                raise InvalidInput(
+                    "with_minds", list(with_minds), "none with at (a recall as of a date reads one mind)"
+                )
+            as_of = self._moment(at, semantic)
+            report = self._recaller.recall(
+                budget,
+                query=query,
+                limit=limit,
+                include_superseded=include_superseded,
+                exclude=frozenset([exclude] if isinstance(exclude, str) else exclude),
+                as_of=as_of,
+            )
+            self.issues = as_of.index.issues  # the files of that commit that could not be parsed
+            return report
         by_meaning = query is not None and (self.config.semantic if semantic is None else semantic)
         if by_meaning and query is not None:
             check_query(query)
@@ -1264,6 +1296,27 @@ class Vault:
         return self._recaller.recall_across(
             others, budget, query=query, limit=limit, include_superseded=include_superseded
         )
+
+    def _moment(self, at: str | datetime, semantic: bool | None) -> AsOf:
+        """The mind as `at` names it (`recall`'s `at`), read from git once per commit (the last `MOMENTS` kept);
+        `issues` are the files of that commit that could not be parsed.
+
+        Raises:
+            InvalidInput: `at` names no commit and no real date, or `semantic` is asked for.
+        """
+        from .index import Snapshot
+
+        if semantic:
+            raise InvalidInput("semantic", semantic, "false with at (a recall or search as of a date is by words)")
+        sha, moment = self._history.commit_at(at)
+        as_of = self._moments.pop(sha, None)
+        if as_of is None:
+            memories, issues = self._history.mind_at(sha, moment)
+            as_of = AsOf(sha, moment, Snapshot(self.root, self.mind, memories, issues))
+        self._moments[sha] = as_of
+        while len(self._moments) > MOMENTS:
+            self._moments.popitem(last=False)
+        return as_of
 
     def _reader(self, mind: str) -> Vault:
         """Another mind of this vault, opened once to be read (`recall`'s `with_minds`), acting as this Vault."""
@@ -1431,6 +1484,9 @@ class Vault:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
+
+#: How many commits a Vault keeps read for `recall(at=...)` and `search(at=...)` (`Vault._moment`).
+MOMENTS = 4
 
 #: The filters of a search a hybrid search applies to its candidates (`SearchOptions`' names).
 _FILTERS = ("tags", "category", "priority", "source", "unverified", "include_expired", "include_superseded")

@@ -394,6 +394,9 @@ def edit(state: State, ref: str, as_json: bool) -> None:
 @click.option("--include-superseded", is_flag=True, help="Also memories marked superseded.")
 @click.option("--with-mind", "with_minds", multiple=True, help="Also read this mind (repeat), read-only.")
 @click.option("--semantic/--lexical", default=None, help="With --query: matches by meaning too (as search).")
+@click.option(
+    "--at", metavar="REV|DATE", help="The mind as it was at a commit (sha, HEAD~2), a date (2026-05-01) or 30d ago."
+)
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
 @click.pass_obj
 def recall(state: State, budget: int | None, fmt: str, **options: Any) -> None:
@@ -404,8 +407,11 @@ def recall(state: State, budget: int | None, fmt: str, **options: Any) -> None:
     preference ones (pinned), then the best matches ranked by relevance, priority, recency (half-life
     decay), confidence and verified; --format json shows each score's parts. --with-mind
     adds another mind's memories (a group chat's mind with its speaker's), each labelled.
+    --at recalls the mind as it was then, read from git (nothing is checked out).
 
     Example: memfile --vault sample_vault recall --budget 500
+
+    Example: memfile recall --at 2026-05-01 --query "deploy synapse"
 
     Example: memfile --mind group_a recall --with-mind alice --query "deploy synapse to vps1" --budget 800
     """
@@ -430,6 +436,9 @@ def recall(state: State, budget: int | None, fmt: str, **options: Any) -> None:
     default=None,
     help="Also by meaning, fused with the words (the semantic extra); default: [search] semantic.",
 )
+@click.option(
+    "--at", metavar="REV|DATE", help="Search the mind as it was at a commit (sha, HEAD~2), a date or 30d ago."
+)
 @json_option
 def search(state: State, query: tuple[str, ...], as_json: bool, **filters: Any) -> None:
     """Search the mind's memories, best match first.
@@ -442,6 +451,8 @@ def search(state: State, query: tuple[str, ...], as_json: bool, **filters: Any) 
     Example: memfile search what did we deploy on vps1?
 
     Example: memfile search --semantic "what does she do for a living?"
+
+    Example: memfile search --at 30d vps1
     """
     hits = state.vault().search(" ".join(query), **filters)
     if as_json:

@@ -274,8 +274,9 @@ class GitStore:
         limit: int | None = None,
         names: bool = True,
         first_parent: bool = False,
+        rev: str = "HEAD",
     ) -> list[Commit]:
-        """Commits touching `paths` (all when none), newest first, each with the paths it touched.
+        """Commits touching `paths` (all when none), newest first from `rev`, each with the paths it touched.
 
         `names=False` leaves `Commit.paths` empty (sparing git a diff of every commit). `first_parent`: only
         the commits made on this branch (a merge's paths are what it brought in).
@@ -289,7 +290,7 @@ class GitStore:
             args.append(f"--since={since}")
         if limit:
             args.append(f"-n{limit}")
-        status, out = self._run(*args, "--", *paths, check=False, errors=True)
+        status, out = self._run(*args, _plain(rev, "revision"), "--", *paths, check=False, errors=True)
         if status != 0:
             if self._run("rev-parse", "--verify", "--quiet", "HEAD", check=False)[0] != 0:
                 return []  # a repository without commits yet
@@ -334,6 +335,24 @@ class GitStore:
             found.append(out[at : at + size] if header[1] == b"blob" else None)
             at += size + 1
         return found
+
+    def tree(self, rev: str, folder: str) -> dict[str, str]:
+        """The files under `folder` at the commit `rev`: path -> the sha of its blob (symlinks and
+        submodules left out: neither is a file a checkout reads as it is)."""
+        out = self._run("ls-tree", "-r", "-z", "--full-tree", _plain(rev, "revision"), "--", folder)[1]
+        found = {}
+        for entry in out.split("\0"):
+            info, _, path = entry.partition("\t")
+            mode, kind, sha = (info.split() + ["", "", ""])[:3]
+            if kind == "blob" and mode != "120000":
+                found[path] = sha
+        return found
+
+    def changed_since(self, rev: str, folder: str) -> set[str]:
+        """The files under `folder` whose bytes in the work tree differ from the commit `rev`'s (changed,
+        added or removed; untracked files left out). Reads only: git's index is not refreshed."""
+        args = ("--no-optional-locks", "diff", "--name-only", "--no-renames", "-z", _plain(rev, "revision"))
+        return {path for path in self._run(*args, "--", folder)[1].split("\0") if path}
 
     def paths_that_held(self, text: str, folder: str) -> list[str]:
         """Files under `folder` whose history added or removed `text`, most recent first (git's pickaxe)."""

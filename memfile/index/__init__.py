@@ -18,14 +18,14 @@ passages), damage.py (damage versus bugs), source.py (reading the files).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable, Mapping
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import Any, TypeVar, cast
 
 from ..config import STATE_DIR, plain
-from ..errors import Conflict
+from ..errors import Conflict, FileParseError
 from ..files import Stat
 from ..model import Memory, ParseIssue, SearchHit, utc_now
 from . import source
@@ -56,6 +56,7 @@ __all__ = [
     "Known",
     "RefreshReport",
     "SearchOptions",
+    "Snapshot",
     "View",
     "check_query",
     "parse_as_read",
@@ -464,6 +465,71 @@ class View:
             return []
         with stored_bytes():
             return self.index._store.snippets(text, memories)
+
+
+class Snapshot(Index):
+    """The index of a mind as a git commit held it, in memory, made from the memories read from git (never
+    from the work tree) and never changed (`Vault.recall(at=...)`). Nothing under the vault is read or
+    written. A read serves the memories as they are (no Whoosh); the first search indexes them all in
+    memory, as a first read of a checkout of that commit would, and later searches use that index.
+    """
+
+    def __init__(self, root: Path, mind: str, memories: Sequence[Memory], issues: Sequence[ParseIssue]) -> None:
+        super().__init__(root, mind, 0.0, lambda _: None)
+        self._store = Store(self.folder, 0.0, in_memory=True)
+        self._files = {m.path: m for m in sorted(memories, key=lambda m: m.path)}
+        self._issues = sorted(issues, key=lambda i: i.path)
+        self._filled = False
+
+    def refresh(self, *args: Any, **kwargs: Any) -> RefreshReport:
+        """Nothing changes; before the first search, the memories are overlaid (`RefreshReport.pending`)."""
+        if self._filled:
+            return RefreshReport()
+        return RefreshReport(skipped=list(self._issues), pending=dict(self._files))
+
+    def read(self, work: Callable[[View], T]) -> T:
+        return work(_SnapshotView(self, self.refresh()))
+
+    def watcher_vouches(self) -> bool:
+        return False
+
+    def fill(self) -> None:
+        """Index every memory in memory, once (what a search needs)."""
+        if self._filled:
+            return
+        stats: dict[str, Stat] = {path: (0, 0, 0, n) for n, path in enumerate([*self._files, *self._problems()])}
+        issues = {i.path: i for i in self._issues}
+
+        def load(path: str) -> tuple[Stat, Memory]:
+            if path in issues:
+                raise FileParseError(path, issues[path].line, issues[path].reason)
+            return stats[path], self._files[path]
+
+        self._store.sync(stats, load)
+        self._filled = True
+
+    def _problems(self) -> list[str]:
+        return [i.path for i in self._issues]
+
+
+class _SnapshotView(View):
+    """A read of a `Snapshot`: a search fills its index first."""
+
+    index: Snapshot
+
+    def search(
+        self, text: str, options: SearchOptions, now: datetime | None = None, count: bool = False
+    ) -> tuple[list[SearchHit], int]:
+        self._filled()
+        return super().search(text, options, now, count)
+
+    def snippets(self, text: str, memories: list[Memory]) -> list[str]:
+        self._filled()
+        return super().snippets(text, memories)
+
+    def _filled(self) -> None:
+        self.index.fill()
+        self.report = self.index.refresh()
 
 
 def _damaged(exc: IndexDamaged | IndexUnwritable) -> str:

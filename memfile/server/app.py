@@ -173,6 +173,14 @@ async def recall(request: Request, given: dict[str, Any]) -> Response:
     }
     if given["budget"] is not None:
         options["budget"] = given["budget"]
+    if given["at"]:
+        caller: Caller = request.scope[CALLER]
+        if caller.source is Source.AGENT:
+            raise Refused(
+                f"this Mind Key ({caller.key}) recalls the mind as it is now; leave out at, "
+                "or recall as of a date with a person's token"
+            )
+        options["at"] = given["at"]
     if fmt == "json":
         report = _renamed(await read(request, lambda vault: vault.recall(**options).to_dict()))
         report["memories"] = [_renamed(item) for item in report["memories"]]
@@ -323,6 +331,12 @@ RECALL_PARAMETERS = (
     Param("limit", "With q: the most matches besides the pinned memories.", LIMIT),
     Param("format", "text (default) or json (what was chosen, with scores).", {"enum": ["text", "json"]}),
     Param("include_superseded", "Also memories marked superseded.", BOOL),
+    Param(
+        "at",
+        "The mind as it was then, read from git: a commit (sha, HEAD~2, a branch), a date (2026-05-01) or a "
+        "duration back (30d); a person's token only (a Mind Key gets 403).",
+        STRING,
+    ),
 )
 RECALL_RESPONSES = {
     "200": {
