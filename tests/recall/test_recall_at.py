@@ -117,6 +117,7 @@ def untouched(root: Path) -> tuple[str, dict[str, int]]:
     return git(root, "--no-optional-locks", "status", "--porcelain", "--ignored"), stamps
 
 
+@pytest.mark.slow  # 50 checkouts (about 18 s): the full suite runs it, the quick loop does not
 def test_recall_at_every_commit_is_a_checkouts_recall_at_that_moment(
     vault: Vault, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
