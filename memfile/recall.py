@@ -38,6 +38,11 @@ NEIGHBOUR_WINDOW = timedelta(minutes=10)
 #: may be about anything: their neighbours come after every real match. A turn next to a matching
 #: turn may pass weaker matching turns, never a match outside the conversation.
 CONVERSATION = Category.CONTEXT
+#: Links: the memories that the LINK_OF best real matches link to (`[[key]]`, memfile.links) count as
+#: matches with LINK_WEIGHT x its text score, and the memories those link to with LINK_WEIGHT x theirs,
+#: for `[recall] link_hops` hops. They are shown after the real matches the limit keeps (they take no
+#: real match's place), at most LINKED of them, and are the first the budget leaves out.
+LINK_OF, LINK_WEIGHT, LINKED = 3, 0.7, 3
 
 
 #: A recall of several minds: each mind folder's display name (None: a recall of one mind, unlabelled).
@@ -58,7 +63,8 @@ class RecallItem:
     pinned: bool = False
     score: float | None = None
     parts: tuple[tuple[str, float], ...] = ()
-    neighbour_of: str | None = None  # the REF of the match this memory was stored next to
+    neighbour_of: str | None = None  # the REF of the match this memory was stored next to, or is linked from
+    linked: bool = False  # a memory a match links to (`neighbour_of` names the match)
 
     def to_dict(self) -> dict[str, Any]:
         data = self.memory.to_dict() | {"shortened": self.shortened, "conflicted": self.memory.conflict is not None}
@@ -68,6 +74,7 @@ class RecallItem:
                 "score": self.score,
                 "score_parts": dict(self.parts),
                 "neighbour_of": self.neighbour_of,
+                "linked": self.linked,
             }
         return data
 
@@ -157,15 +164,18 @@ class Scored:
     score: float
     parts: tuple[tuple[str, float], ...] = field(default=())
     neighbour_of: str | None = None
+    linked: bool = False
 
 
 @dataclass(frozen=True)
 class Match:
-    """A memory's text score for a query; `via` is the match it is a neighbour of, if that is why."""
+    """A memory's text score for a query; `via` is the match it is a neighbour of (`linked`: that links
+    to it), if that is why."""
 
     memory: Memory
     text_score: float
     via: Memory | None = None
+    linked: bool = False
 
 
 @dataclass(frozen=True)
@@ -244,6 +254,26 @@ def with_neighbours(matches: list[Match], memories: list[Memory] | Recallable) -
     return sorted(best.values(), key=lambda m: -m.text_score)
 
 
+def with_links(
+    matches: list[Match], recallable: Recallable, links_of: Callable[[Memory], list[Memory]], hops: int
+) -> list[Match]:
+    """`matches` (best first) plus the recallable memories the best real ones link to, `hops` links away
+    (see LINK_OF; `links_of(memory)` gives the memories a memory's links lead to). A real match stays
+    one; a memory reached as a neighbour too keeps the better of the two scores."""
+    best = {m.memory.path: m for m in matches}
+    reached = [m for m in matches if m.via is None][:LINK_OF]
+    for _ in range(hops):
+        sources, reached = reached, []
+        for match in sources:
+            value = LINK_WEIGHT * match.text_score
+            for target in links_of(match.memory):
+                known = best.get(target.path)
+                if target.path in recallable.position and (known is None or known.via and known.text_score <= value):
+                    best[target.path] = Match(target, value, match.memory, linked=True)
+                    reached.append(best[target.path])
+    return sorted(best.values(), key=lambda m: -m.text_score)
+
+
 def recall_priority(memory: Memory) -> Priority:
     """The priority recall ranks and cuts a memory by: its own, but `high` for an unverified critical
     one. Only what a person verified is kept beyond a budget: an agent's critical memories are shown
@@ -287,9 +317,15 @@ def score(matches: list[Match], now: datetime, half_life_days: float) -> list[Sc
                 round(total, 6),
                 tuple(zip(names, (round(v, 6) for v in values))),
                 match.via.ref if match.via else None,
+                match.linked,
             )
         )
-        if match.via is not None and memory.category is CONVERSATION and match.via.category is CONVERSATION:
+        if (
+            match.via is not None
+            and not match.linked
+            and memory.category is CONVERSATION
+            and match.via.category is CONVERSATION
+        ):
             turns.add(memory.path)
     real = [s for s in ranked if s.neighbour_of is None and not is_pinned(s.memory)]
     below = min((s.score for s in real), default=None)  # every real match's
@@ -334,10 +370,12 @@ def _short(content: str) -> str:
     return (first[: SHORT_CHARS - 1].rstrip() + "…") if len(first) > SHORT_CHARS else first + (" …" if cut else "")
 
 
-def _entry(memory: Memory, shortened: bool, neighbour_of: str | None = None, labels: Labels = None) -> str:
+def _entry(
+    memory: Memory, shortened: bool, neighbour_of: str | None = None, labels: Labels = None, linked: bool = False
+) -> str:
     """An entry without its `[NNN] ` number (numbers are added once the selection is final); its first
-    line says when the memory is conflicted, what it is a neighbour of, and (a recall of several minds,
-    `labels`) whose it is."""
+    line says when the memory is conflicted, what it is a neighbour of or linked from, and (a recall of
+    several minds, `labels`) whose it is."""
     state = "verified" if memory.verified else "unverified"
     text = f"{str(memory.category)} ({memory.priority.upper()}) [{state}]"  # str(): no enum lookup
     if labels is not None:
@@ -345,7 +383,7 @@ def _entry(memory: Memory, shortened: bool, neighbour_of: str | None = None, lab
     if memory.conflict is not None:
         text += f" [conflicted: memfile resolve {memory.ref}]"
     if neighbour_of is not None:
-        text += f" [neighbour of {neighbour_of}]"
+        text += f" [linked from {neighbour_of}]" if linked else f" [neighbour of {neighbour_of}]"
     text += f"\n  {memory.key}"
     body = _short(memory.content) if shortened else memory.content
     lines = [line.rstrip() for line in body.splitlines() if line and not line.isspace()]  # no blank lines
@@ -432,10 +470,12 @@ def recall_query(
     recallable = memories if isinstance(memories, Recallable) else Recallable.of(memories)
     pinned, total, verified = recallable.pinned, len(recallable.memories), recallable.verified
     pinned_ids = {m.path for m in pinned}
-    matches = [s for s in ranked if s.memory.path not in pinned_ids]
-    shown = matches if limit is None else matches[:limit]
+    matches = [s for s in ranked if s.memory.path not in pinned_ids and not s.linked]
+    shown = matches[:limit] + _linked(ranked, matches[:limit], pinned_ids)
     items = [RecallItem(m, pinned=True) for m in pinned]
-    items += [RecallItem(s.memory, score=s.score, parts=s.parts, neighbour_of=s.neighbour_of) for s in shown]
+    items += [
+        RecallItem(s.memory, score=s.score, parts=s.parts, neighbour_of=s.neighbour_of, linked=s.linked) for s in shown
+    ]
     chosen = [item.memory for item in items]
     first_line = _mind_header(mind_name, total, verified)
 
@@ -445,18 +485,20 @@ def recall_query(
             chosen, list(range(len(pinned)))
         )
 
-    near_before = [0]  # near_before[k]: the neighbours among the first k entries after the pinned ones
+    near_before, linked_before = [0], [0]  # [k]: the neighbours / linked among the first k entries after the pinned
     for item in items[len(pinned) :]:
-        near_before.append(near_before[-1] + (item.neighbour_of is not None))
+        near_before.append(near_before[-1] + (item.neighbour_of is not None and not item.linked))
+        linked_before.append(linked_before[-1] + item.linked)
     words = " ".join(query.split())
 
     def header(left_out: int) -> str:
         """Counts of what is shown, which add up to its entries: the budget leaves out the lowest-ranked
         entry after the pinned ones first, then pinned high memories (`steps`)."""
         kept = max(0, len(shown) - left_out)
-        near = near_before[kept]
-        counts = f"{len(pinned) - max(0, left_out - len(shown))} pinned, {kept - near} best shown"
+        near, linked = near_before[kept], linked_before[kept]
+        counts = f"{len(pinned) - max(0, left_out - len(shown))} pinned, {kept - near - linked} best shown"
         counts += f", {near} neighbour{'s' if near != 1 else ''}" if near else ""
+        counts += f", {linked} linked" if linked else ""
         counts += f", {left_out} left out by the budget" if left_out else ""
         return f"{first_line}\nQuery: {words} ({matched} matched; {counts})"
 
@@ -471,6 +513,21 @@ def recall_query(
         pinned=(len(pinned), recallable.texts),
         labels=labels,
     )
+
+
+def _linked(ranked: list[Scored], shown: list[Scored], pinned: set[str]) -> list[Scored]:
+    """The linked memories (best first, at most LINKED) that a memory `shown` links to, or one of them."""
+    sources = {(s.memory.mind, s.memory.ref) for s in shown}
+    waiting = [s for s in ranked if s.linked and s.memory.path not in pinned]
+    chosen: list[Scored] = []
+    while waiting and len(chosen) < LINKED:
+        found = next((s for s in waiting if (s.memory.mind, s.neighbour_of) in sources), None)
+        if found is None:
+            break
+        waiting.remove(found)
+        chosen.append(found)
+        sources.add((found.memory.mind, found.memory.ref))  # its own links may follow (hop 2)
+    return chosen
 
 
 def _render(
@@ -501,7 +558,8 @@ def _render(
             return pinned_texts[place]
         text = rendered[mode][i]
         if text is None:
-            text = rendered[mode][i] = _entry(items[i].memory, mode == _SHORT, items[i].neighbour_of, labels)
+            item = items[i]
+            text = rendered[mode][i] = _entry(item.memory, mode == _SHORT, item.neighbour_of, labels, item.linked)
         return text
 
     costs: dict[str, list[int]] = {_FULL: [-1] * len(items), _SHORT: [-1] * len(items), _OUT: [0] * len(items)}

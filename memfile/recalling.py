@@ -20,6 +20,7 @@ from .index import Index, SearchOptions, View, check_query
 from .model import UNSET, Memory, Report, SearchHit, Source, format_datetime, utc_now
 
 if TYPE_CHECKING:
+    from .links import Link
     from .recall import Recallable, RecallReport
     from .secretscan import ReadWarnings
 
@@ -53,7 +54,8 @@ class AsOf:
 @dataclass(frozen=True)
 class RecallRecord(Report):
     """What the last recall of a mind served (`Vault.last_recall()`): when, by whom, the query and budget,
-    the tokens used, and each memory chosen (`ref`, `id`, `pinned`, `shortened`, `score`, `neighbour_of`)."""
+    the tokens used, and each memory chosen (`ref`, `id`, `pinned`, `shortened`, `score`, `neighbour_of`,
+    `linked`)."""
 
     served_at: str
     source: str
@@ -72,13 +74,23 @@ class RecallRecord(Report):
 class Recaller:
     """Recall of one mind over its index, and the record of what it last served."""
 
-    def __init__(self, root: Path, mind: str, config: Config, actor: Source, index: Index, notices: list[str]) -> None:
+    def __init__(
+        self,
+        root: Path,
+        mind: str,
+        config: Config,
+        actor: Source,
+        index: Index,
+        notices: list[str],
+        parsed_links: dict[str, tuple[str, list[Link]]],
+    ) -> None:
         self.root = root
         self.mind = mind
         self.config = config
         self.actor = actor
         self.notices = notices
         self._index = index
+        self._parsed_links = parsed_links  # each text's links, parsed once (shared with the Vault's LinkTable)
         self._kept_record: tuple[RecallReport, str] | None = None  # the last report served, as its record
         self._read_warnings: ReadWarnings | None = None  # what reads served that holds a secret, once per file
 
@@ -133,7 +145,7 @@ class Recaller:
             return kept.updated(live, removed.union(m.path for m in changed)), until
 
         def matching(view: View) -> RecallReport:
-            from .recall import Match, recall_query, score, with_neighbours
+            from .recall import Match, recall_query, score, with_links, with_neighbours
 
             assert query is not None
             key = ("recallable", include_superseded, exclude)
@@ -147,6 +159,8 @@ class Recaller:
                 hits = list(fuse(view, query, hits, is_recallable, options.limit))
                 matched = max(matched, len(hits))
             matches = with_neighbours([Match(hit.memory, hit.score) for hit in hits], recallable)
+            if self.config.link_hops:
+                matches = with_links(matches, recallable, self._links_of(view, now), self.config.link_hops)
             ranked = score(matches, now, self.config.half_life_days)
             return recall_query(recallable, ranked, query, self.mind, self.name, budget, limit, matched)
 
@@ -166,7 +180,7 @@ class Recaller:
         each entry naming its mind. Each mind is read through its own index only (a mind not named is never
         read); the pinned memories of every mind come first, then the best matches of all, ranked together;
         a neighbour is one of the same mind."""
-        from .recall import Match, Recallable, recall, recall_query, score, with_neighbours
+        from .recall import Match, Recallable, recall, recall_query, score, with_links, with_neighbours
 
         budget = self._checked(budget, limit)
         if query is not None:
@@ -188,10 +202,13 @@ class Recaller:
         every, matches, matched = [], [], 0
         for part in parts:
 
-            def found(view: View) -> tuple[list[Memory], list[Match], int]:
+            def found(view: View, part: Recaller = part) -> tuple[list[Memory], list[Match], int]:
                 mine = recallable(view)
                 hits, count = view.search(query, options, now, count=True)
-                return mine, with_neighbours([Match(hit.memory, hit.score) for hit in hits], Recallable.of(mine)), count
+                near = with_neighbours([Match(hit.memory, hit.score) for hit in hits], Recallable.of(mine))
+                if self.config.link_hops:  # a link crosses no mind: each mind's own
+                    near = with_links(near, Recallable.of(mine), part._links_of(view, now), self.config.link_hops)
+                return mine, near, count
 
             mine, near, count = part._index.read(found)
             every += mine
@@ -201,6 +218,24 @@ class Recaller:
         return self._served(
             recall_query(Recallable.of(every), ranked, query, self.mind, name, budget, limit, matched, labels)
         )
+
+    def _links_of(self, view: View, now: datetime) -> Callable[[Memory], list[Memory]]:
+        """For `with_links`: the memories a memory's links lead to in this read. The mind's `LinkTable` is
+        made (and kept while the mind is unchanged) only when a match holds a link."""
+        from .links import LinkTable
+
+        table: LinkTable | None = None
+
+        def targets(memory: Memory) -> list[Memory]:
+            nonlocal table
+            if "[[" not in memory.content:
+                return []
+            if table is None:
+                parsed = self._parsed_links
+                table = view.derived(("links",), now, lambda every: (LinkTable(every, parsed=parsed), _NEVER))
+            return [link.memory for link in table.links(memory) if link.memory is not None]
+
+        return targets
 
     def _checked(self, budget: int | None | object, limit: int | None) -> int | None:
         """The budget asked for, or `[recall] budget` of memfile.toml; None for no limit (0 asks for none).
@@ -290,7 +325,7 @@ class Recaller:
             raise NotFound(
                 f"no recall of mind {self.mind} was recorded in {self.root} yet; run: memfile --mind {self.mind} recall"
             )
-        keys = ("ref", "id", "pinned", "shortened", "score", "neighbour_of")
+        keys = ("ref", "id", "pinned", "shortened", "score", "neighbour_of", "linked")
         memories = [dict(zip(keys, entry, strict=False)) for entry in record["memories"] if isinstance(entry, list)]
         optional = {"matched", "as_of"}
         return RecallRecord(**{name: record.get(name) for name in _RECORD_KEYS | optional} | {"memories": memories})
@@ -328,7 +363,15 @@ def _record_of(report: RecallReport) -> dict[str, Any]:
         "left_out": report.left_out,
         "shortened": report.shortened,
         "memories": [
-            [_ref(item.memory, report.mind), item.memory.id, item.pinned, item.shortened, item.score, item.neighbour_of]
+            [
+                _ref(item.memory, report.mind),
+                item.memory.id,
+                item.pinned,
+                item.shortened,
+                item.score,
+                item.neighbour_of,
+                item.linked,
+            ]
             for item in report.items
         ],
     }

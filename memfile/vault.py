@@ -152,11 +152,11 @@ class Vault:
         self._writer = Writer(root, mind, config, actor, self._index, self.notices)
         self._writer.after_write = self._autosync
         self._writer.finish_purge = lambda: self._purger.finish_interrupted()
-        self._recaller = Recaller(root, mind, config, actor, self._index, self.notices)
+        self._parsed_links: dict[str, tuple[str, list[Link]]] = {}  # each text's links, parsed once (LinkTable)
+        self._recaller = Recaller(root, mind, config, actor, self._index, self.notices, self._parsed_links)
         self._readers: dict[str, Vault] = {}  # other minds read by `recall(with_minds=...)`
         self._moments: OrderedDict[str, AsOf] = OrderedDict()  # `recall(at=...)`: by commit sha, newest used last
         self._mind_vectors: MindVectors | None = None  # `search(semantic=True)`: made on first use
-        self._parsed_links: dict[str, tuple[str, list[Link]]] = {}  # each text's links, parsed once (LinkTable)
         #: Set by a long-lived process (memfile.worker), which embeds between requests where `[search] semantic`
         #: is on: a search by meaning then says so instead of naming `memfile reindex --semantic`.
         self.resident = False
@@ -1232,7 +1232,8 @@ class Vault:
         high ones of identity and preference), then the best matches by the blend
         in `memfile.recall.score` (text relevance, priority, recency with a
         half-life of `[recall] half_life_days`, confidence, verified), then their
-        neighbours (marked; see `memfile.recall.with_neighbours`). An unverified
+        neighbours (marked; see `memfile.recall.with_neighbours`), then what the best matches link to
+        (`[[key]]`, `[recall] link_hops` links away; marked linked: `memfile.recall.with_links`). An unverified
         critical memory is ranked and cut as a high one: it never makes a budget
         impossible. A conflicted memory is marked.
 

@@ -33,6 +33,7 @@ SCRIPTS = [
     "bench_git",
     "bench_index",
     "bench_inout",
+    "bench_links",
     "bench_mcp",
     "bench_purge",
     "bench_retrieval",

@@ -626,6 +626,7 @@ def last_recall(state: State, as_json: bool) -> None:
     )
     for item in record["memories"]:
         why = "pinned" if item["pinned"] else f"score {item['score']}" if item["score"] is not None else ""
-        near = f", next to {item['neighbour_of']}" if item.get("neighbour_of") else ""
+        via = "linked from" if item.get("linked") else "next to"
+        near = f", {via} {item['neighbour_of']}" if item.get("neighbour_of") else ""
         short = ", shortened" if item["shortened"] else ""
         click.echo(f"  {item['ref']}  {why}{near}{short}".rstrip())
