@@ -134,6 +134,9 @@ def _tool_error(message: str) -> CallToolResult:
 _NO_SUCH_ARGUMENT = {
     "verified": "only the user can verify a memory: ask the user",
     "source": "an agent always stores as the agent",
+    # What a person forgot or corrected since must not come back into an agent's context (HTTP: a Mind Key's
+    # `at` gets 403): looking back is the user's (memfile recall --at, the console's Recall page).
+    "at": "an agent recalls and searches the mind as it is now; to see it as of a date, ask the user",
 }
 
 

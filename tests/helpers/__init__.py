@@ -134,6 +134,23 @@ def commit_by_hand(root: Path, *paths: str, message: str = "by hand") -> None:
     git(root, "-c", "user.name=Hand", "-c", "user.email=hand@example.com", "commit", "-q", "-m", message)
 
 
+@contextmanager
+def committed_on(day: str) -> Iterator[None]:
+    """The commits made inside are dated `day` at noon UTC (author and committer): a vault with a past, for
+    recall and search as of a date."""
+    names = ("GIT_AUTHOR_DATE", "GIT_COMMITTER_DATE")
+    old = {name: os.environ.get(name) for name in names}
+    os.environ.update(dict.fromkeys(names, f"{day}T12:00:00Z"))
+    try:
+        yield
+    finally:
+        for name, value in old.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+
+
 def last_subject(root: Path) -> str:
     return git(root, "log", "-1", "--format=%s").strip()
 
