@@ -20,6 +20,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+import pytest
 from click.testing import CliRunner, Result
 
 from memfile.cli import main
@@ -138,17 +139,10 @@ def commit_by_hand(root: Path, *paths: str, message: str = "by hand") -> None:
 def committed_on(day: str) -> Iterator[None]:
     """The commits made inside are dated `day` at noon UTC (author and committer): a vault with a past, for
     recall and search as of a date."""
-    names = ("GIT_AUTHOR_DATE", "GIT_COMMITTER_DATE")
-    old = {name: os.environ.get(name) for name in names}
-    os.environ.update(dict.fromkeys(names, f"{day}T12:00:00Z"))
-    try:
+    with pytest.MonkeyPatch.context() as patch:
+        for name in ("GIT_AUTHOR_DATE", "GIT_COMMITTER_DATE"):
+            patch.setenv(name, f"{day}T12:00:00Z")
         yield
-    finally:
-        for name, value in old.items():
-            if value is None:
-                os.environ.pop(name, None)
-            else:
-                os.environ[name] = value
 
 
 def last_subject(root: Path) -> str:
