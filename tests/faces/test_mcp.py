@@ -447,12 +447,15 @@ def test_recall_and_search_as_of_a_date_are_not_an_agents(vault: Vault) -> None:
 
     async def script(agent: Agent) -> Any:
         listing = await agent.session.list_tools()
-        schemas = {tool.name: set(tool.input_schema["properties"]) for tool in listing.tools}
+        schemas = {tool.name: (set(tool.input_schema["properties"]), tool.description) for tool in listing.tools}
         errors = [await agent.error(name, query="door code", at="2026-03-15") for name in ("recall", "search")]
         return schemas, errors, await agent.ok("recall", query="door code"), await agent.ok("search", query="door")
 
     schemas, errors, recalled, found = serve(vault.root, script)
-    assert "at" not in schemas["recall"] and "at" not in schemas["search"]
+    for name in ("recall", "search"):
+        arguments, description = schemas[name]
+        assert "at" not in arguments and "as it was then" not in description and "\n    at: " not in description, name
+    assert "query: what the agent is working on" in schemas["recall"][1] and "record:" not in schemas["recall"][1]
     for error in errors:
         assert "has no argument 'at' (an agent recalls and searches the mind as it is now" in error, error
         assert "to see it as of a date, ask the user); nothing was done" in error, error
