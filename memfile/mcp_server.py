@@ -62,9 +62,13 @@ WRITE = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent
 DELETE = ToolAnnotations(read_only_hint=False, destructive_hint=True, idempotent_hint=False, open_world_hint=False)
 
 
-def _doc(method: Any, when: str) -> str:
-    """A tool's description: when to use it, then the Vault method's own docstring (in an agent's terms)."""
-    return for_agent(f"{when}\n\n{inspect.getdoc(method) or ''}")
+def _doc(method: Any, when: str, without: tuple[str, ...] = ()) -> str:
+    """A tool's description: when to use it, then the Vault method's own docstring (in an agent's terms),
+    its Args entries of `without` left out (what the method takes and an agent may not: recall's `at`)."""
+    doc = inspect.getdoc(method) or ""
+    for name in without:
+        doc = re.sub(rf"^    {name}: .*\n(?:        .*\n)*", "", doc, flags=re.MULTILINE)
+    return for_agent(f"{when}\n\n{doc}")
 
 
 # --- errors in an agent's terms -------------------------------------------------------------
@@ -134,6 +138,9 @@ def _tool_error(message: str) -> CallToolResult:
 _NO_SUCH_ARGUMENT = {
     "verified": "only the user can verify a memory: ask the user",
     "source": "an agent always stores as the agent",
+    # What a person forgot or corrected since must not come back into an agent's context (HTTP: a Mind Key's
+    # `at` gets 403): looking back is the user's (memfile recall --at, the console's Recall page).
+    "at": "an agent recalls and searches the mind as it is now; to see it as of a date, ask the user",
 }
 
 
@@ -399,6 +406,7 @@ def build_server(minds: Minds, caller_of: Callable[[Context], Caller], read_mind
             "Call at the start of a task with the user's request as `query`: "
             "the memories to keep in mind (pinned profile, then the best matches), within a budget "
             f"(without `budget`: {default_budget}, the vault's `[mcp] recall_budget`).",
+            without=("at", "record"),
         ),
         annotations=READ,
     )
@@ -409,7 +417,9 @@ def build_server(minds: Minds, caller_of: Callable[[Context], Caller], read_mind
         )
         return _closing_for_agent(text)
 
-    @server.tool(description=_doc(Vault.search, "Find memories about a topic, best first."), annotations=READ)
+    @server.tool(
+        description=_doc(Vault.search, "Find memories about a topic, best first.", without=("at",)), annotations=READ
+    )
     async def search(
         ctx: Context,
         query: str,

@@ -108,9 +108,11 @@ class Recaller:
         exclude: frozenset[str] = frozenset(),
         fuse: Fuse | None = None,
         as_of: AsOf | None = None,
+        record: bool = True,
     ) -> RecallReport:
         """`fuse`: the text matches and the recallable memories -> the matches by meaning too (`semantic`).
-        `as_of`: recall the mind as then (its index, at its moment), and record so; default: now."""
+        `as_of`: recall the mind as then (its index, at its moment), and record so; default: now.
+        `record`: False: leave the record of the last recall as it is."""
         budget = self._checked(budget, limit)
         if query is not None:
             check_query(query)  # before any work: a 10 MB query is refused at once
@@ -165,7 +167,8 @@ class Recaller:
             return recall_query(recallable, ranked, query, self.mind, self.name, budget, limit, matched)
 
         index = as_of.index if as_of is not None else self._index
-        return self._served(index.read(whole if query is None else matching), as_of)
+        report = index.read(whole if query is None else matching)
+        return self._served(report, as_of) if record else report
 
     def recall_across(
         self,

@@ -1068,6 +1068,16 @@ class Vault:
         return self._history.show_at(ref, at)
 
     @_verb
+    def commit_at(self, at: str | datetime) -> tuple[str, datetime]:
+        """The commit `at` names, as `recall`'s and `search`'s `at` read it, and its time (UTC): what a recall
+        or search as of `at` answers from. Pass the sha on to them to read that very commit.
+
+        Raises:
+            InvalidInput: `at` names no commit and no real date, or a moment before the first commit.
+        """
+        return self._history.commit_at(at)
+
+    @_verb
     def restore(self, ref: str, at: str | datetime | None = None) -> StoreResult:
         """Bring back a forgotten memory (its last version) or an old version (`at`), as a new commit.
 
@@ -1222,6 +1232,7 @@ class Vault:
         exclude: Iterable[str] = (),
         semantic: bool | None = None,
         at: str | datetime | None = None,
+        record: bool = True,
     ) -> RecallReport:
         """The recall an agent puts in its context window: a `RecallReport`, which is the text itself (a str;
         `.encode()` gives the UTF-8 bytes `memfile recall` writes) and tells what was chosen and cut
@@ -1255,6 +1266,8 @@ class Vault:
                 and recalled as the commit's checkout would be at the commit's time: budget, priorities,
                 expiry and supersede rules as then. By words only, one mind; kept per commit (the last
                 few), so a second recall at the same moment is fast. The record says `as_of`.
+            record: False: write no record (`last_recall` still tells what the agent was last shown); for a
+                person looking at what recall gives (the console's Recall page), not for an agent's turn.
 
         Raises:
             InvalidInput: the budget or limit is not allowed, the query cannot be parsed, a mind of
@@ -1275,6 +1288,7 @@ class Vault:
                 include_superseded=include_superseded,
                 exclude=frozenset([exclude] if isinstance(exclude, str) else exclude),
                 as_of=as_of,
+                record=record,
             )
             self.issues = as_of.index.issues  # the files of that commit that could not be parsed
             return report
@@ -1290,6 +1304,7 @@ class Vault:
                 include_superseded=include_superseded,
                 exclude=frozenset([exclude] if isinstance(exclude, str) else exclude),
                 fuse=self._vectors().fuse if by_meaning else None,
+                record=record,
             )
         if exclude:
             raise InvalidInput("exclude", list(exclude), "nothing with with_minds (a recall of one mind only)")

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field, fields, replace
+from datetime import datetime
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlencode
 
@@ -21,6 +22,7 @@ if TYPE_CHECKING:
     from starlette.datastructures import QueryParams
 
     from ..links import Linked, ResolvedLink
+    from ..recall import RecallReport
     from ..vault import LogEntry, Vault, Version
 
 PAGE_SIZE = 50
@@ -62,6 +64,7 @@ class Filters:
     unverified: bool = False
     status: str = "active"
     expired: bool = False  # show expired memories too
+    at: str = ""  # search the mind as it was then (`Vault.search`'s `at`): a date, a duration back or a commit
     page: int = 1
 
     @classmethod
@@ -80,6 +83,7 @@ class Filters:
             unverified=query.get("unverified") in ("1", "true", "on"),
             status=status,
             expired=query.get("expired") in ("1", "true", "on", "show"),
+            at=(query.get("at") or "").strip(),
             page=page_number(query.get("page")),
         )
 
@@ -118,10 +122,31 @@ class MemoriesView:
     has_next: bool
     first: int  # the number of the page's first row (1-based)
     empty_mind: bool = False  # the mind holds no memory at all: not a filter's doing
+    as_of: AsOf | None = None  # a search as of a date: the commit it read
+
+
+@dataclass(frozen=True)
+class AsOf:
+    """What a page as of a date read: the `at` asked, the commit it names and that commit's time."""
+
+    at: str
+    commit: str
+    date: datetime
+
+
+def as_of(vault: Vault, at: str) -> AsOf | None:
+    """The commit `at` names (`Vault.commit_at`; None for no `at`: the mind as it is now)."""
+    if not at:
+        return None
+    commit, date = vault.commit_at(at)
+    return AsOf(at, commit, date)
 
 
 def memories_page(vault: Vault, filters: Filters) -> MemoriesView:
-    """A page of the mind's memories: newest first (updated_at), or best first for a search."""
+    """A page of the mind's memories: newest first (updated_at), or best first for a search; a search as of
+    a date (`filters.at`) reads the mind as that commit held it."""
+    if filters.at and not filters.q:
+        raise InvalidInput("search", None, "words to search for with As of (the list without a search is of now)")
     start = (filters.page - 1) * PAGE_SIZE
     common: dict[str, Any] = {
         "category": filters.category or None,
@@ -131,16 +156,19 @@ def memories_page(vault: Vault, filters: Filters) -> MemoriesView:
         "include_expired": filters.expired,
     }
     tags = [filters.tag] if filters.tag else None
-    now = utc_now()
+    then = as_of(vault, filters.at)
+    now = then.date if then is not None else utc_now()
     if filters.q:
         # As many hits as this page needs and one more (whether a next page exists): snippets cost.
         limit = min(MAX_HITS, start + PAGE_SIZE + 1)
-        hits = vault.search(filters.q, tags=tags, include_superseded=filters.status != "active", limit=limit, **common)
+        superseded = filters.status != "active"
+        at = then.commit if then is not None else None
+        hits = vault.search(filters.q, tags=tags, include_superseded=superseded, limit=limit, at=at, **common)
         if filters.status == "superseded":
             hits = [hit for hit in hits if hit.memory.superseded]
         chosen = hits[start : start + PAGE_SIZE]
         rows = [Row(h.memory, h.memory.is_expired(now), highlight(h.snippet), h.rank) for h in chosen]
-        view = MemoriesView(rows, None, len(hits) > start + PAGE_SIZE, start + 1)
+        view = MemoriesView(rows, None, len(hits) > start + PAGE_SIZE, start + 1, as_of=then)
     else:
         memories = vault.list(tags=tags, status=filters.status, **common)
         memories.sort(key=lambda m: (m.updated_at, m.path), reverse=True)
@@ -237,6 +265,38 @@ def log_page(vault: Vault, page: int) -> tuple[list[LogLine], bool]:
         for e in entries[start : start + LOG_PAGE_SIZE]
     ]
     return lines, len(entries) > start + LOG_PAGE_SIZE
+
+
+@dataclass(frozen=True)
+class RecallAsked:
+    """The Recall page's form, as its query string gives it ('' = not given: the whole mind, the mind's
+    budget, now)."""
+
+    q: str = ""
+    budget: str = ""
+    at: str = ""
+
+    @classmethod
+    def of(cls, query: QueryParams) -> RecallAsked:
+        return cls(*((query.get(name) or "").strip() for name in ("q", "budget", "at")))
+
+
+@dataclass(frozen=True)
+class RecallView:
+    report: RecallReport
+    as_of: AsOf | None  # None: the mind as it is now
+
+
+def recall_page(vault: Vault, asked: RecallAsked) -> RecallView:
+    """What recall gives for `asked` (now, or as of a date), without recording it: the Last recall page
+    keeps telling what the agent was last shown."""
+    options: dict[str, Any] = {"query": asked.q or None, "record": False}
+    if asked.budget:
+        if not asked.budget.isdigit() or len(asked.budget) > 9:
+            raise InvalidInput("budget", asked.budget, "a whole number of tokens from 0 (0: no limit)")
+        options["budget"] = int(asked.budget)
+    then = as_of(vault, asked.at)
+    return RecallView(vault.recall(at=then.commit if then is not None else None, **options), then)
 
 
 def recall_memories(vault: Vault, refs: list[str]) -> dict[str, Memory]:

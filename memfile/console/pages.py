@@ -68,6 +68,7 @@ PAGES = (
     ("profile", "Profile"),
     ("memories", "Memories"),
     ("log", "Audit log"),
+    ("recall", "Recall"),
     ("last-recall", "Last recall"),
     ("health", "Health"),
     ("transfer", "Export / import"),
@@ -141,6 +142,7 @@ class Console:
             Route(m + "/memory/{ref:path}", self.memory, methods=["GET", "POST"]),
             Route(m + "/purge/{ref:path}", self.purge, methods=["GET", "POST"]),
             Route(m + "/log", self.log, methods=["GET"]),
+            Route(m + "/recall", self.recall, methods=["GET"]),
             Route(m + "/last-recall", self.last_recall, methods=["GET"]),
             Route(m + "/health", self.health, methods=["GET", "POST"]),
             Route(m + "/transfer", self.transfer, methods=["GET", "POST"], max_body_size=MAX_IMPORT_BODY_BYTES),
@@ -399,6 +401,20 @@ class Console:
         lines, more = await self.call(caller, lambda vault: data.log_page(vault, page))
         context = {"lines": lines, "page_no": page, "has_next": more}
         return self.render(request, "log", context, visitor=visitor, mind=caller.mind)
+
+    async def recall(self, request: Request) -> Response:
+        """What recall gives, now or as of a date, once the form is sent (nothing recorded); a bad value is said
+        on the page, with the form as it was sent."""
+        visitor, caller = self.acting(request)
+        asked = data.RecallAsked.of(request.query_params)
+        context: dict[str, Any] = {"asked": asked, "view": None}
+        status = 200
+        if any(name in request.query_params for name in ("q", "budget", "at")):
+            try:
+                context["view"] = await self.call(caller, lambda vault: data.recall_page(vault, asked))
+            except MemfileError as exc:
+                context["error"], status = public_message(exc, Face.CONSOLE), status_of(exc)
+        return self.render(request, "recall", context, status=status, visitor=visitor, mind=caller.mind)
 
     async def last_recall(self, request: Request) -> Response:
         visitor, caller = self.acting(request)

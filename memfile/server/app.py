@@ -174,13 +174,7 @@ async def recall(request: Request, given: dict[str, Any]) -> Response:
     if given["budget"] is not None:
         options["budget"] = given["budget"]
     if given["at"]:
-        caller: Caller = request.scope[CALLER]
-        if caller.source is Source.AGENT:
-            raise Refused(
-                f"this Mind Key ({caller.key}) recalls the mind as it is now; leave out at, "
-                "or recall as of a date with a person's token"
-            )
-        options["at"] = given["at"]
+        options["at"] = _as_of(request, given["at"], "recall")
     if fmt == "json":
         report = _renamed(await read(request, lambda vault: vault.recall(**options).to_dict()))
         report["memories"] = [_renamed(item) for item in report["memories"]]
@@ -189,9 +183,22 @@ async def recall(request: Request, given: dict[str, Any]) -> Response:
     return Response(text, media_type="text/plain; charset=utf-8")
 
 
+def _as_of(request: Request, at: str, verb: str) -> str:
+    """The `at` of a recall or search (`verb`), for a person's token only: an agent reads its mind as it is now,
+    so what a person has forgotten or corrected since never comes back into an agent's context."""
+    caller: Caller = request.scope[CALLER]
+    if caller.source is Source.AGENT:
+        raise Refused(
+            f"this Mind Key ({caller.key}) {verb}s the mind as it is now; leave out at, "
+            f"or {verb} as of a date with a person's token"
+        )
+    return at
+
+
 async def search(request: Request, given: dict[str, Any]) -> Response:
     if not (given["q"] or "").strip():
         raise InvalidInput("q", None, "the words to look for: ?q=WORDS")
+    at = _as_of(request, given["at"], "search") if given["at"] else None
 
     def work(vault: Vault) -> tuple[list[dict[str, Any]], list[str]]:
         hits = vault.search(
@@ -204,6 +211,7 @@ async def search(request: Request, given: dict[str, Any]) -> Response:
             include_expired=given["include_expired"],
             include_superseded=given["include_superseded"],
             limit=given["limit"],
+            at=at,
         )
         return [_renamed(hit.to_dict()) for hit in hits], list(vault.notices)
 
@@ -325,18 +333,20 @@ async def openapi(request: Request, given: dict[str, Any]) -> Response:
     return JSONResponse(request.app.state.openapi)
 
 
+#: `recall --at` and `search --at`: a person's token only (`_as_of`).
+AT = Param(
+    "at",
+    "The mind as it was then, read from git: a commit (sha, HEAD~2, a branch), a date (2026-05-01) or a "
+    "duration back (30d); a person's token only (a Mind Key gets 403).",
+    STRING,
+)
 RECALL_PARAMETERS = (
     Param("q", "What the agent is working on: pinned memories, then the best matches.", STRING),
     Param("budget", "The most tokens the text may take (characters / 4); 0: no limit.", {"type": "integer"}),
     Param("limit", "With q: the most matches besides the pinned memories.", LIMIT),
     Param("format", "text (default) or json (what was chosen, with scores).", {"enum": ["text", "json"]}),
     Param("include_superseded", "Also memories marked superseded.", BOOL),
-    Param(
-        "at",
-        "The mind as it was then, read from git: a commit (sha, HEAD~2, a branch), a date (2026-05-01) or a "
-        "duration back (30d); a person's token only (a Mind Key gets 403).",
-        STRING,
-    ),
+    AT,
 )
 RECALL_RESPONSES = {
     "200": {
@@ -484,6 +494,7 @@ ENDPOINTS = (
             Param("include_expired", "Also expired memories.", BOOL),
             Param("include_superseded", "Also superseded memories.", BOOL),
             Param("limit", "The most hits.", LIMIT),
+            AT,
         ),
     ),
     Endpoint(

@@ -28,7 +28,7 @@ from memfile.keys import KeyStore
 from memfile.model import Source
 from memfile.worker import Caller, Minds
 
-PAGES = ("profile", "memories", "log", "last-recall", "health", "transfer")
+PAGES = ("profile", "memories", "log", "recall", "last-recall", "health", "transfer")
 HOSTILE = ("<script>alert(1)</script>", '"><img src=x onerror=alert(1)>', "javascript:alert(1)")
 
 

@@ -18,7 +18,7 @@ from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
-from helpers import git
+from helpers import committed_on, git
 from helpers.browser import (
     CHINESE,
     FILLERS,
@@ -37,7 +37,7 @@ from helpers.browser import (
     start_chromium,
     without_browser,
 )
-from helpers.serve import Server, Setup, start_server
+from helpers.serve import Server, Setup, make_setup, start_server
 
 from memfile import Vault
 
@@ -527,3 +527,59 @@ def test_click_a_link_and_see_the_backlink_with_hostile_link_text_inert(browser:
     assert "project/link_project" in backlinks.text and "owned_by" in backlinks.text
     backlinks.find_element("css selector", "a").click()
     browser.wait(lambda: stored["link_project"] in browser.path(), "the backlink did not open the linking memory")
+
+
+@pytest.fixture(scope="module")
+def dated(driver: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Setup, Server, list[str]]]:
+    """A server of its own over a mind with a past: fact/deploys stored on 2026-03-01 (vps1), changed on
+    2026-04-01 (vps2); and the two commits."""
+    setup = make_setup(tmp_path_factory.mktemp("console-as-of"))
+    shas = []
+    with isolated_git(setup.home), Vault.open(setup.root, "michael") as vault:
+        for day, text in (("2026-03-01", "Deploys go to vps1"), ("2026-04-01", "Deploys go to vps2")):
+            with committed_on(day):
+                vault.store("fact", "deploys", text)
+            shas.append(git(setup.root, "rev-parse", "HEAD").strip())
+    server = start_server(setup)
+    try:
+        yield setup, server, shas
+    finally:
+        code, _, err = server.stop()
+        assert code == 0 and "Traceback" not in err, err[-3000:]
+
+
+@pytest.mark.browser
+def test_recall_and_search_as_of_an_earlier_date_show_the_old_text(
+    driver: Any, dated: tuple[Setup, Server, list[str]]
+) -> None:
+    from selenium.webdriver.common.keys import Keys
+
+    setup, server, (march, _) = dated
+    browser = Browser(driver, setup, server)
+    browser_errors(driver)
+    browser.logged_in()
+    browser.go("/console/m/michael/recall")
+    browser.find("#r-q").send_keys("deploys")
+    browser.find("#r-at").send_keys("2026-03-15" + Keys.ENTER)
+    browser.wait(lambda: browser.find_all("#recall-text"), "the recall as of a date did not come")
+    assert "Deploys go to vps1" in browser.find("#recall-text").text and "vps2" not in browser.text()
+    assert browser.find("#recall-as-of").text.startswith(f"As of 2026-03-01 12:00 UTC (commit {march[:8]})")
+    screenshot(driver, "recall-as-of")
+
+    browser.go("/console/m/michael/memories?q=deploys")
+    assert "vps2" in browser.find("#memories").text  # now
+    browser.mark()
+    browser.find("#f-at").send_keys("2026-03-15" + Keys.ENTER)
+    browser.wait(lambda: browser.find_all("#as-of"), "the search as of a date did not come")
+    assert "Deploys go to vps1" in browser.find("#memories").text and "vps2" not in browser.find("#memories").text
+    assert browser.find("#as-of").text.startswith(f"As of 2026-03-01 12:00 UTC (commit {march[:8]})")
+    assert browser.kept() and browser.query()["at"] == ["2026-03-15"]  # swapped in place, the address follows
+
+    browser.go("/console/m/michael/recall")
+    browser.find("#r-at").send_keys(IMG + Keys.ENTER)
+    browser.wait(lambda: browser.find_all("#error"), "a bad date did not say so on the page")
+    assert "invalid at" in browser.find("#error").text and IMG in browser.find("#error").text
+    assert not browser.find_all("main img") and not browser.find_all("#recall-text")
+    unexpected = [e for e in browser_errors(driver) if not re.search(r"status of 400\b", e)]
+    assert not unexpected, unexpected
+    assert not pwned(driver), "a hostile payload ran"

@@ -27,7 +27,7 @@ import pytest
 pytest.importorskip("mcp.client.stdio", reason="the MCP SDK is the optional extra memfile-vault[mcp]")
 
 import anyio  # noqa: E402 - after the importorskip: anyio comes with the SDK
-from helpers import commit_count, fails, git, in_vault, ok, write  # noqa: E402
+from helpers import commit_count, committed_on, fails, git, in_vault, ok, write  # noqa: E402
 from helpers.mcp import CALL_TIMEOUT, Agent, serve, server_params  # noqa: E402
 from mcp.client.session import ClientSession  # noqa: E402
 from mcp.client.stdio import stdio_client  # noqa: E402
@@ -436,6 +436,31 @@ def test_a_token_in_an_argument_is_masked_in_the_error_and_in_the_recall_record(
     assert "40000 tags" in errors[-1] and "at most 100 tags" in errors[-1]
     assert vault.last_recall()["query"] == "deploy ghp_…" + token[-4:]
     assert token[6:-6] not in (vault.root / ".memfile" / "last_recall-michael.json").read_text(encoding="utf-8")
+
+
+def test_recall_and_search_as_of_a_date_are_not_an_agents(vault: Vault) -> None:
+    """An agent reads its mind as it is now: neither tool takes `at` (over HTTP a Mind Key's `at` is 403), so
+    what the user forgot since never comes back into its context; one tried says why and what to do."""
+    with committed_on("2026-03-01"):
+        vault.store("fact", "door_code", "The door code is 4711")
+    vault.forget("fact/door_code")
+
+    async def script(agent: Agent) -> Any:
+        listing = await agent.session.list_tools()
+        schemas = {tool.name: (set(tool.input_schema["properties"]), tool.description) for tool in listing.tools}
+        errors = [await agent.error(name, query="door code", at="2026-03-15") for name in ("recall", "search")]
+        return schemas, errors, await agent.ok("recall", query="door code"), await agent.ok("search", query="door")
+
+    schemas, errors, recalled, found = serve(vault.root, script)
+    for name in ("recall", "search"):
+        arguments, description = schemas[name]
+        assert "at" not in arguments and "as it was then" not in description and "\n    at: " not in description, name
+    assert "query: what the agent is working on" in schemas["recall"][1] and "record:" not in schemas["recall"][1]
+    for error in errors:
+        assert "has no argument 'at' (an agent recalls and searches the mind as it is now" in error, error
+        assert "to see it as of a date, ask the user); nothing was done" in error, error
+    assert "4711" not in recalled and found == []
+    assert "4711" in vault.recall(0, at="2026-03-15").text  # the user can look back (CLI, HTTP, console)
 
 
 # --- isolation -------------------------------------------------------------------------

@@ -20,6 +20,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+import pytest
 from click.testing import CliRunner, Result
 
 from memfile.cli import main
@@ -132,6 +133,16 @@ def commit_by_hand(root: Path, *paths: str, message: str = "by hand") -> None:
     """Commit as a person would, with an identity given on the command line."""
     git(root, "add", "--", *paths)
     git(root, "-c", "user.name=Hand", "-c", "user.email=hand@example.com", "commit", "-q", "-m", message)
+
+
+@contextmanager
+def committed_on(day: str) -> Iterator[None]:
+    """The commits made inside are dated `day` at noon UTC (author and committer): a vault with a past, for
+    recall and search as of a date."""
+    with pytest.MonkeyPatch.context() as patch:
+        for name in ("GIT_AUTHOR_DATE", "GIT_COMMITTER_DATE"):
+            patch.setenv(name, f"{day}T12:00:00Z")
+        yield
 
 
 def last_subject(root: Path) -> str:

@@ -262,6 +262,21 @@ def test_nothing_is_checked_out_and_the_record_says_as_of_when(vault: Vault, dat
     assert vault.last_recall().as_of is None
 
 
+def test_a_look_not_recorded_leaves_the_record_and_commit_at_names_the_commit(vault: Vault, dated: list[str]) -> None:
+    """What the console's Recall page uses: `recall(record=False)` (now or as of a date) writes no record, and
+    `commit_at` names the commit a recall or search as of `at` reads."""
+    vault.recall(0, at=dated[0])
+    record = vault.last_recall()
+    assert "vps2" in vault.recall(0, query="deploys", at="2026-04-15", record=False).text
+    assert "Deploys" not in vault.recall(0, record=False).text
+    assert vault.last_recall() == record
+    assert vault.commit_at("2026-03-15") == (dated[0], datetime(2026, 3, 1, 12, tzinfo=timezone.utc))
+    assert vault.commit_at("HEAD")[0] == dated[2]
+    with pytest.raises(InvalidInput) as caught:
+        vault.commit_at("2001-01-01")
+    assert caught.value.field == "at" and "no version of the vault is that old" in str(caught.value)
+
+
 def test_cli_recall_and_search_at(vault: Vault, dated: list[str]) -> None:
     text = ok(in_vault(vault.root, "recall", "--at", "2026-03-15", "--budget", "0")).stdout
     assert "vps1" in text
