@@ -55,10 +55,13 @@ class Source(StrEnum):
 
 
 class Status(StrEnum):
-    """`superseded`: replaced by a newer memory (`superseded_by`), kept on disk but out of recall and search."""
+    """`superseded`: replaced by a newer memory (`superseded_by`), kept on disk but out of recall and search.
+    `proposed`: captured from a conversation (`Vault.capture`), waiting for a person's review: out of recall,
+    search and every agent's read until accepted."""
 
     ACTIVE = "active"
     SUPERSEDED = "superseded"
+    PROPOSED = "proposed"
 
 
 #: The front-matter key a sync writes when both sides changed a body: the other side's body, kept until resolved.
@@ -121,6 +124,11 @@ class Memory:
     @property
     def superseded(self) -> bool:
         return self.status is Status.SUPERSEDED
+
+    @property
+    def proposed(self) -> bool:
+        """Captured and waiting for a person's review (`memfile review`)."""
+        return self.status is Status.PROPOSED
 
     @property
     def conflict(self) -> str | None:

@@ -386,8 +386,14 @@ def _ref(memory: Memory, mind: str) -> str:
 
 
 def _recallable(memory: Memory, now: datetime, include_superseded: bool, exclude: frozenset[str] = frozenset()) -> bool:
-    """Whether a recall at `now` may show the memory: not expired, not superseded (unless asked), not excluded."""
-    return not memory.is_expired(now) and (include_superseded or not memory.superseded) and not _named(memory, exclude)
+    """Whether a recall at `now` may show the memory: not expired, not superseded (unless asked), not excluded,
+    not proposed (a captured memory waits for a person's review: `memfile review`)."""
+    return (
+        not memory.is_expired(now)
+        and (include_superseded or not memory.superseded)
+        and not memory.proposed
+        and not _named(memory, exclude)
+    )
 
 
 def _named(memory: Memory, refs: frozenset[str]) -> bool:

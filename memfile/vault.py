@@ -50,6 +50,7 @@ from .model import (
     SearchHit,
     Source,
     StatsReport,
+    Status,
     StatusReport,
     StoreResult,
     add_duration,
@@ -69,6 +70,7 @@ from .writer import Writer
 if TYPE_CHECKING:
     from concurrent.futures import Future
 
+    from .capture import Capturer, CaptureReport, Extract
     from .doctor import Doctor, DoctorReport
     from .git import GitStore
     from .history import History, LogEntry, Version
@@ -107,7 +109,7 @@ _STORE_ARGUMENTS = frozenset(
 _STORE_MANY_FIELDS = _STORE_ARGUMENTS | {"credential"}
 
 #: What `list --status` accepts.
-STATUS_FILTERS = ("active", "superseded", "all")
+STATUS_FILTERS = ("active", "superseded", "proposed", "all")
 
 
 _CALLS = threading.local()  # how deep this thread is in the Vault's verbs (a verb may call another)
@@ -223,6 +225,16 @@ class Vault:
         from .purge import Purger
 
         return Purger(self._writer, self._index, self._history)
+
+    @cached_property
+    def _capturer(self) -> Capturer:
+        from .capture import Capturer
+
+        def similar(text: str, limit: int) -> builtins.list[Memory]:
+            options = SearchOptions(include_proposed=True, include_superseded=False, limit=limit, snippets=False)
+            return [hit.memory for hit in self._searched(text, options, None)]
+
+        return Capturer(self._writer, self._index, similar, review=True)
 
     @cached_property
     def _doctor(self) -> Doctor:
@@ -386,10 +398,16 @@ class Vault:
 
         Raises:
             InvalidInput: the REF is malformed or tries to leave the mind.
-            NotFound: no memory matches.
+            NotFound: no memory matches (an agent finds no proposed memory: `capture`).
             AmbiguousRef: the key is used in several categories.
         """
-        return resolve_ref(ref, self.memories(), self.mind, self.issues)
+        return resolve_ref(ref, self._readable(), self.mind, self.issues)
+
+    def _readable(self) -> builtins.list[Memory]:
+        """The memories this Vault's caller may read by REF: every one, but an agent no proposed one (a captured
+        memory reaches no agent before a person accepts it)."""
+        memories = self.memories()
+        return [m for m in memories if not m.proposed] if self.actor is Source.AGENT else memories
 
     show = get
 
@@ -450,7 +468,7 @@ class Vault:
                 (m for m in others if any((self.root / memory_relpath(m, c, key)).is_file() for c in folders)), None
             )
 
-        return LinkTable(self.memories(), elsewhere if others else None, self._parsed_links)
+        return LinkTable(self._readable(), elsewhere if others else None, self._parsed_links)
 
     @_verb
     def list(
@@ -470,14 +488,18 @@ class Vault:
             tags: keep memories carrying all of these tags (case-insensitive).
             unverified: keep only unverified memories.
             include_expired: also keep memories whose `expires_at` has passed.
-            status: `active` (default), `superseded`, or `all`.
+            status: `active` (default), `superseded`, `proposed` (captured, waiting for review; none for an
+                agent), or `all` (an agent's without the proposed).
 
         Raises:
             InvalidInput: a filter value is not allowed.
         """
         if status not in STATUS_FILTERS:
             raise InvalidInput("status", status, list(STATUS_FILTERS))
-        want_superseded = {"active": False, "superseded": True}.get(status)
+        want_status = {"active": Status.ACTIVE, "superseded": Status.SUPERSEDED, "proposed": Status.PROPOSED}.get(
+            status
+        )
+        agent = self.actor is Source.AGENT
         want_category = parse_category(category) if category else None
         want_priority = parse_priority(priority) if priority else None
         want_source = parse_source(source) if source else None
@@ -493,7 +515,8 @@ class Vault:
                 and want_tags <= set(m.tags)
                 and (not unverified or not m.verified)
                 and (include_expired or not m.is_expired(now))
-                and (want_superseded is None or m.superseded is want_superseded)
+                and (want_status is None or (m.status or Status.ACTIVE) is want_status)
+                and not (agent and m.proposed)
             ),
             key=lambda m: (str(m.category), m.key, m.path),
         )
@@ -528,6 +551,7 @@ class Vault:
         unverified: bool = False,
         include_expired: bool = False,
         include_superseded: bool = False,
+        include_proposed: bool = False,
         limit: int = 10,
         semantic: bool | None = None,
         at: str | datetime | None = None,
@@ -548,6 +572,8 @@ class Vault:
             unverified: only unverified memories.
             include_expired: also memories whose `expires_at` has passed.
             include_superseded: also memories marked superseded by a newer one.
+            include_proposed: also captured memories waiting for review (`capture`, `review`); never for an
+                agent, which reads no proposal until a person accepts it.
             limit: the most hits to return (1 to 1000).
             semantic: also by meaning (default `[search] semantic`; the `semantic` extra): the lexical
                 hits fused with the memories nearest the question by a multilingual model, under the
@@ -575,6 +601,7 @@ class Vault:
             unverified=unverified,
             include_expired=include_expired,
             include_superseded=include_superseded,
+            include_proposed=include_proposed and self.actor is not Source.AGENT,
             limit=limit,
         )
         if at is not None:
@@ -582,6 +609,10 @@ class Vault:
             found = as_of.index.read(lambda view: view.search(query, options, as_of.moment)[0])
             self.issues = as_of.index.issues  # the files of that commit that could not be parsed
             return found
+        return self._searched(query, options, semantic)
+
+    def _searched(self, query: str, options: SearchOptions, semantic: bool | None) -> builtins.list[SearchHit]:
+        """`search`'s hits of the mind now, by words, or fused with those by meaning (`semantic`)."""
         if not (self.config.semantic if semantic is None else semantic):
             return self._index.read(lambda view: view.search(query, options)[0])
         from .semantic.mind import admission
@@ -863,6 +894,76 @@ class Vault:
             NotFound, InvalidInput, AmbiguousRef: the REF does not name one memory.
         """
         return self._writer.forget(ref)
+
+    @_verb
+    def capture(
+        self,
+        messages: Sequence[dict[str, Any]],
+        extract: Extract,
+        session: str | None = None,
+        *,
+        review: bool | None = None,
+        dry_run: bool = False,
+    ) -> CaptureReport:
+        """Memories proposed from a conversation: the app's model picks them, memfile checks and decides them.
+
+        `extract(PROMPT, transcript)` is the app's own model call (`memfile.capture.PROMPT`, versioned:
+        `PROMPT_VERSION`); its answer, JSON `{"memories": [{category, key, content, tags, priority,
+        confidence, turns}]}`, is checked whole before anything is written. Each candidate is then decided,
+        in order, against the mind's memories most like it (by words, and by meaning where `[search]
+        semantic` is on) and the batch's earlier ones: add, update (it supersedes the memory it restates) or
+        skip (the mind already says it). One commit holds them all, each decision and its reason in its
+        message. Captured memories are the agent's: unverified, at most high, with `captured_from` (the
+        session) and `captured_turns`. docs/capture.md.
+
+        Args:
+            messages: the conversation: chat messages `{"role": ..., "content": text or content blocks}`.
+            extract: (system prompt, transcript) -> the model's answer (JSON text, or its parsed object).
+            session: the conversation's name, recorded as `captured_from` (default `capture-<time>`).
+            review: the memories wait as `status: proposed` for a person (`accept`, `reject`) before any
+                recall, search or agent sees them (default `[capture] review`, true). Without review an
+                update of a person's memory still waits.
+            dry_run: decide and report, write nothing.
+
+        Returns:
+            A CaptureReport: each candidate's decision (`add`, `update`, `skip`), its reason and target, the
+            memories written, and the commit.
+
+        Raises:
+            InvalidInput: the messages are not chat messages, or the answer is not the documented JSON, or a
+                candidate is wrong: each named (its number, REF and field, with the allowed values).
+            SecretFound: a candidate holds what looks like a secret (`[secrets]`).
+        """
+        return self._capturer.capture(messages, extract, session, review, dry_run)
+
+    @_verb
+    def proposals(self) -> builtins.list[Memory]:
+        """The captured memories waiting for a person's review, oldest first (none for an agent)."""
+        return [] if self.actor is Source.AGENT else self._capturer.proposals()
+
+    @_verb
+    def accept(self, ref: str, **changes: Any) -> Memory:
+        """Accept a proposed memory (a person only): it becomes a verified memory, in recall and search, and
+        supersedes the memory it would update; `changes` (content, tags, priority, expires) edit it first.
+        One commit.
+
+        Raises:
+            Refused: an agent asked. NotFound: the REF names no proposed memory.
+            InvalidInput: a change is not allowed (as `store` checks it).
+        """
+        unknown = sorted(set(changes) - {"content", "tags", "priority", "expires"})
+        if unknown:
+            raise InvalidInput(unknown[0], changes[unknown[0]], "content, tags, priority, expires")
+        return self._capturer.accept(ref, changes)
+
+    @_verb
+    def reject(self, ref: str) -> Memory:
+        """Reject a proposed memory (a person only): it is forgotten (git keeps it). One commit.
+
+        Raises:
+            Refused: an agent asked. NotFound: the REF names no proposed memory.
+        """
+        return self._capturer.reject(ref)
 
     @_verb
     def forget_many(
@@ -1505,7 +1606,16 @@ class Vault:
 MOMENTS = 4
 
 #: The filters of a search a hybrid search applies to its candidates (`SearchOptions`' names).
-_FILTERS = ("tags", "category", "priority", "source", "unverified", "include_expired", "include_superseded")
+_FILTERS = (
+    "tags",
+    "category",
+    "priority",
+    "source",
+    "unverified",
+    "include_expired",
+    "include_superseded",
+    "include_proposed",
+)
 
 
 def other_minds(mind: str, with_minds: Sequence[str], field: str = "with_minds") -> builtins.list[str]:

@@ -224,7 +224,12 @@ def _print_memories(memories: list[Memory], as_json: bool, empty: str, date: str
 @click.option("--source", help="Only user or only agent memories.")
 @click.option("--unverified", is_flag=True, help="Only unverified memories.")
 @click.option("--include-expired", is_flag=True, help="Also expired memories.")
-@click.option("--status", default="active", show_default=True, help="active, superseded or all.")
+@click.option(
+    "--status",
+    default="active",
+    show_default=True,
+    help="active, superseded, proposed (captured, waiting for review: memfile review) or all.",
+)
 @json_option
 def list_(state: State, as_json: bool, **filters: Any) -> None:
     """List the mind's memories, filtered.
@@ -430,6 +435,7 @@ def recall(state: State, budget: int | None, fmt: str, **options: Any) -> None:
 @click.option("--unverified", is_flag=True, help="Only unverified memories.")
 @click.option("--include-expired", is_flag=True, help="Also expired memories.")
 @click.option("--include-superseded", is_flag=True, help="Also memories marked superseded.")
+@click.option("--include-proposed", is_flag=True, help="Also captured memories waiting for review (memfile review).")
 @click.option("--limit", type=int, default=10, show_default=True, help="Most hits to show.")
 @click.option(
     "--semantic/--lexical",

@@ -80,7 +80,7 @@ def _document(memory: Memory, row: bytes) -> dict[str, Any]:
         "priority": str(memory.priority),
         "source": str(memory.source),
         "verified": str(memory.verified).lower(),
-        "status": "superseded" if memory.superseded else "active",
+        "status": str(memory.status or "active"),
         "tags": ",".join(t.replace(",", " ") for t in memory.tags),
         "text": f"{normalize(indexed_content(memory.content))}\n{key}\n{tags}",
         "doc": row,
@@ -123,6 +123,7 @@ class SearchOptions:
     unverified: bool = False
     include_expired: bool = False
     include_superseded: bool = False
+    include_proposed: bool = False  # captured memories waiting for review (`Status.PROPOSED`)
     limit: int = 10
     snippets: bool = True  # recall ranks many hits and shows none of their snippets
 
@@ -141,7 +142,7 @@ class Store:
         self._ix: Any = None
         self.catalog = Catalog(None if in_memory else folder / CATALOG_NAME)
         self._searcher: Any = None
-        self._hidden: dict[tuple[bool, bool], tuple[datetime, datetime, set[int]]] = {}  # for `_searcher`
+        self._hidden: dict[tuple[bool, bool, bool], tuple[datetime, datetime, set[int]]] = {}  # for `_searcher`
         self._queries: dict[str, Any] = {}  # typed text -> parsed query
         self._lengths: dict[str, dict[str, Any]] = {}  # for `weighting`: segment id -> field -> lengths
         self._lock = threading.Lock()  # the searcher and what is kept for it, for a threaded caller
@@ -487,12 +488,12 @@ class Store:
         with self._lock:
             searcher = self._current()
             parsed = self._parsed(text)
-            hidden = self._hidden_at(options.include_superseded, options.include_expired, now)
+            hidden = self._hidden_at(options, now)
             allow = _filter(options)
             if pending:  # read, not yet indexed: their indexed versions are out of date
                 hidden = hidden | set(searcher.docs_for_query(query.Or([query.Term("path", p) for p in pending])))
             hits, matched = _live(searcher, parsed, allow, hidden, options, count)
-        fresh = [m for m in pending.values() if m is not None and (options.include_superseded or not m.superseded)]
+        fresh = [m for m in pending.values() if m is not None and shown(m, options)]
         if fresh:
             more, more_matched = _search_memories(fresh, parsed, allow, options, now, count)
             hits += more
@@ -531,7 +532,7 @@ class Store:
             return
         with self._lock:
             self._current()
-            self._hidden_at(False, False, datetime.now().astimezone())
+            self._hidden_at(SearchOptions(), datetime.now().astimezone())
 
     def _current(self) -> Any:
         """A searcher of the index as it is now (kept while the index does not change), under `_lock`."""
@@ -558,12 +559,12 @@ class Store:
             self._queries[text] = parsed
         return parsed
 
-    def _hidden_at(self, include_superseded: bool, include_expired: bool, now: datetime) -> set[int]:
+    def _hidden_at(self, options: SearchOptions, now: datetime) -> set[int]:
         """`hidden_docs` of the current searcher, worked out once while it holds (the next expiry)."""
-        key = (include_superseded, include_expired)
+        key = (options.include_superseded, options.include_expired, options.include_proposed)
         kept = self._hidden.get(key)
         if kept is None or not kept[0] <= now < kept[1]:
-            docs, until = hidden_docs(self._searcher, include_superseded, include_expired, now)
+            docs, until = hidden_docs(self._searcher, options, now)
             kept = self._hidden[key] = (now, until, docs)
         return kept[2]
 
@@ -590,17 +591,25 @@ PARSED_QUERIES = 256
 LOOSE_SEGMENTS = 6
 
 
-def hidden_docs(
-    searcher: Any, include_superseded: bool, include_expired: bool, now: datetime
-) -> tuple[set[int], datetime]:
-    """The superseded and expired documents at `now` (unless included), and until when that holds: the
-    next expiry within a day. The expiry dates come from the `expires` column."""
+def shown(memory: Memory, options: SearchOptions) -> bool:
+    """Whether a search with `options` may show the memory by its status (superseded, proposed)."""
+    return (options.include_superseded or not memory.superseded) and (options.include_proposed or not memory.proposed)
+
+
+def hidden_docs(searcher: Any, options: SearchOptions, now: datetime) -> tuple[set[int], datetime]:
+    """The superseded, proposed and expired documents at `now` (unless `options` include them), and until
+    when that holds: the next expiry within a day. The expiry dates come from the `expires` column."""
     from whoosh import query
 
-    hidden = set() if include_superseded else set(searcher.docs_for_query(query.Term("status", "superseded")))
+    statuses = [
+        s
+        for s, shown in (("superseded", options.include_superseded), ("proposed", options.include_proposed))
+        if not shown
+    ]
+    hidden = {doc for s in statuses for doc in searcher.docs_for_query(query.Term("status", s))}
     until = now + timedelta(days=1)
     reader = searcher.reader()
-    if not include_expired and reader.has_column("expires"):  # an empty index has none
+    if not options.include_expired and reader.has_column("expires"):  # an empty index has none
         moment, latest = now.timestamp(), until.timestamp()
         for docnum, expires in enumerate(reader.column_reader("expires")):
             if expires <= moment:
@@ -729,5 +738,5 @@ def _search_memories(
         writer.add_document(**_document(memory, marshal.dumps(memory_to_row(memory))))
     writer.commit()
     with ix.searcher(weighting=weighting()) as searcher:
-        hidden = hidden_docs(searcher, options.include_superseded, options.include_expired, now)[0]
+        hidden = hidden_docs(searcher, options, now)[0]
         return _live(searcher, parsed, allow, hidden, options, count)

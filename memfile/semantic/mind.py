@@ -154,6 +154,7 @@ def admission(
     unverified: bool,
     include_expired: bool,
     include_superseded: bool,
+    include_proposed: bool = False,
 ) -> Callable[[Memory], bool]:
     """Whether a memory passes a search's filters (as the lexical search filters them), now: only
     these are ranked by meaning, so no filtered-out memory comes back through its vector."""
@@ -168,6 +169,7 @@ def admission(
             and not (unverified and m.verified)
             and (include_expired or not m.is_expired(now))
             and (include_superseded or not m.superseded)
+            and (include_proposed or not m.proposed)
         )
 
     return admit

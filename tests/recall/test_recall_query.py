@@ -880,7 +880,7 @@ def test_cli_superseded_in_recall_search_list(superseded: Vault) -> None:
 
 def test_list_with_a_bad_status_exits_2_naming_the_allowed_values(superseded: Vault) -> None:
     result = fails(in_vault(superseded.root, "list", "--status", "retired"), 2)
-    assert "status" in result.stderr and "active, superseded, all" in result.stderr
+    assert "status" in result.stderr and "active, superseded, proposed, all" in result.stderr
     with pytest.raises(InvalidInput) as caught:
         superseded.list(status="retired")
     assert caught.value.field == "status"
