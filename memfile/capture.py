@@ -268,6 +268,24 @@ def words(text: str) -> set[str]:
     return {stem(t) if t.isascii() else t for t, _, _ in tokens(text) if len(t) > 1 and t not in STOP_WORDS}
 
 
+#: Words that carry a value: a new one in a candidate is news, never a duplicate ("closes at seven", not six).
+NUMBER_WORDS = frozenset(
+    "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen "
+    "seventeen eighteen nineteen twenty thirty forty fifty sixty seventy eighty ninety hundred thousand million "
+    "first second third fourth fifth half".split()
+)
+
+
+def _values(found: set[str], text: str) -> set[str]:
+    """The words among `found` (stems, as `words` gives them) that carry a value: numbers, in digits or words,
+    and names (words `text` capitalizes after its first: `Porto`, not Lisbon)."""
+    from whoosh.lang.porter import stem
+
+    values = {stem(w) for w in NUMBER_WORDS}
+    values |= {w for name in re.findall(r"(?<=[\w,;:] )[A-Z]\w+", text) for w in words(name)}
+    return {w for w in found if any(c.isdigit() for c in w) or w in values}
+
+
 def decide(candidate: Candidate, similar: Sequence[Memory]) -> tuple[str, str, Memory | None]:
     """(action, reason, target) for a candidate against the mind's memories most like it (`similar`, best
     first, the memory at its REF among them if there is one). Pure; the rules are the module's constants."""
@@ -280,7 +298,12 @@ def decide(candidate: Candidate, similar: Sequence[Memory]) -> tuple[str, str, M
         share = len(mine & theirs) / max(1, len(mine | theirs))
         if best is None or (cover, share) > best[:2]:
             best = (cover, share, memory)
-    if best is not None and best[0] >= SKIP_COVER:
+    news = (
+        _values(mine - words(f"{best[2].content} {best[2].key.replace('_', ' ')}"), candidate.content)
+        if best
+        else set()
+    )
+    if best is not None and best[0] >= SKIP_COVER and not news:
         cover, _, memory = best
         return SKIP, f"{memory.ref} already says it ({cover:.0%} of its words)", memory
     if same is not None:
