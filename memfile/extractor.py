@@ -77,8 +77,10 @@ class ChatEndpoint:
         self.shown_url = urllib.parse.urlunsplit(parts._replace(query=""))
         self.model: str = checked_setting("capture", "model", model)
         self.timeout: float = checked_setting("capture", "timeout", timeout)
-        if api_key is not None and not (isinstance(api_key, str) and api_key.isprintable() and api_key.strip()):
-            raise InvalidInput("api_key", "(not shown)", "a key of printable characters")
+        if api_key is not None and not (
+            isinstance(api_key, str) and api_key.isascii() and api_key.isprintable() and api_key.strip()
+        ):
+            raise InvalidInput("api_key", "(not shown)", "a key of printable ASCII characters")
         self._api_key = api_key.strip() if api_key else None
 
     @classmethod
@@ -164,7 +166,9 @@ class ChatEndpoint:
         if isinstance(reason, TimeoutError):
             return f"no answer within {self.timeout:g} s ([capture] timeout)"
         if isinstance(reason, ConnectionRefusedError):
-            return "the connection was refused: is the server running, on that host and port?"
+            return (
+                "the connection was refused: start the server, or check the host and port of endpoint under [capture]"
+            )
         if isinstance(reason, socket.gaierror):
             return "its host name cannot be resolved: check endpoint under [capture]"
         if isinstance(reason, ssl.SSLError):
@@ -172,7 +176,9 @@ class ChatEndpoint:
         if isinstance(error, http.client.RemoteDisconnected):
             return "the server closed the connection without an answer"
         if isinstance(error, http.client.HTTPException):
-            return f"the answer is not HTTP ({type(error).__name__}): is that the API's URL?"
+            return (
+                f"the answer is not HTTP ({type(error).__name__}): check that endpoint under [capture] is the API's URL"
+            )
         return f"the connection failed ({_cut(str(reason)) or type(reason).__name__})"
 
     def _server_says(self, data: bytes | None) -> str:

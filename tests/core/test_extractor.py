@@ -219,7 +219,7 @@ def test_a_port_where_nothing_listens_is_named(chat: ChatServer) -> None:
         free.bind(("127.0.0.1", 0))
         port = free.getsockname()[1]
     error = failure(ChatEndpoint(f"http://127.0.0.1:{port}/v1", "qwen", timeout=TIMEOUT))
-    assert "refused" in str(error) and "running" in str(error) and error.status is None
+    assert "refused" in str(error) and "start the server" in str(error) and error.status is None
 
 
 def test_a_server_that_closes_without_answering_is_named(chat: ChatServer) -> None:
@@ -290,6 +290,7 @@ def test_an_endpoint_with_a_password_is_refused_without_showing_it() -> None:
         ({"timeout": "60"}, "timeout"),
         ({"api_key": ""}, "api_key"),
         ({"api_key": f"{KEY}\r\nX-Injected: 1"}, "api_key"),
+        ({"api_key": "ключ-0123456789abcdef"}, "api_key"),
     ],
 )
 def test_a_bad_argument_is_named_with_the_allowed_values(kwargs: dict, field: str) -> None:
