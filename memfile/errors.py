@@ -22,6 +22,7 @@ EXIT_PROBLEMS = 5
 EXIT_GIT = 6
 EXIT_NOT_A_VAULT = 7
 EXIT_SYNC_CONFLICTS = 8
+EXIT_EXTRACTOR = 9
 
 #: The public exit-code table: code -> meaning. Pinned by a test and the README.
 EXIT_CODES: dict[int, str] = {
@@ -34,6 +35,7 @@ EXIT_CODES: dict[int, str] = {
     EXIT_GIT: "git failed",
     EXIT_NOT_A_VAULT: "not a vault: no memfile vault could be found",
     EXIT_SYNC_CONFLICTS: "sync done, but memories changed on both sides wait for memfile resolve",
+    EXIT_EXTRACTOR: "the extractor failed: the model endpoint gave no usable answer; nothing was written",
 }
 
 
@@ -332,3 +334,29 @@ class NotAVault(MemfileError):
     """No vault could be found or selected."""
 
     exit_code = EXIT_NOT_A_VAULT
+
+
+class ExtractorFailed(MemfileError):
+    """The extractor endpoint (`[capture] endpoint`, `memfile.extractor.ChatEndpoint`) gave no usable answer:
+    unreachable, too slow, an HTTP error, a redirect, too large, or not a chat completion. Nothing was
+    written; the same call may succeed once the endpoint answers.
+
+    Attributes:
+        url: the endpoint, without user:password@ or query (never the key).
+        status: the HTTP status it answered, or None (no answer).
+        reason: what went wrong (the server's own error message cut short) and what to do.
+    """
+
+    exit_code = EXIT_EXTRACTOR
+
+    def __init__(self, url: str, reason: str, *, status: int | None = None) -> None:
+        self.url, self.status, self.reason = url, status, reason
+        answered = f" answered HTTP {status}" if status is not None else ""
+        super().__init__(f"the extractor endpoint {url}{answered}: {reason}; nothing was written")
+
+
+class ExtractorNotConfigured(MemfileError):
+    """No extractor can be made from memfile.toml's `[capture]` table (no endpoint or model, or the variable
+    `api_key_env` names is not set); the message says how to configure one. Nothing was written."""
+
+    exit_code = EXIT_BAD_INPUT

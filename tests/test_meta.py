@@ -29,11 +29,12 @@ PINNED_EXIT_CODES = {
     6: "git",
     7: "not a vault",
     8: "resolve",
+    9: "extractor",
 }
 
 
 def test_exit_code_table_is_pinned() -> None:
-    assert sorted(errors.EXIT_CODES) == list(range(9))
+    assert sorted(errors.EXIT_CODES) == list(range(10))
     for code, words in PINNED_EXIT_CODES.items():
         assert words in errors.EXIT_CODES[code]
     assert errors.InvalidInput.exit_code == 2
@@ -41,6 +42,7 @@ def test_exit_code_table_is_pinned() -> None:
     assert errors.Conflict.exit_code == errors.LockTimeout.exit_code == 4
     assert errors.GitError.exit_code == 6
     assert errors.NotAVault.exit_code == 7
+    assert errors.ExtractorFailed.exit_code == 9 and errors.ExtractorNotConfigured.exit_code == 2
 
 
 def test_readme_documents_every_exit_code() -> None:
@@ -117,6 +119,8 @@ MAY_IMPORT: dict[str, set[str]] = {
     "memory_tool": FACE_MAY_USE | {"paths", "fileformat", "secretscan"},
     "anthropic_tool": FACE_MAY_USE | {"memory_tool"},
     "semantic": {"errors", "model", "text", "config", "semantic"},  # config: STATE_DIR, where vectors live
+    # Capture's built-in extractor: an OpenAI-compatible endpoint, its settings checked by config's rules.
+    "extractor": {"errors", "config", "_version"},
     "__init__": FACE_MAY_USE | {"_version", "recall", "watch", "store_queue"},
 }
 #: Why a face imports more than FACE_MAY_USE, one line each.
