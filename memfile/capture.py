@@ -261,9 +261,7 @@ def _short(value: object, limit: int = 80) -> str:
 def words(text: str) -> set[str]:
     """The folded words of a text that say something (no stop words, no single letters), English ones by
     their stem (Whoosh's Porter stemmer, as the index stems them: `hikes`, `hiking` -> `hike`)."""
-    from whoosh.lang.porter import stem
-
-    from .index import STOP_WORDS
+    from .index import STOP_WORDS, stem
 
     return {stem(t) if t.isascii() else t for t, _, _ in tokens(text) if len(t) > 1 and t not in STOP_WORDS}
 
@@ -279,7 +277,7 @@ NUMBER_WORDS = frozenset(
 def _values(found: set[str], text: str) -> set[str]:
     """The words among `found` (stems, as `words` gives them) that carry a value: numbers, in digits or words,
     and names (words `text` capitalizes after its first: `Porto`, not Lisbon)."""
-    from whoosh.lang.porter import stem
+    from .index import stem
 
     values = {stem(w) for w in NUMBER_WORDS}
     values |= {w for name in re.findall(r"(?<=[\w,;:] )[A-Z]\w+", text) for w in words(name)}

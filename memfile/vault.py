@@ -234,7 +234,7 @@ class Vault:
             options = SearchOptions(include_proposed=True, include_superseded=False, limit=limit, snippets=False)
             return [hit.memory for hit in self._searched(text, options, None)]
 
-        return Capturer(self._writer, self._index, similar, review=True)
+        return Capturer(self._writer, self._index, similar, review=self.config.capture_review)
 
     @cached_property
     def _doctor(self) -> Doctor:

@@ -85,10 +85,13 @@ MAY_IMPORT: dict[str, set[str]] = {
     "remote": CORE | {"git", "purge"},  # a sync refuses, or accepts, another clone's purges
     # Purge: the git adapter's rewrite, then the index rebuilt, the vectors compacted, the records cleared.
     "purge": CORE | {"git", "index", "recalling", "semantic"},
+    # Capture: the model's answer checked and decided against the mind (the writer and index come in as objects).
+    "capture": CORE | {"index"},
     # The export's header names memfile's version (`_version`); `open(watch=True)` imports the watcher (a face)
     # inside that call only (test_the_vault_imports_the_watcher_only_when_asked).
     "vault": CORE
     | {"_version", "index", "git", "writer", "rawwrite", "recalling", "doctor", "history", "remote", "purge"}
+    | {"capture"}
     | {"transfer", "semantic", "watch"},
     "_version": set(),
     # Memories in and out (export, import): the writer and the index come in as objects.
@@ -96,7 +99,8 @@ MAY_IMPORT: dict[str, set[str]] = {
     "keys": {"errors", "model", "paths", "config", "files"},  # the served faces' credentials, outside any vault
     # Faces: only the facade and its values. The command line (memfile/cli/) starts the long-running ones
     # (serve and its command-line socket, the watcher, the stdio MCP server); `__main__` runs it.
-    "cli": FACE_MAY_USE | {"terminal", "keys", "paths", "cli_client", "cli_served", "server", "watch", "mcp_server"},
+    "cli": FACE_MAY_USE
+    | {"terminal", "keys", "paths", "cli_client", "cli_served", "server", "watch", "mcp_server", "extractor"},
     # The command line's fast path: the client imports nothing of memfile but its version (it must stay
     # light); the server half runs the command line's group (handed in by `memfile serve`) on the resident
     # worker, and imports no module of memfile/cli/ (no cycle).
@@ -130,6 +134,7 @@ FACE_EXCEPTIONS = {
     ("__main__", "config"): "MEMFILE_PLAIN (config.plain) decides whether a read-only command may end at once, "
     "and `[cli] resident` whether it leaves a resident reader behind",
     ("cli", "keys"): "the key commands are the keys file's face",
+    ("cli", "extractor"): "memfile capture asks the model memfile.toml's [capture] names (ChatEndpoint.from_config)",
     ("worker", "paths"): "which folders are minds (mind_dirs), known without opening a Vault for each",
     ("mcp_server", "memory_tool"): "the `memory` tool runs Claude's memory-tool commands (MemoryToolBackend)",
     ("memory_tool", "secretscan"): "a secret refusal is said again with the lines of the text the model wrote",

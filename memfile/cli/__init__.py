@@ -20,7 +20,7 @@ import click
 from ..cli_client import NotServed, Served
 from ..errors import EXIT_UNEXPECTED, InvalidInput, MemfileError
 from ..terminal import wrapped
-from . import git, keys, memories, serve, transfer
+from . import capture, git, keys, memories, serve, transfer
 from .common import DISTRIBUTION, State
 from .options import json_by_default
 
@@ -181,6 +181,7 @@ COMMANDS = (
     serve.mcp,
     transfer.export,
     transfer.import_,
+    capture.capture,
 )
 for command in COMMANDS:
     main.add_command(command)

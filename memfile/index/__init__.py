@@ -60,15 +60,21 @@ __all__ = [
     "View",
     "check_query",
     "parse_as_read",
+    "stem",
 ]
 
 
 def __getattr__(name: str) -> Any:
-    """`STOP_WORDS`, loaded with Whoosh on first use (a read that never searches never loads it)."""
+    """`STOP_WORDS` and `stem` (the English stemmer the index uses: Porter's), loaded with Whoosh on first use
+    (a read that never searches never loads it)."""
     if name == "STOP_WORDS":
         from .persisted import STOP_WORDS
 
         return STOP_WORDS
+    if name == "stem":
+        from whoosh.lang.porter import stem
+
+        return stem
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 

@@ -18,6 +18,7 @@ from ..errors import (
     EXIT_CONFLICT,
     EXIT_NOT_FOUND,
     Busy,
+    ExtractorFailed,
     Face,
     InvalidInput,
     MemfileError,
@@ -42,6 +43,7 @@ STATUS: tuple[tuple[type[MemfileError], int], ...] = (
     (Busy, 503),
     (KeysUnusable, 503),
     (Refused, 403),
+    (ExtractorFailed, 502),  # the model endpoint capture asked gave no usable answer: a bad gateway
 )
 #: Every other library error, by its exit code (a file that cannot be read: 400, like the CLI's exit 2).
 STATUS_BY_EXIT_CODE = {EXIT_BAD_INPUT: 400, EXIT_NOT_FOUND: 404, EXIT_CONFLICT: 409}
