@@ -279,3 +279,25 @@ def test_transcript_names_non_text_blocks() -> None:
         [{"role": "user", "content": [{"type": "image_url", "image_url": {}}, {"type": "text", "text": "hi"}]}]
     )
     assert text == "[0] user: [image_url]\nhi"
+
+
+def test_the_capture_example_in_docs_agents_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import contextlib
+    import io
+    import re
+    import tempfile
+
+    doc = Path(__file__).resolve().parents[2] / "docs" / "agents.md"
+    section = doc.read_text(encoding="utf-8").split("## Capturing what a conversation taught", 1)[1]
+    code = re.search(r"^```python\n(.*?)^```", section, re.MULTILINE | re.DOTALL)
+    assert code, "docs/agents.md: the capture section has no python example"
+    monkeypatch.setenv("TMPDIR", str(tmp_path))
+    monkeypatch.setattr(tempfile, "tempdir", None)
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        exec(compile(code.group(1), str(doc), "exec"), {"__name__": "capture_example"})
+    printed = out.getvalue().splitlines()
+    assert printed[0] == "update identity/home_city - it changes identity/home_city, at the same key"
+    assert printed[1].startswith("add preference/transport")
+    assert printed[2] == "['identity/home_city_2', 'preference/transport']"
+    assert printed[3] == "Michael lives in Porto since May."
