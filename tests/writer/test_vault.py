@@ -937,6 +937,10 @@ sys.stdout.buffer.write(data)
 """
 
 
+linux_leases = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="file leases are Linux's")
+
+
+@linux_leases
 @pytest.mark.parametrize("verb", [["store", "fact", "same", "version 1"], ["forget", "fact/same"]])
 def test_a_file_open_for_writing_in_another_process_is_never_replaced(vault: Vault, verb: list[str]) -> None:
     """The in-place sweep's lost save, held still: an editor opened the file for writing, a store (or forget)
@@ -959,6 +963,7 @@ def test_a_file_open_for_writing_in_another_process_is_never_replaced(vault: Vau
     assert saved in _versions(vault.root, relpath)
 
 
+@linux_leases
 def test_a_file_opened_for_writing_while_a_store_swaps_it_goes_back_in_place(
     vault: Vault, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -975,14 +980,17 @@ def test_a_file_opened_for_writing_while_a_store_swaps_it_goes_back_in_place(
             editor = f"import sys; f = open(sys.argv[1], 'r+b'); f.truncate(); f.write({b'HANDSAVE'!r})"
             editors.append(subprocess.Popen([sys.executable, "-c", editor, str(one)]))
             ino = f":{one.stat().st_ino} "
-            assert wait_until(lambda: any("BREAKING" in line and ino in line for line in open("/proc/locks")))
+            locks = Path("/proc/locks")
+            assert wait_until(
+                lambda: any("BREAKING" in line and ino in line for line in locks.read_text().splitlines())
+            )
         return swapped
 
     monkeypatch.setattr(memfile.swap, "exchange", exchange_while_an_editor_opens)
     in_vault(vault.root, "store", "fact", "same", "version 1")  # made again on top of the save, or exit 4
     assert editors[0].wait() == 0
     assert b"HANDSAVE" in _versions(vault.root, "michael/fact/same.md")
-    assert path.exists() and not [p for p in path.parent.iterdir() if p.name.startswith(".memfile-tmp")]
+    assert path.exists() and not [p for p in path.parent.iterdir() if p.name.startswith(TEMP_PREFIX)]
 
 
 def test_put_never_replaces_a_file_that_changed_since_it_was_read(tmp_path: Path) -> None:
