@@ -8,14 +8,23 @@ swaps the new file in and looks at what it displaced, in one step where the
 system allows it (Linux `renameat2(RENAME_EXCHANGE)`): whatever was there is
 in hand. When that is not what the write was based on, the save goes back in
 place and `EditedMeanwhile` tells the caller to look again.
+
+An editor that writes into the file holds it open for writing first, and its
+save goes into the file it opened, wherever that file is by then. So the file
+is replaced only under a read lease (Linux `F_SETLEASE`): never while another
+program has it open for writing, and one that opens it for writing meanwhile
+waits until the lease ends and finds it back in place.
 """
 
 from __future__ import annotations
 
 import errno
+import fcntl
 import os
+import signal
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from functools import cache
 from pathlib import Path
 from typing import Any, TypeVar
@@ -34,11 +43,10 @@ _UNSUPPORTED = (errno.EINVAL, errno.ENOSYS, errno.EOPNOTSUPP, errno.ENOTSUP, err
 class EditedMeanwhile(Conflict):
     """The file changed on disk after the write read it: the change is kept, nothing was written."""
 
-    def __init__(self, relpath: str) -> None:
+    def __init__(self, relpath: str, what: str = "was changed on disk while memfile was writing it") -> None:
         self.relpath = relpath
         super().__init__(
-            f"{relpath} was changed on disk while memfile was writing it; that change is kept as it is "
-            "and nothing was written; run the command again"
+            f"{relpath} {what}; that change is kept as it is and nothing was written; run the command again"
         )
 
 
@@ -200,42 +208,92 @@ def _create(tmp: Path, path: Path, relpath: str) -> None:
 
 def _replace(tmp: Path, path: Path, relpath: str, expected: bytes, data: bytes) -> bytes:
     """Swap `tmp` (the new bytes) with `path`; a save found displaced goes back in place."""
-    swapped = exchange(tmp, path)
-    if swapped is None:  # this system cannot swap: look just before the rename
-        if read_or_none(path) != expected:
+    with _leased(path, relpath) as unwritten:
+        swapped = exchange(tmp, path)
+        if swapped is None:  # this system cannot swap: look just before the rename
+            if read_or_none(path) != expected or not unwritten(path):
+                raise EditedMeanwhile(relpath)
+            os.replace(tmp, path)
+            return expected
+        if not swapped:  # the file is gone (a save in the middle of renaming): look again later
             raise EditedMeanwhile(relpath)
-        os.replace(tmp, path)
-        return expected
-    if not swapped:  # the file is gone (a save in the middle of renaming): look again later
-        raise EditedMeanwhile(relpath)
-    displaced = tmp.read_bytes()
-    if displaced == expected:
-        return displaced
-    # Someone saved between our read and the swap: their bytes go back. If they saved once more
-    # after the swap, that newest save stays (the one in between was theirs too, and older).
-    exchange(tmp, path)
-    if tmp.read_bytes() != data:
+        displaced = tmp.read_bytes()
+        if displaced == expected and unwritten(tmp):
+            return displaced
+        # Someone saved between our read and the swap, or is saving into the file now: it goes back. If
+        # they saved once more after the swap, that newest save stays (the one in between was theirs too).
         exchange(tmp, path)
-    raise EditedMeanwhile(relpath)
+        if tmp.read_bytes() != data:
+            exchange(tmp, path)
+        raise EditedMeanwhile(relpath)
+
+
+@contextmanager
+def _leased(path: Path, relpath: str) -> Iterator[Callable[[Path], bool]]:
+    """A read lease on the file at `path` while it is replaced: yields `unwritten(where)`, true while that
+    file is at `where` and no program opened it for writing since (such an open waits until the lease
+    ends). Where leases are not to be had (another system, another user's file, a symlink) it is always true.
+
+    Raises:
+        EditedMeanwhile: another program has the file open for writing (a save into it under way).
+    """
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError:  # gone or a symlink: the swap finds out what is there
+        fd = -1
+    try:
+        held = os.fstat(fd) if fd >= 0 and _lease(fd, relpath) else None
+
+        def unwritten(where: Path) -> bool:
+            if held is None:
+                return True
+            try:
+                now = os.lstat(where)
+            except FileNotFoundError:
+                return False
+            same = (now.st_dev, now.st_ino) == (held.st_dev, held.st_ino)
+            return same and fcntl.fcntl(fd, fcntl.F_GETLEASE) == fcntl.F_RDLCK
+
+        yield unwritten
+    finally:
+        if fd >= 0:
+            os.close(fd)  # ends the lease: a program waiting to open the file goes on
+
+
+def _lease(fd: int, relpath: str) -> bool:
+    """Take a read lease on the open file `fd`; False where the system gives none (leases switched off,
+    another user's file, no leases at all)."""
+    try:
+        fcntl.fcntl(fd, fcntl.F_SETSIG, signal.SIGURG)  # ignored by default, until F_SETOWN below
+        fcntl.fcntl(fd, fcntl.F_SETLEASE, fcntl.F_RDLCK)
+    except AttributeError:
+        return False
+    except OSError as exc:
+        if exc.errno == errno.EAGAIN:
+            raise EditedMeanwhile(relpath, "is open for writing in another program") from None
+        return False
+    fcntl.fcntl(fd, fcntl.F_SETOWN, 0)  # a lease broken by an open signals no process: `unwritten` asks
+    return True
 
 
 def _remove(path: Path, relpath: str, expected: bytes | None) -> bytes | None:
     aside = path.parent / f"{TEMP_PREFIX}{path.name}.{os.urandom(6).hex()}.old"
-    try:
-        os.rename(path, aside)
-    except FileNotFoundError:
-        if expected is not None:
-            raise EditedMeanwhile(relpath) from None
-        return None
-    displaced = aside.read_bytes()
-    if displaced != expected:
+    with _leased(path, relpath) as unwritten:
         try:
-            os.link(aside, path)  # back in place, unless a newer save is there already
-        except FileExistsError:
-            pass
+            os.rename(path, aside)
+        except FileNotFoundError:
+            if expected is not None:
+                raise EditedMeanwhile(relpath) from None
+            return None
+        displaced = aside.read_bytes()
+        if displaced != expected or not unwritten(aside):
+            try:
+                os.link(aside, path)  # back in place, unless a newer save is there already
+            except FileExistsError:
+                pass
+            aside.unlink()
+            raise EditedMeanwhile(relpath)
         aside.unlink()
-        raise EditedMeanwhile(relpath)
-    aside.unlink()
     fsync_dir(path.parent)
     return displaced
 
