@@ -29,6 +29,7 @@ from memfile import Vault
 BENCHMARKS = REPO / "benchmarks"
 SCRIPTS = [
     "bare_whoosh",
+    "bench_capture",
     "bench_core",
     "bench_git",
     "bench_index",
