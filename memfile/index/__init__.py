@@ -56,7 +56,6 @@ __all__ = [
     "Known",
     "RefreshReport",
     "SearchOptions",
-    "Snapshot",
     "View",
     "check_query",
     "parse_as_read",
@@ -73,6 +72,8 @@ def __getattr__(name: str) -> Any:
 
 
 T = TypeVar("T")
+#: A mind's files as a git commit held them: each its memory, or why it could not be parsed (`Index`).
+Commit = Sequence[Memory | ParseIssue]
 
 
 class Index:
@@ -81,9 +82,14 @@ class Index:
     `notify` is told what the caller should hear about (the index was damaged and
     rebuilt; it cannot be written and an index in memory is used instead). `issues`
     holds the files the last read could not parse, with line and reason.
+
+    `commit`: the mind's files as a git commit held them, read from git (`Vault.recall(at=...)`):
+    the index is then in memory and never changes, and nothing under the vault is read or written.
     """
 
-    def __init__(self, root: Path, mind: str, lock_timeout: float, notify: Callable[[str], None]) -> None:
+    def __init__(
+        self, root: Path, mind: str, lock_timeout: float, notify: Callable[[str], None], commit: Commit | None = None
+    ) -> None:
         self.root = root
         self.mind = mind
         self.mind_dir = root / mind
@@ -91,7 +97,8 @@ class Index:
         self.lock_timeout = lock_timeout
         self.issues: list[ParseIssue] = []
         self._notify = notify
-        self._store = Store(self.folder, lock_timeout)
+        self._store = Store(self.folder, lock_timeout, in_memory=commit is not None)
+        self._commit = None if commit is None else {f.path: f for f in sorted(commit, key=lambda f: f.path)}
         self._cached: tuple[float | None, list[Memory]] | None = None  # (catalog version, its memories)
         self._derived: dict[Hashable, tuple[float, datetime, datetime, object]] = {}  # (version, made, until, value)
 
@@ -129,6 +136,8 @@ class Index:
         Raises:
             LockTimeout: `wait` is true and another process kept the writer lock past the timeout.
         """
+        if self._commit is not None:
+            return self._at_commit(self._commit)
         if trust_watcher and progress is None and paths is None and self.watcher_vouches():
             return RefreshReport()
         if paths is not None and len(paths) >= BULK:  # an import: the whole mind's diff, so a bulk load may apply
@@ -169,6 +178,22 @@ class Index:
                 self._notify(_damaged(exc))
                 store.destroy()
                 rebuilt = True
+
+    def _at_commit(self, files: dict[str, Memory | ParseIssue]) -> RefreshReport:
+        """`refresh` of an index of a commit: its memories are overlaid (no Whoosh) until a search opens the
+        full-text index (made anew: `View.search` refreshes), and then indexed, once, as a first read of a
+        checkout of that commit would."""
+        if not self._store.opened:
+            memories: dict[str, Memory | None] = {path: f for path, f in files.items() if isinstance(f, Memory)}
+            return RefreshReport(skipped=[f for f in files.values() if isinstance(f, ParseIssue)], pending=memories)
+
+        def load(path: str) -> tuple[Stat, Memory]:
+            file = files[path]
+            if isinstance(file, ParseIssue):
+                raise FileParseError(path, file.line, file.reason)
+            return (0, 0, 0, 0), file  # the stat says nothing: the files never change
+
+        return self._store.sync(dict.fromkeys(files, (0, 0, 0, 0)), load)
 
     def rebuild(self, progress: Callable[[int, int], None] | None = None) -> RefreshReport:
         """Throw the index away and build it again from the files.
@@ -465,71 +490,6 @@ class View:
             return []
         with stored_bytes():
             return self.index._store.snippets(text, memories)
-
-
-class Snapshot(Index):
-    """The index of a mind as a git commit held it, in memory, made from the memories read from git (never
-    from the work tree) and never changed (`Vault.recall(at=...)`). Nothing under the vault is read or
-    written. A read serves the memories as they are (no Whoosh); the first search indexes them all in
-    memory, as a first read of a checkout of that commit would, and later searches use that index.
-    """
-
-    def __init__(self, root: Path, mind: str, memories: Sequence[Memory], issues: Sequence[ParseIssue]) -> None:
-        super().__init__(root, mind, 0.0, lambda _: None)
-        self._store = Store(self.folder, 0.0, in_memory=True)
-        self._files = {m.path: m for m in sorted(memories, key=lambda m: m.path)}
-        self._issues = sorted(issues, key=lambda i: i.path)
-        self._filled = False
-
-    def refresh(self, *args: Any, **kwargs: Any) -> RefreshReport:
-        """Nothing changes; before the first search, the memories are overlaid (`RefreshReport.pending`)."""
-        if self._filled:
-            return RefreshReport()
-        return RefreshReport(skipped=list(self._issues), pending=dict(self._files))
-
-    def read(self, work: Callable[[View], T]) -> T:
-        return work(_SnapshotView(self, self.refresh()))
-
-    def watcher_vouches(self) -> bool:
-        return False
-
-    def fill(self) -> None:
-        """Index every memory in memory, once (what a search needs)."""
-        if self._filled:
-            return
-        stats: dict[str, Stat] = {path: (0, 0, 0, n) for n, path in enumerate([*self._files, *self._problems()])}
-        issues = {i.path: i for i in self._issues}
-
-        def load(path: str) -> tuple[Stat, Memory]:
-            if path in issues:
-                raise FileParseError(path, issues[path].line, issues[path].reason)
-            return stats[path], self._files[path]
-
-        self._store.sync(stats, load)
-        self._filled = True
-
-    def _problems(self) -> list[str]:
-        return [i.path for i in self._issues]
-
-
-class _SnapshotView(View):
-    """A read of a `Snapshot`: a search fills its index first."""
-
-    index: Snapshot
-
-    def search(
-        self, text: str, options: SearchOptions, now: datetime | None = None, count: bool = False
-    ) -> tuple[list[SearchHit], int]:
-        self._filled()
-        return super().search(text, options, now, count)
-
-    def snippets(self, text: str, memories: list[Memory]) -> list[str]:
-        self._filled()
-        return super().snippets(text, memories)
-
-    def _filled(self) -> None:
-        self.index.fill()
-        self.report = self.index.refresh()
 
 
 def _damaged(exc: IndexDamaged | IndexUnwritable) -> str:

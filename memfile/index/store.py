@@ -220,11 +220,16 @@ class Store:
                 raise LockTimeout(str(self.folder / name), self.lock_timeout)
             lock.release()
 
+    @property
+    def opened(self) -> bool:  # the full-text index (a search opens it: `check`)
+        return self._ix is not None
+
     def check(self) -> bool:
-        """Open the full-text index, rebuilding it when damaged; True when it had to be made anew."""
+        """Open the full-text index, rebuilding it when damaged; True when it had to be made anew (one in
+        memory always is)."""
         if self._ix is not None:
             return False
-        existed = any(self.folder.glob(f"_{INDEX_NAME}_*.toc"))
+        existed = self.in_memory or any(self.folder.glob(f"_{INDEX_NAME}_*.toc"))
         self._open()
         return existed and not self.catalog.has_state()  # not recorded(): 100 ms to decode at 100,000 files
 
