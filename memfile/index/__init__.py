@@ -29,7 +29,6 @@ from ..errors import Conflict, FileParseError
 from ..files import Stat
 from ..model import Memory, ParseIssue, SearchHit, utc_now
 from . import source
-from .catalog import Catalog
 from .damage import IndexDamaged, IndexUnwritable, stored_bytes
 from .query import MAX_QUERY_CHARS, check_query
 from .source import Known, is_folder_entry, parse_as_read, stat_walk
@@ -107,10 +106,6 @@ class Index:
         """The Whoosh index and catalog now in use (in memory when the vault's own cannot be written)."""
         return self._store
 
-    @property
-    def catalog(self) -> Catalog:
-        return self._store.catalog
-
     # --- freshness ---------------------------------------------------------------------
 
     def refresh(
@@ -138,7 +133,7 @@ class Index:
         """
         if self._commit is not None:
             return self._at_commit(self._commit)
-        if trust_watcher and progress is None and paths is None and self.watcher_vouches():
+        if trust_watcher and progress is None and paths is None and source.watcher_vouches(self.root, self.mind):
             return RefreshReport()
         if paths is not None and len(paths) >= BULK:  # an import: the whole mind's diff, so a bulk load may apply
             paths = None
@@ -278,7 +273,7 @@ class Index:
         turns it into `ref` (the next read, or doctor, then names the two files).
         """
         self._usable()
-        if self.watcher_vouches():
+        if source.watcher_vouches(self.root, self.mind):
             report = self.refresh(trust_watcher=True)
         else:
             listed = stat_walk(self.mind_dir, self.root, stat=False)
@@ -302,10 +297,6 @@ class Index:
         except (IndexDamaged, IndexUnwritable):
             self._store.close()
         return False
-
-    def watcher_vouches(self) -> bool:
-        """Whether a live watcher of this mind vouches that the index is in line with the files."""
-        return source.watcher_vouches(self.root, self.mind)
 
     def close(self) -> None:
         """Release the index's files (it opens them again when used)."""
