@@ -291,7 +291,15 @@ class Store:
             changed, read but not written (the report's `pending`)."""
             if wait:
                 raise LockTimeout(str(self.folder / lock), self.lock_timeout)
-            return self._read_pending(disk, load, paths, report)
+            changed, removed = diff(self.catalog.recorded(), disk, paths)
+            for path in changed:
+                try:
+                    report.pending[path] = load(path)[1]
+                except FileParseError as exc:
+                    report.pending[path] = None
+                    report.skipped.append(ParseIssue(path, exc.line, exc.reason))
+            report.pending.update(dict.fromkeys(removed))
+            return report
 
         from whoosh.index import LockError
         from whoosh.util.filelock import try_for
@@ -440,23 +448,6 @@ class Store:
             else:
                 really.append(path)
         return really, same
-
-    def _read_pending(
-        self,
-        disk: dict[str, Stat],
-        load: Callable[[str], tuple[Stat, Memory]],
-        paths: Iterable[str] | None,
-        report: RefreshReport,
-    ) -> RefreshReport:
-        changed, removed = diff(self.catalog.recorded(), disk, paths)
-        for path in changed:
-            try:
-                report.pending[path] = load(path)[1]
-            except FileParseError as exc:
-                report.pending[path] = None
-                report.skipped.append(ParseIssue(path, exc.line, exc.reason))
-        report.pending.update(dict.fromkeys(removed))
-        return report
 
     # --- search ---------------------------------------------------------------
 
