@@ -132,7 +132,7 @@ def test_recall_at_every_commit_is_a_checkouts_recall_at_that_moment(
         git(root, "worktree", "add", "--detach", str(checkout), sha)
         index = Index(checkout, MIND, 10.0, lambda _: None)
         moment = commit_time(root, sha)
-        plain = Recaller(checkout, MIND, config, Source.USER, index, [])
+        plain = Recaller(checkout, MIND, config, Source.USER, index, [], {})
         reports = [plain.recall(None, as_of=AsOf(sha, moment, index)).to_dict()]
         reports.append(plain.recall(120, as_of=AsOf(sha, moment, index)).to_dict())
         for query in QUERIES:
