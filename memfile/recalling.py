@@ -39,8 +39,8 @@ _NEVER = datetime.max.replace(tzinfo=timezone.utc)  # "until" of what no expiry 
 
 @dataclass(frozen=True)
 class AsOf:
-    """What a recall or search reads as of a moment (`Vault.recall(at=...)`): the mind's `index` then (a
-    `Snapshot` of a commit), and the commit (`sha`) and its time (`moment`), which is "now" for expiry,
+    """What a recall or search reads as of a moment (`Vault.recall(at=...)`): the mind's `index` then (an
+    `Index` of a commit's files), and the commit (`sha`) and its time (`moment`), which is "now" for expiry,
     supersede rules and recency. A plain recall is the one of the mind's own index at the clock's time."""
 
     sha: str

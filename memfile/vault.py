@@ -1421,15 +1421,13 @@ class Vault:
         Raises:
             InvalidInput: `at` names no commit and no real date, or `semantic` is asked for.
         """
-        from .index import Snapshot
-
         if semantic:
             raise InvalidInput("semantic", semantic, "false with at (a recall or search as of a date is by words)")
         sha, moment = self._history.commit_at(at)
         as_of = self._moments.pop(sha, None)
         if as_of is None:
             memories, issues = self._history.mind_at(sha, moment)
-            as_of = AsOf(sha, moment, Snapshot(self.root, self.mind, memories, issues))
+            as_of = AsOf(sha, moment, Index(self.root, self.mind, 0.0, lambda _: None, [*memories, *issues]))
         self._moments[sha] = as_of
         while len(self._moments) > MOMENTS:
             self._moments.popitem(last=False)

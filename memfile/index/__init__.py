@@ -29,7 +29,6 @@ from ..errors import Conflict, FileParseError
 from ..files import Stat
 from ..model import Memory, ParseIssue, SearchHit, utc_now
 from . import source
-from .catalog import Catalog
 from .damage import IndexDamaged, IndexUnwritable, stored_bytes
 from .query import MAX_QUERY_CHARS, check_query
 from .source import Known, is_folder_entry, parse_as_read, stat_walk
@@ -56,7 +55,6 @@ __all__ = [
     "Known",
     "RefreshReport",
     "SearchOptions",
-    "Snapshot",
     "View",
     "check_query",
     "parse_as_read",
@@ -79,6 +77,8 @@ def __getattr__(name: str) -> Any:
 
 
 T = TypeVar("T")
+#: A mind's files as a git commit held them: each its memory, or why it could not be parsed (`Index`).
+Commit = Sequence[Memory | ParseIssue]
 
 
 class Index:
@@ -87,9 +87,14 @@ class Index:
     `notify` is told what the caller should hear about (the index was damaged and
     rebuilt; it cannot be written and an index in memory is used instead). `issues`
     holds the files the last read could not parse, with line and reason.
+
+    `commit`: the mind's files as a git commit held them, read from git (`Vault.recall(at=...)`):
+    the index is then in memory and never changes, and nothing under the vault is read or written.
     """
 
-    def __init__(self, root: Path, mind: str, lock_timeout: float, notify: Callable[[str], None]) -> None:
+    def __init__(
+        self, root: Path, mind: str, lock_timeout: float, notify: Callable[[str], None], commit: Commit | None = None
+    ) -> None:
         self.root = root
         self.mind = mind
         self.mind_dir = root / mind
@@ -97,7 +102,8 @@ class Index:
         self.lock_timeout = lock_timeout
         self.issues: list[ParseIssue] = []
         self._notify = notify
-        self._store = Store(self.folder, lock_timeout)
+        self._store = Store(self.folder, lock_timeout, in_memory=commit is not None)
+        self._commit = None if commit is None else {f.path: f for f in sorted(commit, key=lambda f: f.path)}
         self._cached: tuple[float | None, list[Memory]] | None = None  # (catalog version, its memories)
         self._derived: dict[Hashable, tuple[float, datetime, datetime, object]] = {}  # (version, made, until, value)
 
@@ -105,10 +111,6 @@ class Index:
     def store(self) -> Store:
         """The Whoosh index and catalog now in use (in memory when the vault's own cannot be written)."""
         return self._store
-
-    @property
-    def catalog(self) -> Catalog:
-        return self._store.catalog
 
     # --- freshness ---------------------------------------------------------------------
 
@@ -135,7 +137,9 @@ class Index:
         Raises:
             LockTimeout: `wait` is true and another process kept the writer lock past the timeout.
         """
-        if trust_watcher and progress is None and paths is None and self.watcher_vouches():
+        if self._commit is not None:
+            return self._at_commit(self._commit)
+        if trust_watcher and progress is None and paths is None and source.watcher_vouches(self.root, self.mind):
             return RefreshReport()
         if paths is not None and len(paths) >= BULK:  # an import: the whole mind's diff, so a bulk load may apply
             paths = None
@@ -175,6 +179,22 @@ class Index:
                 self._notify(_damaged(exc))
                 store.destroy()
                 rebuilt = True
+
+    def _at_commit(self, files: dict[str, Memory | ParseIssue]) -> RefreshReport:
+        """`refresh` of an index of a commit: its memories are overlaid (no Whoosh) until a search opens the
+        full-text index (made anew: `View.search` refreshes), and then indexed, once, as a first read of a
+        checkout of that commit would."""
+        if not self._store.opened:
+            memories: dict[str, Memory | None] = {path: f for path, f in files.items() if isinstance(f, Memory)}
+            return RefreshReport(skipped=[f for f in files.values() if isinstance(f, ParseIssue)], pending=memories)
+
+        def load(path: str) -> tuple[Stat, Memory]:
+            file = files[path]
+            if isinstance(file, ParseIssue):
+                raise FileParseError(path, file.line, file.reason)
+            return (0, 0, 0, 0), file  # the stat says nothing: the files never change
+
+        return self._store.sync(dict.fromkeys(files, (0, 0, 0, 0)), load)
 
     def rebuild(self, progress: Callable[[int, int], None] | None = None) -> RefreshReport:
         """Throw the index away and build it again from the files.
@@ -259,7 +279,7 @@ class Index:
         turns it into `ref` (the next read, or doctor, then names the two files).
         """
         self._usable()
-        if self.watcher_vouches():
+        if source.watcher_vouches(self.root, self.mind):
             report = self.refresh(trust_watcher=True)
         else:
             listed = stat_walk(self.mind_dir, self.root, stat=False)
@@ -283,10 +303,6 @@ class Index:
         except (IndexDamaged, IndexUnwritable):
             self._store.close()
         return False
-
-    def watcher_vouches(self) -> bool:
-        """Whether a live watcher of this mind vouches that the index is in line with the files."""
-        return source.watcher_vouches(self.root, self.mind)
 
     def close(self) -> None:
         """Release the index's files (it opens them again when used)."""
@@ -471,71 +487,6 @@ class View:
             return []
         with stored_bytes():
             return self.index._store.snippets(text, memories)
-
-
-class Snapshot(Index):
-    """The index of a mind as a git commit held it, in memory, made from the memories read from git (never
-    from the work tree) and never changed (`Vault.recall(at=...)`). Nothing under the vault is read or
-    written. A read serves the memories as they are (no Whoosh); the first search indexes them all in
-    memory, as a first read of a checkout of that commit would, and later searches use that index.
-    """
-
-    def __init__(self, root: Path, mind: str, memories: Sequence[Memory], issues: Sequence[ParseIssue]) -> None:
-        super().__init__(root, mind, 0.0, lambda _: None)
-        self._store = Store(self.folder, 0.0, in_memory=True)
-        self._files = {m.path: m for m in sorted(memories, key=lambda m: m.path)}
-        self._issues = sorted(issues, key=lambda i: i.path)
-        self._filled = False
-
-    def refresh(self, *args: Any, **kwargs: Any) -> RefreshReport:
-        """Nothing changes; before the first search, the memories are overlaid (`RefreshReport.pending`)."""
-        if self._filled:
-            return RefreshReport()
-        return RefreshReport(skipped=list(self._issues), pending=dict(self._files))
-
-    def read(self, work: Callable[[View], T]) -> T:
-        return work(_SnapshotView(self, self.refresh()))
-
-    def watcher_vouches(self) -> bool:
-        return False
-
-    def fill(self) -> None:
-        """Index every memory in memory, once (what a search needs)."""
-        if self._filled:
-            return
-        stats: dict[str, Stat] = {path: (0, 0, 0, n) for n, path in enumerate([*self._files, *self._problems()])}
-        issues = {i.path: i for i in self._issues}
-
-        def load(path: str) -> tuple[Stat, Memory]:
-            if path in issues:
-                raise FileParseError(path, issues[path].line, issues[path].reason)
-            return stats[path], self._files[path]
-
-        self._store.sync(stats, load)
-        self._filled = True
-
-    def _problems(self) -> list[str]:
-        return [i.path for i in self._issues]
-
-
-class _SnapshotView(View):
-    """A read of a `Snapshot`: a search fills its index first."""
-
-    index: Snapshot
-
-    def search(
-        self, text: str, options: SearchOptions, now: datetime | None = None, count: bool = False
-    ) -> tuple[list[SearchHit], int]:
-        self._filled()
-        return super().search(text, options, now, count)
-
-    def snippets(self, text: str, memories: list[Memory]) -> list[str]:
-        self._filled()
-        return super().snippets(text, memories)
-
-    def _filled(self) -> None:
-        self.index.fill()
-        self.report = self.index.refresh()
 
 
 def _damaged(exc: IndexDamaged | IndexUnwritable) -> str:

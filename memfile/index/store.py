@@ -220,11 +220,16 @@ class Store:
                 raise LockTimeout(str(self.folder / name), self.lock_timeout)
             lock.release()
 
+    @property
+    def opened(self) -> bool:  # the full-text index (a search opens it: `check`)
+        return self._ix is not None
+
     def check(self) -> bool:
-        """Open the full-text index, rebuilding it when damaged; True when it had to be made anew."""
+        """Open the full-text index, rebuilding it when damaged; True when it had to be made anew (one in
+        memory always is)."""
         if self._ix is not None:
             return False
-        existed = any(self.folder.glob(f"_{INDEX_NAME}_*.toc"))
+        existed = self.in_memory or any(self.folder.glob(f"_{INDEX_NAME}_*.toc"))
         self._open()
         return existed and not self.catalog.has_state()  # not recorded(): 100 ms to decode at 100,000 files
 
@@ -280,6 +285,22 @@ class Store:
         todo = self._stale(disk, paths, load)
         if not todo:
             return report
+
+        def busy(lock: str) -> RefreshReport:
+            """Another process held `lock` past the timeout: raise LockTimeout when `wait`, else return what
+            changed, read but not written (the report's `pending`)."""
+            if wait:
+                raise LockTimeout(str(self.folder / lock), self.lock_timeout)
+            changed, removed = diff(self.catalog.recorded(), disk, paths)
+            for path in changed:
+                try:
+                    report.pending[path] = load(path)[1]
+                except FileParseError as exc:
+                    report.pending[path] = None
+                    report.skipped.append(ParseIssue(path, exc.line, exc.reason))
+            report.pending.update(dict.fromkeys(removed))
+            return report
+
         from whoosh.index import LockError
         from whoosh.util.filelock import try_for
 
@@ -292,7 +313,7 @@ class Store:
         # Another process building the whole index is done sooner than this one reading every file again.
         timeout = self.lock_timeout if wait or todo >= BULK else 0.0
         if not try_for(partial(lock.acquire, False), timeout=timeout, delay=0.1):
-            return self._busy(SYNC_LOCK, wait, disk, load, paths, report)
+            return busy(SYNC_LOCK)
         try:
             # The table of contents read before Whoosh's writer takes its lock: a writer whose opening
             # fails once it holds the lock (the index removed meanwhile, `rm -rf .memfile`) would keep it as
@@ -302,26 +323,11 @@ class Store:
                 try:
                     writer = ix.writer(timeout=timeout, delay=0.1, **_writer_options(todo, self.in_memory))
                 except LockError:
-                    return self._busy(f"{INDEX_NAME}_WRITELOCK", wait, disk, load, paths, report)
+                    return busy(f"{INDEX_NAME}_WRITELOCK")
                 with _collector_paused(todo >= BULK):
                     return self._write_batch(ix, writer, empty, disk, load, paths, progress, report, present)
         finally:
             lock.release()
-
-    def _busy(
-        self,
-        lock: str,
-        wait: bool,
-        disk: dict[str, Stat],
-        load: Callable[[str], tuple[Stat, Memory]],
-        paths: Iterable[str] | None,
-        report: RefreshReport,
-    ) -> RefreshReport:
-        """Another process held `lock` past the timeout: raise LockTimeout when `wait`, else return what
-        changed, read but not written (the report's `pending`)."""
-        if wait:
-            raise LockTimeout(str(self.folder / lock), self.lock_timeout)
-        return self._read_pending(disk, load, paths, report)
 
     def _write_batch(
         self,
@@ -443,30 +449,7 @@ class Store:
                 really.append(path)
         return really, same
 
-    def _read_pending(
-        self,
-        disk: dict[str, Stat],
-        load: Callable[[str], tuple[Stat, Memory]],
-        paths: Iterable[str] | None,
-        report: RefreshReport,
-    ) -> RefreshReport:
-        changed, removed = diff(self.catalog.recorded(), disk, paths)
-        for path in changed:
-            try:
-                report.pending[path] = load(path)[1]
-            except FileParseError as exc:
-                report.pending[path] = None
-                report.skipped.append(ParseIssue(path, exc.line, exc.reason))
-        report.pending.update(dict.fromkeys(removed))
-        return report
-
     # --- search ---------------------------------------------------------------
-
-    def search(
-        self, text: str, options: SearchOptions, now: datetime, pending: dict[str, Memory | None] | None = None
-    ) -> list[SearchHit]:
-        """`search_counted`'s hits alone."""
-        return self.search_counted(text, options, now, pending)[0]
 
     def search_counted(
         self,

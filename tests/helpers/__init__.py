@@ -247,10 +247,10 @@ def index_of(root: Path, mind: str = "michael") -> Any:
 
 def watcher_vouches(root: Path, mind: str = "michael") -> bool:
     """Whether a live watcher of the mind vouches that its index is in line with the files (reads then skip
-    the stat diff), as the index package answers it (`memfile.index.Index`, apart from any Vault)."""
-    from memfile.index import Index
+    the stat diff), as the index package answers it (`memfile.index.source`, apart from any Vault)."""
+    from memfile.index.source import watcher_vouches
 
-    return Index(root, mind, 0.0, lambda notice: None).watcher_vouches()
+    return watcher_vouches(root, mind)
 
 
 def recorded(root: Path, mind: str = "michael") -> dict[str, Any]:
@@ -259,7 +259,7 @@ def recorded(root: Path, mind: str = "michael") -> dict[str, Any]:
 
     index = Index(root, mind, 0.0, lambda notice: None)
     try:
-        return dict(index.catalog.recorded())
+        return dict(index.store.catalog.recorded())
     finally:
         index.close()
 

@@ -829,7 +829,9 @@ def test_a_full_diff_listed_before_another_writer_stored_never_drops_that_memory
     store.sync(listed, index.load, None, wait=True, present=lambda path: (watcher.root / path).exists())
     # what a vouching watcher lets every command read without a diff: the catalog itself
     assert {m.key for m in store.catalog.memories()} == {"old", "new"}
-    assert [h.memory.key for h in store.search("stored while listing", SearchOptions(), utc_now())] == ["new"]
+    assert [h.memory.key for h in store.search_counted("stored while listing", SearchOptions(), utc_now())[0]] == [
+        "new"
+    ]
 
 
 def _big_mind(tmp_path: Path, files: int) -> Vault:
@@ -987,13 +989,13 @@ def test_a_file_read_within_its_racy_window_is_read_again_even_when_its_whole_st
     vault.list()
     index = index_of(root)
     walk = stat_walk(vault.mind_dir, root)
-    recorded = index.catalog.recorded()[path.relative_to(root).as_posix()]
+    recorded = index.store.catalog.recorded()[path.relative_to(root).as_posix()]
     assert recorded != walk["michael/fact/door.md"]  # read within its racy window: recorded as unsure
     path.write_text(NOTE.replace("1234", "5678"), encoding="utf-8")
     # what a coarse file system would report: the very stat the walk saw before the edit
     report = index.store.sync(walk, index.load)
     assert report.updated == 1
-    assert index.catalog.memories()[0].content.startswith("The door code is 5678")
+    assert index.store.catalog.memories()[0].content.startswith("The door code is 5678")
 
 
 def test_a_racy_file_that_did_not_change_is_confirmed_without_a_full_text_write(vault: Vault) -> None:

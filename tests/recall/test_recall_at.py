@@ -132,7 +132,7 @@ def test_recall_at_every_commit_is_a_checkouts_recall_at_that_moment(
         git(root, "worktree", "add", "--detach", str(checkout), sha)
         index = Index(checkout, MIND, 10.0, lambda _: None)
         moment = commit_time(root, sha)
-        plain = Recaller(checkout, MIND, config, Source.USER, index, [])
+        plain = Recaller(checkout, MIND, config, Source.USER, index, [], {})
         reports = [plain.recall(None, as_of=AsOf(sha, moment, index)).to_dict()]
         reports.append(plain.recall(120, as_of=AsOf(sha, moment, index)).to_dict())
         for query in QUERIES:
@@ -343,3 +343,14 @@ def test_a_file_unchanged_since_is_taken_from_the_index_only_when_its_dates_are_
     assert answers[""] == answers["as_of"]
     undated = [m for m in answers[""][0]["memories"] if m["key"] == "undated"][0]
     assert undated["created_at"] == "2026-01-02T03:04:05Z"
+
+
+def test_a_search_as_of_a_commit_reads_that_commit_alone(vault: Vault) -> None:
+    """A commit that held no memory finds none, though the vault's own index holds some (its index is made
+    in memory by its first search, and never reads the work tree)."""
+    empty = git(vault.root, "rev-parse", "HEAD").strip()
+    vault.store("fact", "office", "The office is in Berlin")
+    assert [hit.memory.key for hit in vault.search("office")] == ["office"]
+    assert vault.search("office", at=empty) == []
+    assert vault.recall(0, query="office", at=empty).total == 0
+    assert [hit.memory.key for hit in vault.search("office", at="HEAD")] == ["office"]
