@@ -97,8 +97,8 @@ def confirmed(yes: bool, question: str, without_terminal: str) -> bool:
 def run_editor(
     command: str, ref: str, instead: str, *, filename: str | None = None, text: str | None = None
 ) -> str | None:
-    """$VISUAL or $EDITOR (else the system's editor, on a terminal) on `filename`, or on `text`: the edited
-    text then, None when it was not saved (`click.edit`). `command` (`memfile edit`) and `ref` make the command
+    """$VISUAL or $EDITOR (else the system's editor, on a terminal) on `filename` (None then), or on `text`: the
+    edited text, None when it was not saved (`click.edit`). `command` (`memfile edit`) and `ref` make the command
     line the refusals show; `instead`: how to do without an editor.
 
     Raises:
@@ -112,7 +112,10 @@ def run_editor(
             f"(EDITOR=nano {command} {ref}), {instead}"
         )
     try:
-        return click.edit(text, filename=filename, extension=".md")
+        if filename is not None:
+            click.edit(filename=filename)
+            return None
+        return click.edit(text or "", extension=".md")
     except click.ClickException as exc:
         if not editor:
             raise InvalidInput(

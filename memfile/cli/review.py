@@ -46,15 +46,11 @@ def _plural(count: int) -> str:
 
 def _print_proposals(vault: Vault, proposals: list[Memory], as_json: bool) -> None:
     """Each proposal: its REF, the session and turns it came from, what it would supersede, its text."""
-    refs = (
-        {m.id: m.ref for m in vault.memories()}
-        if any(dict(m.extra).get(PROPOSED_SUPERSEDES) for m in proposals)
-        else {}
-    )
+    targets = {m.id: str(dict(m.extra).get(PROPOSED_SUPERSEDES) or "") for m in proposals}
+    refs = {m.id: m.ref for m in vault.memories()} if any(targets.values()) else {}
+    superseded = {id_: refs.get(target, target) or None for id_, target in targets.items()}
     if as_json:
-        print_json(
-            [m.to_dict() | {"would_supersede": refs.get(dict(m.extra).get(PROPOSED_SUPERSEDES))} for m in proposals]
-        )
+        print_json([m.to_dict() | {"would_supersede": superseded[m.id]} for m in proposals])
         return
     if not proposals:
         click.echo("no memory waits for review", err=True)
@@ -62,8 +58,7 @@ def _print_proposals(vault: Vault, proposals: list[Memory], as_json: bool) -> No
         extra = dict(memory.extra)
         turns = ", ".join(str(t) for t in extra.get(CAPTURED_TURNS) or [])
         where = f"{extra.get(CAPTURED_FROM, '?')}" + (f", turns {turns}" if turns else "")
-        target = extra.get(PROPOSED_SUPERSEDES)
-        supersedes = f"; would supersede {refs.get(target, target)}" if target else ""
+        supersedes = f"; would supersede {superseded[memory.id]}" if superseded[memory.id] else ""
         click.echo(f"{memory.ref:<42} {where}{supersedes}")
         click.echo("".join(f"    {line}\n" for line in memory.content.splitlines()), nl=False)
 
