@@ -45,12 +45,17 @@ def test_an_empty_queue_says_so(vault: Vault) -> None:
     assert json.loads(ok(in_vault(vault.root, "review", "--json")).stdout) == []
 
 
+def reviewed(vault: Vault, verb: str, *refs: str) -> None:
+    """`memfile review VERB REF...`: a line and a commit for each REF."""
+    before = commit_count(vault.root)
+    result = ok(in_vault(vault.root, "review", verb, *refs))
+    assert [line.split()[0] for line in result.stdout.splitlines()] == [f"{verb}ed"] * len(refs)
+    assert commit_count(vault.root) == before + len(refs)
+
+
 def test_accept_verifies_each_proposal_and_supersedes_its_target_one_commit_each(vault: Vault) -> None:
     propose(vault)
-    before = commit_count(vault.root)
-    result = ok(in_vault(vault.root, "review", "accept", UPDATE, ADDED))
-    assert [line.split()[0] for line in result.stdout.splitlines()] == ["accepted", "accepted"]
-    assert commit_count(vault.root) == before + 2
+    reviewed(vault, "accept", UPDATE, ADDED)
     assert last_subject(vault.root) == f"accept {ADDED} (user)"
     assert (
         git(vault.root, "log", "-2", "--format=%s").splitlines()[1] == f"accept {UPDATE} (user), superseding {TARGET}"
@@ -78,10 +83,7 @@ def test_accept_json_and_show_of_an_accepted_proposal_keep_its_provenance(vault:
 
 def test_reject_forgets_each_proposal_one_commit_each_and_git_keeps_it(vault: Vault) -> None:
     propose(vault)
-    before = commit_count(vault.root)
-    result = ok(in_vault(vault.root, "review", "reject", ADDED, UPDATE))
-    assert [line.split()[0] for line in result.stdout.splitlines()] == ["rejected", "rejected"]
-    assert commit_count(vault.root) == before + 2
+    reviewed(vault, "reject", ADDED, UPDATE)
     assert last_subject(vault.root) == f"reject {UPDATE} (user)"
     assert [m.ref for m in vault.memories()] == [TARGET]
     assert not vault.get(TARGET).superseded
