@@ -165,6 +165,10 @@ class History:
                     problem=problem,
                 )
             )
+        if self._writer.actor is Source.AGENT:  # a captured memory waits for a person: no agent reads it
+            versions = [v for v in versions if v.memory is None or not v.memory.proposed]
+            if all(v.memory is None for v in versions):
+                raise NotFound(f"no memory {echo(ref)} in mind {self.mind}, on disk or in its history", hint="log")
         return list(reversed(versions))
 
     def show_at(self, ref: str, at: str | datetime) -> Memory:
@@ -175,7 +179,10 @@ class History:
             raise NotFound(f"{ref} did not exist at {at} ({sha[:8]})", hint="history", hint_values=[ref])
         commit = self._git.log(relpath, limit=1, names=False)
         moment = _commit_time(commit[0]) if commit else utc_now()
-        return fileformat.parse(data, relpath, moment)
+        memory = fileformat.parse(data, relpath, moment)
+        if memory.proposed and self._writer.actor is Source.AGENT:  # waiting for a person then: no agent's
+            raise NotFound(f"{ref} did not exist at {at} ({sha[:8]})", hint="history", hint_values=[ref])
+        return memory
 
     def commit_at(self, at: str | datetime) -> tuple[str, datetime]:
         """The commit `at` names and its time: a revision names its commit; a date or a duration back, the

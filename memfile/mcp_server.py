@@ -418,7 +418,8 @@ def build_server(minds: Minds, caller_of: Callable[[Context], Caller], read_mind
         return _closing_for_agent(text)
 
     @server.tool(
-        description=_doc(Vault.search, "Find memories about a topic, best first.", without=("at",)), annotations=READ
+        description=_doc(Vault.search, "Find memories about a topic, best first.", without=("at", "include_proposed")),
+        annotations=READ,
     )
     async def search(
         ctx: Context,
@@ -483,7 +484,9 @@ def build_server(minds: Minds, caller_of: Callable[[Context], Caller], read_mind
         return await call(ctx, lambda vault: vault.linked(ref).to_dict(), read=True)
 
     @server.tool(
-        name="list", description=_doc(Vault.list, "List memories by category, tags or priority."), annotations=READ
+        name="list",
+        description=_doc(Vault.list, "List memories by category, tags or priority.", without=("status",)),
+        annotations=READ,
     )
     async def list_(
         ctx: Context,

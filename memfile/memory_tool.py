@@ -135,6 +135,7 @@ class MemoryToolBackend:
     def _view(self, command: Mapping[str, Any]) -> str:
         target = self._target(_text(command, "path"))
         full = target.full.resolve()
+        self._unseen(target)
         try:
             leaf = os.lstat(full)
         except (FileNotFoundError, NotADirectoryError):
@@ -171,6 +172,7 @@ class MemoryToolBackend:
     def _listing(self, given: str, folder: Path, leaf: os.stat_result) -> str:
         lines = [f"{_size(leaf.st_size)}\t{given}"]
         mind_dir = self.vault.mind_dir
+        proposed = self._proposed_files()
 
         def collect(dir_path: Path, relative: str, depth: int) -> None:
             try:
@@ -182,7 +184,7 @@ class MemoryToolBackend:
                     continue
                 item_relative = f"{relative}/{item.name}" if relative else item.name
                 try:
-                    if not is_inside(item, mind_dir):  # a symlink leading out of the mind
+                    if not is_inside(item, mind_dir) or item.resolve() in proposed:  # out of the mind, or a proposal
                         continue
                     size = item.stat().st_size
                 except (OSError, RuntimeError):  # gone, unreadable, or a symlink loop (RuntimeError before 3.13)
@@ -201,6 +203,11 @@ class MemoryToolBackend:
     def _create(self, command: Mapping[str, Any]) -> str:
         target = self._target(_text(command, "path"))
         file_text = _text(command, "file_text")
+        if target.full.resolve() in self._proposed_files():
+            raise MemoryToolError(
+                f"No change was made: {target.given} is taken by a memory waiting for the user's review; "
+                "create this one under another key"
+            )
         if target.full.exists() or target.full.is_symlink():
             raise MemoryToolError(f"File {target.given} already exists")
         self._writable(target)
@@ -424,6 +431,8 @@ class MemoryToolBackend:
         """The memory at `target`, refused when memfile cannot read it or it is a person's (verified or critical)
         to `verb`: the model is told what it may do instead."""
         memory = next((m for m in self.vault.memories() if m.path == target.relpath), None)
+        if memory is not None and memory.proposed:
+            self._unseen(target)
         if memory is None:
             problem = next((i for i in self.vault.issues if i.path == target.relpath), None)
             why = f" ({problem.reason})" if problem else ""
@@ -457,6 +466,11 @@ class MemoryToolBackend:
                 f"Cannot {verb} {target.given}: it holds files that are not memories memfile can read ({shown}); "
                 "nothing was changed: a person must look at them, tell the user."
             )
+        if any(m.proposed for m in memories):
+            raise MemoryToolError(
+                f"Cannot {verb} {target.given}: it holds memories waiting for the user's review, which only a "
+                f"person accepts or rejects; nothing was changed. {verb.capitalize()} the other files one by one."
+            )
         guarded = [m for m in memories if m.verified or m.priority is Priority.CRITICAL]
         if guarded:
             shown = ", ".join(_shown(m.path) for m in guarded[:10]) + (", ..." if len(guarded) > 10 else "")
@@ -467,6 +481,16 @@ class MemoryToolBackend:
             )
         return memories
 
+    def _proposed_files(self) -> set[Path]:
+        """The files of the mind's captured memories waiting for a person's review (`Status.PROPOSED`),
+        resolved: no agent reads or changes one, so the model is shown none."""
+        return {(self.vault.root / m.path).resolve() for m in self.vault.memories() if m.proposed}
+
+    def _unseen(self, target: _Target) -> None:
+        """Refuse a path that leads to a proposal's file as a path that does not exist."""
+        if target.full.resolve() in self._proposed_files():
+            raise MemoryToolError(f"The path {target.given} does not exist. Please provide a valid path.")
+
     def _bytes(self, memory: Memory) -> bytes:
         return safe_path(self.vault.root, memory.path, self.vault.mind).read_bytes()
 
@@ -474,6 +498,7 @@ class MemoryToolBackend:
         full = target.full
         if not full.exists():
             raise MemoryToolError(f"The path {target.given} does not exist. Please provide a valid path.")
+        self._unseen(target)
         if not full.is_file():
             raise MemoryToolError(f"The path {target.given} is not a file.")
         self._writable(target)

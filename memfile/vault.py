@@ -533,7 +533,7 @@ class Vault:
         """
         now = utc_now()
         horizon = add_duration(now, parse_duration(within, "within"), "within")
-        soon = [m for m in self.memories() if m.expires_at is not None and now < m.expires_at <= horizon]
+        soon = [m for m in self._readable() if m.expires_at is not None and now < m.expires_at <= horizon]
         return sorted(soon, key=lambda m: (m.expires_at, m.ref))
 
     # --- search -------------------------------------------------------------
@@ -1452,7 +1452,7 @@ class Vault:
         def load(mind: str) -> tuple[builtins.list[Memory], builtins.list[ParseIssue]]:
             vault = self if mind == self.mind else Vault(self.root, mind, config, self.actor)
             try:
-                return sorted(vault.memories(), key=lambda m: m.path), builtins.list(vault.issues)
+                return sorted(vault._readable(), key=lambda m: m.path), builtins.list(vault.issues)
             finally:
                 if vault is not self:
                     vault.close()

@@ -111,7 +111,13 @@ class Writer:
         return GitStore(self.root, self.config.author_name, self.config.author_email)
 
     def find(self, ref: str) -> Memory:
-        return resolve_ref(ref, self._index.memories(), self.mind, self._index.issues)
+        """The memory REF names; an agent finds no proposed one (a captured memory waits for a person)."""
+        return resolve_ref(ref, self._readable(), self.mind, self._index.issues)
+
+    def _readable(self) -> list[Memory]:
+        """The mind's memories the actor may read: an agent's without the proposed ones (`Status.PROPOSED`)."""
+        memories = self._index.memories()
+        return [m for m in memories if not m.proposed] if self.actor is Source.AGENT else memories
 
     def create_mind(self, name: str | None) -> None:
         """`Vault.init`'s work: memfile.toml, the mind folder, .gitignore, the merge driver, in one commit
@@ -569,6 +575,11 @@ class Writer:
                 f"{old.ref} was verified by a person, so an agent cannot mark it superseded; "
                 "store the new memory without supersedes and ask the user to supersede the old one"
             )
+        if existing and existing[0].proposed and actor is Source.AGENT:
+            raise Conflict(
+                f"{category}/{key} is taken by a captured memory waiting for the user's review; "
+                "store this one under another key"
+            )
         if existing:
             memory = self._updated(existing[0], request)
             if memory.superseded and old is not None:  # it replaces `old`: it is the one in force now
@@ -731,7 +742,7 @@ class Writer:
         matched = sorted(
             (
                 m
-                for m in (named.values() if named is not None else self._index.memories())
+                for m in (named.values() if named is not None else self._readable())
                 if want_tags <= set(m.tags)
                 and (want_category is None or m.category is want_category)
                 and (want_source is None or m.source is want_source)

@@ -5,7 +5,7 @@ result: data on stdout, warnings and notices on stderr. Errors are turned
 into messages and exit codes in one place (`MemfileGroup.invoke`).
 
 This module is the group, `memfile` (`main`), and the list of its commands. The commands live in the
-modules beside it (memories, git, keys, serve, transfer), which take what they share from `common` and
+modules beside it (memories, git, keys, review, serve, transfer), which take what they share from `common` and
 `options` and never import this module back.
 """
 
@@ -20,7 +20,7 @@ import click
 from ..cli_client import NotServed, Served
 from ..errors import EXIT_UNEXPECTED, InvalidInput, MemfileError
 from ..terminal import wrapped
-from . import capture, git, keys, memories, serve, transfer
+from . import capture, git, keys, memories, review, serve, transfer
 from .common import DISTRIBUTION, State
 from .options import json_by_default
 
@@ -182,6 +182,7 @@ COMMANDS = (
     transfer.export,
     transfer.import_,
     capture.capture,
+    review.review,
 )
 for command in COMMANDS:
     main.add_command(command)

@@ -2,12 +2,13 @@
 lines a changed memory prints, and progress bars.
 
 The group (`memfile`, in memfile/cli/__init__.py) makes the State; the command modules beside this one
-(memories, git, keys, serve, transfer) take it and these helpers from here, never from the group.
+(memories, git, keys, review, serve, transfer) take it and these helpers from here, never from the group.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
@@ -16,7 +17,7 @@ from typing import Any
 
 import click
 
-from ..errors import Refused
+from ..errors import InvalidInput, Refused
 from ..model import Progress, StoreResult
 from ..terminal import unshown
 from ..vault import Vault
@@ -91,3 +92,38 @@ def confirmed(yes: bool, question: str, without_terminal: str) -> bool:
     if not sys.stdin.isatty():
         raise Refused(without_terminal)
     return click.confirm(question, err=True)
+
+
+def run_editor(
+    command: str, ref: str, instead: str, *, filename: str | None = None, text: str | None = None
+) -> str | None:
+    """$VISUAL or $EDITOR (else the system's editor, on a terminal) on `filename` (None then), or on `text`: the
+    edited text, None when it was not saved (`click.edit`). `command` (`memfile edit`) and `ref` make the command
+    line the refusals show; `instead`: how to do without an editor.
+
+    Raises:
+        Refused: no EDITOR and no terminal for the system's editor (it would draw its screen into a pipe).
+        InvalidInput: the editor could not be started or failed (`EDITOR` named).
+    """
+    editor = os.environ.get("VISUAL") or os.environ.get("EDITOR")
+    if not editor and not all(stream is not None and stream.isatty() for stream in (sys.stdin, sys.stdout)):
+        raise Refused(  # the system's editor would draw its screen into a pipe or a file, then fail
+            f"{command} has no EDITOR set and no terminal for the system's editor: set EDITOR "
+            f"(EDITOR=nano {command} {ref}), {instead}"
+        )
+    try:
+        if filename is not None:
+            click.edit(filename=filename)
+            return None
+        return click.edit(text or "", extension=".md")
+    except click.ClickException as exc:
+        if not editor:
+            raise InvalidInput(
+                "EDITOR",
+                "unset",
+                f"the editor to open memories with, e.g. EDITOR=nano {command} REF",
+                reason=f"no editor could be started: {exc.message}",
+            ) from None
+        raise InvalidInput(
+            "EDITOR", editor, "a command that opens the file and exits with status 0", reason=exc.message
+        ) from None

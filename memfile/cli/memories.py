@@ -4,7 +4,6 @@ edit, recall, search, by-tag, tags, stats, reindex, status, last-recall, links a
 from __future__ import annotations
 
 import json
-import os
 import re
 import sys
 from typing import TYPE_CHECKING, Any
@@ -12,10 +11,10 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from ..config import environ
-from ..errors import FileParseError, InvalidInput, Refused
+from ..errors import FileParseError, InvalidInput
 from ..model import Memory, format_datetime, step
 from ..vault import Vault
-from .common import State, confirmed, json_option, print_json, print_store, progress_bars
+from .common import State, confirmed, json_option, print_json, print_store, progress_bars, run_editor
 from .options import MemfileCommand
 
 if TYPE_CHECKING:
@@ -116,7 +115,8 @@ def _show_text(memory: Memory) -> str:
         f"expires_at: {format_datetime(memory.expires_at) if memory.expires_at else 'never'}",
         f"created_at: {format_datetime(memory.created_at)}",
         f"updated_at: {format_datetime(memory.updated_at)}",
-        *([f"status: {memory.status}", f"superseded_by: {memory.superseded_by or ''}"] if memory.status else []),
+        *([f"status: {memory.status}"] if memory.status else []),
+        *([f"superseded_by: {memory.superseded_by or ''}"] if memory.status and not memory.proposed else []),
         f"path: {memory.path}",
     ]
     lines += [f"{name}: {_shown_value(value)}" for name, value in memory.extra]
@@ -212,7 +212,7 @@ def _print_memories(memories: list[Memory], as_json: bool, empty: str, date: str
     if not memories:
         click.echo(empty, err=True)
     for memory in memories:
-        state = "verified" if memory.verified else "unverified"
+        state = "proposed" if memory.proposed else "verified" if memory.verified else "unverified"
         line = f"{memory.ref:<42} {memory.priority:<8} {state:<10} {memory.path}"
         click.echo(f"{format_datetime(getattr(memory, date))}  {line}" if date else line)
 
@@ -361,28 +361,8 @@ def edit(state: State, ref: str, as_json: bool) -> None:
     before, path = vault.begin_edit(ref)
     for notice in vault.notices:  # the next call's notices replace them
         click.echo(f"memfile: {notice}", err=True)
-    editor = os.environ.get("VISUAL") or os.environ.get("EDITOR")
-    if not editor and not all(stream is not None and stream.isatty() for stream in (sys.stdin, sys.stdout)):
-        raise Refused(  # the system's editor would draw its screen into a pipe or a file, then fail
-            "memfile edit has no EDITOR set and no terminal for the system's editor: set EDITOR (EDITOR=nano memfile "
-            f"edit {before.ref}), or change the memory with: memfile store {before.category} {before.key} TEXT"
-        )
-    try:
-        click.edit(filename=str(path))
-    except click.ClickException as exc:
-        if not editor:
-            raise InvalidInput(
-                "EDITOR",
-                "unset",
-                "the editor to open memories with, e.g. EDITOR=nano memfile edit REF",
-                reason=f"no editor could be started: {exc.message}",
-            ) from None
-        raise InvalidInput(
-            "EDITOR",
-            editor,
-            "a command that opens the file and exits with status 0",
-            reason=exc.message,
-        ) from None
+    instead = f"or change the memory with: memfile store {before.category} {before.key} TEXT"
+    run_editor("memfile edit", before.ref, instead, filename=str(path))
     try:
         result = vault.finish_edit(before)
     except FileParseError as exc:
@@ -471,7 +451,8 @@ def search(state: State, query: tuple[str, ...], as_json: bool, **filters: Any) 
         snippet = (
             re.sub(r"\*\*(.+?)\*\*", lambda m: click.style(m.group(1), bold=True), hit.snippet) if bold else hit.snippet
         )
-        click.echo(f"{hit.rank:>2}. {hit.memory.ref}  ({hit.memory.priority}, score {hit.score:.2f})")
+        proposed = ", proposed: memfile review" if hit.memory.proposed else ""
+        click.echo(f"{hit.rank:>2}. {hit.memory.ref}  ({hit.memory.priority}{proposed}, score {hit.score:.2f})")
         click.echo(f"    {snippet}")
         click.echo(f"    {hit.memory.path}")
 

@@ -29,6 +29,7 @@ from .endpoint import Endpoint, Param
 from .errors import EXCEPTION_HANDLERS
 from .mcp_mount import McpMount
 from .openapi import (
+    ACCEPTANCE,
     BOOL,
     IMPORT_FORMATS,
     LIMIT,
@@ -210,6 +211,7 @@ async def search(request: Request, given: dict[str, Any]) -> Response:
             unverified=given["unverified"],
             include_expired=given["include_expired"],
             include_superseded=given["include_superseded"],
+            include_proposed=given["include_proposed"],  # a Mind Key's is ignored: an agent sees no proposal
             limit=given["limit"],
             at=at,
         )
@@ -235,6 +237,28 @@ async def expiring(request: Request, given: dict[str, Any]) -> Response:
 
 async def verify(request: Request, given: dict[str, Any]) -> Response:
     return JSONResponse(stored_json(await call(request, lambda vault: vault.verify(given["id"]))))
+
+
+async def proposals(request: Request, given: dict[str, Any]) -> Response:
+    caller: Caller = request.scope[CALLER]
+    if caller.source is Source.AGENT:  # `Vault.proposals` would answer an agent an empty list
+        raise Refused(
+            f"this Mind Key ({caller.key}) cannot see captured memories: they wait for a person's review "
+            "(a person's token, or memfile review)"
+        )
+    return JSONResponse([memory_json(m) for m in await read(request, lambda vault: vault.proposals())])
+
+
+async def accept(request: Request, given: dict[str, Any]) -> Response:
+    body = given["body"]
+    changes = store_options(body) | ({"content": body["content"]} if "content" in body else {})
+    with _expires_at_named():
+        memory = await call(request, lambda vault: vault.accept(given["id"], **changes))
+    return JSONResponse(memory_json(memory))
+
+
+async def reject(request: Request, given: dict[str, Any]) -> Response:
+    return JSONResponse(memory_json(await call(request, lambda vault: vault.reject(given["id"]))))
 
 
 async def export(request: Request, given: dict[str, Any]) -> Response:
@@ -493,6 +517,11 @@ ENDPOINTS = (
             Param("unverified", "Only unverified memories.", BOOL),
             Param("include_expired", "Also expired memories.", BOOL),
             Param("include_superseded", "Also superseded memories.", BOOL),
+            Param(
+                "include_proposed",
+                "Also captured memories waiting for review (a person's token; a Mind Key never sees them).",
+                BOOL,
+            ),
             Param("limit", "The most hits.", LIMIT),
             AT,
         ),
@@ -546,6 +575,17 @@ ENDPOINTS = (
         max_body_size=MAX_IMPORT_BODY_BYTES,  # a whole export file
     ),
     Endpoint(
+        "/memory/proposals",
+        "GET",
+        proposals,
+        "listProposals",
+        "The captured memories waiting for review (status proposed), oldest first, as memfile review: a "
+        "person's token only (a Mind Key gets 403). Each carries captured_from, captured_turns and, for one "
+        "that would update a memory, proposed_supersedes (its id) in extra.",
+        ok("The proposals.", MEMORIES),
+        extension=True,
+    ),
+    Endpoint(
         "/memory/{id}",
         "GET",
         show,
@@ -579,6 +619,30 @@ ENDPOINTS = (
         "verifyMemory",
         "Mark a memory as checked by a person: a person's token only (a Mind Key gets 403).",
         ok("The memory, verified.", STORED),
+    ),
+    Endpoint(
+        "/memory/{id}/accept",
+        "POST",
+        accept,
+        "acceptProposal",
+        "Accept a captured memory waiting for review, as memfile review accept: it becomes a verified memory "
+        "in recall and search, and supersedes the memory it would update; the body's fields change it first "
+        "(memfile review edit). One commit. A person's token only (a Mind Key gets 403); a REF that is no "
+        "proposal: 404.",
+        ok("The memory, accepted.", MEMORY),
+        body=ACCEPTANCE,
+        extension=True,
+        body_required=False,
+    ),
+    Endpoint(
+        "/memory/{id}/reject",
+        "POST",
+        reject,
+        "rejectProposal",
+        "Reject a captured memory waiting for review, as memfile review reject: it is forgotten (git keeps it). "
+        "One commit. A person's token only (a Mind Key gets 403); a REF that is no proposal: 404.",
+        ok("The memory as it was.", MEMORY),
+        extension=True,
     ),
     Endpoint(
         "/memory/{id}/purge",

@@ -99,6 +99,7 @@ class Endpoint:
     extension: bool = False  # not one of Synapse's endpoints
     public: bool = False
     max_body_size: int | None = None  # in place of the server's limit
+    body_required: bool = True  # False: no body (or an empty one) is `{}`
 
     async def read(self, request: Request) -> dict[str, Any]:
         """Each parameter's value by name, `id` (the path's REF) and `body` (the JSON object), as the row says;
@@ -111,7 +112,7 @@ class Endpoint:
         if "id" in request.path_params:
             given["id"] = checked_ref(request.path_params["id"])
         if self.body is not None:
-            given["body"] = await json_body(request, self.body.schema)
+            given["body"] = await json_body(request, self.body.schema, self.body_required)
         for param in self.parameters:
             given[param.name] = param.value(given.get(param.name))
         return given
@@ -179,14 +180,16 @@ def json_types(schema: dict[str, Any]) -> tuple[type, ...]:
     return tuple(t for kind in kinds for t in JSON_TYPES[kind])
 
 
-async def json_body(request: Request, schema: dict[str, Any]) -> dict[str, Any]:
+async def json_body(request: Request, schema: dict[str, Any], required: bool = True) -> dict[str, Any]:
     """The request's JSON object: every field one of `schema`'s properties (those that are not all named,
-    with the allowed ones), of its JSON type, the required ones there."""
+    with the allowed ones), of its JSON type, the required ones there; no body is `{}` unless `required`."""
     allowed = tuple(schema["properties"])
     raw = await request.body()
     where = _where(request)
     shape = f"a JSON object with the fields {', '.join(allowed)}"
     if not raw.strip():
+        if not required:
+            return {}
         raise InvalidInput("body", None, shape)
     try:
         data = json.loads(raw)

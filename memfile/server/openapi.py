@@ -68,7 +68,10 @@ def operation(endpoint: Endpoint) -> dict[str, Any]:
         in_path + [_query(p) for p in endpoint.parameters] + ([] if endpoint.public else [ref("parameters", "mind")])
     )
     if endpoint.body is not None:
-        operation["requestBody"] = {"required": True, "content": json_content(ref("schemas", endpoint.body.name))}
+        operation["requestBody"] = {
+            "required": endpoint.body_required,
+            "content": json_content(ref("schemas", endpoint.body.name)),
+        }
     if endpoint.raw_body is not None:  # a body that is not JSON
         operation["requestBody"] = endpoint.raw_body
     errors = {status: ref("responses", name) for status, name, _, _ in ERRORS}
@@ -173,6 +176,17 @@ PURGE = Body(
 )
 MEMORY_CHANGE = Body(
     "MemoryChange", _input_schema([], "The fields to change (category and key, if given, must be the memory's own).")
+)
+ACCEPTANCE = Body(
+    "Acceptance",
+    {
+        **_input_schema([], "What to change in a proposal before accepting it ({} or no body: as it is)."),
+        "properties": {
+            name: schema
+            for name, schema in _input_schema([], "")["properties"].items()
+            if name in ("content", "tags", "priority", "expires_at")
+        },
+    },
 )
 
 
@@ -391,6 +405,7 @@ def _components() -> dict[str, Any]:
             },
             NEW_MEMORY.name: NEW_MEMORY.schema,
             MEMORY_CHANGE.name: MEMORY_CHANGE.schema,
+            ACCEPTANCE.name: ACCEPTANCE.schema,
             PURGE.name: PURGE.schema,
         },
     }

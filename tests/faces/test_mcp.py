@@ -321,7 +321,7 @@ def test_the_server_warms_its_index_between_calls_and_answers_the_same(vault: Va
     def warmed() -> bool:
         served = minds._vaults.get("michael")
         store = served._index.store if served is not None else None
-        return store is not None and store._searcher is not None and (False, False) in store._hidden
+        return store is not None and store._searcher is not None and (False, False, False) in store._hidden
 
     async def scenario() -> tuple[Any, Any, Any, bool]:
         server = build_server(minds, lambda ctx: caller)
