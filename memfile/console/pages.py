@@ -215,11 +215,11 @@ class Console:
         counted: bool = True,
     ) -> Response:
         """A page (its template: `page.html`) in the layout: the vault, the minds, the navigation (with the
-        count of proposals waiting for review, unless not `counted`: an error page) and the session's flash
-        messages."""
+        count of proposals waiting for review, unless not `counted`, an error page, or for htmx, which swaps
+        <main> alone) and the session's flash messages."""
         session = visitor.session if visitor is not None else None
         waiting = 0
-        if visitor is not None and mind is not None and counted:
+        if visitor is not None and mind is not None and counted and request.headers.get("HX-Request") != "true":
             caller = Caller(mind, Source.USER, visitor.label)
             waiting = await self.call(caller, lambda vault: len(vault.proposals()))
         names = self.minds.mind_names() if visitor is not None else []

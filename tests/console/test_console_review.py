@@ -74,6 +74,13 @@ def version_of(html: str) -> str:
     return found.group(1)
 
 
+def opened(console: Console, key: str, content: str) -> tuple[Any, Any, str]:
+    """A person's memory at `key` and a person's client that loaded its page: (client, memory, the page)."""
+    client = console.person()
+    memory = console.store(key, content)
+    return client, memory, page(client, memory_url(memory.id))
+
+
 def edit(client: Any, memory_id: str, html: str, **fields: str) -> Any:
     """Send the memory page's edit form (from `html`) with `fields` changed."""
     form = {
@@ -124,9 +131,7 @@ def test_edit_a_memory_on_its_page_is_one_commit(console: Console) -> None:
 
 
 def test_an_edit_without_csrf_a_session_or_a_persons_key_changes_nothing(console: Console) -> None:
-    client = console.person()
-    memory = console.store("edit_refused", "Keys are under the mat.")
-    html = page(client, memory_url(memory.id))
+    client, memory, html = opened(console, "edit_refused", "Keys are under the mat.")
     commit = head(console)
     assert edit(client, memory.id, html, csrf="wrong", content="Changed").status_code == 403
     form = {"csrf": csrf_of(html), "action": "edit", "content": "Changed", "version": version_of(html)}
@@ -144,9 +149,7 @@ def test_an_edit_without_csrf_a_session_or_a_persons_key_changes_nothing(console
 
 
 def test_bad_values_are_named_on_the_page_and_the_text_typed_is_kept(console: Console) -> None:
-    client = console.person()
-    memory = console.store("edit_bad_values", "The car is blue.")
-    html = page(client, memory_url(memory.id))
+    client, memory, html = opened(console, "edit_bad_values", "The car is blue.")
     commit = head(console)
     token = "gh" + "p_" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8"
     for fields, status, said in (
@@ -173,9 +176,7 @@ def test_bad_values_are_named_on_the_page_and_the_text_typed_is_kept(console: Co
 
 
 def test_an_edit_over_a_file_changed_meanwhile_is_refused_with_both_versions(console: Console) -> None:
-    client = console.person()
-    memory = console.store("edit_conflict", "The spare key is with Ana.")
-    html = page(client, memory_url(memory.id))
+    client, memory, html = opened(console, "edit_conflict", "The spare key is with Ana.")
     path = console.setup.root / memory.path
     changed = path.read_text(encoding="utf-8").replace("with Ana.", "with Bảo now, since Monday.")
     path.write_text(changed, encoding="utf-8")  # a hand edit (or another writer) lands after the page was loaded
