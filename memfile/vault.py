@@ -10,6 +10,8 @@ writes take the writer lock, write atomically and become one git commit each.
 from __future__ import annotations
 
 import builtins
+import hashlib
+import json
 import os
 import threading
 from collections import Counter, OrderedDict
@@ -33,7 +35,7 @@ from .config import (
     select_mind,
     validate_display_name,
 )
-from .errors import Conflict, InvalidInput, MemfileError, NotFound
+from .errors import Conflict, InvalidInput, MemfileError, NotFound, Refused
 from .files import lock_holder, lock_text
 from .index import Index, RefreshReport, SearchOptions, check_query
 from .links import Link, Linked, LinkTable, ResolvedLink
@@ -966,6 +968,40 @@ class Vault:
         return self._capturer.reject(ref)
 
     @_verb
+    def edit(self, ref: str, version: str | None = None, **changes: Any) -> StoreResult:
+        """A person's change of a memory's content, tags, priority or expires (`changes`), checked as `store`
+        checks them (a secret refused per `[secrets]`), written only while the memory is still the `version`
+        the person changed (`memory_version` of the memory they read; None: whatever it is now): the check and
+        the write hold the writer's lock. As a person's store, the memory becomes theirs (source user,
+        verified). One commit (`edit REF (user)`); none when nothing differs.
+
+        Raises:
+            Refused: an agent asked, or the memory waits for review (`accept` edits it); SecretFound.
+            InvalidInput: a change is not allowed (named, with the allowed values).
+            Conflict: the memory changed since `version`; nothing was written.
+            NotFound, AmbiguousRef: the REF does not name one memory.
+        """
+        unknown = sorted(set(changes) - {"content", "tags", "priority", "expires"})
+        if unknown:
+            raise InvalidInput(unknown[0], changes[unknown[0]], "content, tags, priority, expires")
+        if self.actor is Source.AGENT:
+            raise Refused("editing a memory is for people; an agent changes its memories with store")
+        writer = self._writer
+        with writer.transaction():
+            memory = writer.find(ref)
+            if memory.proposed:
+                raise Refused(f"{memory.ref} waits for review: accept it with your changes, or reject it")
+            if version is not None and memory_version(memory) != version:
+                raise Conflict(f"{memory.ref} changed since the version you edited; nothing was written")
+            content = changes.pop("content", memory.content)
+            new = writer._updated(memory, writer._request(memory.category, memory.key, content, **changes))  # noqa: SLF001
+            fields = ("content", "tags", "priority", "expires_at")
+            if all(getattr(new, name) == getattr(memory, name) for name in fields):
+                return StoreResult(memory, created=False, changed=False, notices=tuple(self.notices))
+            sha = writer.rewrite(memory, new, "edit", Source.USER)
+            return StoreResult(new, created=False, changed=True, commit=sha, notices=tuple(self.notices))
+
+    @_verb
     def forget_many(
         self,
         *,
@@ -1630,6 +1666,12 @@ def other_minds(mind: str, with_minds: Sequence[str], field: str = "with_minds")
                 f"the names of other mind folders of the vault, each once (not {mind}, which is read anyway)",
             )
     return names
+
+
+def memory_version(memory: Memory) -> str:
+    """A memory as it was read, for `Vault.edit`: a digest of every field, so any change to it is seen."""
+    fields = json.dumps(memory.to_dict(), sort_keys=True, ensure_ascii=False)
+    return hashlib.sha256(fields.encode("utf-8", "surrogatepass")).hexdigest()[:32]
 
 
 def _server(root: Path) -> dict[str, Any] | None:

@@ -15,8 +15,9 @@ from urllib.parse import urlencode
 from markupsafe import Markup, escape
 
 from ..errors import InvalidInput, NotFound
-from ..model import Category, Memory, Priority, Source, utc_now
+from ..model import Category, Memory, Priority, Source, format_datetime, utc_now
 from ..recall import is_pinned, order
+from ..vault import memory_version
 
 if TYPE_CHECKING:
     from starlette.datastructures import QueryParams
@@ -225,6 +226,11 @@ class MemoryView:
     links: list[ResolvedLink] = field(default_factory=list)  # its wiki links, resolved (none when forgotten)
     backlinks: list[ResolvedLink] = field(default_factory=list)  # the links of other memories that lead to it
 
+    @property
+    def version(self) -> str:
+        """What the edit form was rendered from (`Vault.edit` refuses a save over any other version)."""
+        return memory_version(self.memory) if self.memory is not None else ""
+
 
 def memory_page(vault: Vault, ref: str) -> MemoryView:
     """One memory and every version of it; a forgotten one by its history (NotFound: git does not know it
@@ -303,6 +309,86 @@ def recall_memories(vault: Vault, refs: list[str]) -> dict[str, Memory]:
     """The memories a recall record names, by id, as on disk now (those gone are left out)."""
     wanted = set(refs)
     return {m.id: m for m in vault.memories() if m.id in wanted}
+
+
+@dataclass(frozen=True)
+class Draft:
+    """What a person typed into a memory's edit form (or a proposal's), as sent: kept when a save is refused."""
+
+    content: str
+    tags: str
+    priority: str
+    expires: str
+
+    @classmethod
+    def of(cls, memory: Memory) -> Draft:
+        """The form as rendered from `memory` (empty expires: never)."""
+        expires = format_datetime(memory.expires_at) if memory.expires_at else ""
+        return cls(memory.content, ", ".join(memory.tags), str(memory.priority), expires)
+
+    @classmethod
+    def sent(cls, form: Any) -> Draft:
+        """The form as sent (a missing field: empty)."""
+        return cls(*(str(form.get(name) or "") for name in ("content", "tags", "priority", "expires")))
+
+    def changes(self) -> dict[str, Any]:
+        """The changes for `Vault.edit` or `Vault.accept` (an empty expires: never)."""
+        return {
+            "content": self.content,
+            "tags": self.tags,
+            "priority": self.priority,
+            "expires": self.expires or "never",
+        }
+
+
+#: How many of the newest commits the Review page looks through for the capture that proposed each memory.
+CAPTURE_LOOKBACK = 200
+
+
+@dataclass(frozen=True)
+class Proposal:
+    """A memory waiting for review, with the memory it would supersede and the commit that captured it (None:
+    not among the CAPTURE_LOOKBACK newest)."""
+
+    memory: Memory
+    supersedes: Memory | None
+    capture: LogEntry | None
+
+    @property
+    def session(self) -> str:
+        return str(dict(self.memory.extra).get("captured_from") or "")
+
+    @property
+    def turns(self) -> list[Any]:
+        turns = dict(self.memory.extra).get("captured_turns")
+        return list(turns) if isinstance(turns, list | tuple) else []
+
+
+@dataclass(frozen=True)
+class ReviewView:
+    proposals: list[Proposal]
+    total: int
+    has_next: bool
+    first: int
+
+
+def review_page(vault: Vault, page: int) -> ReviewView:
+    """A page of the memories waiting for review, oldest first, each with what it would supersede and its capture."""
+    waiting = vault.proposals()
+    start = (page - 1) * PAGE_SIZE
+    shown = waiting[start : start + PAGE_SIZE]
+    wanted = {dict(m.extra).get("proposed_supersedes") for m in shown} - {None}
+    targets = {m.id: m for m in vault.memories() if m.id in wanted} if wanted else {}
+    captures = [e for e in vault.log(limit=CAPTURE_LOOKBACK) if e.message.startswith("capture ")] if shown else []
+    proposals = [
+        Proposal(
+            m,
+            targets.get(str(dict(m.extra).get("proposed_supersedes"))),
+            next((e for e in captures if m.path in e.paths), None),
+        )
+        for m in shown
+    ]
+    return ReviewView(proposals, len(waiting), len(waiting) > start + PAGE_SIZE, start + 1)
 
 
 CHOICES = {

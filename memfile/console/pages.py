@@ -31,7 +31,7 @@ from starlette.templating import Jinja2Templates
 from ..config import Config, load_config
 from ..errors import Face, InvalidInput, MemfileError, NotFound, Refused, echo, told
 from ..keys import AGENT
-from ..model import Source, utc_now
+from ..model import Memory, Source, StoreResult, utc_now
 from ..server.auth import MAX_IMPORT_BODY_BYTES, bearer_token
 from ..server.endpoint import checked_ref
 from ..server.errors import BUG_MESSAGE, Unauthorized, clip_echoes, public_message, status_of
@@ -67,6 +67,7 @@ HERE = Path(__file__).parent
 PAGES = (
     ("profile", "Profile"),
     ("memories", "Memories"),
+    ("review", "Review"),
     ("log", "Audit log"),
     ("recall", "Recall"),
     ("last-recall", "Last recall"),
@@ -76,6 +77,8 @@ PAGES = (
 MEMORY_ACTIONS = ("verify", "forget", "reactivate", "restore", "resolve")
 #: What the memories page does to the memories ticked on it.
 SELECTION_ACTIONS = ("verify", "forget")
+#: What the Review page does to the proposals ticked on it (`edit`: one proposal, changed, then accepted).
+REVIEW_ACTIONS = ("accept", "edit", "reject")
 ON_CONFLICT = ("newer", "skip", "overwrite")
 _SHA = re.compile(r"[0-9a-f]{7,40}")
 _FILE_NAME = re.compile(r"[^A-Za-z0-9._-]+")
@@ -126,6 +129,7 @@ class Console:
             loader=FileSystemLoader(HERE / "templates"), autoescape=True, undefined=StrictUndefined, trim_blocks=True
         )
         env.filters["short_date"] = short_date
+        env.globals["form_of"] = data.Draft.of  # an edit form as rendered from a memory
         self.templates = Jinja2Templates(env=env)
 
     def app(self) -> ASGIApp:
@@ -140,6 +144,7 @@ class Console:
             Route(m + "/profile", self.profile, methods=["GET"]),
             Route(m + "/memories", self.memories, methods=["GET", "POST"]),
             Route(m + "/memory/{ref:path}", self.memory, methods=["GET", "POST"]),
+            Route(m + "/review", self.review, methods=["GET", "POST"]),
             Route(m + "/purge/{ref:path}", self.purge, methods=["GET", "POST"]),
             Route(m + "/log", self.log, methods=["GET"]),
             Route(m + "/recall", self.recall, methods=["GET"]),
@@ -198,7 +203,7 @@ class Console:
         check_csrf(visitor.session, form.get("csrf"))
         return visitor, form
 
-    def render(
+    async def render(
         self,
         request: Request,
         page: str,
@@ -207,10 +212,16 @@ class Console:
         status: int = 200,
         visitor: Visitor | None = None,
         mind: str | None = None,
+        counted: bool = True,
     ) -> Response:
-        """A page (its template: `page.html`) in the layout: the vault, the minds, the navigation and the
-        session's flash messages."""
+        """A page (its template: `page.html`) in the layout: the vault, the minds, the navigation (with the
+        count of proposals waiting for review, unless not `counted`, an error page, or for htmx, which swaps
+        <main> alone) and the session's flash messages."""
         session = visitor.session if visitor is not None else None
+        waiting = 0
+        if visitor is not None and mind is not None and counted and request.headers.get("HX-Request") != "true":
+            caller = Caller(mind, Source.USER, visitor.label)
+            waiting = await self.call(caller, lambda vault: len(vault.proposals()))
         names = self.minds.mind_names() if visitor is not None else []
         config = self.config()
         base = {
@@ -226,6 +237,8 @@ class Console:
             "error": None,
             "prefix": CONSOLE_PREFIX,
             "mind_url": self.mind_url,
+            "waiting": waiting,
+            "choices": data.CHOICES,
         }
         template = f"{page.replace('-', '_')}.html"
         return self.templates.TemplateResponse(request, template, base | (context or {}), status_code=status)
@@ -250,7 +263,7 @@ class Console:
         if request.method == "GET":
             if self.sessions.find(request.cookies.get(COOKIE)) is not None:
                 return RedirectResponse(CONSOLE_PREFIX, status_code=303)
-            return self.render(request, "login")
+            return await self.render(request, "login")
         check_same_origin(request)
         form = await request.form(max_files=0, max_fields=5)
         token = form.get("token")
@@ -259,9 +272,9 @@ class Console:
             key = self.keys.authenticate(token.strip(), self.minds.root)
         if key is None:
             message = "that token was not accepted: it is unknown to this vault, or was revoked; see: memfile key list"
-            return self.render(request, "login", {"error": message}, status=401)
+            return await self.render(request, "login", {"error": message}, status=401)
         if key.kind == AGENT:  # the form again, saying which token it takes (`Sessions.open` refuses one too)
-            return self.render(request, "login", {"error": MIND_KEY_REFUSED}, status=403)
+            return await self.render(request, "login", {"error": MIND_KEY_REFUSED}, status=403)
         session_id, _ = self.sessions.open(key)
         response = RedirectResponse(CONSOLE_PREFIX, status_code=303)
         response.headers["Set-Cookie"] = cookie_header(request, session_id, SESSION_HOURS * 3600)
@@ -280,7 +293,7 @@ class Console:
             await self.call(Caller(mind, Source.USER, visitor.label), data.mind_summary)
             for mind in self.minds.mind_names()
         ]
-        return self.render(request, "minds", {"summaries": summaries}, visitor=visitor)
+        return await self.render(request, "minds", {"summaries": summaries}, visitor=visitor)
 
     async def mind_home(self, request: Request) -> Response:
         self.acting(request)
@@ -289,7 +302,7 @@ class Console:
     async def profile(self, request: Request) -> Response:
         visitor, caller = self.acting(request)
         pinned = await self.call(caller, data.profile)
-        return self.render(request, "profile", {"pinned": pinned}, visitor=visitor, mind=caller.mind)
+        return await self.render(request, "profile", {"pinned": pinned}, visitor=visitor, mind=caller.mind)
 
     async def memories(self, request: Request) -> Response:
         visitor, caller = self.acting(request)
@@ -332,7 +345,7 @@ class Console:
     ) -> Response:
         """The memories page of the filters in `query` (with `error`, answered with `status`)."""
         filters = data.Filters()
-        context: dict[str, Any] = {"choices": data.CHOICES, "view": None, "filters": filters}
+        context: dict[str, Any] = {"view": None, "filters": filters}
         try:
             context["filters"] = filters = data.Filters.of(query)
             context["view"] = await self.call(caller, lambda vault: data.memories_page(vault, filters))
@@ -340,7 +353,7 @@ class Console:
             error, status = public_message(exc, Face.CONSOLE), status_of(exc)
         if error is not None:
             context["error"] = error
-        response = self.render(request, "memories", context, status=status, visitor=visitor, mind=caller.mind)
+        response = await self.render(request, "memories", context, status=status, visitor=visitor, mind=caller.mind)
         if request.headers.get("HX-Request") == "true" and status == 200:  # the address htmx shows: no empty fields
             shown = filters.query()
             response.headers["HX-Push-Url"] = self.mind_url(caller.mind, "memories", f"?{shown}" if shown else "")
@@ -352,24 +365,94 @@ class Console:
         if request.method == "POST":
             return await self.memory_action(request, caller, ref)
         view = await self.call(caller, lambda vault: data.memory_page(vault, ref))
-        return self.render(request, "memory", {"view": view}, visitor=visitor, mind=caller.mind)
+        context = {"view": view, "draft": None, "changed": False, "version": view.version}
+        return await self.render(request, "memory", context, visitor=visitor, mind=caller.mind)
 
     async def memory_action(self, request: Request, caller: Caller, ref: str) -> Response:
-        """verify, forget, reactivate, restore (a version: `at`) or resolve (`take`: ours or theirs), as the
-        person, one commit; then back to the memory's page with what was done."""
+        """verify, forget, reactivate, restore (a version: `at`), resolve (`take`: ours or theirs) or edit (the
+        form's fields, made only over the `version` it was rendered from), as the person, one commit; then back
+        to the memory's page with what was done. A refused edit shows the page again with the person's text
+        kept, and, when the memory changed meanwhile, the version now on disk beside it."""
         visitor, form = await self.checked_post(request)
-        assert visitor.session is not None
+        session = visitor.session
+        assert session is not None
         action = form.get("action")
+        draft, version = None, str(form.get("version") or "")
         try:
-            if action not in MEMORY_ACTIONS:
-                raise InvalidInput("action", action, MEMORY_ACTIONS)
-            message = await self.call(caller, lambda vault: _act(vault, ref, str(action), form), read=False)
+            if action == "edit":
+                draft = data.Draft.sent(form)
+                changes = draft.changes()
+                result = await self.call(caller, lambda vault: vault.edit(ref, version, **changes), read=False)
+                message = _saved(result)
+                for notice in result.notices:
+                    session.flash(told(notice, Face.CONSOLE))
+            elif action not in MEMORY_ACTIONS:
+                raise InvalidInput("action", action, (*MEMORY_ACTIONS, "edit"))
+            else:
+                message = await self.call(caller, lambda vault: _act(vault, ref, str(action), form), read=False)
         except MemfileError as exc:
             view = await self.call(caller, lambda vault: data.memory_page(vault, ref))
-            context = {"view": view, "error": public_message(exc, Face.CONSOLE)}
-            return self.render(request, "memory", context, status=status_of(exc), visitor=visitor, mind=caller.mind)
-        visitor.session.flash(message)
+            changed = draft is not None and view.memory is not None and view.version != version
+            context = {
+                "view": view,
+                "error": public_message(exc, Face.CONSOLE),
+                "draft": draft,
+                "changed": changed,
+                "version": view.version if changed or draft is None else version,
+            }
+            return await self.render(
+                request, "memory", context, status=status_of(exc), visitor=visitor, mind=caller.mind
+            )
+        session.flash(message)
         return RedirectResponse(self.mind_url(caller.mind, "memory/" + quote(ref, safe="")), status_code=303)
+
+    async def review(self, request: Request) -> Response:
+        """The proposals waiting for review (`Vault.proposals`), a page of them; its POST accepts or rejects
+        those ticked, or accepts one with the person's changes (`edit`)."""
+        visitor, caller = self.acting(request)
+        if request.method == "POST":
+            return await self.review_action(request, caller)
+        return await self.review_list(request, visitor, caller, data.page_number(request.query_params.get("page")))
+
+    async def review_list(
+        self,
+        request: Request,
+        visitor: Visitor,
+        caller: Caller,
+        page: int = 1,
+        error: str | None = None,
+        status: int = 200,
+        drafts: dict[str, data.Draft] | None = None,
+    ) -> Response:
+        view = await self.call(caller, lambda vault: data.review_page(vault, page))
+        context = {"view": view, "page_no": page, "drafts": drafts or {}, "error": error}
+        return await self.render(request, "review", context, status=status, visitor=visitor, mind=caller.mind)
+
+    async def review_action(self, request: Request, caller: Caller) -> Response:
+        """Accept or reject each proposal ticked (a commit each; the first refusal ends the batch, and what was
+        done before it is said), or accept one with the person's changes; then back to the queue."""
+        visitor, form = await self.checked_post(request, max_fields=data.PAGE_SIZE + 10)
+        session = visitor.session
+        assert session is not None
+        action, refs = form.get("action"), [str(ref) for ref in form.getlist("ref")]
+        draft = data.Draft.sent(form) if action == "edit" else None
+        try:
+            if action not in REVIEW_ACTIONS:
+                raise InvalidInput("action", action, REVIEW_ACTIONS)
+            if not refs:
+                raise InvalidInput("selection", None, "at least one proposal: tick the box of each to accept or reject")
+            if draft is not None and len(refs) != 1:
+                raise InvalidInput("ref", ", ".join(refs), "one proposal to change, then accept")
+            done, refused = await self.call(caller, lambda vault: _review(vault, refs, str(action), draft), read=False)
+        except MemfileError as exc:
+            done, refused = [], exc
+        if done:
+            session.flash(_reviewed(str(action), done))
+        if refused is not None:
+            drafts = {refs[0]: draft} if draft is not None else {}
+            error = public_message(refused, Face.CONSOLE)
+            return await self.review_list(request, visitor, caller, 1, error, status_of(refused), drafts)
+        return RedirectResponse(self.mind_url(caller.mind, "review"), status_code=303)
 
     async def purge(self, request: Request) -> Response:
         """A memory's purge: the page says what goes and what stays (the dry run); its POST (CSRF, the box
@@ -378,7 +461,7 @@ class Console:
         ref = checked_ref(request.path_params["ref"])
         if request.method == "GET":
             plan = await self.call(caller, lambda vault: vault.purge(ref, dry_run=True), read=False)
-            return self.render(request, "purge", {"plan": plan, "ref": ref}, visitor=visitor, mind=caller.mind)
+            return await self.render(request, "purge", {"plan": plan, "ref": ref}, visitor=visitor, mind=caller.mind)
         visitor, form = await self.checked_post(request)
         assert visitor.session is not None
         if form.get("confirm") != "yes":
@@ -400,7 +483,7 @@ class Console:
         page = data.page_number(request.query_params.get("page"))
         lines, more = await self.call(caller, lambda vault: data.log_page(vault, page))
         context = {"lines": lines, "page_no": page, "has_next": more}
-        return self.render(request, "log", context, visitor=visitor, mind=caller.mind)
+        return await self.render(request, "log", context, visitor=visitor, mind=caller.mind)
 
     async def recall(self, request: Request) -> Response:
         """What recall gives, now or as of a date, once the form is sent (nothing recorded); a bad value is said
@@ -414,7 +497,7 @@ class Console:
                 context["view"] = await self.call(caller, lambda vault: data.recall_page(vault, asked))
             except MemfileError as exc:
                 context["error"], status = public_message(exc, Face.CONSOLE), status_of(exc)
-        return self.render(request, "recall", context, status=status, visitor=visitor, mind=caller.mind)
+        return await self.render(request, "recall", context, status=status, visitor=visitor, mind=caller.mind)
 
     async def last_recall(self, request: Request) -> Response:
         visitor, caller = self.acting(request)
@@ -428,7 +511,7 @@ class Console:
 
         record, memories = await self.call(caller, read)
         context = {"record": record, "memories": memories}
-        return self.render(request, "last-recall", context, visitor=visitor, mind=caller.mind)
+        return await self.render(request, "last-recall", context, visitor=visitor, mind=caller.mind)
 
     async def health(self, request: Request) -> Response:
         visitor, caller = self.acting(request)
@@ -440,7 +523,7 @@ class Console:
             doctor = await self.call(caller, lambda vault: vault.doctor(), read=False)
         status = await self.call(caller, lambda vault: vault.status())
         context = {"status": status, "doctor": doctor}
-        return self.render(request, "health", context, visitor=visitor, mind=caller.mind)
+        return await self.render(request, "health", context, visitor=visitor, mind=caller.mind)
 
     async def export(self, request: Request) -> Response:
         visitor, caller = self.acting(request)
@@ -460,7 +543,7 @@ class Console:
             "upload_id": None,
         }
         if request.method == "GET":
-            return self.render(request, "transfer", context, visitor=visitor, mind=caller.mind)
+            return await self.render(request, "transfer", context, visitor=visitor, mind=caller.mind)
         visitor, form = await self.checked_post(request)
         session = visitor.session
         assert session is not None
@@ -484,14 +567,14 @@ class Console:
                 raise InvalidInput("action", action, "plan, apply, discard")
         except MemfileError as exc:
             context["error"], status = public_message(_form_named(exc), Face.CONSOLE), status_of(exc)
-        return self.render(request, "transfer", context, status=status, visitor=visitor, mind=caller.mind)
+        return await self.render(request, "transfer", context, status=status, visitor=visitor, mind=caller.mind)
 
     async def on_needs_login(self, request: Request, exc: Exception) -> Response:
         return RedirectResponse(CONSOLE_PREFIX + "/login", status_code=303)
 
     async def on_memfile_error(self, request: Request, exc: Exception) -> Response:
         assert isinstance(exc, MemfileError)
-        return self.error_page(request, status_of(exc), public_message(exc, Face.CONSOLE))
+        return await self.error_page(request, status_of(exc), public_message(exc, Face.CONSOLE))
 
     async def on_http_error(self, request: Request, exc: Exception) -> Response:
         assert isinstance(exc, HTTPException)
@@ -500,12 +583,12 @@ class Console:
             405: f"{request.method} is not allowed on {request.url.path}",
             413: "the upload is larger than 64 MB; import a smaller file",
         }.get(exc.status_code, str(exc.detail))
-        return self.error_page(request, exc.status_code, message)
+        return await self.error_page(request, exc.status_code, message)
 
     async def on_bug(self, request: Request, exc: Exception) -> Response:
-        return self.error_page(request, 500, BUG_MESSAGE)
+        return await self.error_page(request, 500, BUG_MESSAGE)
 
-    def error_page(self, request: Request, status: int, message: str) -> Response:
+    async def error_page(self, request: Request, status: int, message: str) -> Response:
         """An error in the layout (with the navigation when a session is known), never a traceback."""
         session = getattr(request.state, "session", None) or self.sessions.find(request.cookies.get(COOKIE))
         visitor = Visitor(session.label, session) if isinstance(session, Session) else None
@@ -513,7 +596,7 @@ class Console:
         if mind not in self.minds.mind_names():
             mind = None
         context = {"error": clip_echoes(message), "status": status}
-        return self.render(request, "error", context, status=status, visitor=visitor, mind=mind)
+        return await self.render(request, "error", context, status=status, visitor=visitor, mind=mind, counted=False)
 
 
 def _act(vault: Vault, ref: str, action: str, form: Mapping[str, Any]) -> str:
@@ -556,6 +639,40 @@ def _act_on_selection(vault: Vault, refs: list[str], action: str) -> str:
     changed = [result.memory.ref for result in (vault.verify(ref) for ref in refs) if result.changed]
     already = f"; {_memories(len(refs) - len(changed))} already verified" if len(changed) < len(refs) else ""
     return f"Verified {_memories(len(changed))}{': ' + ', '.join(changed) if changed else ''}{already}."
+
+
+def _saved(result: StoreResult) -> str:
+    """What an edit did, for the flash message."""
+    if not result.changed:
+        return f"Nothing to change: {result.memory.ref} already says that."
+    return f"Saved {result.memory.ref} (commit {(result.commit or '')[:8]}): it is now yours, verified."
+
+
+def _review(
+    vault: Vault, refs: list[str], action: str, draft: data.Draft | None
+) -> tuple[list[Memory], MemfileError | None]:
+    """Accept (with the draft's changes: `edit`) or reject each proposal, a commit each, until one is refused:
+    the proposals done, and the refusal (None: every one was done)."""
+    done: list[Memory] = []
+    for ref in refs:
+        try:
+            if action == "reject":
+                done.append(vault.reject(ref))
+            else:
+                done.append(vault.accept(ref, **(draft.changes() if draft is not None else {})))
+        except MemfileError as exc:
+            return done, exc
+    return done, None
+
+
+def _reviewed(action: str, done: list[Memory]) -> str:
+    """What a review did, for the flash message."""
+    refs = ", ".join(m.ref for m in done)
+    if action == "reject":
+        return (
+            f"Rejected {_memories(len(done))} (a commit each): {refs}. Forgotten; their versions stay in the history."
+        )
+    return f"Accepted {_memories(len(done))} (a commit each): {refs}. Verified, and now in recall and search."
 
 
 def _memories(count: int) -> str:

@@ -529,6 +529,140 @@ def test_click_a_link_and_see_the_backlink_with_hostile_link_text_inert(browser:
     browser.wait(lambda: stored["link_project"] in browser.path(), "the backlink did not open the linking memory")
 
 
+def stored_by_person(browser: Browser, category: str, key: str, content: str, **fields: Any) -> str:
+    """A person's memory, stored through the server's API; its id."""
+    body = {"category": category, "key": key, "content": content, **fields}
+    answer = browser.server.request("POST", "/memory?mind=michael", browser.setup.tokens["person"], body)
+    assert answer.status in (200, 201), answer
+    return str(answer.json()["id"])
+
+
+def forget_all(browser: Browser, *ids: str) -> None:
+    """Forget what a flow made, so the other flows see the vault as it was."""
+    for memory_id in ids:
+        answer = browser.server.request("DELETE", f"/memory/{memory_id}?mind=michael", browser.setup.tokens["person"])
+        assert answer.status in (200, 204), answer
+
+
+def open_edit(browser: Browser, memory_id: str) -> None:
+    browser.go(f"/console/m/michael/memory/{memory_id}")
+    browser.find("#edit summary").click()
+    browser.wait(lambda: browser.find("#edit-content").is_displayed(), "the edit form did not open")
+
+
+@pytest.mark.browser
+def test_edit_a_memorys_text_tags_and_priority_on_its_page(browser: Browser) -> None:
+    from selenium.webdriver.support.ui import Select
+
+    setup = browser.setup
+    memory_id = stored_by_person(browser, "context", "boiler_service", "The boiler is serviced in May.", tags=["house"])
+    browser.logged_in()
+    open_edit(browser, memory_id)
+    text = browser.find("#edit-content")
+    text.clear()
+    text.send_keys("The boiler is serviced in June.\nBy Hanh, the plumber.")
+    browser.find("#edit-tags").clear()
+    browser.find("#edit-tags").send_keys("house, heating")
+    Select(browser.find("#edit-priority")).select_by_value("high")
+    browser.driver.execute_script("document.getElementById('body-h').scrollIntoView()")
+    screenshot(browser.driver, "memory-edit")
+    browser.find("#edit-save").click()
+    browser.wait(lambda: "Saved context/boiler_service" in said(browser), "no message after Save")
+    assert browser.find("#body").text == "The boiler is serviced in June.\nBy Hanh, the plumber."
+    fields = browser.find("#fields").text
+    assert "heating" in fields and "high" in fields
+    assert git(setup.root, "log", "-1", "--format=%s").strip() == "edit context/boiler_service (user)"
+    forget_all(browser, memory_id)
+
+
+@pytest.mark.browser
+def test_a_save_over_a_file_changed_meanwhile_is_refused_with_both_versions(browser: Browser) -> None:
+    setup = browser.setup
+    memory_id = stored_by_person(browser, "context", "spare_key", "The spare key is with Ana.")
+    browser.logged_in()
+    open_edit(browser, memory_id)
+    text = browser.find("#edit-content")
+    text.clear()
+    text.send_keys(f"The spare key is with Chloé. {SCRIPT}")
+    path = setup.root / "michael" / "context" / "spare_key.md"
+    theirs = path.read_text(encoding="utf-8").replace("with Ana.", "with Bảo since Monday.")
+    path.write_text(theirs, encoding="utf-8")  # someone else's save, after the page was loaded
+    head = git(setup.root, "rev-parse", "HEAD")
+    browser.find("#edit-save").click()
+    browser.wait(lambda: browser.find_all("#edit-conflict"), "the refused save did not show both versions")
+    assert "nothing was saved" in browser.find("#edit-conflict").text
+    assert browser.find("#edit-theirs").text == "The spare key is with Bảo since Monday."
+    assert browser.find("#edit-yours").text == f"The spare key is with Chloé. {SCRIPT}"
+    assert browser.find("#edit-content").get_attribute("value") == f"The spare key is with Chloé. {SCRIPT}"
+    screenshot(browser.driver, "memory-edit-conflict")
+    assert path.read_text(encoding="utf-8") == theirs and git(setup.root, "rev-parse", "HEAD") == head
+    browser.find("#edit-save").click()  # saved again, knowingly: the form now carries the version on disk
+    browser.wait(lambda: "Saved context/spare_key" in said(browser), "the second save did not go through")
+    assert browser.find("#body").text == f"The spare key is with Chloé. {SCRIPT}"
+    unexpected = [e for e in browser_errors(browser.driver) if not re.search(r"status of 409\b", e)]
+    assert not unexpected, unexpected
+    forget_all(browser, memory_id)
+
+
+@pytest.mark.browser
+def test_review_queue_accept_reject_and_several_at_once(browser: Browser) -> None:
+    setup = browser.setup
+    old_id = stored_by_person(browser, "preference", "bike_kind", "Rides a red road bike.")
+    answer = json.dumps(
+        {
+            "memories": [
+                {
+                    "category": "preference",
+                    "key": "bike_kind",
+                    "content": "Rides a green gravel bike now.",
+                    "turns": [2],
+                },
+                {
+                    "category": "fact",
+                    "key": "balcony_tree",
+                    "content": "A fig tree grows on the balcony.",
+                    "turns": [0],
+                },
+                {"category": "skill", "key": "language_finnish", "content": "Speaks basic Finnish.", "tags": [SCRIPT]},
+                {"category": "note", "key": "camera_owned", "content": "Owns a Leica.", "turns": [2]},
+            ]
+        }
+    )
+    messages = [
+        {"role": "user", "content": "About me."},
+        {"role": "assistant", "content": "Yes?"},
+        {"role": "user", "content": "..."},
+    ]
+    with isolated_git(setup.home), Vault.open(setup.root, "michael") as vault:
+        report = vault.capture(messages, lambda system, user: answer, session=f"chat 7 {IMG}")
+    assert [d.action for d in report.decisions] == ["update", "add", "add", "add"], report.decisions
+    ids = {d.candidate.key: d.memory.id for d in report.decisions if d.memory is not None}
+    browser.logged_in()
+    browser.go("/console/m/michael/memories")
+    assert browser.find("#review-count").text == "4"
+    browser.find("#nav-review").click()
+    browser.wait(lambda: browser.find_all("#review-selection"), "the Review page did not open")
+    card = browser.find(f"#p-{ids['bike_kind']}").text
+    assert "Rides a red road bike." in card and "Rides a green gravel bike now." in card and "chat 7" in card
+    assert IMG in card and not browser.find_all("main img")
+    screenshot(browser.driver, "review")
+    commits = int(git(setup.root, "rev-list", "--count", "HEAD"))
+    browser.find(f"#accept-{ids['bike_kind']}").click()
+    browser.wait(lambda: "Accepted 1 memory" in said(browser), "no message after Accept")
+    assert "superseding preference/bike_kind" in git(setup.root, "log", "-1", "--format=%s")
+    browser.find(f"#reject-{ids['balcony_tree']}").click()
+    browser.wait(lambda: "Rejected 1 memory" in said(browser), "no message after Reject")
+    assert browser.find("#review-count").text == "2"
+    for key in ("language_finnish", "camera_owned"):
+        browser.find(f"#select-{ids[key]}").click()
+    browser.find("#accept-selected").click()
+    browser.wait(lambda: "Accepted 2 memories" in said(browser), "no message after Accept selected")
+    assert "Nothing waits for review." in browser.find("#count").text and not browser.find_all("#review-count")
+    assert int(git(setup.root, "rev-list", "--count", "HEAD")) == commits + 4
+    assert not (setup.root / "michael" / "fact" / "balcony_tree.md").exists()
+    forget_all(browser, old_id, ids["bike_kind"], ids["language_finnish"], ids["camera_owned"])
+
+
 @pytest.fixture(scope="module")
 def dated(driver: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Setup, Server, list[str]]]:
     """A server of its own over a mind with a past: fact/deploys stored on 2026-03-01 (vps1), changed on
