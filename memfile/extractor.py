@@ -83,6 +83,18 @@ class ChatEndpoint:
             raise InvalidInput("api_key", "(not shown)", "a key of printable ASCII characters")
         self._api_key = api_key.strip() if api_key else None
 
+    def ask(self, messages: object) -> str:
+        """The model's answer for a conversation, asked as `Vault.capture` asks (`memfile.capture.PROMPT` and
+        the numbered transcript): for a resident face, which asks it off its worker thread and hands the
+        answer to `Vault.capture`.
+
+        Raises:
+            InvalidInput: the messages are not a conversation. ExtractorFailed: as calling it.
+        """
+        from .capture import PROMPT, transcript
+
+        return self(PROMPT, transcript(messages))
+
     @classmethod
     def from_config(cls, config: Config, environ: Mapping[str, str] = os.environ) -> ChatEndpoint:
         """The endpoint memfile.toml's `[capture]` table configures, its key read from `environ`.

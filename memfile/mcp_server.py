@@ -512,6 +512,27 @@ def build_server(minds: Minds, caller_of: Callable[[Context], Caller], read_mind
     async def forget(ctx: Context, ref: str) -> dict[str, Any]:
         return await call(ctx, lambda vault: vault.forget(ref).to_dict())
 
+    @server.tool(
+        description=(
+            "Hand over a whole exchange (chat messages: role and content) to be remembered: the model the "
+            "vault's memfile.toml names ([capture]) picks what is worth keeping, memfile adds, updates or skips "
+            "each against this mind (one commit). What it keeps waits for the user's review (memfile review) "
+            "before any recall or search shows it. Answers each decision and its reason."
+        ),
+        annotations=WRITE,
+    )
+    async def capture(ctx: Context, messages: list[dict[str, Any]], session: str | None = None) -> dict[str, Any]:
+        import anyio
+
+        from .extractor import ChatEndpoint
+
+        try:  # the model is asked off the worker thread: it may take [capture] timeout
+            answer = await anyio.to_thread.run_sync(ChatEndpoint.from_config(minds.config).ask, messages)
+        except MemfileError as exc:
+            raise ToolError(for_agent(exc.said(Face.MCP))) from None
+        report = await call(ctx, lambda vault: vault.capture(messages, lambda _s, _u: answer, session))
+        return report.to_dict()
+
     @server.tool(description=_doc(Vault.expiring, "Memories that expire soon (to renew or let go)."), annotations=READ)
     async def expiring(ctx: Context, within: str = "7d") -> list[dict[str, Any]]:
         return await call(ctx, lambda vault: [m.to_dict() for m in vault.expiring(within)], read=True)

@@ -110,10 +110,10 @@ MAY_IMPORT: dict[str, set[str]] = {
     "terminal": set(),
     # The resident faces: one worker thread owns every Vault call (`worker`), shared by MCP and HTTP.
     "worker": FACE_MAY_USE | {"watch", "paths"},
-    "mcp_server": FACE_MAY_USE | {"_version", "watch", "worker", "memory_tool"},
+    "mcp_server": FACE_MAY_USE | {"_version", "watch", "worker", "memory_tool", "extractor"},
     # The server hosts the console (/console) and the MCP server (/mcp); the console's pages answer by the
     # API's rules (server.errors, params, transfer, auth), never through server.app: see the module test below.
-    "server": FACE_MAY_USE | {"worker", "keys", "mcp_server", "server", "console"},
+    "server": FACE_MAY_USE | {"worker", "keys", "mcp_server", "server", "console", "extractor"},
     "console": FACE_MAY_USE | {"worker", "keys", "server", "console", "recall"},
     "watch": FACE_MAY_USE | {"paths", "secretscan"},
     "__main__": {"cli", "cli_client", "config"},
@@ -124,7 +124,7 @@ MAY_IMPORT: dict[str, set[str]] = {
     "anthropic_tool": FACE_MAY_USE | {"memory_tool"},
     "semantic": {"errors", "model", "text", "config", "semantic"},  # config: STATE_DIR, where vectors live
     # Capture's built-in extractor: an OpenAI-compatible endpoint, its settings checked by config's rules.
-    "extractor": {"errors", "config", "_version"},
+    "extractor": {"errors", "config", "_version", "capture"},  # ask(): capture's prompt and transcript
     "__init__": FACE_MAY_USE | {"_version", "recall", "watch", "store_queue"},
 }
 #: Why a face imports more than FACE_MAY_USE, one line each.
@@ -135,6 +135,8 @@ FACE_EXCEPTIONS = {
     "and `[cli] resident` whether it leaves a resident reader behind",
     ("cli", "keys"): "the key commands are the keys file's face",
     ("cli", "extractor"): "memfile capture asks the model memfile.toml's [capture] names (ChatEndpoint.from_config)",
+    ("server", "extractor"): "POST /memory/capture asks [capture]'s model off the worker thread (ChatEndpoint.ask)",
+    ("mcp_server", "extractor"): "the capture tool asks [capture]'s model off the worker thread (ChatEndpoint.ask)",
     ("worker", "paths"): "which folders are minds (mind_dirs), known without opening a Vault for each",
     ("mcp_server", "memory_tool"): "the `memory` tool runs Claude's memory-tool commands (MemoryToolBackend)",
     ("memory_tool", "secretscan"): "a secret refusal is said again with the lines of the text the model wrote",

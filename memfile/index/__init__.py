@@ -63,16 +63,11 @@ __all__ = [
 
 
 def __getattr__(name: str) -> Any:
-    """`STOP_WORDS` and `stem` (the English stemmer the index uses: Porter's), loaded with Whoosh on first use
-    (a read that never searches never loads it)."""
+    """`STOP_WORDS` and `stem` (Porter's, as the index stems), loaded with Whoosh on first use only."""
     if name == "STOP_WORDS":
-        from .persisted import STOP_WORDS
-
-        return STOP_WORDS
+        return __import__("memfile.index.persisted", fromlist=["STOP_WORDS"]).STOP_WORDS
     if name == "stem":
-        from whoosh.lang.porter import stem
-
-        return stem
+        return __import__("whoosh.lang.porter", fromlist=["stem"]).stem
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 

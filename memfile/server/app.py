@@ -31,6 +31,7 @@ from .mcp_mount import McpMount
 from .openapi import (
     ACCEPTANCE,
     BOOL,
+    CAPTURE,
     IMPORT_FORMATS,
     LIMIT,
     MEMORY_CHANGE,
@@ -255,6 +256,25 @@ async def accept(request: Request, given: dict[str, Any]) -> Response:
     with _expires_at_named():
         memory = await call(request, lambda vault: vault.accept(given["id"], **changes))
     return JSONResponse(memory_json(memory))
+
+
+async def capture(request: Request, given: dict[str, Any]) -> Response:
+    """The model is asked off the worker thread (it may take `[capture] timeout`); the Vault decides on it."""
+    from starlette.concurrency import run_in_threadpool
+
+    from ..extractor import ChatEndpoint
+
+    body = given["body"]
+    messages, session, review = body.get("messages"), body.get("session"), body.get("review")
+    minds: Minds = request.app.state.minds
+    answer = await run_in_threadpool(ChatEndpoint.from_config(minds.config).ask, messages)
+    report = await call(
+        request,
+        lambda vault: vault.capture(
+            messages, lambda _s, _u: answer, session, review=review, dry_run=bool(body.get("dry_run"))
+        ),
+    )
+    return JSONResponse(report.to_dict())
 
 
 async def reject(request: Request, given: dict[str, Any]) -> Response:
@@ -642,6 +662,18 @@ ENDPOINTS = (
         "Reject a captured memory waiting for review, as memfile review reject: it is forgotten (git keeps it). "
         "One commit. A person's token only (a Mind Key gets 403); a REF that is no proposal: 404.",
         ok("The memory as it was.", MEMORY),
+        extension=True,
+    ),
+    Endpoint(
+        "/memory/capture",
+        "POST",
+        capture,
+        "captureMemories",
+        "Memories from a conversation, as memfile capture: the model [capture] names in memfile.toml picks "
+        "them, memfile decides each (add, update, skip; one commit). With review they wait as proposed. "
+        "No model configured: 400, nothing written; the model failing: 502.",
+        ok("The decisions.", ref("schemas", "CaptureReport")),
+        body=CAPTURE,
         extension=True,
     ),
     Endpoint(

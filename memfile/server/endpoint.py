@@ -217,7 +217,8 @@ async def json_body(request: Request, schema: dict[str, Any], required: bool = T
         if isinstance(value, bool) is not (bool in types) or not isinstance(value, types):
             wanted = " or ".join(dict.fromkeys("a list of strings" if t is list else TYPE_NAMES[t] for t in types))
             raise InvalidInput(name, value, wanted, reason=f"it is {_json_type(value)}")
-        if isinstance(value, list) and not all(isinstance(item, str) for item in value):
+        strings = schema["properties"][name].get("items", {}).get("type", "string") == "string"
+        if isinstance(value, list) and strings and not all(isinstance(item, str) for item in value):
             raise InvalidInput(name, value, "a list of strings", reason="an item is not a string")
     return data
 

@@ -177,6 +177,25 @@ PURGE = Body(
 MEMORY_CHANGE = Body(
     "MemoryChange", _input_schema([], "The fields to change (category and key, if given, must be the memory's own).")
 )
+CAPTURE = Body(
+    "Capture",
+    {
+        "type": "object",
+        "description": "A conversation to capture memories from, with the model memfile.toml's [capture] names.",
+        "required": ["messages"],
+        "additionalProperties": False,
+        "properties": {
+            "messages": {
+                "type": "array",
+                "items": {"type": "object"},
+                "description": 'Chat messages: {"role": ..., "content": text or content blocks}.',
+            },
+            "session": {"type": "string", "description": "The conversation's name, kept as captured_from."},
+            "review": {"type": "boolean", "description": "Proposals wait for review (default [capture] review)."},
+            "dry_run": {"type": "boolean", "description": "Decide and answer; write nothing."},
+        },
+    },
+)
 ACCEPTANCE = Body(
     "Acceptance",
     {
@@ -369,6 +388,31 @@ def _components() -> dict[str, Any]:
                     },
                 },
             },
+            "CaptureReport": {
+                "type": "object",
+                "description": "Each candidate the model proposed and what capture did with it (docs/capture.md).",
+                "properties": {
+                    "session": STRING,
+                    "proposed": {"type": "boolean", "description": "The memories wait for review."},
+                    "commit": {"type": ["string", "null"], "description": "The one commit (null: none)."},
+                    "dry_run": BOOL,
+                    "prompt_version": {"type": "integer"},
+                    "counts": {"type": "object", "description": "Decisions by action: add, update, skip."},
+                    "decisions": {
+                        "type": "array",
+                        "items": {
+                            "type": "object",
+                            "properties": {
+                                "action": {"enum": ["add", "update", "skip"]},
+                                "ref": STRING,
+                                "reason": STRING,
+                                "target": {"type": ["string", "null"]},
+                                "memory": {"type": ["object", "null"]},
+                            },
+                        },
+                    },
+                },
+            },
             "PurgeReport": {
                 "type": "object",
                 "description": "What a purge removed from every version of the history (with dry_run: would).",
@@ -407,6 +451,7 @@ def _components() -> dict[str, Any]:
             MEMORY_CHANGE.name: MEMORY_CHANGE.schema,
             ACCEPTANCE.name: ACCEPTANCE.schema,
             PURGE.name: PURGE.schema,
+            CAPTURE.name: CAPTURE.schema,
         },
     }
 

@@ -37,7 +37,7 @@ from memfile.config import DEFAULT_MCP_RECALL_BUDGET  # noqa: E402
 from memfile.errors import InvalidInput  # noqa: E402
 from memfile.files import lock_holder  # noqa: E402
 
-TOOLS = {"recall", "search", "store", "show", "list", "forget", "expiring", "tags", "memory"}
+TOOLS = {"recall", "search", "store", "show", "list", "forget", "expiring", "tags", "memory", "capture"}
 READ_ONLY = {"recall", "search", "show", "list", "expiring", "tags"}
 
 ALICE_SECRET = "aardvarkalicepin"

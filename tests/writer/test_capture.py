@@ -13,8 +13,8 @@ from helpers import commit_count, git
 
 from memfile import InvalidInput, NotFound, Refused, Vault
 from memfile.capture import PROMPT, PROMPT_VERSION, Candidate, decide, transcript
-from memfile.secretscan import SecretFound
 from memfile.model import Category, Status
+from memfile.secretscan import SecretFound
 
 MESSAGES = [
     {"role": "system", "content": "You are a helpful assistant."},
