@@ -575,10 +575,14 @@ class Writer:
                 f"{old.ref} was verified by a person, so an agent cannot mark it superseded; "
                 "store the new memory without supersedes and ask the user to supersede the old one"
             )
-        if existing and existing[0].proposed and actor is Source.AGENT:
+        if existing and existing[0].proposed:
             raise Conflict(
                 f"{category}/{key} is taken by a captured memory waiting for the user's review; "
-                "store this one under another key"
+                + (
+                    "store this one under another key"
+                    if actor is Source.AGENT
+                    else f"memfile review edit {category}/{key}"
+                )
             )
         if existing:
             memory = self._updated(existing[0], request)

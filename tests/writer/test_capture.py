@@ -301,3 +301,14 @@ def test_the_capture_example_in_docs_agents_runs(tmp_path: Path, monkeypatch: py
     assert printed[1].startswith("add preference/transport")
     assert printed[2] == "['identity/home_city_2', 'preference/transport']"
     assert printed[3] == "Michael lives in Porto since May."
+
+
+def test_a_store_at_a_proposals_key_is_refused_for_a_person_too(mind: Vault) -> None:
+    from memfile.errors import Conflict
+
+    mind.capture(MESSAGES, answer(cand("note", "blue_teapot", "The blue teapot is chipped.")), "s1")
+    with pytest.raises(Conflict, match="memfile review edit note/blue_teapot"):
+        mind.store("note", "blue_teapot", "Mended.")
+    assert (
+        mind.get("note/blue_teapot").proposed and mind.get("note/blue_teapot").content == "The blue teapot is chipped."
+    )
