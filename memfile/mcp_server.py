@@ -74,7 +74,7 @@ def _doc(method: Any, when: str, without: tuple[str, ...] = ()) -> str:
 # --- errors in an agent's terms -------------------------------------------------------------
 
 #: The tools, each named after the CLI command of the same verb (`memfile store` = the `store` tool).
-TOOL_NAMES = ("recall", "search", "store", "show", "list", "forget", "expiring", "tags", "memory")
+TOOL_NAMES = ("recall", "search", "store", "show", "list", "forget", "expiring", "tags", "capture", "memory")
 
 #: What an agent asks the user for, by the CLI command that does it (a command with no tool: for people).
 ASK_THE_USER = {
