@@ -284,37 +284,29 @@ def _values(found: set[str], text: str) -> set[str]:
     return {w for w in found if any(c.isdigit() for c in w) or w in values}
 
 
+def _said(said: Candidate | Memory) -> set[str]:
+    """The words of a memory (or candidate) a decision weighs: its text's and its key's."""
+    return words(f"{said.content} {said.key.replace('_', ' ')}")
+
+
 def decide(candidate: Candidate, similar: Sequence[Memory]) -> tuple[str, str, Memory | None]:
     """(action, reason, target) for a candidate against the mind's memories most like it (`similar`, best
     first, the memory at its REF among them if there is one). Pure; the rules are the module's constants."""
-    mine = words(f"{candidate.content} {candidate.key.replace('_', ' ')}")
+    mine = _said(candidate)
     same = next((m for m in similar if m.category is candidate.category and m.key == candidate.key), None)
-    best: tuple[float, float, Memory] | None = None
-    for memory in similar:
-        theirs = words(f"{memory.content} {memory.key.replace('_', ' ')}")
-        cover = len(mine & theirs) / max(1, len(mine))
-        share = len(mine & theirs) / max(1, len(mine | theirs))
-        if best is None or (cover, share) > best[:2]:
-            best = (cover, share, memory)
-    news = (
-        _values(mine - words(f"{best[2].content} {best[2].key.replace('_', ' ')}"), candidate.content)
-        if best
-        else set()
-    )
-    if best is not None and best[0] >= SKIP_COVER and not news:
-        cover, _, memory = best
-        return SKIP, f"{memory.ref} already says it ({cover:.0%} of its words)", memory
+    scored = [  # (cover: share of mine it holds, share of both words, memory, its words)
+        (len(mine & theirs) / max(1, len(mine)), len(mine & theirs) / max(1, len(mine | theirs)), m, theirs)
+        for m in similar
+        for theirs in [_said(m)]
+    ]
+    best = max(scored, key=lambda s: s[:2], default=None)
+    if best is not None and best[0] >= SKIP_COVER and not _values(mine - best[3], candidate.content):
+        return SKIP, f"{best[2].ref} already says it ({best[0]:.0%} of its words)", best[2]
     if same is not None:
         return UPDATE, f"it changes {same.ref}, at the same key", same
-    related = [
-        (len(mine & (theirs := words(f"{m.content} {m.key.replace('_', ' ')}"))) / max(1, len(mine | theirs)), m)
-        for m in similar
-        if m.category is candidate.category
-    ]
-    if related:
-        share, restated = max(related, key=lambda pair: pair[0])
-        if share >= UPDATE_SHARE:
-            return UPDATE, f"it restates {restated.ref} ({share:.0%} of their words shared)", restated
+    related = max((s for s in scored if s[2].category is candidate.category), key=lambda s: s[1], default=None)
+    if related is not None and related[1] >= UPDATE_SHARE:
+        return UPDATE, f"it restates {related[2].ref} ({related[1]:.0%} of their words shared)", related[2]
     return ADD, "nothing in the mind says it", None
 
 
