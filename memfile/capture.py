@@ -81,6 +81,9 @@ ROLES = ("system", "user", "assistant", "tool", "developer")
 ADD, UPDATE, SKIP = "add", "update", "skip"
 #: The front-matter keys of a captured memory's provenance, and of the memory a proposal would supersede.
 CAPTURED_FROM, CAPTURED_TURNS, PROPOSED_SUPERSEDES = "captured_from", "captured_turns", "proposed_supersedes"
+#: A proposal's front-matter key for the conversation lines it came from (what its reviewer reads; dropped on
+#: accept): at most QUOTED_LINES of them, each on one line, cut at QUOTED_CHARS, every secret in it masked.
+CAPTURED_LINES, QUOTED_LINES, QUOTED_CHARS = "captured_lines", 8, 400
 
 #: The app's model call: (the system prompt, the transcript) -> its answer (JSON text, or the parsed object).
 Extract = Callable[[str, str], "str | dict[str, Any] | list[Any]"]
@@ -163,6 +166,20 @@ def transcript(messages: object) -> str:
     if len(text) > MAX_TRANSCRIPT:
         raise InvalidInput("messages", f"{len(text):,} characters", f"at most {MAX_TRANSCRIPT:,} characters in all")
     return text
+
+
+def quoted(messages: list[dict[str, Any]], turns: Sequence[int], allow: Sequence[re.Pattern[str]] = ()) -> list[str]:
+    """The lines of a checked conversation (`transcript`'s) a proposal came from, as its reviewer reads them:
+    `[N] role: text` on one line, at most QUOTED_LINES, each cut at QUOTED_CHARS, with each secret masked
+    (`secretscan.redact`: a pasted token never reaches the vault through a quote)."""
+    from .secretscan import redact
+
+    lines = []
+    for n in list(turns)[:QUOTED_LINES]:
+        line = " ".join(f"[{n}] {messages[n]['role']}: {_text(messages[n].get('content'), n)}".split())
+        line = redact(line, allow)
+        lines.append(line if len(line) <= QUOTED_CHARS else line[: QUOTED_CHARS - 1] + "…")
+    return lines
 
 
 def _text(content: object, n: int) -> str:
@@ -332,14 +349,26 @@ class Capturer:
                 candidate.category, candidate.key, candidate.content, tags=list(candidate.tags), source=Source.AGENT
             )  # noqa: SLF001
         proposed = self._review if review is None else bool(review)
-        if dry_run:
-            return self._decided(session, candidates, proposed, write=False)
-        with writer.transaction():
-            return self._decided(session, candidates, proposed, write=True)
+        allow = writer.config.secrets.allow if writer.config.secrets else ()
 
-    def _decided(self, session: str, candidates: list[Candidate], proposed: bool, write: bool) -> CaptureReport:
+        def quote(candidate: Candidate) -> list[str]:
+            return quoted(messages, candidate.turns, allow)  # type: ignore[arg-type]
+
+        if dry_run:
+            return self._decided(session, candidates, proposed, quote, write=False)
+        with writer.transaction():
+            return self._decided(session, candidates, proposed, quote, write=True)
+
+    def _decided(
+        self,
+        session: str,
+        candidates: list[Candidate],
+        proposed: bool,
+        quote: Callable[[Candidate], list[str]],
+        write: bool,
+    ) -> CaptureReport:
         """Decide each candidate in order (an earlier one of the batch counts as held) and, with `write`,
-        write them all in one commit."""
+        write them all in one commit; a proposal quotes the lines it came from (`quote`)."""
         now = utc_now()
         decisions: list[Decision] = []
         changes: list[Memory] = []  # what is written, in order
@@ -392,7 +421,8 @@ class Capturer:
                         ((PROPOSED_SUPERSEDES, target.id),) if waits and action == UPDATE and target else (),
                         session,
                         candidate,
-                    ),
+                    )
+                    + (((CAPTURED_LINES, quote(candidate)),) if waits and candidate.turns else ()),
                 )
                 taken.add(memory.path)
                 held.append(memory)
@@ -447,7 +477,7 @@ class Capturer:
                 changes.get("content", proposal.content),
                 **{k: v for k, v in changes.items() if k != "content"},
             )  # noqa: SLF001
-            extra = tuple((k, v) for k, v in proposal.extra if k != PROPOSED_SUPERSEDES)
+            extra = tuple((k, v) for k, v in proposal.extra if k not in (PROPOSED_SUPERSEDES, CAPTURED_LINES))
             accepted = replace(
                 proposal,
                 content=request.content,

@@ -11,9 +11,11 @@ from ..vault import Vault
 from .common import State, confirmed, json_option, print_json, run_editor
 from .options import CommandGroup
 
-#: A proposal's front-matter keys (memfile.capture's CAPTURED_FROM, CAPTURED_TURNS, PROPOSED_SUPERSEDES; a face
-#: imports the facade and its values only): the session, the message numbers, the memory it would supersede.
-CAPTURED_FROM, CAPTURED_TURNS, PROPOSED_SUPERSEDES = "captured_from", "captured_turns", "proposed_supersedes"
+#: A proposal's front-matter keys (memfile.capture's CAPTURED_FROM, CAPTURED_TURNS, CAPTURED_LINES,
+#: PROPOSED_SUPERSEDES; a face imports the facade and its values only): the session, the message numbers, the
+#: conversation lines they hold, the memory it would supersede.
+CAPTURED_FROM, CAPTURED_TURNS, CAPTURED_LINES = "captured_from", "captured_turns", "captured_lines"
+PROPOSED_SUPERSEDES = "proposed_supersedes"
 #: What an agent is told (`Vault.accept` and `Vault.reject` refuse it too; listing would show it nothing).
 FOR_PEOPLE = (
     "memfile review is for people: captured memories wait for a person's review, and an agent can neither "
@@ -47,7 +49,8 @@ def _plural(count: int) -> str:
 
 
 def _print_proposals(vault: Vault, proposals: list[Memory], as_json: bool) -> None:
-    """Each proposal: its REF, the session and turns it came from, what it would supersede, its text."""
+    """Each proposal: its REF, the session and turns it came from, what it would supersede, its text, and the
+    conversation lines it came from (`> [N] role: text`)."""
     targets = {m.id: str(dict(m.extra).get(PROPOSED_SUPERSEDES) or "") for m in proposals}
     refs = {m.id: m.ref for m in vault.memories()} if any(targets.values()) else {}
     superseded = {id_: refs.get(target, target) or None for id_, target in targets.items()}
@@ -63,6 +66,7 @@ def _print_proposals(vault: Vault, proposals: list[Memory], as_json: bool) -> No
         supersedes = f"; would supersede {superseded[memory.id]}" if superseded[memory.id] else ""
         click.echo(f"{memory.ref:<42} {where}{supersedes}")
         click.echo("".join(f"    {line}\n" for line in memory.content.splitlines()), nl=False)
+        click.echo("".join(f"    > {line}\n" for line in extra.get(CAPTURED_LINES) or []), nl=False)
 
 
 @click.group(cls=CommandGroup, invoke_without_command=True)

@@ -363,6 +363,12 @@ class Proposal:
         turns = dict(self.memory.extra).get("captured_turns")
         return list(turns) if isinstance(turns, list | tuple) else []
 
+    @property
+    def lines(self) -> list[str]:
+        """The conversation lines it came from (`[N] role: text`, secrets masked), as the capture quoted them."""
+        lines = dict(self.memory.extra).get("captured_lines")
+        return [str(line) for line in lines] if isinstance(lines, list | tuple) else []
+
 
 @dataclass(frozen=True)
 class ReviewView:

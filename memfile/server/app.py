@@ -600,8 +600,9 @@ ENDPOINTS = (
         proposals,
         "listProposals",
         "The captured memories waiting for review (status proposed), oldest first, as memfile review: a "
-        "person's token only (a Mind Key gets 403). Each carries captured_from, captured_turns and, for one "
-        "that would update a memory, proposed_supersedes (its id) in extra.",
+        "person's token only (a Mind Key gets 403). Each carries captured_from, captured_turns, captured_lines "
+        "(the messages, secrets masked) and, for one that would update a memory, proposed_supersedes (its id) "
+        "in extra.",
         ok("The proposals.", MEMORIES),
         extension=True,
     ),

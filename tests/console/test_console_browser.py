@@ -645,6 +645,7 @@ def test_review_queue_accept_reject_and_several_at_once(browser: Browser) -> Non
     card = browser.find(f"#p-{ids['bike_kind']}").text
     assert "Rides a red road bike." in card and "Rides a green gravel bike now." in card and "chat 7" in card
     assert IMG in card and not browser.find_all("main img")
+    assert browser.find(f"#said-{ids['balcony_tree']}").text == "[0] user: About me."  # the line it came from
     screenshot(browser.driver, "review")
     commits = int(git(setup.root, "rev-list", "--count", "HEAD"))
     browser.find(f"#accept-{ids['bike_kind']}").click()

@@ -31,10 +31,10 @@ MESSAGES = [
 ]
 
 
-def capture(console: Console, session: str, *memories: dict[str, Any]) -> Any:
-    """A capture of MESSAGES whose extractor answers `memories` (each: category, key, content, ...)."""
+def capture(console: Console, session: str, *memories: dict[str, Any], messages: Any = MESSAGES) -> Any:
+    """A capture of `messages` whose extractor answers `memories` (each: category, key, content, ...)."""
     answer = json.dumps({"memories": list(memories)})
-    return console.vault_call(lambda vault: vault.capture(MESSAGES, lambda system, user: answer, session=session))
+    return console.vault_call(lambda vault: vault.capture(messages, lambda system, user: answer, session=session))
 
 
 def proposed(console: Console, key: str) -> Any:
@@ -243,6 +243,11 @@ def test_the_review_page_shows_each_proposal_with_its_session_turns_capture_and_
     card = card[: card.index("</article>")]
     assert "preference/review_tea" in card and "Drinks oolong tea." in card and ">drinks<" in card
     assert '<dd class="session">s-review-page</dd>' in card and "0, 2" in card
+    said = card[card.index(f'<ul class="said" id="said-{tea.id}">') :]  # the conversation lines it came from
+    assert re.findall(r"<li>([^<]*)</li>", said[: said.index("</ul>")]) == [
+        "[0] user: Hi, a few things about me.",
+        "[2] user: Details follow.",
+    ]
     assert "capture s-review-page (user): 1 added, 1 updated, 0 skipped" in card  # the capture commit's subject
     compare = html[html.index(f'id="compare-{city.id}"') :]
     compare = compare[: compare.index("</article>")]
@@ -386,9 +391,12 @@ def test_hostile_text_tags_and_session_names_are_escaped_on_the_review_page(cons
             "key": "review_hostile",
             "content": f"Said {HOSTILE} [x](javascript:alert(1))",
             "tags": [HOSTILE],
+            "turns": [0],
         },
+        messages=[{"role": "user", "content": f"Quoted {HOSTILE}"}],
     )
     html = page(client, REVIEW)
+    assert "<li>[0] user: Quoted &lt;script&gt;alert(1)&lt;/script&gt;" in html  # the quoted line, escaped
     assert "<script>alert" not in html and "<img" not in html
     assert not re.search(r'(href|src|action|formaction)="\s*javascript:', html, re.IGNORECASE)
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html

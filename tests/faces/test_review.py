@@ -28,15 +28,22 @@ def test_review_lists_each_proposal_with_its_session_turns_and_what_it_would_sup
     assert text.splitlines() == [
         f"{ADDED:<42} s1, turns 2",
         "    Has a dog called Rex.",
+        "    > [2] user: By the way, my dog is called Rex.",
         f"{UPDATE:<42} s1, turns 0; would supersede {TARGET}",
         "    Drinks green tea every morning, no more coffee.",
+        "    > [0] user: I switched: I drink green tea every morning now, no more coffee.",
     ]
     listed = json.loads(ok(in_vault(vault.root, "review", "--json")).stdout)
     assert [(m["key"], m["status"], m["would_supersede"]) for m in listed] == [
         ("dog_name", "proposed", None),
         ("coffee_2", "proposed", TARGET),
     ]
-    assert listed[1]["extra"] == {"captured_from": "s1", "captured_turns": [0], "proposed_supersedes": ids[TARGET]}
+    assert listed[1]["extra"] == {
+        "captured_from": "s1",
+        "captured_turns": [0],
+        "captured_lines": ["[0] user: I switched: I drink green tea every morning now, no more coffee."],
+        "proposed_supersedes": ids[TARGET],
+    }
 
 
 def test_an_empty_queue_says_so(vault: Vault) -> None:

@@ -76,6 +76,7 @@ def test_a_person_lists_the_proposals_and_searches_them_when_asked(server: Serve
     assert listed[1]["extra"] == {
         "captured_from": "s1",
         "captured_turns": [0],
+        "captured_lines": ["[0] user: I switched: I drink green tea every morning now, no more coffee."],
         "proposed_supersedes": setup.ids[TARGET],
     }
     assert server.request("GET", "/memory/proposals?mind=anna", person).json() == []

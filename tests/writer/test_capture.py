@@ -99,9 +99,36 @@ def test_captured_memories_are_the_agents_proposals_with_their_provenance(mind: 
     [proposal] = mind.proposals()
     assert proposal.proposed and proposal.status is Status.PROPOSED and not proposal.verified
     assert str(proposal.source) == "agent" and str(proposal.priority) == "high"
-    assert dict(proposal.extra) == {"captured_from": "s1", "captured_turns": [1, 2]}
+    assert dict(proposal.extra) == {
+        "captured_from": "s1",
+        "captured_turns": [1, 2],
+        "captured_lines": [
+            "[1] user: I moved to Porto last month. I prefer tea over coffee.",
+            "[2] assistant: Noted: Porto, and tea.",
+        ],
+    }
     text = (mind.root / proposal.path).read_text(encoding="utf-8")
     assert "status: proposed" in text and "captured_from: s1" in text
+
+
+def test_a_proposal_quotes_its_lines_on_one_line_each_secrets_masked_and_accept_drops_them(mind: Vault) -> None:
+    token = "ghp_" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8"
+    messages = [
+        {"role": "user", "content": f"My deploy token is {token}\nplease keep it"},
+        {"role": "user", "content": "word " * 300},
+        *({"role": "user", "content": f"line {n}"} for n in range(10)),
+    ]
+    mind.capture(messages, answer(cand("note", "deploys", "Deploys on Fridays.", turns=list(range(12)))), "s1")
+    [proposal] = mind.proposals()
+    lines = dict(proposal.extra)["captured_lines"]
+    assert len(lines) == 8 and lines[2:] == [f"[{n + 2}] user: line {n}" for n in range(6)]
+    assert lines[0].startswith("[0] user: My deploy token is ghp_") and lines[0].endswith(" please keep it")
+    assert token not in (mind.root / proposal.path).read_text(encoding="utf-8")
+    assert token not in git(mind.root, "log", "-p", "--format=%B")
+    assert len(lines[1]) == 400 and lines[1].endswith("…")
+    accepted = mind.accept(proposal.ref)
+    assert "captured_lines" not in dict(accepted.extra) and dict(accepted.extra)["captured_turns"] == list(range(12))
+    assert "captured_lines" not in (mind.root / accepted.path).read_text(encoding="utf-8")
 
 
 def test_a_proposal_reaches_no_recall_search_list_or_agent(mind: Vault) -> None:
@@ -249,7 +276,8 @@ def test_provenance_round_trips_through_export_and_import(mind: Vault, tmp_path:
     other = Vault.init(tmp_path / "other", "michael", "Other")
     other.import_(exported)
     [proposal] = other.proposals()
-    assert dict(proposal.extra) == {"captured_from": "s1", "captured_turns": [1, 2]} and proposal.proposed
+    assert proposal.proposed and dict(proposal.extra) == dict(mind.proposals()[0].extra)
+    assert dict(proposal.extra)["captured_turns"] == [1, 2] and len(dict(proposal.extra)["captured_lines"]) == 2
 
 
 def test_the_decision_rules_on_known_cases() -> None:
