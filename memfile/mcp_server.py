@@ -406,7 +406,7 @@ def build_server(minds: Minds, caller_of: Callable[[Context], Caller], read_mind
             "Call at the start of a task with the user's request as `query`: "
             "the memories to keep in mind (pinned profile, then the best matches), within a budget "
             f"(without `budget`: {default_budget}, the vault's `[mcp] recall_budget`).",
-            without=("at", "record"),
+            without=("at", "record", "include_proposed"),
         ),
         annotations=READ,
     )

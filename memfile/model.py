@@ -542,6 +542,7 @@ class StatsReport(Report):
     unverified: int
     expired: int
     superseded: int
+    proposed: int  # captured, waiting for a person's review (not in the counts above)
     unreadable_files: int
     index_bytes: int
     last_index_update: str | None

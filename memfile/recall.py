@@ -376,7 +376,7 @@ def _entry(
     """An entry without its `[NNN] ` number (numbers are added once the selection is final); its first
     line says when the memory is conflicted, what it is a neighbour of or linked from, and (a recall of
     several minds, `labels`) whose it is."""
-    state = "verified" if memory.verified else "unverified"
+    state = "verified" if memory.verified else "proposed" if memory.proposed else "unverified"
     text = f"{str(memory.category)} ({memory.priority.upper()}) [{state}]"  # str(): no enum lookup
     if labels is not None:
         text += f" [mind: {labels.get(memory.mind, memory.mind)}]"

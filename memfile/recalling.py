@@ -105,6 +105,7 @@ class Recaller:
         query: str | None = None,
         limit: int | None = 10,
         include_superseded: bool = False,
+        include_proposed: bool = False,
         exclude: frozenset[str] = frozenset(),
         fuse: Fuse | None = None,
         as_of: AsOf | None = None,
@@ -113,6 +114,7 @@ class Recaller:
         """`fuse`: the text matches and the recallable memories -> the matches by meaning too (`semantic`).
         `as_of`: recall the mind as then (its index, at its moment), and record so; default: now.
         `record`: False: leave the record of the last recall as it is."""
+        shown = (include_superseded, include_proposed)
         budget = self._checked(budget, limit)
         if query is not None:
             check_query(query)  # before any work: a 10 MB query is refused at once
@@ -120,9 +122,9 @@ class Recaller:
 
         def whole(view: View) -> RecallReport:
             return view.derived(
-                ("whole", include_superseded, budget, exclude),
+                ("whole", shown, budget, exclude),
                 now,
-                lambda every: self._whole(every, now, include_superseded, budget, exclude),
+                lambda every: self._whole(every, now, shown, budget, exclude),
             )
 
         def recallable_of(memories: list[Memory]) -> tuple[Recallable, datetime]:
@@ -133,7 +135,7 @@ class Recaller:
             return Recallable.of(live), min((m.expires_at for m in live if m.expires_at is not None), default=_NEVER)
 
         def is_recallable(memory: Memory) -> bool:
-            return _recallable(memory, now, include_superseded, exclude)
+            return _recallable(memory, now, shown, exclude)
 
         def recallable_updated(
             kept: Recallable, until: datetime, changed: list[Memory], removed: set[str]
@@ -150,10 +152,13 @@ class Recaller:
             from .recall import Match, recall_query, score, with_links, with_neighbours
 
             assert query is not None
-            key = ("recallable", include_superseded, exclude)
+            key = ("recallable", shown, exclude)
             recallable = view.derived(key, now, recallable_of, recallable_updated)
             options = SearchOptions(
-                include_superseded=include_superseded, limit=max(CANDIDATES, limit or 0), snippets=False
+                include_superseded=include_superseded,
+                include_proposed=include_proposed,
+                limit=max(CANDIDATES, limit or 0),
+                snippets=False,
             )
             hits, matched = view.search(query, options, now, count=True)
             hits = [hit for hit in hits if not _named(hit.memory, exclude)]
@@ -178,6 +183,7 @@ class Recaller:
         query: str | None = None,
         limit: int | None = 10,
         include_superseded: bool = False,
+        include_proposed: bool = False,
     ) -> RecallReport:
         """`Vault.recall` with `with_minds`: this mind's recall and the `others`' in one text and one budget,
         each entry naming its mind. Each mind is read through its own index only (a mind not named is never
@@ -194,13 +200,16 @@ class Recaller:
         name = " + ".join(labels.values())
 
         def recallable(view: View) -> list[Memory]:
-            return [m for m in view.memories() if _recallable(m, now, include_superseded)]
+            return [m for m in view.memories() if _recallable(m, now, (include_superseded, include_proposed))]
 
         if query is None:
             every = [m for part in parts for m in part._index.read(recallable)]
             return self._served(recall(every, self.mind, name, budget, labels))
         options = SearchOptions(
-            include_superseded=include_superseded, limit=max(CANDIDATES, limit or 0), snippets=False
+            include_superseded=include_superseded,
+            include_proposed=include_proposed,
+            limit=max(CANDIDATES, limit or 0),
+            snippets=False,
         )
         every, matches, matched = [], [], 0
         for part in parts:
@@ -260,7 +269,7 @@ class Recaller:
         self,
         memories: list[Memory],
         now: datetime,
-        include_superseded: bool,
+        shown: tuple[bool, bool],
         budget: int | None,
         exclude: frozenset[str] = frozenset(),
     ) -> tuple[RecallReport, datetime]:
@@ -268,7 +277,7 @@ class Recaller:
         expiry among them (nothing else in it depends on the time; `View.derived` keeps it that long)."""
         from .recall import recall
 
-        live = [m for m in memories if _recallable(m, now, include_superseded, exclude)]
+        live = [m for m in memories if _recallable(m, now, shown, exclude)]
         until = min((m.expires_at for m in live if m.expires_at is not None), default=_NEVER)
         return recall(live, self.mind, self.name, budget), until
 
@@ -385,13 +394,17 @@ def _ref(memory: Memory, mind: str) -> str:
     return memory.ref if memory.mind == mind else f"{memory.mind}:{memory.ref}"
 
 
-def _recallable(memory: Memory, now: datetime, include_superseded: bool, exclude: frozenset[str] = frozenset()) -> bool:
-    """Whether a recall at `now` may show the memory: not expired, not superseded (unless asked), not excluded,
-    not proposed (a captured memory waits for a person's review: `memfile review`)."""
+def _recallable(
+    memory: Memory, now: datetime, shown: tuple[bool, bool] = (False, False), exclude: frozenset[str] = frozenset()
+) -> bool:
+    """Whether a recall at `now` may show the memory: not expired, not excluded, not superseded and not
+    proposed (a captured memory waiting for a person's review: `memfile review`) unless `shown` (whether
+    superseded, and proposed, memories are) says so."""
+    superseded, proposed = shown
     return (
         not memory.is_expired(now)
-        and (include_superseded or not memory.superseded)
-        and not memory.proposed
+        and (superseded or not memory.superseded)
+        and (proposed or not memory.proposed)
         and not _named(memory, exclude)
     )
 

@@ -699,8 +699,10 @@ class Vault:
 
     @_verb
     def stats(self) -> StatsReport:
-        """Counts of the mind's memories (per category, priority, source; verified; expired; superseded) and index facts."""
-        memories = self.memories()
+        """Counts of the mind's memories (per category, priority, source; verified; expired; superseded) and index
+        facts. Captured memories waiting for review are counted apart (`proposed`; none for an agent)."""
+        every = self.memories()
+        memories = [m for m in every if not m.proposed]
         now = utc_now()
         return StatsReport(
             mind=self.mind,
@@ -713,6 +715,7 @@ class Vault:
             unverified=sum(1 for m in memories if not m.verified),
             expired=sum(1 for m in memories if m.is_expired(now)),
             superseded=sum(1 for m in memories if m.superseded),
+            proposed=0 if self.actor is Source.AGENT else len(every) - len(memories),
             unreadable_files=len(self.issues),
             index_bytes=self._index.size(),
             last_index_update=self._last_index_update(),
@@ -1365,6 +1368,7 @@ class Vault:
         query: str | None = None,
         limit: int | None = 10,
         include_superseded: bool = False,
+        include_proposed: bool = False,
         with_minds: Sequence[str] = (),
         exclude: Iterable[str] = (),
         semantic: bool | None = None,
@@ -1391,6 +1395,9 @@ class Vault:
             query: what the agent is working on; None = the whole mind.
             limit: with a query, the most matches shown besides the pinned memories (1 to 1000; None = all).
             include_superseded: also memories marked superseded.
+            include_proposed: also captured memories waiting for review (`capture`, `review`), marked
+                `[proposed]`: a person's look at what accepting them would bring; never for an agent (its
+                recall leaves them out whatever this says).
             with_minds: other minds of the vault read too, read-only (a group chat's mind with its
                 speaker's): one text and one budget, the header naming every mind (`Mind: Group A +
                 Alice`) and each entry its own; the pinned memories of every mind come first.
@@ -1412,6 +1419,7 @@ class Vault:
                 moment before the first commit), or comes with `with_minds` or `semantic`.
             NotFound: a mind of `with_minds` does not exist.
         """
+        include_proposed = include_proposed and self.actor is not Source.AGENT  # an agent's recall holds none
         if at is not None:
             if with_minds:
                 raise InvalidInput(
@@ -1423,6 +1431,7 @@ class Vault:
                 query=query,
                 limit=limit,
                 include_superseded=include_superseded,
+                include_proposed=include_proposed,
                 exclude=frozenset([exclude] if isinstance(exclude, str) else exclude),
                 as_of=as_of,
                 record=record,
@@ -1439,6 +1448,7 @@ class Vault:
                 query=query,
                 limit=limit,
                 include_superseded=include_superseded,
+                include_proposed=include_proposed,
                 exclude=frozenset([exclude] if isinstance(exclude, str) else exclude),
                 fuse=self._vectors().fuse if by_meaning else None,
                 record=record,
@@ -1447,7 +1457,12 @@ class Vault:
             raise InvalidInput("exclude", list(exclude), "nothing with with_minds (a recall of one mind only)")
         others = [self._reader(mind)._recaller for mind in other_minds(self.mind, with_minds)]
         return self._recaller.recall_across(
-            others, budget, query=query, limit=limit, include_superseded=include_superseded
+            others,
+            budget,
+            query=query,
+            limit=limit,
+            include_superseded=include_superseded,
+            include_proposed=include_proposed,
         )
 
     def _moment(self, at: str | datetime, semantic: bool | None) -> AsOf:

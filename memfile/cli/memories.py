@@ -377,6 +377,11 @@ def edit(state: State, ref: str, as_json: bool) -> None:
 @click.option("--budget", type=int, help="Most tokens the output may take (estimate: characters / 4); 0 = no limit.")
 @click.option("--limit", type=int, default=10, show_default=True, help="With --query: most matches besides the pinned.")
 @click.option("--include-superseded", is_flag=True, help="Also memories marked superseded.")
+@click.option(
+    "--include-proposed",
+    is_flag=True,
+    help="Also captured memories waiting for review, marked [proposed] (people only: memfile review).",
+)
 @click.option("--with-mind", "with_minds", multiple=True, help="Also read this mind (repeat), read-only.")
 @click.option("--semantic/--lexical", default=None, help="With --query: matches by meaning too (as search).")
 @click.option(
@@ -392,7 +397,9 @@ def recall(state: State, budget: int | None, fmt: str, **options: Any) -> None:
     preference ones (pinned), then the best matches ranked by relevance, priority, recency (half-life
     decay), confidence and verified; --format json shows each score's parts. --with-mind
     adds another mind's memories (a group chat's mind with its speaker's), each labelled.
-    --at recalls the mind as it was then, read from git (nothing is checked out).
+    --at recalls the mind as it was then, read from git (nothing is checked out). --include-proposed
+    shows a person what accepting the captured memories waiting for review would bring (an agent's
+    recall never holds them).
 
     Example: memfile --vault sample_vault recall --budget 500
 
@@ -501,6 +508,8 @@ def stats(state: State, as_json: bool) -> None:
         f"Memories: {data['total']} ({data['verified']} verified, {data['unverified']} unverified, "
         f"{data['expired']} expired, {data['superseded']} superseded, {data['unreadable_files']} unreadable files)"
     )
+    if data["proposed"]:
+        click.echo(f"Waiting for review: {data['proposed']} captured (memfile review)")
     for group in ("by_category", "by_priority", "by_source"):
         click.echo(f"{group.replace('_', ' ').capitalize()}: " + ", ".join(f"{k} {v}" for k, v in data[group].items()))
     click.echo(f"Index: {data['index_bytes'] / 1024:.0f} KiB, last updated {data['last_index_update'] or 'never'}")

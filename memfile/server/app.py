@@ -171,6 +171,7 @@ async def recall(request: Request, given: dict[str, Any]) -> Response:
     options: dict[str, Any] = {
         "query": given["q"] or None,
         "include_superseded": given["include_superseded"],
+        "include_proposed": given["include_proposed"],  # a Mind Key's is ignored: an agent sees no proposal
         "limit": given["limit"],
     }
     if given["budget"] is not None:
@@ -390,6 +391,12 @@ RECALL_PARAMETERS = (
     Param("limit", "With q: the most matches besides the pinned memories.", LIMIT),
     Param("format", "text (default) or json (what was chosen, with scores).", {"enum": ["text", "json"]}),
     Param("include_superseded", "Also memories marked superseded.", BOOL),
+    Param(
+        "include_proposed",
+        "Also captured memories waiting for review, marked proposed; a person's token only (a Mind Key's "
+        "recall never holds them).",
+        BOOL,
+    ),
     AT,
 )
 RECALL_RESPONSES = {

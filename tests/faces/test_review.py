@@ -182,9 +182,23 @@ def test_an_agent_is_refused_by_every_review_command_and_sees_no_proposal(vault:
         assert "Rex" not in fails(in_vault(vault.root, *args, env=AGENT), {"store": 4}.get(args[0], 3)).stderr
     agents_search = ok(in_vault(vault.root, "search", "dog", "Rex", "--include-proposed", env=AGENT))
     assert agents_search.stdout == ""
+    for query in ([], ["--query", "dog Rex"]):
+        agents_recall = ok(in_vault(vault.root, "recall", *query, "--include-proposed", env=AGENT)).stdout
+        assert "Has a dog called Rex." not in agents_recall and "[proposed]" not in agents_recall
     assert ok(in_vault(vault.root, "list", "--status", "proposed", env=AGENT)).stdout == ""
     assert "Rex" not in ok(in_vault(vault.root, "list", "--status", "all", env=AGENT)).stdout
     assert commit_count(vault.root) == before
+
+
+def test_stats_count_proposals_apart_and_an_agents_count_none(vault: Vault) -> None:
+    propose(vault)
+    stats = vault.stats()
+    assert (stats["total"], stats["unverified"], stats["proposed"]) == (1, 0, 2)
+    assert stats["by_source"] == {"user": 1, "agent": 0}
+    assert Vault.open(vault.root, vault.mind, source="agent").stats()["proposed"] == 0
+    text = ok(in_vault(vault.root, "stats")).stdout
+    assert "Memories: 1 (1 verified, 0 unverified" in text and "Waiting for review: 2 captured (memfile review)" in text
+    assert "Waiting for review" not in ok(in_vault(vault.root, "stats", env=AGENT)).stdout
 
 
 def test_search_list_and_show_mark_a_proposal_for_a_person(vault: Vault) -> None:
@@ -197,6 +211,9 @@ def test_search_list_and_show_mark_a_proposal_for_a_person(vault: Vault) -> None
     listed = ok(in_vault(vault.root, "list", "--status", "proposed")).stdout.splitlines()
     assert [line.split()[:3] for line in listed] == [[ADDED, "normal", "proposed"], [UPDATE, "normal", "proposed"]]
     assert ADDED not in ok(in_vault(vault.root, "list")).stdout
+    assert "Has a dog called Rex." not in ok(in_vault(vault.root, "recall", "--query", "dog Rex")).stdout
+    recalled = ok(in_vault(vault.root, "recall", "--query", "dog Rex", "--include-proposed")).stdout
+    assert "fact (NORMAL) [proposed]\n  dog_name\n  Has a dog called Rex.\n" in recalled
     shown = ok(in_vault(vault.root, "show", UPDATE)).stdout
     assert "status: proposed\npath: michael/preference/coffee_2.md\n" in shown and "superseded_by" not in shown
     assert f"captured_from: s1\ncaptured_turns: [0]\nproposed_supersedes: {ids[TARGET]}\n" in shown

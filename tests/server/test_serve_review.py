@@ -41,6 +41,8 @@ def test_a_mind_key_reads_no_proposal_through_any_endpoint(server: Server, setup
         "/memory/search?q=dog+Rex&include_proposed=true",
         "/memory/search?q=green+tea&include_proposed",
         "/memory/recall?q=my+dog",
+        "/memory/recall?q=my+dog&include_proposed=true",
+        "/memory/recall?include_proposed=true&format=json",
         "/memory/recall?q=what+do+I+drink&format=json",
         "/memory",
         "/memory/by-tag?tag=pets",
@@ -83,6 +85,11 @@ def test_a_person_lists_the_proposals_and_searches_them_when_asked(server: Serve
     assert server.request("GET", "/memory/search?q=dog+Rex", person).json() == []
     [hit] = server.request("GET", "/memory/search?q=dog+Rex&include_proposed=true", person).json()
     assert (hit["key"], hit["status"]) == ("dog_name", "proposed")
+    assert "called Rex" not in server.request("GET", "/memory/recall?q=dog+Rex", person).body.decode()
+    recalled = server.request("GET", "/memory/recall?q=dog+Rex&include_proposed=true&format=json", person).json()
+    assert [(m["key"], m["status"]) for m in recalled["memories"] if m["key"] == "dog_name"] == [
+        ("dog_name", "proposed")
+    ]
     assert server.request("GET", "/memory/dog_name", person).json()["status"] == "proposed"
     bad = server.request("GET", "/memory/proposals?status=all", person)
     assert bad.status == 400 and "status" in bad.json()["message"]

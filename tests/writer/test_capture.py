@@ -148,6 +148,22 @@ def test_a_proposal_reaches_no_recall_search_list_or_agent(mind: Vault) -> None:
     assert mind.get("note/teapot").proposed  # a person reads it to review it
 
 
+def test_a_person_recalls_proposals_only_when_asked_marked_proposed_and_an_agent_never(mind: Vault) -> None:
+    KEY_LINE = "\n  teapot\n"  # noqa: N806  (the entry's key line: the header repeats the query)
+    mind.capture(MESSAGES, answer(cand("note", "teapot", "The blue teapot is chipped.")), "s1")
+    for query in (None, "blue teapot"):
+        shown = mind.recall(query=query, include_proposed=True)
+        [item] = [item for item in shown.items if item.memory.key == "teapot"]
+        assert item.memory.proposed and "note (NORMAL) [proposed]\n  teapot" in shown
+        assert KEY_LINE not in mind.recall(query=query)
+    agent = Vault.open(mind.root, mind.mind, source="agent")
+    assert KEY_LINE not in agent.recall(include_proposed=True)
+    assert KEY_LINE not in agent.recall(query="blue teapot", include_proposed=True)
+    other = Vault.init(mind.root, "anna", "Anna")  # a recall of several minds shows them when asked too
+    assert KEY_LINE in other.recall(query="blue teapot", with_minds=[mind.mind], include_proposed=True)
+    assert KEY_LINE not in other.recall(query="blue teapot", with_minds=[mind.mind])
+
+
 def test_accept_verifies_edits_and_supersedes_in_one_commit(mind: Vault) -> None:
     mind.capture(MESSAGES, answer(cand("identity", "home_city", "Lives in Porto.")), "s1")
     [proposal] = mind.proposals()
