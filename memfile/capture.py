@@ -345,9 +345,9 @@ class Capturer:
         candidates = parse_answer(extract(PROMPT, text), len(messages))  # type: ignore[arg-type]
         writer = self._writer
         for candidate in candidates:  # every store rule (secrets, tags, sizes) before anything is written
-            writer._request(
+            writer.checked(
                 candidate.category, candidate.key, candidate.content, tags=list(candidate.tags), source=Source.AGENT
-            )  # noqa: SLF001
+            )
         proposed = self._review if review is None else bool(review)
         allow = writer.config.secrets.allow if writer.config.secrets else ()
 
@@ -471,12 +471,12 @@ class Capturer:
             raise Refused("only a person reviews captured memories: ask the user to run memfile review")
         with writer.transaction():
             proposal = self._proposal(ref)
-            request = writer._request(
+            request = writer.checked(
                 proposal.category,
                 proposal.key,
                 changes.get("content", proposal.content),
                 **{k: v for k, v in changes.items() if k != "content"},
-            )  # noqa: SLF001
+            )
             extra = tuple((k, v) for k, v in proposal.extra if k not in (PROPOSED_SUPERSEDES, CAPTURED_LINES))
             accepted = replace(
                 proposal,

@@ -997,7 +997,7 @@ class Vault:
             if version is not None and memory_version(memory) != version:
                 raise Conflict(f"{memory.ref} changed since the version you edited; nothing was written")
             content = changes.pop("content", memory.content)
-            new = writer._updated(memory, writer._request(memory.category, memory.key, content, **changes))  # noqa: SLF001
+            new = writer.updated(memory, writer.checked(memory.category, memory.key, content, **changes))
             fields = ("content", "tags", "priority", "expires_at")
             if all(getattr(new, name) == getattr(memory, name) for name in fields):
                 return StoreResult(memory, created=False, changed=False, notices=tuple(self.notices))

@@ -345,8 +345,8 @@ class Writer:
         return self.git.commit(changed, f"record hand edits ({len(changed)}): {refs}\n\n{self.trailers()}")
 
     def store(self, *args: Any, **kwargs: Any) -> StoreResult:
-        """A store of `Vault.store`'s arguments (checked by `_request`)."""
-        request = self._request(*args, **kwargs)
+        """A store of `Vault.store`'s arguments (checked by `checked`)."""
+        request = self.checked(*args, **kwargs)
         lock = self.root / STATE_DIR / "lock"
         with cannot_write(self.root):
             with try_writer_lock(lock) as held:
@@ -366,7 +366,7 @@ class Writer:
             arguments = dict(arguments)
             credential = arguments.pop("credential", self.key_label)
             try:
-                request = replace(self._request(**arguments), credential=credential)
+                request = replace(self.checked(**arguments), credential=credential)
             except MemfileError as exc:
                 results[n] = exc
                 continue
@@ -388,7 +388,7 @@ class Writer:
                 results[n] = result
         return [result for result in results if result is not None]
 
-    def _request(
+    def checked(
         self,
         category: str | Category,
         key: str,
@@ -585,7 +585,7 @@ class Writer:
                 )
             )
         if existing:
-            memory = self._updated(existing[0], request)
+            memory = self.updated(existing[0], request)
             if memory.superseded and old is not None:  # it replaces `old`: it is the one in force now
                 memory = replace(memory, status=Status.ACTIVE, superseded_by=None, id_derived=False)
             elif memory.superseded and memory != existing[0]:
@@ -638,7 +638,7 @@ class Writer:
         kept = f"{memory.ref} is superseded by {by}: the update is kept, out of recall and search"
         return Notice(kept, "reactivate", [memory.ref])
 
-    def _updated(self, old: Memory, request: StoreRequest) -> Memory:
+    def updated(self, old: Memory, request: StoreRequest) -> Memory:
         """`old` with a store's changes (the same object when nothing changes).
 
         Raises:
