@@ -54,8 +54,9 @@ def test_proposals_reach_no_tool_until_a_person_accepts_them(vault: Vault) -> No
             "listing": await agent.ok("memory", command="view", path="/memories"),
             "folder": await agent.ok("memory", command="view", path="/memories/fact"),
         }
-        unknown = await agent.error("search", query="dog", include_proposed=True)
-        assert "no argument 'include_proposed'" in unknown
+        for tool in ("search", "recall"):
+            unknown = await agent.error(tool, query="dog", include_proposed=True)
+            assert "no argument 'include_proposed'" in unknown, tool
         for ref in (ADDED, UPDATE, ids[ADDED], ids[UPDATE], "dog_name"):
             assert "no memory" in await agent.error("show", ref=ref)
             assert "no memory" in await agent.error("forget", ref=ref)
