@@ -168,6 +168,9 @@ def transcript(messages: object) -> str:
     return text
 
 
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
 def quoted(messages: list[dict[str, Any]], turns: Sequence[int], allow: Sequence[re.Pattern[str]] = ()) -> list[str]:
     """The lines of a checked conversation (`transcript`'s) a proposal came from, as its reviewer reads them:
     `[N] role: text` on one line, at most QUOTED_LINES, each cut at QUOTED_CHARS, with each secret masked
@@ -176,8 +179,9 @@ def quoted(messages: list[dict[str, Any]], turns: Sequence[int], allow: Sequence
 
     lines = []
     for n in list(turns)[:QUOTED_LINES]:
-        line = " ".join(f"[{n}] {messages[n]['role']}: {_text(messages[n].get('content'), n)}".split())
-        line = redact(line, allow)
+        text = redact(_text(messages[n].get("content"), n), allow)  # before the join: a key block's lines too
+        line = " ".join(f"[{n}] {messages[n]['role']}: {text}".split())
+        line = _SURROGATE.sub("\ufffd", line)  # a lone surrogate (valid JSON) has no UTF-8: no file holds it
         lines.append(line if len(line) <= QUOTED_CHARS else line[: QUOTED_CHARS - 1] + "…")
     return lines
 

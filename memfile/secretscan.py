@@ -371,14 +371,23 @@ def scan(text: str, allow: Sequence[re.Pattern[str] | str] = ()) -> list[Finding
 
 def redact(text: str, allow: Sequence[re.Pattern[str] | str] = ()) -> str:
     """`text` with each secret `scan` finds in it masked where it stands (`deploy ghp_…3f9a`), the rest as
-    it is: what a message or a record may repeat of a text someone gave."""
+    it is: what a message or a record may repeat of a text someone gave. A private key is masked from its
+    first line of base64 to its END line (or the end of the text): every line of the block is the key."""
     shown: list[str] = []
     end = len(text)
-    for _, _, value, at in sorted(_hits(text, allow), key=lambda hit: hit[3], reverse=True):
-        if at + len(value) <= end:  # one secret's value inside another's is masked with it
-            shown[:0] = [mask(value), text[at + len(value) : end]]
+    for _, rule, value, at in sorted(_hits(text, allow), key=lambda hit: hit[3], reverse=True):
+        stop = at + len(value)
+        if stop <= end:  # one secret's value inside another's is masked with it
+            if rule == "private-key":
+                block_end = _KEY_END.search(text, stop, end)
+                stop = block_end.start() if block_end else end
+            shown[:0] = [mask(value), text[stop:end]]
             end = at
     return text[:end] + "".join(shown)
+
+
+#: Where a private key block ends (`redact` masks the whole block).
+_KEY_END = re.compile(r"\s*-----END[ A-Z0-9]{0,30}PRIVATE KEY(?: BLOCK)?-----")
 
 
 def _hits(text: str, allow: Sequence[re.Pattern[str] | str]) -> list[tuple[int, str, str, int]]:

@@ -1396,8 +1396,9 @@ class Vault:
             limit: with a query, the most matches shown besides the pinned memories (1 to 1000; None = all).
             include_superseded: also memories marked superseded.
             include_proposed: also captured memories waiting for review (`capture`, `review`), marked
-                `[proposed]`: a person's look at what accepting them would bring; never for an agent (its
-                recall leaves them out whatever this says).
+                `[proposed]` (one that would update a memory is shown beside it): a person's look, never
+                recorded as the agent's last recall; never for an agent (its recall leaves them out
+                whatever this says).
             with_minds: other minds of the vault read too, read-only (a group chat's mind with its
                 speaker's): one text and one budget, the header naming every mind (`Mind: Group A +
                 Alice`) and each entry its own; the pinned memories of every mind come first.
@@ -1420,6 +1421,7 @@ class Vault:
             NotFound: a mind of `with_minds` does not exist.
         """
         include_proposed = include_proposed and self.actor is not Source.AGENT  # an agent's recall holds none
+        record = record and not include_proposed  # a person's look: the record tells what the agent saw
         if at is not None:
             if with_minds:
                 raise InvalidInput(

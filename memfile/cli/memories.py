@@ -398,8 +398,8 @@ def recall(state: State, budget: int | None, fmt: str, **options: Any) -> None:
     decay), confidence and verified; --format json shows each score's parts. --with-mind
     adds another mind's memories (a group chat's mind with its speaker's), each labelled.
     --at recalls the mind as it was then, read from git (nothing is checked out). --include-proposed
-    shows a person what accepting the captured memories waiting for review would bring (an agent's
-    recall never holds them).
+    shows a person the captured memories waiting for review among the others, marked [proposed] (not
+    recorded as the agent's last recall; an agent's recall never holds them).
 
     Example: memfile --vault sample_vault recall --budget 500
 

@@ -547,3 +547,12 @@ def test_redact_masks_each_secret_where_it_stands_and_keeps_the_rest() -> None:
         redact("nothing here: a token_file path /run/secrets/gh") == "nothing here: a token_file path /run/secrets/gh"
     )
     assert redact(f"deploys {token}", allow=[token[:10]]) == f"deploys {token}"
+
+
+def test_redact_masks_every_line_of_a_private_key_block() -> None:
+    """The rule matches a key's first run of base64; each of its lines is the key, so all of them go."""
+    lines = ["MIIEpAIBAAKCAQEA" + "u3Lx8Qw2Ep5Rt7Yz" * 3, "Kj4Hg6Fd8Sa0Lk2Mn" * 3, "Pq9Rs1Tu3Vw5Xy7Za"]
+    head, tail = "-----BEGIN RSA PRIVATE KEY-----", "-----END RSA PRIVATE KEY-----"
+    block = "\n".join([head, *lines, tail])
+    assert redact(f"key:\n{block}\nthanks") == f"key:\n{head}\nMIIE\u2026" + lines[0][-4:] + f"\n{tail}\nthanks"
+    assert redact(f"{head}\n" + "\n".join(lines)) == f"{head}\nMIIE\u2026{lines[0][-4:]}"  # no END: to the text's end

@@ -131,6 +131,27 @@ def test_a_proposal_quotes_its_lines_on_one_line_each_secrets_masked_and_accept_
     assert "captured_lines" not in (mind.root / accepted.path).read_text(encoding="utf-8")
 
 
+def test_a_quoted_private_key_is_masked_whole_and_a_lone_surrogate_is_replaced(mind: Vault) -> None:
+    body = [
+        ("MIIEowIBAAKCAQEA" + "x7Kq9Lm2Np4Rs6Tv8Wy0Za3Bc5De7Fg9Hj1" * 2)[:64],
+        *("Qw3Er5Ty7Ui9Op1As" * 4 for _ in range(3)),
+    ]
+    key = "-----BEGIN RSA PRIVATE KEY-----\n" + "\n".join(body) + "\n-----END RSA PRIVATE KEY-----"
+    messages = [
+        {"role": "user", "content": f"here is my key:\n{key}\nthanks"},
+        {"role": "user", "content": "a lone surrogate \ud800 here"},  # valid JSON ("\ud800"): it may come over HTTP
+    ]
+    mind.capture(messages, answer(cand("note", "key_pasted", "Pasted a key once.", turns=[0, 1])), "s1")
+    [proposal] = mind.proposals()
+    first, second = dict(proposal.extra)["captured_lines"]
+    assert first.startswith("[0] user: here is my key: -----BEGIN RSA PRIVATE KEY----- MIIE")
+    assert (
+        first.endswith(" -----END RSA PRIVATE KEY----- thanks") and second == "[1] user: a lone surrogate \ufffd here"
+    )
+    history = git(mind.root, "log", "-p", "--format=%B")
+    assert not [line for line in body if line in first or line[8:40] in history]
+
+
 def test_a_proposal_reaches_no_recall_search_list_or_agent(mind: Vault) -> None:
     mind.capture(MESSAGES, answer(cand("note", "teapot", "The blue teapot is chipped.")), "s1")
     assert not mind.search("teapot") and not mind.recall(query="teapot").items
@@ -159,6 +180,7 @@ def test_a_person_recalls_proposals_only_when_asked_marked_proposed_and_an_agent
     agent = Vault.open(mind.root, mind.mind, source="agent")
     assert KEY_LINE not in agent.recall(include_proposed=True)
     assert KEY_LINE not in agent.recall(query="blue teapot", include_proposed=True)
+    assert KEY_LINE not in str(mind.last_recall().to_dict())  # a person's look is not the agent's last recall
     other = Vault.init(mind.root, "anna", "Anna")  # a recall of several minds shows them when asked too
     assert KEY_LINE in other.recall(query="blue teapot", with_minds=[mind.mind], include_proposed=True)
     assert KEY_LINE not in other.recall(query="blue teapot", with_minds=[mind.mind])
