@@ -22,6 +22,10 @@ from typing import TYPE_CHECKING, Any
 from .errors import InvalidInput, NotFound, Refused
 from .model import (
     AGENT_PRIORITY_CAP,
+    CAPTURED_FROM,
+    CAPTURED_LINES,
+    CAPTURED_TURNS,
+    PROPOSED_SUPERSEDES,
     UNSET,
     Category,
     Memory,
@@ -79,11 +83,9 @@ MAX_MESSAGES, MAX_TRANSCRIPT, MAX_ANSWER, MAX_CANDIDATES = 1_000, 400_000, 4_000
 SKIP_COVER, UPDATE_SHARE, SIMILAR = 0.7, 0.15, 5
 ROLES = ("system", "user", "assistant", "tool", "developer")
 ADD, UPDATE, SKIP = "add", "update", "skip"
-#: The front-matter keys of a captured memory's provenance, and of the memory a proposal would supersede.
-CAPTURED_FROM, CAPTURED_TURNS, PROPOSED_SUPERSEDES = "captured_from", "captured_turns", "proposed_supersedes"
-#: A proposal's front-matter key for the conversation lines it came from (what its reviewer reads; dropped on
-#: accept): at most QUOTED_LINES of them, each on one line, cut at QUOTED_CHARS, every secret in it masked.
-CAPTURED_LINES, QUOTED_LINES, QUOTED_CHARS = "captured_lines", 8, 400
+#: A proposal's quote of the conversation (`CAPTURED_LINES`, what its reviewer reads; dropped on accept): at
+#: most QUOTED_LINES messages, each on one line, cut at QUOTED_CHARS, every secret in it masked.
+QUOTED_LINES, QUOTED_CHARS = 8, 400
 
 #: The app's model call: (the system prompt, the transcript) -> its answer (JSON text, or the parsed object).
 Extract = Callable[[str, str], "str | dict[str, Any] | list[Any]"]

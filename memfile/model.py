@@ -66,6 +66,10 @@ class Status(StrEnum):
 
 #: The front-matter key a sync writes when both sides changed a body: the other side's body, kept until resolved.
 CONFLICT_KEY = "conflict_theirs"
+#: A captured memory's front-matter keys (`Vault.capture`, docs/capture.md): the session and the message
+#: numbers it came from; a proposal's quote of those messages, and the id of the memory it would supersede.
+CAPTURED_FROM, CAPTURED_TURNS = "captured_from", "captured_turns"
+CAPTURED_LINES, PROPOSED_SUPERSEDES = "captured_lines", "proposed_supersedes"
 KEY_PATTERN = re.compile(r"[a-z0-9][a-z0-9_]{0,99}")
 KEY_RULE = "snake_case: lowercase letters, digits and _, starting with a letter or digit, at most 100 characters"
 MAX_TAG_LENGTH = 100

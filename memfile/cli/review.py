@@ -6,16 +6,11 @@ from __future__ import annotations
 import click
 
 from ..errors import NotFound, Refused
-from ..model import Memory, Source
+from ..model import CAPTURED_FROM, CAPTURED_LINES, CAPTURED_TURNS, PROPOSED_SUPERSEDES, Memory, Source
 from ..vault import Vault
 from .common import State, confirmed, json_option, print_json, run_editor
 from .options import CommandGroup
 
-#: A proposal's front-matter keys (memfile.capture's CAPTURED_FROM, CAPTURED_TURNS, CAPTURED_LINES,
-#: PROPOSED_SUPERSEDES; a face imports the facade and its values only): the session, the message numbers, the
-#: conversation lines they hold, the memory it would supersede.
-CAPTURED_FROM, CAPTURED_TURNS, CAPTURED_LINES = "captured_from", "captured_turns", "captured_lines"
-PROPOSED_SUPERSEDES = "proposed_supersedes"
 #: What an agent is told (`Vault.accept` and `Vault.reject` refuse it too; listing would show it nothing).
 FOR_PEOPLE = (
     "memfile review is for people: captured memories wait for a person's review, and an agent can neither "

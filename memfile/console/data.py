@@ -15,7 +15,18 @@ from urllib.parse import urlencode
 from markupsafe import Markup, escape
 
 from ..errors import InvalidInput, NotFound
-from ..model import Category, Memory, Priority, Source, format_datetime, utc_now
+from ..model import (
+    CAPTURED_FROM,
+    CAPTURED_LINES,
+    CAPTURED_TURNS,
+    PROPOSED_SUPERSEDES,
+    Category,
+    Memory,
+    Priority,
+    Source,
+    format_datetime,
+    utc_now,
+)
 from ..recall import is_pinned, order
 from ..vault import memory_version
 
@@ -356,17 +367,17 @@ class Proposal:
 
     @property
     def session(self) -> str:
-        return str(dict(self.memory.extra).get("captured_from") or "")
+        return str(dict(self.memory.extra).get(CAPTURED_FROM) or "")
 
     @property
     def turns(self) -> list[Any]:
-        turns = dict(self.memory.extra).get("captured_turns")
+        turns = dict(self.memory.extra).get(CAPTURED_TURNS)
         return list(turns) if isinstance(turns, list | tuple) else []
 
     @property
     def lines(self) -> list[str]:
         """The conversation lines it came from (`[N] role: text`, secrets masked), as the capture quoted them."""
-        lines = dict(self.memory.extra).get("captured_lines")
+        lines = dict(self.memory.extra).get(CAPTURED_LINES)
         return [str(line) for line in lines] if isinstance(lines, list | tuple) else []
 
 
@@ -383,13 +394,13 @@ def review_page(vault: Vault, page: int) -> ReviewView:
     waiting = vault.proposals()
     start = (page - 1) * PAGE_SIZE
     shown = waiting[start : start + PAGE_SIZE]
-    wanted = {dict(m.extra).get("proposed_supersedes") for m in shown} - {None}
+    wanted = {dict(m.extra).get(PROPOSED_SUPERSEDES) for m in shown} - {None}
     targets = {m.id: m for m in vault.memories() if m.id in wanted} if wanted else {}
     captures = [e for e in vault.log(limit=CAPTURE_LOOKBACK) if e.message.startswith("capture ")] if shown else []
     proposals = [
         Proposal(
             m,
-            targets.get(str(dict(m.extra).get("proposed_supersedes"))),
+            targets.get(str(dict(m.extra).get(PROPOSED_SUPERSEDES))),
             next((e for e in captures if m.path in e.paths), None),
         )
         for m in shown
