@@ -26,10 +26,7 @@ and p95 of `Vault.capture` in process, next to a `Vault.store` of one memory in 
 from __future__ import annotations
 
 import argparse
-import json
-import shutil
 import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -43,8 +40,8 @@ from common import (  # noqa: E402
     Table,
     bench_env,
     make_vault,
-    memfile_commit,
     parse_args,
+    run_sections,
     say,
     timing_label,
 )
@@ -167,21 +164,14 @@ def main() -> int:
     parser.add_argument("--keep", action="store_true", help="keep the temp folder")
     parser.add_argument("--json-out", type=Path, help="write every row of this run here as JSON")
     args = parse_args(parser, cases=4, captures=3, filler=50)
-    table = Table(QUALITY_COLUMNS, smoke=args.smoke)
-    costs = Table(TIMING_COLUMNS, smoke=args.smoke, label=timing_label)
-    work = Path(tempfile.mkdtemp(prefix="memfile-bench-capture-"))
-    say(f"memfile {memfile_commit()}, work folder {work}")
-    try:
-        quality_section(work, args, table)
-        cost_section(work, args, costs)
-    finally:
-        if not args.keep:
-            shutil.rmtree(work, ignore_errors=True)
-    table.print()
-    costs.print()
-    if args.json_out:
-        args.json_out.write_text(json.dumps({"rows": table.rows + costs.rows}, indent=2), encoding="utf-8")
-    return max(table.exit_code(), costs.exit_code())
+    return run_sections(
+        "capture",
+        args,
+        [
+            (quality_section, Table(QUALITY_COLUMNS, smoke=args.smoke)),
+            (cost_section, Table(TIMING_COLUMNS, smoke=args.smoke, label=timing_label)),
+        ],
+    )
 
 
 if __name__ == "__main__":

@@ -34,7 +34,6 @@ import json
 import random
 import shutil
 import sys
-import tempfile
 import time
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
@@ -49,9 +48,9 @@ from common import (  # noqa: E402
     Table,
     bench_env,
     make_vault,
-    memfile_commit,
     p50,
     parse_args,
+    run_sections,
     say,
     timing_label,
 )
@@ -233,21 +232,14 @@ def main() -> int:
     parser.add_argument("--keep", action="store_true", help="keep the temp folder")
     parser.add_argument("--json-out", type=Path, help="write every row of this run here as JSON")
     args = parse_args(parser, filler=50, size=200, runs=1)
-    table = Table(PROBE_COLUMNS, smoke=args.smoke)
-    costs = Table(TIMING_COLUMNS, smoke=args.smoke, label=timing_label)
-    work = Path(tempfile.mkdtemp(prefix="memfile-bench-links-"))
-    say(f"memfile {memfile_commit()}, work folder {work}")
-    try:
-        probe_section(work, args, table)
-        cost_section(work, args, costs)
-    finally:
-        if not args.keep:
-            shutil.rmtree(work, ignore_errors=True)
-    table.print()
-    costs.print()
-    if args.json_out:
-        args.json_out.write_text(json.dumps({"rows": table.rows + costs.rows}, indent=2), encoding="utf-8")
-    return max(table.exit_code(), costs.exit_code())
+    return run_sections(
+        "links",
+        args,
+        [
+            (probe_section, Table(PROBE_COLUMNS, smoke=args.smoke)),
+            (cost_section, Table(TIMING_COLUMNS, smoke=args.smoke, label=timing_label)),
+        ],
+    )
 
 
 if __name__ == "__main__":

@@ -422,6 +422,30 @@ def timing_label(r: dict[str, Any]) -> str:
     return f"{r['figure']} (N={r.get('size') or '-'})"
 
 
+def run_sections(
+    name: str, args: argparse.Namespace, sections: Sequence[tuple[Callable[[Path, Any, Table], None], Table]]
+) -> int:
+    """A benchmark's run: each section filling its table in one temp folder (kept with `--keep`), the tables
+    printed, every row written to `--json-out`; the exit code (1 when a target was missed)."""
+    import shutil
+    import tempfile
+
+    work = Path(tempfile.mkdtemp(prefix=f"memfile-bench-{name}-"))
+    say(f"memfile {memfile_commit()}, work folder {work}")
+    try:
+        for section, table in sections:
+            section(work, args, table)
+    finally:
+        if not args.keep:
+            shutil.rmtree(work, ignore_errors=True)
+    for _, table in sections:
+        table.print()
+    if args.json_out:
+        rows = [row for _, table in sections for row in table.rows]
+        args.json_out.write_text(json.dumps({"rows": rows}, indent=2), encoding="utf-8")
+    return max(table.exit_code() for _, table in sections)
+
+
 # --- reports of the public API ------------------------------------------------------------
 
 
