@@ -184,6 +184,7 @@ class Recaller:
         limit: int | None = 10,
         include_superseded: bool = False,
         include_proposed: bool = False,
+        record: bool = True,
     ) -> RecallReport:
         """`Vault.recall` with `with_minds`: this mind's recall and the `others`' in one text and one budget,
         each entry naming its mind. Each mind is read through its own index only (a mind not named is never
@@ -202,9 +203,10 @@ class Recaller:
         def recallable(view: View) -> list[Memory]:
             return [m for m in view.memories() if _recallable(m, now, (include_superseded, include_proposed))]
 
+        served = self._served if record else lambda report: report
         if query is None:
             every = [m for part in parts for m in part._index.read(recallable)]
-            return self._served(recall(every, self.mind, name, budget, labels))
+            return served(recall(every, self.mind, name, budget, labels))
         options = SearchOptions(
             include_superseded=include_superseded,
             include_proposed=include_proposed,
@@ -227,7 +229,7 @@ class Recaller:
             matches += near
             matched += count
         ranked = score(matches, now, self.config.half_life_days)
-        return self._served(
+        return served(
             recall_query(Recallable.of(every), ranked, query, self.mind, name, budget, limit, matched, labels)
         )
 

@@ -403,13 +403,7 @@ class Vault:
             NotFound: no memory matches (an agent finds no proposed memory: `capture`).
             AmbiguousRef: the key is used in several categories.
         """
-        return resolve_ref(ref, self._readable(), self.mind, self.issues)
-
-    def _readable(self) -> builtins.list[Memory]:
-        """The memories this Vault's caller may read by REF: every one, but an agent no proposed one (a captured
-        memory reaches no agent before a person accepts it)."""
-        memories = self.memories()
-        return [m for m in memories if not m.proposed] if self.actor is Source.AGENT else memories
+        return resolve_ref(ref, self._writer.readable(), self.mind, self.issues)
 
     show = get
 
@@ -470,7 +464,7 @@ class Vault:
                 (m for m in others if any((self.root / memory_relpath(m, c, key)).is_file() for c in folders)), None
             )
 
-        return LinkTable(self._readable(), elsewhere if others else None, self._parsed_links)
+        return LinkTable(self._writer.readable(), elsewhere if others else None, self._parsed_links)
 
     @_verb
     def list(
@@ -498,9 +492,7 @@ class Vault:
         """
         if status not in STATUS_FILTERS:
             raise InvalidInput("status", status, list(STATUS_FILTERS))
-        want_status = {"active": Status.ACTIVE, "superseded": Status.SUPERSEDED, "proposed": Status.PROPOSED}.get(
-            status
-        )
+        want_status = None if status == "all" else Status(status)
         agent = self.actor is Source.AGENT
         want_category = parse_category(category) if category else None
         want_priority = parse_priority(priority) if priority else None
@@ -535,7 +527,7 @@ class Vault:
         """
         now = utc_now()
         horizon = add_duration(now, parse_duration(within, "within"), "within")
-        soon = [m for m in self._readable() if m.expires_at is not None and now < m.expires_at <= horizon]
+        soon = [m for m in self._writer.readable() if m.expires_at is not None and now < m.expires_at <= horizon]
         return sorted(soon, key=lambda m: (m.expires_at, m.ref))
 
     # --- search -------------------------------------------------------------
@@ -956,10 +948,7 @@ class Vault:
             Refused: an agent asked. NotFound: the REF names no proposed memory.
             InvalidInput: a change is not allowed (as `store` checks it).
         """
-        unknown = sorted(set(changes) - {"content", "tags", "priority", "expires"})
-        if unknown:
-            raise InvalidInput(unknown[0], changes[unknown[0]], "content, tags, priority, expires")
-        return self._capturer.accept(ref, changes)
+        return self._capturer.accept(ref, _editable(changes))
 
     @_verb
     def reject(self, ref: str) -> Memory:
@@ -984,9 +973,7 @@ class Vault:
             Conflict: the memory changed since `version`; nothing was written.
             NotFound, AmbiguousRef: the REF does not name one memory.
         """
-        unknown = sorted(set(changes) - {"content", "tags", "priority", "expires"})
-        if unknown:
-            raise InvalidInput(unknown[0], changes[unknown[0]], "content, tags, priority, expires")
+        _editable(changes)
         if self.actor is Source.AGENT:
             raise Refused("editing a memory is for people; an agent changes its memories with store")
         writer = self._writer
@@ -1465,6 +1452,7 @@ class Vault:
             limit=limit,
             include_superseded=include_superseded,
             include_proposed=include_proposed,
+            record=record,
         )
 
     def _moment(self, at: str | datetime, semantic: bool | None) -> AsOf:
@@ -1505,7 +1493,7 @@ class Vault:
         def load(mind: str) -> tuple[builtins.list[Memory], builtins.list[ParseIssue]]:
             vault = self if mind == self.mind else Vault(self.root, mind, config, self.actor)
             try:
-                return sorted(vault._readable(), key=lambda m: m.path), builtins.list(vault.issues)
+                return sorted(vault._writer.readable(), key=lambda m: m.path), builtins.list(vault.issues)
             finally:
                 if vault is not self:
                     vault.close()
@@ -1683,6 +1671,19 @@ def other_minds(mind: str, with_minds: Sequence[str], field: str = "with_minds")
                 f"the names of other mind folders of the vault, each once (not {mind}, which is read anyway)",
             )
     return names
+
+
+def _editable(changes: dict[str, Any]) -> dict[str, Any]:
+    """`edit`'s and `accept`'s changes, checked: only content, tags, priority and expires (each checked as
+    `store` checks it when it is written).
+
+    Raises:
+        InvalidInput: another field, named.
+    """
+    unknown = sorted(set(changes) - {"content", "tags", "priority", "expires"})
+    if unknown:
+        raise InvalidInput(unknown[0], changes[unknown[0]], "content, tags, priority, expires")
+    return changes
 
 
 def memory_version(memory: Memory) -> str:

@@ -112,9 +112,9 @@ class Writer:
 
     def find(self, ref: str) -> Memory:
         """The memory REF names; an agent finds no proposed one (a captured memory waits for a person)."""
-        return resolve_ref(ref, self._readable(), self.mind, self._index.issues)
+        return resolve_ref(ref, self.readable(), self.mind, self._index.issues)
 
-    def _readable(self) -> list[Memory]:
+    def readable(self) -> list[Memory]:
         """The mind's memories the actor may read: an agent's without the proposed ones (`Status.PROPOSED`)."""
         memories = self._index.memories()
         return [m for m in memories if not m.proposed] if self.actor is Source.AGENT else memories
@@ -746,7 +746,7 @@ class Writer:
         matched = sorted(
             (
                 m
-                for m in (named.values() if named is not None else self._readable())
+                for m in (named.values() if named is not None else self.readable())
                 if want_tags <= set(m.tags)
                 and (want_category is None or m.category is want_category)
                 and (want_source is None or m.source is want_source)

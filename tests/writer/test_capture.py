@@ -184,6 +184,9 @@ def test_a_person_recalls_proposals_only_when_asked_marked_proposed_and_an_agent
     other = Vault.init(mind.root, "anna", "Anna")  # a recall of several minds shows them when asked too
     assert KEY_LINE in other.recall(query="blue teapot", with_minds=[mind.mind], include_proposed=True)
     assert KEY_LINE not in other.recall(query="blue teapot", with_minds=[mind.mind])
+    for query in (None, "blue teapot"):  # nor is a look across minds recorded
+        assert KEY_LINE in other.recall(query=query, with_minds=[mind.mind], include_proposed=True)
+        assert "note/teapot" not in str(other.last_recall().to_dict())
 
 
 def test_accept_verifies_edits_and_supersedes_in_one_commit(mind: Vault) -> None:
