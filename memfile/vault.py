@@ -1674,12 +1674,7 @@ def other_minds(mind: str, with_minds: Sequence[str], field: str = "with_minds")
 
 
 def _editable(changes: dict[str, Any]) -> dict[str, Any]:
-    """`edit`'s and `accept`'s changes, checked: only content, tags, priority and expires (each checked as
-    `store` checks it when it is written).
-
-    Raises:
-        InvalidInput: another field, named.
-    """
+    """`edit`'s and `accept`'s changes: content, tags, priority, expires (each checked when written); InvalidInput."""
     unknown = sorted(set(changes) - {"content", "tags", "priority", "expires"})
     if unknown:
         raise InvalidInput(unknown[0], changes[unknown[0]], "content, tags, priority, expires")
